@@ -1,0 +1,43 @@
+// Package store is kvring's node-local tier: the memory in which every chunk a
+// node holds lives.
+//
+// # Contract
+//
+//   - Chunk bytes live in shared-memory segments: files under Config.ShmDir
+//     (normally /dev/shm) named after the node, mapped MAP_SHARED. A segment can
+//     be handed to another process as a file descriptor (SegmentFile). A chunk's
+//     (segment, offset) never moves while the chunk is held, and every segment
+//     file is at least 8 bytes longer than the last byte of any slot in it (the
+//     mmap rule of vineyard-protocol.md).
+//   - Writes are two-phase: Stage reserves a slot and returns a Staged handle the
+//     caller fills (Write copies and checksums in one pass; Bytes lets a local
+//     writer fill the slot directly). Seal verifies the CRC-32C checksum and
+//     publishes the chunk in the authoritative index: from then on it is
+//     readable. Abort frees the slot. A staged slot that is neither sealed nor
+//     aborted within Config.StageLease is freed by ExpireNow.
+//   - The authoritative index alone says what is held. ristretto (TinyLFU
+//     admission, sampled-LFU eviction, cost = slot bytes) decides what stays: a
+//     chunk is admitted at Stage time (the call waits for ristretto's decision),
+//     so a write the policy declines is reported ErrRejected, never stored.
+//   - The memory limit is a hard budget for slot bytes (payload plus allocator
+//     waste) of staged and sealed chunks. Freed slots keep their pages for
+//     reuse by the next chunk of the same size class; when a new slot would push
+//     slot bytes plus such retained free pages over the limit, retained pages
+//     are returned to the kernel first (hole punching), so the shared memory
+//     the node occupies stays within the limit.
+//   - Eviction frees a slot exactly once and never under a reader: a View holds
+//     a reference, a Lookup lease holds a pin. A chunk evicted by the policy
+//     while pinned stays readable until its pins end, then is freed.
+//   - Reads verify the checksum; a mismatch is reported (ErrChecksum), counted
+//     and the chunk dropped.
+//   - bbolt (Config.DataDir/catalog.db) keeps the node identity and the
+//     catalog of sealed chunks. Opening a store on the same data directory
+//     re-maps the segments, verifies every chunk's checksum and serves them
+//     again; a catalog whose segments are gone (host reboot) is discarded with
+//     a log line. Catalog writes are batched and written without fsync: the
+//     catalog is only useful while the shared memory survives, which means the
+//     host did not reboot, which means the page cache did not lose the writes.
+//
+// All methods of Store are safe for concurrent use. A Staged handle belongs to
+// one goroutine; a View may be read from many goroutines until it is released.
+package store

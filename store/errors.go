@@ -1,0 +1,33 @@
+package store
+
+import "errors"
+
+// Sentinel errors. Every error the store returns wraps one of them, with
+// context naming the chunk or the field; test them with errors.Is.
+var (
+	// ErrNotFound: the chunk is not held (never stored, evicted, or dropped).
+	ErrNotFound = errors.New("store: chunk not found")
+	// ErrAlreadyHeld: the chunk is already sealed; nothing was written.
+	ErrAlreadyHeld = errors.New("store: chunk already held")
+	// ErrBusy: another writer is staging the same chunk right now.
+	ErrBusy = errors.New("store: chunk is being written by another writer")
+	// ErrRejected: the admission policy declined the chunk. Not held; not a
+	// failure of the system.
+	ErrRejected = errors.New("store: rejected by the admission policy")
+	// ErrNoSpace: the memory budget has no room (the rest is staged or pinned).
+	ErrNoSpace = errors.New("store: memory budget exhausted")
+	// ErrInvalid: bad input (empty or oversized chunk, malformed namespace or id,
+	// a write past the end of a slot). The message names the field.
+	ErrInvalid = errors.New("store: invalid argument")
+	// ErrNotStaged: seal or abort of a chunk that is not staged.
+	ErrNotStaged = errors.New("store: chunk is not staged")
+	// ErrLeaseExpired: the staged slot's lease ran out before the seal; the slot
+	// was freed.
+	ErrLeaseExpired = errors.New("store: stage lease expired")
+	// ErrChecksum: the bytes do not match the checksum.
+	ErrChecksum = errors.New("store: checksum mismatch")
+	// ErrIncomplete: seal of a chunk whose bytes were not all written.
+	ErrIncomplete = errors.New("store: chunk bytes incomplete")
+	// ErrClosed: the store is closed.
+	ErrClosed = errors.New("store: closed")
+)

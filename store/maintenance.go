@@ -1,0 +1,57 @@
+package store
+
+import (
+	"math/rand/v2"
+	"time"
+)
+
+// maintain is the store's one background goroutine: it expires stage and
+// pin leases and flushes the catalog every MaintenanceInterval (with ±10 %
+// jitter). Close stops it and waits for it.
+func (s *Store) maintain() {
+	defer close(s.done)
+	for {
+		d := s.cfg.MaintenanceInterval
+		d += time.Duration(rand.Int64N(int64(d)/5+1)) - d/10
+		t := time.NewTimer(d)
+		select {
+		case <-s.stop:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		s.ExpireNow()
+		if err := s.cat.flush(); err != nil {
+			s.log.Error("catalog flush failed", "err", err)
+		}
+	}
+}
+
+// ExpireNow frees staged slots whose lease has run out and ends expired Lookup
+// leases, as of Config.Now. It returns how many of each it ended. The
+// background loop calls it; tests may call it directly.
+func (s *Store) ExpireNow() (staged, leases int) {
+	now := s.cfg.Now().UnixNano()
+	s.mu.Lock()
+	defer s.unlock()
+	for e := range s.staging {
+		if e.state == stateStaged && e.deadline != 0 && e.deadline <= now {
+			s.st.stageExpired++
+			if s.kill(e, reasonExpired) {
+				s.forgetLater(e)
+			}
+			staged++
+		}
+	}
+	for id, l := range s.leases {
+		if l.expiry <= now {
+			delete(s.leases, id)
+			s.unpin(l)
+			leases++
+		}
+	}
+	return staged, leases
+}
+
+// FlushCatalog writes queued catalog changes now. Blocks on bbolt.
+func (s *Store) FlushCatalog() error { return s.cat.flush() }

@@ -1,0 +1,111 @@
+package store
+
+import (
+	"fmt"
+	"time"
+)
+
+// PinID names a Lookup lease; 0 means no lease.
+type PinID uint64
+
+// lease pins sealed entries until it is released or expires.
+type lease struct {
+	entries []*entry
+	expiry  int64 // unix nanoseconds
+}
+
+// Lookup returns how many leading ids of the ordered list are held now. With
+// pinFor > 0 (capped at Config.MaxPinLease) those chunks are pinned against
+// eviction until Release(pin) or until the lease expires; pin is 0 when
+// nothing was pinned. Every id asked counts as an access for the admission
+// policy. Never blocks on I/O.
+func (s *Store) Lookup(ns string, ids []ID, pinFor time.Duration) (n int, pin PinID, err error) {
+	if pinFor < 0 {
+		return 0, 0, fmt.Errorf("%w: pin lease must not be negative, got %v", ErrInvalid, pinFor)
+	}
+	pinFor = min(pinFor, s.cfg.MaxPinLease)
+	hashes := make([]uint64, len(ids))
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return 0, 0, ErrClosed
+	}
+	k, _, err := s.key(ns, ID{}, true)
+	if err != nil {
+		s.mu.Unlock()
+		return 0, 0, err
+	}
+	var l *lease
+	for i, id := range ids {
+		k.id = id
+		h := k.hash()
+		// Every id counts as an access, also those after the first miss: the
+		// engine asked for them.
+		hashes[i] = h
+		if n != i {
+			continue
+		}
+		e := s.idx.get(k, h)
+		if e == nil || e.state != stateSealed {
+			continue
+		}
+		n = i + 1
+		if pinFor > 0 {
+			if l == nil {
+				l = &lease{expiry: s.cfg.Now().Add(pinFor).UnixNano()}
+			}
+			if e.pins == 0 {
+				s.st.pinnedChunks++
+			}
+			e.pins++
+			l.entries = append(l.entries, e)
+		}
+	}
+	if l != nil {
+		s.nextPin++
+		pin = PinID(s.nextPin)
+		s.leases[uint64(pin)] = l
+	}
+	s.mu.Unlock()
+	for _, h := range hashes {
+		s.pol.touch(h)
+	}
+	return n, pin, nil
+}
+
+// Release ends a Lookup lease. Releasing an unknown or expired lease is a
+// no-op that returns false.
+func (s *Store) Release(pin PinID) bool {
+	s.mu.Lock()
+	defer s.unlock()
+	l, ok := s.leases[uint64(pin)]
+	if !ok {
+		return false
+	}
+	delete(s.leases, uint64(pin))
+	s.unpin(l)
+	return true
+}
+
+// unpin drops a lease's pins. A chunk the policy evicted while pinned dies
+// with its last pin. mu held.
+func (s *Store) unpin(l *lease) {
+	for _, e := range l.entries {
+		e.pins--
+		if e.pins > 0 {
+			continue
+		}
+		switch {
+		case e.state == stateSealed:
+			s.st.pinnedChunks--
+			if e.evicted {
+				s.st.evictions[ReasonPolicy]++
+				if s.kill(e, reasonPolicy) {
+					s.forgetLater(e)
+				}
+			}
+		case e.state == stateDead:
+			s.maybeFree(e)
+		}
+	}
+}

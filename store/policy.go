@@ -1,0 +1,68 @@
+package store
+
+import (
+	"fmt"
+
+	"github.com/dgraph-io/ristretto/v2"
+)
+
+// policy wraps the ristretto cache that decides which chunks stay. ristretto
+// holds no bytes: its values are the store's entries, its costs their slot
+// sizes. Its callbacks run on ristretto's goroutine and take the store's
+// mutex, so the store never calls Set, Wait or Del while holding that mutex.
+type policy struct {
+	c *ristretto.Cache[uint64, *entry]
+}
+
+// newPolicy builds the cache. onEvict is told about each entry ristretto
+// evicts; onReject about each entry it declines to admit.
+func newPolicy(maxCost, expectedItems int64, onEvict, onReject func(*entry)) (*policy, error) {
+	c, err := ristretto.NewCache(&ristretto.Config[uint64, *entry]{
+		NumCounters:        max(10*expectedItems, 1024),
+		MaxCost:            maxCost,
+		BufferItems:        64,
+		IgnoreInternalCost: true,
+		// Keys are already 64-bit hashes of (namespace, id); the index resolves
+		// the rare collision, and ShouldUpdate refuses to let one chunk's Set
+		// overwrite another's, so a collision is reported as a rejection.
+		KeyToHash:    func(k uint64) (uint64, uint64) { return k, 0 },
+		ShouldUpdate: func(cur, prev *entry) bool { return cur == prev },
+		OnEvict: func(it *ristretto.Item[*entry]) {
+			if it.Value != nil {
+				onEvict(it.Value)
+			}
+		},
+		OnReject: func(it *ristretto.Item[*entry]) {
+			if it.Value != nil {
+				onReject(it.Value)
+			}
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cannot create admission policy: %w", err)
+	}
+	return &policy{c: c}, nil
+}
+
+// admit offers e to the policy and waits until the policy has decided; the
+// callbacks have run for e by the time it returns. It returns false when the
+// offer could not even be queued (ristretto's buffer stayed full). Blocks.
+func (p *policy) admit(e *entry, cost int64) bool {
+	for i := 0; !p.c.Set(e.hash, e, cost); i++ {
+		// The set buffer was full: let it drain and try again.
+		p.c.Wait()
+		if i == 3 {
+			return false
+		}
+	}
+	p.c.Wait()
+	return true
+}
+
+// touch records an access to the key for the frequency sketch. Never blocks.
+func (p *policy) touch(h uint64) { p.c.Get(h) }
+
+// forget removes the key from the policy. May block briefly on the set buffer.
+func (p *policy) forget(h uint64) { p.c.Del(h) }
+
+func (p *policy) close() { p.c.Close() }

@@ -1,0 +1,145 @@
+package store
+
+import (
+	"fmt"
+	"sync/atomic"
+)
+
+// View is a read-only window on a sealed chunk's bytes in shared memory. It
+// holds a reference that keeps the slot from being freed or reused until
+// Release; the bytes must not be modified or used after Release. A View may
+// be read from many goroutines.
+type View struct {
+	s        *Store
+	e        *entry
+	buf      []byte
+	released atomic.Bool
+}
+
+// Location says where a chunk lives, for handing its segment to a process on
+// the same host (SegmentFile).
+type Location struct {
+	Segment uint32 // segment id, stable for the segment's life, never reused
+	Offset  int64  // from byte 0 of the segment file
+	Size    int64  // chunk length
+	MapSize int64  // the segment file's length
+}
+
+// Get returns a View of the chunk after verifying its checksum. A chunk that
+// is not held is ErrNotFound; one whose bytes fail the checksum is counted,
+// dropped, and reported as ErrChecksum. Never blocks on other readers; the
+// caller must Release the View.
+func (s *Store) Get(ns string, id ID) (*View, error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, ErrClosed
+	}
+	k, _, err := s.key(ns, id, true)
+	if err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	s.st.gets++
+	h := k.hash()
+	e := s.idx.get(k, h)
+	if e == nil || e.state != stateSealed {
+		s.mu.Unlock()
+		s.pol.touch(h)
+		return nil, fmt.Errorf("chunk %s/%s: %w", ns, id, ErrNotFound)
+	}
+	e.refs++
+	s.mu.Unlock()
+	s.pol.touch(h)
+
+	buf := e.bytes()
+	if sum := Checksum(buf); sum != e.crc {
+		s.mu.Lock()
+		e.refs--
+		s.st.checksumErrs++
+		if e.state == stateSealed {
+			s.st.evictions[ReasonChecksum]++
+			if s.kill(e, reasonChecksum) {
+				s.forgetLater(e)
+			}
+		} else {
+			s.maybeFree(e)
+		}
+		s.unlock()
+		s.log.Warn("chunk failed its checksum and was dropped", "namespace", ns, "id", id.String(),
+			"want", fmt.Sprintf("%08x", e.crc), "got", fmt.Sprintf("%08x", sum))
+		return nil, fmt.Errorf("chunk %s/%s: %w", ns, id, ErrChecksum)
+	}
+	s.mu.Lock()
+	s.st.hits++
+	s.mu.Unlock()
+	return &View{s: s, e: e, buf: buf}, nil
+}
+
+// Bytes returns the chunk's bytes. Valid until Release.
+func (v *View) Bytes() []byte { return v.buf }
+
+// Checksum returns the chunk's CRC-32C.
+func (v *View) Checksum() uint32 { return v.e.crc }
+
+// Location returns where the chunk lives in shared memory.
+func (v *View) Location() Location {
+	seg := v.e.slot.seg
+	return Location{
+		Segment: seg.id,
+		Offset:  int64(v.e.slot.slot) * seg.slotSize,
+		Size:    int64(v.e.size),
+		MapSize: segmentFileSize(seg.slotSize, seg.nslots),
+	}
+}
+
+// Release drops the View's reference. Idempotent.
+func (v *View) Release() {
+	if v.released.Swap(true) {
+		return
+	}
+	s := v.s
+	s.mu.Lock()
+	v.e.refs--
+	s.maybeFree(v.e)
+	s.mu.Unlock()
+}
+
+// Contains reports whether the chunk is held (sealed and readable) now.
+func (s *Store) Contains(ns string, id ID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k, known, err := s.key(ns, id, false)
+	if err != nil || !known {
+		return false
+	}
+	e := s.idx.get(k, k.hash())
+	return e != nil && e.state == stateSealed
+}
+
+// Evict removes a chunk. It stops being readable at once; its slot is freed
+// when its last View is released. A pinned chunk is not evicted: ErrBusy.
+// A chunk that is not held is ErrNotFound.
+func (s *Store) Evict(ns string, id ID) error {
+	s.mu.Lock()
+	defer s.unlock()
+	k, known, err := s.key(ns, id, false)
+	if err != nil {
+		return err
+	}
+	var e *entry
+	if known {
+		e = s.idx.get(k, k.hash())
+	}
+	if e == nil || e.state != stateSealed {
+		return fmt.Errorf("cannot evict chunk %s/%s: %w", ns, id, ErrNotFound)
+	}
+	if e.pins > 0 {
+		return fmt.Errorf("cannot evict chunk %s/%s: %w (pinned by a lookup lease)", ns, id, ErrBusy)
+	}
+	s.st.evictions[ReasonExplicit]++
+	if s.kill(e, reasonExplicit) {
+		s.forgetLater(e)
+	}
+	return nil
+}

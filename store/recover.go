@@ -1,0 +1,140 @@
+package store
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// recover rebuilds the store from the catalog after a restart: it maps the
+// segments that still exist, verifies each catalogued chunk's checksum and
+// serves the good ones, returns the pages of every other slot to the kernel,
+// and removes segment files of this node that the catalog does not know.
+// It runs inside Open, before any other method can be called.
+func (s *Store) recover() (int, error) {
+	segRecs, chunkRecs, err := s.cat.load()
+	if err != nil {
+		return 0, err
+	}
+	a := s.arena
+	segs := make(map[uint32]*segment, len(segRecs))
+	var missing []uint32
+	for id, rec := range segRecs {
+		seg, err := openSegment(id, a.segmentPath(id), rec[0], int32(rec[1]))
+		if err != nil {
+			missing = append(missing, id)
+			continue
+		}
+		seg.state = make([]uint8, seg.nslots)
+		segs[id] = seg
+	}
+	switch {
+	case len(segRecs) > 0 && len(segs) == 0:
+		s.log.Warn("catalog discarded: its shared-memory segments are gone (was the host rebooted?)",
+			"segments", len(segRecs), "chunks", len(chunkRecs), "shm_dir", s.cfg.ShmDir)
+		if err := s.cat.reset(); err != nil {
+			return 0, err
+		}
+		chunkRecs = nil
+	case len(missing) > 0:
+		s.log.Warn("some catalogued segments are gone; their chunks are dropped", "missing_segments", len(missing))
+		for _, id := range missing {
+			s.cat.queue(catOp{kind: opSegmentDel, key: segKey(id)})
+		}
+	}
+
+	var recovered, bad int
+	for _, r := range chunkRecs {
+		seg := segs[r.seg]
+		ok := seg != nil && r.slot >= 0 && r.slot < seg.nslots && int64(r.size) <= seg.slotSize &&
+			r.size > 0 && seg.state[r.slot] == slotClean && ValidateNamespace(r.ns) == nil
+		if ok {
+			buf := seg.slot(r.slot)[:r.size]
+			ok = Checksum(buf) == r.crc
+		}
+		if !ok {
+			if seg != nil {
+				bad++
+			}
+			s.cat.queue(catOp{kind: opChunkDel, key: chunkKeyBytes(r.seg, r.slot)})
+			continue
+		}
+		k, _, _ := s.key(r.ns, r.id, true)
+		e := &entry{key: k, hash: k.hash(), slot: slotRef{seg, r.slot}, size: r.size, crc: r.crc,
+			state: stateSealed, hasSlot: true, policy: true}
+		if s.idx.get(k, e.hash) != nil {
+			bad++
+			s.cat.queue(catOp{kind: opChunkDel, key: chunkKeyBytes(r.seg, r.slot)})
+			continue
+		}
+		seg.state[r.slot] = slotUsed
+		seg.used++
+		a.used += seg.slotSize
+		s.idx.put(e)
+		s.st.chunks++
+		s.st.payloadBytes += int64(e.size)
+		recovered++
+	}
+	if bad > 0 {
+		s.log.Warn("catalogued chunks failed verification and were dropped", "chunks", bad)
+	}
+
+	// Every slot not in use is free: give its pages back and list it as clean.
+	for _, seg := range segs {
+		for i := int32(0); i < seg.nslots; i++ {
+			if seg.state[i] == slotUsed {
+				continue
+			}
+			if err := seg.punch(i); err != nil {
+				return 0, err
+			}
+			seg.clean = append(seg.clean, i)
+		}
+		a.addSegment(a.class(seg.slotSize), seg)
+	}
+	if err := s.removeStrayFiles(segs); err != nil {
+		s.log.Warn("cannot remove stray segment files", "err", err)
+	}
+	if err := s.cat.flush(); err != nil {
+		return 0, err
+	}
+
+	// Tell the policy about every recovered chunk; they fit the budget, so it
+	// admits them all.
+	for _, e := range s.idx.m {
+		for ; e != nil; e = e.next {
+			if !s.pol.admit(e, e.slot.seg.slotSize) || e.rejected {
+				return 0, fmt.Errorf("cannot re-admit recovered chunk %s to the policy", e.key.id)
+			}
+		}
+	}
+	return recovered, nil
+}
+
+// removeStrayFiles deletes this node's segment files that no catalogued
+// segment uses (left by a crash between creating a file and cataloguing it).
+func (s *Store) removeStrayFiles(known map[uint32]*segment) error {
+	names, err := filepath.Glob(filepath.Join(s.cfg.ShmDir, s.arena.prefix+"*.seg"))
+	if err != nil {
+		return err
+	}
+	keep := make(map[string]bool, len(known))
+	for _, seg := range known {
+		keep[seg.path] = true
+	}
+	var removed int
+	for _, n := range names {
+		if keep[n] || !strings.HasSuffix(n, ".seg") {
+			continue
+		}
+		if err := os.Remove(n); err != nil {
+			return err
+		}
+		removed++
+	}
+	if removed > 0 {
+		s.log.Info("removed stray segment files", "files", removed)
+	}
+	return nil
+}

@@ -1,0 +1,153 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// pageSize is the granule of hole punching and of segment file sizes.
+const pageSize = 4096
+
+// segmentGuard is the slack kept after the last slot of a segment file: the
+// Vineyard clients map map_size±8 bytes (see vineyard-protocol.md).
+const segmentGuard = 8
+
+// segment is one shared-memory file holding nslots slots of one size class.
+// The store's mutex guards every field but mem, whose bytes belong to the
+// entries of the slots they lie in.
+type segment struct {
+	id       uint32
+	path     string
+	file     *os.File
+	mem      []byte // MAP_SHARED mapping of the whole file
+	slotSize int64
+	nslots   int32
+
+	state   []uint8 // per slot: slotClean, slotDirty or slotUsed
+	used    int32   // slots in state slotUsed
+	clean   []int32 // candidate clean slots (may hold stale entries; state decides)
+	inClean bool    // listed in its class's cleanSegs
+}
+
+// segmentFileSize is the file length of a segment: its slots plus the guard,
+// rounded up to a page.
+func segmentFileSize(slotSize int64, nslots int32) int64 {
+	return roundUp(slotSize*int64(nslots)+segmentGuard, pageSize)
+}
+
+// createSegment creates (or truncates) the file at path and maps it. The file
+// is sparse: pages are allocated by the kernel when first written.
+func createSegment(id uint32, path string, slotSize int64, nslots int32) (*segment, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o660)
+	if err != nil {
+		return nil, fmt.Errorf("cannot create segment %q: %w", path, err)
+	}
+	size := segmentFileSize(slotSize, nslots)
+	if err := f.Truncate(size); err != nil {
+		f.Close()
+		os.Remove(path)
+		return nil, fmt.Errorf("cannot size segment %q to %d bytes: %w", path, size, err)
+	}
+	seg, err := mapSegment(id, path, f, slotSize, nslots, size)
+	if err != nil {
+		os.Remove(path)
+		return nil, err
+	}
+	seg.clean = make([]int32, 0, nslots)
+	for i := nslots - 1; i >= 0; i-- {
+		seg.clean = append(seg.clean, i)
+	}
+	return seg, nil
+}
+
+// openSegment maps an existing segment file after a restart. It fails when
+// the file is missing or shorter than the catalog says.
+func openSegment(id uint32, path string, slotSize int64, nslots int32) (*segment, error) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, fmt.Errorf("cannot open segment %q: %w", path, err)
+	}
+	size := segmentFileSize(slotSize, nslots)
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cannot stat segment %q: %w", path, err)
+	}
+	if st.Size() != size {
+		f.Close()
+		return nil, fmt.Errorf("segment %q is %d bytes, catalog expects %d", path, st.Size(), size)
+	}
+	return mapSegment(id, path, f, slotSize, nslots, size)
+}
+
+func mapSegment(id uint32, path string, f *os.File, slotSize int64, nslots int32, size int64) (*segment, error) {
+	mem, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cannot map segment %q (%d bytes): %w", path, size, err)
+	}
+	return &segment{id: id, path: path, file: f, mem: mem, slotSize: slotSize, nslots: nslots}, nil
+}
+
+// slot returns the bytes of slot i.
+func (s *segment) slot(i int32) []byte {
+	off := int64(i) * s.slotSize
+	return s.mem[off : off+s.slotSize : off+s.slotSize]
+}
+
+// punch returns the whole pages of slot i to the kernel. The slot reads as
+// zeros afterwards.
+func (s *segment) punch(i int32) error {
+	start := roundUp(int64(i)*s.slotSize, pageSize)
+	end := (int64(i) + 1) * s.slotSize / pageSize * pageSize
+	if end <= start {
+		return nil
+	}
+	err := unix.Fallocate(int(s.file.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, start, end-start)
+	if err != nil {
+		return fmt.Errorf("cannot release pages of segment %q: %w", s.path, err)
+	}
+	return nil
+}
+
+// residentBytes reports the bytes of the segment file backed by memory, as
+// the kernel counts them.
+func (s *segment) residentBytes() int64 {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(s.file.Fd()), &st); err != nil {
+		return 0
+	}
+	return st.Blocks * 512
+}
+
+// close unmaps and closes the segment; remove also deletes the file.
+func (s *segment) close(remove bool) error {
+	var errs []error
+	if s.mem != nil {
+		if err := unix.Munmap(s.mem); err != nil {
+			errs = append(errs, fmt.Errorf("cannot unmap segment %q: %w", s.path, err))
+		}
+		s.mem = nil
+	}
+	if err := s.file.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("cannot close segment %q: %w", s.path, err))
+	}
+	if remove {
+		if err := os.Remove(s.path); err != nil && !os.IsNotExist(err) {
+			errs = append(errs, fmt.Errorf("cannot remove segment %q: %w", s.path, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// dupFD duplicates f's descriptor (close-on-exec) into a new *os.File.
+func dupFD(f *os.File) (*os.File, error) {
+	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), f.Name()), nil
+}

@@ -1,0 +1,99 @@
+package store
+
+import (
+	"fmt"
+	"os"
+)
+
+// Stats is a snapshot of the store's accounting. Byte counts are exact at the
+// moment of the snapshot; ResidentBytes is what the kernel reports.
+type Stats struct {
+	NodeID string
+	// LimitBytes is the memory budget; UsedBytes the slot bytes of staged,
+	// sealed and dying chunks (payload plus allocator waste), never above it.
+	LimitBytes int64
+	UsedBytes  int64
+	// Chunks and PayloadBytes count sealed (readable) chunks.
+	Chunks       int64
+	PayloadBytes int64
+	// StagedChunks and StagedBytes count staged writes (payload bytes).
+	StagedChunks int64
+	StagedBytes  int64
+	// PinnedChunks counts sealed chunks pinned by a Lookup lease.
+	PinnedChunks int64
+	// RetainedFreeBytes are free slots whose pages are still resident, kept
+	// for reuse; UsedBytes + RetainedFreeBytes stays within the limit.
+	RetainedFreeBytes int64
+	// ResidentBytes is the memory the kernel has allocated to the segments.
+	ResidentBytes int64
+	Segments      int
+	// Evictions and Rejections count by reason (Reason* constants).
+	Evictions  map[string]uint64
+	Rejections map[string]uint64
+	// ChecksumErrors counts reads whose bytes failed their checksum.
+	ChecksumErrors uint64
+	// StageExpired counts staged writes freed because their lease ran out.
+	StageExpired uint64
+	Stages       uint64
+	Seals        uint64
+	Gets         uint64
+	Hits         uint64
+}
+
+// WasteBytes is allocator waste: slot bytes not holding payload.
+func (st Stats) WasteBytes() int64 { return st.UsedBytes - st.PayloadBytes - st.StagedBytes }
+
+// Stats returns a snapshot of the accounting. It takes the store's lock
+// briefly and asks the kernel about each segment.
+func (s *Store) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := Stats{
+		NodeID:            s.nodeID,
+		LimitBytes:        s.cfg.MemoryLimit,
+		UsedBytes:         s.arena.used,
+		Chunks:            s.st.chunks,
+		PayloadBytes:      s.st.payloadBytes,
+		StagedChunks:      s.st.stagedChunks,
+		StagedBytes:       s.st.stagedBytes,
+		PinnedChunks:      s.st.pinnedChunks,
+		RetainedFreeBytes: s.arena.dirtyFree,
+		Segments:          len(s.arena.segs),
+		Evictions:         make(map[string]uint64, len(s.st.evictions)),
+		Rejections:        make(map[string]uint64, len(s.st.rejections)),
+		ChecksumErrors:    s.st.checksumErrs,
+		StageExpired:      s.st.stageExpired,
+		Stages:            s.st.stages,
+		Seals:             s.st.seals,
+		Gets:              s.st.gets,
+		Hits:              s.st.hits,
+	}
+	if !s.closed {
+		st.ResidentBytes = s.arena.residentBytes()
+	}
+	for k, v := range s.st.evictions {
+		st.Evictions[k] = v
+	}
+	for k, v := range s.st.rejections {
+		st.Rejections[k] = v
+	}
+	return st
+}
+
+// SegmentFile returns a duplicate of the segment's file descriptor, for
+// passing to a process on the same host, and the file's length (the
+// map_size of vineyard-protocol.md). The caller owns and must close the
+// returned file.
+func (s *Store) SegmentFile(id uint32) (*os.File, int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	seg := s.arena.segs[id]
+	if seg == nil || s.closed {
+		return nil, 0, fmt.Errorf("segment %d: %w", id, ErrNotFound)
+	}
+	fd, err := dupFD(seg.file)
+	if err != nil {
+		return nil, 0, fmt.Errorf("cannot duplicate segment %d: %w", id, err)
+	}
+	return fd, segmentFileSize(seg.slotSize, seg.nslots), nil
+}

@@ -1,0 +1,268 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+)
+
+// Reasons a chunk left the store or was refused; used in Stats.
+const (
+	ReasonPolicy   = "policy"   // the admission policy declined or evicted it
+	ReasonNoSpace  = "no_space" // the budget had no room (staged or pinned bytes)
+	ReasonExplicit = "explicit" // Evict was called
+	ReasonChecksum = "checksum" // its bytes no longer matched the checksum
+	ReasonAborted  = "aborted"  // the writer aborted the staged write
+	ReasonExpired  = "expired"  // the stage lease ran out
+)
+
+const (
+	reasonNone uint8 = iota
+	reasonPolicy
+	reasonExplicit
+	reasonChecksum
+	reasonAborted
+	reasonExpired
+	reasonRejected
+)
+
+// Store is a node's local chunk tier. Create it with Open; all methods are
+// safe for concurrent use.
+type Store struct {
+	cfg    Config
+	log    *slog.Logger
+	nodeID string
+	cat    *catalog
+	pol    *policy
+
+	mu      sync.Mutex
+	closed  bool
+	arena   *arena
+	idx     index
+	nsIDs   map[string]uint32
+	nsNames []string
+	leases  map[uint64]*lease
+	nextPin uint64
+	st      counters
+	staging map[*entry]struct{} // entries in stateStaged
+	forgets []uint64 // keys ristretto must forget once mu is released
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// counters are the store's running totals, guarded by mu.
+type counters struct {
+	chunks        int64 // sealed
+	payloadBytes  int64 // sealed payload
+	stagedChunks  int64
+	stagedBytes   int64 // staged payload
+	pinnedChunks  int64 // sealed entries with pins > 0
+	evictions     map[string]uint64
+	rejections    map[string]uint64
+	checksumErrs  uint64
+	stages, seals uint64
+	gets, hits    uint64
+	stageExpired  uint64
+}
+
+// Open opens (or creates) the store of cfg.DataDir. If the catalog lists
+// chunks whose segments still exist, they are verified and served again.
+func Open(cfg Config) (*Store, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("cannot open store: %w", err)
+	}
+	start := time.Now()
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("cannot create data directory %q: %w", cfg.DataDir, err)
+	}
+	if err := os.MkdirAll(cfg.ShmDir, 0o750); err != nil {
+		return nil, fmt.Errorf("cannot create shared-memory directory %q: %w", cfg.ShmDir, err)
+	}
+	cat, err := openCatalog(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{
+		cfg:    cfg,
+		log:    cfg.Logger,
+		nodeID: cat.nodeID,
+		cat:    cat,
+		idx:    newIndex(),
+		nsIDs:  make(map[string]uint32),
+		leases:  make(map[uint64]*lease),
+		staging: make(map[*entry]struct{}),
+		st: counters{
+			evictions:  make(map[string]uint64),
+			rejections: make(map[string]uint64),
+		},
+	}
+	s.arena = newArena(cfg.ShmDir, s.nodeID, cfg.MemoryLimit, cfg.SegmentSize)
+	s.arena.onSegment = s.cat.recordSegment
+	pol, err := newPolicy(cfg.MemoryLimit, cfg.MemoryLimit/cfg.ExpectedChunkSize, s.policyEvicted, s.policyRejected)
+	if err != nil {
+		cat.close()
+		return nil, err
+	}
+	s.pol = pol
+	recovered, err := s.recover()
+	if err != nil {
+		pol.close()
+		s.arena.close()
+		cat.close()
+		return nil, err
+	}
+	s.log.Info("store opened", "node", s.nodeID, "shm_dir", cfg.ShmDir, "limit_bytes", cfg.MemoryLimit,
+		"recovered_chunks", recovered, "duration", time.Since(start).Round(time.Microsecond))
+	if cfg.MaintenanceInterval > 0 {
+		s.stop = make(chan struct{})
+		s.done = make(chan struct{})
+		go s.maintain()
+	}
+	return s, nil
+}
+
+// NodeID is the node identity kept in the catalog; it survives restarts.
+func (s *Store) NodeID() string { return s.nodeID }
+
+// Limit is the memory budget in bytes.
+func (s *Store) Limit() int64 { return s.cfg.MemoryLimit }
+
+// MaxChunkSize is the largest chunk the store accepts.
+func (s *Store) MaxChunkSize() int64 { return s.cfg.MaxChunkSize }
+
+// Close stops the maintenance loop, writes the catalog and unmaps the
+// segments, keeping their files so a new Store on the same DataDir serves
+// the chunks again. Views and Staged handles must not be used afterwards.
+// Close is idempotent; it blocks until the loop has exited.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	if s.stop != nil {
+		close(s.stop)
+		<-s.done
+	}
+	s.pol.close()
+	var errs []error
+	s.mu.Lock()
+	// Staged slots are not part of the catalog: free them so the next Open
+	// treats them as free.
+	if err := s.cat.flush(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := s.arena.close(); err != nil {
+		errs = append(errs, err)
+	}
+	s.mu.Unlock()
+	if err := s.cat.close(); err != nil {
+		errs = append(errs, err)
+	}
+	s.log.Info("store closed", "node", s.nodeID)
+	return errors.Join(errs...)
+}
+
+// key validates the namespace and returns the chunk's key, interning the
+// namespace if intern is set (otherwise an unknown namespace returns ok=false).
+// Called with mu held.
+func (s *Store) key(ns string, id ID, intern bool) (chunkKey, bool, error) {
+	n, ok := s.nsIDs[ns]
+	if !ok {
+		if err := ValidateNamespace(ns); err != nil {
+			return chunkKey{}, false, err
+		}
+		if !intern {
+			return chunkKey{}, false, nil
+		}
+		n = uint32(len(s.nsNames))
+		s.nsNames = append(s.nsNames, ns)
+		s.nsIDs[ns] = n
+	}
+	return chunkKey{ns: n, id: id}, true, nil
+}
+
+// kill removes e from the index (if it is there) and frees its slot once no
+// reader, writer or pin holds it. It returns whether the caller must tell
+// ristretto to forget e (after releasing mu). Called with mu held.
+func (s *Store) kill(e *entry, reason uint8) (forget bool) {
+	switch e.state {
+	case stateDead:
+		return false
+	case stateSealed:
+		s.st.chunks--
+		s.st.payloadBytes -= int64(e.size)
+		if e.pins > 0 {
+			s.st.pinnedChunks--
+		}
+		s.cat.removeChunk(e)
+	case stateStaged:
+		s.st.stagedChunks--
+		s.st.stagedBytes -= int64(e.size)
+		delete(s.staging, e)
+	}
+	s.idx.remove(e)
+	e.state = stateDead
+	e.reason = reason
+	forget = e.policy
+	e.policy = false
+	s.maybeFree(e)
+	return forget
+}
+
+// maybeFree returns a dead entry's slot once nothing holds it. mu held.
+func (s *Store) maybeFree(e *entry) {
+	if e.state == stateDead && e.hasSlot && e.refs == 0 && e.pins == 0 {
+		e.hasSlot = false
+		s.arena.free(e.slot)
+	}
+}
+
+// forgetLater queues e's key for ristretto to forget when mu is released by
+// unlock. mu held.
+func (s *Store) forgetLater(e *entry) { s.forgets = append(s.forgets, e.hash) }
+
+// unlock releases mu, then tells ristretto to forget the queued keys (Del may
+// block on ristretto's buffer, whose goroutine takes mu in its callbacks).
+// ristretto's own callbacks release mu with a plain Unlock instead.
+func (s *Store) unlock() {
+	f := s.forgets
+	s.forgets = nil
+	s.mu.Unlock()
+	for _, h := range f {
+		s.pol.forget(h)
+	}
+}
+
+// policyEvicted is ristretto's eviction callback.
+func (s *Store) policyEvicted(e *entry) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e.policy = false
+	switch e.state {
+	case stateStaged:
+		e.evicted = true // the seal will refuse it
+	case stateSealed:
+		if e.pins > 0 {
+			e.evicted = true // dies when its pins end
+			return
+		}
+		s.st.evictions[ReasonPolicy]++
+		s.kill(e, reasonPolicy)
+	}
+}
+
+// policyRejected is ristretto's admission-refusal callback.
+func (s *Store) policyRejected(e *entry) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e.policy = false
+	e.rejected = true
+}

@@ -1,0 +1,260 @@
+package store
+
+import (
+	"fmt"
+	"hash/crc32"
+)
+
+// castagnoli is the CRC-32C table: the checksum of every chunk, on the wire
+// and in the store.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Checksum returns the CRC-32C (Castagnoli) of p, the checksum kvring uses
+// for chunk bytes everywhere.
+func Checksum(p []byte) uint32 { return crc32.Checksum(p, castagnoli) }
+
+// Staged is a reserved, invisible slot for one chunk. It belongs to the
+// goroutine that staged it until Seal or Abort; it is not safe for
+// concurrent use.
+type Staged struct {
+	s       *Store
+	e       *entry
+	buf     []byte // the slot, sized to the chunk
+	written int64  // bytes given to Write so far
+	crc     uint32 // running checksum of those bytes
+	direct  bool   // Bytes was called: the checksum is computed at Seal
+	done    bool   // sealed or aborted
+}
+
+// Stage reserves a slot for the chunk (ns, id) of size bytes whose CRC-32C is
+// crc. It asks the admission policy first and waits for its decision, then
+// reserves budget. Errors: ErrInvalid (bad namespace or size), ErrAlreadyHeld
+// (nothing to do), ErrBusy (another writer is staging it), ErrRejected (the
+// policy declined), ErrNoSpace (the budget is taken by staged or pinned
+// chunks), ErrClosed. Blocks briefly on the policy.
+func (s *Store) Stage(ns string, id ID, size int64, crc uint32) (*Staged, error) {
+	if size <= 0 {
+		return nil, fmt.Errorf("%w: chunk %s size must be positive, got %d", ErrInvalid, id, size)
+	}
+	if size > s.cfg.MaxChunkSize {
+		return nil, fmt.Errorf("%w: chunk %s is %d bytes, larger than the maximum %d", ErrInvalid, id, size, s.cfg.MaxChunkSize)
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, ErrClosed
+	}
+	k, _, err := s.key(ns, id, true)
+	if err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	h := k.hash()
+	if e := s.idx.get(k, h); e != nil {
+		s.mu.Unlock()
+		if e.state == stateSealed {
+			return nil, fmt.Errorf("cannot stage chunk %s/%s: %w", ns, id, ErrAlreadyHeld)
+		}
+		return nil, fmt.Errorf("cannot stage chunk %s/%s: %w", ns, id, ErrBusy)
+	}
+	e := &entry{key: k, hash: h, size: uint32(size), crc: crc, state: stateStaged, policy: true}
+	s.idx.put(e)
+	s.staging[e] = struct{}{}
+	s.st.stagedChunks++
+	s.st.stagedBytes += size
+	s.st.stages++
+	s.mu.Unlock()
+
+	cost := classSize(size)
+	queued := s.pol.admit(e, cost)
+
+	s.mu.Lock()
+	defer s.unlock()
+	if !queued || e.rejected || e.evicted || e.state != stateStaged {
+		forget := s.kill(e, reasonRejected)
+		s.st.rejections[ReasonPolicy]++
+		if forget {
+			s.forgetLater(e)
+		}
+		return nil, fmt.Errorf("cannot stage chunk %s/%s (%d bytes): %w", ns, id, size, ErrRejected)
+	}
+	r, err := s.arena.alloc(size)
+	if err != nil {
+		if s.kill(e, reasonRejected) {
+			s.forgetLater(e)
+		}
+		s.st.rejections[ReasonNoSpace]++
+		return nil, fmt.Errorf("cannot stage chunk %s/%s: %w", ns, id, err)
+	}
+	e.slot = r
+	e.hasSlot = true
+	e.deadline = s.cfg.Now().Add(s.cfg.StageLease).UnixNano()
+	return &Staged{s: s, e: e, buf: e.bytes()}, nil
+}
+
+
+// Size is the chunk's length in bytes.
+func (w *Staged) Size() int64 { return int64(len(w.buf)) }
+
+// Write appends p to the staged chunk, copying it into shared memory and
+// updating the checksum in the same pass. Writing past the chunk's size is
+// ErrInvalid; a write after the lease expired is ErrLeaseExpired.
+func (w *Staged) Write(p []byte) (int, error) {
+	if w.done {
+		return 0, ErrNotStaged
+	}
+	if w.written+int64(len(p)) > int64(len(w.buf)) {
+		return 0, fmt.Errorf("%w: %d bytes written past the chunk's size %d", ErrInvalid, w.written+int64(len(p)), len(w.buf))
+	}
+	if err := w.hold(); err != nil {
+		return 0, err
+	}
+	dst := w.buf[w.written:]
+	// Copy and checksum in blocks small enough to stay in cache, so the
+	// checksum reads bytes the copy just brought in.
+	const block = 64 << 10
+	for off := 0; off < len(p); off += block {
+		end := min(off+block, len(p))
+		copy(dst[off:end], p[off:end])
+		w.crc = crc32.Update(w.crc, castagnoli, p[off:end])
+	}
+	w.written += int64(len(p))
+	w.unhold()
+	return len(p), nil
+}
+
+// Bytes returns the whole slot for the caller to fill directly (zero-copy
+// writers). The slice is valid until Seal or Abort; the checksum is then
+// computed over the slot at Seal.
+func (w *Staged) Bytes() []byte {
+	w.direct = true
+	return w.buf
+}
+
+// hold marks a writer active so the lease cannot free the slot under it.
+func (w *Staged) hold() error {
+	s := w.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if w.e.state != stateStaged {
+		return w.deadErr()
+	}
+	w.e.refs++
+	return nil
+}
+
+func (w *Staged) unhold() {
+	s := w.s
+	s.mu.Lock()
+	w.e.refs--
+	s.maybeFree(w.e)
+	s.mu.Unlock()
+}
+
+// deadErr explains why a staged entry is no longer staged. mu held.
+func (w *Staged) deadErr() error {
+	switch w.e.reason {
+	case reasonExpired:
+		return fmt.Errorf("chunk %s: %w", w.e.key.id, ErrLeaseExpired)
+	case reasonAborted:
+		return fmt.Errorf("chunk %s: %w (aborted)", w.e.key.id, ErrNotStaged)
+	case reasonPolicy, reasonRejected:
+		return fmt.Errorf("chunk %s: %w", w.e.key.id, ErrRejected)
+	}
+	return fmt.Errorf("chunk %s: %w", w.e.key.id, ErrNotStaged)
+}
+
+// Seal verifies the checksum and publishes the chunk: from now on it is
+// readable. A second Seal reports ErrAlreadyHeld. On ErrChecksum,
+// ErrIncomplete, ErrLeaseExpired or ErrRejected (the policy evicted the
+// staged chunk to make room for others) the slot is freed and the chunk is not
+// held.
+func (w *Staged) Seal() error {
+	s := w.s
+	if w.done {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if w.e.state == stateSealed {
+			return fmt.Errorf("cannot seal chunk %s: %w", w.e.key.id, ErrAlreadyHeld)
+		}
+		return fmt.Errorf("cannot seal chunk %s: %w", w.e.key.id, ErrNotStaged)
+	}
+	if err := w.hold(); err != nil {
+		w.done = true
+		return fmt.Errorf("cannot seal: %w", err)
+	}
+	var sum uint32
+	var verr error
+	switch {
+	case w.direct:
+		sum = Checksum(w.buf)
+	case w.written != int64(len(w.buf)):
+		verr = fmt.Errorf("cannot seal chunk %s: %w: %d of %d bytes written", w.e.key.id, ErrIncomplete, w.written, len(w.buf))
+	default:
+		sum = w.crc
+	}
+	if verr == nil && sum != w.e.crc {
+		verr = fmt.Errorf("cannot seal chunk %s: %w: bytes have %08x, expected %08x", w.e.key.id, ErrChecksum, sum, w.e.crc)
+	}
+
+	s.mu.Lock()
+	defer s.unlock()
+	w.e.refs--
+	w.done = true
+	e := w.e
+	if e.state != stateStaged {
+		s.maybeFree(e)
+		return fmt.Errorf("cannot seal: %w", w.deadErr())
+	}
+	if verr != nil || e.evicted {
+		reason := reasonAborted
+		if e.evicted {
+			reason = reasonPolicy
+			s.st.rejections[ReasonPolicy]++
+			verr = fmt.Errorf("cannot seal chunk %s: %w (evicted while staged)", e.key.id, ErrRejected)
+		}
+		if s.kill(e, reason) {
+			s.forgetLater(e)
+		}
+		return verr
+	}
+	e.state = stateSealed
+	e.deadline = 0
+	delete(s.staging, e)
+	s.st.stagedChunks--
+	s.st.stagedBytes -= int64(e.size)
+	s.st.chunks++
+	s.st.payloadBytes += int64(e.size)
+	s.st.seals++
+	s.cat.addChunk(s.nsNames[e.key.ns], e)
+	return nil
+}
+
+// Abort frees the staged slot. Aborting a sealed or already aborted chunk is
+// a no-op.
+func (w *Staged) Abort() {
+	if w.done {
+		return
+	}
+	w.done = true
+	s := w.s
+	s.mu.Lock()
+	defer s.unlock()
+	if w.e.state == stateStaged && s.kill(w.e, reasonAborted) {
+		s.forgetLater(w.e)
+	}
+}
+
+// Put stages, copies and seals a chunk in one call: a convenience for
+// callers that have the whole chunk in memory. data is only read.
+func (s *Store) Put(ns string, id ID, data []byte, crc uint32) error {
+	w, err := s.Stage(ns, id, int64(len(data)), crc)
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(data); err != nil {
+		w.Abort()
+		return err
+	}
+	return w.Seal()
+}
