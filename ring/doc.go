@@ -1,0 +1,32 @@
+// Package ring decides placement: a chunk key (namespace, id) hashes to one of a fixed number of partitions,
+// and each partition has an ordered list of owners among the ring's members.
+//
+// A Ring is an immutable snapshot built by New from a member list, an epoch and a Config. The caller (node/)
+// builds a new Ring on every membership change and swaps it in atomically; this package keeps no state of its
+// own, starts no goroutines, reads no clock and does no I/O.
+//
+// # Placement
+//
+//   - Partition(namespace, id) = xxHash64(len(namespace) ‖ namespace ‖ id) mod PartitionCount. It depends on
+//     the Config only, never on the members, so a key keeps its partition across membership changes.
+//   - The primary owner of each partition is chosen by github.com/buraksezer/consistent: consistent hashing
+//     over VirtualNodes points per member, with bounded loads (no member is primary for more than
+//     ceil(floor(P/M)·Load) partitions). The library is an implementation detail and never appears in this
+//     package's API.
+//   - Further owners are the next distinct members met walking clockwise from the partition's point, so the
+//     replicas of one member's partitions are spread over many members.
+//
+// # Invariants
+//
+//   - Deterministic: the same member IDs (in any order) and the same Config give the same placement on every
+//     node. Addr never affects placement. Config.Fingerprint identifies the settings and the placement
+//     algorithm; nodes must refuse peers whose fingerprint differs.
+//   - Owners are distinct members of the ring, primary first; there are min(n, ReplicationFactor, Len()) of
+//     them, and the first k are the same whatever n is asked for.
+//   - Every partition has a primary when the ring has members; none has more than MaxLoad partitions.
+//   - New never panics on its input: settings or member lists that would make the ring library panic (load
+//     <= 1, fewer than two virtual nodes, more members than partitions, empty member list, ...) are reported
+//     as errors wrapping this package's sentinels.
+//   - A Ring is safe for concurrent use. Lookups (Partition, Primary, AppendOwners) do not allocate; Owners
+//     allocates only the slice it returns.
+package ring
