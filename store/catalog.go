@@ -11,6 +11,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 var (
@@ -63,7 +64,7 @@ func openCatalog(dir string) (*catalog, error) {
 	path := filepath.Join(dir, "catalog.db")
 	db, err := bolt.Open(path, 0o640, &bolt.Options{Timeout: time.Second, NoSync: true, NoFreelistSync: true})
 	if err != nil {
-		if errors.Is(err, bolt.ErrTimeout) {
+		if errors.Is(err, bolterrors.ErrTimeout) {
 			return nil, fmt.Errorf("cannot open catalog at %q: another process holds it", path)
 		}
 		return nil, fmt.Errorf("cannot open catalog at %q: %w", path, err)
@@ -109,13 +110,6 @@ func (c *catalog) queue(op catOp) {
 	c.mu.Lock()
 	c.pending = append(c.pending, op)
 	c.mu.Unlock()
-}
-
-// pendingOps reports how many changes wait for a flush.
-func (c *catalog) pendingOps() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.pending)
 }
 
 // recordSegment is the arena's segment hook.

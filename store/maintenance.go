@@ -34,6 +34,9 @@ func (s *Store) ExpireNow() (staged, leases int) {
 	now := s.cfg.Now().UnixNano()
 	s.mu.Lock()
 	defer s.unlock()
+	if s.closed {
+		return 0, 0
+	}
 	for e := range s.staging {
 		if e.state == stateStaged && e.deadline != 0 && e.deadline <= now {
 			s.st.stageExpired++

@@ -78,6 +78,9 @@ func (s *Store) Lookup(ns string, ids []ID, pinFor time.Duration) (n int, pin Pi
 func (s *Store) Release(pin PinID) bool {
 	s.mu.Lock()
 	defer s.unlock()
+	if s.closed {
+		return false
+	}
 	l, ok := s.leases[uint64(pin)]
 	if !ok {
 		return false

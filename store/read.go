@@ -25,11 +25,28 @@ type Location struct {
 	MapSize int64  // the segment file's length
 }
 
-// Get returns a View of the chunk after verifying its checksum. A chunk that
-// is not held is ErrNotFound; one whose bytes fail the checksum is counted,
-// dropped, and reported as ErrChecksum. Never blocks on other readers; the
-// caller must Release the View.
+// Get returns a View of the chunk after verifying its checksum: one pass over
+// the bytes at memory speed. A chunk that is not held is ErrNotFound; one
+// whose bytes fail the checksum is counted, dropped, and reported as
+// ErrChecksum. The caller must Release the View.
 func (s *Store) Get(ns string, id ID) (*View, error) {
+	v, err := s.Acquire(ns, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := v.Verify(); err != nil {
+		v.Release()
+		return nil, err
+	}
+	return v, nil
+}
+
+// Acquire returns a View of the chunk without reading its bytes: no copy and
+// no checksum pass, for callers that read the bytes anyway and verify as they
+// go (a sender computing the checksum of the frames it sends, a local client
+// that checks it itself), then call Verify or report a mismatch with
+// Corrupt. The caller must Release the View.
+func (s *Store) Acquire(ns string, id ID) (*View, error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -49,31 +66,41 @@ func (s *Store) Get(ns string, id ID) (*View, error) {
 		return nil, fmt.Errorf("chunk %s/%s: %w", ns, id, ErrNotFound)
 	}
 	e.refs++
-	s.mu.Unlock()
-	s.pol.touch(h)
-
-	buf := e.bytes()
-	if sum := Checksum(buf); sum != e.crc {
-		s.mu.Lock()
-		e.refs--
-		s.st.checksumErrs++
-		if e.state == stateSealed {
-			s.st.evictions[ReasonChecksum]++
-			if s.kill(e, reasonChecksum) {
-				s.forgetLater(e)
-			}
-		} else {
-			s.maybeFree(e)
-		}
-		s.unlock()
-		s.log.Warn("chunk failed its checksum and was dropped", "namespace", ns, "id", id.String(),
-			"want", fmt.Sprintf("%08x", e.crc), "got", fmt.Sprintf("%08x", sum))
-		return nil, fmt.Errorf("chunk %s/%s: %w", ns, id, ErrChecksum)
-	}
-	s.mu.Lock()
 	s.st.hits++
 	s.mu.Unlock()
-	return &View{s: s, e: e, buf: buf}, nil
+	s.pol.touch(h)
+	return &View{s: s, e: e, buf: e.bytes()}, nil
+}
+
+// Verify checks the View's bytes against the chunk's checksum. On a mismatch
+// the chunk is counted and dropped (the View stays valid until Release) and
+// the error is ErrChecksum.
+func (v *View) Verify() error {
+	if sum := Checksum(v.buf); sum != v.e.crc {
+		return v.Corrupt(sum)
+	}
+	return nil
+}
+
+// Corrupt reports that the View's bytes have checksum got instead of the
+// chunk's: the chunk is counted as a checksum error and dropped. It returns
+// the ErrChecksum error to pass on.
+func (v *View) Corrupt(got uint32) error {
+	s, e := v.s, v.e
+	s.mu.Lock()
+	s.st.checksumErrs++
+	if e.state == stateSealed {
+		s.st.hits--
+		s.st.evictions[ReasonChecksum]++
+		if s.kill(e, reasonChecksum) {
+			s.forgetLater(e)
+		}
+	}
+	ns := s.nsNames[e.key.ns]
+	s.unlock()
+	s.log.Warn("chunk failed its checksum and was dropped", "namespace", ns, "id", e.key.id.String(),
+		"want", fmt.Sprintf("%08x", e.crc), "got", fmt.Sprintf("%08x", got))
+	return fmt.Errorf("chunk %s/%s: %w", ns, e.key.id, ErrChecksum)
 }
 
 // Bytes returns the chunk's bytes. Valid until Release.
@@ -123,6 +150,9 @@ func (s *Store) Contains(ns string, id ID) bool {
 func (s *Store) Evict(ns string, id ID) error {
 	s.mu.Lock()
 	defer s.unlock()
+	if s.closed {
+		return ErrClosed
+	}
 	k, known, err := s.key(ns, id, false)
 	if err != nil {
 		return err

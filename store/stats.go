@@ -8,36 +8,36 @@ import (
 // Stats is a snapshot of the store's accounting. Byte counts are exact at the
 // moment of the snapshot; ResidentBytes is what the kernel reports.
 type Stats struct {
-	NodeID string
+	NodeID string `json:"node_id"`
 	// LimitBytes is the memory budget; UsedBytes the slot bytes of staged,
 	// sealed and dying chunks (payload plus allocator waste), never above it.
-	LimitBytes int64
-	UsedBytes  int64
+	LimitBytes int64 `json:"limit_bytes"`
+	UsedBytes  int64 `json:"used_bytes"`
 	// Chunks and PayloadBytes count sealed (readable) chunks.
-	Chunks       int64
-	PayloadBytes int64
+	Chunks       int64 `json:"chunks"`
+	PayloadBytes int64 `json:"payload_bytes"`
 	// StagedChunks and StagedBytes count staged writes (payload bytes).
-	StagedChunks int64
-	StagedBytes  int64
+	StagedChunks int64 `json:"staged_chunks"`
+	StagedBytes  int64 `json:"staged_bytes"`
 	// PinnedChunks counts sealed chunks pinned by a Lookup lease.
-	PinnedChunks int64
+	PinnedChunks int64 `json:"pinned_chunks"`
 	// RetainedFreeBytes are free slots whose pages are still resident, kept
 	// for reuse; UsedBytes + RetainedFreeBytes stays within the limit.
-	RetainedFreeBytes int64
+	RetainedFreeBytes int64 `json:"retained_free_bytes"`
 	// ResidentBytes is the memory the kernel has allocated to the segments.
-	ResidentBytes int64
-	Segments      int
+	ResidentBytes int64 `json:"resident_bytes"`
+	Segments      int   `json:"segments"`
 	// Evictions and Rejections count by reason (Reason* constants).
-	Evictions  map[string]uint64
-	Rejections map[string]uint64
+	Evictions  map[string]uint64 `json:"evictions"`
+	Rejections map[string]uint64 `json:"rejections"`
 	// ChecksumErrors counts reads whose bytes failed their checksum.
-	ChecksumErrors uint64
+	ChecksumErrors uint64 `json:"checksum_errors"`
 	// StageExpired counts staged writes freed because their lease ran out.
-	StageExpired uint64
-	Stages       uint64
-	Seals        uint64
-	Gets         uint64
-	Hits         uint64
+	StageExpired uint64 `json:"stage_expired"`
+	Stages       uint64 `json:"stages"`
+	Seals        uint64 `json:"seals"`
+	Gets         uint64 `json:"gets"`
+	Hits         uint64 `json:"hits"`
 }
 
 // WasteBytes is allocator waste: slot bytes not holding payload.

@@ -48,7 +48,7 @@ type Store struct {
 	nextPin uint64
 	st      counters
 	staging map[*entry]struct{} // entries in stateStaged
-	forgets []uint64 // keys ristretto must forget once mu is released
+	forgets []uint64            // keys ristretto must forget once mu is released
 
 	stop chan struct{}
 	done chan struct{}
@@ -88,12 +88,12 @@ func Open(cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{
-		cfg:    cfg,
-		log:    cfg.Logger,
-		nodeID: cat.nodeID,
-		cat:    cat,
-		idx:    newIndex(),
-		nsIDs:  make(map[string]uint32),
+		cfg:     cfg,
+		log:     cfg.Logger,
+		nodeID:  cat.nodeID,
+		cat:     cat,
+		idx:     newIndex(),
+		nsIDs:   make(map[string]uint32),
 		leases:  make(map[uint64]*lease),
 		staging: make(map[*entry]struct{}),
 		st: counters{
@@ -219,6 +219,9 @@ func (s *Store) kill(e *entry, reason uint8) (forget bool) {
 
 // maybeFree returns a dead entry's slot once nothing holds it. mu held.
 func (s *Store) maybeFree(e *entry) {
+	if s.closed {
+		return // the segments are unmapped; the next Open rebuilds the free lists
+	}
 	if e.state == stateDead && e.hasSlot && e.refs == 0 && e.pins == 0 {
 		e.hasSlot = false
 		s.arena.free(e.slot)
@@ -245,6 +248,11 @@ func (s *Store) unlock() {
 func (s *Store) policyEvicted(e *entry) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		// ristretto's Close reports every item it holds as evicted: those
+		// chunks stay in the catalog for the next Open.
+		return
+	}
 	e.policy = false
 	switch e.state {
 	case stateStaged:
@@ -263,6 +271,9 @@ func (s *Store) policyEvicted(e *entry) {
 func (s *Store) policyRejected(e *entry) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
 	e.policy = false
 	e.rejected = true
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"hash/crc32"
+	"runtime"
 )
 
 // castagnoli is the CRC-32C table: the checksum of every chunk, on the wire
@@ -39,6 +40,9 @@ func (s *Store) Stage(ns string, id ID, size int64, crc uint32) (*Staged, error)
 	if size > s.cfg.MaxChunkSize {
 		return nil, fmt.Errorf("%w: chunk %s is %d bytes, larger than the maximum %d", ErrInvalid, id, size, s.cfg.MaxChunkSize)
 	}
+	if cs := classSize(size); cs > s.cfg.MemoryLimit {
+		return nil, fmt.Errorf("%w: chunk %s of %d bytes needs a %d-byte slot, more than the memory limit %d", ErrInvalid, id, size, cs, s.cfg.MemoryLimit)
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -51,8 +55,9 @@ func (s *Store) Stage(ns string, id ID, size int64, crc uint32) (*Staged, error)
 	}
 	h := k.hash()
 	if e := s.idx.get(k, h); e != nil {
+		sealed := e.state == stateSealed // read under mu: Seal and kill write it
 		s.mu.Unlock()
-		if e.state == stateSealed {
+		if sealed {
 			return nil, fmt.Errorf("cannot stage chunk %s/%s: %w", ns, id, ErrAlreadyHeld)
 		}
 		return nil, fmt.Errorf("cannot stage chunk %s/%s: %w", ns, id, ErrBusy)
@@ -65,11 +70,19 @@ func (s *Store) Stage(ns string, id ID, size int64, crc uint32) (*Staged, error)
 	s.st.stages++
 	s.mu.Unlock()
 
+	// Queue the admission decision; wait for it only when the budget has no
+	// room, since the policy then evicts victims to make room. Otherwise the
+	// decision is collected at Seal, and the copy overlaps it.
 	cost := classSize(size)
-	queued := s.pol.admit(e, cost)
+	queued := s.pol.offer(e, cost)
 
 	s.mu.Lock()
 	defer s.unlock()
+	if queued && s.arena.used+cost > s.arena.limit {
+		s.mu.Unlock()
+		s.pol.wait()
+		s.mu.Lock()
+	}
 	if !queued || e.rejected || e.evicted || e.state != stateStaged {
 		forget := s.kill(e, reasonRejected)
 		s.st.rejections[ReasonPolicy]++
@@ -92,7 +105,6 @@ func (s *Store) Stage(ns string, id ID, size int64, crc uint32) (*Staged, error)
 	return &Staged{s: s, e: e, buf: e.bytes()}, nil
 }
 
-
 // Size is the chunk's length in bytes.
 func (w *Staged) Size() int64 { return int64(len(w.buf)) }
 
@@ -100,6 +112,9 @@ func (w *Staged) Size() int64 { return int64(len(w.buf)) }
 // updating the checksum in the same pass. Writing past the chunk's size is
 // ErrInvalid; a write after the lease expired is ErrLeaseExpired.
 func (w *Staged) Write(p []byte) (int, error) {
+	if w == nil || w.e == nil {
+		return 0, fmt.Errorf("cannot write: %w (no Stage)", ErrNotStaged)
+	}
 	if w.done {
 		return 0, ErrNotStaged
 	}
@@ -109,18 +124,31 @@ func (w *Staged) Write(p []byte) (int, error) {
 	if err := w.hold(); err != nil {
 		return 0, err
 	}
-	dst := w.buf[w.written:]
-	// Copy and checksum in blocks small enough to stay in cache, so the
-	// checksum reads bytes the copy just brought in.
-	const block = 64 << 10
-	for off := 0; off < len(p); off += block {
-		end := min(off+block, len(p))
-		copy(dst[off:end], p[off:end])
-		w.crc = crc32.Update(w.crc, castagnoli, p[off:end])
-	}
+	copyAndSum(w.buf[w.written:], p, &w.crc)
 	w.written += int64(len(p))
 	w.unhold()
 	return len(p), nil
+}
+
+// parallelSumMin is the smallest write whose checksum is computed on a second
+// goroutine while this one copies. Below it the goroutine costs more than it
+// saves.
+const parallelSumMin = 128 << 10
+
+// copyAndSum copies p into dst and folds p into the running CRC-32C *crc.
+// For large writes the checksum runs on another goroutine while this one
+// copies (both read p; the copy's non-temporal stores and the checksum's
+// arithmetic then overlap); it is waited for before returning.
+func copyAndSum(dst, p []byte, crc *uint32) {
+	if len(p) < parallelSumMin || runtime.GOMAXPROCS(0) < 2 {
+		copy(dst, p)
+		*crc = crc32.Update(*crc, castagnoli, p)
+		return
+	}
+	done := make(chan uint32, 1)
+	go func(c uint32) { done <- crc32.Update(c, castagnoli, p) }(*crc)
+	copy(dst, p)
+	*crc = <-done
 }
 
 // Bytes returns the whole slot for the caller to fill directly (zero-copy
@@ -136,6 +164,9 @@ func (w *Staged) hold() error {
 	s := w.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
 	if w.e.state != stateStaged {
 		return w.deadErr()
 	}
@@ -170,6 +201,9 @@ func (w *Staged) deadErr() error {
 // staged chunk to make room for others) the slot is freed and the chunk is not
 // held.
 func (w *Staged) Seal() error {
+	if w == nil || w.e == nil {
+		return fmt.Errorf("cannot seal: %w (no Stage)", ErrNotStaged)
+	}
 	s := w.s
 	if w.done {
 		s.mu.Lock()
@@ -196,6 +230,9 @@ func (w *Staged) Seal() error {
 	if verr == nil && sum != w.e.crc {
 		verr = fmt.Errorf("cannot seal chunk %s: %w: bytes have %08x, expected %08x", w.e.key.id, ErrChecksum, sum, w.e.crc)
 	}
+	if verr == nil {
+		s.pol.settle(w.e) // the admission decision must be known before publishing
+	}
 
 	s.mu.Lock()
 	defer s.unlock()
@@ -206,12 +243,12 @@ func (w *Staged) Seal() error {
 		s.maybeFree(e)
 		return fmt.Errorf("cannot seal: %w", w.deadErr())
 	}
-	if verr != nil || e.evicted {
+	if verr != nil || e.evicted || e.rejected {
 		reason := reasonAborted
-		if e.evicted {
+		if verr == nil {
 			reason = reasonPolicy
 			s.st.rejections[ReasonPolicy]++
-			verr = fmt.Errorf("cannot seal chunk %s: %w (evicted while staged)", e.key.id, ErrRejected)
+			verr = fmt.Errorf("cannot seal chunk %s: %w", e.key.id, ErrRejected)
 		}
 		if s.kill(e, reason) {
 			s.forgetLater(e)
@@ -233,7 +270,7 @@ func (w *Staged) Seal() error {
 // Abort frees the staged slot. Aborting a sealed or already aborted chunk is
 // a no-op.
 func (w *Staged) Abort() {
-	if w.done {
+	if w == nil || w.e == nil || w.done {
 		return
 	}
 	w.done = true

@@ -7,9 +7,9 @@ import (
 	"testing"
 )
 
-// defaultTracePath is where CI checks out the shared traces: next to the repository,
-// seen from this package's directory.
-const defaultTracePath = "../../../shared/traces/synthetic_trace.jsonl"
+// defaultTracePath is the Mooncake trace shipped as test data, with its licence
+// (testdata/LICENSE-APACHE.mooncake).
+const defaultTracePath = "testdata/synthetic_trace.jsonl"
 
 // syntheticTrace parses the Mooncake synthetic trace once for all tests.
 var syntheticTrace = sync.OnceValues(func() ([]Request, error) {
@@ -30,8 +30,8 @@ func loadSyntheticTrace(t *testing.T) []Request {
 	p := syntheticTracePath()
 	if _, err := os.Stat(p); err != nil {
 		abs, _ := filepath.Abs(p)
-		t.Fatalf("synthetic trace not found at %q (%s): check out the shared traces next to the "+
-			"repository (../shared/traces/synthetic_trace.jsonl) or set KVRING_TRACE to its path: %v", p, abs, err)
+		t.Fatalf("synthetic trace not found at %q (%s): it ships in loadtest/trace/testdata; "+
+			"set KVRING_TRACE to use another copy: %v", p, abs, err)
 	}
 	reqs, err := syntheticTrace()
 	if err != nil {

@@ -1,0 +1,39 @@
+# kvring developer targets. `make test` is the README's test command.
+GO ?= go
+BIN := $(CURDIR)/.bin
+STATICCHECK_VERSION := v0.8.2
+
+.PHONY: test race lint bench bench-store bench-policy proto verify-proto build ci
+
+test:
+	$(GO) test -race ./...
+
+# race is the same as test: the suite always runs under the race detector.
+race: test
+
+build:
+	$(GO) build -o kvring ./cmd/kvring
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	$(BIN)/staticcheck ./...
+
+# bench runs every benchmark once with figures; see docs/benchmarks.md.
+bench: bench-store bench-policy
+
+bench-store:
+	$(GO) test -run '^$$' -bench . -benchtime 2s ./store/
+
+bench-policy:
+	$(GO) test -run '^$$' -bench PolicyReplay -benchtime 1x ./loadtest/
+
+proto:
+	scripts/proto/gen.sh
+
+verify-proto:
+	scripts/proto/verify.sh
+
+ci:
+	.ci/run

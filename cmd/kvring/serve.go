@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kvring/kvring/node"
+)
+
+func newServeCmd() *cobra.Command {
+	def := node.DefaultConfig()
+	var (
+		adminAddr    = def.AdminAddr
+		dataDir      = def.Store.DataDir
+		shmDir       = def.Store.ShmDir
+		memLimit     = byteSize(def.Store.MemoryLimit)
+		maxChunk     = byteSize(def.Store.MaxChunkSize)
+		stageLease   = def.Store.StageLease
+		logFormat    = "text"
+		logLevel     = "info"
+		drainTimeout = 10 * time.Second
+	)
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run a kvring node",
+		Long: `Run a kvring node. Every flag can also be set with a KVRING_* environment variable
+(--memory-limit is KVRING_MEMORY_LIMIT); a flag on the command line wins.
+SIGINT or SIGTERM stop the node cleanly: readiness goes false, requests in flight
+finish, the store writes its catalog, and the process exits 0.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyEnv(cmd.Flags()); err != nil {
+				return err
+			}
+			log, err := newLogger(os.Stderr, logFormat, logLevel)
+			if err != nil {
+				return err
+			}
+			cfg := node.DefaultConfig()
+			cfg.AdminAddr = adminAddr
+			cfg.Logger = log
+			cfg.Store.DataDir = dataDir
+			cfg.Store.ShmDir = shmDir
+			cfg.Store.MemoryLimit = int64(memLimit)
+			cfg.Store.MaxChunkSize = int64(maxChunk)
+			if !cmd.Flags().Changed("max-chunk-size") && os.Getenv(envName("max-chunk-size")) == "" {
+				cfg.Store.MaxChunkSize = min(int64(maxChunk), int64(memLimit))
+			}
+			cfg.Store.StageLease = stageLease
+			cfg.Store.Logger = log.With("component", "store")
+			n, err := node.New(cfg)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if err := n.Start(ctx); err != nil {
+				return err
+			}
+			<-ctx.Done()
+			stop()
+			log.Info("shutting down", "drain_timeout", drainTimeout)
+			cctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+			defer cancel()
+			if err := n.Close(cctx); err != nil {
+				return fmt.Errorf("shutdown: %w", err)
+			}
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&adminAddr, "admin-addr", adminAddr, "HTTP admin and metrics listen address")
+	fs.StringVar(&dataDir, "data-dir", dataDir, "directory of the node's catalog (node identity, chunk catalog)")
+	fs.StringVar(&shmDir, "shm-dir", shmDir, "directory of the shared-memory segment files")
+	fs.Var(&memLimit, "memory-limit", "memory budget for chunk bytes (e.g. 1GiB, 512MiB)")
+	fs.Var(&maxChunk, "max-chunk-size", "largest chunk accepted")
+	fs.DurationVar(&stageLease, "stage-lease", stageLease, "how long a staged write waits for its commit")
+	fs.StringVar(&logFormat, "log-format", logFormat, "log format: text or json")
+	fs.StringVar(&logLevel, "log-level", logLevel, "log level: debug, info, warn or error")
+	fs.DurationVar(&drainTimeout, "drain-timeout", drainTimeout, "how long shutdown waits for requests in flight")
+	annotateEnv(fs)
+	return cmd
+}

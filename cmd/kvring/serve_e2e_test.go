@@ -1,0 +1,206 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// buildBinary compiles cmd/kvring once per test binary run.
+var buildBinary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "kvring-bin-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "kvring")
+	out, err := exec.Command("go", "build", "-race", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		return "", &buildError{out: string(out), err: err}
+	}
+	return bin, nil
+})
+
+type buildError struct {
+	out string
+	err error
+}
+
+func (e *buildError) Error() string { return e.err.Error() + ": " + e.out }
+
+// proc is a running kvring process with its log lines.
+type proc struct {
+	cmd   *exec.Cmd
+	mu    sync.Mutex
+	lines []string
+	done  chan struct{}
+}
+
+func (p *proc) logs() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return strings.Join(p.lines, "\n")
+}
+
+// waitLog polls the process's log for a line matching re.
+func (p *proc) waitLog(t *testing.T, re *regexp.Regexp, timeout time.Duration) []string {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		p.mu.Lock()
+		for _, l := range p.lines {
+			if m := re.FindStringSubmatch(l); m != nil {
+				p.mu.Unlock()
+				return m
+			}
+		}
+		p.mu.Unlock()
+		select {
+		case <-p.done:
+			t.Fatalf("kvring exited before logging %q:\n%s", re, p.logs())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t.Fatalf("kvring did not log %q within %v:\n%s", re, timeout, p.logs())
+	return nil
+}
+
+func startKvring(t *testing.T, env []string, args ...string) *proc {
+	t.Helper()
+	bin, err := buildBinary()
+	if err != nil {
+		t.Fatalf("cannot build kvring: %v", err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.lines = append(p.lines, sc.Text())
+			p.mu.Unlock()
+		}
+		cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			cmd.Process.Kill()
+			<-p.done
+		}
+	})
+	return p
+}
+
+func shmDir(t *testing.T) string {
+	dir, err := os.MkdirTemp("/dev/shm", "kvring-e2e-")
+	if err != nil {
+		return t.TempDir()
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+var adminRe = regexp.MustCompile(`msg="node ready".* admin=(\S+)`)
+
+// TestServeStartsServesAndStopsCleanly starts the real binary with defaults
+// for everything but the ports and directories, checks the admin API, sends
+// SIGTERM and expects a clean exit 0 with the shutdown logged.
+func TestServeStartsServesAndStopsCleanly(t *testing.T) {
+	data := t.TempDir()
+	p := startKvring(t, []string{"KVRING_MEMORY_LIMIT=64MiB"},
+		"serve", "--admin-addr", "127.0.0.1:0", "--data-dir", data, "--shm-dir", shmDir(t))
+	addr := p.waitLog(t, adminRe, 30*time.Second)[1]
+
+	for path, want := range map[string]int{"/healthz": 200, "/readyz": 200, "/v1/stats": 200, "/v1/nope": 404} {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET %s = %d, want %d: %s", path, resp.StatusCode, want, body)
+		}
+		if !json.Valid(body) {
+			t.Errorf("GET %s: body is not JSON: %s", path, body)
+		}
+		if path == "/v1/stats" {
+			var st struct {
+				LimitBytes int64 `json:"limit_bytes"`
+			}
+			json.Unmarshal(body, &st)
+			if st.LimitBytes != 64<<20 {
+				t.Errorf("limit_bytes = %d, want %d (KVRING_MEMORY_LIMIT)", st.LimitBytes, 64<<20)
+			}
+		}
+	}
+
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("kvring did not exit after SIGTERM:\n%s", p.logs())
+	}
+	if code := p.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("exit code %d after SIGTERM, want 0:\n%s", code, p.logs())
+	}
+	for _, want := range []string{"shutting down", "store closed", "node stopped"} {
+		if !strings.Contains(p.logs(), want) {
+			t.Errorf("log lacks %q:\n%s", want, p.logs())
+		}
+	}
+	if _, err := os.Stat(filepath.Join(data, "catalog.db")); err != nil {
+		t.Errorf("catalog not written: %v", err)
+	}
+}
+
+// TestServeRejectsBadConfigurationWithAClearMessage: a bad flag value or
+// environment variable exits non-zero with one line naming the problem.
+func TestServeRejectsBadConfigurationWithAClearMessage(t *testing.T) {
+	cases := []struct {
+		env  []string
+		args []string
+		want string
+	}{
+		{nil, []string{"serve", "--memory-limit", "lots"}, `size "lots"`},
+		{[]string{"KVRING_MEMORY_LIMIT=-1"}, []string{"serve"}, "KVRING_MEMORY_LIMIT"},
+		{nil, []string{"serve", "--log-format", "xml"}, `log format "xml"`},
+		{nil, []string{"serve", "--admin-addr", "nonsense", "--data-dir", t.TempDir()}, "admin address"},
+	}
+	for _, c := range cases {
+		p := startKvring(t, c.env, c.args...)
+		select {
+		case <-p.done:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%v: kvring did not exit", c.args)
+		}
+		if p.cmd.ProcessState.ExitCode() == 0 {
+			t.Errorf("%v %v: exit 0, want failure", c.env, c.args)
+		}
+		if !strings.Contains(p.logs(), c.want) || strings.Contains(p.logs(), "goroutine ") {
+			t.Errorf("%v %v: output %q should name %q without a stack trace", c.env, c.args, p.logs(), c.want)
+		}
+	}
+}

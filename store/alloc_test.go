@@ -1,0 +1,148 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math/rand/v2"
+	"testing"
+)
+
+// Allocator: size classes waste little, the budget is usable up to the
+// limit, and memory freed by one size serves another.
+
+// zeroChecksum is the CRC-32C of n zero bytes.
+func zeroChecksum(n int64) uint32 {
+	zeros := make([]byte, 1<<20)
+	var crc uint32
+	for n > 0 {
+		k := min(n, int64(len(zeros)))
+		crc = crc32.Update(crc, castagnoli, zeros[:k])
+		n -= k
+	}
+	return crc
+}
+
+// fillUniform seals chunks of one size until the next one no longer fits the
+// budget, leaving their slots as they are (zero: a fresh sparse segment) so
+// that large budgets cost little. Every chunk that fits must be accepted.
+func fillUniform(t *testing.T, s *Store, ns string, size int64) int {
+	t.Helper()
+	crc := zeroChecksum(size)
+	cs := classSize(size)
+	n := 0
+	for ; s.Stats().UsedBytes+cs <= s.Limit(); n++ {
+		w, err := s.Stage(ns, testID(uint64(n)), size, crc)
+		if err != nil {
+			t.Fatalf("chunk %d of %d bytes refused with %d of %d bytes used: %v", n, size, s.Stats().UsedBytes, s.Limit(), err)
+		}
+		w.Bytes()
+		if err := w.Seal(); err != nil {
+			t.Fatalf("Seal of chunk %d: %v", n, err)
+		}
+	}
+	return n
+}
+
+func TestUniformFillWastesAtMostFivePercent(t *testing.T) {
+	t.Parallel()
+	cases := []struct{ size, limit int64 }{
+		{256 << 10, 32 << 20},       // a power of two: exact fit
+		{300<<10 + 7, 32 << 20},     // just over a class step
+		{1<<20 + 1, 64 << 20},       // just over a power of two: worst case
+		{5<<20 - 17, 128 << 20},     // just under a class
+		{48<<20 + 1, 256 << 20},     // large, just over a step
+		{64 << 20, 512 << 20},       // the default MaxChunkSize
+		{(3 << 20) / 2, 48<<20 + 5}, // a limit that is no multiple of the slot
+	}
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("%d_in_%d", tc.size, tc.limit), func(t *testing.T) {
+			s := openTest(t, testConfig(t, tc.limit))
+			n := fillUniform(t, s, "ns", tc.size)
+			settle(s)
+			st := s.Stats()
+			waste := float64(st.WasteBytes()) / float64(st.UsedBytes)
+			t.Logf("%d chunks, used %.1f%% of the limit, waste %.2f%%", n, 100*float64(st.UsedBytes)/float64(tc.limit), 100*waste)
+			if st.Chunks != int64(n) || st.PayloadBytes != int64(n)*tc.size {
+				t.Fatalf("Stats: %d chunks / %d bytes after %d puts", st.Chunks, st.PayloadBytes, n)
+			}
+			if waste > 0.05 {
+				t.Fatalf("allocator waste %.2f%% > 5%%", 100*waste)
+			}
+			if st.UsedBytes < tc.limit*9/10 {
+				t.Fatalf("only %d of %d bytes usable", st.UsedBytes, tc.limit)
+			}
+			// One more chunk: refused, or admitted in place of another; the
+			// budget holds either way.
+			w, err := s.Stage("ns", testID(1<<30), tc.size, zeroChecksum(tc.size))
+			switch {
+			case err == nil:
+				w.Bytes()
+				if err := w.Seal(); err != nil && !errors.Is(err, ErrRejected) {
+					t.Fatalf("Seal of the extra chunk: %v", err)
+				}
+			case errors.Is(err, ErrRejected), errors.Is(err, ErrNoSpace):
+			default:
+				t.Fatalf("Stage of the extra chunk: %v", err)
+			}
+			settle(s)
+			if st := s.Stats(); st.UsedBytes > tc.limit {
+				t.Fatalf("UsedBytes %d over the limit %d", st.UsedBytes, tc.limit)
+			}
+		})
+	}
+}
+
+func TestFreedMemoryServesAnotherSizeClass(t *testing.T) {
+	t.Parallel()
+	const limit = 64 << 20
+	cfg := testConfig(t, limit)
+	cfg.SegmentSize = 16 << 20
+	s := openTest(t, cfg)
+	rng := rand.NewChaCha8([32]byte{1})
+	for phase, size := range []int{1<<20 + 1, 640<<10 + 3, 3 << 20, 256 << 10, 1<<20 + 1, 5<<20 - 1} {
+		// Real bytes this time, so the pages are resident.
+		data := make([]byte, size)
+		rng.Read(data)
+		ns := fmt.Sprint("phase", phase)
+		cs := classSize(int64(size))
+		var ids []ID
+		for i := 0; s.Stats().UsedBytes+cs <= limit; i++ {
+			data[0], data[1] = byte(i), byte(i>>8)
+			id := testID(uint64(phase<<20 | i))
+			if err := s.Put(ns, id, data, Checksum(data)); err != nil {
+				t.Fatalf("phase %d: chunk %d of %d bytes refused with %d of %d bytes used (%d retained): %v",
+					phase, i, size, s.Stats().UsedBytes, limit, s.Stats().RetainedFreeBytes, err)
+			}
+			ids = append(ids, id)
+		}
+		settle(s)
+		st := s.Stats()
+		t.Logf("phase %d: %d chunks of %d bytes, used %d, retained %d, resident %d, %d segments",
+			phase, len(ids), size, st.UsedBytes, st.RetainedFreeBytes, st.ResidentBytes, st.Segments)
+		if st.UsedBytes < limit*9/10 {
+			t.Fatalf("phase %d: only %d of %d bytes usable after churn", phase, st.UsedBytes, limit)
+		}
+		if st.UsedBytes+st.RetainedFreeBytes > limit {
+			t.Fatalf("phase %d: used %d + retained %d over the limit", phase, st.UsedBytes, st.RetainedFreeBytes)
+		}
+		// Resident memory: the slots, plus at most the guard page of each
+		// segment.
+		if slack := int64(st.Segments) * pageSize; st.ResidentBytes > limit+slack {
+			t.Fatalf("phase %d: %d bytes resident, limit %d + slack %d", phase, st.ResidentBytes, limit, slack)
+		}
+		// Every chunk is still intact before it goes.
+		for i, id := range ids {
+			if i%7 == 0 {
+				data[0], data[1] = byte(i), byte(i>>8)
+				readBack(t, s, ns, id, data)
+			}
+			if err := s.Evict(ns, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if st := s.Stats(); st.UsedBytes != 0 || st.Chunks != 0 {
+			t.Fatalf("phase %d: after evicting everything: %+v", phase, st)
+		}
+	}
+}
