@@ -19,6 +19,7 @@ var (
 	bucketSegments = []byte("segments")
 	bucketChunks   = []byte("chunks")
 	keyNodeID      = []byte("node_id")
+	keyNextSegment = []byte("next_segment")
 )
 
 // catalog is the bbolt file that keeps the node identity and, for a warm
@@ -29,6 +30,8 @@ type catalog struct {
 	db     *bolt.DB
 	path   string
 	nodeID string
+	// nextSegment is the lowest segment id never used, as of Open.
+	nextSegment uint32
 
 	mu      sync.Mutex // guards pending
 	pending []catOp
@@ -77,6 +80,9 @@ func openCatalog(dir string) (*catalog, error) {
 			}
 		}
 		meta := tx.Bucket(bucketMeta)
+		if v := meta.Get(keyNextSegment); len(v) == 4 {
+			c.nextSegment = binary.BigEndian.Uint32(v)
+		}
 		if v := meta.Get(keyNodeID); v != nil {
 			c.nodeID = string(v)
 			return nil
@@ -155,6 +161,11 @@ func (c *catalog) flush() error {
 			switch op.kind {
 			case opSegmentPut:
 				err = segs.Put(op.key[:4], op.val)
+				if err == nil {
+					var next [4]byte
+					binary.BigEndian.PutUint32(next[:], binary.BigEndian.Uint32(op.key[:4])+1)
+					err = tx.Bucket(bucketMeta).Put(keyNextSegment, next[:])
+				}
 			case opSegmentDel:
 				err = segs.Delete(op.key[:4])
 			case opChunkPut:

@@ -29,7 +29,8 @@ type Config struct {
 	// MaxPinLease caps the lease of a Lookup pin. Default 5 min.
 	MaxPinLease time.Duration
 	// ExpectedChunkSize sizes the admission policy's frequency sketch
-	// (MemoryLimit/ExpectedChunkSize items, ten counters each). Default 256 KiB.
+	// (MemoryLimit/ExpectedChunkSize items, sketchCountersPerItem counters
+	// each). Default 256 KiB.
 	ExpectedChunkSize int64
 	// MaintenanceInterval is how often the background loop expires leases and
 	// flushes the catalog. Default 1 s. Negative: no background loop (tests

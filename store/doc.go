@@ -17,8 +17,11 @@
 //     aborted within Config.StageLease is freed by ExpireNow.
 //   - The authoritative index alone says what is held. ristretto (TinyLFU
 //     admission, sampled-LFU eviction, cost = slot bytes) decides what stays: a
-//     chunk is admitted at Stage time (the call waits for ristretto's decision),
-//     so a write the policy declines is reported ErrRejected, never stored.
+//     chunk is offered to it at Stage (which waits for the decision only when
+//     the budget is full, since the policy must then evict to make room), and
+//     Seal collects the decision before publishing, so a write the policy
+//     declines is reported ErrRejected, never stored. A chunk the policy turns
+//     out not to know is dropped like an eviction.
 //   - The memory limit is a hard budget for slot bytes (payload plus allocator
 //     waste) of staged and sealed chunks. Freed slots keep their pages for
 //     reuse by the next chunk of the same size class; when a new slot would push
@@ -26,10 +29,13 @@
 //     are returned to the kernel first (hole punching), so the shared memory
 //     the node occupies stays within the limit.
 //   - Eviction frees a slot exactly once and never under a reader: a View holds
-//     a reference, a Lookup lease holds a pin. A chunk evicted by the policy
+//     a reference, a Lookup lease holds a pin, a writer filling a slot through
+//     Staged.Bytes holds it until Seal or Abort. A chunk evicted by the policy
 //     while pinned stays readable until its pins end, then is freed.
-//   - Reads verify the checksum; a mismatch is reported (ErrChecksum), counted
-//     and the chunk dropped.
+//   - Get verifies the checksum; a mismatch is reported (ErrChecksum), counted
+//     and the chunk dropped. Acquire skips that pass for callers that checksum
+//     the bytes as they send them and report a mismatch with View.Corrupt.
+//   - Close waits for calls in flight; later calls return ErrClosed.
 //   - bbolt (Config.DataDir/catalog.db) keeps the node identity and the
 //     catalog of sealed chunks. Opening a store on the same data directory
 //     re-maps the segments, verifies every chunk's checksum and serves them

@@ -31,6 +31,10 @@ func (s *Store) maintain() {
 // leases, as of Config.Now. It returns how many of each it ended. The
 // background loop calls it; tests may call it directly.
 func (s *Store) ExpireNow() (staged, leases int) {
+	if !s.enter() {
+		return 0, 0
+	}
+	defer s.exit()
 	now := s.cfg.Now().UnixNano()
 	s.mu.Lock()
 	defer s.unlock()
@@ -57,4 +61,10 @@ func (s *Store) ExpireNow() (staged, leases int) {
 }
 
 // FlushCatalog writes queued catalog changes now. Blocks on bbolt.
-func (s *Store) FlushCatalog() error { return s.cat.flush() }
+func (s *Store) FlushCatalog() error {
+	if !s.enter() {
+		return ErrClosed
+	}
+	defer s.exit()
+	return s.cat.flush()
+}

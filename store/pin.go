@@ -20,6 +20,10 @@ type lease struct {
 // nothing was pinned. Every id asked counts as an access for the admission
 // policy. Never blocks on I/O.
 func (s *Store) Lookup(ns string, ids []ID, pinFor time.Duration) (n int, pin PinID, err error) {
+	if !s.enter() {
+		return 0, 0, ErrClosed
+	}
+	defer s.exit()
 	if pinFor < 0 {
 		return 0, 0, fmt.Errorf("%w: pin lease must not be negative, got %v", ErrInvalid, pinFor)
 	}
@@ -76,6 +80,10 @@ func (s *Store) Lookup(ns string, ids []ID, pinFor time.Duration) (n int, pin Pi
 // Release ends a Lookup lease. Releasing an unknown or expired lease is a
 // no-op that returns false.
 func (s *Store) Release(pin PinID) bool {
+	if !s.enter() {
+		return false
+	}
+	defer s.exit()
 	s.mu.Lock()
 	defer s.unlock()
 	if s.closed {

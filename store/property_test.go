@@ -576,10 +576,15 @@ func (m *propModel) check() {
 	}
 	var live int64
 	for _, p := range m.staged {
-		if !p.expired {
+		switch {
+		case !p.expired:
 			entries[p.w.e] = "staged " + p.c.String()
 			live++
 			stagedBytes += int64(p.c.size)
+		case p.direct && p.filled:
+			// A direct writer holds its slot past the lease until Seal or
+			// Abort, so nothing else can be written into it under the writer.
+			entries[p.w.e] = "expired direct write " + p.c.String()
 		}
 	}
 	for _, pv := range m.views {

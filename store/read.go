@@ -14,6 +14,9 @@ type View struct {
 	e        *entry
 	buf      []byte
 	released atomic.Bool
+	// corrupted is set once the View reported a mismatch, so a second report
+	// is not counted again. Guarded by the store's mu.
+	corrupted bool
 }
 
 // Location says where a chunk lives, for handing its segment to a process on
@@ -30,12 +33,16 @@ type Location struct {
 // whose bytes fail the checksum is counted, dropped, and reported as
 // ErrChecksum. The caller must Release the View.
 func (s *Store) Get(ns string, id ID) (*View, error) {
-	v, err := s.Acquire(ns, id)
+	if !s.enter() {
+		return nil, ErrClosed
+	}
+	defer s.exit()
+	v, err := s.acquire(ns, id)
 	if err != nil {
 		return nil, err
 	}
-	if err := v.Verify(); err != nil {
-		v.Release()
+	if err := v.verify(); err != nil {
+		v.release()
 		return nil, err
 	}
 	return v, nil
@@ -47,6 +54,14 @@ func (s *Store) Get(ns string, id ID) (*View, error) {
 // that checks it itself), then call Verify or report a mismatch with
 // Corrupt. The caller must Release the View.
 func (s *Store) Acquire(ns string, id ID) (*View, error) {
+	if !s.enter() {
+		return nil, ErrClosed
+	}
+	defer s.exit()
+	return s.acquire(ns, id)
+}
+
+func (s *Store) acquire(ns string, id ID) (*View, error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -76,8 +91,16 @@ func (s *Store) Acquire(ns string, id ID) (*View, error) {
 // the chunk is counted and dropped (the View stays valid until Release) and
 // the error is ErrChecksum.
 func (v *View) Verify() error {
+	if !v.s.enter() {
+		return ErrClosed
+	}
+	defer v.s.exit()
+	return v.verify()
+}
+
+func (v *View) verify() error {
 	if sum := Checksum(v.buf); sum != v.e.crc {
-		return v.Corrupt(sum)
+		return v.corrupt(sum)
 	}
 	return nil
 }
@@ -86,8 +109,22 @@ func (v *View) Verify() error {
 // chunk's: the chunk is counted as a checksum error and dropped. It returns
 // the ErrChecksum error to pass on.
 func (v *View) Corrupt(got uint32) error {
+	if !v.s.enter() {
+		return ErrClosed
+	}
+	defer v.s.exit()
+	return v.corrupt(got)
+}
+
+func (v *View) corrupt(got uint32) error {
 	s, e := v.s, v.e
 	s.mu.Lock()
+	if v.corrupted {
+		ns := s.nsNames[e.key.ns]
+		s.mu.Unlock()
+		return fmt.Errorf("chunk %s/%s: %w", ns, e.key.id, ErrChecksum)
+	}
+	v.corrupted = true
 	s.st.checksumErrs++
 	if e.state == stateSealed {
 		s.st.hits--
@@ -122,6 +159,14 @@ func (v *View) Location() Location {
 
 // Release drops the View's reference. Idempotent.
 func (v *View) Release() {
+	if !v.s.enter() {
+		return
+	}
+	defer v.s.exit()
+	v.release()
+}
+
+func (v *View) release() {
 	if v.released.Swap(true) {
 		return
 	}
@@ -134,6 +179,10 @@ func (v *View) Release() {
 
 // Contains reports whether the chunk is held (sealed and readable) now.
 func (s *Store) Contains(ns string, id ID) bool {
+	if !s.enter() {
+		return false
+	}
+	defer s.exit()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k, known, err := s.key(ns, id, false)
@@ -148,6 +197,10 @@ func (s *Store) Contains(ns string, id ID) bool {
 // when its last View is released. A pinned chunk is not evicted: ErrBusy.
 // A chunk that is not held is ErrNotFound.
 func (s *Store) Evict(ns string, id ID) error {
+	if !s.enter() {
+		return ErrClosed
+	}
+	defer s.exit()
 	s.mu.Lock()
 	defer s.unlock()
 	if s.closed {

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +17,8 @@ func (s *Store) recover() (int, error) {
 		return 0, err
 	}
 	a := s.arena
+	// Segment ids are never reused, across restarts too.
+	a.nextID = max(a.nextID, s.cat.nextSegment)
 	segs := make(map[uint32]*segment, len(segRecs))
 	var missing []uint32
 	for id, rec := range segRecs {
@@ -100,13 +101,40 @@ func (s *Store) recover() (int, error) {
 		return 0, err
 	}
 
-	// Tell the policy about every recovered chunk; they fit the budget, so it
-	// admits them all.
+	// Tell the policy about every recovered chunk. They fit the budget unless
+	// the limit shrank since they were written; the policy then evicts or
+	// declines some, and those are dropped.
+	var all []*entry
 	for _, e := range s.idx.m {
 		for ; e != nil; e = e.next {
-			if !s.pol.admit(e, e.slot.seg.slotSize) || e.rejected {
-				return 0, fmt.Errorf("cannot re-admit recovered chunk %s to the policy", e.key.id)
+			all = append(all, e)
+		}
+	}
+	var dropped int
+	for _, e := range all {
+		if !s.pol.offer(e, e.slot.seg.slotSize) {
+			s.pol.wait()
+			if !s.pol.offer(e, e.slot.seg.slotSize) {
+				e.rejected = true
 			}
+		}
+	}
+	s.pol.wait()
+	s.mu.Lock()
+	for _, e := range all {
+		if e.state == stateSealed && (e.rejected || e.evicted) {
+			s.kill(e, reasonPolicy)
+		}
+		if e.state != stateSealed {
+			dropped++ // declined here, or evicted by the policy's callback
+		}
+	}
+	s.mu.Unlock()
+	if dropped > 0 {
+		s.log.Warn("recovered chunks did not fit the memory limit and were dropped", "chunks", dropped, "limit_bytes", s.cfg.MemoryLimit)
+		recovered -= dropped
+		if err := s.cat.flush(); err != nil {
+			return 0, err
 		}
 	}
 	return recovered, nil

@@ -46,6 +46,9 @@ func (st Stats) WasteBytes() int64 { return st.UsedBytes - st.PayloadBytes - st.
 // Stats returns a snapshot of the accounting. It takes the store's lock
 // briefly and asks the kernel about each segment.
 func (s *Store) Stats() Stats {
+	if s.enter() {
+		defer s.exit()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := Stats{
@@ -85,6 +88,10 @@ func (s *Store) Stats() Stats {
 // map_size of vineyard-protocol.md). The caller owns and must close the
 // returned file.
 func (s *Store) SegmentFile(id uint32) (*os.File, int64, error) {
+	if !s.enter() {
+		return nil, 0, ErrClosed
+	}
+	defer s.exit()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	seg := s.arena.segs[id]

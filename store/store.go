@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -37,6 +38,11 @@ type Store struct {
 	nodeID string
 	cat    *catalog
 	pol    *policy
+
+	// gate lets Close wait for calls in flight (enter/exit); closing makes
+	// new calls fail fast with ErrClosed.
+	gate    sync.RWMutex
+	closing atomic.Bool
 
 	mu      sync.Mutex
 	closed  bool
@@ -135,22 +141,25 @@ func (s *Store) Limit() int64 { return s.cfg.MemoryLimit }
 // MaxChunkSize is the largest chunk the store accepts.
 func (s *Store) MaxChunkSize() int64 { return s.cfg.MaxChunkSize }
 
-// Close stops the maintenance loop, writes the catalog and unmaps the
-// segments, keeping their files so a new Store on the same DataDir serves
-// the chunks again. Views and Staged handles must not be used afterwards.
-// Close is idempotent; it blocks until the loop has exited.
+// Close stops the maintenance loop, waits for calls in flight, writes the
+// catalog and unmaps the segments, keeping their files so a new Store on the
+// same DataDir serves the chunks again. Calls after Close return ErrClosed;
+// the bytes of Views and Staged slots must not be touched afterwards (they
+// are unmapped). Close is idempotent; it blocks until the loop has exited.
 func (s *Store) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	if s.closing.Swap(true) {
 		return nil
 	}
-	s.closed = true
-	s.mu.Unlock()
 	if s.stop != nil {
 		close(s.stop)
 		<-s.done
 	}
+	// Wait for calls in flight; later calls see closing and return ErrClosed.
+	s.gate.Lock()
+	defer s.gate.Unlock()
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
 	s.pol.close()
 	var errs []error
 	s.mu.Lock()
@@ -276,4 +285,11 @@ func (s *Store) policyRejected(e *entry) {
 	}
 	e.policy = false
 	e.rejected = true
+	if e.state == stateSealed {
+		// Sealed before the decision was collected (a stale record of an
+		// earlier copy answered settle): the policy does not know the chunk,
+		// so it could never evict it. Drop it like an eviction.
+		s.st.evictions[ReasonPolicy]++
+		s.kill(e, reasonPolicy)
+	}
 }

@@ -34,6 +34,10 @@ type Staged struct {
 // policy declined), ErrNoSpace (the budget is taken by staged or pinned
 // chunks), ErrClosed. Blocks briefly on the policy.
 func (s *Store) Stage(ns string, id ID, size int64, crc uint32) (*Staged, error) {
+	if !s.enter() {
+		return nil, ErrClosed
+	}
+	defer s.exit()
 	if size <= 0 {
 		return nil, fmt.Errorf("%w: chunk %s size must be positive, got %d", ErrInvalid, id, size)
 	}
@@ -121,6 +125,10 @@ func (w *Staged) Write(p []byte) (int, error) {
 	if w.written+int64(len(p)) > int64(len(w.buf)) {
 		return 0, fmt.Errorf("%w: %d bytes written past the chunk's size %d", ErrInvalid, w.written+int64(len(p)), len(w.buf))
 	}
+	if !w.s.enter() {
+		return 0, ErrClosed
+	}
+	defer w.s.exit()
 	if err := w.hold(); err != nil {
 		return 0, err
 	}
@@ -155,7 +163,22 @@ func copyAndSum(dst, p []byte, crc *uint32) {
 // writers). The slice is valid until Seal or Abort; the checksum is then
 // computed over the slot at Seal.
 func (w *Staged) Bytes() []byte {
-	w.direct = true
+	if w == nil || w.e == nil || w.done {
+		return nil
+	}
+	if !w.direct {
+		// The slot must outlive the stage lease while the caller writes into
+		// it: hold it until Seal or Abort.
+		if !w.s.enter() {
+			return nil
+		}
+		err := w.hold()
+		w.s.exit()
+		if err != nil {
+			return nil
+		}
+		w.direct = true
+	}
 	return w.buf
 }
 
@@ -205,6 +228,10 @@ func (w *Staged) Seal() error {
 		return fmt.Errorf("cannot seal: %w (no Stage)", ErrNotStaged)
 	}
 	s := w.s
+	if !s.enter() {
+		return ErrClosed
+	}
+	defer s.exit()
 	if w.done {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -215,6 +242,7 @@ func (w *Staged) Seal() error {
 	}
 	if err := w.hold(); err != nil {
 		w.done = true
+		w.dropDirect()
 		return fmt.Errorf("cannot seal: %w", err)
 	}
 	var sum uint32
@@ -237,6 +265,9 @@ func (w *Staged) Seal() error {
 	s.mu.Lock()
 	defer s.unlock()
 	w.e.refs--
+	if w.direct {
+		w.e.refs-- // the hold taken by Bytes
+	}
 	w.done = true
 	e := w.e
 	if e.state != stateStaged {
@@ -275,11 +306,31 @@ func (w *Staged) Abort() {
 	}
 	w.done = true
 	s := w.s
+	if !s.enter() {
+		return
+	}
+	defer s.exit()
 	s.mu.Lock()
 	defer s.unlock()
+	if w.direct {
+		w.e.refs--
+	}
 	if w.e.state == stateStaged && s.kill(w.e, reasonAborted) {
 		s.forgetLater(w.e)
 	}
+	s.maybeFree(w.e)
+}
+
+// dropDirect releases the hold Bytes took, when Seal gives up early.
+func (w *Staged) dropDirect() {
+	if !w.direct {
+		return
+	}
+	s := w.s
+	s.mu.Lock()
+	w.e.refs--
+	s.maybeFree(w.e)
+	s.mu.Unlock()
 }
 
 // Put stages, copies and seals a chunk in one call: a convenience for
