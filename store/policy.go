@@ -67,15 +67,6 @@ func (p *policy) offer(e *entry, cost int64) bool {
 	return true
 }
 
-// admit offers e and waits until the policy has decided. Blocks.
-func (p *policy) admit(e *entry, cost int64) bool {
-	if !p.offer(e, cost) {
-		return false
-	}
-	p.c.Wait()
-	return true
-}
-
 // settle makes sure the policy has decided about e: if e is not (yet)
 // admitted it waits for ristretto to process everything queued so far, after
 // which the callbacks for e have run. Blocks only in that case.
