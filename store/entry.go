@@ -29,8 +29,6 @@ type entry struct {
 	evicted bool
 	refs    int32 // readers (Views) and active writers
 	pins    int32 // Lookup leases
-	// deadline is the stage lease's end (unix nanoseconds) while staged.
-	deadline int64
 }
 
 // bytes returns the chunk's bytes in shared memory.

@@ -41,8 +41,8 @@ func (s *Store) ExpireNow() (staged, leases int) {
 	if s.closed {
 		return 0, 0
 	}
-	for e := range s.staging {
-		if e.state == stateStaged && e.deadline != 0 && e.deadline <= now {
+	for e, deadline := range s.staging {
+		if e.state == stateStaged && deadline != 0 && deadline <= now {
 			s.st.stageExpired++
 			if s.kill(e, reasonExpired) {
 				s.forgetLater(e)

@@ -53,7 +53,7 @@ type Store struct {
 	leases  map[uint64]*lease
 	nextPin uint64
 	st      counters
-	staging map[*entry]struct{} // entries in stateStaged
+	staging map[*entry]int64 // entries in stateStaged → lease end (unix ns)
 	forgets []uint64            // keys ristretto must forget once mu is released
 
 	stop chan struct{}
@@ -101,7 +101,7 @@ func Open(cfg Config) (*Store, error) {
 		idx:     newIndex(),
 		nsIDs:   make(map[string]uint32),
 		leases:  make(map[uint64]*lease),
-		staging: make(map[*entry]struct{}),
+		staging: make(map[*entry]int64),
 		st: counters{
 			evictions:  make(map[string]uint64),
 			rejections: make(map[string]uint64),

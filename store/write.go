@@ -68,7 +68,7 @@ func (s *Store) Stage(ns string, id ID, size int64, crc uint32) (*Staged, error)
 	}
 	e := &entry{key: k, hash: h, size: uint32(size), crc: crc, state: stateStaged, policy: true}
 	s.idx.put(e)
-	s.staging[e] = struct{}{}
+	s.staging[e] = 0 // no lease until the slot is reserved
 	s.st.stagedChunks++
 	s.st.stagedBytes += size
 	s.st.stages++
@@ -105,7 +105,7 @@ func (s *Store) Stage(ns string, id ID, size int64, crc uint32) (*Staged, error)
 	}
 	e.slot = r
 	e.hasSlot = true
-	e.deadline = s.cfg.Now().Add(s.cfg.StageLease).UnixNano()
+	s.staging[e] = s.cfg.Now().Add(s.cfg.StageLease).UnixNano()
 	return &Staged{s: s, e: e, buf: e.bytes()}, nil
 }
 
@@ -287,7 +287,6 @@ func (w *Staged) Seal() error {
 		return verr
 	}
 	e.state = stateSealed
-	e.deadline = 0
 	delete(s.staging, e)
 	s.st.stagedChunks--
 	s.st.stagedBytes -= int64(e.size)
