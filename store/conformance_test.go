@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -700,4 +701,64 @@ func TestAcquireDefersVerificationToVerify(t *testing.T) {
 	if _, err := s.Acquire("ns", c.id); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Acquire of a dropped chunk: %v", err)
 	}
+}
+
+// TestHasReportsEveryHeldIDAndPinsThem: Has answers per id (not just the
+// leading run) and pins every held chunk it reports.
+func TestHasReportsEveryHeldIDAndPinsThem(t *testing.T) {
+	t.Parallel()
+	s := openTest(t, testConfig(t, 8<<20))
+	ids := []ID{testID(1), testID(2), testID(3), testID(4)}
+	for _, i := range []int{0, 2, 3} {
+		mustPut(t, s, "ns", ids[i], payload(ids[i], 1000))
+	}
+	held, pin, err := s.Has("ns", ids, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []bool{true, false, true, true}; !slices.Equal(held, want) {
+		t.Fatalf("Has = %v, want %v", held, want)
+	}
+	if pin == 0 || s.Stats().PinnedChunks != 3 {
+		t.Fatalf("pin %d, %d pinned chunks; want a lease over 3", pin, s.Stats().PinnedChunks)
+	}
+	if err := s.Evict("ns", ids[2]); !errors.Is(err, ErrBusy) {
+		t.Fatalf("Evict of a pinned chunk: %v, want ErrBusy", err)
+	}
+	s.Release(pin)
+	if s.Stats().PinnedChunks != 0 {
+		t.Fatal("Release left pins")
+	}
+}
+
+// TestCheckVotesBeforeSeal: Check reports an incomplete or corrupt staged
+// chunk without publishing anything, and passes a good one.
+func TestCheckVotesBeforeSeal(t *testing.T) {
+	t.Parallel()
+	s := openTest(t, testConfig(t, 8<<20))
+	id := testID(1)
+	data := payload(id, 5000)
+	w, err := s.Stage("ns", id, int64(len(data)), Checksum(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(data[:100])
+	wantErr(t, w.Check(), ErrIncomplete)
+	w.Write(data[100:])
+	if err := w.Check(); err != nil {
+		t.Fatalf("Check of a complete chunk: %v", err)
+	}
+	if s.Contains("ns", id) {
+		t.Fatal("Check published the chunk")
+	}
+	if err := w.Seal(); err != nil {
+		t.Fatal(err)
+	}
+	bad, err := s.Stage("ns", testID(2), int64(len(data)), Checksum(data)^1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad.Write(data)
+	wantErr(t, bad.Check(), ErrChecksum)
+	bad.Abort()
 }

@@ -24,20 +24,43 @@ func (s *Store) Lookup(ns string, ids []ID, pinFor time.Duration) (n int, pin Pi
 		return 0, 0, ErrClosed
 	}
 	defer s.exit()
+	_, n, pin, err = s.probe(ns, ids, pinFor, true)
+	return n, pin, err
+}
+
+// Has reports for each id whether it is held now, pinning every held one for
+// pinFor (as Lookup does) when pinFor > 0. A coordinator asks each owner
+// about its share of a request's ids this way and works out the leading run
+// itself. Never blocks on I/O.
+func (s *Store) Has(ns string, ids []ID, pinFor time.Duration) (held []bool, pin PinID, err error) {
+	if !s.enter() {
+		return nil, 0, ErrClosed
+	}
+	defer s.exit()
+	held, _, pin, err = s.probe(ns, ids, pinFor, false)
+	return held, pin, err
+}
+
+// probe looks ids up, pins what it finds (only the leading run when leading
+// is set) and records every id as an access.
+func (s *Store) probe(ns string, ids []ID, pinFor time.Duration, leading bool) (held []bool, n int, pin PinID, err error) {
 	if pinFor < 0 {
-		return 0, 0, fmt.Errorf("%w: pin lease must not be negative, got %v", ErrInvalid, pinFor)
+		return nil, 0, 0, fmt.Errorf("%w: pin lease must not be negative, got %v", ErrInvalid, pinFor)
 	}
 	pinFor = min(pinFor, s.cfg.MaxPinLease)
 	hashes := make([]uint64, len(ids))
+	if !leading {
+		held = make([]bool, len(ids))
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return 0, 0, ErrClosed
+		return nil, 0, 0, ErrClosed
 	}
 	k, _, err := s.key(ns, ID{}, true)
 	if err != nil {
 		s.mu.Unlock()
-		return 0, 0, err
+		return nil, 0, 0, err
 	}
 	var l *lease
 	for i, id := range ids {
@@ -46,14 +69,19 @@ func (s *Store) Lookup(ns string, ids []ID, pinFor time.Duration) (n int, pin Pi
 		// Every id counts as an access, also those after the first miss: the
 		// engine asked for them.
 		hashes[i] = h
-		if n != i {
+		if leading && n != i {
 			continue
 		}
 		e := s.idx.get(k, h)
 		if e == nil || e.state != stateSealed {
 			continue
 		}
-		n = i + 1
+		if leading {
+			n = i + 1
+		} else {
+			held[i] = true
+			n++
+		}
 		if pinFor > 0 {
 			if l == nil {
 				l = &lease{expiry: s.cfg.Now().Add(pinFor).UnixNano()}
@@ -74,7 +102,7 @@ func (s *Store) Lookup(ns string, ids []ID, pinFor time.Duration) (n int, pin Pi
 	for _, h := range hashes {
 		s.pol.touch(h)
 	}
-	return n, pin, nil
+	return held, n, pin, nil
 }
 
 // Release ends a Lookup lease. Releasing an unknown or expired lease is a

@@ -218,6 +218,37 @@ func (w *Staged) deadErr() error {
 	return fmt.Errorf("chunk %s: %w", w.e.key.id, ErrNotStaged)
 }
 
+// Check reports whether the staged chunk is complete and matches its
+// checksum, without publishing it: the vote of a two-phase write. Seal checks
+// again. It costs nothing for bytes given to Write (their checksum was
+// computed as they were copied) and one pass over the slot for direct
+// writers.
+func (w *Staged) Check() error {
+	if w == nil || w.e == nil {
+		return fmt.Errorf("cannot check: %w (no Stage)", ErrNotStaged)
+	}
+	if w.done {
+		return fmt.Errorf("cannot check chunk %s: %w", w.e.key.id, ErrNotStaged)
+	}
+	var sum uint32
+	switch {
+	case w.direct:
+		if !w.s.enter() {
+			return ErrClosed
+		}
+		sum = Checksum(w.buf)
+		w.s.exit()
+	case w.written != int64(len(w.buf)):
+		return fmt.Errorf("chunk %s: %w: %d of %d bytes written", w.e.key.id, ErrIncomplete, w.written, len(w.buf))
+	default:
+		sum = w.crc
+	}
+	if sum != w.e.crc {
+		return fmt.Errorf("chunk %s: %w: bytes have %08x, expected %08x", w.e.key.id, ErrChecksum, sum, w.e.crc)
+	}
+	return nil
+}
+
 // Seal verifies the checksum and publishes the chunk: from now on it is
 // readable. A second Seal reports ErrAlreadyHeld. On ErrChecksum,
 // ErrIncomplete, ErrLeaseExpired or ErrRejected (the policy evicted the
