@@ -54,7 +54,7 @@ type Store struct {
 	nextPin uint64
 	st      counters
 	staging map[*entry]int64 // entries in stateStaged → lease end (unix ns)
-	forgets []uint64            // keys ristretto must forget once mu is released
+	forgets []uint64         // keys ristretto must forget once mu is released
 
 	stop chan struct{}
 	done chan struct{}

@@ -3,7 +3,6 @@ package store
 import (
 	"fmt"
 	"hash/crc32"
-	"runtime"
 )
 
 // castagnoli is the CRC-32C table: the checksum of every chunk, on the wire
@@ -138,25 +137,10 @@ func (w *Staged) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// parallelSumMin is the smallest write whose checksum is computed on a second
-// goroutine while this one copies. Below it the goroutine costs more than it
-// saves.
-const parallelSumMin = 128 << 10
-
-// copyAndSum copies p into dst and folds p into the running CRC-32C *crc.
-// For large writes the checksum runs on another goroutine while this one
-// copies (both read p; the copy's non-temporal stores and the checksum's
-// arithmetic then overlap); it is waited for before returning.
+// copyAndSum copies p into dst and folds p into the running CRC-32C *crc in
+// one pass over the bytes (copyCRC32C).
 func copyAndSum(dst, p []byte, crc *uint32) {
-	if len(p) < parallelSumMin || runtime.GOMAXPROCS(0) < 2 {
-		copy(dst, p)
-		*crc = crc32.Update(*crc, castagnoli, p)
-		return
-	}
-	done := make(chan uint32, 1)
-	go func(c uint32) { done <- crc32.Update(c, castagnoli, p) }(*crc)
-	copy(dst, p)
-	*crc = <-done
+	*crc = copyCRC32C(dst, p, *crc)
 }
 
 // Bytes returns the whole slot for the caller to fill directly (zero-copy

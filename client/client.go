@@ -1,0 +1,186 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"log/slog"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
+	"github.com/kvring/kvring/transfer"
+)
+
+// Schema describes the KV layout of a namespace. Two clients with different
+// schemas under one namespace name are refused (FailedPrecondition naming
+// the fields that differ) instead of silently missing each other's chunks.
+type Schema struct {
+	Model          string
+	Dtype          string
+	TokensPerChunk uint32
+	Layout         string
+	HashScheme     string
+	TPRank, TPSize uint32
+	Extra          map[string]string
+}
+
+// Config configures a Client.
+type Config struct {
+	// Conn says which nodes to connect to and how to reconnect.
+	Conn ConnConfig
+	// Namespace and Schema name and describe this engine's chunks. Required.
+	Namespace string
+	Schema    Schema
+	// ReplicationFactor and MinReplicas are used when this client is the
+	// first to register the namespace; 0 takes the cluster's default (1).
+	ReplicationFactor, MinReplicas uint32
+	// CallTimeout bounds a call whose context has no deadline. Default 10s.
+	CallTimeout time.Duration
+	// Logger receives connection state changes. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Client talks to a kvring cluster. Safe for concurrent use.
+type Client struct {
+	cfg  Config
+	conn *conn
+
+	mu  sync.Mutex
+	ref *kvringv1.NamespaceRef // nil until registered on the current node
+}
+
+// ErrSchemaMismatch: the namespace is registered with a different schema.
+var ErrSchemaMismatch = transfer.ErrSchemaMismatch
+
+// New validates cfg and starts connecting in the background. It never
+// blocks.
+func New(cfg Config) (*Client, error) {
+	if cfg.Namespace == "" {
+		return nil, errors.New("client: Config.Namespace is required")
+	}
+	if cfg.Schema.Model == "" || cfg.Schema.TokensPerChunk == 0 {
+		return nil, errors.New("client: Config.Schema needs at least Model and TokensPerChunk")
+	}
+	if cfg.CallTimeout <= 0 {
+		cfg.CallTimeout = 10 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Conn.Logger == nil {
+		cfg.Conn.Logger = cfg.Logger
+	}
+	c, err := newConn(cfg.Conn)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{cfg: cfg, conn: c}, nil
+}
+
+// State reports the connection state.
+func (c *Client) State() ConnState { return c.conn.State() }
+
+// Close stops the background connection work and closes the connection.
+// Idempotent.
+func (c *Client) Close() error { return c.conn.close() }
+
+func (c *Client) schema() *kvringv1.NamespaceSchema {
+	s := c.cfg.Schema
+	return &kvringv1.NamespaceSchema{Model: s.Model, Dtype: s.Dtype, TokensPerChunk: s.TokensPerChunk, Layout: s.Layout,
+		HashScheme: s.HashScheme, TpRank: s.TPRank, TpSize: s.TPSize, Extra: s.Extra}
+}
+
+// withTimeout applies CallTimeout when ctx has no deadline.
+func (c *Client) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, c.cfg.CallTimeout)
+}
+
+// Register registers the namespace (or checks this client's schema against
+// the registered one) and returns the registered record's fingerprint. Calls
+// register by themselves when needed.
+func (c *Client) Register(ctx context.Context) ([]byte, error) {
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	cc, err := c.conn.ready(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ref, err := c.register(ctx, cc)
+	if err != nil {
+		return nil, err
+	}
+	return ref.GetFingerprint(), nil
+}
+
+func (c *Client) register(ctx context.Context, cc *grpc.ClientConn) (*kvringv1.NamespaceRef, error) {
+	resp, err := kvringv1.NewCacheClient(cc).RegisterNamespace(ctx, &kvringv1.RegisterNamespaceRequest{
+		Name: c.cfg.Namespace, Schema: c.schema(), ReplicationFactor: c.cfg.ReplicationFactor, MinReplicas: c.cfg.MinReplicas})
+	if err != nil {
+		return nil, c.callErr(cc, "register namespace", err)
+	}
+	ref := &kvringv1.NamespaceRef{Name: resp.GetNamespace().GetName(), Fingerprint: resp.GetNamespace().GetFingerprint()}
+	c.mu.Lock()
+	c.ref = ref
+	c.mu.Unlock()
+	return ref, nil
+}
+
+// namespace returns the registered reference, registering first if needed.
+func (c *Client) namespace(ctx context.Context, cc *grpc.ClientConn) (*kvringv1.NamespaceRef, error) {
+	c.mu.Lock()
+	ref := c.ref
+	c.mu.Unlock()
+	if ref != nil {
+		return ref, nil
+	}
+	return c.register(ctx, cc)
+}
+
+// callErr maps a failed call to the client's error: transport failures tell
+// the connection to re-check now; the server's message is kept.
+func (c *Client) callErr(cc *grpc.ClientConn, what string, err error) error {
+	switch status.Code(err) {
+	case codes.Unavailable:
+		c.conn.reportFailure(cc.Target(), err)
+	case codes.Canceled:
+		// The connection was closed under the call (the node was declared
+		// lost) while the caller still waited: that is unavailability.
+		if cc.GetState().String() == "SHUTDOWN" {
+			c.conn.reportFailure(cc.Target(), err)
+			return fmt.Errorf("kvring %s: %w", what, transfer.FromStatus(status.Error(codes.Unavailable,
+				"connection to the kvring node was lost during the call: "+status.Convert(err).Message())))
+		}
+	}
+	return fmt.Errorf("kvring %s: %w", what, transfer.FromStatus(err))
+}
+
+// retryUnregistered runs call once more after re-registering when the node
+// says the namespace is unknown (it restarted, or is new to the cluster).
+func (c *Client) retryUnregistered(ctx context.Context, cc *grpc.ClientConn, call func(*kvringv1.NamespaceRef) error) error {
+	ref, err := c.namespace(ctx, cc)
+	if err != nil {
+		return err
+	}
+	err = call(ref)
+	if !errors.Is(err, transfer.ErrUnknownNamespace) {
+		return err
+	}
+	if ref, err = c.register(ctx, cc); err != nil {
+		return err
+	}
+	return call(ref)
+}
+
+// checksum is the CRC-32C kvring uses for chunk bytes.
+func checksum(p []byte) uint32 { return crc32.Checksum(p, castagnoli) }
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)

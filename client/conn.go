@@ -1,0 +1,158 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+)
+
+var (
+	// errNotConnected is wrapped by the error ready returns while no node is connected. That error carries
+	// codes.Unavailable.
+	errNotConnected = errors.New("unavailable: not connected to any kvring node")
+	// errConnClosed is wrapped by the error ready returns after close. That error carries codes.Canceled, like
+	// grpc's own error for a closed ClientConn.
+	errConnClosed = errors.New("kvring client is closed")
+)
+
+// conn keeps one gRPC connection to some node of a kvring cluster and tells the truth about it.
+//
+// newConn returns at once; a goroutine owned by the conn connects to the seeds in turn with backoff, verifies each
+// connection with a gRPC health check, watches it (transport state, periodic health checks, failures reported by
+// the call layer) and reconnects after a loss, trying the lost node first. Every state change is logged once and
+// published to State and ConnConfig.OnStateChange. close stops the goroutine and waits for it.
+//
+// All methods are safe for concurrent use; none blocks except close.
+type conn struct {
+	cfg      ConnConfig
+	log      *slog.Logger
+	dialOpts []grpc.DialOption
+	backoff  backoff
+
+	cur     atomic.Pointer[connSnapshot] // written only by the loop goroutine (and newConn before it starts)
+	recheck chan struct{}                // cap 1: ask the loop for a health check now
+
+	stop      context.CancelFunc // cancels the loop's context
+	done      chan struct{}      // closed when the loop goroutine has exited
+	closeOnce sync.Once
+}
+
+// connSnapshot pairs a state with the connection it describes; cc is non-nil only while Connected.
+type connSnapshot struct {
+	state ConnState
+	cc    *grpc.ClientConn
+}
+
+// newConn validates cfg and starts connecting in the background. It never blocks and fails only for an invalid
+// config, never because the cluster cannot be reached.
+func newConn(cfg ConnConfig) (*conn, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	opts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, cfg.DialOptions...)
+	// grpc.NewClient does no I/O: creating (and dropping) one client per seed checks targets and options now,
+	// so that a bad option is a config error rather than an endless series of failed attempts.
+	for i, s := range cfg.Seeds {
+		cc, err := grpc.NewClient(s, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("%w: Seeds[%d] %q with DialOptions: %w", errInvalidConnConfig, i, s, err)
+		}
+		_ = cc.Close()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &conn{
+		cfg:      cfg,
+		log:      cfg.Logger,
+		dialOpts: opts,
+		backoff:  backoff{base: cfg.BackoffBase, max: cfg.BackoffMax, jitter: cfg.Jitter},
+		recheck:  make(chan struct{}, 1),
+		stop:     cancel,
+		done:     make(chan struct{}),
+	}
+	c.cur.Store(&connSnapshot{state: ConnState{
+		Status: ConnConnecting, Addr: cfg.Seeds[0], Attempt: 1, Since: time.Now(),
+	}})
+	go c.run(ctx)
+	return c, nil
+}
+
+// State returns the current connection state. It does not block.
+func (c *conn) State() ConnState {
+	return c.cur.Load().state
+}
+
+// ready returns the connection to use for a call. It never waits: while no node is connected it fails at once
+// with a codes.Unavailable error wrapping errNotConnected that says why and which attempt is under way; after
+// close it fails with a codes.Canceled error wrapping errConnClosed.
+//
+// The returned ClientConn may be closed by the conn at any time after a loss; calls on it then fail and should
+// be reported with reportFailure(cc.Target(), err). cc.Target() is the node's address as given in Seeds.
+func (c *conn) ready(ctx context.Context) (*grpc.ClientConn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	snap := c.cur.Load()
+	switch snap.state.Status {
+	case ConnConnected:
+		return snap.cc, nil
+	case ConnClosed:
+		return nil, &connError{code: codes.Canceled, sentinel: errConnClosed, msg: errConnClosed.Error()}
+	}
+	s := snap.state
+	cause := fmt.Sprintf("%s %s, attempt %d", s.Status, s.Addr, s.Attempt)
+	if s.LastError != "" {
+		cause = fmt.Sprintf("last error: %s; %s, attempt %d", s.LastError, s.Status, s.Attempt)
+	}
+	return nil, &connError{
+		code: codes.Unavailable, sentinel: errNotConnected,
+		msg: fmt.Sprintf("%s (%s)", errNotConnected, cause),
+	}
+}
+
+// reportFailure tells the conn that a call to addr failed, typically with codes.Unavailable, so that it
+// health-checks the node now rather than at the next probe. It does not block, does not log, and is ignored
+// unless addr is the node connected now. A failed check then starts reconnection.
+func (c *conn) reportFailure(addr string, err error) {
+	if err == nil {
+		return
+	}
+	if s := c.cur.Load().state; s.Status != ConnConnected || s.Addr != addr {
+		return
+	}
+	select {
+	case c.recheck <- struct{}{}:
+	default: // a check is already pending
+	}
+}
+
+// close stops the background goroutine, waits for it to exit and closes the connection. Calls in flight on the
+// connection fail. Idempotent; later calls return nil at once.
+func (c *conn) close() error {
+	c.closeOnce.Do(func() {
+		c.stop()
+		<-c.done
+	})
+	return nil
+}
+
+// connError is the error ready returns: it carries a gRPC code for status.Code and the transfer table, and
+// unwraps to a sentinel for errors.Is.
+type connError struct {
+	code     codes.Code
+	sentinel error
+	msg      string
+}
+
+func (e *connError) Error() string              { return e.msg }
+func (e *connError) Unwrap() error              { return e.sentinel }
+func (e *connError) GRPCStatus() *status.Status { return status.New(e.code, e.msg) }

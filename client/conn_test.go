@@ -1,0 +1,456 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+)
+
+// logBuf collects JSON log lines; safe for concurrent use.
+type logBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// count returns how many lines have exactly this message.
+func (l *logBuf) count(msg string) int {
+	return strings.Count(l.String(), `"msg":"`+msg+`"`)
+}
+
+// statusLog records the statuses passed to OnStateChange, collapsing repeats.
+type statusLog struct {
+	mu sync.Mutex
+	s  []ConnStatus
+}
+
+func (r *statusLog) record(s ConnState) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n := len(r.s); n == 0 || r.s[n-1] != s.Status {
+		r.s = append(r.s, s.Status)
+	}
+}
+
+func (r *statusLog) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	parts := make([]string, len(r.s))
+	for i, s := range r.s {
+		parts[i] = s.String()
+	}
+	return strings.Join(parts, ",")
+}
+
+// testConn is a conn under test with its log and state history.
+type testConn struct {
+	*conn
+	logs     *logBuf
+	statuses *statusLog
+}
+
+// newTestConn starts a conn with fast backoff and probes; change may adjust the config. It is closed at cleanup.
+func newTestConn(t *testing.T, change func(*ConnConfig), seeds ...string) *testConn {
+	t.Helper()
+	tc := &testConn{logs: &logBuf{}, statuses: &statusLog{}}
+	cfg := ConnConfig{
+		Seeds:         seeds,
+		DialTimeout:   time.Second,
+		BackoffBase:   10 * time.Millisecond,
+		BackoffMax:    100 * time.Millisecond,
+		ProbeInterval: 200 * time.Millisecond,
+		Logger:        slog.New(slog.NewJSONHandler(tc.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		OnStateChange: tc.statuses.record,
+	}
+	if change != nil {
+		change(&cfg)
+	}
+	c, err := newConn(cfg)
+	if err != nil {
+		t.Fatalf("newConn: %v", err)
+	}
+	tc.conn = c
+	t.Cleanup(func() {
+		_ = c.close()
+		if t.Failed() {
+			t.Logf("conn log:\n%s", tc.logs)
+		}
+	})
+	return tc
+}
+
+// testNode is a gRPC server that serves the standard health service.
+type testNode struct {
+	addr   string
+	srv    *grpc.Server
+	lis    net.Listener
+	health *health.Server // nil when a custom health service was given
+}
+
+// startNode serves hs (the standard health server, SERVING, when nil) on addr. addr may be "127.0.0.1:0"; a fixed
+// address that was just freed is retried until it can be bound again.
+func startNode(t *testing.T, addr string, hs healthpb.HealthServer) *testNode {
+	t.Helper()
+	var lis net.Listener
+	waitFor(t, 5*time.Second, "listening on "+addr, func() bool {
+		var err error
+		lis, err = net.Listen("tcp", addr)
+		return err == nil
+	})
+	n := &testNode{addr: lis.Addr().String(), srv: grpc.NewServer(), lis: lis}
+	if hs == nil {
+		n.health = health.NewServer()
+		hs = n.health
+	}
+	healthpb.RegisterHealthServer(n.srv, hs)
+	go func() { _ = n.srv.Serve(lis) }()
+	t.Cleanup(n.kill)
+	return n
+}
+
+// kill stops the node hard: every connection is closed at once, and the listener too.
+func (n *testNode) kill() {
+	n.srv.Stop()
+	_ = n.lis.Close()
+}
+
+// deadAddr returns a 127.0.0.1 address on which nothing listens (connections are refused).
+func deadAddr(t *testing.T) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	_ = lis.Close()
+	return addr
+}
+
+// waitFor polls cond until it holds or timeout passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// requireUnavailable checks that ready fails at once with Unavailable wrapping errNotConnected and mentioning want.
+func requireUnavailable(t *testing.T, c *conn, want string) {
+	t.Helper()
+	start := time.Now()
+	cc, err := c.ready(context.Background())
+	if took := time.Since(start); took > 50*time.Millisecond {
+		t.Errorf("ready took %s while not connected, want fast failure", took)
+	}
+	if cc != nil || err == nil {
+		t.Fatalf("ready = %v, %v; want an error", cc, err)
+	}
+	if got := status.Code(err); got != codes.Unavailable {
+		t.Errorf("status.Code(ready error) = %s, want Unavailable (err: %v)", got, err)
+	}
+	if !errors.Is(err, errNotConnected) {
+		t.Errorf("ready error %q does not wrap errNotConnected", err)
+	}
+	if msg := err.Error(); !strings.HasPrefix(msg, "unavailable: not connected to any kvring node (") ||
+		!strings.Contains(msg, want) {
+		t.Errorf("ready error = %q, want the not-connected message naming %q", msg, want)
+	}
+}
+
+func TestConnNewNeverBlocksAndReadyFailsFastWithCause(t *testing.T) {
+	t.Parallel()
+	addr := deadAddr(t)
+	start := time.Now()
+	c := newTestConn(t, nil, addr)
+	if took := time.Since(start); took > 50*time.Millisecond {
+		t.Errorf("newConn took %s with no server, want it to return at once", took)
+	}
+	if s := c.State(); s.Status != ConnConnecting || s.Addr != addr {
+		t.Errorf("initial state = %+v, want connecting to %s", s, addr)
+	}
+	requireUnavailable(t, c.conn, "connecting")
+
+	// The loop keeps trying, and ready names the cause and the attempt.
+	waitFor(t, 5*time.Second, "attempt 3", func() bool { return c.State().Attempt >= 3 })
+	s := c.State()
+	if s.Status != ConnConnecting || !strings.Contains(s.LastError, "connection refused") {
+		t.Errorf("state = %+v, want connecting with last error connection refused", s)
+	}
+	requireUnavailable(t, c.conn, "last error: "+addr+": health check: Unavailable")
+	requireUnavailable(t, c.conn, "connection refused")
+	requireUnavailable(t, c.conn, "connecting, attempt")
+	last := s.Attempt
+	waitFor(t, 5*time.Second, "more attempts", func() bool { return c.State().Attempt > last })
+	if n := c.logs.count("connected to kvring node"); n != 0 {
+		t.Errorf("logged %d connections with no server", n)
+	}
+}
+
+func TestConnConnectsByItselfWhenServerStartsLater(t *testing.T) {
+	t.Parallel()
+	addr := deadAddr(t)
+	c := newTestConn(t, nil, addr)
+	waitFor(t, 5*time.Second, "a failed attempt", func() bool { return c.State().LastError != "" })
+
+	startNode(t, addr, nil)
+	waitFor(t, 5*time.Second, "connected", func() bool {
+		return c.State().Status == ConnConnected && c.logs.count("connected to kvring node") > 0
+	})
+	cc, err := c.ready(context.Background())
+	if err != nil || cc == nil {
+		t.Fatalf("ready after connecting = %v, %v", cc, err)
+	}
+	if cc.Target() != addr {
+		t.Errorf("cc.Target() = %q, want %q", cc.Target(), addr)
+	}
+	if s := c.State(); s.Addr != addr || s.Attempt != 0 || s.LastError != "" {
+		t.Errorf("connected state = %+v", s)
+	}
+	// Several probe rounds later, nothing more has been logged as a state change.
+	waitFor(t, 5*time.Second, "connected for 3 probe intervals", func() bool {
+		return time.Since(c.State().Since) > 600*time.Millisecond
+	})
+	if n := c.logs.count("connected to kvring node"); n != 1 {
+		t.Errorf(`"connected to kvring node" logged %d times, want 1`, n)
+	}
+	if got := c.statuses.String(); got != "connecting,connected" {
+		t.Errorf("status history = %s, want connecting,connected", got)
+	}
+}
+
+// connectedTo starts a node and a conn to it and waits until they are connected.
+func connectedTo(t *testing.T, change func(*ConnConfig)) (*testConn, *testNode) {
+	t.Helper()
+	n := startNode(t, "127.0.0.1:0", nil)
+	c := newTestConn(t, change, n.addr)
+	waitFor(t, 5*time.Second, "connected", func() bool { return c.State().Status == ConnConnected })
+	return c, n
+}
+
+func TestConnNoticesKilledServerWithinTwoSecondsWithoutCalls(t *testing.T) {
+	t.Parallel()
+	// Default probe settings: the transport watch, not a fast probe, must notice.
+	c, n := connectedTo(t, func(cfg *ConnConfig) { cfg.ProbeInterval = 0 })
+	killed := time.Now()
+	n.kill()
+	waitFor(t, 2*time.Second, "the loss", func() bool { return c.State().Status != ConnConnected })
+	t.Logf("loss noticed %s after the server was killed", time.Since(killed))
+	waitFor(t, time.Second, "the loss log", func() bool { return c.logs.count("lost connection to kvring node") > 0 })
+
+	s := c.State()
+	if s.Status != ConnReconnecting || s.Addr != n.addr || s.LastError == "" {
+		t.Errorf("state after loss = %+v, want reconnecting to %s with a reason", s, n.addr)
+	}
+	requireUnavailable(t, c.conn, "reconnecting, attempt")
+	waitFor(t, 5*time.Second, "attempt 3", func() bool { return c.State().Attempt >= 3 })
+	if n := c.logs.count("lost connection to kvring node"); n != 1 {
+		t.Errorf(`"lost connection to kvring node" logged %d times, want 1`, n)
+	}
+	if !strings.Contains(c.logs.String(), "connection refused") {
+		t.Errorf("log does not name the cause (connection refused)")
+	}
+}
+
+func TestConnReconnectsToRestartedServerOnSameAddress(t *testing.T) {
+	t.Parallel()
+	c, n := connectedTo(t, nil)
+	c.conn.reportFailure("elsewhere:1", errors.New("ignored: not the connected node"))
+	before, _ := c.ready(context.Background())
+	n.kill()
+	waitFor(t, 2*time.Second, "the loss", func() bool {
+		return c.State().Status == ConnReconnecting && c.logs.count("lost connection to kvring node") > 0
+	})
+	requireUnavailable(t, c.conn, "reconnecting")
+	waitFor(t, time.Second, "the lost ClientConn to be closed", func() bool {
+		return before.GetState() == connectivity.Shutdown
+	})
+
+	startNode(t, n.addr, nil)
+	waitFor(t, 5*time.Second, "connected again", func() bool {
+		return c.State().Status == ConnConnected && c.logs.count("connected again") > 0
+	})
+	cc, err := c.ready(context.Background())
+	if err != nil {
+		t.Fatalf("ready after reconnecting: %v", err)
+	}
+	if _, err := healthpb.NewHealthClient(cc).Check(context.Background(), &healthpb.HealthCheckRequest{}); err != nil {
+		t.Errorf("call on the new connection: %v", err)
+	}
+	for msg, want := range map[string]int{
+		"connected to kvring node": 1, "lost connection to kvring node": 1, "connected again": 1,
+	} {
+		if got := c.logs.count(msg); got != want {
+			t.Errorf("%q logged %d times, want %d", msg, got, want)
+		}
+	}
+	if c.logs.count("reconnecting") < 1 {
+		t.Errorf(`no "reconnecting" line`)
+	}
+	if got := c.statuses.String(); got != "connecting,connected,reconnecting,connected" {
+		t.Errorf("status history = %s", got)
+	}
+}
+
+func TestConnSkipsDeadSeed(t *testing.T) {
+	t.Parallel()
+	dead := deadAddr(t)
+	n := startNode(t, "127.0.0.1:0", nil)
+	c := newTestConn(t, nil, dead, n.addr)
+	waitFor(t, 5*time.Second, "connected", func() bool { return c.State().Status == ConnConnected })
+	if s := c.State(); s.Addr != n.addr {
+		t.Errorf("connected to %s, want the live seed %s", s.Addr, n.addr)
+	}
+	waitFor(t, time.Second, "the log", func() bool { return c.logs.count("connected to kvring node") == 1 })
+	if !strings.Contains(c.logs.String(), dead) {
+		t.Errorf("log does not mention the failed attempt to %s", dead)
+	}
+}
+
+func TestConnNoticesHungNodeByProbeTimeout(t *testing.T) {
+	t.Parallel()
+	hs := &hangingHealth{}
+	n := startNode(t, "127.0.0.1:0", hs)
+	c := newTestConn(t, func(cfg *ConnConfig) {
+		cfg.ProbeInterval = 50 * time.Millisecond
+		cfg.ProbeTimeout = 100 * time.Millisecond
+	}, n.addr)
+	waitFor(t, 5*time.Second, "connected", func() bool { return c.State().Status == ConnConnected })
+
+	hs.hang.Store(true) // the transport stays up; only the health check stops answering
+	hung := time.Now()
+	waitFor(t, 2*time.Second, "the loss", func() bool { return c.State().Status == ConnReconnecting })
+	t.Logf("hung node noticed after %s", time.Since(hung))
+	if s := c.State(); !strings.Contains(s.LastError, "no answer within 100ms") {
+		t.Errorf("last error = %q, want the probe timeout", s.LastError)
+	}
+	hs.hang.Store(false)
+	waitFor(t, 5*time.Second, "connected again", func() bool { return c.logs.count("connected again") == 1 })
+}
+
+// hangingHealth answers SERVING, or never answers while hang is set.
+type hangingHealth struct {
+	healthpb.UnimplementedHealthServer
+	hang atomic.Bool
+}
+
+func (h *hangingHealth) Check(ctx context.Context, _ *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+	if h.hang.Load() {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return &healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_SERVING}, nil
+}
+
+func TestConnReportFailureRechecksAtOnce(t *testing.T) {
+	t.Parallel()
+	// With an hour between probes, only the report can make the conn look again.
+	c, n := connectedTo(t, func(cfg *ConnConfig) { cfg.ProbeInterval = time.Hour })
+	n.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	c.conn.reportFailure(n.addr, status.Error(codes.Unavailable, "node is draining"))
+	waitFor(t, 2*time.Second, "the loss", func() bool { return c.State().Status == ConnReconnecting })
+	if s := c.State(); !strings.Contains(s.LastError, "NOT_SERVING") {
+		t.Errorf("last error = %q, want NOT_SERVING", s.LastError)
+	}
+}
+
+func TestConnCloseIsIdempotentAndStopsTheLoop(t *testing.T) {
+	t.Parallel()
+	c, _ := connectedTo(t, nil)
+	cc, _ := c.ready(context.Background())
+
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			if err := c.close(); err != nil {
+				t.Errorf("close: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if err := c.close(); err != nil {
+		t.Errorf("second close: %v", err)
+	}
+	select {
+	case <-c.done:
+	default:
+		t.Fatal("the loop goroutine is still running after close")
+	}
+	if cc.GetState() != connectivity.Shutdown {
+		t.Errorf("ClientConn is %s after close, want Shutdown", cc.GetState())
+	}
+	if s := c.State(); s.Status != ConnClosed {
+		t.Errorf("state after close = %+v", s)
+	}
+	_, err := c.ready(context.Background())
+	if !errors.Is(err, errConnClosed) || !strings.Contains(err.Error(), "closed") ||
+		status.Code(err) != codes.Canceled {
+		t.Errorf("ready after close = %v (code %s), want the closed error", err, status.Code(err))
+	}
+	if n := c.logs.count("kvring connection closed"); n != 1 {
+		t.Errorf(`"kvring connection closed" logged %d times, want 1`, n)
+	}
+	if got := c.statuses.String(); got != "connecting,connected,closed" {
+		t.Errorf("status history = %s", got)
+	}
+}
+
+func TestConnCloseInterruptsBackoff(t *testing.T) {
+	t.Parallel()
+	c := newTestConn(t, func(cfg *ConnConfig) { cfg.BackoffBase, cfg.BackoffMax = time.Hour, time.Hour }, deadAddr(t))
+	waitFor(t, 5*time.Second, "attempt 2 (waiting an hour)", func() bool { return c.State().Attempt == 2 })
+	start := time.Now()
+	_ = c.close()
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("close took %s during a backoff wait", took)
+	}
+}
+
+func TestConnInvalidConfig(t *testing.T) {
+	t.Parallel()
+	for name, cfg := range map[string]ConnConfig{
+		"no seeds":        {},
+		"no port":         {Seeds: []string{"localhost"}},
+		"empty port":      {Seeds: []string{"127.0.0.1:9600", "localhost:"}},
+		"negative dial":   {Seeds: []string{"127.0.0.1:9600"}, DialTimeout: -1},
+		"base above max":  {Seeds: []string{"127.0.0.1:9600"}, BackoffBase: time.Second, BackoffMax: time.Millisecond},
+		"jitter above 1":  {Seeds: []string{"127.0.0.1:9600"}, Jitter: 1.5},
+		"negative probes": {Seeds: []string{"127.0.0.1:9600"}, ProbeInterval: -time.Second},
+	} {
+		c, err := newConn(cfg)
+		if !errors.Is(err, errInvalidConnConfig) {
+			t.Errorf("%s: newConn error = %v, want errInvalidConnConfig", name, err)
+		}
+		if c != nil {
+			_ = c.close()
+		}
+	}
+}

@@ -1,0 +1,171 @@
+package client
+
+import (
+	"context"
+	"fmt"
+
+	"google.golang.org/grpc"
+
+	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
+	"github.com/kvring/kvring/transfer"
+)
+
+// Chunk is one chunk to store. Data is only read, and only during Put.
+type Chunk struct {
+	ID   ChunkID
+	Data []byte
+}
+
+// PutStatus is a chunk's fate.
+type PutStatus int
+
+const (
+	// Stored: at least min_replicas nodes hold the chunk now (Holders).
+	Stored PutStatus = iota + 1
+	// AlreadyHeld: the cluster held it before; no bytes moved.
+	AlreadyHeld
+	// Rejected: no node holds it because the owners' admission policy or
+	// memory budget declined it. Not an error of the system.
+	Rejected
+	// Failed: no node (or fewer than min_replicas) holds it; Reason says why.
+	Failed
+)
+
+func (s PutStatus) String() string {
+	switch s {
+	case Stored:
+		return "stored"
+	case AlreadyHeld:
+		return "already_held"
+	case Rejected:
+		return "rejected"
+	case Failed:
+		return "failed"
+	}
+	return fmt.Sprintf("PutStatus(%d)", int(s))
+}
+
+// Held reports whether the chunk is held by the cluster after the put.
+func (s PutStatus) Held() bool { return s == Stored || s == AlreadyHeld }
+
+// Node names a kvring node.
+type Node struct {
+	ID   string
+	Addr string
+}
+
+// PutResult is the cluster's answer for one chunk.
+type PutResult struct {
+	ID       ChunkID
+	Status   PutStatus
+	Holders  []Node
+	Degraded bool // held by fewer nodes than the replication factor
+	Reason   string
+}
+
+// Put stores chunks with a two-phase confirmed write and returns one result
+// per chunk, in order. The error is non-nil only when the call as a whole
+// failed (not connected, bad input, schema mismatch, deadline); then nothing
+// is reported stored.
+func (c *Client) Put(ctx context.Context, chunks []Chunk) ([]PutResult, error) {
+	if len(chunks) == 0 {
+		return nil, nil
+	}
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	cc, err := c.conn.ready(ctx)
+	if err != nil {
+		return nil, err
+	}
+	refs := make([]*kvringv1.ChunkRef, len(chunks))
+	for i, ch := range chunks {
+		refs[i] = &kvringv1.ChunkRef{Id: ch.ID[:], Size: uint64(len(ch.Data)), Crc32C: checksum(ch.Data)}
+	}
+	var results []PutResult
+	err = c.retryUnregistered(ctx, cc, func(ref *kvringv1.NamespaceRef) error {
+		var err error
+		results, err = c.put(ctx, cc, ref, chunks, refs)
+		return err
+	})
+	return results, err
+}
+
+func (c *Client) put(ctx context.Context, cc *grpc.ClientConn, ref *kvringv1.NamespaceRef, chunks []Chunk, refs []*kvringv1.ChunkRef) ([]PutResult, error) {
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := kvringv1.NewCacheClient(cc).Put(sctx)
+	if err != nil {
+		return nil, c.callErr(cc, "put", err)
+	}
+	fail := func(err error) ([]PutResult, error) {
+		if _, rerr := stream.Recv(); rerr != nil {
+			err = rerr // the server's status explains a broken send
+		}
+		return nil, c.callErr(cc, "put", err)
+	}
+	if err := stream.Send(&kvringv1.PutRequest{Msg: &kvringv1.PutRequest_Begin{Begin: &kvringv1.PutBegin{Namespace: ref, Chunks: refs}}}); err != nil {
+		return fail(err)
+	}
+	m, err := stream.Recv()
+	if err != nil {
+		return nil, c.callErr(cc, "put", err)
+	}
+	need := m.GetNeed()
+	if need == nil {
+		return nil, fmt.Errorf("kvring put: the node answered without saying which chunks it needs")
+	}
+	out := make([]PutResult, len(chunks))
+	for i := range out {
+		out[i].ID = chunks[i].ID
+	}
+	seen := make([]bool, len(chunks))
+	take := func(r *kvringv1.PutChunkResult) {
+		i := int(r.GetIndex())
+		if i >= len(out) {
+			return
+		}
+		seen[i] = true
+		out[i].Status = PutStatus(r.GetStatus())
+		out[i].Degraded = r.GetDegraded()
+		out[i].Reason = r.GetReason()
+		for _, h := range r.GetHolders() {
+			out[i].Holders = append(out[i].Holders, Node{ID: h.GetNodeId(), Addr: h.GetGrpcAddr()})
+		}
+	}
+	for _, r := range need.GetSettled() {
+		take(r)
+	}
+	for _, idx := range need.GetNeed() {
+		if int(idx) >= len(chunks) {
+			return nil, fmt.Errorf("kvring put: the node asked for chunk %d of %d", idx, len(chunks))
+		}
+		err := transfer.SplitFrames(idx, chunks[idx].Data, transfer.MaxFrameBytes, func(f *kvringv1.DataFrame) error {
+			return stream.Send(&kvringv1.PutRequest{Msg: &kvringv1.PutRequest_Data{Data: f}})
+		})
+		if err != nil {
+			return fail(err)
+		}
+	}
+	if err := stream.Send(&kvringv1.PutRequest{Msg: &kvringv1.PutRequest_End{End: &kvringv1.PutEnd{}}}); err != nil {
+		return fail(err)
+	}
+	if err := stream.CloseSend(); err != nil {
+		return fail(err)
+	}
+	if len(need.GetNeed()) > 0 {
+		m, err = stream.Recv()
+		if err != nil {
+			return nil, c.callErr(cc, "put", err)
+		}
+		for _, r := range m.GetResult().GetResults() {
+			take(r)
+		}
+	}
+	for i, ok := range seen {
+		if !ok || out[i].Status < Stored || out[i].Status > Failed {
+			out[i].Status, out[i].Holders = Failed, nil
+			out[i].Reason = "the node sent no result for this chunk"
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,171 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"google.golang.org/grpc"
+
+	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
+)
+
+// LookupResult says how much of a prefix the cluster holds now.
+type LookupResult struct {
+	// Held is the number of leading ids held by a reachable node.
+	Held int
+	// Lease pins those chunks until LeaseTTL passes or ReleaseLease; 0 when
+	// nothing was pinned.
+	Lease    uint64
+	LeaseTTL time.Duration
+	// Epoch is the ring epoch the answer was computed under.
+	Epoch uint64
+}
+
+// Lookup asks how many leading ids are held now. With pin > 0 the held
+// chunks are pinned against eviction for that long (the node caps it).
+func (c *Client) Lookup(ctx context.Context, ids []ChunkID, pin time.Duration) (LookupResult, error) {
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	cc, err := c.conn.ready(ctx)
+	if err != nil {
+		return LookupResult{}, err
+	}
+	raw := make([][]byte, len(ids))
+	for i := range ids {
+		raw[i] = ids[i][:]
+	}
+	var res LookupResult
+	err = c.retryUnregistered(ctx, cc, func(ref *kvringv1.NamespaceRef) error {
+		resp, err := kvringv1.NewCacheClient(cc).Lookup(ctx, &kvringv1.LookupRequest{Namespace: ref, Ids: raw,
+			PinTtlMs: uint32(pin / time.Millisecond)})
+		if err != nil {
+			return c.callErr(cc, "lookup", err)
+		}
+		if int(resp.GetHeld()) > len(ids) {
+			return fmt.Errorf("kvring lookup: the node reported %d of %d ids held", resp.GetHeld(), len(ids))
+		}
+		res = LookupResult{Held: int(resp.GetHeld()), Lease: resp.GetLeaseId(),
+			LeaseTTL: time.Duration(resp.GetLeaseTtlMs()) * time.Millisecond, Epoch: resp.GetEpoch()}
+		return nil
+	})
+	return res, err
+}
+
+// ReleaseLease ends a lookup's pins early. A lease granted by another node,
+// or already expired, is left to expire.
+func (c *Client) ReleaseLease(ctx context.Context, lease uint64) error {
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	cc, err := c.conn.ready(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := kvringv1.NewCacheClient(cc).ReleaseLease(ctx, &kvringv1.ReleaseLeaseRequest{LeaseId: lease}); err != nil {
+		return c.callErr(cc, "release lease", err)
+	}
+	return nil
+}
+
+// GetResult is one chunk read back.
+type GetResult struct {
+	ID     ChunkID
+	Found  bool
+	Data   []byte // the chunk's bytes when Found; checksum verified
+	Holder Node
+	// Reason says why a chunk was not found (not held, no owner reachable,
+	// bytes failed their checksum).
+	Reason string
+}
+
+// Get reads chunks. A chunk that is not held, or whose bytes fail their
+// checksum, comes back with Found false and a reason, never as data.
+func (c *Client) Get(ctx context.Context, ids []ChunkID) ([]GetResult, error) {
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	cc, err := c.conn.ready(ctx)
+	if err != nil {
+		return nil, err
+	}
+	raw := make([][]byte, len(ids))
+	for i := range ids {
+		raw[i] = ids[i][:]
+	}
+	var out []GetResult
+	err = c.retryUnregistered(ctx, cc, func(ref *kvringv1.NamespaceRef) error {
+		var err error
+		out, err = c.get(ctx, cc, ref, ids, raw)
+		return err
+	})
+	return out, err
+}
+
+func (c *Client) get(ctx context.Context, cc *grpc.ClientConn, ref *kvringv1.NamespaceRef, ids []ChunkID, raw [][]byte) ([]GetResult, error) {
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := kvringv1.NewCacheClient(cc).Get(sctx, &kvringv1.GetRequest{Namespace: ref, Ids: raw})
+	if err != nil {
+		return nil, c.callErr(cc, "get", err)
+	}
+	out := make([]GetResult, len(ids))
+	for i := range out {
+		out[i].ID = ids[i]
+		out[i].Reason = "the node sent no answer for this chunk"
+	}
+	var cur *GetResult
+	var want uint64
+	var crc uint32
+	for {
+		m, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, c.callErr(cc, "get", err)
+		}
+		if h := m.GetHeader(); h != nil {
+			if cur != nil {
+				return nil, fmt.Errorf("kvring get: chunk %d ended early", h.GetIndex())
+			}
+			i := int(h.GetIndex())
+			if i >= len(out) {
+				return nil, fmt.Errorf("kvring get: the node answered for chunk %d of %d", i, len(out))
+			}
+			r := &out[i]
+			r.Holder = Node{ID: h.GetHolder().GetNodeId(), Addr: h.GetHolder().GetGrpcAddr()}
+			if h.GetStatus() != kvringv1.ReadStatus_READ_STATUS_FOUND {
+				r.Reason = h.GetReason()
+				if r.Reason == "" {
+					r.Reason = "not held"
+				}
+				continue
+			}
+			want, crc = h.GetChunk().GetSize(), h.GetChunk().GetCrc32C()
+			r.Data = make([]byte, 0, want)
+			cur = r
+			if want == 0 {
+				cur = nil
+			}
+			continue
+		}
+		d := m.GetData()
+		if cur == nil || d == nil || d.GetOffset() != uint64(len(cur.Data)) || uint64(len(cur.Data)+len(d.GetData())) > want {
+			return nil, fmt.Errorf("kvring get: malformed frame from the node")
+		}
+		cur.Data = append(cur.Data, d.GetData()...)
+		if uint64(len(cur.Data)) == want {
+			if checksum(cur.Data) == crc {
+				cur.Found, cur.Reason = true, ""
+			} else {
+				cur.Data, cur.Reason = nil, "bytes failed their checksum"
+			}
+			cur = nil
+		}
+	}
+	if cur != nil {
+		cur.Data, cur.Reason = nil, "the stream ended inside the chunk"
+	}
+	return out, nil
+}

@@ -1,0 +1,11 @@
+//go:build !amd64
+
+package store
+
+// copyCRCHasFold is false: the fused kernel exists only on amd64, and
+// copyCRC32C copies then checksums.
+const copyCRCHasFold = false
+
+func copyCRCFold(dst, src *byte, n int, crc uint32, nt bool) uint32 {
+	panic("BUG: copyCRCFold called without a fused kernel")
+}

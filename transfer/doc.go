@@ -1,0 +1,59 @@
+// Package transfer moves chunk bytes between processes: it cuts chunks into
+// DataFrame messages, reassembles them on the receiving side, checksums them
+// in flight, and maps errors to gRPC status codes and back. It never decides
+// placement: which node receives which chunk is the caller's (node/) business,
+// and nothing here knows the ring.
+//
+// # Framing
+//
+//   - A frame carries 1 to MaxFrameBytes (1 MiB) bytes of one chunk. Within a
+//     chunk, frames run in offset order from 0 to the chunk's size without gaps
+//     or overlaps; a chunk of size 0 has no frames. Frames of different chunks
+//     may interleave.
+//   - SplitFrames and SendChunk are zero-copy: each frame's Data is a
+//     sub-slice of the chunk's bytes. The bytes must not change until the
+//     frame has been sent (for a gRPC stream: until Send returns, which
+//     marshals the message).
+//   - SendChunk checksums the frames as it emits them (CRC-32C, the same
+//     function as store.Checksum) in the same pass, so a sender reading a
+//     store.View obtained with store.Acquire does not read the chunk twice. It
+//     checks the sum before emitting the last frame: a chunk whose bytes do
+//     not match their checksum is never sent complete, and SendChunk returns
+//     an error wrapping store.ErrChecksum together with the sum, for the
+//     caller to pass to View.Corrupt and to abort the stream. The frames sent
+//     before belong to a bad chunk; until the protocol has a trailing signal
+//     to say so, aborting the stream is how the receiver learns it (an
+//     incomplete chunk is a miss).
+//
+// # Reassembly
+//
+//   - An Assembler receives the frames of one batch of chunks (one Put,
+//     Prepare, Get or Fetch stream). It checks every frame against the
+//     batch (index in range, offset equal to the bytes received so far, 1 to
+//     MaxFrameBytes bytes, not past the chunk's size) and routes its bytes to
+//     the Sink the caller registered for that chunk (a *store.Staged, or a
+//     sink that forwards to several owners). Frames of chunks that are not
+//     needed are discarded unread.
+//   - A frame that breaks the rules is an error wrapping ErrBadFrame whose
+//     message names the field (data.index, data.offset, data.data); the stream
+//     must then fail with InvalidArgument. A stream that ends before every
+//     needed chunk is complete is ErrIncompleteStream, naming the short
+//     chunks. A Sink's error fails that chunk only.
+//   - The Assembler does not verify checksums: the sink does (Staged.Seal), so
+//     the bytes are read once.
+//
+// # Errors on the wire
+//
+// codes.go holds kvring's one table from domain errors (this package's
+// sentinels, store's, and context's) to gRPC codes. ToStatus turns an error
+// into a status error for a server to return; FromStatus turns a status
+// error back into an error that wraps the matching sentinel, so clients test
+// errors with errors.Is as if the call had been local. The sentinel travels
+// as a google.rpc.ErrorInfo detail (domain "kvring", reason from the table);
+// the message is kept verbatim. No other package imports grpc/status to
+// build errors.
+//
+// Everything here is safe for concurrent use except an Assembler, which
+// belongs to the goroutine that receives its stream. Nothing here blocks
+// except through the emit functions and Sinks the caller supplies.
+package transfer

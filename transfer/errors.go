@@ -1,0 +1,36 @@
+package transfer
+
+import "errors"
+
+// Sentinel errors. Errors from this package wrap one of them (or one of
+// store's), with context naming the chunk or the field; test them with
+// errors.Is. codes.go maps each to its gRPC code.
+var (
+	// ErrBadFrame: a DataFrame broke the framing rules (index out of range,
+	// offset not where the chunk's bytes stand, empty or oversized data, data
+	// past the chunk's size). The message names the field. InvalidArgument.
+	ErrBadFrame = errors.New("transfer: bad frame")
+	// ErrIncompleteStream: the stream ended before every needed chunk was
+	// complete. The message names the short chunks. InvalidArgument.
+	ErrIncompleteStream = errors.New("transfer: stream ended with incomplete chunks")
+
+	// ErrUnavailable: no node that could answer was reachable (not connected,
+	// every owner down). Retrying later, or elsewhere, may succeed.
+	// Unavailable.
+	ErrUnavailable = errors.New("kvring: unavailable")
+	// ErrSchemaMismatch: the caller's namespace fingerprint differs from the
+	// registered one. FailedPrecondition.
+	ErrSchemaMismatch = errors.New("kvring: namespace schema mismatch")
+	// ErrRingMismatch: a peer runs with different ring settings (partition
+	// count, hash, load factor). FailedPrecondition.
+	ErrRingMismatch = errors.New("kvring: ring settings mismatch")
+	// ErrUnknownNamespace: the namespace is not registered. FailedPrecondition:
+	// the caller must register it first (see codes.go).
+	ErrUnknownNamespace = errors.New("kvring: unknown namespace")
+	// ErrInvalidArgument: bad input that no more specific sentinel describes.
+	// The message names the field. InvalidArgument. FromStatus adds it to
+	// every InvalidArgument error, so it also matches ErrBadFrame,
+	// store.ErrInvalid and the rest of that code's sentinels on the client
+	// side.
+	ErrInvalidArgument = errors.New("kvring: invalid argument")
+)
