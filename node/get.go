@@ -1,0 +1,228 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"google.golang.org/grpc"
+
+	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
+	"github.com/kvring/kvring/ring"
+	"github.com/kvring/kvring/store"
+	"github.com/kvring/kvring/transfer"
+)
+
+// fetchStream reads one owner's Fetch answer for its share of a Get, in
+// order.
+type fetchStream struct {
+	m      ring.Member
+	stream grpc.ServerStreamingClient[kvringv1.FetchResponse]
+	broken error
+}
+
+// next reads the next chunk: its header and, when found, its bytes.
+func (f *fetchStream) next() (*kvringv1.ChunkHeader, []byte, error) {
+	if f.broken != nil {
+		return nil, nil, f.broken
+	}
+	m, err := f.stream.Recv()
+	if err != nil {
+		f.broken = transfer.FromStatus(err)
+		return nil, nil, f.broken
+	}
+	h := m.GetHeader()
+	if h == nil {
+		f.broken = fmt.Errorf("node %s sent data before a header", f.m.ID)
+		return nil, nil, f.broken
+	}
+	if h.GetStatus() != kvringv1.ReadStatus_READ_STATUS_FOUND {
+		return h, nil, nil
+	}
+	size := h.GetChunk().GetSize()
+	buf := make([]byte, 0, size)
+	for uint64(len(buf)) < size {
+		m, err := f.stream.Recv()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			f.broken = transfer.FromStatus(err)
+			return nil, nil, f.broken
+		}
+		d := m.GetData()
+		if d == nil || d.GetOffset() != uint64(len(buf)) || uint64(len(buf)+len(d.GetData())) > size {
+			f.broken = fmt.Errorf("node %s sent a malformed frame", f.m.ID)
+			return nil, nil, f.broken
+		}
+		buf = append(buf, d.GetData()...)
+	}
+	return h, buf, nil
+}
+
+// get streams each id's chunk to the engine in order: from the first owner
+// that has it and whose bytes pass the checksum, else an explicit miss
+// (NOT_FOUND, or UNAVAILABLE when no owner answered). Bytes that fail their
+// checksum are never sent.
+func (c *coordinator) get(req *kvringv1.GetRequest, stream grpc.ServerStreamingServer[kvringv1.GetResponse]) error {
+	ctx := stream.Context()
+	ns, rec, err := c.reg.resolve(req.GetNamespace())
+	if err != nil {
+		return transfer.ToStatus(err)
+	}
+	ids, err := parseIDs(req.GetIds(), c.maxBatch)
+	if err != nil {
+		return transfer.ToStatus(err)
+	}
+	rg, err := c.currentRing()
+	if err != nil {
+		return transfer.ToStatus(err)
+	}
+	ref := &kvringv1.NamespaceRef{Name: rec.GetName(), Fingerprint: rec.GetFingerprint()}
+	replicas := int(max(1, rec.GetReplicationFactor()))
+	epoch := rg.Epoch()
+	send := func(h *kvringv1.ChunkHeader, f *kvringv1.DataFrame) error {
+		if h != nil {
+			return stream.Send(&kvringv1.GetResponse{Epoch: epoch, Msg: &kvringv1.GetResponse_Header{Header: h}})
+		}
+		return stream.Send(&kvringv1.GetResponse{Epoch: epoch, Msg: &kvringv1.GetResponse_Data{Data: f}})
+	}
+
+	// One Fetch stream per remote primary owner, for its ids in order.
+	owners := make([][]ring.Member, len(ids))
+	primaries := map[string][][]byte{}
+	for i, id := range ids {
+		owners[i] = rg.Owners(rec.GetName(), id[:], replicas)
+		if p := owners[i][0]; p.ID != c.self {
+			primaries[p.ID] = append(primaries[p.ID], id[:])
+		}
+	}
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	streams := map[string]*fetchStream{}
+	for i := range ids {
+		p := owners[i][0]
+		if p.ID == c.self || streams[p.ID] != nil {
+			continue
+		}
+		fs := &fetchStream{m: p}
+		streams[p.ID] = fs
+		pc, err := c.pool.client(p.Addr)
+		if err == nil {
+			fs.stream, err = pc.Fetch(fctx, &kvringv1.FetchRequest{Caller: c.caller(), Namespace: ref, Ids: primaries[p.ID]})
+		}
+		if err != nil {
+			fs.broken = transfer.FromStatus(err)
+		}
+	}
+
+	for i, id := range ids {
+		idx := uint32(i)
+		var reasons []string
+		unavailable := 0
+		done := false
+		for k, m := range owners[i] {
+			if m.ID == c.self {
+				found, err := c.sendLocal(ns, id, idx, m, send)
+				if err != nil {
+					return err // the engine went away
+				}
+				if found {
+					done = true
+					break
+				}
+				reasons = append(reasons, fmt.Sprintf("node %s: not held", m.ID))
+				continue
+			}
+			var h *kvringv1.ChunkHeader
+			var data []byte
+			var ferr error
+			if k == 0 {
+				h, data, ferr = streams[m.ID].next()
+			} else {
+				h, data, ferr = c.fetchOne(ctx, m, ref, id)
+			}
+			if ferr != nil {
+				unavailable++
+				reasons = append(reasons, fmt.Sprintf("node %s: %v", m.ID, ferr))
+				continue
+			}
+			if h.GetStatus() != kvringv1.ReadStatus_READ_STATUS_FOUND {
+				reasons = append(reasons, fmt.Sprintf("node %s: %s", m.ID, h.GetReason()))
+				continue
+			}
+			if store.Checksum(data) != h.GetChunk().GetCrc32C() {
+				reasons = append(reasons, fmt.Sprintf("node %s: bytes failed their checksum", m.ID))
+				continue
+			}
+			h.Index = idx
+			h.Holder = &kvringv1.NodeRef{NodeId: m.ID, GrpcAddr: m.Addr}
+			if err := send(h, nil); err != nil {
+				return err
+			}
+			if err := transfer.SplitFrames(idx, data, transfer.MaxFrameBytes, func(f *kvringv1.DataFrame) error { return send(nil, f) }); err != nil {
+				return err
+			}
+			done = true
+			break
+		}
+		if done {
+			continue
+		}
+		status := kvringv1.ReadStatus_READ_STATUS_NOT_FOUND
+		if unavailable == len(owners[i]) {
+			status = kvringv1.ReadStatus_READ_STATUS_UNAVAILABLE
+		}
+		if err := send(&kvringv1.ChunkHeader{Index: idx, Status: status, Reason: joinReasons(reasons)}, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sendLocal sends a chunk of this node's store if it holds it (after a
+// checksum pass) and reports whether it did.
+func (c *coordinator) sendLocal(ns string, id store.ID, idx uint32, m ring.Member,
+	send func(*kvringv1.ChunkHeader, *kvringv1.DataFrame) error) (bool, error) {
+	v, err := c.local.st.Get(ns, id)
+	if err != nil {
+		return false, nil
+	}
+	defer v.Release()
+	b := v.Bytes()
+	h := &kvringv1.ChunkHeader{Index: idx, Status: kvringv1.ReadStatus_READ_STATUS_FOUND,
+		Holder: &kvringv1.NodeRef{NodeId: m.ID, GrpcAddr: m.Addr},
+		Chunk:  &kvringv1.ChunkRef{Id: id[:], Size: uint64(len(b)), Crc32C: v.Checksum()}}
+	if err := send(h, nil); err != nil {
+		return true, err
+	}
+	return true, transfer.SplitFrames(idx, b, transfer.MaxFrameBytes, func(f *kvringv1.DataFrame) error { return send(nil, f) })
+}
+
+// fetchOne reads a single chunk from a fallback owner.
+func (c *coordinator) fetchOne(ctx context.Context, m ring.Member, ref *kvringv1.NamespaceRef, id store.ID) (*kvringv1.ChunkHeader, []byte, error) {
+	pc, err := c.pool.client(m.Addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s, err := pc.Fetch(fctx, &kvringv1.FetchRequest{Caller: c.caller(), Namespace: ref, Ids: [][]byte{id[:]}})
+	if err != nil {
+		return nil, nil, transfer.FromStatus(err)
+	}
+	fs := &fetchStream{m: m, stream: s}
+	return fs.next()
+}
+
+func joinReasons(r []string) string {
+	out := ""
+	for i, s := range r {
+		if i > 0 {
+			out += "; "
+		}
+		out += s
+	}
+	return out
+}

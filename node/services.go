@@ -1,0 +1,71 @@
+package node
+
+import (
+	"log/slog"
+	"time"
+
+	"google.golang.org/grpc"
+
+	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
+	"github.com/kvring/kvring/ring"
+	"github.com/kvring/kvring/store"
+	"github.com/kvring/kvring/transfer"
+)
+
+// services bundles what a node serves over gRPC: the owner (Peer service)
+// and the coordinator (Cache service), around one store and one ring view.
+type services struct {
+	reg   *registry
+	pool  *peerPool
+	owner *owner
+	coord *coordinator
+	cache *cacheService
+	peer  *peerService
+}
+
+// servicesConfig is the part of the node's configuration the services use.
+type servicesConfig struct {
+	self             string
+	maxBatch         int
+	stageLease       time.Duration
+	commitTimeout    time.Duration
+	broadcastTimeout time.Duration
+	maxReplicas      int
+	replicas         int // default replication factor of a new namespace
+	minReplicas      int // default min replicas of a new namespace
+	maxPinLease      time.Duration
+	now              func() time.Time
+	log              *slog.Logger
+}
+
+func newServices(st *store.Store, ringFn func() *ring.Ring, cfg servicesConfig) *services {
+	reg := newRegistry()
+	pool := newPeerPool()
+	epoch := func() uint64 {
+		if r := ringFn(); r != nil {
+			return r.Epoch()
+		}
+		return 0
+	}
+	o := newOwner(st, reg, epoch, cfg.maxBatch, cfg.stageLease, cfg.now)
+	c := &coordinator{self: cfg.self, ring: ringFn, local: o, pool: pool, reg: reg, log: cfg.log, maxBatch: cfg.maxBatch,
+		commitTimeout: cfg.commitTimeout, now: cfg.now, leases: make(map[uint64]coordLease)}
+	limits := &kvringv1.Limits{MaxFrameBytes: transfer.MaxFrameBytes, MaxChunkBytes: uint64(st.MaxChunkSize()),
+		MaxBatchChunks: uint32(cfg.maxBatch), MaxLeaseTtlMs: uint32(cfg.maxPinLease / time.Millisecond)}
+	return &services{reg: reg, pool: pool, owner: o, coord: c,
+		cache: &cacheService{c: c, limits: limits, broadcastTimeout: cfg.broadcastTimeout, maxReplicas: cfg.maxReplicas,
+			defaultReplicas: uint32(max(1, cfg.replicas)), defaultMinReplicas: uint32(max(1, cfg.minReplicas))},
+		peer: &peerService{o: o}}
+}
+
+// register adds the Cache and Peer services to a gRPC server.
+func (s *services) register(gs *grpc.Server) {
+	kvringv1.RegisterCacheServer(gs, s.cache)
+	kvringv1.RegisterPeerServer(gs, s.peer)
+}
+
+// sweep drops expired stage tokens and leases.
+func (s *services) sweep(now time.Time) {
+	s.owner.sweep(now)
+	s.coord.sweep(now)
+}
