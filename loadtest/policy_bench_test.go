@@ -89,8 +89,8 @@ func BenchmarkPolicyReplay(b *testing.B) {
 				storeHit = float64(hits) / float64(total)
 				lh, lt := trace.Replay(reqs, trace.NewLRU(capacity))
 				lruHit = float64(lh) / float64(lt)
-				b.Logf("capacity %d blocks: store %.4f (puts %d, rejected %d), LRU %.4f, optimum %.4f",
-					capacity, storeHit, p.puts, p.rejct, lruHit, trace.Belady(reqs, capacity))
+				b.Logf("capacity %d blocks: store %.4f (puts %d, rejected %d), LRU %.4f, static frequency oracle %.4f, optimum %.4f",
+					capacity, storeHit, p.puts, p.rejct, lruHit, trace.StaticOracle(reqs, capacity), trace.Belady(reqs, capacity))
 				s.Close()
 				os.RemoveAll(shm)
 			}
