@@ -152,14 +152,13 @@ func (c *Client) put(ctx context.Context, cc *grpc.ClientConn, ref *kvringv1.Nam
 	if err := stream.CloseSend(); err != nil {
 		return fail(err)
 	}
-	if len(need.GetNeed()) > 0 {
-		m, err = stream.Recv()
-		if err != nil {
-			return nil, c.callErr(cc, "put", err)
-		}
-		for _, r := range m.GetResult().GetResults() {
-			take(r)
-		}
+	// The node always ends with a result (empty when nothing was needed).
+	m, err = stream.Recv()
+	if err != nil {
+		return nil, c.callErr(cc, "put", err)
+	}
+	for _, r := range m.GetResult().GetResults() {
+		take(r)
 	}
 	for i, ok := range seen {
 		if !ok || out[i].Status < Stored || out[i].Status > Failed {

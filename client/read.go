@@ -127,7 +127,7 @@ func (c *Client) get(ctx context.Context, cc *grpc.ClientConn, ref *kvringv1.Nam
 		}
 		if h := m.GetHeader(); h != nil {
 			if cur != nil {
-				return nil, fmt.Errorf("kvring get: chunk %d ended early", h.GetIndex())
+				return nil, fmt.Errorf("kvring get: the node started chunk %d before finishing the previous one", h.GetIndex())
 			}
 			i := int(h.GetIndex())
 			if i >= len(out) {

@@ -43,6 +43,10 @@ func (s *cacheService) RegisterNamespace(ctx context.Context, req *kvringv1.Regi
 		return nil, transfer.ToStatus(fmt.Errorf("%w: min_replicas %d is above replication_factor %d",
 			transfer.ErrInvalidArgument, minR, rf))
 	}
+	if rf == 0 && minR > s.defaultReplicas && s.c.reg.get(req.GetName()) == nil {
+		return nil, transfer.ToStatus(fmt.Errorf("%w: min_replicas %d is above the default replication factor %d: set replication_factor too",
+			transfer.ErrInvalidArgument, minR, s.defaultReplicas))
+	}
 	fp := schemaFingerprint(req.GetSchema())
 	c := s.c
 	cur := c.reg.get(req.GetName())
@@ -57,7 +61,7 @@ func (s *cacheService) RegisterNamespace(ctx context.Context, req *kvringv1.Regi
 			rec.MinReplicas = minR
 		}
 		if rec.GetMinReplicas() > rec.GetReplicationFactor() {
-			rec.MinReplicas = rec.GetReplicationFactor()
+			rec.MinReplicas = rec.GetReplicationFactor() // the node default exceeds the client's factor
 		}
 		cur, created = c.reg.merge(rec)
 		// Tell every member; a record registered earlier elsewhere wins.

@@ -61,7 +61,7 @@ func newTestCluster(t *testing.T, n int, limit int64) *testCluster {
 		}
 		nd := &testNode{id: st.NodeID(), addr: lis.Addr().String(), st: st, lis: lis}
 		nd.svc = newServices(st, tc.ring.Load, servicesConfig{self: nd.id, maxBatch: 8192, stageLease: 30 * time.Second,
-			commitTimeout: 5 * time.Second, broadcastTimeout: 2 * time.Second, maxReplicas: 3, maxPinLease: time.Minute,
+			commitTimeout: 5 * time.Second, peerTimeout: time.Second, broadcastTimeout: 2 * time.Second, maxReplicas: 3, maxPinLease: time.Minute,
 			now: time.Now, log: quietLogger()})
 		nd.gs = grpc.NewServer()
 		nd.svc.register(nd.gs)

@@ -39,6 +39,11 @@ type Config struct {
 	// CommitTimeout bounds the commit and abort calls of a two-phase write
 	// and a namespace registration's broadcast. Default 10s.
 	CommitTimeout time.Duration
+	// PeerTimeout bounds each exchange with one owner (a prepare step, a
+	// frame, a commit, a Has or a chunk of a Fetch), so an owner that hangs is
+	// skipped within the engine's deadline instead of failing the call.
+	// Default 3s.
+	PeerTimeout time.Duration
 	// MaintenanceInterval is how often expired stage tokens and leases are
 	// swept. Default 5s.
 	MaintenanceInterval time.Duration
@@ -63,6 +68,7 @@ func DefaultConfig() Config {
 		MinReplicas:         1,
 		MaxBatchChunks:      8192,
 		CommitTimeout:       10 * time.Second,
+		PeerTimeout:         3 * time.Second,
 		MaintenanceInterval: 5 * time.Second,
 		Store:               store.DefaultConfig("./kvring-data"),
 		Logger:              slog.Default(),
@@ -92,6 +98,9 @@ func (c *Config) validate() error {
 	}
 	if c.CommitTimeout == 0 {
 		c.CommitTimeout = def.CommitTimeout
+	}
+	if c.PeerTimeout == 0 {
+		c.PeerTimeout = def.PeerTimeout
 	}
 	if c.MaintenanceInterval == 0 {
 		c.MaintenanceInterval = def.MaintenanceInterval

@@ -29,7 +29,12 @@ type coordinator struct {
 	// commitTimeout bounds commit and abort calls, which must run even when
 	// the engine's call was cancelled after the prepare phase.
 	commitTimeout time.Duration
-	now           func() time.Time
+	// peerTimeout bounds each exchange with one owner, so an owner that is
+	// stuck (not just down) is skipped within the engine's deadline.
+	peerTimeout time.Duration
+	// maxPin caps a lookup lease.
+	maxPin time.Duration
+	now    func() time.Time
 
 	mu     sync.Mutex
 	leases map[uint64]coordLease
@@ -61,7 +66,7 @@ func (c *coordinator) session(m ring.Member) (putSession, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &remoteSession{c: pc, caller: c.caller()}, nil
+	return &remoteSession{c: pc, caller: c.caller(), timeout: c.peerTimeout}, nil
 }
 
 // currentRing returns the ring, or Unavailable when it has no members.
@@ -71,6 +76,12 @@ func (c *coordinator) currentRing() (*ring.Ring, error) {
 		return nil, fmt.Errorf("%w: the ring has no members", transfer.ErrUnavailable)
 	}
 	return r, nil
+}
+
+// peerCtx bounds one exchange with an owner by peerTimeout (or the caller's
+// deadline, if sooner).
+func (c *coordinator) peerCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, c.peerTimeout)
 }
 
 // newLeaseID returns a random non-zero lease id.

@@ -1,10 +1,12 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"google.golang.org/grpc"
 
@@ -17,15 +19,22 @@ import (
 // fetchStream reads one owner's Fetch answer for its share of a Get, in
 // order.
 type fetchStream struct {
-	m      ring.Member
-	stream grpc.ServerStreamingClient[kvringv1.FetchResponse]
-	broken error
+	m       ring.Member
+	stream  grpc.ServerStreamingClient[kvringv1.FetchResponse]
+	cancel  context.CancelFunc
+	timeout time.Duration // bounds the wait for each chunk
+	broken  error
 }
 
-// next reads the next chunk: its header and, when found, its bytes.
-func (f *fetchStream) next() (*kvringv1.ChunkHeader, []byte, error) {
+// next reads the next chunk, which must be id: its header and, when found,
+// its bytes. A chunk that does not arrive within the timeout breaks the
+// stream (the owner is treated as unavailable from then on).
+func (f *fetchStream) next(id store.ID) (*kvringv1.ChunkHeader, []byte, error) {
 	if f.broken != nil {
 		return nil, nil, f.broken
+	}
+	if f.cancel != nil && f.timeout > 0 {
+		defer time.AfterFunc(f.timeout, f.cancel).Stop()
 	}
 	m, err := f.stream.Recv()
 	if err != nil {
@@ -39,6 +48,10 @@ func (f *fetchStream) next() (*kvringv1.ChunkHeader, []byte, error) {
 	}
 	if h.GetStatus() != kvringv1.ReadStatus_READ_STATUS_FOUND {
 		return h, nil, nil
+	}
+	if !bytes.Equal(h.GetChunk().GetId(), id[:]) {
+		f.broken = fmt.Errorf("node %s answered with chunk %x where %x was due", f.m.ID, h.GetChunk().GetId(), id[:])
+		return nil, nil, f.broken
 	}
 	size := h.GetChunk().GetSize()
 	buf := make([]byte, 0, size)
@@ -106,11 +119,12 @@ func (c *coordinator) get(req *kvringv1.GetRequest, stream grpc.ServerStreamingS
 		if p.ID == c.self || streams[p.ID] != nil {
 			continue
 		}
-		fs := &fetchStream{m: p}
+		sctx, scancel := context.WithCancel(fctx)
+		fs := &fetchStream{m: p, cancel: scancel, timeout: c.peerTimeout}
 		streams[p.ID] = fs
 		pc, err := c.pool.client(p.Addr)
 		if err == nil {
-			fs.stream, err = pc.Fetch(fctx, &kvringv1.FetchRequest{Caller: c.caller(), Namespace: ref, Ids: primaries[p.ID]})
+			fs.stream, err = pc.Fetch(sctx, &kvringv1.FetchRequest{Caller: c.caller(), Namespace: ref, Ids: primaries[p.ID]})
 		}
 		if err != nil {
 			fs.broken = transfer.FromStatus(err)
@@ -139,7 +153,7 @@ func (c *coordinator) get(req *kvringv1.GetRequest, stream grpc.ServerStreamingS
 			var data []byte
 			var ferr error
 			if k == 0 {
-				h, data, ferr = streams[m.ID].next()
+				h, data, ferr = streams[m.ID].next(id)
 			} else {
 				h, data, ferr = c.fetchOne(ctx, m, ref, id)
 			}
@@ -206,14 +220,14 @@ func (c *coordinator) fetchOne(ctx context.Context, m ring.Member, ref *kvringv1
 	if err != nil {
 		return nil, nil, err
 	}
-	fctx, cancel := context.WithCancel(ctx)
+	fctx, cancel := c.peerCtx(ctx)
 	defer cancel()
 	s, err := pc.Fetch(fctx, &kvringv1.FetchRequest{Caller: c.caller(), Namespace: ref, Ids: [][]byte{id[:]}})
 	if err != nil {
 		return nil, nil, transfer.FromStatus(err)
 	}
 	fs := &fetchStream{m: m, stream: s}
-	return fs.next()
+	return fs.next(id)
 }
 
 func joinReasons(r []string) string {

@@ -27,6 +27,67 @@ func parseIDs(raw [][]byte, maxBatch int) ([]store.ID, error) {
 	return ids, nil
 }
 
+// leadingRun counts the leading true values.
+func leadingRun(held []bool) int {
+	n := 0
+	for n < len(held) && held[n] {
+		n++
+	}
+	return n
+}
+
+// askOwners sends each plan's ids to its node (in process for this node), in
+// parallel, each bounded by peerTimeout, and returns per request position
+// whether some owner holds the id. An owner that does not answer holds
+// nothing. With pin set, the holders pin what they report.
+func (c *coordinator) askOwners(ctx context.Context, ref *kvringv1.NamespaceRef, plans map[string]*lookupPlan, pin *kvringv1.LeasePin, size int) []bool {
+	parallel(plans, func(p *lookupPlan) {
+		p.held, p.err, p.pinned = nil, nil, false
+		var held []bool
+		var err error
+		if p.m.ID == c.self {
+			held, _, err = c.local.has(ref, p.ids, pin)
+		} else {
+			var pc kvringv1.PeerClient
+			if pc, err = c.pool.client(p.m.Addr); err == nil {
+				pctx, cancel := c.peerCtx(ctx)
+				var resp *kvringv1.HasResponse
+				resp, err = pc.Has(pctx, &kvringv1.HasRequest{Caller: c.caller(), Namespace: ref, Ids: p.ids, Pin: pin})
+				cancel()
+				if err != nil {
+					err = transfer.FromStatus(err)
+				} else {
+					held = resp.GetHeld()
+				}
+			}
+		}
+		if err == nil && len(held) != len(p.ids) {
+			err = fmt.Errorf("node %s answered %d of %d ids", p.m.ID, len(held), len(p.ids))
+		}
+		if err != nil {
+			p.err = err
+			return
+		}
+		p.held = held
+		for _, h := range held {
+			p.pinned = p.pinned || (h && pin != nil)
+		}
+	})
+	held := make([]bool, size)
+	for _, p := range plans {
+		if p.err != nil {
+			c.log.Debug("lookup: owner did not answer", "node", p.m.ID, "err", p.err)
+			continue
+		}
+		for k, h := range p.held {
+			if h {
+				held[p.global[k]] = true
+			}
+		}
+	}
+	return held
+}
+
 // lookupPlan is one node's share of a lookup.
 type lookupPlan struct {
 	m      ring.Member
@@ -68,57 +129,43 @@ func (c *coordinator) lookup(ctx context.Context, req *kvringv1.LookupRequest) (
 			p.ids = append(p.ids, req.GetIds()[i])
 		}
 	}
-	var pin *kvringv1.LeasePin
-	if req.GetPinTtlMs() > 0 {
-		pin = &kvringv1.LeasePin{LeaseId: newLeaseID(), TtlMs: req.GetPinTtlMs()}
+	// Round 1: who holds what. Pins are taken in round 2, for the leading
+	// run only, so a lease never holds chunks the answer does not count.
+	held := c.askOwners(ctx, ref, plans, nil, len(ids))
+	n := leadingRun(held)
+	resp := &kvringv1.LookupResponse{Epoch: rg.Epoch(), Held: uint32(n)}
+	ttl := min(time.Duration(req.GetPinTtlMs())*time.Millisecond, c.maxPin)
+	if ttl <= 0 || n == 0 {
+		return resp, nil
 	}
-	parallel(plans, func(p *lookupPlan) {
-		if p.m.ID == c.self {
-			p.held, _, p.err = c.local.has(ref, p.ids, pin)
-		} else {
-			pc, err := c.pool.client(p.m.Addr)
-			if err != nil {
-				p.err = err
-				return
+	pinPlans := map[string]*lookupPlan{}
+	for id, p := range plans {
+		q := &lookupPlan{m: p.m}
+		for k, g := range p.global {
+			if g < n && p.held != nil && p.held[k] {
+				q.global = append(q.global, g)
+				q.ids = append(q.ids, p.ids[k])
 			}
-			resp, err := pc.Has(ctx, &kvringv1.HasRequest{Caller: c.caller(), Namespace: ref, Ids: p.ids, Pin: pin})
-			if err != nil {
-				p.err = transfer.FromStatus(err)
-				return
-			}
-			p.held = resp.GetHeld()
 		}
-		if len(p.held) != len(p.ids) {
-			p.err = fmt.Errorf("node %s answered %d of %d ids", p.m.ID, len(p.held), len(p.ids))
-			p.held = nil
+		if len(q.ids) > 0 {
+			pinPlans[id] = q
 		}
-		for _, h := range p.held {
-			p.pinned = p.pinned || h
-		}
-	})
-	held := make([]bool, len(ids))
+	}
+	pin := &kvringv1.LeasePin{LeaseId: newLeaseID(), TtlMs: uint32(ttl / time.Millisecond)}
+	pinned := c.askOwners(ctx, ref, pinPlans, pin, n)
+	// A chunk evicted between the rounds is not pinned: count only what is.
+	n2 := 0
+	for n2 < n && pinned[n2] {
+		n2++
+	}
+	resp.Held = uint32(n2)
 	var nodes []ring.Member
-	for _, p := range plans {
-		if p.err != nil {
-			c.log.Debug("lookup: owner did not answer", "node", p.m.ID, "err", p.err)
-			continue
-		}
-		for k, h := range p.held {
-			if h {
-				held[p.global[k]] = true
-			}
-		}
+	for _, p := range pinPlans {
 		if p.pinned {
 			nodes = append(nodes, p.m)
 		}
 	}
-	n := 0
-	for n < len(held) && held[n] {
-		n++
-	}
-	resp := &kvringv1.LookupResponse{Epoch: rg.Epoch(), Held: uint32(n)}
-	if pin != nil && len(nodes) > 0 {
-		ttl := time.Duration(pin.GetTtlMs()) * time.Millisecond
+	if len(nodes) > 0 {
 		c.mu.Lock()
 		c.leases[pin.GetLeaseId()] = coordLease{nodes: nodes, expires: c.now().Add(ttl)}
 		c.mu.Unlock()

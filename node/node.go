@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
 
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/ring"
@@ -105,13 +106,15 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	}
 	n.svc = newServices(st, n.member.ring, servicesConfig{
 		self: st.NodeID(), maxBatch: n.cfg.MaxBatchChunks, stageLease: n.cfg.Store.StageLease,
-		commitTimeout: n.cfg.CommitTimeout, broadcastTimeout: n.cfg.CommitTimeout,
+		commitTimeout: n.cfg.CommitTimeout, broadcastTimeout: n.cfg.CommitTimeout, peerTimeout: n.cfg.PeerTimeout,
 		maxReplicas: n.cfg.Membership.Ring.ReplicationFactor, maxPinLease: n.cfg.Store.MaxPinLease,
 		replicas: n.cfg.Replication, minReplicas: n.cfg.MinReplicas,
 		now: n.cfg.Now, log: n.log.With("component", "coordinator"),
 	})
 	n.member.onRingChange = n.ringChanged
-	n.grpcSrv = grpc.NewServer(grpc.MaxRecvMsgSize(4 << 20))
+	n.grpcSrv = grpc.NewServer(grpc.MaxRecvMsgSize(4<<20),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}))
 	n.svc.register(n.grpcSrv)
 	n.health = health.NewServer()
 	n.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/store"
@@ -25,6 +26,7 @@ type owner struct {
 	maxChunk int64
 	maxBatch int
 	lease    time.Duration // stage lease: how long a READY vote waits for Commit
+	maxPin   time.Duration // longest pin a lookup lease may hold
 	now      func() time.Time
 
 	mu        sync.Mutex
@@ -45,9 +47,11 @@ type leasePins struct {
 	expires time.Time
 }
 
-func newOwner(st *store.Store, reg *registry, epoch func() uint64, maxBatch int, lease time.Duration, now func() time.Time) *owner {
-	return &owner{st: st, reg: reg, epoch: epoch, maxChunk: st.MaxChunkSize(), maxBatch: maxBatch, lease: lease, now: now,
-		staged: make(map[uint64]stagedChunk), pins: make(map[uint64]leasePins)}
+func newOwner(st *store.Store, reg *registry, epoch func() uint64, maxBatch int, lease, maxPin time.Duration, now func() time.Time) *owner {
+	// Tokens start at a random point so a token from before a restart never
+	// names a chunk staged after it.
+	return &owner{st: st, reg: reg, epoch: epoch, maxChunk: st.MaxChunkSize(), maxBatch: maxBatch, lease: lease, maxPin: maxPin,
+		now: now, nextToken: newLeaseID() >> 1, staged: make(map[uint64]stagedChunk), pins: make(map[uint64]leasePins)}
 }
 
 // register keeps a READY chunk until Commit or Abort and returns its token.
@@ -100,9 +104,18 @@ func (o *owner) commit(ref *kvringv1.NamespaceRef, chunks []*kvringv1.StagedChun
 		sc, ok := o.staged[c.GetStageToken()]
 		delete(o.staged, c.GetStageToken())
 		o.mu.Unlock()
+		id, idErr := store.ParseID(c.GetId())
+		if ok && (idErr != nil || ref == nil || sc.id != id || sc.ns != storeNamespace(ref.GetName(), ref.GetFingerprint())) {
+			// The token names another chunk: never seal what was not asked for.
+			o.mu.Lock()
+			o.staged[c.GetStageToken()] = sc
+			o.mu.Unlock()
+			res[i] = &kvringv1.CommitResult{Status: kvringv1.CommitStatus_COMMIT_STATUS_FAILED, Code: uint32(codes.InvalidArgument),
+				Reason: fmt.Sprintf("stage token %d does not belong to chunk %x of this namespace", c.GetStageToken(), c.GetId())}
+			continue
+		}
 		if !ok {
-			id, err := store.ParseID(c.GetId())
-			if err == nil && ref != nil && o.st.Contains(storeNamespace(ref.GetName(), ref.GetFingerprint()), id) {
+			if idErr == nil && ref != nil && o.st.Contains(storeNamespace(ref.GetName(), ref.GetFingerprint()), id) {
 				res[i] = &kvringv1.CommitResult{Status: kvringv1.CommitStatus_COMMIT_STATUS_SEALED}
 				continue
 			}
@@ -115,7 +128,8 @@ func (o *owner) commit(ref *kvringv1.NamespaceRef, chunks []*kvringv1.StagedChun
 		case err == nil, errors.Is(err, store.ErrAlreadyHeld):
 			res[i] = &kvringv1.CommitResult{Status: kvringv1.CommitStatus_COMMIT_STATUS_SEALED}
 		default:
-			res[i] = &kvringv1.CommitResult{Status: kvringv1.CommitStatus_COMMIT_STATUS_FAILED, Reason: err.Error()}
+			res[i] = &kvringv1.CommitResult{Status: kvringv1.CommitStatus_COMMIT_STATUS_FAILED, Reason: err.Error(),
+				Code: uint32(transfer.Code(err))}
 		}
 	}
 	return res
@@ -150,7 +164,7 @@ func (o *owner) has(ref *kvringv1.NamespaceRef, rawIDs [][]byte, pin *kvringv1.L
 	}
 	var ttl time.Duration
 	if pin != nil && pin.GetLeaseId() != 0 {
-		ttl = time.Duration(pin.GetTtlMs()) * time.Millisecond
+		ttl = min(time.Duration(pin.GetTtlMs())*time.Millisecond, o.maxPin)
 	}
 	held, p, err := o.st.Has(storeNamespace(ref.GetName(), ref.GetFingerprint()), ids, ttl)
 	if err != nil {
@@ -208,8 +222,11 @@ type peerService struct {
 func (ps *peerService) Prepare(stream grpc.BidiStreamingServer[kvringv1.PrepareRequest, kvringv1.PrepareResponse]) error {
 	o := ps.o
 	first, err := stream.Recv()
+	if errors.Is(err, io.EOF) {
+		return transfer.ToStatus(fmt.Errorf("%w: prepare stream ended before its begin message", transfer.ErrInvalidArgument))
+	}
 	if err != nil {
-		return transfer.ToStatus(fmt.Errorf("%w: prepare stream ended before its begin message: %v", transfer.ErrInvalidArgument, err))
+		return transfer.ToStatus(err)
 	}
 	begin := first.GetBegin()
 	if begin == nil {

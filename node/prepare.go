@@ -34,6 +34,7 @@ func validateChunks(chunks []*kvringv1.ChunkRef, maxChunk int64, maxBatch int) (
 		return nil, fmt.Errorf("%w: %d chunks in one call, more than the limit %d", transfer.ErrInvalidArgument, len(chunks), maxBatch)
 	}
 	ids := make([]store.ID, len(chunks))
+	first := make(map[store.ID]int, len(chunks))
 	for i, c := range chunks {
 		id, err := store.ParseID(c.GetId())
 		if err != nil {
@@ -42,6 +43,10 @@ func validateChunks(chunks []*kvringv1.ChunkRef, maxChunk int64, maxBatch int) (
 		if c.GetSize() == 0 || int64(c.GetSize()) > maxChunk {
 			return nil, fmt.Errorf("%w: chunks[%d].size: %d bytes is outside (0, %d]", transfer.ErrInvalidArgument, i, c.GetSize(), maxChunk)
 		}
+		if j, dup := first[id]; dup {
+			return nil, fmt.Errorf("%w: chunks[%d].id is the same as chunks[%d].id: a batch names each chunk once", transfer.ErrInvalidArgument, i, j)
+		}
+		first[id] = i
 		ids[i] = id
 	}
 	return ids, nil

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/ring"
@@ -65,8 +66,11 @@ func (s *fanoutSink) Write(b []byte) (int, error) {
 func (c *coordinator) put(stream grpc.BidiStreamingServer[kvringv1.PutRequest, kvringv1.PutResponse]) error {
 	ctx := stream.Context()
 	first, err := stream.Recv()
+	if errors.Is(err, io.EOF) {
+		return transfer.ToStatus(fmt.Errorf("%w: put stream ended before its begin message", transfer.ErrInvalidArgument))
+	}
 	if err != nil {
-		return transfer.ToStatus(fmt.Errorf("%w: put stream ended before its begin message: %v", transfer.ErrInvalidArgument, err))
+		return transfer.ToStatus(err)
 	}
 	begin := first.GetBegin()
 	if begin == nil {
@@ -127,10 +131,16 @@ func (c *coordinator) put(stream grpc.BidiStreamingServer[kvringv1.PutRequest, k
 			return
 		}
 		for _, n := range need {
+			if int(n) >= len(p.chunks) {
+				p.fail(fmt.Errorf("asked for chunk %d of %d", n, len(p.chunks)))
+				return
+			}
 			p.need[n] = true
 		}
 		for _, v := range votes {
-			p.votes[v.GetIndex()] = v
+			if int(v.GetIndex()) < len(p.chunks) {
+				p.votes[v.GetIndex()] = v
+			}
 		}
 	})
 
@@ -185,6 +195,9 @@ func (c *coordinator) put(stream grpc.BidiStreamingServer[kvringv1.PutRequest, k
 			return
 		}
 		for _, v := range votes {
+			if !p.need[v.GetIndex()] {
+				continue // a vote for a chunk this owner was not sent: ignore
+			}
 			p.votes[v.GetIndex()] = v
 			if v.GetVote() == kvringv1.Vote_VOTE_READY {
 				p.tokens[v.GetIndex()] = v.GetStageToken()
@@ -210,9 +223,13 @@ func (c *coordinator) put(stream grpc.BidiStreamingServer[kvringv1.PutRequest, k
 		}
 		for k, r := range res {
 			li := order[k]
-			if r.GetStatus() == kvringv1.CommitStatus_COMMIT_STATUS_SEALED {
+			switch {
+			case r.GetStatus() == kvringv1.CommitStatus_COMMIT_STATUS_SEALED:
 				p.sealed[li] = true
-			} else {
+			case codes.Code(r.GetCode()) == codes.ResourceExhausted:
+				// The owner's policy or budget declined the chunk at the seal.
+				p.votes[li] = &kvringv1.ChunkVote{Index: li, Vote: kvringv1.Vote_VOTE_REJECTED, Reason: r.GetReason()}
+			default:
 				p.votes[li] = &kvringv1.ChunkVote{Index: li, Vote: kvringv1.Vote_VOTE_FAILED, Reason: "commit failed: " + r.GetReason()}
 			}
 		}

@@ -29,6 +29,7 @@ type servicesConfig struct {
 	maxBatch         int
 	stageLease       time.Duration
 	commitTimeout    time.Duration
+	peerTimeout      time.Duration
 	broadcastTimeout time.Duration
 	maxReplicas      int
 	replicas         int // default replication factor of a new namespace
@@ -47,9 +48,10 @@ func newServices(st *store.Store, ringFn func() *ring.Ring, cfg servicesConfig) 
 		}
 		return 0
 	}
-	o := newOwner(st, reg, epoch, cfg.maxBatch, cfg.stageLease, cfg.now)
+	o := newOwner(st, reg, epoch, cfg.maxBatch, cfg.stageLease, cfg.maxPinLease, cfg.now)
 	c := &coordinator{self: cfg.self, ring: ringFn, local: o, pool: pool, reg: reg, log: cfg.log, maxBatch: cfg.maxBatch,
-		commitTimeout: cfg.commitTimeout, now: cfg.now, leases: make(map[uint64]coordLease)}
+		commitTimeout: cfg.commitTimeout, peerTimeout: cfg.peerTimeout, maxPin: cfg.maxPinLease, now: cfg.now,
+		leases: make(map[uint64]coordLease)}
 	limits := &kvringv1.Limits{MaxFrameBytes: transfer.MaxFrameBytes, MaxChunkBytes: uint64(st.MaxChunkSize()),
 		MaxBatchChunks: uint32(cfg.maxBatch), MaxLeaseTtlMs: uint32(cfg.maxPinLease / time.Millisecond)}
 	return &services{reg: reg, pool: pool, owner: o, coord: c,

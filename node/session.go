@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"google.golang.org/grpc"
 
@@ -60,11 +61,21 @@ type remoteSession struct {
 	caller *kvringv1.PeerCaller
 	stream grpc.BidiStreamingClient[kvringv1.PrepareRequest, kvringv1.PrepareResponse]
 	cancel context.CancelFunc
+	// timeout bounds each step with the owner (begin, one frame, finish,
+	// commit), so a stuck owner fails its share instead of the whole call.
+	timeout time.Duration
+}
+
+// watch cancels the session's stream if the step that called it takes
+// longer than the timeout; call the returned function when the step is done.
+func (s *remoteSession) watch() func() bool {
+	return time.AfterFunc(s.timeout, s.cancel).Stop
 }
 
 func (s *remoteSession) begin(ctx context.Context, ref *kvringv1.NamespaceRef, chunks []*kvringv1.ChunkRef) ([]uint32, []*kvringv1.ChunkVote, error) {
 	sctx, cancel := context.WithCancel(ctx)
 	s.cancel = cancel
+	defer s.watch()()
 	stream, err := s.c.Prepare(sctx)
 	if err != nil {
 		return nil, nil, err
@@ -96,6 +107,7 @@ func recvErr(stream grpc.BidiStreamingClient[kvringv1.PrepareRequest, kvringv1.P
 }
 
 func (s *remoteSession) send(f *kvringv1.DataFrame) error {
+	defer s.watch()()
 	if err := s.stream.Send(&kvringv1.PrepareRequest{Msg: &kvringv1.PrepareRequest_Data{Data: f}}); err != nil {
 		return recvErr(s.stream, err)
 	}
@@ -103,6 +115,7 @@ func (s *remoteSession) send(f *kvringv1.DataFrame) error {
 }
 
 func (s *remoteSession) finish() ([]*kvringv1.ChunkVote, error) {
+	defer s.watch()()
 	if err := s.stream.Send(&kvringv1.PrepareRequest{Msg: &kvringv1.PrepareRequest_End{End: &kvringv1.PrepareEnd{}}}); err != nil {
 		return nil, recvErr(s.stream, err)
 	}
@@ -120,6 +133,8 @@ func (s *remoteSession) finish() ([]*kvringv1.ChunkVote, error) {
 }
 
 func (s *remoteSession) commit(ctx context.Context, ref *kvringv1.NamespaceRef, chunks []*kvringv1.StagedChunk) ([]*kvringv1.CommitResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
 	resp, err := s.c.Commit(ctx, &kvringv1.CommitRequest{Caller: s.caller, Namespace: ref, Chunks: chunks})
 	if err != nil {
 		return nil, transfer.FromStatus(err)

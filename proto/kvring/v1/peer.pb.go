@@ -777,7 +777,10 @@ type CommitResult struct {
 	// The outcome.
 	Status CommitStatus `protobuf:"varint,1,opt,name=status,proto3,enum=kvring.v1.CommitStatus" json:"status,omitempty"`
 	// Cause, for FAILED (e.g. "stage token expired after 30s"). Empty otherwise.
-	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	Reason string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	// For FAILED, the google.rpc.Code of the cause (e.g. RESOURCE_EXHAUSTED when the owner's admission policy
+	// or budget refused the seal, so the coordinator reports the chunk rejected rather than failed). 0 otherwise.
+	Code          uint32 `protobuf:"varint,3,opt,name=code,proto3" json:"code,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -824,6 +827,13 @@ func (x *CommitResult) GetReason() string {
 		return x.Reason
 	}
 	return ""
+}
+
+func (x *CommitResult) GetCode() uint32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
 }
 
 // CommitResponse answers a CommitRequest.
@@ -1710,10 +1720,11 @@ const file_kvring_v1_peer_proto_rawDesc = "" +
 	"\rCommitRequest\x12-\n" +
 	"\x06caller\x18\x01 \x01(\v2\x15.kvring.v1.PeerCallerR\x06caller\x125\n" +
 	"\tnamespace\x18\x02 \x01(\v2\x17.kvring.v1.NamespaceRefR\tnamespace\x12.\n" +
-	"\x06chunks\x18\x03 \x03(\v2\x16.kvring.v1.StagedChunkR\x06chunks\"W\n" +
+	"\x06chunks\x18\x03 \x03(\v2\x16.kvring.v1.StagedChunkR\x06chunks\"k\n" +
 	"\fCommitResult\x12/\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x17.kvring.v1.CommitStatusR\x06status\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"Y\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x12\n" +
+	"\x04code\x18\x03 \x01(\rR\x04code\"Y\n" +
 	"\x0eCommitResponse\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x121\n" +
 	"\aresults\x18\x02 \x03(\v2\x17.kvring.v1.CommitResultR\aresults\"`\n" +

@@ -1,0 +1,197 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/kvring/kvring/client"
+	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
+	"github.com/kvring/kvring/ring"
+	"github.com/kvring/kvring/store"
+)
+
+// stuckPeer accepts every Peer call and never answers: a process that hangs
+// with its connections open.
+type stuckPeer struct {
+	kvringv1.UnimplementedPeerServer
+}
+
+func (stuckPeer) Prepare(s grpc.BidiStreamingServer[kvringv1.PrepareRequest, kvringv1.PrepareResponse]) error {
+	<-s.Context().Done()
+	return s.Context().Err()
+}
+func (stuckPeer) Has(ctx context.Context, _ *kvringv1.HasRequest) (*kvringv1.HasResponse, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+func (stuckPeer) Fetch(_ *kvringv1.FetchRequest, s grpc.ServerStreamingServer[kvringv1.FetchResponse]) error {
+	<-s.Context().Done()
+	return s.Context().Err()
+}
+
+// addStuckMember puts a hanging node into every node's ring.
+func (tc *testCluster) addStuckMember(t *testing.T) ring.Member {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer()
+	kvringv1.RegisterPeerServer(gs, stuckPeer{})
+	go gs.Serve(lis)
+	t.Cleanup(gs.Stop)
+	stuck := ring.Member{ID: "stuck", Addr: lis.Addr().String()}
+	members := append(tc.ring.Load().Members(), stuck)
+	rcfg := ring.DefaultConfig()
+	rcfg.ReplicationFactor = 3
+	r, err := ring.New(members, 2, rcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc.ring.Store(r)
+	return stuck
+}
+
+// TestAStuckOwnerIsSkippedWithinTheDeadline: an owner that hangs (not just
+// refuses connections) costs the engine at most the peer timeout: R=2 writes
+// are stored degraded on the other owner, lookups count them, reads fall
+// back, all within the engine's deadline.
+func TestAStuckOwnerIsSkippedWithinTheDeadline(t *testing.T) {
+	t.Parallel()
+	tc := newTestCluster(t, 2, 64<<20)
+	c := testClient(t, tc.nodes[0].addr, 2, 1)
+	ctx := context.Background()
+	if _, err := c.Register(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stuck := tc.addStuckMember(t)
+	var chunks []client.Chunk
+	var ids []client.ChunkID
+	for i := uint64(0); i < 12; i++ {
+		chunks = append(chunks, chunkOf(500+i, 20_000))
+		ids = append(ids, chunks[i].ID)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 8*time.Second)
+	defer cancel()
+	start := time.Now()
+	res, err := c.Put(cctx, chunks)
+	if err != nil {
+		t.Fatalf("put with a stuck owner: %v (after %v)", err, time.Since(start))
+	}
+	touched := 0
+	for i, r := range res {
+		if r.Status != client.Stored {
+			t.Fatalf("chunk %d: %+v", i, r)
+		}
+		for _, h := range r.Holders {
+			if h.ID == stuck.ID {
+				t.Fatalf("chunk %d reported held by the stuck node", i)
+			}
+		}
+		if r.Degraded {
+			touched++
+		}
+	}
+	if touched == 0 {
+		t.Fatal("no chunk had the stuck node as an owner; the test proves nothing")
+	}
+	lr, err := c.Lookup(cctx, ids, 0)
+	if err != nil || lr.Held != len(ids) {
+		t.Fatalf("lookup with a stuck owner: %v %+v", err, lr)
+	}
+	got, err := c.Get(cctx, ids)
+	if err != nil {
+		t.Fatalf("get with a stuck owner: %v", err)
+	}
+	for i, g := range got {
+		if !g.Found || !bytes.Equal(g.Data, chunks[i].Data) {
+			t.Fatalf("chunk %d: %q", i, g.Reason)
+		}
+	}
+}
+
+// TestCommitRefusesATokenOfAnotherChunk: a stage token seals only the chunk
+// it was issued for.
+func TestCommitRefusesATokenOfAnotherChunk(t *testing.T) {
+	t.Parallel()
+	tc := newTestCluster(t, 1, 8<<20)
+	o := tc.nodes[0].svc.owner
+	ref := &kvringv1.NamespaceRef{Name: "ns", Fingerprint: make([]byte, 32)}
+	a, b := chunkOf(1, 100), chunkOf(2, 100)
+	p, need, _, err := o.newPrepare(ref, []*kvringv1.ChunkRef{{Id: a.ID[:], Size: 100, Crc32C: store.Checksum(a.Data)}})
+	if err != nil || len(need) != 1 {
+		t.Fatal(err, need)
+	}
+	if err := p.frame(&kvringv1.DataFrame{Index: 0, Data: a.Data}); err != nil {
+		t.Fatal(err)
+	}
+	votes := o.endPrepare(p)
+	tok := votes[0].GetStageToken()
+	res := o.commit(ref, []*kvringv1.StagedChunk{{StageToken: tok, Id: b.ID[:]}})
+	if res[0].GetStatus() != kvringv1.CommitStatus_COMMIT_STATUS_FAILED {
+		t.Fatalf("commit of token %d for another chunk: %v", tok, res[0])
+	}
+	id := store.ID(b.ID)
+	if tc.nodes[0].st.Contains(storeNamespace("ns", ref.GetFingerprint()), id) {
+		t.Fatal("the other chunk is held")
+	}
+	// The right chunk still commits with its token.
+	res = o.commit(ref, []*kvringv1.StagedChunk{{StageToken: tok, Id: a.ID[:]}})
+	if res[0].GetStatus() != kvringv1.CommitStatus_COMMIT_STATUS_SEALED {
+		t.Fatalf("commit of the right chunk: %v", res[0])
+	}
+}
+
+// TestLookupLeasePinsOnlyTheCountedPrefixAndIsCapped: a lease pins the
+// leading held run and nothing after the first miss, none at all when the
+// run is empty, and its TTL is capped by the node's maximum.
+func TestLookupLeasePinsOnlyTheCountedPrefixAndIsCapped(t *testing.T) {
+	t.Parallel()
+	tc := newTestCluster(t, 1, 8<<20)
+	c := testClient(t, tc.nodes[0].addr, 1, 1)
+	ctx := context.Background()
+	a, b, x := chunkOf(1, 1000), chunkOf(2, 1000), chunkOf(3, 1000)
+	if _, err := c.Put(ctx, []client.Chunk{a, b}); err != nil {
+		t.Fatal(err)
+	}
+	st := tc.nodes[0].st
+	lr, err := c.Lookup(ctx, []client.ChunkID{x.ID, a.ID}, time.Minute)
+	if err != nil || lr.Held != 0 || lr.Lease != 0 || st.Stats().PinnedChunks != 0 {
+		t.Fatalf("lookup [miss, held]: %v %+v, %d pinned; want 0 held, no lease, nothing pinned", err, lr, st.Stats().PinnedChunks)
+	}
+	lr, err = c.Lookup(ctx, []client.ChunkID{a.ID, x.ID, b.ID}, 10*time.Hour)
+	if err != nil || lr.Held != 1 || lr.Lease == 0 {
+		t.Fatalf("lookup [held, miss, held]: %v %+v", err, lr)
+	}
+	if n := st.Stats().PinnedChunks; n != 1 {
+		t.Fatalf("%d chunks pinned, want only the counted one", n)
+	}
+	if lr.LeaseTTL != time.Minute {
+		t.Fatalf("lease TTL %v, want it capped at the node's maximum (1m in this test)", lr.LeaseTTL)
+	}
+	if err := c.ReleaseLease(ctx, lr.Lease); err != nil {
+		t.Fatal(err)
+	}
+	if n := st.Stats().PinnedChunks; n != 0 {
+		t.Fatalf("%d chunks still pinned after release", n)
+	}
+}
+
+// TestDuplicateIDsInABatchAreBadInput: one batch names each chunk once.
+func TestDuplicateIDsInABatchAreBadInput(t *testing.T) {
+	t.Parallel()
+	tc := newTestCluster(t, 1, 8<<20)
+	c := testClient(t, tc.nodes[0].addr, 1, 1)
+	a := chunkOf(1, 1000)
+	_, err := c.Put(context.Background(), []client.Chunk{a, a})
+	if status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("duplicate ids: %v, want InvalidArgument", err)
+	}
+}
