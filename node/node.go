@@ -96,11 +96,11 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	t = time.Now()
 	mcfg := n.cfg.Membership
 	mcfg.NodeID = st.NodeID()
-	mcfg.AdminAddr = n.adminLis.Addr().String()
 	mcfg.GRPCAddr, err = n.advertisedGRPC(mcfg)
 	if err != nil {
 		return fmt.Errorf("cannot start node: %w", err)
 	}
+	mcfg.AdminAddr = sameHost(n.adminLis.Addr().String(), mcfg.GRPCAddr)
 	if n.member, err = newMembership(mcfg); err != nil {
 		return fmt.Errorf("cannot start node: %w", err)
 	}
@@ -172,6 +172,22 @@ func (n *Node) advertisedGRPC(m MembershipConfig) (string, error) {
 		return "", fmt.Errorf("cannot work out the gRPC address to advertise: %w", err)
 	}
 	return net.JoinHostPort(ip.String(), port), nil
+}
+
+// sameHost replaces an unspecified host in addr with the host of like, so
+// operators are told an address they can reach.
+func sameHost(addr, like string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if ip := net.ParseIP(host); ip != nil && !ip.IsUnspecified() {
+		return addr
+	}
+	if h, _, err := net.SplitHostPort(like); err == nil {
+		return net.JoinHostPort(h, port)
+	}
+	return addr
 }
 
 // serve runs a server loop on a goroutine the node owns.
