@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -44,12 +45,22 @@ type Config struct {
 	CallTimeout time.Duration
 	// Logger receives connection state changes. Default slog.Default().
 	Logger *slog.Logger
+	// DisableRouting sends every call through the connected node, which
+	// coordinates it. By default (false) the client fetches the cluster's
+	// ring view (Cache.Topology) after connecting, when a node's epoch
+	// changes and every ~10s, and sends each chunk's Put and Get straight to
+	// its primary owner, falling back to the connected node when an owner
+	// cannot take it (see Routing and route.go). Lookup always goes through
+	// the connected node.
+	DisableRouting bool
 }
 
 // Client talks to a kvring cluster. Safe for concurrent use.
 type Client struct {
 	cfg  Config
 	conn *conn
+	// route sends chunks to their owners; nil when routing is disabled.
+	route *router
 
 	mu  sync.Mutex
 	ref *kvringv1.NamespaceRef // nil until registered on the current node
@@ -76,19 +87,41 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Conn.Logger == nil {
 		cfg.Conn.Logger = cfg.Logger
 	}
+	var route atomic.Pointer[router]
+	if !cfg.DisableRouting {
+		user := cfg.Conn.OnStateChange
+		cfg.Conn.OnStateChange = func(s ConnState) {
+			if user != nil {
+				user(s)
+			}
+			if r := route.Load(); r != nil {
+				r.onState(s)
+			}
+		}
+	}
 	c, err := newConn(cfg.Conn)
 	if err != nil {
 		return nil, err
 	}
-	return &Client{cfg: cfg, conn: c}, nil
+	cl := &Client{cfg: cfg, conn: c}
+	if !cfg.DisableRouting {
+		cl.route = newRouter(c, cfg.Logger)
+		route.Store(cl.route)
+	}
+	return cl, nil
 }
 
 // State reports the connection state.
 func (c *Client) State() ConnState { return c.conn.State() }
 
-// Close stops the background connection work and closes the connection.
+// Close stops the background connection work and closes the connections.
 // Idempotent.
-func (c *Client) Close() error { return c.conn.close() }
+func (c *Client) Close() error {
+	if c.route != nil {
+		c.route.close()
+	}
+	return c.conn.close()
+}
 
 func (c *Client) schema() *kvringv1.NamespaceSchema {
 	s := c.cfg.Schema

@@ -9,6 +9,11 @@
 // only chunks that can be read now; a read whose bytes fail their checksum is
 // a miss, never data.
 //
+// Put and Get send each chunk straight to its primary owner, by a ring view
+// the client fetches from the cluster and keeps fresh (Routing), and fall back
+// to the connected node when an owner cannot take its share;
+// Config.DisableRouting sends everything through the connected node.
+//
 // Chunk ids are computed with ChunkIDs / NextChunkID (see docs/chunk-id.md for
 // the definition and test vectors that other languages can match).
 package client

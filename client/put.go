@@ -84,7 +84,7 @@ func (c *Client) Put(ctx context.Context, chunks []Chunk) ([]PutResult, error) {
 	var results []PutResult
 	err = c.retryUnregistered(ctx, cc, func(ref *kvringv1.NamespaceRef) error {
 		var err error
-		results, err = c.put(ctx, cc, ref, chunks, refs)
+		results, err = c.putRouted(ctx, cc, ref, chunks, refs)
 		return err
 	})
 	return results, err
@@ -110,6 +110,7 @@ func (c *Client) put(ctx context.Context, cc *grpc.ClientConn, ref *kvringv1.Nam
 	if err != nil {
 		return nil, c.callErr(cc, "put", err)
 	}
+	c.route.observe(cc.Target(), m.GetEpoch())
 	need := m.GetNeed()
 	if need == nil {
 		return nil, fmt.Errorf("kvring put: the node answered without saying which chunks it needs")

@@ -44,6 +44,7 @@ func (c *Client) Lookup(ctx context.Context, ids []ChunkID, pin time.Duration) (
 		if err != nil {
 			return c.callErr(cc, "lookup", err)
 		}
+		c.route.observe(cc.Target(), resp.GetEpoch())
 		if int(resp.GetHeld()) > len(ids) {
 			return fmt.Errorf("kvring lookup: the node reported %d of %d ids held", resp.GetHeld(), len(ids))
 		}
@@ -96,7 +97,7 @@ func (c *Client) Get(ctx context.Context, ids []ChunkID) ([]GetResult, error) {
 	var out []GetResult
 	err = c.retryUnregistered(ctx, cc, func(ref *kvringv1.NamespaceRef) error {
 		var err error
-		out, err = c.get(ctx, cc, ref, ids, raw)
+		out, err = c.getRouted(ctx, cc, ref, ids, raw)
 		return err
 	})
 	return out, err
@@ -117,13 +118,16 @@ func (c *Client) get(ctx context.Context, cc *grpc.ClientConn, ref *kvringv1.Nam
 	var cur *GetResult
 	var want uint64
 	var crc uint32
-	for {
+	for first := true; ; first = false {
 		m, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
 			return nil, c.callErr(cc, "get", err)
+		}
+		if first {
+			c.route.observe(cc.Target(), m.GetEpoch())
 		}
 		if h := m.GetHeader(); h != nil {
 			if cur != nil {

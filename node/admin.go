@@ -6,31 +6,98 @@ import (
 )
 
 // adminHandler serves the operator endpoints. Every reply is JSON; errors
-// are {"error": "..."} with a matching status code.
+// are {"error": "..."} with a matching status code: 404 for an unknown path,
+// 405 (with Allow) for a known path and another method, 503 while the node
+// cannot answer. Handlers never wait for the node's lifecycle lock, so they
+// answer during shutdown.
 func (n *Node) adminHandler() http.Handler {
 	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", n.metricsHandler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "alive"})
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		if !n.Ready() {
-			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready"})
+		rd := n.Readiness()
+		if !rd.Ready {
+			writeJSON(w, http.StatusServiceUnavailable, rd)
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+		writeJSON(w, http.StatusOK, rd)
 	})
 	mux.HandleFunc("GET /v1/stats", func(w http.ResponseWriter, r *http.Request) {
-		st := n.Store()
-		if st == nil || !n.Ready() {
-			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "node is not serving"})
+		p := n.parts.Load()
+		if p == nil || !n.Ready() {
+			writeError(w, http.StatusServiceUnavailable, "node is not serving")
 			return
 		}
-		writeJSON(w, http.StatusOK, st.Stats())
+		writeJSON(w, http.StatusOK, p.store.Stats())
 	})
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such endpoint: " + r.Method + " " + r.URL.Path})
+	mux.HandleFunc("GET /v1/cluster", func(w http.ResponseWriter, r *http.Request) {
+		info, ok := n.Cluster()
+		if !ok {
+			writeError(w, http.StatusServiceUnavailable, "node has not started gossip")
+			return
+		}
+		writeJSON(w, http.StatusOK, info)
 	})
-	return mux
+	mux.HandleFunc("GET /v1/ring", func(w http.ResponseWriter, r *http.Request) {
+		info, ok := n.RingInfo()
+		if !ok {
+			writeError(w, http.StatusServiceUnavailable, "node has not started gossip")
+			return
+		}
+		writeJSON(w, http.StatusOK, info)
+	})
+	mux.HandleFunc("GET /v1/namespaces", func(w http.ResponseWriter, r *http.Request) {
+		if n.parts.Load() == nil {
+			writeError(w, http.StatusServiceUnavailable, "node has not started")
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string][]NamespaceInfo{"namespaces": n.Namespaces()})
+	})
+	return jsonNoRoute(mux)
+}
+
+// jsonNoRoute serves mux, turning its plain-text "404 page not found" and
+// "405 method not allowed" answers into JSON errors (keeping the Allow
+// header).
+func jsonNoRoute(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, pattern := mux.Handler(r)
+		if pattern != "" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		rec := &statusRecorder{header: make(http.Header), status: http.StatusOK}
+		h.ServeHTTP(rec, r)
+		switch rec.status {
+		case http.StatusMethodNotAllowed:
+			w.Header()["Allow"] = rec.header["Allow"]
+			writeError(w, rec.status, "method "+r.Method+" not allowed on "+r.URL.Path+"; allowed: "+rec.header.Get("Allow"))
+		case http.StatusNotFound:
+			writeError(w, rec.status, "no such endpoint: "+r.Method+" "+r.URL.Path)
+		default: // a redirect to the canonical path
+			for k, v := range rec.header {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(rec.status)
+		}
+	})
+}
+
+// statusRecorder keeps the status and headers a handler writes and drops
+// its body.
+type statusRecorder struct {
+	header http.Header
+	status int
+}
+
+func (s *statusRecorder) Header() http.Header         { return s.header }
+func (s *statusRecorder) Write(p []byte) (int, error) { return len(p), nil }
+func (s *statusRecorder) WriteHeader(code int)        { s.status = code }
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]string{"error": msg})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -110,8 +110,11 @@ func (s *cacheService) broadcast(ctx context.Context, rec *kvringv1.NamespaceRec
 				return
 			}
 			resp, err := pc.PutNamespace(bctx, &kvringv1.PutNamespaceRequest{Caller: c.caller(), Namespace: rec})
+			c.peers.note(ctx, m, err) // an unreachable peer is logged once per outage, not per namespace
 			if err != nil {
-				c.log.Warn("cannot tell a member about a namespace", "node", m.ID, "namespace", rec.GetName(), "err", err)
+				if !peerUnreachable(err) {
+					c.log.Warn("cannot tell a member about a namespace", "node", m.ID, "namespace", rec.GetName(), "err", err)
+				}
 				return
 			}
 			if held := resp.GetNamespace(); held != nil && !resp.GetAccepted() && wins(held, rec) {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -29,6 +30,8 @@ type testNode struct {
 	addr string
 	st   *store.Store
 	svc  *services
+	m    *metrics
+	reg  *prometheus.Registry // the node's metrics
 	gs   *grpc.Server
 	lis  net.Listener
 }
@@ -59,11 +62,12 @@ func newTestCluster(t *testing.T, n int, limit int64) *testCluster {
 		if err != nil {
 			t.Fatal(err)
 		}
-		nd := &testNode{id: st.NodeID(), addr: lis.Addr().String(), st: st, lis: lis}
+		nd := &testNode{id: st.NodeID(), addr: lis.Addr().String(), st: st, lis: lis, m: newMetrics(), reg: prometheus.NewRegistry()}
 		nd.svc = newServices(st, tc.ring.Load, servicesConfig{self: nd.id, maxBatch: 8192, stageLease: 30 * time.Second,
 			commitTimeout: 5 * time.Second, peerTimeout: time.Second, broadcastTimeout: 2 * time.Second, maxReplicas: 3, maxPinLease: time.Minute,
-			now: time.Now, log: quietLogger()})
-		nd.gs = grpc.NewServer()
+			now: time.Now, log: quietLogger(), metrics: nd.m})
+		nd.reg.MustRegister(nodeCollectors(nd.m, st, nd.svc, nil, tc.ring.Load)...)
+		nd.gs = grpc.NewServer(grpc.StatsHandler(connCounter{nd.m}))
 		nd.svc.register(nd.gs)
 		hs := health.NewServer()
 		healthpb.RegisterHealthServer(nd.gs, hs)

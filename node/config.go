@@ -7,6 +7,9 @@ import (
 	"net"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
 	"github.com/kvring/kvring/store"
 )
 
@@ -21,7 +24,7 @@ type Config struct {
 	// Default "": the listener's address, with an unspecified host replaced
 	// by the host gossip advertises.
 	AdvertiseGRPCAddr string
-	// AdminAddr is the HTTP listen address for /healthz, /readyz and /v1/*.
+	// AdminAddr is the HTTP listen address for /metrics, /healthz, /readyz and /v1/*.
 	// Default ":9602". Port 0 picks a free port (see Node.AdminAddr).
 	AdminAddr string
 	// Membership configures gossip (address, seeds, ring settings). NodeID,
@@ -52,6 +55,16 @@ type Config struct {
 	Store store.Config
 	// Logger receives the node's logs. Default slog.Default().
 	Logger *slog.Logger
+	// Registerer receives the node's Prometheus metrics (names prefixed
+	// kvring_) when it starts; Close unregisters them. Nodes that share a
+	// registerer must tell their metrics apart, e.g. with
+	// prometheus.WrapRegistererWith and a node label. Default: a fresh
+	// registry the node owns, with the Go runtime and process collectors.
+	Registerer prometheus.Registerer
+	// Gatherer is what the admin server serves at GET /metrics. Default: the
+	// Registerer when it is also a Gatherer (as a *prometheus.Registry is);
+	// required otherwise.
+	Gatherer prometheus.Gatherer
 	// Now is the clock for leases. Default time.Now.
 	Now func() time.Time
 }
@@ -108,13 +121,26 @@ func (c *Config) validate() error {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	var errs []error
+	if c.Registerer == nil && c.Gatherer == nil {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		c.Registerer, c.Gatherer = reg, reg
+	}
+	if c.Gatherer == nil {
+		if g, ok := c.Registerer.(prometheus.Gatherer); ok {
+			c.Gatherer = g
+		}
+	}
+	if c.Registerer == nil || c.Gatherer == nil {
+		errs = append(errs, errors.New("metrics: set both Registerer and Gatherer, or only a Registerer that is also a Gatherer, or neither"))
+	}
 	if c.Store.StageLease == 0 {
 		c.Store.StageLease = def.Store.StageLease
 	}
 	if c.Store.MaxPinLease == 0 {
 		c.Store.MaxPinLease = def.Store.MaxPinLease
 	}
-	var errs []error
 	for _, a := range []struct{ name, addr string }{{"gRPC", c.GRPCAddr}, {"admin", c.AdminAddr}} {
 		if _, _, err := net.SplitHostPort(a.addr); err != nil {
 			errs = append(errs, fmt.Errorf("%s address %q: %w", a.name, a.addr, err))

@@ -35,6 +35,9 @@ type coordinator struct {
 	// maxPin caps a lookup lease.
 	maxPin time.Duration
 	now    func() time.Time
+	m      *metrics
+	// peers logs runs of failures to reach a peer once, not per request.
+	peers *peerFailures
 
 	mu     sync.Mutex
 	leases map[uint64]coordLease

@@ -8,6 +8,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
@@ -24,6 +25,9 @@ type fetchStream struct {
 	cancel  context.CancelFunc
 	timeout time.Duration // bounds the wait for each chunk
 	broken  error
+	recv    prometheus.Counter // bytes received from the peer
+	// answered: the peer sent at least one message.
+	answered bool
 }
 
 // next reads the next chunk, which must be id: its header and, when found,
@@ -41,6 +45,7 @@ func (f *fetchStream) next(id store.ID) (*kvringv1.ChunkHeader, []byte, error) {
 		f.broken = transfer.FromStatus(err)
 		return nil, nil, f.broken
 	}
+	f.answered = true
 	h := m.GetHeader()
 	if h == nil {
 		f.broken = fmt.Errorf("node %s sent data before a header", f.m.ID)
@@ -70,6 +75,7 @@ func (f *fetchStream) next(id store.ID) (*kvringv1.ChunkHeader, []byte, error) {
 			return nil, nil, f.broken
 		}
 		buf = append(buf, d.GetData()...)
+		f.recv.Add(float64(len(d.GetData())))
 	}
 	return h, buf, nil
 }
@@ -79,6 +85,7 @@ func (f *fetchStream) next(id store.ID) (*kvringv1.ChunkHeader, []byte, error) {
 // (NOT_FOUND, or UNAVAILABLE when no owner answered). Bytes that fail their
 // checksum are never sent.
 func (c *coordinator) get(req *kvringv1.GetRequest, stream grpc.ServerStreamingServer[kvringv1.GetResponse]) error {
+	defer observeSince(c.m.getSeconds, time.Now())
 	ctx := stream.Context()
 	ns, rec, err := c.reg.resolve(req.GetNamespace())
 	if err != nil {
@@ -120,7 +127,7 @@ func (c *coordinator) get(req *kvringv1.GetRequest, stream grpc.ServerStreamingS
 			continue
 		}
 		sctx, scancel := context.WithCancel(fctx)
-		fs := &fetchStream{m: p, cancel: scancel, timeout: c.peerTimeout}
+		fs := &fetchStream{m: p, cancel: scancel, timeout: c.peerTimeout, recv: c.m.peerReceived}
 		streams[p.ID] = fs
 		pc, err := c.pool.client(p.Addr)
 		if err == nil {
@@ -128,24 +135,34 @@ func (c *coordinator) get(req *kvringv1.GetRequest, stream grpc.ServerStreamingS
 		}
 		if err != nil {
 			fs.broken = transfer.FromStatus(err)
+			c.peers.note(ctx, p, fs.broken)
 		}
 	}
+	defer func() {
+		for _, fs := range streams {
+			if fs.broken == nil && fs.answered {
+				c.peers.ok(fs.m)
+			}
+		}
+	}()
 
 	for i, id := range ids {
 		idx := uint32(i)
 		var reasons []string
 		unavailable := 0
-		done := false
+		done, badSum := false, false
 		for k, m := range owners[i] {
 			if m.ID == c.self {
-				found, err := c.sendLocal(ns, id, idx, m, send)
+				size, rerr, err := c.sendLocal(ns, id, idx, m, send)
 				if err != nil {
 					return err // the engine went away
 				}
-				if found {
+				if size > 0 {
+					c.m.getBytes.Add(float64(size))
 					done = true
 					break
 				}
+				badSum = badSum || errors.Is(rerr, store.ErrChecksum)
 				reasons = append(reasons, fmt.Sprintf("node %s: not held", m.ID))
 				continue
 			}
@@ -153,9 +170,15 @@ func (c *coordinator) get(req *kvringv1.GetRequest, stream grpc.ServerStreamingS
 			var data []byte
 			var ferr error
 			if k == 0 {
-				h, data, ferr = streams[m.ID].next(id)
+				fs := streams[m.ID]
+				wasBroken := fs.broken != nil
+				h, data, ferr = fs.next(id)
+				if ferr != nil && !wasBroken {
+					c.peers.note(ctx, m, ferr) // once per stream; ok is noted at the end
+				}
 			} else {
 				h, data, ferr = c.fetchOne(ctx, m, ref, id)
+				c.peers.note(ctx, m, ferr)
 			}
 			if ferr != nil {
 				unavailable++
@@ -167,6 +190,7 @@ func (c *coordinator) get(req *kvringv1.GetRequest, stream grpc.ServerStreamingS
 				continue
 			}
 			if store.Checksum(data) != h.GetChunk().GetCrc32C() {
+				badSum = true
 				reasons = append(reasons, fmt.Sprintf("node %s: bytes failed their checksum", m.ID))
 				continue
 			}
@@ -178,16 +202,24 @@ func (c *coordinator) get(req *kvringv1.GetRequest, stream grpc.ServerStreamingS
 			if err := transfer.SplitFrames(idx, data, transfer.MaxFrameBytes, func(f *kvringv1.DataFrame) error { return send(nil, f) }); err != nil {
 				return err
 			}
+			c.m.getBytes.Add(float64(len(data)))
 			done = true
 			break
 		}
 		if done {
+			c.m.getBy[getHit].Inc()
 			continue
 		}
 		status := kvringv1.ReadStatus_READ_STATUS_NOT_FOUND
+		result := getMiss
 		if unavailable == len(owners[i]) {
 			status = kvringv1.ReadStatus_READ_STATUS_UNAVAILABLE
+			result = getUnavailable
 		}
+		if badSum {
+			result = getChecksumError
+		}
+		c.m.getBy[result].Inc()
 		if err := send(&kvringv1.ChunkHeader{Index: idx, Status: status, Reason: joinReasons(reasons)}, nil); err != nil {
 			return err
 		}
@@ -196,12 +228,13 @@ func (c *coordinator) get(req *kvringv1.GetRequest, stream grpc.ServerStreamingS
 }
 
 // sendLocal sends a chunk of this node's store if it holds it (after a
-// checksum pass) and reports whether it did.
+// checksum pass) and returns its size (0: not sent, with the store's reason
+// in readErr); err is the engine's stream failing.
 func (c *coordinator) sendLocal(ns string, id store.ID, idx uint32, m ring.Member,
-	send func(*kvringv1.ChunkHeader, *kvringv1.DataFrame) error) (bool, error) {
-	v, err := c.local.st.Get(ns, id)
-	if err != nil {
-		return false, nil
+	send func(*kvringv1.ChunkHeader, *kvringv1.DataFrame) error) (size int, readErr, err error) {
+	v, rerr := c.local.st.Get(ns, id)
+	if rerr != nil {
+		return 0, rerr, nil
 	}
 	defer v.Release()
 	b := v.Bytes()
@@ -209,9 +242,9 @@ func (c *coordinator) sendLocal(ns string, id store.ID, idx uint32, m ring.Membe
 		Holder: &kvringv1.NodeRef{NodeId: m.ID, GrpcAddr: m.Addr},
 		Chunk:  &kvringv1.ChunkRef{Id: id[:], Size: uint64(len(b)), Crc32C: v.Checksum()}}
 	if err := send(h, nil); err != nil {
-		return true, err
+		return len(b), nil, err
 	}
-	return true, transfer.SplitFrames(idx, b, transfer.MaxFrameBytes, func(f *kvringv1.DataFrame) error { return send(nil, f) })
+	return len(b), nil, transfer.SplitFrames(idx, b, transfer.MaxFrameBytes, func(f *kvringv1.DataFrame) error { return send(nil, f) })
 }
 
 // fetchOne reads a single chunk from a fallback owner.
@@ -226,7 +259,7 @@ func (c *coordinator) fetchOne(ctx context.Context, m ring.Member, ref *kvringv1
 	if err != nil {
 		return nil, nil, transfer.FromStatus(err)
 	}
-	fs := &fetchStream{m: m, stream: s}
+	fs := &fetchStream{m: m, stream: s, recv: c.m.peerReceived}
 	return fs.next(id)
 }
 

@@ -59,6 +59,7 @@ func (c *coordinator) askOwners(ctx context.Context, ref *kvringv1.NamespaceRef,
 				} else {
 					held = resp.GetHeld()
 				}
+				c.peers.note(ctx, p.m, err)
 			}
 		}
 		if err == nil && len(held) != len(p.ids) {
@@ -102,7 +103,15 @@ type lookupPlan struct {
 // asking every owner of every id in parallel, one batch per node. With a pin
 // TTL the holders pin them under one lease id. An owner that does not answer
 // within the call's deadline counts as not holding anything.
-func (c *coordinator) lookup(ctx context.Context, req *kvringv1.LookupRequest) (*kvringv1.LookupResponse, error) {
+func (c *coordinator) lookup(ctx context.Context, req *kvringv1.LookupRequest) (resp *kvringv1.LookupResponse, err error) {
+	defer observeSince(c.m.lookupSeconds, time.Now())
+	defer func() {
+		if err == nil {
+			c.m.lookups.Inc()
+			c.m.lookupIDs.Add(float64(len(req.GetIds())))
+			c.m.lookupIDsMatched.Add(float64(resp.GetHeld()))
+		}
+	}()
 	_, rec, err := c.reg.resolve(req.GetNamespace())
 	if err != nil {
 		return nil, err
@@ -133,7 +142,7 @@ func (c *coordinator) lookup(ctx context.Context, req *kvringv1.LookupRequest) (
 	// run only, so a lease never holds chunks the answer does not count.
 	held := c.askOwners(ctx, ref, plans, nil, len(ids))
 	n := leadingRun(held)
-	resp := &kvringv1.LookupResponse{Epoch: rg.Epoch(), Held: uint32(n)}
+	resp = &kvringv1.LookupResponse{Epoch: rg.Epoch(), Held: uint32(n)}
 	ttl := min(time.Duration(req.GetPinTtlMs())*time.Millisecond, c.maxPin)
 	if ttl <= 0 || n == 0 {
 		return resp, nil

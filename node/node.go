@@ -27,6 +27,7 @@ type Node struct {
 	log *slog.Logger
 
 	ready atomic.Bool
+	parts atomic.Pointer[nodeParts] // set by Start once store, membership and services exist; see info.go
 
 	mu        sync.Mutex // guards the fields below and serialises Start/Close
 	started   bool
@@ -39,6 +40,8 @@ type Node struct {
 	adminSrv  *http.Server
 	member    *membership
 	svc       *services
+	metrics   *metrics
+	unmetrics func() // unregisters the node's metrics
 	stop      chan struct{}
 	wg        sync.WaitGroup
 	closeErr  error
@@ -104,15 +107,20 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	if n.member, err = newMembership(mcfg); err != nil {
 		return fmt.Errorf("cannot start node: %w", err)
 	}
+	n.metrics = newMetrics()
 	n.svc = newServices(st, n.member.ring, servicesConfig{
 		self: st.NodeID(), maxBatch: n.cfg.MaxBatchChunks, stageLease: n.cfg.Store.StageLease,
 		commitTimeout: n.cfg.CommitTimeout, broadcastTimeout: n.cfg.CommitTimeout, peerTimeout: n.cfg.PeerTimeout,
 		maxReplicas: n.cfg.Membership.Ring.ReplicationFactor, maxPinLease: n.cfg.Store.MaxPinLease,
 		replicas: n.cfg.Replication, minReplicas: n.cfg.MinReplicas,
-		now: n.cfg.Now, log: n.log.With("component", "coordinator"),
+		now: n.cfg.Now, log: n.log.With("component", "coordinator"), metrics: n.metrics,
 	})
+	if n.unmetrics, err = registerAll(n.cfg.Registerer, nodeCollectors(n.metrics, st, n.svc, n.member.members, n.member.ring)...); err != nil {
+		return fmt.Errorf("cannot start node: %w", err)
+	}
 	n.member.onRingChange = n.ringChanged
-	n.grpcSrv = grpc.NewServer(grpc.MaxRecvMsgSize(4<<20),
+	n.parts.Store(&nodeParts{store: st, member: n.member, svc: n.svc})
+	n.grpcSrv = grpc.NewServer(grpc.MaxRecvMsgSize(4<<20), grpc.StatsHandler(connCounter{n.metrics}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}))
 	n.svc.register(n.grpcSrv)
@@ -204,11 +212,13 @@ func (n *Node) serve(name string, run func() error) {
 // ringChanged runs on the membership goroutine after each ring rebuild:
 // connections to peers that left are closed.
 func (n *Node) ringChanged(_, r *ring.Ring) {
-	live := map[string]bool{}
+	live, liveIDs := map[string]bool{}, map[string]bool{}
 	for _, m := range r.Members() {
 		live[m.Addr] = true
+		liveIDs[m.ID] = true
 	}
 	n.svc.pool.keep(live)
+	n.svc.coord.peers.keep(liveIDs)
 }
 
 // maintain sweeps expired stage tokens and leases until the node stops.
@@ -368,6 +378,9 @@ func (n *Node) closeLocked(ctx context.Context) error {
 		if err := n.store.Close(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if n.unmetrics != nil {
+		n.unmetrics()
 	}
 	n.closeErr = errors.Join(errs...)
 	if n.started {

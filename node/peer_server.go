@@ -217,9 +217,11 @@ func (o *owner) sweep(now time.Time) {
 type peerService struct {
 	kvringv1.UnimplementedPeerServer
 	o *owner
+	m *metrics
 }
 
 func (ps *peerService) Prepare(stream grpc.BidiStreamingServer[kvringv1.PrepareRequest, kvringv1.PrepareResponse]) error {
+	defer observeSince(ps.m.prepareSeconds, time.Now())
 	o := ps.o
 	first, err := stream.Recv()
 	if errors.Is(err, io.EOF) {
@@ -261,6 +263,7 @@ func (ps *peerService) Prepare(stream grpc.BidiStreamingServer[kvringv1.PrepareR
 		if f == nil {
 			return transfer.ToStatus(fmt.Errorf("%w: a second begin in one prepare stream", transfer.ErrInvalidArgument))
 		}
+		ps.m.peerReceived.Add(float64(len(f.GetData())))
 		if err := p.frame(f); err != nil {
 			return transfer.ToStatus(err)
 		}
@@ -271,6 +274,7 @@ func (ps *peerService) Prepare(stream grpc.BidiStreamingServer[kvringv1.PrepareR
 }
 
 func (ps *peerService) Commit(ctx context.Context, req *kvringv1.CommitRequest) (*kvringv1.CommitResponse, error) {
+	defer observeSince(ps.m.commitSeconds, time.Now())
 	return &kvringv1.CommitResponse{Epoch: ps.o.epoch(), Results: ps.o.commit(req.GetNamespace(), req.GetChunks())}, nil
 }
 
@@ -280,6 +284,7 @@ func (ps *peerService) Abort(ctx context.Context, req *kvringv1.AbortRequest) (*
 }
 
 func (ps *peerService) Has(ctx context.Context, req *kvringv1.HasRequest) (*kvringv1.HasResponse, error) {
+	defer observeSince(ps.m.hasSeconds, time.Now())
 	held, ttl, err := ps.o.has(req.GetNamespace(), req.GetIds(), req.GetPin())
 	if err != nil {
 		return nil, transfer.ToStatus(err)
@@ -293,6 +298,7 @@ func (ps *peerService) Unpin(ctx context.Context, req *kvringv1.UnpinRequest) (*
 }
 
 func (ps *peerService) Fetch(req *kvringv1.FetchRequest, stream grpc.ServerStreamingServer[kvringv1.FetchResponse]) error {
+	defer observeSince(ps.m.fetchSeconds, time.Now())
 	o := ps.o
 	ref := req.GetNamespace()
 	if ref == nil || ref.GetName() == "" {
@@ -308,7 +314,11 @@ func (ps *peerService) Fetch(req *kvringv1.FetchRequest, stream grpc.ServerStrea
 			if h != nil {
 				return stream.Send(&kvringv1.FetchResponse{Epoch: o.epoch(), Msg: &kvringv1.FetchResponse_Header{Header: h}})
 			}
-			return stream.Send(&kvringv1.FetchResponse{Epoch: o.epoch(), Msg: &kvringv1.FetchResponse_Data{Data: f}})
+			if err := stream.Send(&kvringv1.FetchResponse{Epoch: o.epoch(), Msg: &kvringv1.FetchResponse_Data{Data: f}}); err != nil {
+				return err
+			}
+			ps.m.peerSent.Add(float64(len(f.GetData())))
+			return nil
 		})
 		if err != nil {
 			return err

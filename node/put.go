@@ -7,7 +7,9 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 
@@ -19,6 +21,7 @@ import (
 // putPlan is one owner's share of a batch.
 type putPlan struct {
 	m      ring.Member
+	remote bool // m is a peer, not this node
 	sess   putSession
 	global []uint32          // owner index → batch index
 	local  map[uint32]uint32 // batch index → owner index
@@ -28,12 +31,14 @@ type putPlan struct {
 	sent   map[uint32]uint64 // bytes forwarded per owner index
 	sealed map[uint32]bool
 	failed error // the owner became unreachable or broke the protocol
+	cause  error // failed's cause, unwrapped
 	tokens map[uint32]uint64
 }
 
 func (p *putPlan) fail(err error) {
 	if p.failed == nil {
 		p.failed = fmt.Errorf("node %s (%s): %w", p.m.ID, p.m.Addr, err)
+		p.cause = err
 	}
 }
 
@@ -42,6 +47,7 @@ func (p *putPlan) fail(err error) {
 type fanoutSink struct {
 	idx   uint32
 	plans []*putPlan
+	sent  prometheus.Counter // bytes forwarded to peers
 }
 
 func (s *fanoutSink) Write(b []byte) (int, error) {
@@ -55,6 +61,9 @@ func (s *fanoutSink) Write(b []byte) (int, error) {
 			continue
 		}
 		p.sent[li] += uint64(len(b))
+		if p.remote {
+			s.sent.Add(float64(len(b)))
+		}
 	}
 	return len(b), nil
 }
@@ -64,6 +73,7 @@ func (s *fanoutSink) Write(b []byte) (int, error) {
 // mismatch with FailedPrecondition; everything about a chunk's fate is in its
 // result.
 func (c *coordinator) put(stream grpc.BidiStreamingServer[kvringv1.PutRequest, kvringv1.PutResponse]) error {
+	defer observeSince(c.m.putSeconds, time.Now())
 	ctx := stream.Context()
 	first, err := stream.Recv()
 	if errors.Is(err, io.EOF) {
@@ -99,7 +109,7 @@ func (c *coordinator) put(stream grpc.BidiStreamingServer[kvringv1.PutRequest, k
 		for _, m := range rg.Owners(rec.GetName(), id[:], replicas) {
 			p := plans[m.ID]
 			if p == nil {
-				p = &putPlan{m: m, local: map[uint32]uint32{}, need: map[uint32]bool{}, votes: map[uint32]*kvringv1.ChunkVote{},
+				p = &putPlan{m: m, remote: m.ID != c.self, local: map[uint32]uint32{}, need: map[uint32]bool{}, votes: map[uint32]*kvringv1.ChunkVote{},
 					sent: map[uint32]uint64{}, sealed: map[uint32]bool{}, tokens: map[uint32]uint64{}}
 				plans[m.ID] = p
 			}
@@ -163,12 +173,13 @@ func (c *coordinator) put(stream grpc.BidiStreamingServer[kvringv1.PutRequest, k
 		}
 		need = append(need, idx)
 		needed[idx] = true
-		sinks[idx] = &fanoutSink{idx: idx, plans: to}
+		sinks[idx] = &fanoutSink{idx: idx, plans: to, sent: c.m.peerSent}
 	}
 	if err := stream.Send(&kvringv1.PutResponse{Epoch: rg.Epoch(), Msg: &kvringv1.PutResponse_Need{
 		Need: &kvringv1.PutNeed{Need: need, Settled: settled}}}); err != nil {
 		return err
 	}
+	c.countPut(settled, begin.GetChunks())
 
 	// Data: frames from the engine, forwarded to the owners that need them.
 	asm := transfer.NewAssembler(begin.GetChunks(), needed)
@@ -235,10 +246,16 @@ func (c *coordinator) put(stream grpc.BidiStreamingServer[kvringv1.PutRequest, k
 		}
 	})
 
+	for _, p := range plans {
+		if p.remote && (p.sess != nil || p.cause != nil) {
+			c.peers.note(ctx, p.m, p.cause)
+		}
+	}
 	results := make([]*kvringv1.PutChunkResult, 0, len(need))
 	for _, idx := range need {
 		results = append(results, c.result(idx, chunkOwners[idx], replicas, minReplicas))
 	}
+	c.countPut(results, begin.GetChunks())
 	return stream.Send(&kvringv1.PutResponse{Epoch: c.epoch(), Msg: &kvringv1.PutResponse_Result{
 		Result: &kvringv1.PutResult{Results: results}}})
 }
@@ -357,6 +374,31 @@ func (c *coordinator) result(idx uint32, owners []*putPlan, replicas, minReplica
 		r.Reason = strings.Join(reasons, "; ")
 	}
 	return r
+}
+
+// countPut counts the chunk results the engine is sent.
+func (c *coordinator) countPut(results []*kvringv1.PutChunkResult, chunks []*kvringv1.ChunkRef) {
+	for _, r := range results {
+		var label string
+		switch r.GetStatus() {
+		case kvringv1.PutStatus_PUT_STATUS_STORED:
+			label = putStored
+		case kvringv1.PutStatus_PUT_STATUS_ALREADY_HELD:
+			label = putAlreadyHeld
+		case kvringv1.PutStatus_PUT_STATUS_REJECTED:
+			label = putRejected
+		default:
+			label = putFailed
+		}
+		by := c.m.putBy[label]
+		by[0].Inc()
+		if i := int(r.GetIndex()); i < len(chunks) {
+			by[1].Add(float64(chunks[i].GetSize()))
+		}
+		if r.GetDegraded() {
+			c.m.putDegraded.Inc()
+		}
+	}
 }
 
 // parallel runs f for every plan at once and waits.

@@ -37,11 +37,17 @@ type servicesConfig struct {
 	maxPinLease      time.Duration
 	now              func() time.Time
 	log              *slog.Logger
+	// metrics receives the services' measurements; nil: an unregistered set.
+	metrics *metrics
 }
 
 func newServices(st *store.Store, ringFn func() *ring.Ring, cfg servicesConfig) *services {
 	reg := newRegistry()
 	pool := newPeerPool()
+	m := cfg.metrics
+	if m == nil {
+		m = newMetrics()
+	}
 	epoch := func() uint64 {
 		if r := ringFn(); r != nil {
 			return r.Epoch()
@@ -51,13 +57,13 @@ func newServices(st *store.Store, ringFn func() *ring.Ring, cfg servicesConfig) 
 	o := newOwner(st, reg, epoch, cfg.maxBatch, cfg.stageLease, cfg.maxPinLease, cfg.now)
 	c := &coordinator{self: cfg.self, ring: ringFn, local: o, pool: pool, reg: reg, log: cfg.log, maxBatch: cfg.maxBatch,
 		commitTimeout: cfg.commitTimeout, peerTimeout: cfg.peerTimeout, maxPin: cfg.maxPinLease, now: cfg.now,
-		leases: make(map[uint64]coordLease)}
+		leases: make(map[uint64]coordLease), m: m, peers: newPeerFailures(cfg.log, cfg.now, m.peerFailures)}
 	limits := &kvringv1.Limits{MaxFrameBytes: transfer.MaxFrameBytes, MaxChunkBytes: uint64(st.MaxChunkSize()),
 		MaxBatchChunks: uint32(cfg.maxBatch), MaxLeaseTtlMs: uint32(cfg.maxPinLease / time.Millisecond)}
 	return &services{reg: reg, pool: pool, owner: o, coord: c,
 		cache: &cacheService{c: c, limits: limits, broadcastTimeout: cfg.broadcastTimeout, maxReplicas: cfg.maxReplicas,
 			defaultReplicas: uint32(max(1, cfg.replicas)), defaultMinReplicas: uint32(max(1, cfg.minReplicas))},
-		peer: &peerService{o: o}}
+		peer: &peerService{o: o, m: m}}
 }
 
 // register adds the Cache and Peer services to a gRPC server.

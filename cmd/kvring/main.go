@@ -9,7 +9,7 @@ import (
 
 func main() {
 	if err := newRootCmd().Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "kvring:", err)
+		fmt.Fprintln(os.Stderr, "kvring:", oneLine(err.Error()))
 		os.Exit(1)
 	}
 }

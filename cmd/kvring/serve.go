@@ -39,12 +39,14 @@ func newServeCmd() *cobra.Command {
 		Use:   "serve",
 		Short: "Run a kvring node",
 		Long: `Run a kvring node. Every flag can also be set with a KVRING_* environment variable
-(--memory-limit is KVRING_MEMORY_LIMIT); a flag on the command line wins.
+(--memory-limit is KVRING_MEMORY_LIMIT) or in the YAML file named by --config, whose
+keys are flag names (memory-limit: 4GiB, join: [a, b]). A flag on the command line
+wins over the environment, which wins over the file.
 SIGINT or SIGTERM stop the node cleanly: readiness goes false, requests in flight
 finish, the store writes its catalog, and the process exits 0.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := applyEnv(cmd.Flags()); err != nil {
+			if err := loadFlags(cmd); err != nil {
 				return err
 			}
 			log, err := newLogger(os.Stderr, logFormat, logLevel)

@@ -1137,6 +1137,213 @@ func (*GetResponse_Header) isGetResponse_Msg() {}
 
 func (*GetResponse_Data) isGetResponse_Msg() {}
 
+// TopologyRequest asks for the answering node's ring view. It has no fields.
+type TopologyRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopologyRequest) Reset() {
+	*x = TopologyRequest{}
+	mi := &file_kvring_v1_cache_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopologyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopologyRequest) ProtoMessage() {}
+
+func (x *TopologyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kvring_v1_cache_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopologyRequest.ProtoReflect.Descriptor instead.
+func (*TopologyRequest) Descriptor() ([]byte, []int) {
+	return file_kvring_v1_cache_proto_rawDescGZIP(), []int{15}
+}
+
+// TopologyResponse is a node's ring view: enough to compute, for any (namespace, id), the same ordered owners the
+// node computes.
+type TopologyResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Ring epoch of the answering node, as in every other reply. 0 before the node has built its first ring.
+	Epoch uint64 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// The answering node. grpc_addr is empty when the node is not a member of its own ring (e.g. still joining).
+	Self *NodeRef `protobuf:"bytes,2,opt,name=self,proto3" json:"self,omitempty"`
+	// The members that own partitions, sorted by node_id; each grpc_addr is where its Cache service listens. Empty
+	// when the node has no ring yet: route every call through any node then.
+	Members []*NodeRef `protobuf:"bytes,3,rep,name=members,proto3" json:"members,omitempty"`
+	// The cluster-wide placement settings the ring was built with.
+	Ring          *RingSettings `protobuf:"bytes,4,opt,name=ring,proto3" json:"ring,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopologyResponse) Reset() {
+	*x = TopologyResponse{}
+	mi := &file_kvring_v1_cache_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopologyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopologyResponse) ProtoMessage() {}
+
+func (x *TopologyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kvring_v1_cache_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopologyResponse.ProtoReflect.Descriptor instead.
+func (*TopologyResponse) Descriptor() ([]byte, []int) {
+	return file_kvring_v1_cache_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *TopologyResponse) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *TopologyResponse) GetSelf() *NodeRef {
+	if x != nil {
+		return x.Self
+	}
+	return nil
+}
+
+func (x *TopologyResponse) GetMembers() []*NodeRef {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
+func (x *TopologyResponse) GetRing() *RingSettings {
+	if x != nil {
+		return x.Ring
+	}
+	return nil
+}
+
+// RingSettings are the cluster-wide ring settings (Go: ring.Config; every node of a cluster uses the same). The same
+// settings and the same member ids give the same placement of every key.
+type RingSettings struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Partitions keys are hashed into (ring.Config.PartitionCount), >= the member count. Default 4099.
+	PartitionCount uint32 `protobuf:"varint,1,opt,name=partition_count,json=partitionCount,proto3" json:"partition_count,omitempty"`
+	// Most owners any namespace may have (ring.Config.ReplicationFactor); a namespace's own factor (NamespaceRecord)
+	// picks the first R of them. Default 1.
+	ReplicationFactor uint32 `protobuf:"varint,2,opt,name=replication_factor,json=replicationFactor,proto3" json:"replication_factor,omitempty"`
+	// Bounded-load factor (ring.Config.Load), > 1. Default 1.15.
+	Load float64 `protobuf:"fixed64,3,opt,name=load,proto3" json:"load,omitempty"`
+	// Points per member on the hash circle (ring.Config.VirtualNodes), >= 2. Default 300.
+	VirtualNodes uint32 `protobuf:"varint,4,opt,name=virtual_nodes,json=virtualNodes,proto3" json:"virtual_nodes,omitempty"`
+	// Hash function for keys, partitions and virtual nodes (ring.Config.Hasher): "xxhash64".
+	Hasher string `protobuf:"bytes,5,opt,name=hasher,proto3" json:"hasher,omitempty"`
+	// ring.Config.Fingerprint of these settings: a hash over them and the version of the placement algorithm. A
+	// client whose own placement code gives another fingerprint for the same settings places keys differently and
+	// must not route by this view.
+	Fingerprint   string `protobuf:"bytes,6,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RingSettings) Reset() {
+	*x = RingSettings{}
+	mi := &file_kvring_v1_cache_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RingSettings) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RingSettings) ProtoMessage() {}
+
+func (x *RingSettings) ProtoReflect() protoreflect.Message {
+	mi := &file_kvring_v1_cache_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RingSettings.ProtoReflect.Descriptor instead.
+func (*RingSettings) Descriptor() ([]byte, []int) {
+	return file_kvring_v1_cache_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *RingSettings) GetPartitionCount() uint32 {
+	if x != nil {
+		return x.PartitionCount
+	}
+	return 0
+}
+
+func (x *RingSettings) GetReplicationFactor() uint32 {
+	if x != nil {
+		return x.ReplicationFactor
+	}
+	return 0
+}
+
+func (x *RingSettings) GetLoad() float64 {
+	if x != nil {
+		return x.Load
+	}
+	return 0
+}
+
+func (x *RingSettings) GetVirtualNodes() uint32 {
+	if x != nil {
+		return x.VirtualNodes
+	}
+	return 0
+}
+
+func (x *RingSettings) GetHasher() string {
+	if x != nil {
+		return x.Hasher
+	}
+	return ""
+}
+
+func (x *RingSettings) GetFingerprint() string {
+	if x != nil {
+		return x.Fingerprint
+	}
+	return ""
+}
+
 var File_kvring_v1_cache_proto protoreflect.FileDescriptor
 
 const file_kvring_v1_cache_proto_rawDesc = "" +
@@ -1203,19 +1410,33 @@ const file_kvring_v1_cache_proto_rawDesc = "" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x120\n" +
 	"\x06header\x18\x02 \x01(\v2\x16.kvring.v1.ChunkHeaderH\x00R\x06header\x12*\n" +
 	"\x04data\x18\x03 \x01(\v2\x14.kvring.v1.DataFrameH\x00R\x04dataB\x05\n" +
-	"\x03msg*\x8b\x01\n" +
+	"\x03msg\"\x11\n" +
+	"\x0fTopologyRequest\"\xab\x01\n" +
+	"\x10TopologyResponse\x12\x14\n" +
+	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12&\n" +
+	"\x04self\x18\x02 \x01(\v2\x12.kvring.v1.NodeRefR\x04self\x12,\n" +
+	"\amembers\x18\x03 \x03(\v2\x12.kvring.v1.NodeRefR\amembers\x12+\n" +
+	"\x04ring\x18\x04 \x01(\v2\x17.kvring.v1.RingSettingsR\x04ring\"\xd9\x01\n" +
+	"\fRingSettings\x12'\n" +
+	"\x0fpartition_count\x18\x01 \x01(\rR\x0epartitionCount\x12-\n" +
+	"\x12replication_factor\x18\x02 \x01(\rR\x11replicationFactor\x12\x12\n" +
+	"\x04load\x18\x03 \x01(\x01R\x04load\x12#\n" +
+	"\rvirtual_nodes\x18\x04 \x01(\rR\fvirtualNodes\x12\x16\n" +
+	"\x06hasher\x18\x05 \x01(\tR\x06hasher\x12 \n" +
+	"\vfingerprint\x18\x06 \x01(\tR\vfingerprint*\x8b\x01\n" +
 	"\tPutStatus\x12\x1a\n" +
 	"\x16PUT_STATUS_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11PUT_STATUS_STORED\x10\x01\x12\x1b\n" +
 	"\x17PUT_STATUS_ALREADY_HELD\x10\x02\x12\x17\n" +
 	"\x13PUT_STATUS_REJECTED\x10\x03\x12\x15\n" +
-	"\x11PUT_STATUS_FAILED\x10\x042\xe9\x02\n" +
+	"\x11PUT_STATUS_FAILED\x10\x042\xae\x03\n" +
 	"\x05Cache\x12^\n" +
 	"\x11RegisterNamespace\x12#.kvring.v1.RegisterNamespaceRequest\x1a$.kvring.v1.RegisterNamespaceResponse\x128\n" +
 	"\x03Put\x12\x15.kvring.v1.PutRequest\x1a\x16.kvring.v1.PutResponse(\x010\x01\x12=\n" +
 	"\x06Lookup\x12\x18.kvring.v1.LookupRequest\x1a\x19.kvring.v1.LookupResponse\x12O\n" +
 	"\fReleaseLease\x12\x1e.kvring.v1.ReleaseLeaseRequest\x1a\x1f.kvring.v1.ReleaseLeaseResponse\x126\n" +
-	"\x03Get\x12\x15.kvring.v1.GetRequest\x1a\x16.kvring.v1.GetResponse0\x01B3Z1github.com/kvring/kvring/proto/kvring/v1;kvringv1b\x06proto3"
+	"\x03Get\x12\x15.kvring.v1.GetRequest\x1a\x16.kvring.v1.GetResponse0\x01\x12C\n" +
+	"\bTopology\x12\x1a.kvring.v1.TopologyRequest\x1a\x1b.kvring.v1.TopologyResponseB3Z1github.com/kvring/kvring/proto/kvring/v1;kvringv1b\x06proto3"
 
 var (
 	file_kvring_v1_cache_proto_rawDescOnce sync.Once
@@ -1230,7 +1451,7 @@ func file_kvring_v1_cache_proto_rawDescGZIP() []byte {
 }
 
 var file_kvring_v1_cache_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_kvring_v1_cache_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_kvring_v1_cache_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_kvring_v1_cache_proto_goTypes = []any{
 	(PutStatus)(0),                    // 0: kvring.v1.PutStatus
 	(*RegisterNamespaceRequest)(nil),  // 1: kvring.v1.RegisterNamespaceRequest
@@ -1248,49 +1469,57 @@ var file_kvring_v1_cache_proto_goTypes = []any{
 	(*ReleaseLeaseResponse)(nil),      // 13: kvring.v1.ReleaseLeaseResponse
 	(*GetRequest)(nil),                // 14: kvring.v1.GetRequest
 	(*GetResponse)(nil),               // 15: kvring.v1.GetResponse
-	(*NamespaceSchema)(nil),           // 16: kvring.v1.NamespaceSchema
-	(*NamespaceRecord)(nil),           // 17: kvring.v1.NamespaceRecord
-	(*Limits)(nil),                    // 18: kvring.v1.Limits
-	(*DataFrame)(nil),                 // 19: kvring.v1.DataFrame
-	(*NamespaceRef)(nil),              // 20: kvring.v1.NamespaceRef
-	(*ChunkRef)(nil),                  // 21: kvring.v1.ChunkRef
-	(*NodeRef)(nil),                   // 22: kvring.v1.NodeRef
-	(*ChunkHeader)(nil),               // 23: kvring.v1.ChunkHeader
+	(*TopologyRequest)(nil),           // 16: kvring.v1.TopologyRequest
+	(*TopologyResponse)(nil),          // 17: kvring.v1.TopologyResponse
+	(*RingSettings)(nil),              // 18: kvring.v1.RingSettings
+	(*NamespaceSchema)(nil),           // 19: kvring.v1.NamespaceSchema
+	(*NamespaceRecord)(nil),           // 20: kvring.v1.NamespaceRecord
+	(*Limits)(nil),                    // 21: kvring.v1.Limits
+	(*DataFrame)(nil),                 // 22: kvring.v1.DataFrame
+	(*NamespaceRef)(nil),              // 23: kvring.v1.NamespaceRef
+	(*ChunkRef)(nil),                  // 24: kvring.v1.ChunkRef
+	(*NodeRef)(nil),                   // 25: kvring.v1.NodeRef
+	(*ChunkHeader)(nil),               // 26: kvring.v1.ChunkHeader
 }
 var file_kvring_v1_cache_proto_depIdxs = []int32{
-	16, // 0: kvring.v1.RegisterNamespaceRequest.schema:type_name -> kvring.v1.NamespaceSchema
-	17, // 1: kvring.v1.RegisterNamespaceResponse.namespace:type_name -> kvring.v1.NamespaceRecord
-	18, // 2: kvring.v1.RegisterNamespaceResponse.limits:type_name -> kvring.v1.Limits
+	19, // 0: kvring.v1.RegisterNamespaceRequest.schema:type_name -> kvring.v1.NamespaceSchema
+	20, // 1: kvring.v1.RegisterNamespaceResponse.namespace:type_name -> kvring.v1.NamespaceRecord
+	21, // 2: kvring.v1.RegisterNamespaceResponse.limits:type_name -> kvring.v1.Limits
 	4,  // 3: kvring.v1.PutRequest.begin:type_name -> kvring.v1.PutBegin
-	19, // 4: kvring.v1.PutRequest.data:type_name -> kvring.v1.DataFrame
+	22, // 4: kvring.v1.PutRequest.data:type_name -> kvring.v1.DataFrame
 	5,  // 5: kvring.v1.PutRequest.end:type_name -> kvring.v1.PutEnd
-	20, // 6: kvring.v1.PutBegin.namespace:type_name -> kvring.v1.NamespaceRef
-	21, // 7: kvring.v1.PutBegin.chunks:type_name -> kvring.v1.ChunkRef
+	23, // 6: kvring.v1.PutBegin.namespace:type_name -> kvring.v1.NamespaceRef
+	24, // 7: kvring.v1.PutBegin.chunks:type_name -> kvring.v1.ChunkRef
 	7,  // 8: kvring.v1.PutResponse.need:type_name -> kvring.v1.PutNeed
 	8,  // 9: kvring.v1.PutResponse.result:type_name -> kvring.v1.PutResult
 	9,  // 10: kvring.v1.PutNeed.settled:type_name -> kvring.v1.PutChunkResult
 	9,  // 11: kvring.v1.PutResult.results:type_name -> kvring.v1.PutChunkResult
 	0,  // 12: kvring.v1.PutChunkResult.status:type_name -> kvring.v1.PutStatus
-	22, // 13: kvring.v1.PutChunkResult.holders:type_name -> kvring.v1.NodeRef
-	20, // 14: kvring.v1.LookupRequest.namespace:type_name -> kvring.v1.NamespaceRef
-	20, // 15: kvring.v1.GetRequest.namespace:type_name -> kvring.v1.NamespaceRef
-	23, // 16: kvring.v1.GetResponse.header:type_name -> kvring.v1.ChunkHeader
-	19, // 17: kvring.v1.GetResponse.data:type_name -> kvring.v1.DataFrame
-	1,  // 18: kvring.v1.Cache.RegisterNamespace:input_type -> kvring.v1.RegisterNamespaceRequest
-	3,  // 19: kvring.v1.Cache.Put:input_type -> kvring.v1.PutRequest
-	10, // 20: kvring.v1.Cache.Lookup:input_type -> kvring.v1.LookupRequest
-	12, // 21: kvring.v1.Cache.ReleaseLease:input_type -> kvring.v1.ReleaseLeaseRequest
-	14, // 22: kvring.v1.Cache.Get:input_type -> kvring.v1.GetRequest
-	2,  // 23: kvring.v1.Cache.RegisterNamespace:output_type -> kvring.v1.RegisterNamespaceResponse
-	6,  // 24: kvring.v1.Cache.Put:output_type -> kvring.v1.PutResponse
-	11, // 25: kvring.v1.Cache.Lookup:output_type -> kvring.v1.LookupResponse
-	13, // 26: kvring.v1.Cache.ReleaseLease:output_type -> kvring.v1.ReleaseLeaseResponse
-	15, // 27: kvring.v1.Cache.Get:output_type -> kvring.v1.GetResponse
-	23, // [23:28] is the sub-list for method output_type
-	18, // [18:23] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	25, // 13: kvring.v1.PutChunkResult.holders:type_name -> kvring.v1.NodeRef
+	23, // 14: kvring.v1.LookupRequest.namespace:type_name -> kvring.v1.NamespaceRef
+	23, // 15: kvring.v1.GetRequest.namespace:type_name -> kvring.v1.NamespaceRef
+	26, // 16: kvring.v1.GetResponse.header:type_name -> kvring.v1.ChunkHeader
+	22, // 17: kvring.v1.GetResponse.data:type_name -> kvring.v1.DataFrame
+	25, // 18: kvring.v1.TopologyResponse.self:type_name -> kvring.v1.NodeRef
+	25, // 19: kvring.v1.TopologyResponse.members:type_name -> kvring.v1.NodeRef
+	18, // 20: kvring.v1.TopologyResponse.ring:type_name -> kvring.v1.RingSettings
+	1,  // 21: kvring.v1.Cache.RegisterNamespace:input_type -> kvring.v1.RegisterNamespaceRequest
+	3,  // 22: kvring.v1.Cache.Put:input_type -> kvring.v1.PutRequest
+	10, // 23: kvring.v1.Cache.Lookup:input_type -> kvring.v1.LookupRequest
+	12, // 24: kvring.v1.Cache.ReleaseLease:input_type -> kvring.v1.ReleaseLeaseRequest
+	14, // 25: kvring.v1.Cache.Get:input_type -> kvring.v1.GetRequest
+	16, // 26: kvring.v1.Cache.Topology:input_type -> kvring.v1.TopologyRequest
+	2,  // 27: kvring.v1.Cache.RegisterNamespace:output_type -> kvring.v1.RegisterNamespaceResponse
+	6,  // 28: kvring.v1.Cache.Put:output_type -> kvring.v1.PutResponse
+	11, // 29: kvring.v1.Cache.Lookup:output_type -> kvring.v1.LookupResponse
+	13, // 30: kvring.v1.Cache.ReleaseLease:output_type -> kvring.v1.ReleaseLeaseResponse
+	15, // 31: kvring.v1.Cache.Get:output_type -> kvring.v1.GetResponse
+	17, // 32: kvring.v1.Cache.Topology:output_type -> kvring.v1.TopologyResponse
+	27, // [27:33] is the sub-list for method output_type
+	21, // [21:27] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_kvring_v1_cache_proto_init() }
@@ -1318,7 +1547,7 @@ func file_kvring_v1_cache_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kvring_v1_cache_proto_rawDesc), len(file_kvring_v1_cache_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   15,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

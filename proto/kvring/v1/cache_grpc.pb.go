@@ -30,6 +30,7 @@ const (
 	Cache_Lookup_FullMethodName            = "/kvring.v1.Cache/Lookup"
 	Cache_ReleaseLease_FullMethodName      = "/kvring.v1.Cache/ReleaseLease"
 	Cache_Get_FullMethodName               = "/kvring.v1.Cache/Get"
+	Cache_Topology_FullMethodName          = "/kvring.v1.Cache/Topology"
 )
 
 // CacheClient is the client API for Cache service.
@@ -59,6 +60,15 @@ type CacheClient interface {
 	ReleaseLease(ctx context.Context, in *ReleaseLeaseRequest, opts ...grpc.CallOption) (*ReleaseLeaseResponse, error)
 	// Get streams the bytes of each requested chunk, in request order, or an explicit miss. See GetResponse.
 	Get(ctx context.Context, in *GetRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[GetResponse], error)
+	// Topology returns the answering node's ring view: its members with their gRPC addresses, its epoch and the
+	// cluster's ring settings, so that a client can rebuild the same placement (in the Go SDK: ring.New(members,
+	// epoch, settings)) and send each chunk's Put and Get straight to the chunk's primary owner, which coordinates
+	// the call itself, instead of through a coordinator that forwards every byte. The view is only a hint: any node
+	// still coordinates any call for any chunk, so a client with a stale view is slower, never wrong. Epochs are
+	// local to each node (two nodes with the same members may be at different epochs): a client compares the epoch
+	// of each node's replies with that node's earlier replies, and asks again when one changes. Cheap; no
+	// namespace needed.
+	Topology(ctx context.Context, in *TopologyRequest, opts ...grpc.CallOption) (*TopologyResponse, error)
 }
 
 type cacheClient struct {
@@ -131,6 +141,16 @@ func (c *cacheClient) Get(ctx context.Context, in *GetRequest, opts ...grpc.Call
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Cache_GetClient = grpc.ServerStreamingClient[GetResponse]
 
+func (c *cacheClient) Topology(ctx context.Context, in *TopologyRequest, opts ...grpc.CallOption) (*TopologyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TopologyResponse)
+	err := c.cc.Invoke(ctx, Cache_Topology_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // CacheServer is the server API for Cache service.
 // All implementations must embed UnimplementedCacheServer
 // for forward compatibility.
@@ -158,6 +178,15 @@ type CacheServer interface {
 	ReleaseLease(context.Context, *ReleaseLeaseRequest) (*ReleaseLeaseResponse, error)
 	// Get streams the bytes of each requested chunk, in request order, or an explicit miss. See GetResponse.
 	Get(*GetRequest, grpc.ServerStreamingServer[GetResponse]) error
+	// Topology returns the answering node's ring view: its members with their gRPC addresses, its epoch and the
+	// cluster's ring settings, so that a client can rebuild the same placement (in the Go SDK: ring.New(members,
+	// epoch, settings)) and send each chunk's Put and Get straight to the chunk's primary owner, which coordinates
+	// the call itself, instead of through a coordinator that forwards every byte. The view is only a hint: any node
+	// still coordinates any call for any chunk, so a client with a stale view is slower, never wrong. Epochs are
+	// local to each node (two nodes with the same members may be at different epochs): a client compares the epoch
+	// of each node's replies with that node's earlier replies, and asks again when one changes. Cheap; no
+	// namespace needed.
+	Topology(context.Context, *TopologyRequest) (*TopologyResponse, error)
 	mustEmbedUnimplementedCacheServer()
 }
 
@@ -182,6 +211,9 @@ func (UnimplementedCacheServer) ReleaseLease(context.Context, *ReleaseLeaseReque
 }
 func (UnimplementedCacheServer) Get(*GetRequest, grpc.ServerStreamingServer[GetResponse]) error {
 	return status.Error(codes.Unimplemented, "method Get not implemented")
+}
+func (UnimplementedCacheServer) Topology(context.Context, *TopologyRequest) (*TopologyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Topology not implemented")
 }
 func (UnimplementedCacheServer) mustEmbedUnimplementedCacheServer() {}
 func (UnimplementedCacheServer) testEmbeddedByValue()               {}
@@ -276,6 +308,24 @@ func _Cache_Get_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Cache_GetServer = grpc.ServerStreamingServer[GetResponse]
 
+func _Cache_Topology_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TopologyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CacheServer).Topology(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Cache_Topology_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CacheServer).Topology(ctx, req.(*TopologyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Cache_ServiceDesc is the grpc.ServiceDesc for Cache service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -294,6 +344,10 @@ var Cache_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ReleaseLease",
 			Handler:    _Cache_ReleaseLease_Handler,
+		},
+		{
+			MethodName: "Topology",
+			Handler:    _Cache_Topology_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

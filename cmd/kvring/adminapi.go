@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// adminFlags are the flags of the commands that ask a node's admin API.
+type adminFlags struct {
+	addr    string
+	json    bool
+	timeout time.Duration
+}
+
+func (a *adminFlags) register(fs *pflag.FlagSet) {
+	a.addr, a.timeout = "127.0.0.1:9602", 5*time.Second
+	fs.StringVar(&a.addr, "admin", a.addr, "admin address (HOST:PORT) of any kvring node")
+	fs.BoolVar(&a.json, "json", false, "print the node's JSON answer instead of a table")
+	fs.DurationVar(&a.timeout, "timeout", a.timeout, "how long to wait for the node's answer")
+}
+
+// get fetches an admin endpoint and returns its JSON body. Every error is one
+// line naming the address: the node cannot be reached (and why), or it
+// answered with an error.
+func (a *adminFlags) get(ctx context.Context, path string) ([]byte, error) {
+	base := a.addr
+	if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(base, "/")+path, nil)
+	if err != nil {
+		return nil, fmt.Errorf("bad admin address %q: %s", a.addr, oneLine(err.Error()))
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach kvring node at %s: %s", a.addr, netCause(err, a.timeout))
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, fmt.Errorf("kvring node at %s: cannot read the answer to GET %s: %s", a.addr, path, netCause(err, a.timeout))
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e struct {
+			Error string `json:"error"`
+		}
+		if json.Unmarshal(body, &e) == nil && e.Error != "" {
+			return nil, fmt.Errorf("kvring node at %s: GET %s: %s: %s", a.addr, path, resp.Status, oneLine(e.Error))
+		}
+		return nil, fmt.Errorf("kvring node at %s: GET %s: %s (is this a kvring admin address?)", a.addr, path, resp.Status)
+	}
+	if !json.Valid(body) {
+		return nil, fmt.Errorf("kvring node at %s: GET %s: the answer is not JSON (is this a kvring admin address?)", a.addr, path)
+	}
+	return body, nil
+}
+
+// decode parses a body get returned.
+func (a *adminFlags) decode(body []byte, v any) error {
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("kvring node at %s: cannot read its answer: %s", a.addr, oneLine(err.Error()))
+	}
+	return nil
+}
+
+// netCause says in a few words why a network call failed: "connection
+// refused", "no answer within 5s", a DNS failure.
+func netCause(err error, timeout time.Duration) string {
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		return fmt.Sprintf("no answer within %s", timeout)
+	}
+	var se *os.SyscallError
+	if errors.As(err, &se) {
+		return se.Err.Error()
+	}
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return dns.Error()
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return oneLine(err.Error())
+}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kvring/kvring/store"
+)
+
+func newStatsCmd() *cobra.Command {
+	var af adminFlags
+	cmd := &cobra.Command{
+		Use:   "stats",
+		Short: "Show one node's store accounting",
+		Long: `Show the store accounting of the node at --admin (GET /v1/stats): memory used
+against the limit, chunks held, staged writes, pins, evictions and rejections.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := loadFlags(cmd); err != nil {
+				return err
+			}
+			body, err := af.get(cmd.Context(), "/v1/stats")
+			if err != nil {
+				return err
+			}
+			if af.json {
+				_, err := cmd.OutOrStdout().Write(body)
+				return err
+			}
+			var st store.Stats
+			if err := af.decode(body, &st); err != nil {
+				return err
+			}
+			return printStats(cmd.OutOrStdout(), st)
+		},
+	}
+	af.register(cmd.Flags())
+	annotateEnv(cmd.Flags())
+	return cmd
+}
+
+func printStats(w io.Writer, st store.Stats) error {
+	tw := newTable(w)
+	row := func(k, f string, a ...any) { fmt.Fprintf(tw, "%s\t"+f+"\n", append([]any{k}, a...)...) }
+	row("node", "%s", st.NodeID)
+	row("memory used", "%s of %s (%s)", humanBytes(st.UsedBytes), humanBytes(st.LimitBytes),
+		percent(float64(st.UsedBytes), float64(st.LimitBytes)))
+	row("chunks", "%d (%s payload, %s allocator waste)", st.Chunks, humanBytes(st.PayloadBytes), humanBytes(st.WasteBytes()))
+	row("staged", "%d chunks (%s)", st.StagedChunks, humanBytes(st.StagedBytes))
+	row("pinned", "%d chunks", st.PinnedChunks)
+	row("retained free", "%s", humanBytes(st.RetainedFreeBytes))
+	row("resident", "%s in %d segments", humanBytes(st.ResidentBytes), st.Segments)
+	row("gets", "%d (%d hits, %s)", st.Gets, st.Hits, percent(float64(st.Hits), float64(st.Gets)))
+	row("stages / seals", "%d / %d (%d stages expired)", st.Stages, st.Seals, st.StageExpired)
+	row("evictions", "%s", byReason(st.Evictions))
+	row("rejections", "%s", byReason(st.Rejections))
+	row("checksum errors", "%d", st.ChecksumErrors)
+	return tw.Flush()
+}
+
+// byReason formats counters by reason: "capacity=3 policy=1", or "none".
+func byReason(m map[string]uint64) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if m[k] > 0 {
+			parts = append(parts, fmt.Sprintf("%s=%d", k, m[k]))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, " ")
+}

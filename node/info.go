@@ -1,0 +1,226 @@
+package node
+
+import (
+	"encoding/hex"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/kvring/kvring/ring"
+	"github.com/kvring/kvring/store"
+)
+
+// This file holds the read-only views of a running node that the admin API
+// serves and the kvring CLI decodes: plain values with JSON names, built on
+// each call. None of them waits for the node's lifecycle lock, so they answer
+// while Close drains requests.
+
+// nodeParts are the parts Start opened, published once they all exist. They
+// are read without Node.mu because Close holds that lock for the whole drain.
+type nodeParts struct {
+	store  *store.Store
+	member *membership
+	svc    *services
+}
+
+// ClusterInfo is this node's view of the cluster (GET /v1/cluster).
+type ClusterInfo struct {
+	// NodeID is the node that answered.
+	NodeID string `json:"node_id"`
+	// Epoch is the epoch of the answering node's ring; epochs are local to a
+	// node (compare members, not epochs, across nodes).
+	Epoch uint64 `json:"epoch"`
+	// Members are sorted by ID: alive members and members that died or left
+	// in the last 10 minutes.
+	Members []ClusterMember `json:"members"`
+}
+
+// ClusterMember is one member as the answering node last heard of it.
+type ClusterMember struct {
+	ID string `json:"id"`
+	// State is the member's own state: joining, active, draining or leaving.
+	State string `json:"state"`
+	// Liveness is gossip's view: alive, dead or left.
+	Liveness string `json:"liveness"`
+	// RingMember says whether the member owns partitions in the answering
+	// node's ring.
+	RingMember bool      `json:"ring_member"`
+	Self       bool      `json:"self"`
+	GRPCAddr   string    `json:"grpc_addr"`
+	AdminAddr  string    `json:"admin_addr"`
+	GossipAddr string    `json:"gossip_addr"`
+	BootTime   time.Time `json:"boot_time"`
+	// Since is when the answering node last saw the member join, change or
+	// leave.
+	Since time.Time `json:"since"`
+}
+
+// RingInfo describes the answering node's ring (GET /v1/ring).
+type RingInfo struct {
+	NodeID            string  `json:"node_id"`
+	Epoch             uint64  `json:"epoch"`
+	PartitionCount    int     `json:"partition_count"`
+	ReplicationFactor int     `json:"replication_factor"` // the most owners a namespace may ask for
+	LoadFactor        float64 `json:"load_factor"`
+	// MaxLoad is the load bound: the most partitions one member may be
+	// primary for (0 with no members).
+	MaxLoad     int    `json:"max_load"`
+	Fingerprint string `json:"fingerprint"` // of the ring settings; equal on every node of a cluster
+	// Members are sorted by ID; their Partitions sum to PartitionCount.
+	Members []RingMember `json:"members"`
+}
+
+// RingMember is one ring member and its share of the partitions.
+type RingMember struct {
+	ID       string `json:"id"`
+	GRPCAddr string `json:"grpc_addr"`
+	// Partitions is how many partitions the member is primary for.
+	Partitions int `json:"partitions"`
+}
+
+// NamespaceInfo is a registered namespace (GET /v1/namespaces).
+type NamespaceInfo struct {
+	Name              string          `json:"name"`
+	Schema            NamespaceSchema `json:"schema"`
+	Fingerprint       string          `json:"fingerprint"` // hex SHA-256 of the schema
+	ReplicationFactor uint32          `json:"replication_factor"`
+	MinReplicas       uint32          `json:"min_replicas"`
+	Created           time.Time       `json:"created"`
+	CreatedBy         string          `json:"created_by"`
+}
+
+// NamespaceSchema is a namespace's KV layout, as its first client registered
+// it.
+type NamespaceSchema struct {
+	Model          string            `json:"model"`
+	Dtype          string            `json:"dtype"`
+	TokensPerChunk uint32            `json:"tokens_per_chunk"`
+	Layout         string            `json:"layout"`
+	HashScheme     string            `json:"hash_scheme"`
+	TPRank         uint32            `json:"tp_rank"`
+	TPSize         uint32            `json:"tp_size"`
+	Extra          map[string]string `json:"extra,omitempty"`
+}
+
+// Readiness is whether the node serves engines, and why not (GET /readyz).
+type Readiness struct {
+	Ready  bool   `json:"ready"`
+	Status string `json:"status"` // "ready" or "not ready"
+	// StoreOpen: the local store is open. Joined: gossip runs and this node
+	// is a member of its own ring. Serving: start-up finished and shutdown
+	// has not begun (false from the moment Close is called).
+	StoreOpen bool `json:"store_open"`
+	Joined    bool `json:"joined"`
+	Serving   bool `json:"serving"`
+}
+
+// NodeID returns the node's id ("" before Start has opened the store). It
+// does not block.
+func (n *Node) NodeID() string {
+	if p := n.parts.Load(); p != nil {
+		return p.store.NodeID()
+	}
+	return ""
+}
+
+// Members returns the members this node knows, sorted by ID, this node
+// included (nil before Start). It does not block.
+func (n *Node) Members() []MemberInfo {
+	p := n.parts.Load()
+	if p == nil {
+		return nil
+	}
+	return p.member.members()
+}
+
+// Cluster returns this node's view of the cluster. ok is false before Start
+// has opened gossip. It does not block.
+func (n *Node) Cluster() (info ClusterInfo, ok bool) {
+	p := n.parts.Load()
+	if p == nil {
+		return ClusterInfo{}, false
+	}
+	r := p.member.ring()
+	owns := make(map[string]bool, r.Len())
+	for _, m := range r.Members() {
+		owns[m.ID] = true
+	}
+	self := p.store.NodeID()
+	info = ClusterInfo{NodeID: self, Epoch: r.Epoch(), Members: []ClusterMember{}}
+	for _, m := range p.member.members() {
+		info.Members = append(info.Members, ClusterMember{
+			ID: m.ID, State: m.State.String(), Liveness: m.Liveness.String(), RingMember: owns[m.ID], Self: m.ID == self,
+			GRPCAddr: m.GRPCAddr, AdminAddr: m.AdminAddr, GossipAddr: m.GossipAddr, BootTime: m.BootTime, Since: m.Since,
+		})
+	}
+	return info, true
+}
+
+// RingInfo returns the current ring's settings and load. ok is false before
+// Start has opened gossip. It does not block.
+func (n *Node) RingInfo() (info RingInfo, ok bool) {
+	p := n.parts.Load()
+	if p == nil {
+		return RingInfo{}, false
+	}
+	r := p.member.ring()
+	cfg := r.Config()
+	info = RingInfo{
+		NodeID: p.store.NodeID(), Epoch: r.Epoch(), PartitionCount: cfg.PartitionCount,
+		ReplicationFactor: cfg.ReplicationFactor, LoadFactor: cfg.Load, MaxLoad: r.MaxLoad(),
+		Fingerprint: cfg.Fingerprint(), Members: []RingMember{},
+	}
+	load := r.LoadDistribution()
+	for _, m := range r.Members() {
+		info.Members = append(info.Members, RingMember{ID: m.ID, GRPCAddr: m.Addr, Partitions: load[m.ID]})
+	}
+	return info, true
+}
+
+// Namespaces returns the namespaces this node knows, sorted by name (nil
+// before Start). It does not block.
+func (n *Node) Namespaces() []NamespaceInfo {
+	p := n.parts.Load()
+	if p == nil {
+		return nil
+	}
+	recs := p.svc.reg.list()
+	out := make([]NamespaceInfo, 0, len(recs))
+	for _, rec := range recs {
+		s := rec.GetSchema()
+		out = append(out, NamespaceInfo{
+			Name: rec.GetName(),
+			Schema: NamespaceSchema{
+				Model: s.GetModel(), Dtype: s.GetDtype(), TokensPerChunk: s.GetTokensPerChunk(), Layout: s.GetLayout(),
+				HashScheme: s.GetHashScheme(), TPRank: s.GetTpRank(), TPSize: s.GetTpSize(), Extra: maps.Clone(s.GetExtra()),
+			},
+			Fingerprint:       hex.EncodeToString(rec.GetFingerprint()),
+			ReplicationFactor: rec.GetReplicationFactor(),
+			MinReplicas:       rec.GetMinReplicas(),
+			Created:           time.UnixMilli(rec.GetCreatedUnixMs()).UTC(),
+			CreatedBy:         rec.GetCreatedBy(),
+		})
+	}
+	return out
+}
+
+// Readiness reports whether the node serves and which condition is missing.
+// It does not block.
+//
+// The admin server starts after the store opens and is shut down before the
+// store closes, so StoreOpen is true whenever the admin API can answer.
+func (n *Node) Readiness() Readiness {
+	rd := Readiness{Serving: n.Ready()}
+	if p := n.parts.Load(); p != nil {
+		rd.StoreOpen = true
+		self := p.store.NodeID()
+		rd.Joined = p.member.gossipAddr() != "" && slices.ContainsFunc(p.member.ring().Members(),
+			func(m ring.Member) bool { return m.ID == self })
+	}
+	rd.Ready = rd.StoreOpen && rd.Joined && rd.Serving
+	rd.Status = "not ready"
+	if rd.Ready {
+		rd.Status = "ready"
+	}
+	return rd
+}

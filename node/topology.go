@@ -1,0 +1,44 @@
+package node
+
+import (
+	"context"
+
+	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
+	"github.com/kvring/kvring/ring"
+)
+
+// Topology answers with this node's ring view: epoch, members and ring
+// settings, from which a client rebuilds the same placement and sends each
+// chunk straight to its primary owner. It reads one ring snapshot, so the
+// epoch, members and settings always belong together. A node without a ring
+// yet answers with epoch 0 and no members. It never fails and never blocks.
+func (s *cacheService) Topology(_ context.Context, _ *kvringv1.TopologyRequest) (*kvringv1.TopologyResponse, error) {
+	return topologyOf(s.c.ring(), s.c.self), nil
+}
+
+// topologyOf describes ring r (nil: no ring yet) as seen by node self.
+func topologyOf(r *ring.Ring, self string) *kvringv1.TopologyResponse {
+	resp := &kvringv1.TopologyResponse{Self: &kvringv1.NodeRef{NodeId: self}}
+	if r == nil {
+		return resp
+	}
+	resp.Epoch = r.Epoch()
+	cfg := r.Config()
+	resp.Ring = &kvringv1.RingSettings{
+		PartitionCount:    uint32(cfg.PartitionCount),
+		ReplicationFactor: uint32(cfg.ReplicationFactor),
+		Load:              cfg.Load,
+		VirtualNodes:      uint32(cfg.VirtualNodes),
+		Hasher:            cfg.Hasher,
+		Fingerprint:       cfg.Fingerprint(),
+	}
+	members := r.Members() // sorted by ID
+	resp.Members = make([]*kvringv1.NodeRef, len(members))
+	for i, m := range members {
+		resp.Members[i] = &kvringv1.NodeRef{NodeId: m.ID, GrpcAddr: m.Addr}
+		if m.ID == self {
+			resp.Self.GrpcAddr = m.Addr
+		}
+	}
+	return resp
+}
