@@ -44,6 +44,42 @@ type conn struct {
 	stop      context.CancelFunc // cancels the loop's context
 	done      chan struct{}      // closed when the loop goroutine has exited
 	closeOnce sync.Once
+
+	// retiring holds connections declared lost but left open for
+	// retireGrace, so calls already in flight on a node that is draining
+	// (health NOT_SERVING, requests still served) can finish.
+	retireMu sync.Mutex
+	retiring map[*grpc.ClientConn]*time.Timer
+}
+
+// retireGrace is how long a lost connection stays open for the calls in
+// flight on it. New calls never use it.
+const retireGrace = 15 * time.Second
+
+// retire closes cc after retireGrace, or at close.
+func (c *conn) retire(cc *grpc.ClientConn) {
+	c.retireMu.Lock()
+	defer c.retireMu.Unlock()
+	if c.retiring == nil {
+		c.retiring = make(map[*grpc.ClientConn]*time.Timer)
+	}
+	c.retiring[cc] = time.AfterFunc(retireGrace, func() {
+		c.retireMu.Lock()
+		delete(c.retiring, cc)
+		c.retireMu.Unlock()
+		_ = cc.Close()
+	})
+}
+
+// closeRetired closes every retiring connection now.
+func (c *conn) closeRetired() {
+	c.retireMu.Lock()
+	defer c.retireMu.Unlock()
+	for cc, t := range c.retiring {
+		t.Stop()
+		_ = cc.Close()
+	}
+	c.retiring = nil
 }
 
 // connSnapshot pairs a state with the connection it describes; cc is non-nil only while Connected.
@@ -141,6 +177,7 @@ func (c *conn) close() error {
 	c.closeOnce.Do(func() {
 		c.stop()
 		<-c.done
+		c.closeRetired()
 	})
 	return nil
 }

@@ -67,7 +67,8 @@ func (c *conn) run(ctx context.Context) {
 		// Publish before closing, so that ready stops handing out cc before it is closed.
 		c.publish(ConnState{Status: status, Addr: addr, Attempt: 1, LastError: connErrText(lastErr)}, nil)
 		c.log.Warn("lost connection to kvring node", "addr", addr, "err", err)
-		_ = cc.Close()
+		// A draining node still answers the calls it has: leave them time.
+		c.retire(cc)
 		cc = nil
 	}
 	c.publish(ConnState{Status: ConnClosed, Addr: addr}, nil)

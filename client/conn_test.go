@@ -290,9 +290,14 @@ func TestConnReconnectsToRestartedServerOnSameAddress(t *testing.T) {
 		return c.State().Status == ConnReconnecting && c.logs.count("lost connection to kvring node") > 0
 	})
 	requireUnavailable(t, c.conn, "reconnecting")
-	waitFor(t, time.Second, "the lost ClientConn to be closed", func() bool {
-		return before.GetState() == connectivity.Shutdown
-	})
+	// The lost connection is retired: never handed out again, left open for
+	// calls in flight, and closed at the latest when the client closes.
+	c.conn.retireMu.Lock()
+	_, retired := c.conn.retiring[before]
+	c.conn.retireMu.Unlock()
+	if !retired {
+		t.Fatal("the lost ClientConn is not being retired")
+	}
 
 	startNode(t, n.addr, nil)
 	waitFor(t, 5*time.Second, "connected again", func() bool {
@@ -317,6 +322,10 @@ func TestConnReconnectsToRestartedServerOnSameAddress(t *testing.T) {
 	}
 	if got := c.statuses.String(); got != "connecting,connected,reconnecting,connected" {
 		t.Errorf("status history = %s", got)
+	}
+	c.conn.close()
+	if before.GetState() != connectivity.Shutdown {
+		t.Error("the retired ClientConn outlived the client's close")
 	}
 }
 
