@@ -148,7 +148,8 @@ func TestMetricsMatchTheStoreAndWhatTheEngineSaw(t *testing.T) {
 	t.Parallel()
 	tc := newTestCluster(t, 3, 64<<20)
 	coord := tc.nodes[0]
-	c := testClient(t, coord.addr, 2, 1)
+	// This test reads one coordinator's counters: every call must go through it.
+	c := routedClient(t, coord.addr, 2, 1, func(cfg *client.Config) { cfg.DisableRouting = true })
 	ctx := context.Background()
 
 	var chunks []client.Chunk
@@ -275,7 +276,7 @@ func TestPutRejectionsAreCountedAsTheEngineSawThem(t *testing.T) {
 	t.Parallel()
 	tc := newTestCluster(t, 1, 1<<20)
 	nd := tc.nodes[0]
-	c := testClient(t, nd.addr, 1, 1)
+	c := routedClient(t, nd.addr, 1, 1, func(cfg *client.Config) { cfg.DisableRouting = true }) // counts one coordinator
 	var chunks []client.Chunk
 	for i := uint64(0); i < 12; i++ {
 		chunks = append(chunks, chunkOf(8000+i, 200_000))

@@ -245,7 +245,7 @@ func TestAPeerOutageIsLoggedOnceAcrossRequests(t *testing.T) {
 	}
 	tc.ring.Store(r)
 
-	c := testClient(t, coord.addr, 3, 1) // every node owns every chunk
+	c := routedClient(t, coord.addr, 3, 1, func(cfg *client.Config) { cfg.DisableRouting = true }) // every node owns every chunk; all calls through coord
 	ctx := context.Background()
 	var chunks []client.Chunk
 	var ids []client.ChunkID
