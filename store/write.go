@@ -13,6 +13,10 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // for chunk bytes everywhere.
 func Checksum(p []byte) uint32 { return crc32.Checksum(p, castagnoli) }
 
+// stageTouches is how many accesses a write counts for in the admission
+// policy's frequency sketch.
+const stageTouches = 2
+
 // Staged is a reserved, invisible slot for one chunk. It belongs to the
 // goroutine that staged it until Seal or Abort; it is not safe for
 // concurrent use.
@@ -77,6 +81,13 @@ func (s *Store) Stage(ns string, id ID, size int64, crc uint32) (*Staged, error)
 	// room, since the policy then evicts victims to make room. Otherwise the
 	// decision is collected at Seal, and the copy overlaps it.
 	cost := classSize(size)
+	// A chunk being written is the most recently used of all: count the
+	// write as accesses so the sampled-LFU eviction prefers older chunks
+	// over staged ones (a staged chunk evicted before its seal is a write
+	// refused after its bytes moved).
+	for range stageTouches {
+		s.pol.touch(h)
+	}
 	queued := s.pol.offer(e, cost)
 
 	s.mu.Lock()

@@ -15,6 +15,8 @@ package main
 // ratio holds up on a shared, noisy host. Figures are reported, never
 // asserted (style habit 13); a wrong answer (a chunk not stored or not
 // counted by the nodes, a read not byte-exact) fails the benchmark.
+// BenchmarkClusterPut2MiB/steady measures puts into a full cluster, where
+// chunks are evicted and some rejected, and reports how many.
 //
 // Run them without -race: the client and the sink are the test binary.
 // KVRING_BENCH_BINARY=path benchmarks that kvring binary instead of building
@@ -66,6 +68,10 @@ const (
 	benchPatterns = 64
 	// benchMemoryLimit is each node's budget, far above what a run writes.
 	benchMemoryLimit = "6GiB"
+	// benchSteadyMemoryLimit is each node's budget in the steady-state put
+	// benchmark: small, so that filling the cluster is quick.
+	benchSteadyMemoryLimit      = "512MiB"
+	benchSteadyMemoryLimitBytes = 512 << 20
 	// benchMaxPutBytes bounds what one put benchmark writes to the cluster,
 	// so that nothing is ever evicted or rejected.
 	benchMaxPutBytes = 6 << 30
@@ -77,14 +83,18 @@ const (
 // call from benchClients goroutines, through a 3-node cluster (R=1), against
 // the same bytes streamed to a sink that only acknowledges them. The plain
 // sub-benchmark is the baseline alone; the kvring one runs the baseline in
-// turns with the cluster and reports the ratio of the two throughputs.
+// turns with the cluster and reports the ratio of the two throughputs. Both
+// write into a cluster that starts empty, so every slot is a never-touched
+// shared-memory page; steady does the same against a second cluster filled to
+// its memory limit first, where new chunks take evicted chunks' slots (see
+// runBenchSteadyPuts).
 func BenchmarkClusterPut2MiB(b *testing.B) {
 	benchPrepare(b)
-	cl := startBenchCluster(b)
+	cl := startBenchCluster(b, benchMemoryLimit)
 	sink := startBenchSink(b)
 	var seq atomic.Uint64 // chunk numbers: every put id is new
 	plain := func(ctx context.Context, _ int) error {
-		ids, data := benchPutBatch(&seq)
+		ids, data := benchPutBatch("put", &seq)
 		return sink.put(ctx, ids, data)
 	}
 
@@ -98,7 +108,7 @@ func BenchmarkClusterPut2MiB(b *testing.B) {
 		}
 		var last atomic.Pointer[[]client.Chunk]
 		mbps, plainMBps := runBenchInterleaved(b, func(ctx context.Context, _ int) error {
-			ids, data := benchPutBatch(&seq)
+			ids, data := benchPutBatch("put", &seq)
 			chunks := make([]client.Chunk, len(ids))
 			for j := range ids {
 				chunks[j] = client.Chunk{ID: ids[j], Data: data[j]}
@@ -108,12 +118,250 @@ func BenchmarkClusterPut2MiB(b *testing.B) {
 			}
 			last.Store(&chunks)
 			return nil
-		}, plain)
+		}, plain, nil)
 		b.ReportMetric(plainMBps, "plain-MB/s")
 		b.ReportMetric(mbps/plainMBps, "kvring/plain")
 		cl.checkNothingLost(b)
 		cl.checkReadBack(b, *last.Load())
 	})
+
+	// steady: the same puts into a cluster that is full and stays full, as a
+	// cache in service is. Its own three nodes (benchSteadyMemoryLimit each),
+	// started and filled on first use; they live until the parent ends.
+	var (
+		steady    *benchCluster
+		steadySeq atomic.Uint64
+	)
+	b.Run("steady", func(sb *testing.B) {
+		if steady == nil {
+			c := startBenchCluster(benchOwned{TB: sb, owner: b}, benchSteadyMemoryLimit)
+			c.fill(sb, &steadySeq)
+			steady = c
+		}
+		runBenchSteadyPuts(sb, steady, &steadySeq, plain)
+	})
+}
+
+// benchOwned is a testing.TB whose cleanups and temporary directories belong
+// to owner, so that what is started through it outlives the TB it wraps.
+type benchOwned struct {
+	testing.TB
+	owner testing.TB
+}
+
+func (o benchOwned) Cleanup(f func()) { o.owner.Cleanup(f) }
+func (o benchOwned) TempDir() string  { return o.owner.TempDir() }
+
+// fill puts distinct "steady" chunks, benchRound batches at a time, until
+// every node's store is within one batch of its limit or has started to
+// evict. Rejections are accepted; a failed chunk fails b.
+func (cl *benchCluster) fill(b *testing.B, seq *atomic.Uint64) {
+	b.Helper()
+	for written := int64(0); ; written += benchRound * benchBatch * benchChunkSize {
+		full := true
+		for _, n := range cl.nodes {
+			st, err := n.stats()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if st.UsedBytes+benchBatch*benchChunkSize < st.LimitBytes && benchSum(st.Evictions) == 0 {
+				full = false
+			}
+		}
+		if full {
+			return
+		}
+		if total := int64(len(cl.nodes)) * benchSteadyMemoryLimitBytes; written > 3*total {
+			b.Fatalf("the cluster is not full after %d MiB of puts, three times its %d MiB", written>>20, total>>20)
+		}
+		err := runBenchConcurrently(0, benchRound, func(ctx context.Context, _ int) error {
+			ids, data := benchPutBatch("steady", seq)
+			chunks := make([]client.Chunk, len(ids))
+			for j := range ids {
+				chunks[j] = client.Chunk{ID: ids[j], Data: data[j]}
+			}
+			res, err := cl.c.Put(ctx, chunks)
+			if err != nil {
+				return err
+			}
+			for j, r := range res {
+				if r.Status != client.Stored && r.Status != client.Rejected {
+					return fmt.Errorf("put while filling: chunk %s: %v %s", chunks[j].ID, r.Status, r.Reason)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// benchPutTally counts a steady-state run's put results by status.
+type benchPutTally struct {
+	stored, storedBytes, alreadyHeld, rejected, failed atomic.Int64
+	// rejectedAtSeal counts rejections decided after the chunk's bytes had
+	// been sent (the owner refused it at the seal, not at the stage), told
+	// apart by the store's error text in the reason ("cannot seal").
+	rejectedAtSeal atomic.Int64
+	firstFailure   atomic.Pointer[string]
+}
+
+// runBenchSteadyPuts measures puts of new distinct chunks into cl, full
+// already, in turns with the plain baseline, as the kvring sub-benchmark
+// does. Every result is counted by status: rejected and failed chunks are
+// reported (rejected-%, failed-%), never an error, and only the bytes of
+// stored chunks count as throughput (stored-MB/s; kvring/plain is its ratio
+// to the baseline's MB/s). The first chunk reported stored of every batch is
+// read back after the turn it was put in, untimed; it must come back byte for
+// byte unless it was evicted meanwhile (readback-miss-%, of those sampled;
+// more than half missing fails). The nodes' counters must agree with the
+// results, and at the end no node may hold more than its limit (used/limit,
+// resident/limit: the largest over the nodes).
+func runBenchSteadyPuts(b *testing.B, cl *benchCluster, seq *atomic.Uint64, plain func(ctx context.Context, i int) error) {
+	before := cl.allStats(b)
+	var (
+		tally    benchPutTally
+		sampleMu sync.Mutex
+		sample   []client.Chunk // stored, not yet read back
+		sampled  int
+		missed   int
+	)
+	measured := func(ctx context.Context, _ int) error {
+		ids, data := benchPutBatch("steady", seq)
+		chunks := make([]client.Chunk, len(ids))
+		for j := range ids {
+			chunks[j] = client.Chunk{ID: ids[j], Data: data[j]}
+		}
+		res, err := cl.c.Put(ctx, chunks)
+		if err != nil {
+			return err
+		}
+		picked := false
+		for j, r := range res {
+			switch r.Status {
+			case client.Stored:
+				if len(r.Holders) == 0 {
+					return fmt.Errorf("put: chunk %s reported stored by no holder", chunks[j].ID)
+				}
+				tally.stored.Add(1)
+				tally.storedBytes.Add(int64(len(chunks[j].Data)))
+				if !picked {
+					picked = true
+					sampleMu.Lock()
+					sample = append(sample, chunks[j])
+					sampleMu.Unlock()
+				}
+			case client.AlreadyHeld: // only a resend after a fallback can meet a new id held
+				tally.alreadyHeld.Add(1)
+			case client.Rejected:
+				tally.rejected.Add(1)
+				if strings.Contains(r.Reason, "cannot seal") {
+					tally.rejectedAtSeal.Add(1)
+				}
+			default:
+				tally.failed.Add(1)
+				reason := fmt.Sprintf("chunk %s: %v: %s", chunks[j].ID, r.Status, r.Reason)
+				tally.firstFailure.CompareAndSwap(nil, &reason)
+			}
+		}
+		return nil
+	}
+	readBack := func() error {
+		sampleMu.Lock()
+		chunks := sample
+		sample = nil
+		sampleMu.Unlock()
+		for len(chunks) > 0 {
+			part := chunks[:min(benchBatch, len(chunks))]
+			chunks = chunks[len(part):]
+			ids := make([]client.ChunkID, len(part))
+			for i := range part {
+				ids[i] = part[i].ID
+			}
+			res, err := cl.c.Get(context.Background(), ids)
+			if err != nil {
+				return err
+			}
+			for i, r := range res {
+				sampled++
+				switch {
+				case !r.Found:
+					missed++ // evicted since its put: the cache is full
+				case !bytes.Equal(r.Data, part[i].Data):
+					return fmt.Errorf("chunk %s, reported stored, came back with other bytes", ids[i])
+				}
+			}
+		}
+		return nil
+	}
+	_, plainMBps := runBenchInterleaved(b, measured, plain, readBack)
+	b.SetBytes(0) // MB/s would count the bytes offered, rejected ones included: stored-MB/s replaces it
+
+	total := float64(b.N * benchBatch)
+	storedMBps := float64(tally.storedBytes.Load()) / 1e6 / b.Elapsed().Seconds()
+	b.ReportMetric(storedMBps, "stored-MB/s")
+	b.ReportMetric(plainMBps, "plain-MB/s")
+	b.ReportMetric(storedMBps/plainMBps, "kvring/plain")
+	b.ReportMetric(100*float64(tally.rejected.Load())/total, "rejected-%")
+	b.ReportMetric(100*float64(tally.rejectedAtSeal.Load())/total, "rejected-at-seal-%")
+	b.ReportMetric(100*float64(tally.failed.Load())/total, "failed-%")
+	if f := tally.firstFailure.Load(); f != nil {
+		b.Logf("%d chunks failed; the first: %s", tally.failed.Load(), *f)
+	}
+	if sampled > 0 {
+		b.ReportMetric(100*float64(missed)/float64(sampled), "readback-miss-%")
+	}
+	if 2*missed > sampled {
+		b.Errorf("%d of the %d chunks sampled, reported stored, did not read back right after their turn", missed, sampled)
+	}
+
+	// The nodes' own counts. R=1: each stored chunk was sealed by one node;
+	// already_held only follows a resend of a chunk sealed by the first try;
+	// a failed chunk may have been sealed all the same.
+	after := cl.allStats(b)
+	var seals, rejections, evictions uint64
+	var usedMax, residentMax float64
+	for i, n := range cl.nodes {
+		a, bf := after[i], before[i]
+		seals += a.Seals - bf.Seals
+		rejections += benchSum(a.Rejections) - benchSum(bf.Rejections)
+		evictions += benchSum(a.Evictions) - benchSum(bf.Evictions)
+		if a.UsedBytes > a.LimitBytes || a.ResidentBytes > a.LimitBytes {
+			b.Errorf("node %s holds more than its limit of %d MiB: used %d MiB, resident %d MiB",
+				n.id, a.LimitBytes>>20, a.UsedBytes>>20, a.ResidentBytes>>20)
+		}
+		if a.StagedChunks != 0 {
+			b.Errorf("node %s still has %d staged chunks", n.id, a.StagedChunks)
+		}
+		usedMax = max(usedMax, float64(a.UsedBytes)/float64(a.LimitBytes))
+		residentMax = max(residentMax, float64(a.ResidentBytes)/float64(a.LimitBytes))
+	}
+	held := uint64(tally.stored.Load() + tally.alreadyHeld.Load())
+	if seals < held || seals > held+uint64(tally.failed.Load()) {
+		b.Errorf("the nodes sealed %d chunks; the results say %d stored, %d already held, %d failed",
+			seals, tally.stored.Load(), tally.alreadyHeld.Load(), tally.failed.Load())
+	}
+	if rejections < uint64(tally.rejected.Load()) {
+		b.Errorf("the nodes rejected %d chunks; the results say %d", rejections, tally.rejected.Load())
+	}
+	b.ReportMetric(100*float64(evictions)/total, "evicted-%")
+	b.ReportMetric(usedMax, "used/limit")
+	b.ReportMetric(residentMax, "resident/limit")
+}
+
+// allStats returns every node's /v1/stats, in cl.nodes's order.
+func (cl *benchCluster) allStats(b *testing.B) []benchStats {
+	b.Helper()
+	out := make([]benchStats, len(cl.nodes))
+	for i, n := range cl.nodes {
+		st, err := n.stats()
+		if err != nil {
+			b.Fatal(err)
+		}
+		out[i] = st
+	}
+	return out
 }
 
 // BenchmarkClusterGet2MiB: reads of 2 MiB chunks, benchBatch per call from
@@ -123,7 +371,7 @@ func BenchmarkClusterPut2MiB(b *testing.B) {
 // Every chunk is checked byte for byte on both paths.
 func BenchmarkClusterGet2MiB(b *testing.B) {
 	benchPrepare(b)
-	cl := startBenchCluster(b)
+	cl := startBenchCluster(b, benchMemoryLimit)
 	sink := startBenchSink(b)
 	ctx := context.Background()
 	for k := uint64(0); k < benchPatterns; k += benchBatch {
@@ -169,7 +417,7 @@ func BenchmarkClusterGet2MiB(b *testing.B) {
 				}
 			}
 			return nil
-		}, plain)
+		}, plain, nil)
 		b.ReportMetric(plainMBps, "plain-MB/s")
 		b.ReportMetric(mbps/plainMBps, "kvring/plain")
 		cl.checkNothingLost(b)
@@ -184,7 +432,7 @@ func BenchmarkClusterGet2MiB(b *testing.B) {
 // this host, measured in turns with the cluster. ns/op covers both calls.
 func BenchmarkClusterLookup256(b *testing.B) {
 	benchPrepare(b)
-	cl := startBenchCluster(b)
+	cl := startBenchCluster(b, benchMemoryLimit)
 	sink := startBenchSink(b)
 	ctx := context.Background()
 	tokens := make([]uint32, 4096)
@@ -298,7 +546,9 @@ func runBenchBatches(b *testing.B, batch func(ctx context.Context, i int) error)
 // turns of benchRound batches (which goes first alternates), so that both
 // see the same machine: on a shared host the load changes from one second to
 // the next. Only measured is timed by b; it returns both throughputs in MB/s.
-func runBenchInterleaved(b *testing.B, measured, baseline func(ctx context.Context, i int) error) (mbps, baseMBps float64) {
+// afterMeasured, if not nil, runs after each turn of measured, untimed; an
+// error from it fails the benchmark.
+func runBenchInterleaved(b *testing.B, measured, baseline func(ctx context.Context, i int) error, afterMeasured func() error) (mbps, baseMBps float64) {
 	b.SetBytes(benchBatch * benchChunkSize)
 	var baseTime time.Duration
 	runBase := func(first, n int) {
@@ -319,6 +569,14 @@ func runBenchInterleaved(b *testing.B, measured, baseline func(ctx context.Conte
 		}
 		if err := runBenchConcurrently(done, n, measured); err != nil {
 			b.Fatal(err)
+		}
+		if afterMeasured != nil {
+			b.StopTimer()
+			err := afterMeasured()
+			b.StartTimer()
+			if err != nil {
+				b.Fatal(err)
+			}
 		}
 		if round%2 == 0 {
 			runBase(done, n)
@@ -367,13 +625,14 @@ func benchID(set string, n uint64) client.ChunkID {
 	return sha256.Sum256(binary.LittleEndian.AppendUint64([]byte(set), n))
 }
 
-// benchPutBatch returns benchBatch ids never used before and their bytes.
-func benchPutBatch(seq *atomic.Uint64) ([]client.ChunkID, [][]byte) {
+// benchPutBatch returns benchBatch ids of set never used before (seq counts
+// the set's chunks) and their bytes.
+func benchPutBatch(set string, seq *atomic.Uint64) ([]client.ChunkID, [][]byte) {
 	base := seq.Add(benchBatch) - benchBatch
 	ids := make([]client.ChunkID, benchBatch)
 	data := make([][]byte, benchBatch)
 	for j := range ids {
-		ids[j] = benchID("put", base+uint64(j))
+		ids[j] = benchID(set, base+uint64(j))
 		data[j] = benchPattern(base + uint64(j))
 	}
 	return ids, data
@@ -460,9 +719,10 @@ type benchNode struct {
 	done  chan struct{}
 }
 
-// startBenchNode starts a node on kernel-picked loopback ports, segments in
-// /dev/shm, and waits until it is ready. It is killed when b ends.
-func startBenchNode(b *testing.B, extra ...string) *benchNode {
+// startBenchNode starts a node with the given memory limit on kernel-picked
+// loopback ports, segments in /dev/shm, and waits until it is ready. It is
+// killed when b ends.
+func startBenchNode(b testing.TB, memoryLimit string, extra ...string) *benchNode {
 	b.Helper()
 	bin, err := benchBinary()
 	if err != nil {
@@ -474,7 +734,7 @@ func startBenchNode(b *testing.B, extra ...string) *benchNode {
 	} else {
 		b.Cleanup(func() { os.RemoveAll(shm) })
 	}
-	args := append([]string{"serve", "--data-dir", b.TempDir(), "--shm-dir", shm, "--memory-limit", benchMemoryLimit,
+	args := append([]string{"serve", "--data-dir", b.TempDir(), "--shm-dir", shm, "--memory-limit", memoryLimit,
 		"--grpc-addr", "127.0.0.1:0", "--gossip-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"}, extra...)
 	cmd := exec.Command(bin, args...)
 	stderr, err := cmd.StderrPipe()
@@ -548,10 +808,24 @@ func (n *benchNode) ringHas(ids ...string) bool {
 
 // benchStats is the part of a node's /v1/stats the benchmarks check.
 type benchStats struct {
-	Chunks       int64             `json:"chunks"`
-	StagedChunks int64             `json:"staged_chunks"`
-	Evictions    map[string]uint64 `json:"evictions"`
-	Rejections   map[string]uint64 `json:"rejections"`
+	LimitBytes        int64             `json:"limit_bytes"`
+	UsedBytes         int64             `json:"used_bytes"`
+	RetainedFreeBytes int64             `json:"retained_free_bytes"`
+	ResidentBytes     int64             `json:"resident_bytes"`
+	Chunks            int64             `json:"chunks"`
+	StagedChunks      int64             `json:"staged_chunks"`
+	Seals             uint64            `json:"seals"`
+	Evictions         map[string]uint64 `json:"evictions"`
+	Rejections        map[string]uint64 `json:"rejections"`
+}
+
+// benchSum is the sum of a by-reason counter.
+func benchSum(byReason map[string]uint64) uint64 {
+	var n uint64
+	for _, v := range byReason {
+		n += v
+	}
+	return n
 }
 
 func (n *benchNode) stats() (benchStats, error) {
@@ -575,11 +849,11 @@ type benchCluster struct {
 	putBytes atomic.Int64
 }
 
-func startBenchCluster(b *testing.B) *benchCluster {
+func startBenchCluster(b testing.TB, memoryLimit string) *benchCluster {
 	b.Helper()
-	n1 := startBenchNode(b)
-	n2 := startBenchNode(b, "--join", n1.gossip)
-	n3 := startBenchNode(b, "--join", n1.gossip)
+	n1 := startBenchNode(b, memoryLimit)
+	n2 := startBenchNode(b, memoryLimit, "--join", n1.gossip)
+	n3 := startBenchNode(b, memoryLimit, "--join", n1.gossip)
 	cl := &benchCluster{nodes: []*benchNode{n1, n2, n3}}
 	benchWait(b, "every node to see the three members", 30*time.Second, func() bool {
 		for _, n := range cl.nodes {
@@ -636,7 +910,7 @@ func (cl *benchCluster) put(ctx context.Context, chunks []client.Chunk) error {
 }
 
 // checkReadBack fails b unless every chunk reads back byte for byte.
-func (cl *benchCluster) checkReadBack(b *testing.B, chunks []client.Chunk) {
+func (cl *benchCluster) checkReadBack(b testing.TB, chunks []client.Chunk) {
 	b.Helper()
 	ids := make([]client.ChunkID, len(chunks))
 	for i := range chunks {
@@ -686,7 +960,7 @@ func (cl *benchCluster) checkNothingLost(b *testing.B) {
 	}
 }
 
-func benchWait(b *testing.B, what string, timeout time.Duration, cond func() bool) {
+func benchWait(b testing.TB, what string, timeout time.Duration, cond func() bool) {
 	b.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
