@@ -237,14 +237,7 @@ func (c *coordinator) sendLocal(ns string, id store.ID, idx uint32, m ring.Membe
 		return 0, rerr, nil
 	}
 	defer v.Release()
-	b := v.Bytes()
-	h := &kvringv1.ChunkHeader{Index: idx, Status: kvringv1.ReadStatus_READ_STATUS_FOUND,
-		Holder: &kvringv1.NodeRef{NodeId: m.ID, GrpcAddr: m.Addr},
-		Chunk:  &kvringv1.ChunkRef{Id: id[:], Size: uint64(len(b)), Crc32C: v.Checksum()}}
-	if err := send(h, nil); err != nil {
-		return len(b), nil, err
-	}
-	return len(b), nil, transfer.SplitFrames(idx, b, transfer.MaxFrameBytes, func(f *kvringv1.DataFrame) error { return send(nil, f) })
+	return len(v.Bytes()), nil, sendView(v, id, idx, &kvringv1.NodeRef{NodeId: m.ID, GrpcAddr: m.Addr}, send)
 }
 
 // fetchOne reads a single chunk from a fallback owner.

@@ -364,6 +364,12 @@ func sendLocalChunk(st *store.Store, ns string, id store.ID, index uint32, holde
 		return send(&kvringv1.ChunkHeader{Index: index, Status: kvringv1.ReadStatus_READ_STATUS_NOT_FOUND, Reason: reason}, nil)
 	}
 	defer v.Release()
+	return sendView(v, id, index, holder, send)
+}
+
+// sendView sends a held chunk as a FOUND header and its frames.
+func sendView(v *store.View, id store.ID, index uint32, holder *kvringv1.NodeRef,
+	send func(*kvringv1.ChunkHeader, *kvringv1.DataFrame) error) error {
 	b := v.Bytes()
 	h := &kvringv1.ChunkHeader{Index: index, Status: kvringv1.ReadStatus_READ_STATUS_FOUND, Holder: holder,
 		Chunk: &kvringv1.ChunkRef{Id: id[:], Size: uint64(len(b)), Crc32C: v.Checksum()}}
