@@ -1,0 +1,219 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kvring/kvring/client"
+	"github.com/kvring/kvring/loadtest"
+	"github.com/kvring/kvring/loadtest/trace"
+	"github.com/kvring/kvring/store"
+)
+
+// defaultBenchTrace is the Mooncake trace shipped with the repository,
+// relative to its root.
+const defaultBenchTrace = "loadtest/trace/testdata/synthetic_trace.jsonl"
+
+func newBenchCmd() *cobra.Command {
+	var (
+		addrs, admins []string
+		tracePath, ns string
+		model, dtype  string
+		cfg           loadtest.Config
+		engines       int
+		pin, timeout  time.Duration
+		progress      time.Duration
+		jsonOut       bool
+	)
+	cmd := &cobra.Command{
+		Use:   "bench --addr HOST:PORT[,HOST:PORT...] [--trace PATH] [flags]",
+		Short: "Replay a Mooncake trace against a running cluster and report hit ratio, throughput and latency",
+		Long: `Replay a Mooncake-format trace (--trace) against the cluster at --addr with
+--engines simulated inference engines, each its own SDK client; requests go to
+the engines round-robin at their arrival times compressed by --speedup.
+
+Each 512-token block becomes 512/--chunk-tokens chunks whose ids derive from the
+block id and whose bytes (tokens × --bytes-per-token) derive from the chunk id,
+so every read is verified. Per request an engine looks up its chunk ids, gets
+the held prefix and puts the rest.
+
+The report gives hit ratios beside an unbounded cache's, throughput and
+latency per operation, put outcomes, corrupt reads (must be 0) and chunks
+acknowledged as held but missing later. Evictions can explain the latter; they
+are read from each node's GET /v1/stats when --admin lists the nodes' admin
+addresses (all of them, or the count is partial). Progress goes to stderr.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := loadFlags(cmd); err != nil {
+				return err
+			}
+			if len(addrs) == 0 {
+				return errors.New("--addr is required")
+			}
+			if engines < 1 {
+				return fmt.Errorf("--engines must be positive, got %d", engines)
+			}
+			if timeout <= 0 {
+				return fmt.Errorf("--timeout must be positive, got %s", timeout)
+			}
+			reqs, err := trace.ReadFile(tracePath)
+			if err != nil {
+				return fmt.Errorf("cannot read trace: %w", err)
+			}
+			if ns == "" {
+				ns = fmt.Sprintf("kvring-bench-%dt", cfg.ChunkTokens)
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
+			defer stop()
+
+			backends, err := connectEngines(ctx, engines, loadtest.KvringConfig{
+				Seeds: addrs, Namespace: ns, PinTTL: pin, CallTimeout: timeout,
+				Schema: client.Schema{Model: model, Dtype: dtype, TokensPerChunk: uint32(cfg.ChunkTokens)},
+				Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
+			}, timeout)
+			if err != nil {
+				return err
+			}
+			defer func() {
+				for _, b := range backends {
+					b.Close()
+				}
+			}()
+			before, err := evictions(ctx, admins, timeout)
+			if err != nil {
+				return err
+			}
+
+			cfg.Backend = "kvring " + strings.Join(addrs, ",")
+			if progress > 0 {
+				cfg.ProgressInterval = progress
+				errOut := cmd.ErrOrStderr()
+				cfg.OnProgress = func(p loadtest.Progress) {
+					fmt.Fprintf(errOut, "bench: %d/%d requests (%s) in %s, chunk hit ratio %.3f\n", p.Done, p.Total,
+						percent(float64(p.Done), float64(p.Total)), p.Elapsed.Round(time.Second), p.ChunkHitRatio)
+				}
+			}
+			rep, runErr := loadtest.ReplayMooncake(ctx, reqs, backends, cfg)
+			if rep == nil {
+				return runErr
+			}
+			if after, err := evictions(context.WithoutCancel(ctx), admins, timeout); err != nil {
+				fmt.Fprintln(cmd.ErrOrStderr(), "bench: cannot read evictions after the run:", oneLine(err.Error()))
+			} else if after != nil {
+				rep.Evictions = make(map[string]uint64)
+				for k, v := range after {
+					rep.Evictions[k] = v - min(v, before[k])
+				}
+			}
+			if err := writeBenchReport(cmd.OutOrStdout(), rep, jsonOut); err != nil {
+				return err
+			}
+			if runErr != nil {
+				return fmt.Errorf("bench interrupted: %w", runErr)
+			}
+			if rep.Corrupt > 0 {
+				return fmt.Errorf("%d corrupt reads", rep.Corrupt)
+			}
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringSliceVar(&addrs, "addr", []string{"127.0.0.1:9600"}, "gRPC addresses (HOST:PORT, comma-separated) of kvring nodes")
+	fs.StringSliceVar(&admins, "admin", nil, "admin addresses (HOST:PORT, comma-separated) of every node, to report evictions")
+	fs.StringVar(&tracePath, "trace", defaultBenchTrace, "Mooncake-format trace (JSON lines)")
+	fs.StringVar(&ns, "namespace", "", "namespace of the chunks (default kvring-bench-<chunk-tokens>t)")
+	fs.StringVar(&model, "model", "kvring-bench", "schema: model name the namespace is registered with")
+	fs.StringVar(&dtype, "dtype", "bytes", "schema: KV data type")
+	fs.IntVar(&engines, "engines", 4, "simulated inference engines, each with its own client")
+	fs.IntVar(&cfg.ChunkTokens, "chunk-tokens", 16, "tokens per chunk (512-token blocks are split into 512/N chunks)")
+	fs.IntVar(&cfg.BytesPerToken, "bytes-per-token", 64, "chunk bytes per token")
+	fs.Float64Var(&cfg.Speedup, "speedup", 100, "time compression of the trace's arrivals; negative: send every request at once")
+	fs.IntVar(&cfg.MaxRequests, "max-requests", 0, "replay only the first N requests (0: all)")
+	fs.DurationVar(&cfg.Duration, "duration", 0, "stop sending new requests after this long (0: no cap)")
+	fs.IntVar(&cfg.BatchChunks, "batch", 512, "most chunks in one get or put call")
+	fs.IntVar(&cfg.LookupBatch, "lookup-batch", 8192, "most ids in one lookup call (a longer prompt is looked up in pieces)")
+	fs.DurationVar(&pin, "pin", 0, "pin the chunks a lookup finds for this long while the engine reads them (0: no pins)")
+	fs.DurationVar(&timeout, "timeout", 10*time.Second, "how long to wait for the connections, and for each call")
+	fs.DurationVar(&progress, "progress", 2*time.Second, "interval of the progress line on stderr (0: none)")
+	fs.BoolVar(&jsonOut, "json", false, "print the report as JSON instead of a table")
+	annotateEnv(fs)
+	return cmd
+}
+
+// connectEngines creates one kvring backend per engine and waits up to
+// timeout for every client to connect.
+func connectEngines(ctx context.Context, n int, kc loadtest.KvringConfig, timeout time.Duration) ([]loadtest.Backend, error) {
+	var out []loadtest.Backend
+	closeAll := func() {
+		for _, b := range out {
+			b.Close()
+		}
+	}
+	for range n {
+		b, err := loadtest.NewKvring(kc)
+		if err != nil {
+			closeAll()
+			return nil, fmt.Errorf("cannot create a client: %w", err)
+		}
+		out = append(out, b)
+	}
+	deadline := time.Now().Add(timeout)
+	for _, b := range out {
+		c := b.(*loadtest.Kvring).Client()
+		for c.State().Status != client.ConnConnected {
+			if time.Now().After(deadline) || ctx.Err() != nil {
+				closeAll()
+				cause := c.State().LastError
+				if cause == "" {
+					cause = "no answer"
+				}
+				return nil, fmt.Errorf("cannot connect to kvring at %s within %s: %s", strings.Join(kc.Seeds, ","), timeout, oneLine(cause))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return out, nil
+}
+
+// evictions sums the eviction counters of the nodes at admins by reason; nil
+// when admins is empty.
+func evictions(ctx context.Context, admins []string, timeout time.Duration) (map[string]uint64, error) {
+	if len(admins) == 0 {
+		return nil, nil
+	}
+	sum := make(map[string]uint64)
+	for _, addr := range admins {
+		af := adminFlags{addr: addr, timeout: timeout}
+		body, err := af.get(ctx, "/v1/stats")
+		if err != nil {
+			return nil, err
+		}
+		var st store.Stats
+		if err := af.decode(body, &st); err != nil {
+			return nil, err
+		}
+		for k, v := range st.Evictions {
+			sum[k] += v
+		}
+	}
+	return sum, nil
+}
+
+func writeBenchReport(w io.Writer, rep *loadtest.Report, asJSON bool) error {
+	if !asJSON {
+		return rep.WriteTable(w)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
+}

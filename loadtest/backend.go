@@ -1,0 +1,74 @@
+package loadtest
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/kvring/kvring/client"
+)
+
+// ChunkID names a chunk; it is the SDK's id type.
+type ChunkID = client.ChunkID
+
+// Chunk is one chunk to store. Data is only read, and only during Put.
+type Chunk struct {
+	ID   ChunkID
+	Data []byte
+}
+
+// PutOutcome is the fate of one chunk given to Backend.Put.
+type PutOutcome int
+
+const (
+	// Stored: the backend acknowledged holding the chunk now.
+	Stored PutOutcome = iota + 1
+	// AlreadyHeld: the backend held the chunk before the put.
+	AlreadyHeld
+	// Rejected: the backend declined the chunk (admission policy, budget).
+	Rejected
+	// Failed: the backend could not store the chunk.
+	Failed
+)
+
+// String returns the outcome's name as used in reports: "stored",
+// "already_held", "rejected" or "failed".
+func (o PutOutcome) String() string {
+	switch o {
+	case Stored:
+		return "stored"
+	case AlreadyHeld:
+		return "already_held"
+	case Rejected:
+		return "rejected"
+	case Failed:
+		return "failed"
+	}
+	return fmt.Sprintf("PutOutcome(%d)", int(o))
+}
+
+// acked reports whether the backend said it holds the chunk after the put.
+func (o PutOutcome) acked() bool { return o == Stored || o == AlreadyHeld }
+
+// GetOutcome is one chunk read back. Data is the caller's to keep when Found.
+type GetOutcome struct {
+	Found bool
+	Data  []byte
+}
+
+// Backend is the cache under test, as one engine sees it. The Runner calls
+// one Backend from one goroutine at a time; an implementation used by several
+// engines at once must be safe for concurrent use. Every method blocks until
+// the backend answers or ctx ends.
+type Backend interface {
+	// Lookup returns how many leading ids the backend holds now.
+	Lookup(ctx context.Context, ids []ChunkID) (held int, err error)
+	// Get reads ids and returns one outcome per id, in order. The error is
+	// non-nil only when the call as a whole failed.
+	Get(ctx context.Context, ids []ChunkID) ([]GetOutcome, error)
+	// Put stores chunks and returns one outcome per chunk, in order. The
+	// error is non-nil only when the call as a whole failed; then no chunk
+	// counts as stored.
+	Put(ctx context.Context, chunks []Chunk) ([]PutOutcome, error)
+	// Close releases the backend's resources.
+	Close() error
+}

@@ -1,0 +1,14 @@
+// Package loadtest replays LLM-serving traffic against a KV-cache backend and
+// reports hit ratio, throughput, latency and the honesty of the answers.
+//
+// A Runner simulates E inference engines, each with its own Backend (for
+// kvring, its own SDK client). Workload 1 replays a Mooncake trace (see
+// loadtest/trace): each 512-token block is split into chunks of ChunkTokens
+// tokens whose ids are derived from the block id (BlockChunkIDs) and whose
+// bytes are derived from the chunk id (ChunkBytes), so every byte read back is
+// verified. Per request an engine looks up its ordered chunk ids, gets the held
+// prefix and puts the rest.
+//
+// The package does no I/O of its own beyond calling the Backend; flags, output
+// files and progress display belong to the caller (cmd/kvring bench).
+package loadtest

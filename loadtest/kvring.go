@@ -1,0 +1,115 @@
+package loadtest
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/kvring/kvring/client"
+)
+
+// KvringConfig configures a Kvring backend.
+type KvringConfig struct {
+	// Seeds are gRPC addresses of kvring nodes. Required.
+	Seeds []string
+	// Namespace and Schema name the chunks. Required (Schema needs Model and
+	// TokensPerChunk).
+	Namespace string
+	Schema    client.Schema
+	// PinTTL pins the chunks a lookup finds while the engine reads them; the
+	// lease is released by the engine's next Put or Lookup. Default 0: no
+	// pins.
+	PinTTL time.Duration
+	// CallTimeout bounds each call. Default 10s.
+	CallTimeout time.Duration
+	// Logger receives the SDK's connection log. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Kvring is a Backend over one kvring SDK client, as one engine would hold
+// it. It is not safe for concurrent use (it keeps the last lookup's lease);
+// the Runner calls each backend from one goroutine.
+type Kvring struct {
+	c      *client.Client
+	pinTTL time.Duration
+	lease  uint64 // lease of the last Lookup, released by the next Put or Lookup
+}
+
+// NewKvring creates the client; it does not block (the client connects in the
+// background and the first call waits for it).
+func NewKvring(cfg KvringConfig) (*Kvring, error) {
+	c, err := client.New(client.Config{Conn: client.ConnConfig{Seeds: cfg.Seeds, Logger: cfg.Logger},
+		Namespace: cfg.Namespace, Schema: cfg.Schema, CallTimeout: cfg.CallTimeout, Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	return &Kvring{c: c, pinTTL: cfg.PinTTL}, nil
+}
+
+// Client returns the SDK client.
+func (k *Kvring) Client() *client.Client { return k.c }
+
+// Lookup implements Backend.
+func (k *Kvring) Lookup(ctx context.Context, ids []ChunkID) (int, error) {
+	k.release(ctx)
+	res, err := k.c.Lookup(ctx, ids, k.pinTTL)
+	if err != nil {
+		return 0, err
+	}
+	k.lease = res.Lease
+	return res.Held, nil
+}
+
+// Get implements Backend. A chunk the SDK reports not found (not held, no
+// owner reachable, checksum failure) is an outcome with Found false.
+func (k *Kvring) Get(ctx context.Context, ids []ChunkID) ([]GetOutcome, error) {
+	res, err := k.c.Get(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]GetOutcome, len(res))
+	for i, r := range res {
+		out[i] = GetOutcome{Found: r.Found, Data: r.Data}
+	}
+	return out, nil
+}
+
+// release ends the pins of the last lookup, if any; a failure only leaves
+// them to expire.
+func (k *Kvring) release(ctx context.Context) {
+	if k.lease == 0 {
+		return
+	}
+	_ = k.c.ReleaseLease(ctx, k.lease)
+	k.lease = 0
+}
+
+// Put implements Backend.
+func (k *Kvring) Put(ctx context.Context, chunks []Chunk) ([]PutOutcome, error) {
+	k.release(ctx)
+	in := make([]client.Chunk, len(chunks))
+	for i, c := range chunks {
+		in[i] = client.Chunk{ID: c.ID, Data: c.Data}
+	}
+	res, err := k.c.Put(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]PutOutcome, len(res))
+	for i, r := range res {
+		switch r.Status {
+		case client.Stored:
+			out[i] = Stored
+		case client.AlreadyHeld:
+			out[i] = AlreadyHeld
+		case client.Rejected:
+			out[i] = Rejected
+		default:
+			out[i] = Failed
+		}
+	}
+	return out, nil
+}
+
+// Close closes the client.
+func (k *Kvring) Close() error { return k.c.Close() }

@@ -1,0 +1,372 @@
+package loadtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kvring/kvring/loadtest/trace"
+)
+
+// Config configures a Mooncake replay. A zero field means its default.
+type Config struct {
+	// ChunkTokens is the number of tokens per chunk; each 512-token block is
+	// split into 512/ChunkTokens chunks. Default 16. At most 512.
+	ChunkTokens int
+	// BytesPerToken sets chunk sizes: tokens × BytesPerToken. Default 64
+	// (1 KiB chunks of 16 tokens).
+	BytesPerToken int
+	// Speedup compresses the trace's arrival times: a request arriving at t
+	// is sent at t/Speedup after the start. Default 100; negative sends
+	// every request at once (as fast as the engines go).
+	Speedup float64
+	// MaxRequests bounds the replay to the first requests of the trace.
+	// Default 0: all of them.
+	MaxRequests int
+	// Duration stops dispatching new requests once it has passed; requests
+	// in progress finish. Default 0: no cap.
+	Duration time.Duration
+	// BatchChunks caps the chunks in one Get or Put call. Default 512.
+	BatchChunks int
+	// LookupBatch caps the ids in one Lookup call; a longer prompt is looked
+	// up piece by piece while every piece is fully held. Default 8192 (the
+	// server's default --max-batch).
+	LookupBatch int
+	// Backend names the backend in the report.
+	Backend string
+	// ProgressInterval is how often OnProgress is called. Default 1s.
+	ProgressInterval time.Duration
+	// OnProgress, if set, is called every ProgressInterval from the Runner's
+	// goroutine. It must not block.
+	OnProgress func(Progress)
+}
+
+// Progress is a snapshot of a run in progress.
+type Progress struct {
+	Done, Total   int
+	Elapsed       time.Duration
+	ChunkHitRatio float64
+}
+
+func (c Config) withDefaults() Config {
+	if c.ChunkTokens == 0 {
+		c.ChunkTokens = 16
+	}
+	if c.BytesPerToken == 0 {
+		c.BytesPerToken = 64
+	}
+	if c.Speedup == 0 {
+		c.Speedup = 100
+	}
+	if c.BatchChunks == 0 {
+		c.BatchChunks = 512
+	}
+	if c.LookupBatch == 0 {
+		c.LookupBatch = 8192
+	}
+	if c.ProgressInterval == 0 {
+		c.ProgressInterval = time.Second
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	var errs []error
+	if c.ChunkTokens < 1 || c.ChunkTokens > trace.BlockTokens {
+		errs = append(errs, fmt.Errorf("chunk tokens must be in [1, %d], got %d", trace.BlockTokens, c.ChunkTokens))
+	}
+	if c.BytesPerToken < 1 {
+		errs = append(errs, fmt.Errorf("bytes per token must be positive, got %d", c.BytesPerToken))
+	}
+	if c.MaxRequests < 0 || c.Duration < 0 || c.BatchChunks < 0 || c.LookupBatch < 0 || c.ProgressInterval < 0 {
+		errs = append(errs, errors.New("max requests, duration, batch sizes and progress interval must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+// ReplayMooncake replays reqs (in slice order, Timestamp relative to the
+// first) against backends: one simulated engine per backend, requests assigned
+// round-robin, each engine serving its requests one at a time. Per request the
+// engine looks up the ordered chunk ids, gets the held prefix (verifying every
+// byte) and puts the chunks after the first one it could not use.
+//
+// It blocks until the run ends and returns its report. When ctx ends first the
+// report covers what was done and the error is ctx's. It does not close the
+// backends.
+func ReplayMooncake(ctx context.Context, reqs []trace.Request, backends []Backend, cfg Config) (*Report, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("cannot run the replay: %w", err)
+	}
+	if len(backends) == 0 {
+		return nil, errors.New("cannot run the replay: no backends")
+	}
+	if cfg.MaxRequests > 0 && cfg.MaxRequests < len(reqs) {
+		reqs = reqs[:cfg.MaxRequests]
+	}
+	rep := &Report{Backend: cfg.Backend, Workload: "mooncake", Engines: len(backends), ChunkTokens: cfg.ChunkTokens,
+		BytesPerToken: cfg.BytesPerToken, Speedup: cfg.Speedup, RequestsPlanned: len(reqs)}
+	sum := trace.Stats(reqs)
+	rep.IdealBlockHitRatio = sum.UnboundedHitRatio
+	rep.IdealChunkHitRatio, rep.IdealTokenHitRatio = idealChunkRatios(reqs, cfg.ChunkTokens)
+
+	r := &run{cfg: cfg, acked: make(map[chunkKey]struct{})}
+	queues := make([]chan trace.Request, len(backends))
+	tallies := make([]tally, len(backends))
+	var wg sync.WaitGroup
+	for i, b := range backends {
+		queues[i] = make(chan trace.Request, len(reqs)/len(backends)+1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for req := range queues[i] {
+				if r.stopped.Load() || ctx.Err() != nil {
+					continue
+				}
+				r.serve(ctx, b, req, &tallies[i])
+			}
+		}()
+	}
+
+	start := time.Now()
+	progressDone := make(chan struct{})
+	var progressWG sync.WaitGroup
+	if cfg.OnProgress != nil {
+		progressWG.Add(1)
+		go func() {
+			defer progressWG.Done()
+			t := time.NewTicker(cfg.ProgressInterval)
+			defer t.Stop()
+			for {
+				select {
+				case <-progressDone:
+					return
+				case <-t.C:
+					cfg.OnProgress(Progress{Done: int(r.done.Load()), Total: len(reqs), Elapsed: time.Since(start),
+						ChunkHitRatio: ratio(r.hits.Load(), r.chunks.Load())})
+				}
+			}
+		}()
+	}
+
+	r.dispatch(ctx, reqs, queues, start)
+	for _, q := range queues {
+		close(q)
+	}
+	wg.Wait()
+	close(progressDone)
+	progressWG.Wait()
+
+	rep.Elapsed = time.Since(start)
+	rep.StoppedEarly = r.stopped.Load()
+	var total tally
+	for i := range tallies {
+		total.merge(&tallies[i])
+	}
+	total.fill(rep)
+	return rep, ctx.Err()
+}
+
+// run is the state the engines share.
+type run struct {
+	cfg     Config
+	stopped atomic.Bool // the duration cap passed
+	done    atomic.Int64
+	hits    atomic.Int64
+	chunks  atomic.Int64
+
+	mu    sync.Mutex
+	acked map[chunkKey]struct{} // chunks the backend acknowledged holding
+}
+
+// dispatch hands each request to its engine at its compressed arrival time.
+func (r *run) dispatch(ctx context.Context, reqs []trace.Request, queues []chan trace.Request, start time.Time) {
+	var deadline <-chan time.Time
+	if r.cfg.Duration > 0 {
+		t := time.NewTimer(r.cfg.Duration)
+		defer t.Stop()
+		deadline = t.C
+	}
+	var t0 time.Duration
+	if len(reqs) > 0 {
+		t0 = reqs[0].Timestamp
+	}
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	<-timer.C
+	for i, req := range reqs {
+		if r.cfg.Speedup > 0 {
+			at := time.Duration(float64(req.Timestamp-t0) / r.cfg.Speedup)
+			if wait := at - time.Since(start); wait > 0 {
+				timer.Reset(wait)
+				select {
+				case <-timer.C:
+				case <-deadline:
+					r.stopped.Store(true)
+					return
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+		select {
+		case <-deadline:
+			r.stopped.Store(true)
+			return
+		case <-ctx.Done():
+			return
+		default:
+		}
+		queues[i%len(queues)] <- req
+	}
+	if deadline != nil {
+		// Stop the engines' backlog at the cap too.
+		go func() {
+			select {
+			case <-deadline:
+				r.stopped.Store(true)
+			case <-ctx.Done():
+			}
+		}()
+	}
+}
+
+// serve runs one request on one engine.
+func (r *run) serve(ctx context.Context, b Backend, req trace.Request, t *tally) {
+	plan := PlanRequest(req, r.cfg.ChunkTokens)
+	ids := make([]ChunkID, len(plan))
+	for i, c := range plan {
+		ids[i] = c.ID
+	}
+
+	held := 0
+	for lo := 0; lo < len(ids) && held == lo; lo += r.cfg.LookupBatch {
+		hi := min(lo+r.cfg.LookupBatch, len(ids))
+		begin := time.Now()
+		n, err := b.Lookup(ctx, ids[lo:hi])
+		t.lookup.record(time.Since(begin), hi-lo, 0, err)
+		if err != nil || n < 0 || n > hi-lo {
+			break
+		}
+		held += n
+	}
+	if held < len(plan) {
+		r.lost(plan[held], t)
+	}
+
+	// Get the held prefix; the usable prefix ends at the first chunk that
+	// does not come back intact.
+	usable := 0
+	for lo := 0; lo < held && usable == lo; lo += r.cfg.BatchChunks {
+		hi := min(lo+r.cfg.BatchChunks, held)
+		begin := time.Now()
+		got, err := b.Get(ctx, ids[lo:hi])
+		n := 0
+		for _, g := range got {
+			n += len(g.Data)
+		}
+		t.get.record(time.Since(begin), hi-lo, n, err)
+		if err != nil || len(got) != hi-lo {
+			break
+		}
+		for i, g := range got {
+			c := plan[lo+i]
+			switch {
+			case !g.Found:
+				t.getMisses++
+				r.lost(c, t)
+			case len(g.Data) != c.Tokens*r.cfg.BytesPerToken || !VerifyChunk(c.ID, g.Data):
+				t.corrupt++
+			case usable == lo+i:
+				usable++
+			}
+		}
+	}
+
+	// Put everything after the usable prefix.
+	for lo := usable; lo < len(plan); lo += r.cfg.BatchChunks {
+		hi := min(lo+r.cfg.BatchChunks, len(plan))
+		size := 0
+		for _, c := range plan[lo:hi] {
+			size += c.Tokens * r.cfg.BytesPerToken
+		}
+		buf := make([]byte, size)
+		chunks := make([]Chunk, 0, hi-lo)
+		for _, c := range plan[lo:hi] {
+			n := c.Tokens * r.cfg.BytesPerToken
+			fillChunk(c.ID, buf[:n])
+			chunks = append(chunks, Chunk{ID: c.ID, Data: buf[:n:n]})
+			buf = buf[n:]
+		}
+		begin := time.Now()
+		outs, err := b.Put(ctx, chunks)
+		t.put.record(time.Since(begin), hi-lo, size, err)
+		if err != nil || len(outs) != len(chunks) {
+			t.byOutcome[Failed] += int64(len(chunks))
+			continue
+		}
+		r.mu.Lock()
+		for i, o := range outs {
+			if o < Stored || o > Failed {
+				o = Failed
+			}
+			t.byOutcome[o]++
+			if o.acked() {
+				r.acked[plan[lo+i].key()] = struct{}{}
+			}
+		}
+		r.mu.Unlock()
+	}
+
+	t.requests++
+	t.chunks += int64(len(plan))
+	t.chunkHits += int64(usable)
+	for i, c := range plan {
+		t.tokens += int64(c.Tokens)
+		if i < usable {
+			t.tokenHit += int64(c.Tokens)
+		}
+	}
+	r.done.Add(1)
+	r.chunks.Add(int64(len(plan)))
+	r.hits.Add(int64(usable))
+}
+
+// lost notes that c was reported missing: when the backend had acknowledged
+// it, that is a loss to explain (by an eviction, or not).
+func (r *run) lost(c PlannedChunk, t *tally) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.acked[c.key()]; ok {
+		delete(r.acked, c.key())
+		t.missingAfterAck++
+	}
+}
+
+// idealChunkRatios returns the chunk and token hit ratios of an unbounded
+// cache over reqs: a chunk hits when its id was referenced before.
+func idealChunkRatios(reqs []trace.Request, chunkTokens int) (chunk, token float64) {
+	seen := make(map[chunkKey]struct{})
+	var chunks, hits, tokens, tokenHits int64
+	for _, req := range reqs {
+		for i, block := range req.HashIDs {
+			bt := req.BlockTokenCount(i)
+			for j := 0; j*chunkTokens < bt; j++ {
+				n := int64(min(chunkTokens, bt-j*chunkTokens))
+				k := chunkKey{block, int32(j)}
+				chunks++
+				tokens += n
+				if _, ok := seen[k]; ok {
+					hits++
+					tokenHits += n
+				} else {
+					seen[k] = struct{}{}
+				}
+			}
+		}
+	}
+	return ratio(hits, chunks), ratio(tokenHits, tokens)
+}
