@@ -3,7 +3,7 @@ GO ?= go
 BIN := $(CURDIR)/.bin
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: test race lint bench bench-store bench-policy proto verify-proto build ci
+.PHONY: test race lint bench bench-store bench-policy bench-cluster proto verify-proto build ci
 
 test:
 	$(GO) test -race ./...
@@ -21,13 +21,17 @@ lint:
 	$(BIN)/staticcheck ./...
 
 # bench runs every benchmark once with figures; see docs/benchmarks.md.
-bench: bench-store bench-policy
+bench: bench-store bench-policy bench-cluster
 
 bench-store:
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./store/
 
 bench-policy:
 	$(GO) test -run '^$$' -bench PolicyReplay -benchtime 1x ./loadtest/
+
+bench-cluster:
+	$(GO) test -run '^$$' -bench 'Cluster(Put|Get)' -benchtime 32x -count 3 ./cmd/kvring/
+	$(GO) test -run '^$$' -bench ClusterLookup -benchtime 3000x -count 3 ./cmd/kvring/
 
 proto:
 	scripts/proto/gen.sh
