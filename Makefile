@@ -41,3 +41,9 @@ verify-proto:
 
 ci:
 	.ci/run
+
+# bench-compare runs the same bench workload against a 3-node kvring cluster
+# and a redis-server with equal memory budgets; see loadtest/compare.sh.
+.PHONY: bench-compare
+bench-compare:
+	loadtest/compare.sh

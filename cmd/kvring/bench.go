@@ -34,6 +34,8 @@ func newBenchCmd() *cobra.Command {
 		pin, timeout  time.Duration
 		progress      time.Duration
 		jsonOut       bool
+		backendName   string
+		redisAddr     string
 	)
 	cmd := &cobra.Command{
 		Use:   "bench --addr HOST:PORT[,HOST:PORT...] [--trace PATH] [flags]",
@@ -57,8 +59,17 @@ addresses (all of them, or the count is partial). Progress goes to stderr.`,
 			if err := loadFlags(cmd); err != nil {
 				return err
 			}
-			if len(addrs) == 0 {
-				return errors.New("--addr is required")
+			switch backendName {
+			case "kvring":
+				if len(addrs) == 0 {
+					return errors.New("--addr is required")
+				}
+			case "redis":
+				if redisAddr == "" {
+					return errors.New("--redis-addr is required with --backend redis")
+				}
+			default:
+				return fmt.Errorf("--backend must be kvring or redis, got %q", backendName)
 			}
 			if engines < 1 {
 				return fmt.Errorf("--engines must be positive, got %d", engines)
@@ -76,11 +87,17 @@ addresses (all of them, or the count is partial). Progress goes to stderr.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 			defer stop()
 
-			backends, err := connectEngines(ctx, engines, loadtest.KvringConfig{
-				Seeds: addrs, Namespace: ns, PinTTL: pin, CallTimeout: timeout,
-				Schema: client.Schema{Model: model, Dtype: dtype, TokensPerChunk: uint32(cfg.ChunkTokens)},
-				Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
-			}, timeout)
+			var backends []loadtest.Backend
+			if backendName == "redis" {
+				backends, err = connectRedisEngines(ctx, engines, loadtest.RedisConfig{
+					Addr: redisAddr, Namespace: ns, CallTimeout: timeout})
+			} else {
+				backends, err = connectEngines(ctx, engines, loadtest.KvringConfig{
+					Seeds: addrs, Namespace: ns, PinTTL: pin, CallTimeout: timeout,
+					Schema: client.Schema{Model: model, Dtype: dtype, TokensPerChunk: uint32(cfg.ChunkTokens)},
+					Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
+				}, timeout)
+			}
 			if err != nil {
 				return err
 			}
@@ -89,12 +106,25 @@ addresses (all of them, or the count is partial). Progress goes to stderr.`,
 					b.Close()
 				}
 			}()
-			before, err := evictions(ctx, admins, timeout)
+			evictionsOf := func(ctx context.Context) (map[string]uint64, error) {
+				if backendName == "redis" {
+					n, err := backends[0].(*loadtest.Redis).Evictions(ctx)
+					if err != nil {
+						return nil, err
+					}
+					return map[string]uint64{"lru": n}, nil
+				}
+				return evictions(ctx, admins, timeout)
+			}
+			before, err := evictionsOf(ctx)
 			if err != nil {
 				return err
 			}
 
 			cfg.Backend = "kvring " + strings.Join(addrs, ",")
+			if backendName == "redis" {
+				cfg.Backend = "redis " + redisAddr
+			}
 			if progress > 0 {
 				cfg.ProgressInterval = progress
 				errOut := cmd.ErrOrStderr()
@@ -107,7 +137,7 @@ addresses (all of them, or the count is partial). Progress goes to stderr.`,
 			if rep == nil {
 				return runErr
 			}
-			if after, err := evictions(context.WithoutCancel(ctx), admins, timeout); err != nil {
+			if after, err := evictionsOf(context.WithoutCancel(ctx)); err != nil {
 				fmt.Fprintln(cmd.ErrOrStderr(), "bench: cannot read evictions after the run:", oneLine(err.Error()))
 			} else if after != nil {
 				rep.Evictions = make(map[string]uint64)
@@ -128,6 +158,8 @@ addresses (all of them, or the count is partial). Progress goes to stderr.`,
 		},
 	}
 	fs := cmd.Flags()
+	fs.StringVar(&backendName, "backend", "kvring", "backend under test: kvring (--addr) or redis (--redis-addr)")
+	fs.StringVar(&redisAddr, "redis-addr", "127.0.0.1:6379", "address (HOST:PORT) of the redis-server for --backend redis")
 	fs.StringSliceVar(&addrs, "addr", []string{"127.0.0.1:9600"}, "gRPC addresses (HOST:PORT, comma-separated) of kvring nodes")
 	fs.StringSliceVar(&admins, "admin", nil, "admin addresses (HOST:PORT, comma-separated) of every node, to report evictions")
 	fs.StringVar(&tracePath, "trace", defaultBenchTrace, "Mooncake-format trace (JSON lines)")
@@ -180,6 +212,26 @@ func connectEngines(ctx context.Context, n int, kc loadtest.KvringConfig, timeou
 				return nil, fmt.Errorf("cannot connect to kvring at %s within %s: %s", strings.Join(kc.Seeds, ","), timeout, oneLine(cause))
 			}
 			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return out, nil
+}
+
+// connectRedisEngines creates one Redis backend per engine and checks that
+// the server answers each of them.
+func connectRedisEngines(ctx context.Context, n int, rc loadtest.RedisConfig) ([]loadtest.Backend, error) {
+	var out []loadtest.Backend
+	for range n {
+		r, err := loadtest.NewRedis(rc)
+		if err == nil {
+			out = append(out, r)
+			err = r.Ping(ctx)
+		}
+		if err != nil {
+			for _, b := range out {
+				b.Close()
+			}
+			return nil, fmt.Errorf("cannot connect to redis: %s", oneLine(err.Error()))
 		}
 	}
 	return out, nil
