@@ -154,13 +154,9 @@ func (o *owner) has(ref *kvringv1.NamespaceRef, rawIDs [][]byte, pin *kvringv1.L
 	if ref == nil || ref.GetName() == "" {
 		return nil, 0, fmt.Errorf("%w: namespace is required", transfer.ErrInvalidArgument)
 	}
-	ids := make([]store.ID, len(rawIDs))
-	for i, b := range rawIDs {
-		id, err := store.ParseID(b)
-		if err != nil {
-			return nil, 0, fmt.Errorf("%w: ids[%d]: must be %d bytes, got %d", transfer.ErrInvalidArgument, i, store.IDSize, len(b))
-		}
-		ids[i] = id
+	ids, err := parseIDs(rawIDs, len(rawIDs)) // the coordinator bounded the batch
+	if err != nil {
+		return nil, 0, err
 	}
 	var ttl time.Duration
 	if pin != nil && pin.GetLeaseId() != 0 {
