@@ -157,6 +157,9 @@ func (c *Config) validate() error {
 	if c.Store.MemoryLimit < 0 {
 		errs = append(errs, fmt.Errorf("memory limit must not be negative, got %d", c.Store.MemoryLimit))
 	}
+	if p := c.Store.Policy; p != "" && p != store.PolicyLRU && p != store.PolicyTinyLFU {
+		errs = append(errs, fmt.Errorf("eviction policy must be %q or %q, got %q", store.PolicyLRU, store.PolicyTinyLFU, p))
+	}
 	if c.MaxBatchChunks < 1 {
 		errs = append(errs, fmt.Errorf("max batch must be positive, got %d", c.MaxBatchChunks))
 	}

@@ -123,7 +123,7 @@ func BenchmarkIndexMemory(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		s.pol.c.Wait()
+		s.pol.wait()
 		if err := s.FlushCatalog(); err != nil { // queued catalog writes are transient
 			b.Fatal(err)
 		}
@@ -175,7 +175,7 @@ func BenchmarkAllocatorWaste(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				s.pol.c.Wait()
+				s.pol.wait()
 				st := s.Stats()
 				b.ReportMetric(100*float64(st.WasteBytes())/float64(st.UsedBytes), "waste-%")
 				b.ReportMetric(100*float64(st.UsedBytes)/float64(st.LimitBytes), "used-%")

@@ -107,7 +107,17 @@ func concPut(s *Store, rng *rand.Rand, c *chunkSpec, direct bool) error {
 
 func TestConcurrentOperationsKeepInvariants(t *testing.T) {
 	t.Parallel()
+	for _, p := range []string{PolicyLRU, PolicyTinyLFU} {
+		t.Run(p, func(t *testing.T) {
+			t.Parallel()
+			testConcurrentOperationsKeepInvariants(t, p)
+		})
+	}
+}
+
+func testConcurrentOperationsKeepInvariants(t *testing.T, policy string) {
 	cfg, clk := clockConfig(t, 512<<10)
+	cfg.Policy = policy
 	cfg.SegmentSize = 64 << 10
 	cfg.StageLease = time.Hour // no write outlives its lease here
 	cfg.MaxPinLease = time.Hour

@@ -28,7 +28,10 @@ type Config struct {
 	StageLease time.Duration
 	// MaxPinLease caps the lease of a Lookup pin. Default 5 min.
 	MaxPinLease time.Duration
-	// ExpectedChunkSize sizes the admission policy's frequency sketch
+	// Policy names the eviction policy: PolicyLRU (default) or
+	// PolicyTinyLFU (ristretto).
+	Policy string
+	// ExpectedChunkSize sizes PolicyTinyLFU's frequency sketch
 	// (MemoryLimit/ExpectedChunkSize items, sketchCountersPerItem counters
 	// each). Default 256 KiB.
 	ExpectedChunkSize int64
@@ -68,6 +71,9 @@ func (c *Config) setDefaults() {
 	if c.MaxPinLease == 0 {
 		c.MaxPinLease = 5 * time.Minute
 	}
+	if c.Policy == "" {
+		c.Policy = PolicyLRU
+	}
 	if c.ExpectedChunkSize == 0 {
 		c.ExpectedChunkSize = 256 << 10
 	}
@@ -97,6 +103,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: SegmentSize must be positive, got %d", ErrInvalid, c.SegmentSize)
 	case c.StageLease < 0 || c.MaxPinLease < 0:
 		return fmt.Errorf("%w: leases must not be negative", ErrInvalid)
+	case c.Policy != PolicyLRU && c.Policy != PolicyTinyLFU:
+		return fmt.Errorf("%w: Policy must be %q or %q, got %q", ErrInvalid, PolicyLRU, PolicyTinyLFU, c.Policy)
 	case c.ExpectedChunkSize <= 0:
 		return fmt.Errorf("%w: ExpectedChunkSize must be positive, got %d", ErrInvalid, c.ExpectedChunkSize)
 	}

@@ -566,7 +566,9 @@ func TestAdmissionPolicyRefusalIsReportedRejectedAndNotHeld(t *testing.T) {
 		// detector randomly drops: its frequency sketch barely sees a Get.
 		t.Skip("TinyLFU frequencies are not observable under -race")
 	}
-	s := openTest(t, testConfig(t, 16<<10))
+	cfg := testConfig(t, 16<<10)
+	cfg.Policy = PolicyTinyLFU
+	s := openTest(t, cfg)
 	var hot []*chunkSpec
 	for i := range 16 {
 		c := newSpec(uint64(i), 1000)

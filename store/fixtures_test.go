@@ -159,7 +159,7 @@ func entrySpan(e *entry, what string) span {
 
 // settle waits until the admission policy has decided about every write
 // queued so far and run its callbacks, so that no eviction is in flight.
-func settle(s *Store) { s.pol.c.Wait() }
+func settle(s *Store) { s.pol.wait() }
 
 // quiescentCheck verifies, with no operation in flight and no staged write,
 // View or lease outstanding, that the store holds exactly what it says: every

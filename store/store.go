@@ -37,7 +37,7 @@ type Store struct {
 	log    *slog.Logger
 	nodeID string
 	cat    *catalog
-	pol    *policy
+	pol    policy
 
 	// gate lets Close wait for calls in flight (enter/exit); closing makes
 	// new calls fail fast with ErrClosed.
@@ -109,7 +109,7 @@ func Open(cfg Config) (*Store, error) {
 	}
 	s.arena = newArena(cfg.ShmDir, s.nodeID, cfg.MemoryLimit, cfg.SegmentSize)
 	s.arena.onSegment = s.cat.recordSegment
-	pol, err := newPolicy(cfg.MemoryLimit, cfg.MemoryLimit/cfg.ExpectedChunkSize, s.policyEvicted, s.policyRejected)
+	pol, err := newPolicy(&cfg, s.policyEvicted, s.policyRejected)
 	if err != nil {
 		cat.close()
 		return nil, err

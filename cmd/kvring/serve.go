@@ -16,24 +16,25 @@ import (
 func newServeCmd() *cobra.Command {
 	def := node.DefaultConfig()
 	var (
-		grpcAddr      = def.GRPCAddr
-		advertiseAddr = def.AdvertiseGRPCAddr
-		gossipAddr    = def.Membership.GossipAddr
-		gossipAdv     = def.Membership.AdvertiseAddr
-		join          []string
-		rejoin        = def.Membership.RejoinInterval
-		replication   = def.Replication
-		minReplicas   = def.MinReplicas
-		maxBatch      = def.MaxBatchChunks
-		adminAddr     = def.AdminAddr
-		dataDir       = def.Store.DataDir
-		shmDir        = def.Store.ShmDir
-		memLimit      = byteSize(def.Store.MemoryLimit)
-		maxChunk      = byteSize(def.Store.MaxChunkSize)
-		stageLease    = def.Store.StageLease
-		logFormat     = "text"
-		logLevel      = "info"
-		drainTimeout  = 10 * time.Second
+		grpcAddr       = def.GRPCAddr
+		advertiseAddr  = def.AdvertiseGRPCAddr
+		gossipAddr     = def.Membership.GossipAddr
+		gossipAdv      = def.Membership.AdvertiseAddr
+		join           []string
+		rejoin         = def.Membership.RejoinInterval
+		replication    = def.Replication
+		minReplicas    = def.MinReplicas
+		maxBatch       = def.MaxBatchChunks
+		adminAddr      = def.AdminAddr
+		dataDir        = def.Store.DataDir
+		shmDir         = def.Store.ShmDir
+		memLimit       = byteSize(def.Store.MemoryLimit)
+		maxChunk       = byteSize(def.Store.MaxChunkSize)
+		stageLease     = def.Store.StageLease
+		evictionPolicy = def.Store.Policy
+		logFormat      = "text"
+		logLevel       = "info"
+		drainTimeout   = 10 * time.Second
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -74,6 +75,7 @@ finish, the store writes its catalog, and the process exits 0.`,
 				cfg.Store.MaxChunkSize = min(int64(maxChunk), int64(memLimit))
 			}
 			cfg.Store.StageLease = stageLease
+			cfg.Store.Policy = evictionPolicy
 			cfg.Store.Logger = log.With("component", "store")
 			n, err := node.New(cfg)
 			if err != nil {
@@ -111,6 +113,7 @@ finish, the store writes its catalog, and the process exits 0.`,
 	fs.Var(&memLimit, "memory-limit", "memory budget for chunk bytes (e.g. 1GiB, 512MiB)")
 	fs.Var(&maxChunk, "max-chunk-size", "largest chunk accepted")
 	fs.DurationVar(&stageLease, "stage-lease", stageLease, "how long a staged write waits for its commit")
+	fs.StringVar(&evictionPolicy, "eviction-policy", evictionPolicy, "which chunks stay when memory is full: lru (least recently used goes first) or tinylfu (ristretto: frequency-based admission and eviction)")
 	fs.StringVar(&logFormat, "log-format", logFormat, "log format: text or json")
 	fs.StringVar(&logLevel, "log-level", logLevel, "log level: debug, info, warn or error")
 	fs.DurationVar(&drainTimeout, "drain-timeout", drainTimeout, "how long shutdown waits for requests in flight")

@@ -188,6 +188,7 @@ func TestServeRejectsBadConfigurationWithAClearMessage(t *testing.T) {
 		{[]string{"KVRING_MEMORY_LIMIT=-1"}, []string{"serve"}, "KVRING_MEMORY_LIMIT"},
 		{nil, []string{"serve", "--log-format", "xml"}, `log format "xml"`},
 		{nil, []string{"serve", "--admin-addr", "nonsense", "--data-dir", t.TempDir()}, "admin address"},
+		{[]string{"KVRING_EVICTION_POLICY=fifo"}, []string{"serve", "--data-dir", t.TempDir()}, `eviction policy must be "lru" or "tinylfu", got "fifo"`},
 	}
 	for _, c := range cases {
 		p := startKvring(t, c.env, c.args...)

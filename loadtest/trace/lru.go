@@ -65,3 +65,9 @@ func (c *LRU) pushFront(slot int32) {
 	c.nodes[head].prev = slot
 	c.nodes[0].next = slot
 }
+
+// Contains reports whether id is held, without making it recently used.
+func (c *LRU) Contains(id int64) bool {
+	_, ok := c.index[id]
+	return ok
+}
