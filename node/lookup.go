@@ -43,28 +43,7 @@ func leadingRun(held []bool) int {
 func (c *coordinator) askOwners(ctx context.Context, ref *kvringv1.NamespaceRef, plans map[string]*lookupPlan, pin *kvringv1.LeasePin, size int) []bool {
 	parallel(plans, func(p *lookupPlan) {
 		p.held, p.err, p.pinned = nil, nil, false
-		var held []bool
-		var err error
-		if p.m.ID == c.self {
-			held, _, err = c.local.has(ref, p.ids, pin)
-		} else {
-			var pc kvringv1.PeerClient
-			if pc, err = c.pool.client(p.m.Addr); err == nil {
-				pctx, cancel := c.peerCtx(ctx)
-				var resp *kvringv1.HasResponse
-				resp, err = pc.Has(pctx, &kvringv1.HasRequest{Caller: c.caller(), Namespace: ref, Ids: p.ids, Pin: pin})
-				cancel()
-				if err != nil {
-					err = transfer.FromStatus(err)
-				} else {
-					held = resp.GetHeld()
-				}
-				c.peers.note(ctx, p.m, err)
-			}
-		}
-		if err == nil && len(held) != len(p.ids) {
-			err = fmt.Errorf("node %s answered %d of %d ids", p.m.ID, len(held), len(p.ids))
-		}
+		held, err := c.hasOn(ctx, p.m, ref, p.ids, pin)
 		if err != nil {
 			p.err = err
 			return

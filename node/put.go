@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -158,6 +159,7 @@ func (c *coordinator) put(stream grpc.BidiStreamingServer[kvringv1.PutRequest, k
 	var need []uint32
 	needed := map[uint32]bool{}
 	var settled []*kvringv1.PutChunkResult
+	var deferred []uint32 // chunks another writer was staging on some owner
 	sinks := map[uint32]*fanoutSink{}
 	for i := range ids {
 		idx := uint32(i)
@@ -168,6 +170,10 @@ func (c *coordinator) put(stream grpc.BidiStreamingServer[kvringv1.PutRequest, k
 			}
 		}
 		if len(to) == 0 {
+			if slices.ContainsFunc(chunkOwners[i], func(p *putPlan) bool { return p.failed == nil && isBusy(p.votes[p.local[idx]]) }) {
+				deferred = append(deferred, idx) // answered after awaitOtherWriters
+				continue
+			}
 			settled = append(settled, c.result(idx, chunkOwners[i], replicas, minReplicas))
 			continue
 		}
@@ -251,8 +257,9 @@ func (c *coordinator) put(stream grpc.BidiStreamingServer[kvringv1.PutRequest, k
 			c.peers.note(ctx, p.m, p.cause)
 		}
 	}
-	results := make([]*kvringv1.PutChunkResult, 0, len(need))
-	for _, idx := range need {
+	c.awaitOtherWriters(ctx, ref, plans)
+	results := make([]*kvringv1.PutChunkResult, 0, len(need)+len(deferred))
+	for _, idx := range slices.Concat(need, deferred) {
 		results = append(results, c.result(idx, chunkOwners[idx], replicas, minReplicas))
 	}
 	c.countPut(results, begin.GetChunks())

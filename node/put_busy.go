@@ -1,0 +1,102 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"google.golang.org/grpc/codes"
+
+	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
+	"github.com/kvring/kvring/ring"
+	"github.com/kvring/kvring/transfer"
+)
+
+// isBusy reports whether an owner's vote says another writer is staging the
+// chunk right now.
+func isBusy(v *kvringv1.ChunkVote) bool {
+	return v.GetVote() == kvringv1.Vote_VOTE_FAILED && codes.Code(v.GetCode()) == codes.Aborted
+}
+
+// awaitOtherWriters resolves busy votes: an owner that was staging a chunk
+// for another writer when this put asked is polled (Has, without pins) until
+// the chunk is held there, which turns the vote into already held, or until
+// commitTimeout or ctx ends, which leaves it failed with a reason that says
+// so. (The other write ends within its own call: sealed, or aborted when its
+// engine goes away, after which this put's wait runs to its bound.) It runs
+// after this put's own commits, so two puts waiting on each other's chunks
+// cannot deadlock. Blocks up to commitTimeout.
+func (c *coordinator) awaitOtherWriters(ctx context.Context, ref *kvringv1.NamespaceRef, plans map[string]*putPlan) {
+	ctx, cancel := context.WithTimeout(ctx, c.commitTimeout)
+	defer cancel()
+	start := time.Now()
+	parallel(plans, func(p *putPlan) {
+		if p.failed != nil {
+			return
+		}
+		var pending []uint32
+		for li, v := range p.votes {
+			if isBusy(v) {
+				pending = append(pending, li)
+			}
+		}
+		for delay := 2 * time.Millisecond; len(pending) > 0; delay = min(2*delay, 100*time.Millisecond) {
+			select {
+			case <-ctx.Done():
+				for _, li := range pending {
+					p.votes[li] = &kvringv1.ChunkVote{Index: li, Vote: kvringv1.Vote_VOTE_FAILED, Code: uint32(codes.Aborted),
+						Reason: fmt.Sprintf("another write of this chunk did not complete within %s; retry", time.Since(start).Round(time.Millisecond))}
+				}
+				return
+			case <-time.After(delay):
+			}
+			ids := make([][]byte, len(pending))
+			for k, li := range pending {
+				ids[k] = p.chunks[li].GetId()
+			}
+			held, err := c.hasOn(ctx, p.m, ref, ids, nil)
+			if err != nil {
+				continue // the owner may answer the next time; ctx bounds the wait
+			}
+			still := pending[:0]
+			for k, li := range pending {
+				if held[k] {
+					p.votes[li] = &kvringv1.ChunkVote{Index: li, Vote: kvringv1.Vote_VOTE_ALREADY_HELD}
+				} else {
+					still = append(still, li)
+				}
+			}
+			pending = still
+		}
+	})
+}
+
+// hasOn asks one owner (this node in process, or a peer) which of ids it
+// holds now, bounded by peerTimeout. With pin set, the owner pins what it
+// reports held. A peer's answer is noted for the outage log.
+func (c *coordinator) hasOn(ctx context.Context, m ring.Member, ref *kvringv1.NamespaceRef, ids [][]byte, pin *kvringv1.LeasePin) ([]bool, error) {
+	if m.ID == c.self {
+		held, _, err := c.local.has(ref, ids, pin)
+		return held, err
+	}
+	held, err := c.askPeer(ctx, m.Addr, ref, ids, pin)
+	c.peers.note(ctx, m, err)
+	if err == nil && len(held) != len(ids) {
+		err = fmt.Errorf("node %s answered %d of %d ids", m.ID, len(held), len(ids))
+	}
+	return held, err
+}
+
+func (c *coordinator) askPeer(ctx context.Context, addr string, ref *kvringv1.NamespaceRef, ids [][]byte, pin *kvringv1.LeasePin) ([]bool, error) {
+	pc, err := c.pool.client(addr)
+	if err != nil {
+		return nil, err
+	}
+	pctx, cancel := c.peerCtx(ctx)
+	defer cancel()
+	resp, err := pc.Has(pctx, &kvringv1.HasRequest{Caller: c.caller(), Namespace: ref, Ids: ids, Pin: pin})
+	if err != nil {
+		return nil, transfer.FromStatus(err)
+	}
+	return resp.GetHeld(), nil
+}

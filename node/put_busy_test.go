@@ -1,0 +1,73 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/kvring/kvring/client"
+)
+
+// TestConcurrentPutsOfTheSameChunksAreNeverFailed: engines that store the
+// same prefix at the same moment (every engine that saw one system prompt)
+// each learn the chunks are held, stored by one of them and already held for
+// the others, never failed because another write was in progress.
+func TestConcurrentPutsOfTheSameChunksAreNeverFailed(t *testing.T) {
+	t.Parallel()
+	tc := newTestCluster(t, 3, 256<<20)
+	ctx := context.Background()
+	for round := range 5 {
+		var chunks []client.Chunk
+		for i := range 64 {
+			chunks = append(chunks, chunkOf(uint64(round*1000+i), 64<<10))
+		}
+		const engines = 4
+		results := make([][]client.PutResult, engines)
+		errs := make([]error, engines)
+		var wg sync.WaitGroup
+		for e := range engines {
+			c := testClient(t, tc.nodes[e%len(tc.nodes)].addr, 2, 1)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				results[e], errs[e] = c.Put(ctx, chunks)
+			}()
+		}
+		wg.Wait()
+		stored := make([]int, len(chunks))
+		for e := range engines {
+			if errs[e] != nil {
+				t.Fatalf("round %d engine %d: %v", round, e, errs[e])
+			}
+			for i, r := range results[e] {
+				switch r.Status {
+				case client.Stored:
+					stored[i]++
+				case client.AlreadyHeld:
+				default:
+					t.Fatalf("round %d engine %d chunk %d: %v (%s), want stored or already held", round, e, i, r.Status, r.Reason)
+				}
+				if len(r.Holders) == 0 {
+					t.Fatalf("round %d engine %d chunk %d: no holders", round, e, i)
+				}
+			}
+		}
+		ids := make([]client.ChunkID, len(chunks))
+		for i, c := range chunks {
+			ids[i] = c.ID
+			if stored[i] == 0 {
+				t.Fatalf("round %d chunk %d: nobody stored it, yet everyone was told it is held", round, i)
+			}
+		}
+		got, err := testClient(t, tc.nodes[0].addr, 0, 0).Get(ctx, ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, g := range got {
+			if !g.Found || !bytes.Equal(g.Data, chunks[i].Data) {
+				t.Fatalf("round %d chunk %d: found=%v reason=%q", round, i, g.Found, g.Reason)
+			}
+		}
+	}
+}
