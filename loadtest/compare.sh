@@ -2,16 +2,38 @@
 # compare.sh runs the same `kvring bench` workload against a 3-node kvring
 # cluster and a redis-server (allkeys-lru) with equal memory budgets on
 # loopback, prints both reports and a side-by-side line with ratios
-# (kvring / redis), and stops every process it started.
+# (kvring / redis), each run's timeline (requests/s, put GB/s, errors and hit
+# ratio per interval) and its failures, and stops every process it started.
 #
 # Usage: loadtest/compare.sh   (or `make bench-compare`)
 # Environment:
 #   NODE_MEM_MB   memory limit of each kvring node in MiB (default 64); redis
 #                 gets --maxmemory 3×NODE_MEM_MB mb
-#   MAX_REQUESTS  requests replayed (default 800)
+#   MAX_REQUESTS  requests replayed (default 800; 0: the whole trace)
 #   BENCH_FLAGS   extra `kvring bench` flags, the same for both
 #                 (default: --speedup -1 --engines 4)
 #   TRACE         Mooncake trace (default the repository's synthetic trace)
+#   KILL_AFTER    inject a fault: KILL_AFTER seconds after each bench process
+#                 starts, SIGKILL kvring node 2 (kvring run) or redis-server
+#                 (Redis run). Empty (default): no fault. Decimals allowed.
+#   DOWN_FOR      seconds the killed process stays down before it is started
+#                 again (default 5): node 2 with the same addresses, data dir
+#                 and shm dir (a warm restart, waited for with /readyz);
+#                 redis-server on the same port, empty (it has no persistence,
+#                 so every chunk it held is gone).
+#
+# With a fault, the bench must run longer than KILL_AFTER + DOWN_FOR to show
+# the recovery, but the default (--speedup -1, 800 requests) takes a few
+# seconds. Pace the replay and give it enough requests, and cap it with
+# --duration if you like; the first 600 requests of the synthetic trace span
+# 166 s, so --speedup 20 makes them last 8.3 s or more (longer when the
+# backend cannot keep up):
+#   MAX_REQUESTS=600 KILL_AFTER=3 DOWN_FOR=3 BENCH_FLAGS='--speedup 20 --engines 2' loadtest/compare.sh
+#   MAX_REQUESTS=0 KILL_AFTER=5 DOWN_FOR=5 BENCH_FLAGS='--speedup 20 --duration 20s' loadtest/compare.sh
+# The fault times count from the bench process's start; its timeline starts
+# a little later, once the trace is read and the clients have connected.
+# Failed calls do not stop a bench: they are counted and its timeline shows
+# when. The script warns when a bench ended before the fault was over.
 # Needs curl and jq; installs redis-server (and jq) with apt-get if missing.
 set -euo pipefail
 
@@ -21,9 +43,20 @@ NODE_MEM_MB=${NODE_MEM_MB:-64}
 MAX_REQUESTS=${MAX_REQUESTS:-800}
 BENCH_FLAGS=${BENCH_FLAGS:---speedup -1 --engines 4}
 TRACE=${TRACE:-loadtest/trace/testdata/synthetic_trace.jsonl}
+KILL_AFTER=${KILL_AFTER:-}
+DOWN_FOR=${DOWN_FOR:-5}
+
+log() { echo "compare: $*" >&2; }
+
+is_seconds() { [[ $1 =~ ^[0-9]+(\.[0-9]+)?$ ]]; }
+if [ -n "$KILL_AFTER" ] && ! is_seconds "$KILL_AFTER"; then
+	log "KILL_AFTER must be a number of seconds, got '$KILL_AFTER'"
+	exit 2
+fi
+is_seconds "$DOWN_FOR" || { log "DOWN_FOR must be a number of seconds, got '$DOWN_FOR'"; exit 2; }
 
 work=$(mktemp -d)
-pids=()
+pids=() # every process started and not yet reaped
 cleanup() {
 	local pid
 	for pid in "${pids[@]}"; do
@@ -37,7 +70,20 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-log() { echo "compare: $*" >&2; }
+# forget_pid drops a reaped process from pids.
+forget_pid() {
+	local p keep=()
+	for p in "${pids[@]}"; do
+		[ "$p" = "$1" ] || keep+=("$p")
+	done
+	pids=("${keep[@]}")
+}
+
+# now_us prints the wall clock in microseconds; secs_us converts seconds
+# (decimals allowed) to microseconds; since prints the seconds from a now_us.
+now_us() { echo "${EPOCHREALTIME/./}"; }
+secs_us() { awk -v s="$1" 'BEGIN { printf "%d", s * 1e6 }'; }
+since() { awk -v a="$1" -v b="$(now_us)" 'BEGIN { printf "%.1f", (b - a) / 1e6 }'; }
 
 need_apt=()
 command -v redis-server >/dev/null || need_apt+=(redis-server)
@@ -71,62 +117,155 @@ free_port() {
 	done
 }
 
-wait_http() { # url what
-	for _ in $(seq 200); do
+wait_http() { # url what [tries of 50ms]: returns 1, showing what's log, when it does not answer
+	for _ in $(seq "${3:-200}"); do
 		curl -sf -o /dev/null "$1" && return 0
 		sleep 0.05
 	done
 	log "$2 did not come up; its log:"
-	cat "$work/$2.log" >&2
-	exit 1
+	tail -n 50 "$work/$2.log" >&2
+	return 1
 }
 
-grpcs=() admins=() gossip1=""
+# Node i (1-3) listens on grpcs[i-1], admins[i-1] and gossips[i-1]; nodes 2
+# and 3 join node 1. start_node starts it, the first time or again after a
+# kill, with the same addresses, data dir and shm dir; node_pids[i-1] is its
+# process.
+grpcs=() admins=() gossips=() node_pids=()
 for i in 1 2 3; do
-	g=$(free_port) a=$(free_port) m=$(free_port)
-	join=()
-	[ -z "$gossip1" ] || join=(--join "$gossip1")
+	grpcs+=("127.0.0.1:$(free_port)")
+	admins+=("127.0.0.1:$(free_port)")
+	gossips+=("127.0.0.1:$(free_port)")
 	mkdir -p "$work/node$i/shm"
-	"$kv" serve --grpc-addr "127.0.0.1:$g" --admin-addr "127.0.0.1:$a" --gossip-addr "127.0.0.1:$m" \
-		--data-dir "$work/node$i/data" --shm-dir "$work/node$i/shm" --memory-limit "${NODE_MEM_MB}MiB" \
-		--log-level warn "${join[@]}" >"$work/node$i.log" 2>&1 &
-	pids+=($!)
-	[ -n "$gossip1" ] || gossip1="127.0.0.1:$m"
-	grpcs+=("127.0.0.1:$g")
-	admins+=("127.0.0.1:$a")
 done
-for i in 0 1 2; do
-	wait_http "http://${admins[$i]}/readyz" "node$((i + 1))"
+start_node() {
+	local i=$1 join=()
+	[ "$i" -eq 1 ] || join=(--join "${gossips[0]}")
+	"$kv" serve --grpc-addr "${grpcs[i - 1]}" --admin-addr "${admins[i - 1]}" --gossip-addr "${gossips[i - 1]}" \
+		--data-dir "$work/node$i/data" --shm-dir "$work/node$i/shm" --memory-limit "${NODE_MEM_MB}MiB" \
+		--log-level warn "${join[@]}" >>"$work/node$i.log" 2>&1 &
+	node_pids[i - 1]=$!
+	pids+=($!)
+}
+active_members() { # admin address: how many active members the node sees
+	curl -sf "http://$1/v1/cluster" | jq '[.members[] | select(.state == "active")] | length' 2>/dev/null || echo 0
+}
+for i in 1 2 3; do
+	start_node "$i"
+done
+for i in 1 2 3; do
+	wait_http "http://${admins[i - 1]}/readyz" "node$i" || exit 1
 done
 for _ in $(seq 200); do # until every node sees three members
 	n=0
 	for a in "${admins[@]}"; do
-		c=$(curl -sf "http://$a/v1/cluster" | jq '[.members[] | select(.state == "active")] | length' 2>/dev/null || echo 0)
-		[ "$c" -ge 3 ] && n=$((n + 1))
+		[ "$(active_members "$a")" -ge 3 ] && n=$((n + 1))
 	done
 	[ "$n" -eq 3 ] && break
 	sleep 0.05
 done
 
 rp=$(free_port)
-redis-server --bind 127.0.0.1 --port "$rp" --save '' --appendonly no --dir "$work" \
-	--maxmemory "$((3 * NODE_MEM_MB))mb" --maxmemory-policy allkeys-lru >"$work/redis.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 200); do
-	(exec 3<>"/dev/tcp/127.0.0.1/$rp") 2>/dev/null && break
-	sleep 0.05
-done
+redis_pid=""
+start_redis() {
+	redis-server --bind 127.0.0.1 --port "$rp" --save '' --appendonly no --dir "$work" \
+		--maxmemory "$((3 * NODE_MEM_MB))mb" --maxmemory-policy allkeys-lru >>"$work/redis.log" 2>&1 &
+	redis_pid=$!
+	pids+=($!)
+	for _ in $(seq 200); do
+		(exec 3<>"/dev/tcp/127.0.0.1/$rp") 2>/dev/null && return 0
+		sleep 0.05
+	done
+	log "redis-server did not come up; its log:"
+	tail -n 50 "$work/redis.log" >&2
+	return 1
+}
+start_redis || exit 1
 log "3 kvring nodes (${grpcs[*]}) at ${NODE_MEM_MB}MiB each; redis 127.0.0.1:$rp at $((3 * NODE_MEM_MB))MiB allkeys-lru"
+
+# kill_pid SIGKILLs a process this script started and reaps it.
+kill_pid() {
+	kill -KILL "$1" 2>/dev/null || true
+	wait "$1" 2>/dev/null || true
+	forget_pid "$1"
+}
+# A restart function sets back_us once the victim serves again.
+back_us=""
+kill_kvring() { kill_pid "${node_pids[1]}"; }
+restart_kvring() {
+	start_node 2
+	if wait_http "http://${admins[1]}/readyz" node2 600; then
+		back_us=$(now_us)
+		log "node 2 ready again at $(since "$bench_start")s (warm restart: same addresses, data and shm dirs)"
+	else
+		log "node 2 did not become ready again"
+		return 0
+	fi
+	for _ in $(seq 200); do
+		[ "$(active_members "${admins[0]}")" -ge 3 ] && [ "$(active_members "${admins[1]}")" -ge 3 ] && break
+		sleep 0.05
+	done
+	log "node 1 sees $(active_members "${admins[0]}") active members, node 2 $(active_members "${admins[1]}"), at $(since "$bench_start")s"
+}
+kill_redis() { kill_pid "$redis_pid"; }
+restart_redis() {
+	start_redis || { log "redis-server did not come back"; return 0; }
+	back_us=$(now_us)
+	log "redis-server back at $(since "$bench_start")s, EMPTY: it has no persistence, every chunk it held is gone"
+}
+
+# sleep_while bench_pid seconds: sleeps that long, or until the bench exits;
+# false when it exited.
+sleep_while() {
+	local deadline=$(($(now_us) + $(secs_us "$2")))
+	while [ "$(now_us)" -lt "$deadline" ]; do
+		kill -0 "$1" 2>/dev/null || return 1
+		sleep 0.05
+	done
+	kill -0 "$1" 2>/dev/null
+}
+
+# run_bench name what kill_fn restart_fn args...: runs `kvring bench args... --json`
+# into $work/name.json, with the fault of KILL_AFTER and DOWN_FOR (kill_fn
+# and restart_fn inject it; what names the victim). killed_at[name] and
+# back_at[name] are the fault's times (microseconds since the epoch).
+bench_start=0
+declare -A killed_at=() back_at=()
+run_bench() {
+	local name=$1 what=$2 kill_fn=$3 restart_fn=$4 rc=0 bpid
+	shift 4
+	log "bench: $name"
+	bench_start=$(now_us)
+	"$kv" "$@" --json >"$work/$name.json" &
+	bpid=$!
+	pids+=("$bpid")
+	if [ -n "$KILL_AFTER" ]; then
+		if sleep_while "$bpid" "$KILL_AFTER"; then
+			"$kill_fn"
+			killed_at[$name]=$(now_us)
+			log "SIGKILLed $what at $(since "$bench_start")s; restarting it in ${DOWN_FOR}s"
+			sleep_while "$bpid" "$DOWN_FOR" || log "WARNING: the $name bench ended while $what was down; give it more requests or a slower --speedup"
+			back_us=""
+			"$restart_fn"
+			back_at[$name]=$back_us
+			kill -0 "$bpid" 2>/dev/null || log "WARNING: the $name bench ended before $what was back: the timeline shows no recovery"
+		else
+			log "WARNING: the $name bench ended before KILL_AFTER=${KILL_AFTER}s: no fault injected; give it more requests or a slower --speedup"
+		fi
+	fi
+	wait "$bpid" || rc=$?
+	forget_pid "$bpid"
+	log "bench: $name took $(since "$bench_start")s"
+	[ "$rc" -eq 0 ] || log "$name bench failed ($rc)"
+}
 
 grpc_list=$(IFS=,; echo "${grpcs[*]}")
 admin_list=$(IFS=,; echo "${admins[*]}")
 # shellcheck disable=SC2086 # BENCH_FLAGS is a list of flags
 common=(bench --trace "$TRACE" --max-requests "$MAX_REQUESTS" --progress 0 $BENCH_FLAGS)
 
-log "bench: kvring"
-"$kv" "${common[@]}" --backend kvring --addr "$grpc_list" --admin "$admin_list" --json >"$work/kvring.json" || log "kvring bench failed ($?)"
-log "bench: redis"
-"$kv" "${common[@]}" --backend redis --redis-addr "127.0.0.1:$rp" --json >"$work/redis.json" || log "redis bench failed ($?)"
+run_bench kvring "kvring node 2" kill_kvring restart_kvring "${common[@]}" --backend kvring --addr "$grpc_list" --admin "$admin_list"
+run_bench redis "redis-server" kill_redis restart_redis "${common[@]}" --backend redis --redis-addr "127.0.0.1:$rp"
 
 table() { # report.json: the same table `kvring bench` prints, from the JSON
 	jq -r '
@@ -135,12 +274,39 @@ table() { # report.json: the same table `kvring bench` prints, from the JSON
 	  "  chunk hit ratio \(.chunk_hit_ratio | f) (ideal \(.ideal_chunk_hit_ratio | f))  token hit ratio \(.token_hit_ratio | f)",
 	  (["lookup", "get", "put"][] as $op | .[$op] |
 	    "  \($op)\tcalls \(.calls)\terrors \(.errors)\t\(.gb_per_sec | f) GB/s\t\(.ops_per_sec | round) ops/s\tp50 \(.p50_ms | f)ms p95 \(.p95_ms | f)ms p99 \(.p99_ms | f)ms"),
-	  "  stored \(.stored) already_held \(.already_held) rejected \(.rejected) failed \(.failed) get_misses \(.get_misses) corrupt \(.corrupt) missing_after_ack \(.missing_after_ack) evictions \(.evictions // {} | tostring)"
+	  "  stored \(.stored) already_held \(.already_held) rejected \(.rejected) failed \(.failed) get_misses \(.get_misses) corrupt \(.corrupt) missing_after_ack \(.missing_after_ack) evictions \(.evictions // {} | tostring)",
+	  "  failures: \(.lookup.errors + .get.errors + .put.errors) failed calls (lookup \(.lookup.errors), get \(.get.errors), put \(.put.errors)), \(.failed) failed and \(.rejected) rejected put chunks",
+	  (["lookup", "get", "put"][] as $op | .[$op].first_error // empty | "  first \($op) error: \(.)")
 	' "$1"
 }
+timeline() { # report.json killed_us back_us: one row per interval of the run, the fault's marked
+	jq -r --arg killed "$2" --arg back "$3" '
+	  def f: (. * 1000 | round / 1000 | tostring);
+	  def epoch: capture("^(?<s>[^.]+?)(?<f>\\.[0-9]+)?Z$") | (.s + "Z" | fromdateiso8601) + ((.f // "0") | tonumber);
+	  def since($us; $t0): if $us == "" then null else ($us | tonumber) / 1e6 - $t0 end;
+	  (.started_at | epoch) as $t0 | since($killed; $t0) as $k | since($back; $t0) as $b |
+	  def within($x): $x != null and $x >= .t_s and $x < .t_s + .len_s;
+	  "  t_s\treq/s\tput GB/s\terrors\tfailed\thit ratio\t",
+	  ((.timeline // [])[] |
+	    (if within($k) then "<- killed at \($k | f)s" elif within($b) then "<- back at \($b | f)s"
+	     elif $k != null and .t_s > $k and ($b == null or .t_s < $b) then "<- down" else "" end) as $note |
+	    "  \(.t_s | f)\t\(.requests_per_sec | round)\t\(.put_gb_per_sec | f)\t\(.errors)\t\(.failed)\t\(.chunk_hit_ratio | f)\t\($note)")
+	' "$1" | column -t -s "$(printf '\t')" | sed 's/ *$//'
+}
 for b in kvring redis; do
-	[ -s "$work/$b.json" ] && table "$work/$b.json"
+	[ -s "$work/$b.json" ] || continue
+	table "$work/$b.json"
+	echo "  timeline (requests/s, put GB/s acknowledged, failed calls, failed put chunks, chunk hit ratio of the requests done):"
+	timeline "$work/$b.json" "${killed_at[$b]:-}" "${back_at[$b]:-}"
 done
+if [ -n "$KILL_AFTER" ]; then
+	echo
+	echo "fault: KILL_AFTER=${KILL_AFTER}s DOWN_FOR=${DOWN_FOR}s after each bench process started; the timelines mark it in their own time"
+	echo "  (\"back\": the victim serves again; kvring: /readyz answers)."
+	echo "  kvring: node 2 SIGKILLed and restarted warm (same addresses, data and shm dirs); its eviction counters restarted, so the evictions undercount."
+	echo "  redis:  redis-server SIGKILLed and restarted EMPTY (no persistence), its eviction counter too; missing_after_ack counts the"
+	echo "          chunks the restart lost, at most one per request (a lookup stops at the first missing chunk)."
+fi
 
 [ -s "$work/kvring.json" ] && [ -s "$work/redis.json" ] || { log "a run printed no report"; exit 1; }
 echo
@@ -150,7 +316,7 @@ jq -rn --slurpfile k "$work/kvring.json" --slurpfile r "$work/redis.json" '
   def col(name; a; b; unit): "\(name)\tkvring \(a | f)\(unit)\tredis \(b | f)\(unit)\tkvring/redis \(ratio(a; b))";
   $k[0] as $k | $r[0] as $r |
   "side by side (same workload, equal budgets):",
-  "corrupt kvring \($k.corrupt) redis \($r.corrupt); missing_after_ack kvring \($k.missing_after_ack) redis \($r.missing_after_ack); failed kvring \($k.failed) redis \($r.failed)",
+  "corrupt kvring \($k.corrupt) redis \($r.corrupt); missing_after_ack kvring \($k.missing_after_ack) redis \($r.missing_after_ack); failed chunks kvring \($k.failed) redis \($r.failed); failed calls kvring \($k.lookup.errors + $k.get.errors + $k.put.errors) redis \($r.lookup.errors + $r.get.errors + $r.put.errors)",
   col("chunk hit ratio"; $k.chunk_hit_ratio; $r.chunk_hit_ratio; ""),
   col("put GB/s       "; $k.put.gb_per_sec; $r.put.gb_per_sec; ""),
   col("get GB/s       "; $k.get.gb_per_sec; $r.get.gb_per_sec; ""),

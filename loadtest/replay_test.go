@@ -2,6 +2,8 @@ package loadtest
 
 import (
 	"context"
+	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -161,5 +163,142 @@ func TestReplayStopsAtTheDurationCap(t *testing.T) {
 	}
 	if !rep.StoppedEarly || rep.RequestsDone != 3 || rep.RequestsPlanned != 4 {
 		t.Fatalf("stopped %v done %d of %d", rep.StoppedEarly, rep.RequestsDone, rep.RequestsPlanned)
+	}
+}
+
+// outage fails every call from the startAt-th lookup on, for at least
+// lasting and at least minFails calls, and notes when it failed the first
+// and the last call.
+type outage struct {
+	*Memory
+	startAt  int
+	lasting  time.Duration
+	minFails int
+
+	mu                  sync.Mutex
+	lookups, fails      int
+	over                bool
+	firstFail, lastFail time.Time
+}
+
+var errOutage = errors.New("backend down")
+
+func (o *outage) fail(lookup bool) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if lookup {
+		o.lookups++
+	}
+	now := time.Now()
+	if o.over || o.lookups < o.startAt {
+		return nil
+	}
+	if o.fails >= o.minFails && now.Sub(o.firstFail) >= o.lasting {
+		o.over = true
+		return nil
+	}
+	if o.fails == 0 {
+		o.firstFail = now
+	}
+	o.fails++
+	o.lastFail = now
+	return errOutage
+}
+
+func (o *outage) Lookup(ctx context.Context, ids []ChunkID) (int, error) {
+	if err := o.fail(true); err != nil {
+		return 0, err
+	}
+	return o.Memory.Lookup(ctx, ids)
+}
+
+func (o *outage) Get(ctx context.Context, ids []ChunkID) ([]GetOutcome, error) {
+	if err := o.fail(false); err != nil {
+		return nil, err
+	}
+	return o.Memory.Get(ctx, ids)
+}
+
+func (o *outage) Put(ctx context.Context, chunks []Chunk) ([]PutOutcome, error) {
+	if err := o.fail(false); err != nil {
+		return nil, err
+	}
+	return o.Memory.Put(ctx, chunks)
+}
+
+func TestTimelineShowsFailuresOnlyWhileTheBackendFails(t *testing.T) {
+	t.Parallel()
+	// 100 requests 3 ms apart, each sharing its first block with others.
+	var reqs []trace.Request
+	for i := range 100 {
+		reqs = append(reqs, trace.Request{Timestamp: time.Duration(i) * 3 * time.Millisecond, InputLength: 2 * 512,
+			HashIDs: []int64{int64(i % 7), int64(100 + i)}})
+	}
+	const interval = 20 * time.Millisecond
+	// The outage starts with request 20's lookup, about 60 ms in, and
+	// lasts 60 ms: the 80 requests after it keep the backend busy.
+	b := &outage{Memory: NewMemory(0), startAt: 20, lasting: 60 * time.Millisecond, minFails: 5}
+	var last Progress
+	rep, err := ReplayMooncake(context.Background(), reqs, []Backend{b, b}, Config{Speedup: 1,
+		TimelineInterval: interval, ProgressInterval: time.Hour, OnProgress: func(p Progress) { last = p }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	errorsTotal := rep.Lookup.Errors + rep.Get.Errors + rep.Put.Errors
+	if rep.RequestsDone != len(reqs) || errorsTotal == 0 || rep.Failed == 0 {
+		t.Fatalf("done %d of %d, %d errors, %d failed chunks: the run stopped or the outage missed it",
+			rep.RequestsDone, len(reqs), errorsTotal, rep.Failed)
+	}
+	// A failed lookup reports nothing missing.
+	if rep.MissingAfterAck != 0 || rep.Corrupt != 0 {
+		t.Fatalf("missing after ack %d, corrupt %d", rep.MissingAfterAck, rep.Corrupt)
+	}
+	if last.Done != rep.RequestsDone || last.Errors != errorsTotal || last.FailedChunks != rep.Failed {
+		t.Fatalf("last progress %+v; report: done %d, %d errors, %d failed chunks", last, rep.RequestsDone, errorsTotal, rep.Failed)
+	}
+
+	// The replay counts a failure when the call has returned: at or after
+	// the backend failed it, a moment later. Allow that moment one interval.
+	lo, lastFail := b.firstFail.Sub(rep.StartedAt).Seconds(), b.lastFail.Sub(rep.StartedAt).Seconds()
+	hi := lastFail + interval.Seconds()
+	var sum TimelinePoint
+	failing, afterWithRequests := 0, 0
+	for i, p := range rep.Timeline {
+		if want := (time.Duration(i) * interval).Seconds(); p.T != want {
+			t.Fatalf("point %d starts at %vs, want %vs", i, p.T, want)
+		}
+		inWindow := p.T+p.Len > lo && p.T <= hi
+		if (p.Errors > 0 || p.Failed > 0) && !inWindow {
+			t.Errorf("point at %vs has %d errors and %d failed chunks, outside the outage [%.3fs, %.3fs]", p.T, p.Errors,
+				p.Failed, lo, hi)
+		}
+		if p.Errors > 0 {
+			failing++
+		}
+		if p.T > lastFail && p.Requests > 0 {
+			afterWithRequests++
+		}
+		sum.Requests += p.Requests
+		sum.Chunks += p.Chunks
+		sum.ChunkHits += p.ChunkHits
+		sum.PutBytes += p.PutBytes
+		sum.GetBytes += p.GetBytes
+		sum.Errors += p.Errors
+		sum.Failed += p.Failed
+		sum.Rejected += p.Rejected
+	}
+	if failing == 0 || afterWithRequests == 0 {
+		t.Fatalf("%d points with errors, %d with requests after the outage:\n%+v", failing, afterWithRequests, rep.Timeline)
+	}
+	end := rep.Timeline[len(rep.Timeline)-1]
+	if got := time.Duration((end.T + end.Len) * 1e9); got-rep.Elapsed > time.Microsecond || rep.Elapsed-got > time.Microsecond {
+		t.Fatalf("the timeline ends at %s, the run at %s", got, rep.Elapsed)
+	}
+	// Every acknowledged put is fully acknowledged by Memory, so acked bytes
+	// are the put bytes of the successful calls.
+	want := TimelinePoint{Requests: int64(rep.RequestsDone), Chunks: rep.Chunks, ChunkHits: rep.ChunkHits,
+		PutBytes: rep.Put.Bytes, GetBytes: rep.Get.Bytes, Errors: errorsTotal, Failed: rep.Failed, Rejected: rep.Rejected}
+	if sum != want {
+		t.Fatalf("timeline sums %+v\nreport totals %+v", sum, want)
 	}
 }

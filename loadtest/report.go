@@ -26,6 +26,9 @@ type Report struct {
 	RequestsDone    int           `json:"requests_done"`
 	Elapsed         time.Duration `json:"elapsed_ns"`
 	StoppedEarly    bool          `json:"stopped_early"`
+	// StartedAt is when the replay started (UTC): the origin of the
+	// timeline, to line it up with events outside the run.
+	StartedAt time.Time `json:"started_at"`
 
 	// Chunks and Tokens count what the done requests referenced; the hits
 	// are the verified leading chunks each request could reuse.
@@ -64,6 +67,11 @@ type Report struct {
 	// Evictions are the backend's eviction counters by reason over the run,
 	// nil when unknown (for kvring: no --admin addresses given).
 	Evictions map[string]uint64 `json:"evictions"` // null when unknown
+
+	// Timeline splits the run into intervals of Config.TimelineInterval,
+	// so a reader sees throughput, hits and failures change over the run
+	// (a node going down and coming back, say).
+	Timeline []TimelinePoint `json:"timeline"`
 }
 
 // OpStats describes one kind of call.
@@ -143,6 +151,7 @@ type tally struct {
 	lookup, get, put                    opTally
 	byOutcome                           [Failed + 1]int64
 	getMisses, corrupt, missingAfterAck int64
+	timeline                            timeline
 }
 
 func (t *tally) merge(o *tally) {
@@ -160,6 +169,7 @@ func (t *tally) merge(o *tally) {
 	t.getMisses += o.getMisses
 	t.corrupt += o.corrupt
 	t.missingAfterAck += o.missingAfterAck
+	t.timeline.merge(&o.timeline)
 }
 
 // fill sets r's counters from t.
@@ -171,6 +181,7 @@ func (t *tally) fill(r *Report) {
 	r.Stored, r.AlreadyHeld = t.byOutcome[Stored], t.byOutcome[AlreadyHeld]
 	r.Rejected, r.Failed = t.byOutcome[Rejected], t.byOutcome[Failed]
 	r.GetMisses, r.Corrupt, r.MissingAfterAck = t.getMisses, t.corrupt, t.missingAfterAck
+	r.Timeline = t.timeline.points(r.Elapsed)
 }
 
 func ratio(a, b int64) float64 {
@@ -180,8 +191,17 @@ func ratio(a, b int64) float64 {
 	return float64(a) / float64(b)
 }
 
-// WriteTable prints the report as an aligned table.
+// WriteTable prints the report as aligned tables. The timeline is printed
+// too when it has more than one point and a call or a put chunk failed.
 func (r *Report) WriteTable(w io.Writer) error {
+	return r.writeTable(w, r.Lookup.Errors+r.Get.Errors+r.Put.Errors+r.Failed > 0)
+}
+
+// WriteTableWithTimeline is WriteTable printing the timeline whenever it has
+// more than one point.
+func (r *Report) WriteTableWithTimeline(w io.Writer) error { return r.writeTable(w, true) }
+
+func (r *Report) writeTable(w io.Writer, withTimeline bool) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	row := func(k, f string, a ...any) { fmt.Fprintf(tw, "%s\t"+f+"\n", append([]any{k}, a...)...) }
 	row("backend", "%s (%s), %d engines, %d tokens/chunk, %d B/token, speedup %gx",
@@ -219,7 +239,16 @@ func (r *Report) WriteTable(w io.Writer) error {
 			fmt.Fprintf(tw, "first %s error: %s\n", op.name, strings.Join(strings.Fields(op.s.FirstError), " "))
 		}
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if !withTimeline || len(r.Timeline) < 2 {
+		return nil
+	}
+	if _, err := fmt.Fprintln(w); err != nil {
+		return err
+	}
+	return writeTimeline(w, r.Timeline)
 }
 
 // byReason formats counters by reason: "capacity=3 policy=1", or "none".

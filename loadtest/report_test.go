@@ -67,3 +67,31 @@ func TestTalliesMergeIntoTheReport(t *testing.T) {
 		t.Fatalf("JSON round trip: %v %+v", err, back)
 	}
 }
+
+func TestTableShowsTheTimelineWhenSomethingFailedOrAsked(t *testing.T) {
+	two := []TimelinePoint{{T: 0, Len: 1, Requests: 3}, {T: 1, Len: 0.5, Requests: 1, Errors: 2}}
+	for _, tc := range []struct {
+		name      string
+		r         Report
+		asked     bool
+		wantShown bool
+	}{
+		{"clean run", Report{Timeline: two}, false, false},
+		{"clean run, asked", Report{Timeline: two}, true, true},
+		{"failed calls", Report{Timeline: two, Get: OpStats{Errors: 2}}, false, true},
+		{"failed chunks", Report{Timeline: two, Failed: 1}, false, true},
+		{"one point", Report{Timeline: two[:1], Failed: 1}, true, false},
+	} {
+		var buf bytes.Buffer
+		write := tc.r.WriteTable
+		if tc.asked {
+			write = tc.r.WriteTableWithTimeline
+		}
+		if err := write(&buf); err != nil {
+			t.Fatal(err)
+		}
+		if shown := strings.Contains(buf.String(), "timeline, every 1s"); shown != tc.wantShown {
+			t.Errorf("%s: timeline shown %v, want %v:\n%s", tc.name, shown, tc.wantShown, buf.String())
+		}
+	}
+}

@@ -37,10 +37,14 @@ type Config struct {
 	LookupBatch int
 	// Backend names the backend in the report.
 	Backend string
+	// TimelineInterval is the length of the intervals of Report.Timeline.
+	// Default 1s. Each interval costs 64 bytes per engine during the run.
+	TimelineInterval time.Duration
 	// ProgressInterval is how often OnProgress is called. Default 1s.
 	ProgressInterval time.Duration
-	// OnProgress, if set, is called every ProgressInterval from the Runner's
-	// goroutine. It must not block.
+	// OnProgress, if set, is called every ProgressInterval and once more
+	// when the engines have finished, always from the same goroutine of the
+	// replay. It must not block.
 	OnProgress func(Progress)
 }
 
@@ -49,6 +53,10 @@ type Progress struct {
 	Done, Total   int
 	Elapsed       time.Duration
 	ChunkHitRatio float64
+	// Errors are the lookup, get and put calls that failed as a whole so
+	// far; FailedChunks the put chunks that failed (those of failed put
+	// calls included).
+	Errors, FailedChunks int64
 }
 
 func (c Config) withDefaults() Config {
@@ -67,6 +75,9 @@ func (c Config) withDefaults() Config {
 	if c.LookupBatch == 0 {
 		c.LookupBatch = 8192
 	}
+	if c.TimelineInterval == 0 {
+		c.TimelineInterval = time.Second
+	}
 	if c.ProgressInterval == 0 {
 		c.ProgressInterval = time.Second
 	}
@@ -81,8 +92,9 @@ func (c Config) validate() error {
 	if c.BytesPerToken < 1 {
 		errs = append(errs, fmt.Errorf("bytes per token must be positive, got %d", c.BytesPerToken))
 	}
-	if c.MaxRequests < 0 || c.Duration < 0 || c.BatchChunks < 0 || c.LookupBatch < 0 || c.ProgressInterval < 0 {
-		errs = append(errs, errors.New("max requests, duration, batch sizes and progress interval must not be negative"))
+	if c.MaxRequests < 0 || c.Duration < 0 || c.BatchChunks < 0 || c.LookupBatch < 0 || c.ProgressInterval < 0 ||
+		c.TimelineInterval < 0 {
+		errs = append(errs, errors.New("max requests, duration, batch sizes, progress and timeline intervals must not be negative"))
 	}
 	return errors.Join(errs...)
 }
@@ -92,6 +104,10 @@ func (c Config) validate() error {
 // round-robin, each engine serving its requests one at a time. Per request the
 // engine looks up the ordered chunk ids, gets the held prefix (verifying every
 // byte) and puts the chunks after the first one it could not use.
+//
+// A failed call does not stop the run: the engine carries on as a real one
+// would (a failed lookup or get means recomputing and putting the chunks) and
+// the report counts the failure, in its totals and in its timeline.
 //
 // It blocks until the run ends and returns its report. When ctx ends first the
 // report covers what was done and the error is ctx's. It does not close the
@@ -116,8 +132,10 @@ func ReplayMooncake(ctx context.Context, reqs []trace.Request, backends []Backen
 	r := &run{cfg: cfg, acked: make(map[chunkKey]struct{})}
 	queues := make([]chan trace.Request, len(backends))
 	tallies := make([]tally, len(backends))
+	start := time.Now()
 	var wg sync.WaitGroup
 	for i, b := range backends {
+		tallies[i].timeline = timeline{start: start, interval: cfg.TimelineInterval}
 		queues[i] = make(chan trace.Request, len(reqs)/len(backends)+1)
 		wg.Add(1)
 		go func() {
@@ -131,7 +149,6 @@ func ReplayMooncake(ctx context.Context, reqs []trace.Request, backends []Backen
 		}()
 	}
 
-	start := time.Now()
 	progressDone := make(chan struct{})
 	var progressWG sync.WaitGroup
 	if cfg.OnProgress != nil {
@@ -143,10 +160,10 @@ func ReplayMooncake(ctx context.Context, reqs []trace.Request, backends []Backen
 			for {
 				select {
 				case <-progressDone:
+					cfg.OnProgress(r.progress(len(reqs), start))
 					return
 				case <-t.C:
-					cfg.OnProgress(Progress{Done: int(r.done.Load()), Total: len(reqs), Elapsed: time.Since(start),
-						ChunkHitRatio: ratio(r.hits.Load(), r.chunks.Load())})
+					cfg.OnProgress(r.progress(len(reqs), start))
 				}
 			}
 		}()
@@ -161,6 +178,7 @@ func ReplayMooncake(ctx context.Context, reqs []trace.Request, backends []Backen
 	progressWG.Wait()
 
 	rep.Elapsed = time.Since(start)
+	rep.StartedAt = start.UTC().Round(0)
 	rep.StoppedEarly = r.stopped.Load()
 	var total tally
 	for i := range tallies {
@@ -172,14 +190,34 @@ func ReplayMooncake(ctx context.Context, reqs []trace.Request, backends []Backen
 
 // run is the state the engines share.
 type run struct {
-	cfg     Config
-	stopped atomic.Bool // the duration cap passed
-	done    atomic.Int64
-	hits    atomic.Int64
-	chunks  atomic.Int64
+	cfg          Config
+	stopped      atomic.Bool // the duration cap passed
+	done         atomic.Int64
+	hits         atomic.Int64
+	chunks       atomic.Int64
+	errors       atomic.Int64 // failed calls
+	failedChunks atomic.Int64
 
 	mu    sync.Mutex
 	acked map[chunkKey]struct{} // chunks the backend acknowledged holding
+}
+
+func (r *run) progress(total int, start time.Time) Progress {
+	return Progress{Done: int(r.done.Load()), Total: total, Elapsed: time.Since(start),
+		ChunkHitRatio: ratio(r.hits.Load(), r.chunks.Load()), Errors: r.errors.Load(), FailedChunks: r.failedChunks.Load()}
+}
+
+// call records a call of kind op that began at begin and has just returned,
+// and returns the timeline bucket it belongs to.
+func (r *run) call(t *tally, op *opTally, begin time.Time, chunks, bytes int, err error) *timelineBucket {
+	end := time.Now()
+	op.record(end.Sub(begin), chunks, bytes, err)
+	b := t.timeline.at(end)
+	if err != nil {
+		b.errors++
+		r.errors.Add(1)
+	}
+	return b
 }
 
 // dispatch hands each request to its engine at its compressed arrival time.
@@ -242,18 +280,21 @@ func (r *run) serve(ctx context.Context, b Backend, req trace.Request, t *tally)
 		ids[i] = c.ID
 	}
 
-	held := 0
+	// held is the prefix the lookups reported held; after a failed lookup
+	// the engine knows no more, and nothing was reported missing.
+	held, answered := 0, true
 	for lo := 0; lo < len(ids) && held == lo; lo += r.cfg.LookupBatch {
 		hi := min(lo+r.cfg.LookupBatch, len(ids))
 		begin := time.Now()
 		n, err := b.Lookup(ctx, ids[lo:hi])
-		t.lookup.record(time.Since(begin), hi-lo, 0, err)
+		r.call(t, &t.lookup, begin, hi-lo, 0, err)
 		if err != nil || n < 0 || n > hi-lo {
+			answered = false
 			break
 		}
 		held += n
 	}
-	if held < len(plan) {
+	if answered && held < len(plan) {
 		r.lost(plan[held], t)
 	}
 
@@ -268,10 +309,11 @@ func (r *run) serve(ctx context.Context, b Backend, req trace.Request, t *tally)
 		for _, g := range got {
 			n += len(g.Data)
 		}
-		t.get.record(time.Since(begin), hi-lo, n, err)
+		tb := r.call(t, &t.get, begin, hi-lo, n, err)
 		if err != nil || len(got) != hi-lo {
 			break
 		}
+		tb.getBytes += int64(n)
 		for i, g := range got {
 			c := plan[lo+i]
 			switch {
@@ -303,9 +345,11 @@ func (r *run) serve(ctx context.Context, b Backend, req trace.Request, t *tally)
 		}
 		begin := time.Now()
 		outs, err := b.Put(ctx, chunks)
-		t.put.record(time.Since(begin), hi-lo, size, err)
+		tb := r.call(t, &t.put, begin, hi-lo, size, err)
 		if err != nil || len(outs) != len(chunks) {
 			t.byOutcome[Failed] += int64(len(chunks))
+			tb.failed += int64(len(chunks))
+			r.failedChunks.Add(int64(len(chunks)))
 			continue
 		}
 		r.mu.Lock()
@@ -314,8 +358,15 @@ func (r *run) serve(ctx context.Context, b Backend, req trace.Request, t *tally)
 				o = Failed
 			}
 			t.byOutcome[o]++
-			if o.acked() {
+			switch {
+			case o.acked():
 				r.acked[plan[lo+i].key()] = struct{}{}
+				tb.putBytes += int64(len(chunks[i].Data))
+			case o == Rejected:
+				tb.rejected++
+			default:
+				tb.failed++
+				r.failedChunks.Add(1)
 			}
 		}
 		r.mu.Unlock()
@@ -330,6 +381,10 @@ func (r *run) serve(ctx context.Context, b Backend, req trace.Request, t *tally)
 			t.tokenHit += int64(c.Tokens)
 		}
 	}
+	tb := t.timeline.at(time.Now())
+	tb.requests++
+	tb.chunks += int64(len(plan))
+	tb.hits += int64(usable)
 	r.done.Add(1)
 	r.chunks.Add(int64(len(plan)))
 	r.hits.Add(int64(usable))

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/kvring/kvring/client"
@@ -28,12 +29,15 @@ func newBenchCmd() *cobra.Command {
 	var (
 		addrs, admins []string
 		tracePath, ns string
+		workload      string
+		synth         loadtest.SyntheticConfig
 		model, dtype  string
 		cfg           loadtest.Config
 		engines       int
 		pin, timeout  time.Duration
 		progress      time.Duration
 		jsonOut       bool
+		showTimeline  bool
 		backendName   string
 		redisAddr     string
 	)
@@ -53,7 +57,16 @@ The report gives hit ratios beside an unbounded cache's, throughput and
 latency per operation, put outcomes, corrupt reads (must be 0) and chunks
 acknowledged as held but missing later. Evictions can explain the latter; they
 are read from each node's GET /v1/stats when --admin lists the nodes' admin
-addresses (all of them, or the count is partial). Progress goes to stderr.`,
+addresses (all of them, or the count is partial; a node restarted during the
+run restarts its counters too).
+
+Failed calls do not stop the run: they are counted, and the report's timeline
+(--timeline-interval) shows when they happened and how throughput and hits
+changed. The table prints the timeline when something failed or --timeline is
+given; --json always includes it.
+
+Progress goes to stderr: a progress bar when stderr is a terminal, otherwise a
+line every --progress.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := loadFlags(cmd); err != nil {
@@ -77,12 +90,36 @@ addresses (all of them, or the count is partial). Progress goes to stderr.`,
 			if timeout <= 0 {
 				return fmt.Errorf("--timeout must be positive, got %s", timeout)
 			}
-			reqs, err := trace.ReadFile(tracePath)
-			if err != nil {
-				return fmt.Errorf("cannot read trace: %w", err)
+			if cfg.TimelineInterval <= 0 {
+				return fmt.Errorf("--timeline-interval must be positive, got %s", cfg.TimelineInterval)
+			}
+			var reqs []trace.Request
+			var err error
+			switch workload {
+			case "mooncake":
+				reqs, err = trace.ReadFile(tracePath)
+				if err != nil {
+					return fmt.Errorf("cannot read trace: %w", err)
+				}
+			case "synthetic":
+				synth.Requests = cfg.MaxRequests
+				if synth.Requests == 0 {
+					synth.Requests = 2000
+				}
+				if reqs, err = loadtest.Synthetic(synth); err != nil {
+					return err
+				}
+			default:
+				return fmt.Errorf("--workload must be mooncake or synthetic, got %q", workload)
 			}
 			if ns == "" {
+				// Chunk bytes derive from ids, and ids from the workload's
+				// block numbers: a workload gets its own namespace so one
+				// cluster can run several without their ids meeting.
 				ns = fmt.Sprintf("kvring-bench-%dt", cfg.ChunkTokens)
+				if workload == "synthetic" {
+					ns = fmt.Sprintf("kvring-bench-%dt-synthetic-%d", cfg.ChunkTokens, synth.Seed)
+				}
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 			defer stop()
@@ -125,17 +162,29 @@ addresses (all of them, or the count is partial). Progress goes to stderr.`,
 			if backendName == "redis" {
 				cfg.Backend = "redis " + redisAddr
 			}
+			var bp *benchProgress
 			if progress > 0 {
-				cfg.ProgressInterval = progress
-				errOut := cmd.ErrOrStderr()
-				cfg.OnProgress = func(p loadtest.Progress) {
-					fmt.Fprintf(errOut, "bench: %d/%d requests (%s) in %s, chunk hit ratio %.3f\n", p.Done, p.Total,
-						percent(float64(p.Done), float64(p.Total)), p.Elapsed.Round(time.Second), p.ChunkHitRatio)
+				total := len(reqs)
+				if cfg.MaxRequests > 0 {
+					total = min(total, cfg.MaxRequests)
 				}
+				errOut := cmd.ErrOrStderr()
+				bp = newBenchProgress(errOut, isTerminal(errOut), total)
+				cfg.ProgressInterval = progress
+				if bp.bar != nil {
+					cfg.ProgressInterval = min(progress, barRefresh)
+				}
+				cfg.OnProgress = bp.update
 			}
 			rep, runErr := loadtest.ReplayMooncake(ctx, reqs, backends, cfg)
+			if bp != nil {
+				bp.finish() // ReplayMooncake's last OnProgress call has returned
+			}
 			if rep == nil {
 				return runErr
+			}
+			if workload == "synthetic" {
+				rep.Workload = fmt.Sprintf("synthetic seed=%d", synth.Seed)
 			}
 			if after, err := evictionsOf(context.WithoutCancel(ctx)); err != nil {
 				fmt.Fprintln(cmd.ErrOrStderr(), "bench: cannot read evictions after the run:", oneLine(err.Error()))
@@ -145,7 +194,7 @@ addresses (all of them, or the count is partial). Progress goes to stderr.`,
 					rep.Evictions[k] = v - min(v, before[k])
 				}
 			}
-			if err := writeBenchReport(cmd.OutOrStdout(), rep, jsonOut); err != nil {
+			if err := writeBenchReport(cmd.OutOrStdout(), rep, jsonOut, showTimeline); err != nil {
 				return err
 			}
 			if runErr != nil {
@@ -162,8 +211,14 @@ addresses (all of them, or the count is partial). Progress goes to stderr.`,
 	fs.StringVar(&redisAddr, "redis-addr", "127.0.0.1:6379", "address (HOST:PORT) of the redis-server for --backend redis")
 	fs.StringSliceVar(&addrs, "addr", []string{"127.0.0.1:9600"}, "gRPC addresses (HOST:PORT, comma-separated) of kvring nodes")
 	fs.StringSliceVar(&admins, "admin", nil, "admin addresses (HOST:PORT, comma-separated) of every node, to report evictions")
-	fs.StringVar(&tracePath, "trace", defaultBenchTrace, "Mooncake-format trace (JSON lines)")
-	fs.StringVar(&ns, "namespace", "", "namespace of the chunks (default kvring-bench-<chunk-tokens>t)")
+	fs.StringVar(&workload, "workload", "mooncake", "mooncake (replay --trace) or synthetic (shared system prompts and multi-turn conversations with Zipf popularity, generated from --seed)")
+	fs.StringVar(&tracePath, "trace", defaultBenchTrace, "Mooncake-format trace (JSON lines), for --workload mooncake")
+	fs.Int64Var(&synth.Seed, "seed", 1, "synthetic workload: random seed (the same seed gives the same requests)")
+	fs.IntVar(&synth.SystemPrompts, "system-prompts", 20, "synthetic workload: distinct system prompts")
+	fs.IntVar(&synth.Conversations, "conversations", 200, "synthetic workload: conversations live at a time")
+	fs.Float64Var(&synth.ZipfS, "zipf", 1.1, "synthetic workload: Zipf exponent of system prompt and conversation popularity (> 1)")
+	fs.Float64Var(&synth.Rate, "rate", 5, "synthetic workload: arrivals per second (Poisson), before --speedup")
+	fs.StringVar(&ns, "namespace", "", "namespace of the chunks (default kvring-bench-<chunk-tokens>t, with -synthetic-<seed> for the synthetic workload)")
 	fs.StringVar(&model, "model", "kvring-bench", "schema: model name the namespace is registered with")
 	fs.StringVar(&dtype, "dtype", "bytes", "schema: KV data type")
 	fs.IntVar(&engines, "engines", 4, "simulated inference engines, each with its own client")
@@ -176,7 +231,10 @@ addresses (all of them, or the count is partial). Progress goes to stderr.`,
 	fs.IntVar(&cfg.LookupBatch, "lookup-batch", 8192, "most ids in one lookup call (a longer prompt is looked up in pieces)")
 	fs.DurationVar(&pin, "pin", 0, "pin the chunks a lookup finds for this long while the engine reads them (0: no pins)")
 	fs.DurationVar(&timeout, "timeout", 10*time.Second, "how long to wait for the connections, and for each call")
-	fs.DurationVar(&progress, "progress", 2*time.Second, "interval of the progress line on stderr (0: none)")
+	fs.DurationVar(&progress, "progress", 2*time.Second,
+		"interval of the progress line on stderr when it is not a terminal; a terminal gets a progress bar (0: neither)")
+	fs.DurationVar(&cfg.TimelineInterval, "timeline-interval", time.Second, "length of the intervals of the report's timeline")
+	fs.BoolVar(&showTimeline, "timeline", false, "print the timeline in the table even when nothing failed")
 	fs.BoolVar(&jsonOut, "json", false, "print the report as JSON instead of a table")
 	annotateEnv(fs)
 	return cmd
@@ -261,11 +319,75 @@ func evictions(ctx context.Context, admins []string, timeout time.Duration) (map
 	return sum, nil
 }
 
-func writeBenchReport(w io.Writer, rep *loadtest.Report, asJSON bool) error {
-	if !asJSON {
+func writeBenchReport(w io.Writer, rep *loadtest.Report, asJSON, timeline bool) error {
+	switch {
+	case asJSON:
+	case timeline:
+		return rep.WriteTableWithTimeline(w)
+	default:
 		return rep.WriteTable(w)
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(rep)
+}
+
+// barRefresh is the longest time between two redraws of the progress bar.
+const barRefresh = 250 * time.Millisecond
+
+// benchProgress shows a run's progress on w: a progress bar when w is a
+// terminal, a line per update otherwise (so logs stay readable). Its update
+// and finish must not be called concurrently.
+type benchProgress struct {
+	w   io.Writer
+	bar *progressbar.ProgressBar // nil: lines
+}
+
+func newBenchProgress(w io.Writer, terminal bool, total int) *benchProgress {
+	p := &benchProgress{w: w}
+	if terminal && total > 0 {
+		p.bar = progressbar.NewOptions(total,
+			progressbar.OptionSetWriter(w),
+			progressbar.OptionSetDescription("bench"),
+			progressbar.OptionShowCount(),
+			progressbar.OptionSetItsString("req"),
+			progressbar.OptionShowIts(),
+			progressbar.OptionSetElapsedTime(true),
+			progressbar.OptionSetPredictTime(true),
+			progressbar.OptionShowElapsedTimeOnFinish(),
+			progressbar.OptionSetWidth(30),
+			progressbar.OptionSetRenderBlankState(true))
+	}
+	return p
+}
+
+// update shows p; it is the replay's OnProgress.
+func (p *benchProgress) update(pr loadtest.Progress) {
+	if p.bar == nil {
+		fmt.Fprintf(p.w, "bench: %d/%d requests (%s) in %s, chunk hit ratio %.3f, %d failed calls, %d failed chunks\n",
+			pr.Done, pr.Total, percent(float64(pr.Done), float64(pr.Total)), pr.Elapsed.Round(time.Second),
+			pr.ChunkHitRatio, pr.Errors, pr.FailedChunks)
+		return
+	}
+	_ = p.bar.Set(pr.Done)
+	p.bar.Describe(fmt.Sprintf("bench: hit %.3f, %d errors", pr.ChunkHitRatio, pr.Errors))
+}
+
+// finish ends the bar's line, so what follows starts on a line of its own.
+func (p *benchProgress) finish() {
+	if p.bar == nil {
+		return
+	}
+	_ = p.bar.Exit()
+	fmt.Fprintln(p.w)
+}
+
+// isTerminal reports whether w is a character device such as a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kvring/kvring/loadtest"
 )
@@ -26,6 +29,15 @@ func TestBenchReplaysATraceWithVerifiedReads(t *testing.T) {
 		if rep.RequestsDone != 20 || rep.Corrupt != 0 || rep.Failed != 0 || rep.MissingAfterAck != 0 || rep.Evictions == nil {
 			t.Fatalf("report: %+v", rep)
 		}
+		var done, hits int64
+		for _, p := range rep.Timeline {
+			done += p.Requests
+			hits += p.ChunkHits
+		}
+		if len(rep.Timeline) == 0 || done != 20 || hits != rep.ChunkHits {
+			t.Fatalf("timeline counts %d requests and %d hits, report %d and %d: %+v", done, hits, rep.RequestsDone,
+				rep.ChunkHits, rep.Timeline)
+		}
 		return rep
 	}
 	first := run()
@@ -37,14 +49,85 @@ func TestBenchReplaysATraceWithVerifiedReads(t *testing.T) {
 	if second := run(); second.ChunkHitRatio != 1 || second.Stored != 0 {
 		t.Fatalf("second run: hit ratio %v, stored %d", second.ChunkHitRatio, second.Stored)
 	}
+
+	// The table shows the timeline when asked; stderr, not a terminal,
+	// gets plain progress lines, the last one when the run ends.
+	tableArgs := slices.Concat(args[:len(args)-1], []string{"--timeline", "--timeline-interval", "5ms", "--progress", "1s"})
+	table := mustCLI(t, nil, tableArgs...)
+	if !strings.Contains(table.stdout, "\ntimeline, every ") || !strings.Contains(table.stderr, "bench: 20/20 requests (100.0%)") ||
+		strings.Contains(table.stderr, "\r") {
+		t.Fatalf("table run: %v", table)
+	}
+}
+
+// TestBenchRunsTheSyntheticWorkloadReproducibly: the synthetic workload
+// replays against a real cluster with verified reads, and the same seed gives
+// the same requests (so the same ideal hit ratio and chunk count).
+func TestBenchRunsTheSyntheticWorkloadReproducibly(t *testing.T) {
+	t.Parallel()
+	nodes := startCluster(t)
+	run := func(seed string) loadtest.Report {
+		t.Helper()
+		r := mustCLI(t, nil, "bench", "--addr", nodes[0].grpc, "--workload", "synthetic", "--seed", seed,
+			"--max-requests", "40", "--speedup", "-1", "--engines", "2", "--system-prompts", "3", "--json")
+		var rep loadtest.Report
+		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+			t.Fatalf("bench --json printed no report: %v: %v", err, r)
+		}
+		if rep.Workload != "synthetic seed="+seed || rep.RequestsDone != 40 || rep.Corrupt != 0 || rep.Failed != 0 {
+			t.Fatalf("report: %+v", rep)
+		}
+		return rep
+	}
+	a, b := run("7"), run("7")
+	if a.Chunks != b.Chunks || a.IdealChunkHitRatio != b.IdealChunkHitRatio || a.IdealChunkHitRatio <= 0 {
+		t.Fatalf("seed 7 twice: %d/%v and %d/%v chunks/ideal", a.Chunks, a.IdealChunkHitRatio, b.Chunks, b.IdealChunkHitRatio)
+	}
+	// The second run found what the first stored.
+	if b.ChunkHitRatio != 1 {
+		t.Fatalf("second run of the same seed: hit ratio %v, want 1", b.ChunkHitRatio)
+	}
+	if c := run("8"); c.Chunks == a.Chunks && c.IdealChunkHitRatio == a.IdealChunkHitRatio {
+		t.Fatalf("seeds 7 and 8 gave the same workload")
+	}
 }
 
 func TestBenchRejectsBadFlagsInOneLine(t *testing.T) {
 	t.Parallel()
 	checkOneLineFailure(t, runCLI(t, nil, "bench", "--engines", "0"), "--engines must be positive")
+	checkOneLineFailure(t, runCLI(t, nil, "bench", "--timeline-interval", "0s"), "--timeline-interval must be positive")
 	r := runCLI(t, nil, "bench", "--trace", filepath.Join(t.TempDir(), "none.jsonl"))
 	checkOneLineFailure(t, r, "cannot read trace")
 	if strings.Contains(r.stderr, "connect") {
 		t.Fatalf("the trace is read before connecting: %v", r)
+	}
+}
+
+func TestBenchProgressIsABarOnATerminalAndLinesElsewhere(t *testing.T) {
+	t.Parallel()
+	p := loadtest.Progress{Done: 5, Total: 10, Elapsed: 3 * time.Second, ChunkHitRatio: 0.5, Errors: 3, FailedChunks: 7}
+
+	var lines bytes.Buffer
+	lp := newBenchProgress(&lines, false, 10)
+	lp.update(p)
+	lp.update(p)
+	lp.finish()
+	want := "bench: 5/10 requests (50.0%) in 3s, chunk hit ratio 0.500, 3 failed calls, 7 failed chunks\n"
+	if lines.String() != want+want {
+		t.Fatalf("lines:\n%q\nwant twice:\n%q", lines.String(), want)
+	}
+
+	var bar bytes.Buffer
+	bp := newBenchProgress(&bar, true, 10)
+	bp.update(p)
+	for _, w := range []string{"\r", "5/10", "hit 0.500, 3 errors", "req/s"} {
+		if !strings.Contains(bar.String(), w) {
+			t.Errorf("bar lacks %q: %q", w, bar.String())
+		}
+	}
+	bp.update(loadtest.Progress{Done: 10, Total: 10})
+	bp.finish()
+	if out := bar.String(); !strings.HasSuffix(out, "\n") || strings.Count(out, "\n") != 1 || !strings.Contains(out, "10/10") {
+		t.Fatalf("a finished bar ends its one line: %q", out)
 	}
 }
