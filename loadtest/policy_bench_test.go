@@ -135,6 +135,8 @@ func chunkKeys(reqs []trace.Request, chunkTokens int) (keys [][]int64, distinct 
 // Lookup counts the leading chunks held (only those are hits), the held
 // prefix is read and the rest is put. Budget: 5 % of the distinct chunks.
 // Beside the store under each policy, an exact LRU over the same requests.
+// Under tinylfu every write into a full store waits for ristretto's decision:
+// that sub-benchmark takes about ten minutes on a 2-vCPU machine.
 func BenchmarkPolicyPrefixReplay(b *testing.B) {
 	reqs, err := trace.ReadFile(tracePath(b))
 	if err != nil {
