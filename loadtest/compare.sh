@@ -7,8 +7,11 @@
 #
 # Usage: loadtest/compare.sh   (or `make bench-compare`)
 # Environment:
-#   NODE_MEM_MB   memory limit of each kvring node in MiB (default 64); redis
-#                 gets --maxmemory 3×NODE_MEM_MB mb
+#   NODE_MEM_MB   memory limit of each kvring node in MiB (default 64)
+#   REDIS_MEM_MB  redis --maxmemory in MiB (default 3×NODE_MEM_MB: equal bytes;
+#                 redis counts its per-key overhead in it, about 1,440 bytes
+#                 for a 1 KiB chunk, so equal chunk counts need ~1.41× that)
+#   TIMELINE      1: print each run's timeline even without a fault
 #   MAX_REQUESTS  requests replayed (default 800; 0: the whole trace)
 #   BENCH_FLAGS   extra `kvring bench` flags, the same for both
 #                 (default: --speedup -1 --engines 4)
@@ -40,6 +43,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 NODE_MEM_MB=${NODE_MEM_MB:-64}
+REDIS_MEM_MB=${REDIS_MEM_MB:-$((3 * NODE_MEM_MB))}
+TIMELINE=${TIMELINE:-}
 MAX_REQUESTS=${MAX_REQUESTS:-800}
 BENCH_FLAGS=${BENCH_FLAGS:---speedup -1 --engines 4}
 TRACE=${TRACE:-loadtest/trace/testdata/synthetic_trace.jsonl}
@@ -169,7 +174,7 @@ rp=$(free_port)
 redis_pid=""
 start_redis() {
 	redis-server --bind 127.0.0.1 --port "$rp" --save '' --appendonly no --dir "$work" \
-		--maxmemory "$((3 * NODE_MEM_MB))mb" --maxmemory-policy allkeys-lru >>"$work/redis.log" 2>&1 &
+		--maxmemory "${REDIS_MEM_MB}mb" --maxmemory-policy allkeys-lru >>"$work/redis.log" 2>&1 &
 	redis_pid=$!
 	pids+=($!)
 	for _ in $(seq 200); do
@@ -181,7 +186,7 @@ start_redis() {
 	return 1
 }
 start_redis || exit 1
-log "3 kvring nodes (${grpcs[*]}) at ${NODE_MEM_MB}MiB each; redis 127.0.0.1:$rp at $((3 * NODE_MEM_MB))MiB allkeys-lru"
+log "3 kvring nodes (${grpcs[*]}) at ${NODE_MEM_MB}MiB each; redis 127.0.0.1:$rp at ${REDIS_MEM_MB}MiB allkeys-lru"
 
 # kill_pid SIGKILLs a process this script started and reaps it.
 kill_pid() {
@@ -296,6 +301,7 @@ timeline() { # report.json killed_us back_us: one row per interval of the run, t
 for b in kvring redis; do
 	[ -s "$work/$b.json" ] || continue
 	table "$work/$b.json"
+	[ -n "$KILL_AFTER$TIMELINE" ] || continue
 	echo "  timeline (requests/s, put GB/s acknowledged, failed calls, failed put chunks, chunk hit ratio of the requests done):"
 	timeline "$work/$b.json" "${killed_at[$b]:-}" "${back_at[$b]:-}"
 done

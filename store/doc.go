@@ -15,8 +15,9 @@
 //     publishes the chunk in the authoritative index: from then on it is
 //     readable. Abort frees the slot. A staged slot that is neither sealed nor
 //     aborted within Config.StageLease is freed by ExpireNow.
-//   - The authoritative index alone says what is held. ristretto (TinyLFU
-//     admission, sampled-LFU eviction, cost = slot bytes) decides what stays: a
+//   - The authoritative index alone says what is held. The eviction policy
+//     (Config.Policy: PolicyLRU, the default, or ristretto's TinyLFU admission
+//     with sampled-LFU eviction; cost = slot bytes) decides what stays: a
 //     chunk is offered to it at Stage (which waits for the decision only when
 //     the budget is full, since the policy must then evict to make room), and
 //     Seal collects the decision before publishing, so a write the policy
