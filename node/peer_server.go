@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 // included, in process). Safe for concurrent use.
 type owner struct {
 	st       *store.Store
+	log      *slog.Logger
 	reg      *registry
 	epoch    func() uint64
 	maxChunk int64
@@ -47,10 +49,10 @@ type leasePins struct {
 	expires time.Time
 }
 
-func newOwner(st *store.Store, reg *registry, epoch func() uint64, maxBatch int, lease, maxPin time.Duration, now func() time.Time) *owner {
+func newOwner(st *store.Store, log *slog.Logger, reg *registry, epoch func() uint64, maxBatch int, lease, maxPin time.Duration, now func() time.Time) *owner {
 	// Tokens start at a random point so a token from before a restart never
 	// names a chunk staged after it.
-	return &owner{st: st, reg: reg, epoch: epoch, maxChunk: st.MaxChunkSize(), maxBatch: maxBatch, lease: lease, maxPin: maxPin,
+	return &owner{st: st, log: log, reg: reg, epoch: epoch, maxChunk: st.MaxChunkSize(), maxBatch: maxBatch, lease: lease, maxPin: maxPin,
 		now: now, nextToken: newLeaseID() >> 1, staged: make(map[uint64]stagedChunk), pins: make(map[uint64]leasePins)}
 }
 
@@ -99,6 +101,7 @@ func (o *owner) endPrepare(p *prepareState) []*kvringv1.ChunkVote {
 // retry) reports sealed when the chunk is held.
 func (o *owner) commit(ref *kvringv1.NamespaceRef, chunks []*kvringv1.StagedChunk) []*kvringv1.CommitResult {
 	res := make([]*kvringv1.CommitResult, len(chunks))
+	sealed := false
 	for i, c := range chunks {
 		o.mu.Lock()
 		sc, ok := o.staged[c.GetStageToken()]
@@ -125,11 +128,23 @@ func (o *owner) commit(ref *kvringv1.NamespaceRef, chunks []*kvringv1.StagedChun
 		}
 		err := sc.w.Seal()
 		switch {
-		case err == nil, errors.Is(err, store.ErrAlreadyHeld):
+		case err == nil:
+			sealed = true
+			fallthrough
+		case errors.Is(err, store.ErrAlreadyHeld):
 			res[i] = &kvringv1.CommitResult{Status: kvringv1.CommitStatus_COMMIT_STATUS_SEALED}
 		default:
 			res[i] = &kvringv1.CommitResult{Status: kvringv1.CommitStatus_COMMIT_STATUS_FAILED, Reason: err.Error(),
 				Code: uint32(transfer.Code(err))}
+		}
+	}
+	if sealed {
+		// Group commit: what this call sealed is in the catalog before the
+		// coordinator hears "sealed", so a chunk reported stored survives a
+		// crash of this process (the bytes are in shared memory already).
+		// Concurrent commits share one bbolt transaction.
+		if err := o.st.FlushCatalog(); err != nil {
+			o.log.Error("commit: chunks are held but not recorded for a restart", "err", err)
 		}
 	}
 	return res

@@ -54,7 +54,7 @@ func newServices(st *store.Store, ringFn func() *ring.Ring, cfg servicesConfig) 
 		}
 		return 0
 	}
-	o := newOwner(st, reg, epoch, cfg.maxBatch, cfg.stageLease, cfg.maxPinLease, cfg.now)
+	o := newOwner(st, cfg.log, reg, epoch, cfg.maxBatch, cfg.stageLease, cfg.maxPinLease, cfg.now)
 	c := &coordinator{self: cfg.self, ring: ringFn, local: o, pool: pool, reg: reg, log: cfg.log, maxBatch: cfg.maxBatch,
 		commitTimeout: cfg.commitTimeout, peerTimeout: cfg.peerTimeout, maxPin: cfg.maxPinLease, now: cfg.now,
 		leases: make(map[uint64]coordLease), m: m, peers: newPeerFailures(cfg.log, cfg.now, m.peerFailures)}
