@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/kvring/kvring/client"
@@ -126,6 +127,9 @@ line every --progress.`,
 
 			var backends []loadtest.Backend
 			if backendName == "redis" {
+				// go-redis logs dial failures through its own global logger;
+				// the report counts them, so keep them off the progress bar.
+				redis.SetLogger(discardRedisLog{})
 				backends, err = connectRedisEngines(ctx, engines, loadtest.RedisConfig{
 					Addr: redisAddr, Namespace: ns, CallTimeout: timeout})
 			} else {
@@ -274,6 +278,11 @@ func connectEngines(ctx context.Context, n int, kc loadtest.KvringConfig, timeou
 	}
 	return out, nil
 }
+
+// discardRedisLog drops go-redis's internal log lines.
+type discardRedisLog struct{}
+
+func (discardRedisLog) Printf(context.Context, string, ...any) {}
 
 // connectRedisEngines creates one Redis backend per engine and checks that
 // the server answers each of them.
