@@ -90,3 +90,32 @@ func TestPlanRequestSplitsBlocksIntoChunks(t *testing.T) {
 		t.Fatalf("block-level plan = %+v", got)
 	}
 }
+
+// TestVerifyChunkChecksEveryByteOfEveryLength: the streaming comparison
+// agrees with ChunkBytes at every length around the 8-byte steps, and a flip
+// of any one byte is caught, including in the tail.
+func TestVerifyChunkChecksEveryByteOfEveryLength(t *testing.T) {
+	id := BlockSeed(7)
+	for n := 0; n <= 40; n++ {
+		p := ChunkBytes(id, n)
+		if !VerifyChunk(id, p) {
+			t.Fatalf("length %d: VerifyChunk rejects ChunkBytes", n)
+		}
+		for i := range p {
+			p[i] ^= 0x80
+			if VerifyChunk(id, p) {
+				t.Fatalf("length %d: a flipped byte %d is accepted", n, i)
+			}
+			p[i] ^= 0x80
+		}
+	}
+}
+
+func BenchmarkChunkBytes(b *testing.B) {
+	p := make([]byte, 2<<20)
+	id := BlockSeed(1)
+	b.SetBytes(int64(len(p)))
+	for b.Loop() {
+		fillChunk(id, p)
+	}
+}
