@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -19,8 +20,11 @@ import (
 // fallback. It holds no chunk bytes beyond the frame in flight (and one chunk
 // read from a peer while it is verified). Safe for concurrent use.
 type coordinator struct {
-	self     string // this node's id
-	ring     func() *ring.Ring
+	self string // this node's id
+	ring func() *ring.Ring
+	// prevRing returns the ring before the last change while reads should
+	// also ask its owners (nil func or nil result: none).
+	prevRing func() *ring.Ring
 	local    *owner
 	pool     *peerPool
 	reg      *registry
@@ -54,6 +58,26 @@ func (c *coordinator) epoch() uint64 {
 		return r.Epoch()
 	}
 	return 0
+}
+
+// previousRing is the ring before the last change, while it is recent.
+func (c *coordinator) previousRing() *ring.Ring {
+	if c.prevRing == nil {
+		return nil
+	}
+	return c.prevRing()
+}
+
+// formerOwners returns the owners of (ns, id) under prev that are not among
+// current: where a chunk may have been stored before the last ring change.
+func formerOwners(prev *ring.Ring, ns string, id []byte, replicas int, current []ring.Member) []ring.Member {
+	var out []ring.Member
+	for _, m := range prev.Owners(ns, id, replicas) {
+		if !slices.ContainsFunc(current, func(o ring.Member) bool { return o.ID == m.ID }) {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 func (c *coordinator) caller() *kvringv1.PeerCaller {

@@ -121,22 +121,51 @@ func (c *coordinator) lookup(ctx context.Context, req *kvringv1.LookupRequest) (
 	// run only, so a lease never holds chunks the answer does not count.
 	held := c.askOwners(ctx, ref, plans, nil, len(ids))
 	n := leadingRun(held)
+	// Shortly after a ring change, chunks past the run may sit on their
+	// former owners (stored by a coordinator whose ring was behind): ask them.
+	var former map[string]*lookupPlan
+	if prev := c.previousRing(); prev != nil && n < len(ids) {
+		former = map[string]*lookupPlan{}
+		for i := n; i < len(ids); i++ {
+			for _, m := range formerOwners(prev, rec.GetName(), ids[i][:], replicas, rg.Owners(rec.GetName(), ids[i][:], replicas)) {
+				p := former[m.ID]
+				if p == nil {
+					p = &lookupPlan{m: m}
+					former[m.ID] = p
+				}
+				p.global = append(p.global, i)
+				p.ids = append(p.ids, req.GetIds()[i])
+			}
+		}
+		if len(former) > 0 {
+			more := c.askOwners(ctx, ref, former, nil, len(ids))
+			for i := n; i < len(ids); i++ {
+				held[i] = held[i] || more[i]
+			}
+			n = leadingRun(held)
+		}
+	}
 	resp = &kvringv1.LookupResponse{Epoch: rg.Epoch(), Held: uint32(n)}
 	ttl := min(time.Duration(req.GetPinTtlMs())*time.Millisecond, c.maxPin)
 	if ttl <= 0 || n == 0 {
 		return resp, nil
 	}
 	pinPlans := map[string]*lookupPlan{}
-	for id, p := range plans {
-		q := &lookupPlan{m: p.m}
-		for k, g := range p.global {
-			if g < n && p.held != nil && p.held[k] {
-				q.global = append(q.global, g)
-				q.ids = append(q.ids, p.ids[k])
+	for _, ps := range []map[string]*lookupPlan{plans, former} {
+		for id, p := range ps {
+			q := pinPlans[id]
+			if q == nil {
+				q = &lookupPlan{m: p.m}
 			}
-		}
-		if len(q.ids) > 0 {
-			pinPlans[id] = q
+			for k, g := range p.global {
+				if g < n && p.held != nil && p.held[k] {
+					q.global = append(q.global, g)
+					q.ids = append(q.ids, p.ids[k])
+				}
+			}
+			if len(q.ids) > 0 {
+				pinPlans[id] = q
+			}
 		}
 	}
 	pin := &kvringv1.LeasePin{LeaseId: newLeaseID(), TtlMs: uint32(ttl / time.Millisecond)}

@@ -221,6 +221,10 @@ func (m *membership) broadcastTimeout(ctx context.Context) time.Duration {
 // ring returns the current ring snapshot: never nil (empty at epoch 0 before start), never blocks.
 func (m *membership) ring() *ring.Ring { return m.rs.ring() }
 
+// previousRing returns the ring before the last change while that change is
+// recent (see previousRingWindow), else nil.
+func (m *membership) previousRing() *ring.Ring { return m.rs.previous() }
+
 // members returns a copy of the members this node knows, sorted by ID, this node included: alive ones, and
 // ones that died or left in the last 10 minutes.
 func (m *membership) members() []MemberInfo { return m.rs.members() }

@@ -105,7 +105,8 @@ type ringState struct {
 	// ring, from the goroutine that rebuilt (calls are serialised, in epoch order). It must not call runOnce.
 	onChange func(old, new *ring.Ring)
 
-	cur atomic.Pointer[ring.Ring]
+	cur  atomic.Pointer[ring.Ring]
+	prev atomic.Pointer[ringChange] // the ring cur replaced, and when
 
 	inMu     sync.Mutex // guards the hand-off fields below
 	pending  []memberEvent
@@ -136,6 +137,28 @@ func newRingState(cfg ring.Config, self string, log *slog.Logger) (*ringState, e
 
 // ring returns the current snapshot; never nil, never blocks.
 func (rs *ringState) ring() *ring.Ring { return rs.cur.Load() }
+
+// previousRingWindow is how long after a ring change reads also ask the
+// previous ring's owners. While gossip converges, a coordinator whose ring
+// is behind (or ahead) stores chunks where the converged ring does not look;
+// lookups and gets find them there during the window. After it such chunks
+// are unreachable copies until evicted.
+const previousRingWindow = 2 * time.Minute
+
+// ringChange is one rebuild: the ring that was replaced and when.
+type ringChange struct {
+	old *ring.Ring
+	at  time.Time
+}
+
+// previous returns the ring the current one replaced if that happened less
+// than previousRingWindow ago, else nil.
+func (rs *ringState) previous() *ring.Ring {
+	if c := rs.prev.Load(); c != nil && time.Since(c.at) < previousRingWindow {
+		return c.old
+	}
+	return nil
+}
 
 // push hands an event to the ring goroutine. It never blocks (beyond a short mutex).
 func (rs *ringState) push(ev memberEvent) {
@@ -227,6 +250,7 @@ func (rs *ringState) runOnce() *ring.Ring {
 		return old
 	}
 	rs.cur.Store(next)
+	rs.prev.Store(&ringChange{old: old, at: now})
 	rs.log.Info("ring rebuilt", "epoch", next.Epoch(), "members", memberIDs(owners),
 		"moved", ring.Moved(old, next), "partitions", rs.cfg.PartitionCount)
 	if rs.onChange != nil {
