@@ -279,7 +279,7 @@ table() { # report.json: the same table `kvring bench` prints, from the JSON
 	  "  chunk hit ratio \(.chunk_hit_ratio | f) (ideal \(.ideal_chunk_hit_ratio | f))  token hit ratio \(.token_hit_ratio | f)",
 	  (["lookup", "get", "put"][] as $op | .[$op] |
 	    "  \($op)\tcalls \(.calls)\terrors \(.errors)\t\(.gb_per_sec | f) GB/s\t\(.ops_per_sec | round) ops/s\tp50 \(.p50_ms | f)ms p95 \(.p95_ms | f)ms p99 \(.p99_ms | f)ms"),
-	  "  stored \(.stored) already_held \(.already_held) rejected \(.rejected) failed \(.failed) get_misses \(.get_misses) corrupt \(.corrupt) missing_after_ack \(.missing_after_ack) evictions \(.evictions // {} | tostring)",
+	  "  stored \(.stored) already_held \(.already_held) rejected \(.rejected) failed \(.failed) get_misses \(.get_misses) corrupt \(.corrupt) missing_after_ack \(.missing_after_ack) (found again after the run: \(.missing_found_later // 0)) evictions \(.evictions // {} | tostring)",
 	  "  failures: \(.lookup.errors + .get.errors + .put.errors) failed calls (lookup \(.lookup.errors), get \(.get.errors), put \(.put.errors)), \(.failed) failed and \(.rejected) rejected put chunks",
 	  (["lookup", "get", "put"][] as $op | .[$op].first_error // empty | "  first \($op) error: \(.)")
 	' "$1"
@@ -322,7 +322,7 @@ jq -rn --slurpfile k "$work/kvring.json" --slurpfile r "$work/redis.json" '
   def col(name; a; b; unit): "\(name)\tkvring \(a | f)\(unit)\tredis \(b | f)\(unit)\tkvring/redis \(ratio(a; b))";
   $k[0] as $k | $r[0] as $r |
   "side by side (same workload, equal budgets):",
-  "corrupt kvring \($k.corrupt) redis \($r.corrupt); missing_after_ack kvring \($k.missing_after_ack) redis \($r.missing_after_ack); failed chunks kvring \($k.failed) redis \($r.failed); failed calls kvring \($k.lookup.errors + $k.get.errors + $k.put.errors) redis \($r.lookup.errors + $r.get.errors + $r.put.errors)",
+  "corrupt kvring \($k.corrupt) redis \($r.corrupt); missing_after_ack kvring \($k.missing_after_ack) (found again \($k.missing_found_later // 0)) redis \($r.missing_after_ack) (found again \($r.missing_found_later // 0)); failed chunks kvring \($k.failed) redis \($r.failed); failed calls kvring \($k.lookup.errors + $k.get.errors + $k.put.errors) redis \($r.lookup.errors + $r.get.errors + $r.put.errors)",
   col("chunk hit ratio"; $k.chunk_hit_ratio; $r.chunk_hit_ratio; ""),
   col("put GB/s       "; $k.put.gb_per_sec; $r.put.gb_per_sec; ""),
   col("get GB/s       "; $k.get.gb_per_sec; $r.get.gb_per_sec; ""),

@@ -148,8 +148,58 @@ func TestReplayCountsCorruptReadsAndUnexplainedLosses(t *testing.T) {
 	if rep.MissingAfterAck != 2 || rep.Corrupt != 1 {
 		t.Fatalf("missing after ack %d corrupt %d, want 2 and 1", rep.MissingAfterAck, rep.Corrupt)
 	}
+	if rep.MissingFoundLater != 0 { // truly forgotten: not found after the run
+		t.Fatalf("missing found later %d, want 0", rep.MissingFoundLater)
+	}
 	if rep.ChunkHits != 32 { // request 2 uses block 1 only
 		t.Fatalf("hits %d, want 32", rep.ChunkHits)
+	}
+}
+
+// hiding reports one chunk not held during a stretch of lookups (its node
+// was down) and held again afterwards.
+type hiding struct {
+	*Memory
+	hide    ChunkID
+	lookups int
+}
+
+func (h *hiding) Lookup(ctx context.Context, ids []ChunkID) (int, error) {
+	h.lookups++
+	n, err := h.Memory.Lookup(ctx, ids)
+	if h.lookups == 2 { // request 1 only
+		for i := range n {
+			if ids[i] == h.hide {
+				return i, err
+			}
+		}
+	}
+	return n, err
+}
+
+// Put fails the hidden chunk while it is hidden, as a down node would.
+func (h *hiding) Put(ctx context.Context, chunks []Chunk) ([]PutOutcome, error) {
+	out, err := h.Memory.Put(ctx, chunks)
+	for i, c := range chunks {
+		if h.lookups == 2 && c.ID == h.hide {
+			out[i] = Failed
+		}
+	}
+	return out, err
+}
+
+// TestReplayTellsUnreachableFromLostChunks: a chunk that was missing for a
+// while and held again after the run, without being stored again, is
+// reported as found again, not lost.
+func TestReplayTellsUnreachableFromLostChunks(t *testing.T) {
+	reqs := tinyTrace()
+	h := &hiding{Memory: NewMemory(0), hide: BlockChunkIDs(1, 1)[0]}
+	rep, err := ReplayMooncake(context.Background(), reqs[:2], []Backend{h}, Config{Speedup: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.MissingAfterAck != 1 || rep.MissingFoundLater != 1 {
+		t.Fatalf("missing after ack %d, found later %d; want 1 and 1", rep.MissingAfterAck, rep.MissingFoundLater)
 	}
 }
 

@@ -64,6 +64,11 @@ type Report struct {
 	// loss counts once until the chunk is acknowledged again. Evictions
 	// explain such losses; Evictions (when known) lets a reader judge.
 	MissingAfterAck int64 `json:"missing_after_ack"`
+	// MissingFoundLater counts the chunks of MissingAfterAck that a lookup
+	// after the run found held although nobody stored them again: they were
+	// unreachable for a while (their node was down), not lost. The rest,
+	// less what evictions explain, are losses.
+	MissingFoundLater int64 `json:"missing_found_later"`
 	// Evictions are the backend's eviction counters by reason over the run,
 	// nil when unknown (for kvring: no --admin addresses given).
 	Evictions map[string]uint64 `json:"evictions"` // null when unknown
@@ -215,7 +220,8 @@ func (r *Report) writeTable(w io.Writer, withTimeline bool) error {
 	row("hit ratio, tokens", "%.4f (%d of %d; unbounded ideal %.4f, blocks %.4f)", r.TokenHitRatio, r.TokenHits, r.Tokens,
 		r.IdealTokenHitRatio, r.IdealBlockHitRatio)
 	row("puts", "stored=%d already_held=%d rejected=%d failed=%d", r.Stored, r.AlreadyHeld, r.Rejected, r.Failed)
-	row("reads", "get_misses=%d corrupt=%d missing_after_ack=%d", r.GetMisses, r.Corrupt, r.MissingAfterAck)
+	row("reads", "get_misses=%d corrupt=%d missing_after_ack=%d (found again after the run: %d)", r.GetMisses, r.Corrupt,
+		r.MissingAfterAck, r.MissingFoundLater)
 	ev := "unknown (no admin addresses)"
 	if r.Evictions != nil {
 		ev = byReason(r.Evictions)

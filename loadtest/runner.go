@@ -129,7 +129,7 @@ func ReplayMooncake(ctx context.Context, reqs []trace.Request, backends []Backen
 	rep.IdealBlockHitRatio = sum.UnboundedHitRatio
 	rep.IdealChunkHitRatio, rep.IdealTokenHitRatio = idealChunkRatios(reqs, cfg.ChunkTokens)
 
-	r := &run{cfg: cfg, acked: make(map[chunkKey]struct{})}
+	r := &run{cfg: cfg, acked: make(map[chunkKey]struct{}), missing: make(map[chunkKey]PlannedChunk)}
 	queues := make([]chan trace.Request, len(backends))
 	tallies := make([]tally, len(backends))
 	start := time.Now()
@@ -185,6 +185,7 @@ func ReplayMooncake(ctx context.Context, reqs []trace.Request, backends []Backen
 		total.merge(&tallies[i])
 	}
 	total.fill(rep)
+	rep.MissingFoundLater = r.recheckMissing(ctx, backends[0])
 	return rep, ctx.Err()
 }
 
@@ -198,8 +199,9 @@ type run struct {
 	errors       atomic.Int64 // failed calls
 	failedChunks atomic.Int64
 
-	mu    sync.Mutex
-	acked map[chunkKey]struct{} // chunks the backend acknowledged holding
+	mu      sync.Mutex
+	acked   map[chunkKey]struct{}     // chunks the backend acknowledged holding
+	missing map[chunkKey]PlannedChunk // reported missing after an ack, not acknowledged since
 }
 
 func (r *run) progress(total int, start time.Time) Progress {
@@ -361,6 +363,7 @@ func (r *run) serve(ctx context.Context, b Backend, req trace.Request, t *tally)
 			switch {
 			case o.acked():
 				r.acked[plan[lo+i].key()] = struct{}{}
+				delete(r.missing, plan[lo+i].key())
 				tb.putBytes += int64(len(chunks[i].Data))
 			case o == Rejected:
 				tb.rejected++
@@ -390,6 +393,34 @@ func (r *run) serve(ctx context.Context, b Backend, req trace.Request, t *tally)
 	r.hits.Add(int64(usable))
 }
 
+// maxRecheck bounds the lookups recheckMissing makes.
+const maxRecheck = 100_000
+
+// recheckMissing looks up, one by one, the chunks reported missing after an
+// ack and not acknowledged since, and returns how many are held now: those
+// were unreachable for a while, not lost. Stops early when ctx ends.
+func (r *run) recheckMissing(ctx context.Context, b Backend) int64 {
+	r.mu.Lock()
+	var todo []ChunkID
+	for _, c := range r.missing {
+		if len(todo) == maxRecheck {
+			break
+		}
+		todo = append(todo, c.ID)
+	}
+	r.mu.Unlock()
+	var found int64
+	for _, id := range todo {
+		if ctx.Err() != nil {
+			break
+		}
+		if n, err := b.Lookup(ctx, []ChunkID{id}); err == nil && n == 1 {
+			found++
+		}
+	}
+	return found
+}
+
 // lost notes that c was reported missing: when the backend had acknowledged
 // it, that is a loss to explain (by an eviction, or not).
 func (r *run) lost(c PlannedChunk, t *tally) {
@@ -397,6 +428,7 @@ func (r *run) lost(c PlannedChunk, t *tally) {
 	defer r.mu.Unlock()
 	if _, ok := r.acked[c.key()]; ok {
 		delete(r.acked, c.key())
+		r.missing[c.key()] = c
 		t.missingAfterAck++
 	}
 }

@@ -39,7 +39,8 @@ type testNode struct {
 type testCluster struct {
 	nodes []*testNode
 	ring  atomic.Pointer[ring.Ring]
-	prev  atomic.Pointer[ring.Ring] // the coordinators' previous ring (nil: none)
+	// unsettled is what the coordinators' unsettled reports (see unsettledWindow).
+	unsettled atomic.Bool
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -66,7 +67,7 @@ func newTestCluster(t *testing.T, n int, limit int64) *testCluster {
 		nd := &testNode{id: st.NodeID(), addr: lis.Addr().String(), st: st, lis: lis, m: newMetrics(), reg: prometheus.NewRegistry()}
 		nd.svc = newServices(st, tc.ring.Load, servicesConfig{self: nd.id, maxBatch: 8192, stageLease: 30 * time.Second,
 			commitTimeout: 5 * time.Second, peerTimeout: time.Second, broadcastTimeout: 2 * time.Second, maxReplicas: 3, maxPinLease: time.Minute,
-			now: time.Now, log: quietLogger(), metrics: nd.m, previousRing: tc.prev.Load})
+			now: time.Now, log: quietLogger(), metrics: nd.m, unsettled: tc.unsettled.Load})
 		nd.reg.MustRegister(nodeCollectors(nd.m, st, nd.svc, nil, tc.ring.Load)...)
 		nd.gs = grpc.NewServer(grpc.StatsHandler(connCounter{nd.m}))
 		nd.svc.register(nd.gs)

@@ -22,14 +22,14 @@ import (
 type coordinator struct {
 	self string // this node's id
 	ring func() *ring.Ring
-	// prevRing returns the ring before the last change while reads should
-	// also ask its owners (nil func or nil result: none).
-	prevRing func() *ring.Ring
-	local    *owner
-	pool     *peerPool
-	reg      *registry
-	log      *slog.Logger
-	maxBatch int
+	// unsettled reports whether reads should also ask non-owners (shortly
+	// after a ring change); nil: never.
+	unsettled func() bool
+	local     *owner
+	pool      *peerPool
+	reg       *registry
+	log       *slog.Logger
+	maxBatch  int
 	// commitTimeout bounds commit and abort calls, which must run even when
 	// the engine's call was cancelled after the prepare phase.
 	commitTimeout time.Duration
@@ -60,20 +60,15 @@ func (c *coordinator) epoch() uint64 {
 	return 0
 }
 
-// previousRing is the ring before the last change, while it is recent.
-func (c *coordinator) previousRing() *ring.Ring {
-	if c.prevRing == nil {
+// nonOwners returns the members of rg that are not in owners when reads
+// should also ask them (the ring is unsettled), else nil.
+func (c *coordinator) nonOwners(rg *ring.Ring, owners []ring.Member) []ring.Member {
+	if c.unsettled == nil || !c.unsettled() {
 		return nil
 	}
-	return c.prevRing()
-}
-
-// formerOwners returns the owners of (ns, id) under prev that are not among
-// current: where a chunk may have been stored before the last ring change.
-func formerOwners(prev *ring.Ring, ns string, id []byte, replicas int, current []ring.Member) []ring.Member {
 	var out []ring.Member
-	for _, m := range prev.Owners(ns, id, replicas) {
-		if !slices.ContainsFunc(current, func(o ring.Member) bool { return o.ID == m.ID }) {
+	for _, m := range rg.Members() {
+		if !slices.ContainsFunc(owners, func(o ring.Member) bool { return o.ID == m.ID }) {
 			out = append(out, m)
 		}
 	}

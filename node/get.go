@@ -112,13 +112,10 @@ func (c *coordinator) get(req *kvringv1.GetRequest, stream grpc.ServerStreamingS
 	// One Fetch stream per remote primary owner, for its ids in order.
 	owners := make([][]ring.Member, len(ids))
 	primaries := map[string][][]byte{}
-	prev := c.previousRing()
 	for i, id := range ids {
 		owners[i] = rg.Owners(rec.GetName(), id[:], replicas)
-		if prev != nil {
-			// Shortly after a ring change a chunk may still sit on a former owner.
-			owners[i] = append(owners[i], formerOwners(prev, rec.GetName(), id[:], replicas, owners[i])...)
-		}
+		// Shortly after a ring change a chunk may sit on a non-owner.
+		owners[i] = append(owners[i], c.nonOwners(rg, owners[i])...)
 		if p := owners[i][0]; p.ID != c.self {
 			primaries[p.ID] = append(primaries[p.ID], id[:])
 		}

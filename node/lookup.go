@@ -121,13 +121,13 @@ func (c *coordinator) lookup(ctx context.Context, req *kvringv1.LookupRequest) (
 	// run only, so a lease never holds chunks the answer does not count.
 	held := c.askOwners(ctx, ref, plans, nil, len(ids))
 	n := leadingRun(held)
-	// Shortly after a ring change, chunks past the run may sit on their
-	// former owners (stored by a coordinator whose ring was behind): ask them.
+	// Shortly after a ring change, chunks past the run may sit on other
+	// nodes (stored by a coordinator whose ring was behind): ask them too.
 	var former map[string]*lookupPlan
-	if prev := c.previousRing(); prev != nil && n < len(ids) {
+	if n < len(ids) && len(c.nonOwners(rg, nil)) > 0 {
 		former = map[string]*lookupPlan{}
 		for i := n; i < len(ids); i++ {
-			for _, m := range formerOwners(prev, rec.GetName(), ids[i][:], replicas, rg.Owners(rec.GetName(), ids[i][:], replicas)) {
+			for _, m := range c.nonOwners(rg, rg.Owners(rec.GetName(), ids[i][:], replicas)) {
 				p := former[m.ID]
 				if p == nil {
 					p = &lookupPlan{m: m}
@@ -137,13 +137,11 @@ func (c *coordinator) lookup(ctx context.Context, req *kvringv1.LookupRequest) (
 				p.ids = append(p.ids, req.GetIds()[i])
 			}
 		}
-		if len(former) > 0 {
-			more := c.askOwners(ctx, ref, former, nil, len(ids))
-			for i := n; i < len(ids); i++ {
-				held[i] = held[i] || more[i]
-			}
-			n = leadingRun(held)
+		more := c.askOwners(ctx, ref, former, nil, len(ids))
+		for i := n; i < len(ids); i++ {
+			held[i] = held[i] || more[i]
 		}
+		n = leadingRun(held)
 	}
 	resp = &kvringv1.LookupResponse{Epoch: rg.Epoch(), Held: uint32(n)}
 	ttl := min(time.Duration(req.GetPinTtlMs())*time.Millisecond, c.maxPin)

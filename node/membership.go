@@ -221,9 +221,9 @@ func (m *membership) broadcastTimeout(ctx context.Context) time.Duration {
 // ring returns the current ring snapshot: never nil (empty at epoch 0 before start), never blocks.
 func (m *membership) ring() *ring.Ring { return m.rs.ring() }
 
-// previousRing returns the ring before the last change while that change is
-// recent (see previousRingWindow), else nil.
-func (m *membership) previousRing() *ring.Ring { return m.rs.previous() }
+// unsettled reports whether reads should also ask non-owners: the ring
+// changed, or this node started, recently (see unsettledWindow).
+func (m *membership) unsettled() bool { return m.rs.unsettled() }
 
 // members returns a copy of the members this node knows, sorted by ID, this node included: alive ones, and
 // ones that died or left in the last 10 minutes.

@@ -113,7 +113,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		commitTimeout: n.cfg.CommitTimeout, broadcastTimeout: n.cfg.CommitTimeout, peerTimeout: n.cfg.PeerTimeout,
 		maxReplicas: n.cfg.Membership.Ring.ReplicationFactor, maxPinLease: n.cfg.Store.MaxPinLease,
 		replicas: n.cfg.Replication, minReplicas: n.cfg.MinReplicas,
-		now: n.cfg.Now, log: n.log.With("component", "coordinator"), metrics: n.metrics, previousRing: n.member.previousRing,
+		now: n.cfg.Now, log: n.log.With("component", "coordinator"), metrics: n.metrics, unsettled: n.member.unsettled,
 	})
 	if n.unmetrics, err = registerAll(n.cfg.Registerer, nodeCollectors(n.metrics, st, n.svc, n.member.members, n.member.ring)...); err != nil {
 		return fmt.Errorf("cannot start node: %w", err)

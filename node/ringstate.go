@@ -105,8 +105,8 @@ type ringState struct {
 	// ring, from the goroutine that rebuilt (calls are serialised, in epoch order). It must not call runOnce.
 	onChange func(old, new *ring.Ring)
 
-	cur  atomic.Pointer[ring.Ring]
-	prev atomic.Pointer[ringChange] // the ring cur replaced, and when
+	cur       atomic.Pointer[ring.Ring]
+	changedAt atomic.Int64 // UnixNano of the last rebuild (or of newRingState)
 
 	inMu     sync.Mutex // guards the hand-off fields below
 	pending  []memberEvent
@@ -132,35 +132,28 @@ func newRingState(cfg ring.Config, self string, log *slog.Logger) (*ringState, e
 		table:   make(map[string]*MemberInfo),
 	}
 	rs.cur.Store(empty)
+	rs.changedAt.Store(time.Now().UnixNano())
 	return rs, nil
 }
 
 // ring returns the current snapshot; never nil, never blocks.
 func (rs *ringState) ring() *ring.Ring { return rs.cur.Load() }
 
-// previousRingWindow is how long after a ring change reads also ask the
-// previous ring's owners. While gossip converges, a coordinator whose ring
-// is behind (or ahead) stores chunks where the converged ring does not look;
-// lookups and gets find them there during the window. After it such chunks
-// are unreachable copies until evicted.
-const previousRingWindow = 2 * time.Minute
+// unsettledWindow is how long after a ring change, or after this node
+// started, reads also ask members that do not own a chunk. While gossip
+// converges, a coordinator whose ring is behind (or ahead) stores chunks where
+// the converged ring does not look, and a node that just started cannot know
+// the rings the others had. During the window a lookup asks every member about
+// the ids past the run the owners hold, and a get falls back to every member;
+// after it such chunks are unreachable copies until evicted.
+const unsettledWindow = 2 * time.Minute
 
-// ringChange is one rebuild: the ring that was replaced and when.
-type ringChange struct {
-	old *ring.Ring
-	at  time.Time
+// unsettled reports whether the ring changed, or this node started, less
+// than unsettledWindow ago.
+func (rs *ringState) unsettled() bool {
+	return time.Since(time.Unix(0, rs.changedAt.Load())) < unsettledWindow
 }
 
-// previous returns the ring the current one replaced if that happened less
-// than previousRingWindow ago, else nil.
-func (rs *ringState) previous() *ring.Ring {
-	if c := rs.prev.Load(); c != nil && time.Since(c.at) < previousRingWindow {
-		return c.old
-	}
-	return nil
-}
-
-// push hands an event to the ring goroutine. It never blocks (beyond a short mutex).
 func (rs *ringState) push(ev memberEvent) {
 	rs.inMu.Lock()
 	rs.pending = append(rs.pending, ev)
@@ -250,7 +243,7 @@ func (rs *ringState) runOnce() *ring.Ring {
 		return old
 	}
 	rs.cur.Store(next)
-	rs.prev.Store(&ringChange{old: old, at: now})
+	rs.changedAt.Store(now.UnixNano())
 	rs.log.Info("ring rebuilt", "epoch", next.Epoch(), "members", memberIDs(owners),
 		"moved", ring.Moved(old, next), "partitions", rs.cfg.PartitionCount)
 	if rs.onChange != nil {

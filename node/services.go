@@ -37,9 +37,9 @@ type servicesConfig struct {
 	maxPinLease      time.Duration
 	now              func() time.Time
 	log              *slog.Logger
-	// previousRing returns the ring before the last change while reads
-	// should still ask its owners; nil (the field, or its result): none.
-	previousRing func() *ring.Ring
+	// unsettled reports whether reads should also ask members that do not
+	// own a chunk (shortly after a ring change); nil: never.
+	unsettled func() bool
 	// metrics receives the services' measurements; nil: an unregistered set.
 	metrics *metrics
 }
@@ -58,7 +58,7 @@ func newServices(st *store.Store, ringFn func() *ring.Ring, cfg servicesConfig) 
 		return 0
 	}
 	o := newOwner(st, cfg.log, reg, epoch, cfg.maxBatch, cfg.stageLease, cfg.maxPinLease, cfg.now)
-	c := &coordinator{self: cfg.self, ring: ringFn, prevRing: cfg.previousRing, local: o, pool: pool, reg: reg, log: cfg.log, maxBatch: cfg.maxBatch,
+	c := &coordinator{self: cfg.self, ring: ringFn, unsettled: cfg.unsettled, local: o, pool: pool, reg: reg, log: cfg.log, maxBatch: cfg.maxBatch,
 		commitTimeout: cfg.commitTimeout, peerTimeout: cfg.peerTimeout, maxPin: cfg.maxPinLease, now: cfg.now,
 		leases: make(map[uint64]coordLease), m: m, peers: newPeerFailures(cfg.log, cfg.now, m.peerFailures)}
 	limits := &kvringv1.Limits{MaxFrameBytes: transfer.MaxFrameBytes, MaxChunkBytes: uint64(st.MaxChunkSize()),
