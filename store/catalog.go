@@ -1,12 +1,14 @@
 package store
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -163,6 +165,7 @@ func (c *catalog) flush() error {
 	if len(ops) == 0 {
 		return nil
 	}
+	ops = compactOps(ops)
 	err := c.db.Update(func(tx *bolt.Tx) error {
 		segs, chunks := tx.Bucket(bucketSegments), tx.Bucket(bucketChunks)
 		for _, op := range ops {
@@ -192,6 +195,33 @@ func (c *catalog) flush() error {
 		return fmt.Errorf("cannot write catalog at %q: %w", c.path, err)
 	}
 	return nil
+}
+
+// compactOps returns ops with the same effect on the catalog, cheaper to
+// apply: of the chunk operations only the last per key is kept (a chunk
+// sealed and evicted before a flush costs nothing), and they are applied in
+// key order after the segment operations (whose order is kept), so bbolt
+// appends to its pages instead of shifting them. Keys are independent, so
+// only each key's last operation decides the result.
+func compactOps(ops []catOp) []catOp {
+	last := make(map[[8]byte]int, len(ops))
+	for i, op := range ops {
+		if op.kind == opChunkPut || op.kind == opChunkDel {
+			last[op.key] = i
+		}
+	}
+	out := make([]catOp, 0, len(ops))
+	var chunks []catOp
+	for i, op := range ops {
+		switch {
+		case op.kind != opChunkPut && op.kind != opChunkDel:
+			out = append(out, op)
+		case last[op.key] == i:
+			chunks = append(chunks, op)
+		}
+	}
+	slices.SortFunc(chunks, func(a, b catOp) int { return bytes.Compare(a.key[:], b.key[:]) })
+	return append(out, chunks...)
 }
 
 // load reads every segment and chunk record.
