@@ -27,7 +27,7 @@ bench-store:
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./store/
 
 bench-policy:
-	$(GO) test -run '^$$' -bench PolicyReplay -benchtime 1x ./loadtest/
+	$(GO) test -run '^$$' -bench 'Policy(Prefix)?Replay' -benchtime 1x -timeout 60m ./loadtest/
 
 bench-cluster:
 	$(GO) test -run '^$$' -bench 'Cluster(Put|Get)' -benchtime 32x -count 3 ./cmd/kvring/
