@@ -97,13 +97,19 @@ func (n *testNode) stop() { n.gs.Stop() }
 
 func testClient(t *testing.T, addr string, rf, minR uint32) *client.Client {
 	t.Helper()
-	c, err := client.New(client.Config{
+	return testClientWith(t, client.Config{
 		Conn:              client.ConnConfig{Seeds: []string{addr}},
 		Namespace:         "test/model",
 		Schema:            client.Schema{Model: "m", Dtype: "bf16", TokensPerChunk: 16},
 		ReplicationFactor: rf, MinReplicas: minR,
 		Logger: quietLogger(),
 	})
+}
+
+// testClientWith creates a client with cfg and waits until it is connected.
+func testClientWith(t *testing.T, cfg client.Config) *client.Client {
+	t.Helper()
+	c, err := client.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,6 +78,19 @@ type lookupPlan struct {
 	pinned bool
 }
 
+// addToPlans adds the id at request position i to the plan of each member.
+func addToPlans(plans map[string]*lookupPlan, members []ring.Member, i int, id []byte) {
+	for _, m := range members {
+		p := plans[m.ID]
+		if p == nil {
+			p = &lookupPlan{m: m}
+			plans[m.ID] = p
+		}
+		p.global = append(p.global, i)
+		p.ids = append(p.ids, id)
+	}
+}
+
 // lookup answers how many leading ids are held now by a reachable owner,
 // asking every owner of every id in parallel, one batch per node. With a pin
 // TTL the holders pin them under one lease id. An owner that does not answer
@@ -107,15 +120,7 @@ func (c *coordinator) lookup(ctx context.Context, req *kvringv1.LookupRequest) (
 	replicas := int(max(1, rec.GetReplicationFactor()))
 	plans := map[string]*lookupPlan{}
 	for i, id := range ids {
-		for _, m := range rg.Owners(rec.GetName(), id[:], replicas) {
-			p := plans[m.ID]
-			if p == nil {
-				p = &lookupPlan{m: m}
-				plans[m.ID] = p
-			}
-			p.global = append(p.global, i)
-			p.ids = append(p.ids, req.GetIds()[i])
-		}
+		addToPlans(plans, rg.Owners(rec.GetName(), id[:], replicas), i, req.GetIds()[i])
 	}
 	// Round 1: who holds what. Pins are taken in round 2, for the leading
 	// run only, so a lease never holds chunks the answer does not count.
@@ -127,15 +132,7 @@ func (c *coordinator) lookup(ctx context.Context, req *kvringv1.LookupRequest) (
 	if n < len(ids) && len(c.nonOwners(rg, nil)) > 0 {
 		former = map[string]*lookupPlan{}
 		for i := n; i < len(ids); i++ {
-			for _, m := range c.nonOwners(rg, rg.Owners(rec.GetName(), ids[i][:], replicas)) {
-				p := former[m.ID]
-				if p == nil {
-					p = &lookupPlan{m: m}
-					former[m.ID] = p
-				}
-				p.global = append(p.global, i)
-				p.ids = append(p.ids, req.GetIds()[i])
-			}
+			addToPlans(former, c.nonOwners(rg, rg.Owners(rec.GetName(), ids[i][:], replicas)), i, req.GetIds()[i])
 		}
 		more := c.askOwners(ctx, ref, former, nil, len(ids))
 		for i := n; i < len(ids); i++ {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"testing"
-	"time"
 
 	"github.com/kvring/kvring/client"
 	"github.com/kvring/kvring/ring"
@@ -33,23 +32,11 @@ func TestChunksStoredUnderTheFormerRingAreFoundAfterAChange(t *testing.T) {
 
 	// Unrouted clients: each call is coordinated by the node it names.
 	via := func(nd *testNode) *client.Client {
-		c, err := client.New(client.Config{
+		return testClientWith(t, client.Config{
 			Conn:      client.ConnConfig{Seeds: []string{nd.addr}},
 			Namespace: "test/model", Schema: client.Schema{Model: "m", Dtype: "bf16", TokensPerChunk: 16},
 			ReplicationFactor: 1, MinReplicas: 1, DisableRouting: true, Logger: quietLogger(),
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		deadline := time.Now().Add(10 * time.Second)
-		for c.State().Status != client.ConnConnected {
-			if time.Now().After(deadline) {
-				t.Fatalf("client did not connect: %+v", c.State())
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-		return c
 	}
 	c := via(tc.nodes[0])
 	ctx := context.Background()
