@@ -12,6 +12,8 @@
 #                 redis counts its per-key overhead in it, about 1,440 bytes
 #                 for a 1 KiB chunk, so equal chunk counts need ~1.41× that)
 #   TIMELINE      1: print each run's timeline even without a fault
+#   KEEP_LOGS     a directory to copy the node, redis and bench logs and the
+#                 JSON reports to before the work directory is removed
 #   MAX_REQUESTS  requests replayed (default 800; 0: the whole trace)
 #   BENCH_FLAGS   extra `kvring bench` flags, the same for both
 #                 (default: --speedup -1 --engines 4)
@@ -45,6 +47,7 @@ cd "$root"
 NODE_MEM_MB=${NODE_MEM_MB:-64}
 REDIS_MEM_MB=${REDIS_MEM_MB:-$((3 * NODE_MEM_MB))}
 TIMELINE=${TIMELINE:-}
+KEEP_LOGS=${KEEP_LOGS:-}
 MAX_REQUESTS=${MAX_REQUESTS:-800}
 BENCH_FLAGS=${BENCH_FLAGS:---speedup -1 --engines 4}
 TRACE=${TRACE:-loadtest/trace/testdata/synthetic_trace.jsonl}
@@ -70,6 +73,11 @@ cleanup() {
 	for pid in "${pids[@]}"; do
 		wait "$pid" 2>/dev/null || true
 	done
+	if [ -n "$KEEP_LOGS" ]; then
+		mkdir -p "$KEEP_LOGS"
+		cp "$work"/*.log "$work"/*.json "$KEEP_LOGS"/ 2>/dev/null || true
+		echo "compare: logs and reports kept in $KEEP_LOGS" >&2
+	fi
 	rm -rf "$work"
 }
 trap cleanup EXIT

@@ -69,6 +69,9 @@ type Report struct {
 	// unreachable for a while (their node was down), not lost. The rest,
 	// less what evictions explain, are losses.
 	MissingFoundLater int64 `json:"missing_found_later"`
+	// MissingSample names up to 20 chunks missing after an ack and not found
+	// again, for whoever investigates: "block/index id".
+	MissingSample []string `json:"missing_sample,omitempty"`
 	// Evictions are the backend's eviction counters by reason over the run,
 	// nil when unknown (for kvring: no --admin addresses given).
 	Evictions map[string]uint64 `json:"evictions"` // null when unknown

@@ -185,7 +185,7 @@ func ReplayMooncake(ctx context.Context, reqs []trace.Request, backends []Backen
 		total.merge(&tallies[i])
 	}
 	total.fill(rep)
-	rep.MissingFoundLater = r.recheckMissing(ctx, backends[0])
+	rep.MissingFoundLater, rep.MissingSample = r.recheckMissing(ctx, backends[0])
 	return rep, ctx.Err()
 }
 
@@ -397,28 +397,36 @@ func (r *run) serve(ctx context.Context, b Backend, req trace.Request, t *tally)
 const maxRecheck = 100_000
 
 // recheckMissing looks up, one by one, the chunks reported missing after an
-// ack and not acknowledged since, and returns how many are held now: those
-// were unreachable for a while, not lost. Stops early when ctx ends.
-func (r *run) recheckMissing(ctx context.Context, b Backend) int64 {
+// ack and not acknowledged since, and returns how many are held now (those
+// were unreachable for a while, not lost) and up to 20 of the others, with
+// the error of their lookup if it failed. Stops early when ctx ends.
+func (r *run) recheckMissing(ctx context.Context, b Backend) (found int64, sample []string) {
 	r.mu.Lock()
-	var todo []ChunkID
+	var todo []PlannedChunk
 	for _, c := range r.missing {
 		if len(todo) == maxRecheck {
 			break
 		}
-		todo = append(todo, c.ID)
+		todo = append(todo, c)
 	}
 	r.mu.Unlock()
-	var found int64
-	for _, id := range todo {
+	for _, c := range todo {
 		if ctx.Err() != nil {
 			break
 		}
-		if n, err := b.Lookup(ctx, []ChunkID{id}); err == nil && n == 1 {
+		n, err := b.Lookup(ctx, []ChunkID{c.ID})
+		switch {
+		case err == nil && n == 1:
 			found++
+		case len(sample) < 20:
+			s := fmt.Sprintf("%d/%d %s", c.Block, c.Index, c.ID)
+			if err != nil {
+				s += " (lookup failed: " + err.Error() + ")"
+			}
+			sample = append(sample, s)
 		}
 	}
-	return found
+	return found, sample
 }
 
 // lost notes that c was reported missing: when the backend had acknowledged
