@@ -162,6 +162,7 @@ type hiding struct {
 	*Memory
 	hide    ChunkID
 	lookups int
+	failPut bool // fail the hidden chunk's put while it is hidden
 }
 
 func (h *hiding) Lookup(ctx context.Context, ids []ChunkID) (int, error) {
@@ -181,7 +182,7 @@ func (h *hiding) Lookup(ctx context.Context, ids []ChunkID) (int, error) {
 func (h *hiding) Put(ctx context.Context, chunks []Chunk) ([]PutOutcome, error) {
 	out, err := h.Memory.Put(ctx, chunks)
 	for i, c := range chunks {
-		if h.lookups == 2 && c.ID == h.hide {
+		if h.failPut && h.lookups == 2 && c.ID == h.hide {
 			out[i] = Failed
 		}
 	}
@@ -192,14 +193,19 @@ func (h *hiding) Put(ctx context.Context, chunks []Chunk) ([]PutOutcome, error) 
 // while and held again after the run, without being stored again, is
 // reported as found again, not lost.
 func TestReplayTellsUnreachableFromLostChunks(t *testing.T) {
-	reqs := tinyTrace()
-	h := &hiding{Memory: NewMemory(0), hide: BlockChunkIDs(1, 1)[0]}
-	rep, err := ReplayMooncake(context.Background(), reqs[:2], []Backend{h}, Config{Speedup: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep.MissingAfterAck != 1 || rep.MissingFoundLater != 1 {
-		t.Fatalf("missing after ack %d, found later %d; want 1 and 1", rep.MissingAfterAck, rep.MissingFoundLater)
+	// failPut: found by the lookup after the run; else: the engine's put of
+	// the "missing" chunk is answered already held.
+	for _, failPut := range []bool{true, false} {
+		reqs := tinyTrace()
+		h := &hiding{Memory: NewMemory(0), hide: BlockChunkIDs(1, 1)[0], failPut: failPut}
+		rep, err := ReplayMooncake(context.Background(), reqs[:2], []Backend{h}, Config{Speedup: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.MissingAfterAck != 1 || rep.MissingFoundLater != 1 || len(rep.MissingSample) != 0 {
+			t.Fatalf("failPut %v: missing after ack %d, found later %d, sample %v; want 1, 1, none", failPut,
+				rep.MissingAfterAck, rep.MissingFoundLater, rep.MissingSample)
+		}
 	}
 }
 

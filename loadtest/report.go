@@ -64,10 +64,11 @@ type Report struct {
 	// loss counts once until the chunk is acknowledged again. Evictions
 	// explain such losses; Evictions (when known) lets a reader judge.
 	MissingAfterAck int64 `json:"missing_after_ack"`
-	// MissingFoundLater counts the chunks of MissingAfterAck that a lookup
-	// after the run found held although nobody stored them again: they were
-	// unreachable for a while (their node was down), not lost. The rest,
-	// less what evictions explain, are losses.
+	// MissingFoundLater counts the chunks of MissingAfterAck found held
+	// later without being stored again: by a later put that was answered
+	// already held, or by a lookup after the run. They were unreachable for a
+	// while (their node was down), not lost. The rest, less what evictions
+	// explain, are losses.
 	MissingFoundLater int64 `json:"missing_found_later"`
 	// MissingSample names up to 20 chunks missing after an ack and not found
 	// again, for whoever investigates: "block/index id".

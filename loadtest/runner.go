@@ -186,6 +186,7 @@ func ReplayMooncake(ctx context.Context, reqs []trace.Request, backends []Backen
 	}
 	total.fill(rep)
 	rep.MissingFoundLater, rep.MissingSample = r.recheckMissing(ctx, backends[0])
+	rep.MissingFoundLater += r.foundAgain
 	return rep, ctx.Err()
 }
 
@@ -202,6 +203,8 @@ type run struct {
 	mu      sync.Mutex
 	acked   map[chunkKey]struct{}     // chunks the backend acknowledged holding
 	missing map[chunkKey]PlannedChunk // reported missing after an ack, not acknowledged since
+	// foundAgain counts chunks of missing a later put found already held.
+	foundAgain int64
 }
 
 func (r *run) progress(total int, start time.Time) Progress {
@@ -363,7 +366,13 @@ func (r *run) serve(ctx context.Context, b Backend, req trace.Request, t *tally)
 			switch {
 			case o.acked():
 				r.acked[plan[lo+i].key()] = struct{}{}
-				delete(r.missing, plan[lo+i].key())
+				if _, ok := r.missing[plan[lo+i].key()]; ok {
+					delete(r.missing, plan[lo+i].key())
+					if o == AlreadyHeld {
+						// Missing earlier, held all along: it was unreachable.
+						r.foundAgain++
+					}
+				}
 				tb.putBytes += int64(len(chunks[i].Data))
 			case o == Rejected:
 				tb.rejected++
