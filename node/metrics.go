@@ -46,6 +46,9 @@ type metrics struct {
 	putChunks   *prometheus.CounterVec // result
 	putBytes    *prometheus.CounterVec // result
 	putDegraded prometheus.Counter
+	// putBusyWait times puts that waited for another engine's write of the
+	// same chunks (see awaitOtherWriters).
+	putBusyWait prometheus.Observer
 
 	lookups          prometheus.Counter
 	lookupIDs        prometheus.Counter
@@ -78,6 +81,8 @@ func newMetrics() *metrics {
 			Help: "Payload bytes of the chunks counted in kvring_put_chunks_total, by result."}, []string{"result"}),
 		putDegraded: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvring_put_degraded_total",
 			Help: "Chunks put (stored or already held) by fewer nodes than the namespace's replication factor."}),
+		putBusyWait: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kvring_put_busy_wait_seconds",
+			Help: "Time a put waited for another write of the same chunks to finish before answering (only puts that waited).", Buckets: latencyBuckets}),
 		lookups: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvring_lookups_total",
 			Help: "Lookups this node answered."}),
 		lookupIDs: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvring_lookup_ids_total",
@@ -122,7 +127,7 @@ func newMetrics() *metrics {
 
 // collectors returns every instrument, for registration.
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.putChunks, m.putBytes, m.putDegraded, m.lookups, m.lookupIDs, m.lookupIDsMatched,
+	return []prometheus.Collector{m.putChunks, m.putBytes, m.putDegraded, m.putBusyWait.(prometheus.Collector), m.lookups, m.lookupIDs, m.lookupIDsMatched,
 		m.getChunks, m.getBytes, m.requestSeconds, m.peerRequestSeconds, m.peerBytes, m.peerFailures,
 		m.connections, m.connectionsTotal}
 }

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -30,6 +31,12 @@ func (c *coordinator) awaitOtherWriters(ctx context.Context, ref *kvringv1.Names
 	ctx, cancel := context.WithTimeout(ctx, c.commitTimeout)
 	defer cancel()
 	start := time.Now()
+	var waited atomic.Bool // parallel runs one goroutine per owner
+	defer func() {
+		if waited.Load() {
+			c.m.putBusyWait.Observe(time.Since(start).Seconds())
+		}
+	}()
 	parallel(plans, func(p *putPlan) {
 		if p.failed != nil {
 			return
@@ -39,6 +46,9 @@ func (c *coordinator) awaitOtherWriters(ctx context.Context, ref *kvringv1.Names
 			if isBusy(v) {
 				pending = append(pending, li)
 			}
+		}
+		if len(pending) > 0 {
+			waited.Store(true)
 		}
 		for delay := 2 * time.Millisecond; len(pending) > 0; delay = min(2*delay, 100*time.Millisecond) {
 			select {

@@ -6,6 +6,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/kvring/kvring/client"
 )
 
@@ -17,6 +20,19 @@ func TestConcurrentPutsOfTheSameChunksAreNeverFailed(t *testing.T) {
 	t.Parallel()
 	tc := newTestCluster(t, 3, 256<<20)
 	ctx := context.Background()
+	defer func() {
+		var waits uint64
+		for _, nd := range tc.nodes {
+			var m dto.Metric
+			if err := nd.m.putBusyWait.(prometheus.Histogram).Write(&m); err != nil {
+				t.Fatal(err)
+			}
+			waits += m.GetHistogram().GetSampleCount()
+		}
+		if !t.Failed() && waits == 0 {
+			t.Error("no put waited for another write: kvring_put_busy_wait_seconds saw nothing")
+		}
+	}()
 	for round := range 5 {
 		var chunks []client.Chunk
 		for i := range 64 {
