@@ -12,8 +12,9 @@
 #                 redis counts its per-key overhead in it, about 1,440 bytes
 #                 for a 1 KiB chunk, so equal chunk counts need ~1.41× that)
 #   TIMELINE      1: print each run's timeline even without a fault
-#   KEEP_LOGS     a directory to copy the node, redis and bench logs and the
-#                 JSON reports to before the work directory is removed
+#   KEEP_LOGS     a directory to copy the node, redis and bench logs, the JSON
+#                 reports and the nodes' /metrics after the kvring run to
+#                 before the work directory is removed
 #   MAX_REQUESTS  requests replayed (default 800; 0: the whole trace)
 #   BENCH_FLAGS   extra `kvring bench` flags, the same for both
 #                 (default: --speedup -1 --engines 4)
@@ -75,7 +76,7 @@ cleanup() {
 	done
 	if [ -n "$KEEP_LOGS" ]; then
 		mkdir -p "$KEEP_LOGS"
-		cp "$work"/*.log "$work"/*.json "$KEEP_LOGS"/ 2>/dev/null || true
+		cp "$work"/*.log "$work"/*.json "$work"/*.metrics "$KEEP_LOGS"/ 2>/dev/null || true
 		echo "compare: logs and reports kept in $KEEP_LOGS" >&2
 	fi
 	rm -rf "$work"
@@ -278,6 +279,11 @@ admin_list=$(IFS=,; echo "${admins[*]}")
 common=(bench --trace "$TRACE" --max-requests "$MAX_REQUESTS" --progress 0 $BENCH_FLAGS)
 
 run_bench kvring "kvring node 2" kill_kvring restart_kvring "${common[@]}" --backend kvring --addr "$grpc_list" --admin "$admin_list"
+if [ -n "$KEEP_LOGS" ]; then # the nodes' Prometheus metrics after the kvring run
+	for i in 0 1 2; do
+		curl -sf "http://${admins[$i]}/metrics" >"$work/node$((i + 1)).metrics" || true
+	done
+fi
 run_bench redis "redis-server" kill_redis restart_redis "${common[@]}" --backend redis --redis-addr "127.0.0.1:$rp"
 
 table() { # report.json: the same table `kvring bench` prints, from the JSON
