@@ -60,12 +60,12 @@ func (c *coordinator) epoch() uint64 {
 	return 0
 }
 
-// nonOwners returns the members of rg that are not in owners when reads
-// should also ask them (the ring is unsettled), else nil.
-func (c *coordinator) nonOwners(rg *ring.Ring, owners []ring.Member) []ring.Member {
-	if c.unsettled == nil || !c.unsettled() {
-		return nil
-	}
+// isUnsettled reports whether reads should also ask members that do not
+// own a chunk: the ring changed, or this node started, moments ago.
+func (c *coordinator) isUnsettled() bool { return c.unsettled != nil && c.unsettled() }
+
+// nonOwners returns the members of rg that are not in owners.
+func nonOwners(rg *ring.Ring, owners []ring.Member) []ring.Member {
 	var out []ring.Member
 	for _, m := range rg.Members() {
 		if !slices.ContainsFunc(owners, func(o ring.Member) bool { return o.ID == m.ID }) {

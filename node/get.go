@@ -112,10 +112,13 @@ func (c *coordinator) get(req *kvringv1.GetRequest, stream grpc.ServerStreamingS
 	// One Fetch stream per remote primary owner, for its ids in order.
 	owners := make([][]ring.Member, len(ids))
 	primaries := map[string][][]byte{}
+	unsettled := c.isUnsettled()
 	for i, id := range ids {
 		owners[i] = rg.Owners(rec.GetName(), id[:], replicas)
-		// Shortly after a ring change a chunk may sit on a non-owner.
-		owners[i] = append(owners[i], c.nonOwners(rg, owners[i])...)
+		if unsettled {
+			// Shortly after a ring change a chunk may sit on a non-owner.
+			owners[i] = append(owners[i], nonOwners(rg, owners[i])...)
+		}
 		if p := owners[i][0]; p.ID != c.self {
 			primaries[p.ID] = append(primaries[p.ID], id[:])
 		}

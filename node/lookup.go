@@ -118,49 +118,38 @@ func (c *coordinator) lookup(ctx context.Context, req *kvringv1.LookupRequest) (
 	}
 	ref := &kvringv1.NamespaceRef{Name: rec.GetName(), Fingerprint: rec.GetFingerprint()}
 	replicas := int(max(1, rec.GetReplicationFactor()))
+	// Shortly after a ring change (or this node's start) a chunk may sit on a
+	// non-owner, stored by a coordinator whose ring was behind: ask every
+	// member then, in the same round.
+	unsettled := c.isUnsettled()
 	plans := map[string]*lookupPlan{}
 	for i, id := range ids {
-		addToPlans(plans, rg.Owners(rec.GetName(), id[:], replicas), i, req.GetIds()[i])
+		owners := rg.Owners(rec.GetName(), id[:], replicas)
+		addToPlans(plans, owners, i, req.GetIds()[i])
+		if unsettled {
+			addToPlans(plans, nonOwners(rg, owners), i, req.GetIds()[i])
+		}
 	}
 	// Round 1: who holds what. Pins are taken in round 2, for the leading
 	// run only, so a lease never holds chunks the answer does not count.
 	held := c.askOwners(ctx, ref, plans, nil, len(ids))
 	n := leadingRun(held)
-	// Shortly after a ring change, chunks past the run may sit on other
-	// nodes (stored by a coordinator whose ring was behind): ask them too.
-	var former map[string]*lookupPlan
-	if n < len(ids) && len(c.nonOwners(rg, nil)) > 0 {
-		former = map[string]*lookupPlan{}
-		for i := n; i < len(ids); i++ {
-			addToPlans(former, c.nonOwners(rg, rg.Owners(rec.GetName(), ids[i][:], replicas)), i, req.GetIds()[i])
-		}
-		more := c.askOwners(ctx, ref, former, nil, len(ids))
-		for i := n; i < len(ids); i++ {
-			held[i] = held[i] || more[i]
-		}
-		n = leadingRun(held)
-	}
 	resp = &kvringv1.LookupResponse{Epoch: rg.Epoch(), Held: uint32(n)}
 	ttl := min(time.Duration(req.GetPinTtlMs())*time.Millisecond, c.maxPin)
 	if ttl <= 0 || n == 0 {
 		return resp, nil
 	}
 	pinPlans := map[string]*lookupPlan{}
-	for _, ps := range []map[string]*lookupPlan{plans, former} {
-		for id, p := range ps {
-			q := pinPlans[id]
-			if q == nil {
-				q = &lookupPlan{m: p.m}
+	for id, p := range plans {
+		q := &lookupPlan{m: p.m}
+		for k, g := range p.global {
+			if g < n && p.held != nil && p.held[k] {
+				q.global = append(q.global, g)
+				q.ids = append(q.ids, p.ids[k])
 			}
-			for k, g := range p.global {
-				if g < n && p.held != nil && p.held[k] {
-					q.global = append(q.global, g)
-					q.ids = append(q.ids, p.ids[k])
-				}
-			}
-			if len(q.ids) > 0 {
-				pinPlans[id] = q
-			}
+		}
+		if len(q.ids) > 0 {
+			pinPlans[id] = q
 		}
 	}
 	pin := &kvringv1.LeasePin{LeaseId: newLeaseID(), TtlMs: uint32(ttl / time.Millisecond)}
