@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"time"
 
@@ -63,17 +62,6 @@ func (c *coordinator) epoch() uint64 {
 // isUnsettled reports whether reads should also ask members that do not
 // own a chunk: the ring changed, or this node started, moments ago.
 func (c *coordinator) isUnsettled() bool { return c.unsettled != nil && c.unsettled() }
-
-// nonOwners returns the members of rg that are not in owners.
-func nonOwners(rg *ring.Ring, owners []ring.Member) []ring.Member {
-	var out []ring.Member
-	for _, m := range rg.Members() {
-		if !slices.ContainsFunc(owners, func(o ring.Member) bool { return o.ID == m.ID }) {
-			out = append(out, m)
-		}
-	}
-	return out
-}
 
 func (c *coordinator) caller() *kvringv1.PeerCaller {
 	return &kvringv1.PeerCaller{NodeId: c.self, Epoch: c.epoch()}

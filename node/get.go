@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -268,6 +269,17 @@ func joinReasons(r []string) string {
 			out += "; "
 		}
 		out += s
+	}
+	return out
+}
+
+// nonOwners returns the members of rg that are not in owners.
+func nonOwners(rg *ring.Ring, owners []ring.Member) []ring.Member {
+	var out []ring.Member
+	for _, m := range rg.Members() {
+		if !slices.ContainsFunc(owners, func(o ring.Member) bool { return o.ID == m.ID }) {
+			out = append(out, m)
+		}
 	}
 	return out
 }

@@ -36,6 +36,37 @@ func leadingRun(held []bool) int {
 	return n
 }
 
+// hasOn asks one owner (this node in process, or a peer) which of ids it
+// holds now, bounded by peerTimeout. With pin set, the owner pins what it
+// reports held. A peer's answer is noted for the outage log.
+func (c *coordinator) hasOn(ctx context.Context, m ring.Member, ref *kvringv1.NamespaceRef, ids [][]byte, pin *kvringv1.LeasePin) ([]bool, error) {
+	if m.ID == c.self {
+		held, _, err := c.local.has(ref, ids, pin)
+		return held, err
+	}
+	held, err := c.askPeer(ctx, m.Addr, ref, ids, pin)
+	c.peers.note(ctx, m, err)
+	if err == nil && len(held) != len(ids) {
+		err = fmt.Errorf("node %s answered %d of %d ids", m.ID, len(held), len(ids))
+	}
+	return held, err
+}
+
+// askPeer sends one Has request to the peer at addr, bounded by peerTimeout.
+func (c *coordinator) askPeer(ctx context.Context, addr string, ref *kvringv1.NamespaceRef, ids [][]byte, pin *kvringv1.LeasePin) ([]bool, error) {
+	pc, err := c.pool.client(addr)
+	if err != nil {
+		return nil, err
+	}
+	pctx, cancel := c.peerCtx(ctx)
+	defer cancel()
+	resp, err := pc.Has(pctx, &kvringv1.HasRequest{Caller: c.caller(), Namespace: ref, Ids: ids, Pin: pin})
+	if err != nil {
+		return nil, transfer.FromStatus(err)
+	}
+	return resp.GetHeld(), nil
+}
+
 // askOwners sends each plan's ids to its node (in process for this node), in
 // parallel, each bounded by peerTimeout, and returns per request position
 // whether some owner holds the id. An owner that does not answer holds
@@ -124,11 +155,11 @@ func (c *coordinator) lookup(ctx context.Context, req *kvringv1.LookupRequest) (
 	unsettled := c.isUnsettled()
 	plans := map[string]*lookupPlan{}
 	for i, id := range ids {
-		owners := rg.Owners(rec.GetName(), id[:], replicas)
-		addToPlans(plans, owners, i, req.GetIds()[i])
+		members := rg.Owners(rec.GetName(), id[:], replicas)
 		if unsettled {
-			addToPlans(plans, nonOwners(rg, owners), i, req.GetIds()[i])
+			members = rg.Members()
 		}
+		addToPlans(plans, members, i, req.GetIds()[i])
 	}
 	// Round 1: who holds what. Pins are taken in round 2, for the leading
 	// run only, so a lease never holds chunks the answer does not count.

@@ -9,8 +9,6 @@ import (
 	"google.golang.org/grpc/codes"
 
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
-	"github.com/kvring/kvring/ring"
-	"github.com/kvring/kvring/transfer"
 )
 
 // isBusy reports whether an owner's vote says another writer is staging the
@@ -79,34 +77,4 @@ func (c *coordinator) awaitOtherWriters(ctx context.Context, ref *kvringv1.Names
 			pending = still
 		}
 	})
-}
-
-// hasOn asks one owner (this node in process, or a peer) which of ids it
-// holds now, bounded by peerTimeout. With pin set, the owner pins what it
-// reports held. A peer's answer is noted for the outage log.
-func (c *coordinator) hasOn(ctx context.Context, m ring.Member, ref *kvringv1.NamespaceRef, ids [][]byte, pin *kvringv1.LeasePin) ([]bool, error) {
-	if m.ID == c.self {
-		held, _, err := c.local.has(ref, ids, pin)
-		return held, err
-	}
-	held, err := c.askPeer(ctx, m.Addr, ref, ids, pin)
-	c.peers.note(ctx, m, err)
-	if err == nil && len(held) != len(ids) {
-		err = fmt.Errorf("node %s answered %d of %d ids", m.ID, len(held), len(ids))
-	}
-	return held, err
-}
-
-func (c *coordinator) askPeer(ctx context.Context, addr string, ref *kvringv1.NamespaceRef, ids [][]byte, pin *kvringv1.LeasePin) ([]bool, error) {
-	pc, err := c.pool.client(addr)
-	if err != nil {
-		return nil, err
-	}
-	pctx, cancel := c.peerCtx(ctx)
-	defer cancel()
-	resp, err := pc.Has(pctx, &kvringv1.HasRequest{Caller: c.caller(), Namespace: ref, Ids: ids, Pin: pin})
-	if err != nil {
-		return nil, transfer.FromStatus(err)
-	}
-	return resp.GetHeld(), nil
 }
