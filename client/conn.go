@@ -13,6 +13,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+
+	"github.com/kvring/kvring/transfer"
 )
 
 var (
@@ -95,7 +97,9 @@ func newConn(cfg ConnConfig) (*conn, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	opts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, cfg.DialOptions...)
+	// transfer.Codec sends Put frames without copying the chunk bytes.
+	opts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(transfer.NewCodec()))}, cfg.DialOptions...)
 	// grpc.NewClient does no I/O: creating (and dropping) one client per seed checks targets and options now,
 	// so that a bad option is a config error rather than an endless series of failed attempts.
 	for i, s := range cfg.Seeds {

@@ -10,7 +10,11 @@ import (
 	"github.com/kvring/kvring/transfer"
 )
 
-// Chunk is one chunk to store. Data is only read, and only during Put.
+// Chunk is one chunk to store. Data is only read, and only during Put (gRPC
+// sends it from where it lies, without a copy). When Put fails, gRPC may read
+// it for a moment more while it cancels the stream: bytes changed then are
+// never stored, since each chunk's checksum is taken before any is sent and
+// checked by the node.
 type Chunk struct {
 	ID   ChunkID
 	Data []byte
@@ -140,8 +144,12 @@ func (c *Client) put(ctx context.Context, cc *grpc.ClientConn, ref *kvringv1.Nam
 		if int(idx) >= len(chunks) {
 			return nil, fmt.Errorf("kvring put: the node asked for chunk %d of %d", idx, len(chunks))
 		}
+		// Borrowed: gRPC writes the frames from the chunk's own bytes after
+		// Send returns; Put returns only once the node has them all, or the
+		// stream is canceled.
 		err := transfer.SplitFrames(idx, chunks[idx].Data, transfer.MaxFrameBytes, func(f *kvringv1.DataFrame) error {
-			return stream.Send(&kvringv1.PutRequest{Msg: &kvringv1.PutRequest_Data{Data: f}})
+			return stream.SendMsg(&transfer.OutFrame{Field: transfer.PutDataField, Index: f.Index, Offset: f.Offset,
+				Data: [][]byte{f.Data}, Borrow: true})
 		})
 		if err != nil {
 			return fail(err)

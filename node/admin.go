@@ -3,6 +3,7 @@ package node
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/pprof"
 )
 
 // adminHandler serves the operator endpoints. Every reply is JSON; errors
@@ -55,6 +56,13 @@ func (n *Node) adminHandler() http.Handler {
 		}
 		writeJSON(w, http.StatusOK, map[string][]NamespaceInfo{"namespaces": n.Namespaces()})
 	})
+	if n.cfg.EnablePprof {
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	}
 	return jsonNoRoute(mux)
 }
 

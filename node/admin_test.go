@@ -22,7 +22,7 @@ import (
 
 // startAdminTestNode starts a real single node (store, gRPC, admin, gossip)
 // on loopback with ports picked by the kernel; the test's end closes it.
-func startAdminTestNode(t *testing.T, data, shm string) *Node {
+func startAdminTestNode(t *testing.T, data, shm string, opts ...func(*Config)) *Node {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.GRPCAddr, cfg.AdminAddr = "127.0.0.1:0", "127.0.0.1:0"
@@ -34,6 +34,9 @@ func startAdminTestNode(t *testing.T, data, shm string) *Node {
 	cfg.Store.MaintenanceInterval = -1
 	cfg.Store.Logger = quietLogger()
 	cfg.Logger = quietLogger()
+	for _, o := range opts {
+		o(&cfg)
+	}
 	n, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -239,5 +242,31 @@ func TestShutdownDrainsAPutInFlightAndReadinessGoesFalse(t *testing.T) {
 	again := startAdminTestNode(t, data, shm)
 	if !again.Store().Contains(storeNamespace("test/model", fp), store.ID(ch.ID)) {
 		t.Fatal("the chunk stored during shutdown is not in the store after a restart")
+	}
+}
+
+// TestPprofIsServedOnlyWhenEnabled: runtime profiles expose internals, so a
+// node serves them on its admin address only when its operator asks.
+func TestPprofIsServedOnlyWhenEnabled(t *testing.T) {
+	for _, enabled := range []bool{false, true} {
+		n := startAdminTestNode(t, t.TempDir(), testShmDir(t), func(c *Config) { c.EnablePprof = enabled })
+		for _, path := range []string{"/debug/pprof/", "/debug/pprof/heap?debug=1", "/debug/pprof/cmdline"} {
+			resp, err := http.Get("http://" + n.AdminAddr() + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			want := http.StatusNotFound
+			if enabled {
+				want = http.StatusOK
+			}
+			if resp.StatusCode != want {
+				t.Fatalf("pprof enabled %v: GET %s: %d, want %d: %.200s", enabled, path, resp.StatusCode, want, body)
+			}
+			if enabled && path == "/debug/pprof/heap?debug=1" && !strings.Contains(string(body), "heap profile") {
+				t.Fatalf("GET %s did not serve a heap profile: %.200s", path, body)
+			}
+		}
 	}
 }

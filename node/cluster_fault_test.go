@@ -15,6 +15,7 @@ import (
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/ring"
 	"github.com/kvring/kvring/store"
+	"github.com/kvring/kvring/transfer"
 )
 
 // stuckPeer accepts every Peer call and never answers: a process that hangs
@@ -129,7 +130,7 @@ func TestCommitRefusesATokenOfAnotherChunk(t *testing.T) {
 	if err != nil || len(need) != 1 {
 		t.Fatal(err, need)
 	}
-	if err := p.frame(&kvringv1.DataFrame{Index: 0, Data: a.Data}); err != nil {
+	if err := p.frame(transfer.Frame{Index: 0, Data: [][]byte{a.Data}}); err != nil {
 		t.Fatal(err)
 	}
 	votes := o.endPrepare(p)

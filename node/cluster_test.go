@@ -69,7 +69,7 @@ func newTestCluster(t *testing.T, n int, limit int64) *testCluster {
 			commitTimeout: 5 * time.Second, peerTimeout: time.Second, broadcastTimeout: 2 * time.Second, maxReplicas: 3, maxPinLease: time.Minute,
 			now: time.Now, log: quietLogger(), metrics: nd.m, unsettled: tc.unsettled.Load})
 		nd.reg.MustRegister(nodeCollectors(nd.m, st, nd.svc, nil, tc.ring.Load)...)
-		nd.gs = grpc.NewServer(grpc.StatsHandler(connCounter{nd.m}))
+		nd.gs = grpc.NewServer(serverOptions(nd.m)...)
 		nd.svc.register(nd.gs)
 		hs := health.NewServer()
 		healthpb.RegisterHealthServer(nd.gs, hs)

@@ -27,6 +27,11 @@ type Config struct {
 	// AdminAddr is the HTTP listen address for /metrics, /healthz, /readyz and /v1/*.
 	// Default ":9602". Port 0 picks a free port (see Node.AdminAddr).
 	AdminAddr string
+	// EnablePprof serves Go's runtime profiles (net/http/pprof) at
+	// /debug/pprof/ on the admin address. Default false: profiles expose
+	// internals and a CPU profile costs CPU while it runs, so an operator
+	// turns them on to investigate.
+	EnablePprof bool
 	// Membership configures gossip (address, seeds, ring settings). NodeID,
 	// GRPCAddr and AdminAddr are filled by the node. Default
 	// DefaultMembershipConfig() with Ring.ReplicationFactor 3.

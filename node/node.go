@@ -14,7 +14,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-	"google.golang.org/grpc/keepalive"
 
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/ring"
@@ -120,9 +119,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	}
 	n.member.onRingChange = n.ringChanged
 	n.parts.Store(&nodeParts{store: st, member: n.member, svc: n.svc})
-	n.grpcSrv = grpc.NewServer(grpc.MaxRecvMsgSize(4<<20), grpc.StatsHandler(connCounter{n.metrics}),
-		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
-		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}))
+	n.grpcSrv = grpc.NewServer(serverOptions(n.metrics)...)
 	n.svc.register(n.grpcSrv)
 	n.health = health.NewServer()
 	n.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)

@@ -259,23 +259,27 @@ func (ps *peerService) Prepare(stream grpc.BidiStreamingServer[kvringv1.PrepareR
 		Need: &kvringv1.PrepareNeed{Need: need, Votes: votes}}}); err != nil {
 		return err
 	}
+	in := transfer.InFrame{Msg: new(kvringv1.PrepareRequest), Field: transfer.PrepareDataField}
+	defer in.Release()
 	for {
-		m, err := stream.Recv()
+		err := stream.RecvMsg(&in)
 		if err == io.EOF {
 			break // half-close counts as end
 		}
 		if err != nil {
 			return err
 		}
-		if m.GetEnd() != nil {
+		if in.Msg.(*kvringv1.PrepareRequest).GetEnd() != nil {
 			break
 		}
-		f := m.GetData()
-		if f == nil {
+		f, isFrame := in.Frame()
+		if !isFrame {
 			return transfer.ToStatus(fmt.Errorf("%w: a second begin in one prepare stream", transfer.ErrInvalidArgument))
 		}
-		ps.m.peerReceived.Add(float64(len(f.GetData())))
-		if err := p.frame(f); err != nil {
+		ps.m.peerReceived.Add(float64(f.Len()))
+		err = p.frame(f)
+		in.Release()
+		if err != nil {
 			return transfer.ToStatus(err)
 		}
 	}

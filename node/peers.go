@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
+	"github.com/kvring/kvring/transfer"
 )
 
 // peerPool keeps one gRPC client connection per peer address, created on
@@ -32,6 +34,9 @@ func newPeerPool(opts ...grpc.DialOption) *peerPool {
 			grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 10 * time.Second, Timeout: 5 * time.Second, PermitWithoutStream: true}),
 		}
 	}
+	// The Prepare stream sends frames as transfer.OutFrame: the codec is
+	// not optional.
+	opts = append(slices.Clone(opts), grpc.WithDefaultCallOptions(grpc.ForceCodecV2(transfer.NewCodec())))
 	return &peerPool{conns: make(map[string]*grpc.ClientConn), opts: opts}
 }
 

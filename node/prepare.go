@@ -78,8 +78,8 @@ func (p *prepareState) begin(ns string, chunks []*kvringv1.ChunkRef, ids []store
 
 // frame takes one data frame. An error is bad input from the sender (the
 // caller aborts the batch and answers InvalidArgument) or a write failure.
-func (p *prepareState) frame(f *kvringv1.DataFrame) error {
-	_, err := p.asm.Add(f)
+func (p *prepareState) frame(f transfer.Frame) error {
+	_, err := p.asm.AddFrame(f)
 	if err != nil && !errors.Is(err, transfer.ErrBadFrame) {
 		// The chunk's slot refused the bytes (its lease ran out): the
 		// assembler drops that chunk's later frames and it is voted failed.

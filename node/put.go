@@ -51,22 +51,29 @@ type fanoutSink struct {
 	sent  prometheus.Counter // bytes forwarded to peers
 }
 
-func (s *fanoutSink) Write(b []byte) (int, error) {
+func (s *fanoutSink) Write(b []byte) (int, error) { return s.WriteBuffers([][]byte{b}) }
+
+// WriteBuffers forwards one frame, in pieces, to every owner that has not
+// failed. An owner's failure fails only its share; the frame counts as taken.
+func (s *fanoutSink) WriteBuffers(bufs [][]byte) (int, error) {
+	f := transfer.Frame{Data: bufs}
+	n := f.Len()
 	for _, p := range s.plans {
 		if p.failed != nil {
 			continue
 		}
 		li := p.local[s.idx]
-		if err := p.sess.send(&kvringv1.DataFrame{Index: li, Offset: p.sent[li], Data: b}); err != nil {
+		f.Index, f.Offset = li, p.sent[li]
+		if err := p.sess.send(f); err != nil {
 			p.fail(err)
 			continue
 		}
-		p.sent[li] += uint64(len(b))
+		p.sent[li] += uint64(n)
 		if p.remote {
-			s.sent.Add(float64(len(b)))
+			s.sent.Add(float64(n))
 		}
 	}
-	return len(b), nil
+	return n, nil
 }
 
 // put runs one engine Put stream: begin, need, data, end, result. Bad input
@@ -268,11 +275,14 @@ func (c *coordinator) put(stream grpc.BidiStreamingServer[kvringv1.PutRequest, k
 }
 
 // receiveFrames reads data frames until end or half-close. A stream that
-// ends with chunks still short is bad input.
+// ends with chunks still short is bad input. Frame bytes are not copied out
+// of gRPC's receive buffers: each frame goes to its sink and is released.
 func (c *coordinator) receiveFrames(stream grpc.BidiStreamingServer[kvringv1.PutRequest, kvringv1.PutResponse], asm *transfer.Assembler) error {
+	in := transfer.InFrame{Msg: new(kvringv1.PutRequest), Field: transfer.PutDataField}
+	defer in.Release()
 	for {
-		m, err := stream.Recv()
-		if errors.Is(err, io.EOF) || (err == nil && m.GetEnd() != nil) {
+		err := stream.RecvMsg(&in)
+		if errors.Is(err, io.EOF) || (err == nil && in.Msg.(*kvringv1.PutRequest).GetEnd() != nil) {
 			if missing := asm.Missing(); len(missing) > 0 {
 				return fmt.Errorf("%w: the put stream ended before the bytes of chunks %v were complete", transfer.ErrIncompleteStream, missing)
 			}
@@ -281,27 +291,32 @@ func (c *coordinator) receiveFrames(stream grpc.BidiStreamingServer[kvringv1.Put
 		if err != nil {
 			return err
 		}
-		f := m.GetData()
-		if f == nil {
+		f, ok := in.Frame()
+		if !ok {
 			return fmt.Errorf("%w: a second begin in one put stream", transfer.ErrInvalidArgument)
 		}
-		if _, err := asm.Add(f); err != nil {
+		_, err = asm.AddFrame(f)
+		in.Release()
+		if err != nil {
 			return err
 		}
 	}
 }
 
-// drainPut waits for the engine's end when no bytes are needed.
+// drainPut waits for the engine's end when no bytes are needed. Frames for
+// chunks nobody needs are ignored, without being copied.
 func drainPut(stream grpc.BidiStreamingServer[kvringv1.PutRequest, kvringv1.PutResponse]) error {
+	in := transfer.InFrame{Msg: new(kvringv1.PutRequest), Field: transfer.PutDataField}
+	defer in.Release()
 	for {
-		m, err := stream.Recv()
-		if errors.Is(err, io.EOF) || (err == nil && m.GetEnd() != nil) {
+		err := stream.RecvMsg(&in)
+		in.Release()
+		if errors.Is(err, io.EOF) || (err == nil && in.Msg.(*kvringv1.PutRequest).GetEnd() != nil) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		// Frames for chunks nobody needs are ignored.
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
 
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/ring"
@@ -69,7 +70,21 @@ func newServices(st *store.Store, ringFn func() *ring.Ring, cfg servicesConfig) 
 		peer: &peerService{o: o, m: m}}
 }
 
-// register adds the Cache and Peer services to a gRPC server.
+// serverOptions are the options of the gRPC server the services are
+// registered on. transfer.Codec is required: Put and Prepare receive their
+// frames as transfer.InFrame, without copying them.
+func serverOptions(m *metrics) []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.ForceServerCodecV2(transfer.NewCodec()),
+		grpc.MaxRecvMsgSize(4 << 20),
+		grpc.StatsHandler(connCounter{m}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
+	}
+}
+
+// register adds the Cache and Peer services to a gRPC server made with
+// serverOptions.
 func (s *services) register(gs *grpc.Server) {
 	kvringv1.RegisterCacheServer(gs, s.cache)
 	kvringv1.RegisterPeerServer(gs, s.peer)

@@ -19,7 +19,8 @@ import (
 // the chunks it was given). Not safe for concurrent use.
 type putSession interface {
 	begin(ctx context.Context, ref *kvringv1.NamespaceRef, chunks []*kvringv1.ChunkRef) (need []uint32, votes []*kvringv1.ChunkVote, err error)
-	send(f *kvringv1.DataFrame) error
+	// send passes one frame on; its bytes are not kept after it returns.
+	send(f transfer.Frame) error
 	finish() ([]*kvringv1.ChunkVote, error)
 	commit(ctx context.Context, ref *kvringv1.NamespaceRef, chunks []*kvringv1.StagedChunk) ([]*kvringv1.CommitResult, error)
 	abort(ctx context.Context, tokens []uint64)
@@ -39,7 +40,7 @@ func (s *localSession) begin(_ context.Context, ref *kvringv1.NamespaceRef, chun
 	return need, votes, err
 }
 
-func (s *localSession) send(f *kvringv1.DataFrame) error { return s.p.frame(f) }
+func (s *localSession) send(f transfer.Frame) error { return s.p.frame(f) }
 
 func (s *localSession) finish() ([]*kvringv1.ChunkVote, error) { return s.o.endPrepare(s.p), nil }
 
@@ -106,9 +107,11 @@ func recvErr(stream grpc.BidiStreamingClient[kvringv1.PrepareRequest, kvringv1.P
 	return err
 }
 
-func (s *remoteSession) send(f *kvringv1.DataFrame) error {
+// send copies the frame into a message for the peer (the pieces belong to
+// the engine's stream and are released when send returns).
+func (s *remoteSession) send(f transfer.Frame) error {
 	defer s.watch()()
-	if err := s.stream.Send(&kvringv1.PrepareRequest{Msg: &kvringv1.PrepareRequest_Data{Data: f}}); err != nil {
+	if err := s.stream.SendMsg(&transfer.OutFrame{Field: transfer.PrepareDataField, Index: f.Index, Offset: f.Offset, Data: f.Data}); err != nil {
 		return recvErr(s.stream, err)
 	}
 	return nil

@@ -83,12 +83,14 @@ func (a *arena) slotsPerSegment(cs int64) int32 {
 	return int32(max(1, min(n, 1<<20)))
 }
 
-// alloc reserves a slot for a chunk of n bytes (n > 0). It fails with
-// ErrNoSpace when the budget has no room.
-func (a *arena) alloc(n int64) (slotRef, error) {
+// alloc reserves a slot for a chunk of n bytes (n > 0). fresh reports a
+// clean slot, whose pages are not resident: the first write to each page
+// faults it in (see prefault). It fails with ErrNoSpace when the budget has
+// no room.
+func (a *arena) alloc(n int64) (r slotRef, fresh bool, err error) {
 	cs := classSize(n)
 	if a.used+cs > a.limit {
-		return slotRef{}, fmt.Errorf("%w: %d bytes needed, %d of %d in use", ErrNoSpace, cs, a.used, a.limit)
+		return slotRef{}, false, fmt.Errorf("%w: %d bytes needed, %d of %d in use", ErrNoSpace, cs, a.used, a.limit)
 	}
 	c := a.class(cs)
 	// A free slot whose pages are resident costs nothing new.
@@ -102,11 +104,11 @@ func (a *arena) alloc(n int64) (slotRef, error) {
 		r.seg.used++
 		a.dirtyFree -= cs
 		a.used += cs
-		return r, nil
+		return r, false, nil
 	}
 	// A clean slot will make its pages resident: give back retained pages first.
 	if err := a.punchUntil(a.limit - cs); err != nil {
-		return slotRef{}, err
+		return slotRef{}, false, err
 	}
 	for len(c.cleanSegs) > 0 {
 		seg := c.cleanSegs[len(c.cleanSegs)-1]
@@ -123,18 +125,18 @@ func (a *arena) alloc(n int64) (slotRef, error) {
 		seg.state[i] = slotUsed
 		seg.used++
 		a.used += cs
-		return slotRef{seg, i}, nil
+		return slotRef{seg, i}, true, nil
 	}
 	seg, err := a.newSegment(c)
 	if err != nil {
-		return slotRef{}, err
+		return slotRef{}, false, err
 	}
 	i := seg.clean[len(seg.clean)-1]
 	seg.clean = seg.clean[:len(seg.clean)-1]
 	seg.state[i] = slotUsed
 	seg.used++
 	a.used += cs
-	return slotRef{seg, i}, nil
+	return slotRef{seg, i}, true, nil
 }
 
 func (a *arena) newSegment(c *sizeClass) (*segment, error) {

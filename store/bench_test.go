@@ -185,3 +185,41 @@ func BenchmarkAllocatorWaste(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkStageSealFresh measures confirmed local writes into slots that
+// have never held a chunk, whose pages the kernel must first allocate and
+// zero: a new node's first writes, and every write after a slot's pages
+// were given back. prefault does it in one call per write; faulting leaves
+// it to the copy, a page fault per 4 KiB page. A store is filled up to
+// its limit and then replaced by a new one, untimed.
+func BenchmarkStageSealFresh(b *testing.B) {
+	const size, limit = 2 << 20, 512 << 20
+	src := payload(testID(0), size)
+	crc := Checksum(src)
+	for _, mode := range []string{"prefault", "faulting"} {
+		b.Run(mode+"/"+sizeName(size), func(b *testing.B) {
+			var s *Store
+			open := func() {
+				if s != nil {
+					s.Close()
+				}
+				cfg := testConfig(b, limit)
+				cfg.ExpectedChunkSize = size
+				s = openTest(b, cfg)
+				s.noPrefault.Store(mode == "faulting")
+			}
+			open()
+			b.SetBytes(size)
+			for i := 0; b.Loop(); i++ {
+				if i%(limit/size) == 0 && i > 0 {
+					b.StopTimer()
+					open()
+					b.StartTimer()
+				}
+				if err := s.Put("bench", testID(uint64(i)), src, crc); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

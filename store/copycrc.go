@@ -73,6 +73,14 @@ const (
 // neither blocks nor keeps dst or src, and is safe for concurrent use on
 // distinct dst.
 func copyCRC32C(dst, src []byte, crc uint32) uint32 {
+	return copyCRC32CStores(dst, src, crc, len(src) >= copyCRCNonTemporalMin)
+}
+
+// copyCRC32CStores is copyCRC32C with the choice of non-temporal stores made
+// by the caller: a write that arrives in pieces smaller than
+// copyCRCNonTemporalMin (gRPC's 16 KiB receive buffers) still fills a cold
+// slot that is not read back.
+func copyCRC32CStores(dst, src []byte, crc uint32, nt bool) uint32 {
 	if len(dst) < len(src) {
 		panic("BUG: copyCRC32C: dst shorter than src")
 	}
@@ -84,7 +92,6 @@ func copyCRC32C(dst, src []byte, crc uint32) uint32 {
 	// split a cache line. src stays as it comes; split loads are cheap.
 	head := int(-uintptr(unsafe.Pointer(unsafe.SliceData(dst))) & 31)
 	crc = copyCRC32CGeneric(dst[:head], src[:head], crc)
-	nt := len(src) >= copyCRCNonTemporalMin
 	body := (len(src) - head) &^ 127
 	crc = ^copyCRCFold(&dst[head], &src[head], body, ^crc, nt)
 	return copyCRC32CGeneric(dst[head+body:], src[head+body:], crc)

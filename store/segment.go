@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -150,4 +151,33 @@ func dupFD(f *os.File) (*os.File, error) {
 		return nil, err
 	}
 	return os.NewFile(uintptr(fd), f.Name()), nil
+}
+
+// prefaultMin is the smallest write worth a prefault call: below it the
+// pages are few and the call costs about what it saves.
+const prefaultMin = 64 << 10
+
+// prefault makes the whole pages under b (a part of a fresh slot about to be
+// written) resident and writable in one madvise(MADV_POPULATE_WRITE) call,
+// instead of one page fault per 4 KiB page during the copy: on a virtual
+// machine each fault is a trap to the kernel that costs about as much as
+// zeroing the page, and a first write to a tmpfs mapping ran at 0.3-0.7 GB/s
+// against 0.9-1.1 GB/s prefaulted (Linux 6.18, 2 vCPU VM). It changes no
+// bytes and allocates nothing the copy would not. Kernels before 5.14 do not
+// know the advice: the first EINVAL turns prefaulting off for the store, and
+// the copy faults the pages in as before. Any other error is ignored for the
+// same reason: the copy then takes the faults.
+func (s *Store) prefault(b []byte) {
+	if len(b) < prefaultMin || s.noPrefault.Load() {
+		return
+	}
+	addr := int64(uintptr(unsafe.Pointer(&b[0])))
+	start := roundUp(addr, pageSize) - addr
+	end := (addr+int64(len(b)))/pageSize*pageSize - addr
+	if start >= end {
+		return
+	}
+	if err := unix.Madvise(b[start:end], unix.MADV_POPULATE_WRITE); errors.Is(err, unix.EINVAL) {
+		s.noPrefault.Store(true)
+	}
 }

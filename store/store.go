@@ -43,6 +43,8 @@ type Store struct {
 	// new calls fail fast with ErrClosed.
 	gate    sync.RWMutex
 	closing atomic.Bool
+	// noPrefault is set once the kernel refused MADV_POPULATE_WRITE.
+	noPrefault atomic.Bool
 
 	mu      sync.Mutex
 	closed  bool

@@ -27,6 +27,7 @@ type Staged struct {
 	written int64  // bytes given to Write so far
 	crc     uint32 // running checksum of those bytes
 	direct  bool   // Bytes was called: the checksum is computed at Seal
+	fresh   bool   // the slot's pages are not resident yet: Write prefaults them
 	done    bool   // sealed or aborted
 }
 
@@ -105,7 +106,7 @@ func (s *Store) Stage(ns string, id ID, size int64, crc uint32) (*Staged, error)
 		}
 		return nil, fmt.Errorf("cannot stage chunk %s/%s (%d bytes): %w", ns, id, size, ErrRejected)
 	}
-	r, err := s.arena.alloc(size)
+	r, fresh, err := s.arena.alloc(size)
 	if err != nil {
 		if s.kill(e, reasonRejected) {
 			s.forgetLater(e)
@@ -116,7 +117,7 @@ func (s *Store) Stage(ns string, id ID, size int64, crc uint32) (*Staged, error)
 	e.slot = r
 	e.hasSlot = true
 	s.staging[e] = s.cfg.Now().Add(s.cfg.StageLease).UnixNano()
-	return &Staged{s: s, e: e, buf: e.bytes()}, nil
+	return &Staged{s: s, e: e, buf: e.bytes(), fresh: fresh}, nil
 }
 
 // Size is the chunk's length in bytes.
@@ -126,14 +127,26 @@ func (w *Staged) Size() int64 { return int64(len(w.buf)) }
 // updating the checksum in the same pass. Writing past the chunk's size is
 // ErrInvalid; a write after the lease expired is ErrLeaseExpired.
 func (w *Staged) Write(p []byte) (int, error) {
+	return w.WriteBuffers([][]byte{p})
+}
+
+// WriteBuffers appends the pieces in bufs, in order, as one Write of their
+// concatenation would: the slot is claimed once and, if its pages are not
+// resident yet, prefaulted once for all of them. Nothing is written when
+// they would run past the chunk's size.
+func (w *Staged) WriteBuffers(bufs [][]byte) (int, error) {
 	if w == nil || w.e == nil {
 		return 0, fmt.Errorf("cannot write: %w (no Stage)", ErrNotStaged)
 	}
 	if w.done {
 		return 0, ErrNotStaged
 	}
-	if w.written+int64(len(p)) > int64(len(w.buf)) {
-		return 0, fmt.Errorf("%w: %d bytes written past the chunk's size %d", ErrInvalid, w.written+int64(len(p)), len(w.buf))
+	n := int64(0)
+	for _, p := range bufs {
+		n += int64(len(p))
+	}
+	if w.written+n > int64(len(w.buf)) {
+		return 0, fmt.Errorf("%w: %d bytes written past the chunk's size %d", ErrInvalid, w.written+n, len(w.buf))
 	}
 	if !w.s.enter() {
 		return 0, ErrClosed
@@ -142,16 +155,16 @@ func (w *Staged) Write(p []byte) (int, error) {
 	if err := w.hold(); err != nil {
 		return 0, err
 	}
-	copyAndSum(w.buf[w.written:], p, &w.crc)
-	w.written += int64(len(p))
+	if w.fresh {
+		w.s.prefault(w.buf[w.written : w.written+n])
+	}
+	nt := n >= copyCRCNonTemporalMin
+	for _, p := range bufs {
+		w.crc = copyCRC32CStores(w.buf[w.written:], p, w.crc, nt)
+		w.written += int64(len(p))
+	}
 	w.unhold()
-	return len(p), nil
-}
-
-// copyAndSum copies p into dst and folds p into the running CRC-32C *crc in
-// one pass over the bytes (copyCRC32C).
-func copyAndSum(dst, p []byte, crc *uint32) {
-	*crc = copyCRC32C(dst, p, *crc)
+	return int(n), nil
 }
 
 // Bytes returns the whole slot for the caller to fill directly (zero-copy

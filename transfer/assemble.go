@@ -15,11 +15,21 @@ import (
 // sink that forwards to each of them. Write must not keep p after it
 // returns: p is the received message's buffer. A short write without an
 // error counts as io.ErrShortWrite.
+//
+// A Sink that also has WriteBuffers (a BuffersSink) gets a frame's pieces in
+// one call instead of one Write per piece.
 type Sink interface {
 	Write(p []byte) (int, error)
 }
 
-var _ Sink = (*store.Staged)(nil)
+// BuffersSink is a Sink that takes the pieces of a frame in one call, in
+// order, returning how many bytes it took; like Write, it must not keep them.
+type BuffersSink interface {
+	Sink
+	WriteBuffers(bufs [][]byte) (int, error)
+}
+
+var _ BuffersSink = (*store.Staged)(nil)
 
 // Assembler reassembles the frames of one batch of chunks (the chunks of one
 // Put, Prepare, Get or Fetch stream), checks them against the framing rules
@@ -88,6 +98,13 @@ func (a *Assembler) Add(f *kvringv1.DataFrame) (Sink, error) {
 	if f == nil {
 		return nil, fmt.Errorf("%w: data: missing frame", ErrBadFrame)
 	}
+	return a.AddFrame(Frame{Index: f.Index, Offset: f.Offset, Data: [][]byte{f.Data}})
+}
+
+// AddFrame is Add for a frame whose bytes are in pieces (as InFrame receives
+// them): the pieces go to the sink in one WriteBuffers call when it has one,
+// otherwise one Write each.
+func (a *Assembler) AddFrame(f Frame) (Sink, error) {
 	if int64(f.Index) >= int64(len(a.chunks)) {
 		return nil, fmt.Errorf("%w: data.index: %d out of range, the batch has %d chunks", ErrBadFrame, f.Index, len(a.chunks))
 	}
@@ -95,7 +112,7 @@ func (a *Assembler) Add(f *kvringv1.DataFrame) (Sink, error) {
 	if !c.needed || c.err != nil {
 		return nil, nil
 	}
-	n := uint64(len(f.Data))
+	n := uint64(f.Len())
 	switch {
 	case n == 0:
 		return nil, fmt.Errorf("%w: data.data: empty frame for chunk %d at offset %d", ErrBadFrame, f.Index, f.Offset)
@@ -109,7 +126,7 @@ func (a *Assembler) Add(f *kvringv1.DataFrame) (Sink, error) {
 	if c.sink == nil {
 		return nil, fmt.Errorf("cannot write frame of chunk %d: no sink set", f.Index)
 	}
-	w, err := c.sink.Write(f.Data)
+	w, err := writeFrame(c.sink, f.Data)
 	if err == nil && uint64(w) != n {
 		err = io.ErrShortWrite
 	}
@@ -178,4 +195,26 @@ func (a *Assembler) Finish() error {
 		fmt.Fprintf(&b, "chunk %d has %d of %d bytes", idx, c.received, c.size)
 	}
 	return fmt.Errorf("%w: %s", ErrIncompleteStream, b.String())
+}
+
+// writeFrame writes a frame's pieces to s.
+func writeFrame(s Sink, bufs [][]byte) (int, error) {
+	if bs, ok := s.(BuffersSink); ok && len(bufs) > 1 {
+		return bs.WriteBuffers(bufs)
+	}
+	total := 0
+	for _, b := range bufs {
+		if len(b) == 0 {
+			continue
+		}
+		w, err := s.Write(b)
+		total += w
+		if err != nil {
+			return total, err
+		}
+		if w != len(b) {
+			return total, io.ErrShortWrite
+		}
+	}
+	return total, nil
 }

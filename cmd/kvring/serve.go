@@ -26,6 +26,7 @@ func newServeCmd() *cobra.Command {
 		minReplicas    = def.MinReplicas
 		maxBatch       = def.MaxBatchChunks
 		adminAddr      = def.AdminAddr
+		enablePprof    = def.EnablePprof
 		dataDir        = def.Store.DataDir
 		shmDir         = def.Store.ShmDir
 		memLimit       = byteSize(def.Store.MemoryLimit)
@@ -66,6 +67,7 @@ finish, the store writes its catalog, and the process exits 0.`,
 			cfg.MinReplicas = minReplicas
 			cfg.MaxBatchChunks = maxBatch
 			cfg.AdminAddr = adminAddr
+			cfg.EnablePprof = enablePprof
 			cfg.Logger = log
 			cfg.Store.DataDir = dataDir
 			cfg.Store.ShmDir = shmDir
@@ -108,6 +110,7 @@ finish, the store writes its catalog, and the process exits 0.`,
 	fs.IntVar(&minReplicas, "min-replicas", minReplicas, "fewest holders for a write to count as stored, for such namespaces")
 	fs.IntVar(&maxBatch, "max-batch", maxBatch, "most chunks one call may carry")
 	fs.StringVar(&adminAddr, "admin-addr", adminAddr, "HTTP admin and metrics listen address")
+	fs.BoolVar(&enablePprof, "pprof", enablePprof, "serve Go runtime profiles at /debug/pprof/ on the admin address (for investigating; off by default)")
 	fs.StringVar(&dataDir, "data-dir", dataDir, "directory of the node's catalog (node identity, chunk catalog)")
 	fs.StringVar(&shmDir, "shm-dir", shmDir, "directory of the shared-memory segment files")
 	fs.Var(&memLimit, "memory-limit", "memory budget for chunk bytes (e.g. 1GiB, 512MiB)")

@@ -1,0 +1,265 @@
+package transfer
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"unsafe"
+
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
+)
+
+func TestDataFieldNumbers(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		msg   proto.Message
+		field protowire.Number
+	}{{&kvringv1.PutRequest{}, PutDataField}, {&kvringv1.PrepareRequest{}, PrepareDataField}} {
+		fd := c.msg.ProtoReflect().Descriptor().Fields().ByName("data")
+		if fd == nil || fd.Number() != c.field || fd.Message().FullName() != "kvring.v1.DataFrame" {
+			t.Fatalf("%T.data: %v, want DataFrame field %d", c.msg, fd, c.field)
+		}
+	}
+	df := (&kvringv1.DataFrame{}).ProtoReflect().Descriptor().Fields()
+	for name, num := range map[string]protowire.Number{"index": 1, "offset": 2, "data": 3} {
+		if f := df.ByName(protoreflect.Name(name)); f == nil || f.Number() != num {
+			t.Fatalf("DataFrame.%s: %v, want field %d", name, f, num)
+		}
+	}
+}
+
+// splitPieces cuts b into pieces of random lengths (some a single byte, so
+// varints straddle pieces), as gRPC's receive buffers would hold it, each a
+// buffer of pool.
+func splitPieces(rng *rand.Rand, b []byte, pool mem.BufferPool) mem.BufferSlice {
+	var out mem.BufferSlice
+	for len(b) > 0 {
+		n := min(len(b), 1+rng.IntN(3))
+		if rng.IntN(4) == 0 {
+			n = min(len(b), 1+rng.IntN(40_000))
+		}
+		buf := pool.Get(n)
+		copy(*buf, b[:n])
+		out = append(out, mem.NewBuffer(buf, pool))
+		b = b[n:]
+	}
+	return out
+}
+
+// countingPool counts the buffers handed back to it.
+type countingPool struct{ put atomic.Int64 }
+
+func (p *countingPool) Get(n int) *[]byte { b := make([]byte, n); return &b }
+func (p *countingPool) Put(*[]byte)       { p.put.Add(1) }
+
+func TestOutFrameEncodesAsProtobuf(t *testing.T) {
+	t.Parallel()
+	codec := NewCodec()
+	data := pattern(7, 70_000)
+	for _, c := range []struct {
+		index  uint32
+		offset uint64
+		pieces [][]byte
+	}{
+		{0, 0, [][]byte{data[:1]}},
+		{3, 0, [][]byte{data}},
+		{0, 1 << 40, [][]byte{data[:100], data[100:5000], nil, data[5000:]}},
+		{^uint32(0), ^uint64(0), [][]byte{data[:16384], data[16384:32768]}},
+	} {
+		for _, borrow := range []bool{false, true} {
+			want, err := proto.MarshalOptions{Deterministic: true}.Marshal(&kvringv1.PutRequest{Msg: &kvringv1.PutRequest_Data{
+				Data: &kvringv1.DataFrame{Index: c.index, Offset: c.offset, Data: slices.Concat(c.pieces...)}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := codec.Marshal(&OutFrame{Field: PutDataField, Index: c.index, Offset: c.offset, Data: c.pieces, Borrow: borrow})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := out.Materialize(); !bytes.Equal(got, want) {
+				t.Fatalf("index %d offset %d borrow %v: %d bytes differ from protobuf's %d", c.index, c.offset, borrow, len(got), len(want))
+			}
+			// Borrowed pieces are the caller's bytes, not copies.
+			aliased := false
+			for _, b := range out {
+				for _, p := range c.pieces {
+					if len(p) > 0 && len(b.ReadOnlyData()) > 0 && &b.ReadOnlyData()[0] == &p[0] {
+						aliased = true
+					}
+				}
+			}
+			if aliased != borrow {
+				t.Fatalf("borrow %v: the encoded message aliases the caller's bytes: %v", borrow, aliased)
+			}
+			out.Free()
+		}
+	}
+	if _, err := codec.Marshal(&OutFrame{Field: 0, Data: [][]byte{data}}); err == nil {
+		t.Fatal("field number 0 encoded without an error")
+	}
+}
+
+// TestInFrameReadsFramesInPlace: a data frame decoded through InFrame points
+// into the received buffers (no copy), which stay out of the pool until
+// Release, while other messages decode into Msg.
+func TestInFrameReadsFramesInPlace(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(1, 2))
+	codec := NewCodec()
+	data := pattern(3, 3<<17)
+	msgs := []*kvringv1.PutRequest{
+		{Msg: &kvringv1.PutRequest_Begin{Begin: &kvringv1.PutBegin{Chunks: []*kvringv1.ChunkRef{{Id: data[:32], Size: 9}}}}},
+		{Msg: &kvringv1.PutRequest_Data{Data: &kvringv1.DataFrame{Index: 5, Offset: 1 << 20, Data: data}}},
+		{Msg: &kvringv1.PutRequest_Data{Data: &kvringv1.DataFrame{Data: data[:1]}}},
+		{Msg: &kvringv1.PutRequest_End{End: &kvringv1.PutEnd{}}},
+	}
+	in := InFrame{Msg: new(kvringv1.PutRequest), Field: PutDataField}
+	for round := range 20 {
+		for _, m := range msgs {
+			wire, err := proto.Marshal(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pool := &countingPool{}
+			bufs := splitPieces(rng, wire, pool)
+			if err := codec.Unmarshal(bufs, &in); err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+			bufs.Free() // as gRPC does once Unmarshal returns
+			f, ok := in.Frame()
+			want := m.GetData()
+			if ok != (want != nil) {
+				t.Fatalf("round %d: Frame() ok %v for %v", round, ok, m)
+			}
+			if !ok {
+				if !proto.Equal(in.Msg, m) {
+					t.Fatalf("round %d: decoded %v, want %v", round, in.Msg, m)
+				}
+				continue
+			}
+			if f.Index != want.GetIndex() || f.Offset != want.GetOffset() || !bytes.Equal(slices.Concat(f.Data...), want.GetData()) {
+				t.Fatalf("round %d: frame %d@%d of %d bytes, want %d@%d of %d", round, f.Index, f.Offset, f.Len(), want.GetIndex(), want.GetOffset(), len(want.GetData()))
+			}
+			if in.Msg.(*kvringv1.PutRequest).GetMsg() != nil {
+				t.Fatalf("round %d: Msg still holds the previous message", round)
+			}
+			for _, p := range f.Data {
+				if !inside(p, bufs) {
+					t.Fatalf("round %d: a piece of the frame is a copy, not the received buffer", round)
+				}
+			}
+			if got := pool.put.Load(); got != 0 {
+				t.Fatalf("round %d: %d buffers went back to the pool while the frame is held", round, got)
+			}
+			in.Release()
+			pooled := int64(0) // mem.NewBuffer does not pool small buffers
+			for _, b := range bufs {
+				if _, small := b.(mem.SliceBuffer); !small {
+					pooled++
+				}
+			}
+			if got := pool.put.Load(); got != pooled || (pooled == 0 && f.Len() > 100_000) {
+				t.Fatalf("round %d: %d of %d pooled buffers back in the pool after Release", round, got, pooled)
+			}
+			in.Release() // idempotent
+		}
+	}
+}
+
+// inside reports whether p lies within one of the buffers.
+func inside(p []byte, bufs mem.BufferSlice) bool {
+	if len(p) == 0 {
+		return true
+	}
+	start := uintptr(unsafe.Pointer(&p[0]))
+	for _, b := range bufs {
+		d := b.ReadOnlyData()
+		if len(d) == 0 {
+			continue
+		}
+		lo := uintptr(unsafe.Pointer(&d[0]))
+		if start >= lo && start+uintptr(len(p)) <= lo+uintptr(len(d)) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestInFrameAgreesWithProtobuf: whatever the bytes (valid frames in unusual
+// encodings, truncated or corrupted messages), InFrame decodes exactly what
+// protobuf does, and fails when protobuf fails.
+func TestInFrameAgreesWithProtobuf(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(3, 4))
+	frame := func(fields ...[]byte) []byte { // a PutRequest whose data field holds fields, in this order
+		inner := slices.Concat(fields...)
+		b := protowire.AppendTag(nil, PutDataField, protowire.BytesType)
+		return append(protowire.AppendVarint(b, uint64(len(inner))), inner...)
+	}
+	varint := func(num protowire.Number, v uint64) []byte {
+		return protowire.AppendVarint(protowire.AppendTag(nil, num, protowire.VarintType), v)
+	}
+	bytesField := func(num protowire.Number, v []byte) []byte {
+		return protowire.AppendBytes(protowire.AppendTag(nil, num, protowire.BytesType), v)
+	}
+	data := pattern(9, 5000)
+	seeds := [][]byte{
+		frame(varint(1, 2), varint(2, 7), bytesField(3, data)),
+		frame(bytesField(3, data), varint(1, 2)),                                                          // data before index
+		frame(varint(2, 7), varint(1, 2), bytesField(3, data)),                                            // out of order
+		frame(varint(1, 2), varint(1, 3), bytesField(3, data)),                                            // repeated index
+		frame(varint(1, 1<<33), bytesField(3, data)),                                                      // index beyond uint32
+		frame(varint(1, 2), bytesField(3, data[:10]), bytesField(3, data)),                                // repeated data
+		frame(varint(9, 1), bytesField(3, data)),                                                          // unknown field
+		append(frame(varint(1, 2), bytesField(3, data)), frame(varint(1, 4), bytesField(3, data[:3]))...), // two data fields: merged
+		append(frame(bytesField(3, data)), varint(1, 1)...),                                               // begin... as a varint: wrong type
+		frame(),
+	}
+	codec := NewCodec()
+	check := func(wire []byte) {
+		var want kvringv1.PutRequest
+		wantErr := proto.Unmarshal(wire, &want)
+		in := InFrame{Msg: new(kvringv1.PutRequest), Field: PutDataField}
+		defer in.Release()
+		err := codec.Unmarshal(splitPieces(rng, wire, mem.DefaultBufferPool()), &in)
+		if (err != nil) != (wantErr != nil) {
+			t.Fatalf("%x: InFrame error %v, protobuf error %v", wire, err, wantErr)
+		}
+		if err != nil {
+			return
+		}
+		f, ok := in.Frame()
+		w := want.GetData()
+		if ok != (w != nil) {
+			t.Fatalf("%x: frame %v, protobuf decoded %v", wire, ok, &want)
+		}
+		if ok && (f.Index != w.GetIndex() || f.Offset != w.GetOffset() || !bytes.Equal(slices.Concat(f.Data...), w.GetData())) {
+			t.Fatalf("%x: frame %d@%d (%d bytes), protobuf %d@%d (%d bytes)", wire, f.Index, f.Offset, f.Len(), w.GetIndex(), w.GetOffset(), len(w.GetData()))
+		}
+		if !ok && !proto.Equal(in.Msg, &want) {
+			t.Fatalf("%x: decoded %v, protobuf %v", wire, in.Msg, &want)
+		}
+	}
+	for _, s := range seeds {
+		check(s)
+		for range 300 { // truncations and byte flips of each seed
+			b := slices.Clone(s)
+			switch rng.IntN(3) {
+			case 0:
+				b = b[:rng.IntN(len(b)+1)]
+			default:
+				if len(b) > 0 {
+					b[rng.IntN(min(len(b), 24))] ^= byte(1 << rng.IntN(8))
+				}
+			}
+			check(b)
+		}
+	}
+}
