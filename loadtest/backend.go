@@ -67,7 +67,8 @@ type Backend interface {
 	Get(ctx context.Context, ids []ChunkID) ([]GetOutcome, error)
 	// Put stores chunks and returns one outcome per chunk, in order. The
 	// error is non-nil only when the call as a whole failed; then no chunk
-	// counts as stored.
+	// counts as stored. The chunks' bytes are the caller's again once Put
+	// returns (the runner reuses them): copy what must be kept.
 	Put(ctx context.Context, chunks []Chunk) ([]PutOutcome, error)
 	// Close releases the backend's resources.
 	Close() error

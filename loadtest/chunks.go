@@ -41,12 +41,18 @@ func BlockChunkIDs(block int64, n int) []ChunkID {
 	return ids
 }
 
-// ChunkBytes returns n bytes derived from id alone: the xorshift64 stream
-// seeded from id (splitmix64 over its four words), eight little-endian bytes
-// per step. A shorter chunk is a prefix of a longer one with the same id. The
-// generator is cheap (about 3.5 GB/s on one core) so that a benchmark
-// measures the backend rather than its own byte generation; it is not meant
-// to be unpredictable. It is safe for concurrent use and does not block.
+// ChunkBytesVersion numbers the definition of ChunkBytes. It changes when the
+// bytes do, so that chunks written by an older load generator are not read
+// as corrupt by a newer one (kvring bench puts it in its namespace).
+const ChunkBytesVersion = 2
+
+// ChunkBytes returns n bytes derived from id alone: eight little-endian
+// bytes per word, each word a mix of a seed (splitmix64 over the id's four
+// words) and the word's index (see chunkGen). A shorter chunk is a prefix of
+// a longer one with the same id. The generator is cheap (BenchmarkChunkBytes)
+// so that a benchmark measures the backend rather than its own byte
+// generation; it is not meant to be unpredictable. It is safe for
+// concurrent use and does not block.
 func ChunkBytes(id ChunkID, n int) []byte {
 	p := make([]byte, n)
 	fillChunk(id, p)
@@ -69,43 +75,61 @@ func splitmix64(x uint64) uint64 {
 	return x ^ (x >> 31)
 }
 
-func xorshift64(x uint64) uint64 {
-	x ^= x << 13
-	x ^= x >> 7
-	x ^= x << 17
-	return x
+// chunkGen generates a chunk's bytes: word i (8 bytes, little-endian) is
+// mix(seed + i*golden), a function of the id and the word's position alone,
+// so the words can be computed side by side (one multiply each) and a word
+// out of place never matches.
+type chunkGen struct {
+	seed uint64
+	next uint64 // index of the next word
+}
+
+func newChunkGen(id ChunkID) chunkGen { return chunkGen{seed: chunkSeed(id)} }
+
+const golden = 0x9E3779B97F4A7C15
+
+func chunkWord(seed, i uint64) uint64 {
+	x := (seed + i*golden) * 0xBF58476D1CE4E5B9
+	return x ^ x>>31
+}
+
+// fill writes the next len(p) bytes. Every call but the last must ask for a
+// multiple of 8 bytes.
+func (g *chunkGen) fill(p []byte) {
+	seed, w := g.seed, g.next
+	i := 0
+	for ; i+32 <= len(p); i, w = i+32, w+4 {
+		binary.LittleEndian.PutUint64(p[i:], chunkWord(seed, w))
+		binary.LittleEndian.PutUint64(p[i+8:], chunkWord(seed, w+1))
+		binary.LittleEndian.PutUint64(p[i+16:], chunkWord(seed, w+2))
+		binary.LittleEndian.PutUint64(p[i+24:], chunkWord(seed, w+3))
+	}
+	for ; i < len(p); i, w = i+8, w+1 {
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], chunkWord(seed, w))
+		copy(p[i:], b[:])
+	}
+	g.next = w
 }
 
 // fillChunk writes ChunkBytes(id, len(p)) into p.
 func fillChunk(id ChunkID, p []byte) {
-	x := chunkSeed(id)
-	i := 0
-	for ; i+8 <= len(p); i += 8 {
-		x = xorshift64(x)
-		binary.LittleEndian.PutUint64(p[i:], x)
-	}
-	if i < len(p) {
-		var tail [8]byte
-		binary.LittleEndian.PutUint64(tail[:], xorshift64(x))
-		copy(p[i:], tail[:])
-	}
+	g := newChunkGen(id)
+	g.fill(p)
 }
 
 // VerifyChunk reports whether data is what ChunkBytes(id, len(data)) returns.
-// It compares as it generates, without allocating.
+// It compares as it generates, a few KiB at a time, without allocating.
 func VerifyChunk(id ChunkID, data []byte) bool {
-	x := chunkSeed(id)
-	i := 0
-	for ; i+8 <= len(data); i += 8 {
-		x = xorshift64(x)
-		if binary.LittleEndian.Uint64(data[i:]) != x {
+	var buf [4096]byte
+	g := newChunkGen(id)
+	for len(data) > 0 {
+		n := min(len(buf), len(data))
+		g.fill(buf[:n])
+		if !bytes.Equal(data[:n], buf[:n]) {
 			return false
 		}
-	}
-	if i < len(data) {
-		var tail [8]byte
-		binary.LittleEndian.PutUint64(tail[:], xorshift64(x))
-		return bytes.Equal(data[i:], tail[:len(data)-i])
+		data = data[n:]
 	}
 	return true
 }

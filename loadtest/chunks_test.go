@@ -1,6 +1,7 @@
 package loadtest
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"testing"
@@ -62,6 +63,25 @@ func TestChunkBytesAreDerivedFromTheIDAlone(t *testing.T) {
 	x[500] ^= 1
 	if VerifyChunk(a, x) {
 		t.Fatal("VerifyChunk accepts a flipped bit")
+	}
+	// Every length is a prefix of the longest, and any flipped byte, in the
+	// middle of a word or past VerifyChunk's first few KiB, is caught.
+	long := ChunkBytes(a, 3*4096+77)
+	for _, n := range []int{0, 1, 7, 8, 9, 31, 32, 33, 63, 4095, 4096, 4097, 8200, len(long)} {
+		p := ChunkBytes(a, n)
+		if !bytes.Equal(p, long[:n]) || !VerifyChunk(a, p) {
+			t.Fatalf("%d bytes: not a prefix of %d, or not verified", n, len(long))
+		}
+		for _, at := range []int{0, n / 2, n - 1} {
+			if n == 0 {
+				break
+			}
+			p[at] ^= 0x80
+			if VerifyChunk(a, p) {
+				t.Fatalf("%d bytes: VerifyChunk accepts a flipped byte at %d", n, at)
+			}
+			p[at] ^= 0x80
+		}
 	}
 }
 

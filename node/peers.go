@@ -36,7 +36,8 @@ func newPeerPool(opts ...grpc.DialOption) *peerPool {
 	}
 	// The Prepare stream sends frames as transfer.OutFrame: the codec is
 	// not optional.
-	opts = append(slices.Clone(opts), grpc.WithDefaultCallOptions(grpc.ForceCodecV2(transfer.NewCodec())))
+	opts = append(slices.Clone(opts), grpc.WithDefaultCallOptions(grpc.ForceCodecV2(transfer.NewCodec())),
+		grpc.WithWriteBufferSize(1<<20))
 	return &peerPool{conns: make(map[string]*grpc.ClientConn), opts: opts}
 }
 

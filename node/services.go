@@ -77,6 +77,10 @@ func serverOptions(m *metrics) []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.ForceServerCodecV2(transfer.NewCodec()),
 		grpc.MaxRecvMsgSize(4 << 20),
+		// Frames are 1 MiB: read them in 256 KiB reads, and write them in
+		// one write(2) from a buffer held only while writing.
+		grpc.ReadBufferSize(256 << 10),
+		grpc.WriteBufferSize(1 << 20),
 		grpc.StatsHandler(connCounter{m}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),

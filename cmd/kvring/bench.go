@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -41,6 +42,7 @@ func newBenchCmd() *cobra.Command {
 		showTimeline  bool
 		backendName   string
 		redisAddr     string
+		cpuProfile    string
 	)
 	cmd := &cobra.Command{
 		Use:   "bench --addr HOST:PORT[,HOST:PORT...] [--trace PATH] [flags]",
@@ -117,13 +119,27 @@ line every --progress.`,
 				// Chunk bytes derive from ids, and ids from the workload's
 				// block numbers: a workload gets its own namespace so one
 				// cluster can run several without their ids meeting.
-				ns = fmt.Sprintf("kvring-bench-%dt", cfg.ChunkTokens)
+				// The version of the byte generator is in the name too: a
+				// cluster still holding chunks of an older bench would
+				// otherwise report them corrupt.
+				ns = fmt.Sprintf("kvring-bench-v%d-%dt", loadtest.ChunkBytesVersion, cfg.ChunkTokens)
 				if workload == "synthetic" {
-					ns = fmt.Sprintf("kvring-bench-%dt-synthetic-%d", cfg.ChunkTokens, synth.Seed)
+					ns += fmt.Sprintf("-synthetic-%d", synth.Seed)
 				}
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 			defer stop()
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return fmt.Errorf("--cpuprofile: %w", err)
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return fmt.Errorf("--cpuprofile: %w", err)
+				}
+				defer pprof.StopCPUProfile()
+			}
 
 			var backends []loadtest.Backend
 			if backendName == "redis" {
@@ -222,7 +238,7 @@ line every --progress.`,
 	fs.IntVar(&synth.Conversations, "conversations", 200, "synthetic workload: conversations live at a time")
 	fs.Float64Var(&synth.ZipfS, "zipf", 1.1, "synthetic workload: Zipf exponent of system prompt and conversation popularity (> 1)")
 	fs.Float64Var(&synth.Rate, "rate", 5, "synthetic workload: arrivals per second (Poisson), before --speedup")
-	fs.StringVar(&ns, "namespace", "", "namespace of the chunks (default kvring-bench-<chunk-tokens>t, with -synthetic-<seed> for the synthetic workload)")
+	fs.StringVar(&ns, "namespace", "", "namespace of the chunks (default kvring-bench-v<generator version>-<chunk-tokens>t, with -synthetic-<seed> for the synthetic workload)")
 	fs.StringVar(&model, "model", "kvring-bench", "schema: model name the namespace is registered with")
 	fs.StringVar(&dtype, "dtype", "bytes", "schema: KV data type")
 	fs.IntVar(&engines, "engines", 4, "simulated inference engines, each with its own client")
@@ -239,6 +255,7 @@ line every --progress.`,
 		"interval of the progress line on stderr when it is not a terminal; a terminal gets a progress bar (0: neither)")
 	fs.DurationVar(&cfg.TimelineInterval, "timeline-interval", time.Second, "length of the intervals of the report's timeline")
 	fs.BoolVar(&showTimeline, "timeline", false, "print the timeline in the table even when nothing failed")
+	fs.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the bench process (the load generator, not the nodes) to this file, for go tool pprof")
 	fs.BoolVar(&jsonOut, "json", false, "print the report as JSON instead of a table")
 	annotateEnv(fs)
 	return cmd
