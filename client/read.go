@@ -10,6 +10,8 @@ import (
 	"google.golang.org/grpc"
 
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
+	"github.com/kvring/kvring/store"
+	"github.com/kvring/kvring/transfer"
 )
 
 // LookupResult says how much of a prefix the cluster holds now.
@@ -117,15 +119,20 @@ func (c *Client) get(ctx context.Context, cc *grpc.ClientConn, ref *kvringv1.Nam
 	}
 	var cur *GetResult
 	var want uint64
-	var crc uint32
+	var crc, sum uint32
+	// Frames are read in place (transfer.InFrame) and copied once into the
+	// chunk's buffer, the checksum computed in the same pass.
+	in := transfer.InFrame{Msg: new(kvringv1.GetResponse), Field: transfer.GetDataField}
+	defer in.Release()
 	for first := true; ; first = false {
-		m, err := stream.Recv()
+		err := stream.RecvMsg(&in)
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
 			return nil, c.callErr(cc, "get", err)
 		}
+		m := in.Msg.(*kvringv1.GetResponse)
 		if first {
 			c.route.observe(cc.Target(), m.GetEpoch())
 		}
@@ -146,7 +153,7 @@ func (c *Client) get(ctx context.Context, cc *grpc.ClientConn, ref *kvringv1.Nam
 				}
 				continue
 			}
-			want, crc = h.GetChunk().GetSize(), h.GetChunk().GetCrc32C()
+			want, crc, sum = h.GetChunk().GetSize(), h.GetChunk().GetCrc32C(), 0
 			r.Data = make([]byte, 0, want)
 			cur = r
 			if want == 0 {
@@ -154,13 +161,18 @@ func (c *Client) get(ctx context.Context, cc *grpc.ClientConn, ref *kvringv1.Nam
 			}
 			continue
 		}
-		d := m.GetData()
-		if cur == nil || d == nil || d.GetOffset() != uint64(len(cur.Data)) || uint64(len(cur.Data)+len(d.GetData())) > want {
+		f, ok := in.Frame()
+		if cur == nil || !ok || f.Offset != uint64(len(cur.Data)) || uint64(len(cur.Data)+f.Len()) > want {
 			return nil, fmt.Errorf("kvring get: malformed frame from the node")
 		}
-		cur.Data = append(cur.Data, d.GetData()...)
+		for _, p := range f.Data {
+			n := len(cur.Data)
+			cur.Data = cur.Data[:n+len(p)]
+			sum = store.CopyChecksum(cur.Data[n:], p, sum)
+		}
+		in.Release()
 		if uint64(len(cur.Data)) == want {
-			if checksum(cur.Data) == crc {
+			if sum == crc {
 				cur.Found, cur.Reason = true, ""
 			} else {
 				cur.Data, cur.Reason = nil, "bytes failed their checksum"

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -39,16 +42,21 @@ func (stuckPeer) Fetch(_ *kvringv1.FetchRequest, s grpc.ServerStreamingServer[kv
 
 // addStuckMember puts a hanging node into every node's ring.
 func (tc *testCluster) addStuckMember(t *testing.T) ring.Member {
+	return tc.addFakeMember(t, "stuck", stuckPeer{})
+}
+
+// addFakeMember serves peer as node id and puts it into every node's ring.
+func (tc *testCluster) addFakeMember(t *testing.T, id string, peer kvringv1.PeerServer) ring.Member {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	gs := grpc.NewServer()
-	kvringv1.RegisterPeerServer(gs, stuckPeer{})
+	kvringv1.RegisterPeerServer(gs, peer)
 	go gs.Serve(lis)
 	t.Cleanup(gs.Stop)
-	stuck := ring.Member{ID: "stuck", Addr: lis.Addr().String()}
+	stuck := ring.Member{ID: id, Addr: lis.Addr().String()}
 	members := append(tc.ring.Load().Members(), stuck)
 	rcfg := ring.DefaultConfig()
 	rcfg.ReplicationFactor = 3
@@ -194,5 +202,69 @@ func TestDuplicateIDsInABatchAreBadInput(t *testing.T) {
 	_, err := c.Put(context.Background(), []client.Chunk{a, a})
 	if status.Code(err) != codes.InvalidArgument {
 		t.Fatalf("duplicate ids: %v, want InvalidArgument", err)
+	}
+}
+
+// damagingPeer holds every chunk it is asked for, declares its true checksum,
+// and sends its bytes with one bit flipped, in frames of 100,000 bytes: an
+// owner whose memory or wire corrupted a chunk.
+type damagingPeer struct {
+	kvringv1.UnimplementedPeerServer
+	chunks map[store.ID][]byte
+}
+
+func (p damagingPeer) Fetch(req *kvringv1.FetchRequest, s grpc.ServerStreamingServer[kvringv1.FetchResponse]) error {
+	for i, raw := range req.GetIds() {
+		data := p.chunks[store.ID(raw)]
+		err := s.Send(&kvringv1.FetchResponse{Epoch: 2, Msg: &kvringv1.FetchResponse_Header{Header: &kvringv1.ChunkHeader{
+			Index: uint32(i), Status: kvringv1.ReadStatus_READ_STATUS_FOUND,
+			Chunk: &kvringv1.ChunkRef{Id: raw, Size: uint64(len(data)), Crc32C: store.Checksum(data)}}}})
+		if err != nil {
+			return err
+		}
+		bad := bytes.Clone(data)
+		bad[len(bad)-1] ^= 1
+		err = transfer.SplitFrames(uint32(i), bad, 100_000, func(f *kvringv1.DataFrame) error {
+			return s.Send(&kvringv1.FetchResponse{Epoch: 2, Msg: &kvringv1.FetchResponse_Data{Data: f}})
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TestBytesThatFailTheirChecksumAreNeverServed: a coordinator checks the
+// bytes it fetches from an owner (as it copies them out of the received
+// frames) against the owner's declared checksum; a chunk that fails is a
+// miss naming the checksum, counted as checksum_error, and none of its bytes
+// reach the engine.
+func TestBytesThatFailTheirChecksumAreNeverServed(t *testing.T) {
+	t.Parallel()
+	tc := newTestCluster(t, 1, 64<<20)
+	chunks := map[store.ID][]byte{}
+	bad := tc.addFakeMember(t, "damaging", damagingPeer{chunks: chunks})
+	// A chunk the fake node is the primary owner of.
+	var ch client.Chunk
+	for n := uint64(0); ; n++ {
+		ch = chunkOf(900+n, 300_000)
+		if m, _ := tc.ring.Load().Primary("test/model", ch.ID[:]); m.ID == bad.ID {
+			break
+		}
+	}
+	chunks[store.ID(ch.ID)] = ch.Data
+	c := testClientWith(t, client.Config{Conn: client.ConnConfig{Seeds: []string{tc.nodes[0].addr}}, Namespace: "test/model",
+		Schema: client.Schema{Model: "m", Dtype: "bf16", TokensPerChunk: 16}, DisableRouting: true, Logger: quietLogger()})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := c.Get(ctx, []client.ChunkID{ch.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := res[0]; r.Found || r.Data != nil || !strings.Contains(r.Reason, "failed their checksum") {
+		t.Fatalf("a damaged chunk: found %v, %d bytes, reason %q; want a miss naming the checksum", r.Found, len(r.Data), r.Reason)
+	}
+	if got := testutil.ToFloat64(tc.nodes[0].m.getBy[getChecksumError]); got != 1 {
+		t.Fatalf("checksum_error counted %v times, want 1", got)
 	}
 }

@@ -32,53 +32,59 @@ type fetchStream struct {
 }
 
 // next reads the next chunk, which must be id: its header and, when found,
-// its bytes. A chunk that does not arrive within the timeout breaks the
-// stream (the owner is treated as unavailable from then on).
-func (f *fetchStream) next(id store.ID) (*kvringv1.ChunkHeader, []byte, error) {
+// its bytes with their CRC-32C, computed as they were copied out of the
+// received frames. A chunk that does not arrive within the timeout breaks
+// the stream (the owner is treated as unavailable from then on).
+func (f *fetchStream) next(id store.ID) (h *kvringv1.ChunkHeader, data []byte, sum uint32, err error) {
 	if f.broken != nil {
-		return nil, nil, f.broken
+		return nil, nil, 0, f.broken
 	}
 	if f.cancel != nil && f.timeout > 0 {
 		defer time.AfterFunc(f.timeout, f.cancel).Stop()
 	}
-	m, err := f.stream.Recv()
-	if err != nil {
+	in := transfer.InFrame{Msg: new(kvringv1.FetchResponse), Field: transfer.FetchDataField}
+	defer in.Release()
+	if err := f.stream.RecvMsg(&in); err != nil {
 		f.broken = transfer.FromStatus(err)
-		return nil, nil, f.broken
+		return nil, nil, 0, f.broken
 	}
 	f.answered = true
-	h := m.GetHeader()
+	h = in.Msg.(*kvringv1.FetchResponse).GetHeader()
 	if h == nil {
 		f.broken = fmt.Errorf("node %s sent data before a header", f.m.ID)
-		return nil, nil, f.broken
+		return nil, nil, 0, f.broken
 	}
 	if h.GetStatus() != kvringv1.ReadStatus_READ_STATUS_FOUND {
-		return h, nil, nil
+		return h, nil, 0, nil
 	}
 	if !bytes.Equal(h.GetChunk().GetId(), id[:]) {
 		f.broken = fmt.Errorf("node %s answered with chunk %x where %x was due", f.m.ID, h.GetChunk().GetId(), id[:])
-		return nil, nil, f.broken
+		return nil, nil, 0, f.broken
 	}
 	size := h.GetChunk().GetSize()
 	buf := make([]byte, 0, size)
 	for uint64(len(buf)) < size {
-		m, err := f.stream.Recv()
-		if err != nil {
+		if err := f.stream.RecvMsg(&in); err != nil {
 			if errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF
 			}
 			f.broken = transfer.FromStatus(err)
-			return nil, nil, f.broken
+			return nil, nil, 0, f.broken
 		}
-		d := m.GetData()
-		if d == nil || d.GetOffset() != uint64(len(buf)) || uint64(len(buf)+len(d.GetData())) > size {
+		fr, ok := in.Frame()
+		if !ok || fr.Offset != uint64(len(buf)) || uint64(len(buf)+fr.Len()) > size {
 			f.broken = fmt.Errorf("node %s sent a malformed frame", f.m.ID)
-			return nil, nil, f.broken
+			return nil, nil, 0, f.broken
 		}
-		buf = append(buf, d.GetData()...)
-		f.recv.Add(float64(len(d.GetData())))
+		for _, p := range fr.Data {
+			n := len(buf)
+			buf = buf[:n+len(p)]
+			sum = store.CopyChecksum(buf[n:], p, sum)
+		}
+		in.Release()
+		f.recv.Add(float64(fr.Len()))
 	}
-	return h, buf, nil
+	return h, buf, sum, nil
 }
 
 // get streams each id's chunk to the engine in order: from the first owner
@@ -174,16 +180,17 @@ func (c *coordinator) get(req *kvringv1.GetRequest, stream grpc.ServerStreamingS
 			}
 			var h *kvringv1.ChunkHeader
 			var data []byte
+			var sum uint32
 			var ferr error
 			if k == 0 {
 				fs := streams[m.ID]
 				wasBroken := fs.broken != nil
-				h, data, ferr = fs.next(id)
+				h, data, sum, ferr = fs.next(id)
 				if ferr != nil && !wasBroken {
 					c.peers.note(ctx, m, ferr) // once per stream; ok is noted at the end
 				}
 			} else {
-				h, data, ferr = c.fetchOne(ctx, m, ref, id)
+				h, data, sum, ferr = c.fetchOne(ctx, m, ref, id)
 				c.peers.note(ctx, m, ferr)
 			}
 			if ferr != nil {
@@ -195,7 +202,7 @@ func (c *coordinator) get(req *kvringv1.GetRequest, stream grpc.ServerStreamingS
 				reasons = append(reasons, fmt.Sprintf("node %s: %s", m.ID, h.GetReason()))
 				continue
 			}
-			if store.Checksum(data) != h.GetChunk().GetCrc32C() {
+			if sum != h.GetChunk().GetCrc32C() {
 				badSum = true
 				reasons = append(reasons, fmt.Sprintf("node %s: bytes failed their checksum", m.ID))
 				continue
@@ -247,16 +254,16 @@ func (c *coordinator) sendLocal(ns string, id store.ID, idx uint32, m ring.Membe
 }
 
 // fetchOne reads a single chunk from a fallback owner.
-func (c *coordinator) fetchOne(ctx context.Context, m ring.Member, ref *kvringv1.NamespaceRef, id store.ID) (*kvringv1.ChunkHeader, []byte, error) {
+func (c *coordinator) fetchOne(ctx context.Context, m ring.Member, ref *kvringv1.NamespaceRef, id store.ID) (*kvringv1.ChunkHeader, []byte, uint32, error) {
 	pc, err := c.pool.client(m.Addr)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
 	fctx, cancel := c.peerCtx(ctx)
 	defer cancel()
 	s, err := pc.Fetch(fctx, &kvringv1.FetchRequest{Caller: c.caller(), Namespace: ref, Ids: [][]byte{id[:]}})
 	if err != nil {
-		return nil, nil, transfer.FromStatus(err)
+		return nil, nil, 0, transfer.FromStatus(err)
 	}
 	fs := &fetchStream{m: m, stream: s, recv: c.m.peerReceived}
 	return fs.next(id)

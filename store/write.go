@@ -13,6 +13,13 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // for chunk bytes everywhere.
 func Checksum(p []byte) uint32 { return crc32.Checksum(p, castagnoli) }
 
+// CopyChecksum copies src into dst, which must be at least as long, and
+// returns crc (a CRC-32C, 0 to start) extended by src: the copy and the
+// checksum in one pass over the bytes, as a staged write does (about twice
+// as fast as copy and then Checksum on CPUs with VPCLMULQDQ; see
+// copycrc.go). Safe for concurrent use on distinct dst.
+func CopyChecksum(dst, src []byte, crc uint32) uint32 { return copyCRC32C(dst, src, crc) }
+
 // stageTouches is how many accesses a write counts for in the admission
 // policy's frequency sketch.
 const stageTouches = 2

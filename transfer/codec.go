@@ -62,11 +62,13 @@ func (c Codec) Unmarshal(data mem.BufferSlice, v any) error {
 	return c.base.Unmarshal(data, v)
 }
 
-// Field numbers of the data frame in the messages that carry one inbound to
-// a node (TestDataFieldNumbers checks them against the generated code).
+// Field numbers of the data frame in the messages that carry one
+// (TestDataFieldNumbers checks them against the generated code).
 const (
 	PutDataField     protowire.Number = 2 // PutRequest.data
 	PrepareDataField protowire.Number = 2 // PrepareRequest.data
+	GetDataField     protowire.Number = 3 // GetResponse.data
+	FetchDataField   protowire.Number = 3 // FetchResponse.data
 )
 
 // Frame is a received data frame: its chunk index, its offset, and its bytes
@@ -146,8 +148,8 @@ func (f *OutFrame) marshal() (mem.BufferSlice, error) {
 	return mem.BufferSlice{mem.NewBuffer(buf, pool)}, nil
 }
 
-// framed is a message of a stream that carries data frames (PutRequest,
-// PrepareRequest): its frame, when it is one, as protobuf decoded it.
+// framed is a message of a stream that carries data frames: its frame, when
+// it is one, as protobuf decoded it.
 type framed interface {
 	proto.Message
 	GetData() *kvringv1.DataFrame
@@ -159,9 +161,10 @@ type framed interface {
 // used for message after message; each RecvMsg releases the previous
 // message's buffers.
 type InFrame struct {
-	// Msg is the message type of the stream (a *PutRequest or a
-	// *PrepareRequest). Every message that is not read as a data frame is
-	// decoded into it by protobuf.
+	// Msg is the message type of the stream (a *PutRequest,
+	// *PrepareRequest, *GetResponse or *FetchResponse). Every message that
+	// is not read as a data frame is decoded into it by protobuf; for one
+	// that is, Msg holds the fields before the frame (an epoch).
 	Msg framed
 	// Field is the data frame's field number in Msg.
 	Field protowire.Number
@@ -200,8 +203,12 @@ func (in *InFrame) unmarshal(base encoding.CodecV2, data mem.BufferSlice) error 
 	if in.Msg == nil {
 		return fmt.Errorf("data frame: InFrame without a message to decode into")
 	}
-	if f, ok := readFrame(data, in.Field); ok {
-		proto.Reset(in.Msg)
+	if head, f, ok := readFrame(data, in.Field); ok {
+		// The scalar fields before the frame (GetResponse.epoch) are a few
+		// bytes: protobuf decodes them, which also resets Msg.
+		if err := proto.Unmarshal(head, in.Msg); err != nil {
+			return err
+		}
 		data.Ref()
 		in.held, in.frame, in.isData = data, f, true
 		return nil
@@ -209,55 +216,70 @@ func (in *InFrame) unmarshal(base encoding.CodecV2, data mem.BufferSlice) error 
 	return base.Unmarshal(data, in.Msg)
 }
 
-// readFrame reads data as the message whose only field is field, holding a
+// readFrame reads data as a message whose last field is field, holding a
 // DataFrame whose data field comes last, without copying the data bytes.
-// Anything else (another field, a field repeated or out of order, an index
-// beyond uint32) is not ok: protobuf then decodes the message with its full
-// rules.
-func readFrame(data mem.BufferSlice, field protowire.Number) (Frame, bool) {
-	r := pieceReader{pieces: make([][]byte, 0, len(data))}
+// Fields before it may only be varints (such as an epoch); their encoding is
+// returned as head, for protobuf to decode. Anything else (a field of
+// another type, the frame or its data not last, DataFrame's fields out of
+// order, an index beyond uint32) is not ok: protobuf then decodes the
+// message with its full rules.
+func readFrame(data mem.BufferSlice, field protowire.Number) (head []byte, f Frame, ok bool) {
+	r := pieceReader{pieces: make([][]byte, 0, len(data)), record: true}
 	for _, b := range data {
 		if d := b.ReadOnlyData(); len(d) > 0 {
 			r.pieces = append(r.pieces, d)
 		}
 	}
 	r.left = uint64(data.Len())
-	if num, typ, ok := r.tag(); !ok || num != field || typ != protowire.BytesType {
-		return Frame{}, false
+	for {
+		n := len(r.rec)
+		num, typ, ok := r.tag()
+		if !ok {
+			return nil, Frame{}, false
+		}
+		if num == field && typ == protowire.BytesType {
+			head, r.record = r.rec[:n], false
+			break
+		}
+		if typ != protowire.VarintType {
+			return nil, Frame{}, false
+		}
+		if _, ok := r.varint(); !ok {
+			return nil, Frame{}, false
+		}
 	}
 	if n, ok := r.varint(); !ok || n != r.left {
-		return Frame{}, false
+		return nil, Frame{}, false
 	}
-	var f Frame
 	last := protowire.Number(0)
 	for {
 		num, typ, ok := r.tag()
 		if !ok || num <= last {
-			return Frame{}, false
+			return nil, Frame{}, false
 		}
 		last = num
 		switch {
 		case num == 1 && typ == protowire.VarintType:
 			v, ok := r.varint()
 			if !ok || v > math.MaxUint32 {
-				return Frame{}, false
+				return nil, Frame{}, false
 			}
 			f.Index = uint32(v)
 		case num == 2 && typ == protowire.VarintType:
 			v, ok := r.varint()
 			if !ok {
-				return Frame{}, false
+				return nil, Frame{}, false
 			}
 			f.Offset = v
 		case num == 3 && typ == protowire.BytesType:
 			n, ok := r.varint()
 			if !ok || n != r.left {
-				return Frame{}, false
+				return nil, Frame{}, false
 			}
 			f.Data = r.rest()
-			return f, true
+			return head, f, true
 		default:
-			return Frame{}, false
+			return nil, Frame{}, false
 		}
 	}
 }
@@ -266,6 +288,8 @@ func readFrame(data mem.BufferSlice, field protowire.Number) (Frame, bool) {
 type pieceReader struct {
 	pieces [][]byte
 	left   uint64 // bytes not read yet
+	record bool   // keep a copy of the bytes read in rec
+	rec    []byte
 }
 
 func (r *pieceReader) byte() (byte, bool) {
@@ -278,6 +302,9 @@ func (r *pieceReader) byte() (byte, bool) {
 	b := r.pieces[0][0]
 	r.pieces[0] = r.pieces[0][1:]
 	r.left--
+	if r.record {
+		r.rec = append(r.rec, b)
+	}
 	return b, true
 }
 

@@ -21,7 +21,8 @@ func TestDataFieldNumbers(t *testing.T) {
 	for _, c := range []struct {
 		msg   proto.Message
 		field protowire.Number
-	}{{&kvringv1.PutRequest{}, PutDataField}, {&kvringv1.PrepareRequest{}, PrepareDataField}} {
+	}{{&kvringv1.PutRequest{}, PutDataField}, {&kvringv1.PrepareRequest{}, PrepareDataField},
+		{&kvringv1.GetResponse{}, GetDataField}, {&kvringv1.FetchResponse{}, FetchDataField}} {
 		fd := c.msg.ProtoReflect().Descriptor().Fields().ByName("data")
 		if fd == nil || fd.Number() != c.field || fd.Message().FullName() != "kvring.v1.DataFrame" {
 			t.Fatalf("%T.data: %v, want DataFrame field %d", c.msg, fd, c.field)
@@ -173,6 +174,38 @@ func TestInFrameReadsFramesInPlace(t *testing.T) {
 	}
 }
 
+// TestInFrameKeepsTheEpochBesideTheFrame: a GetResponse data message
+// carries the epoch before the frame; it is decoded into Msg while the frame
+// stays in the received buffers.
+func TestInFrameKeepsTheEpochBesideTheFrame(t *testing.T) {
+	t.Parallel()
+	data := pattern(4, 100_000)
+	wire, err := proto.Marshal(&kvringv1.GetResponse{Epoch: 1 << 33, Msg: &kvringv1.GetResponse_Data{
+		Data: &kvringv1.DataFrame{Index: 2, Offset: 4096, Data: data}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bufs := splitPieces(rand.New(rand.NewPCG(5, 6)), wire, mem.DefaultBufferPool())
+	in := InFrame{Msg: &kvringv1.GetResponse{Epoch: 7, Msg: &kvringv1.GetResponse_Header{}}, Field: GetDataField}
+	defer in.Release()
+	if err := NewCodec().Unmarshal(bufs, &in); err != nil {
+		t.Fatal(err)
+	}
+	f, ok := in.Frame()
+	m := in.Msg.(*kvringv1.GetResponse)
+	if !ok || f.Index != 2 || f.Offset != 4096 || !bytes.Equal(slices.Concat(f.Data...), data) {
+		t.Fatalf("frame %v %d@%d (%d bytes)", ok, f.Index, f.Offset, f.Len())
+	}
+	if m.GetEpoch() != 1<<33 || m.GetMsg() != nil {
+		t.Fatalf("Msg %v: want the epoch alone", m)
+	}
+	for _, p := range f.Data {
+		if !inside(p, bufs) {
+			t.Fatal("a piece of the frame is a copy, not the received buffer")
+		}
+	}
+}
+
 // inside reports whether p lies within one of the buffers.
 func inside(p []byte, bufs mem.BufferSlice) bool {
 	if len(p) == 0 {
@@ -194,15 +227,12 @@ func inside(p []byte, bufs mem.BufferSlice) bool {
 
 // TestInFrameAgreesWithProtobuf: whatever the bytes (valid frames in unusual
 // encodings, truncated or corrupted messages), InFrame decodes exactly what
-// protobuf does, and fails when protobuf fails.
+// protobuf does, and fails when protobuf fails, for a message whose only
+// field is the frame (PutRequest) and one with an epoch before it
+// (GetResponse).
 func TestInFrameAgreesWithProtobuf(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(3, 4))
-	frame := func(fields ...[]byte) []byte { // a PutRequest whose data field holds fields, in this order
-		inner := slices.Concat(fields...)
-		b := protowire.AppendTag(nil, PutDataField, protowire.BytesType)
-		return append(protowire.AppendVarint(b, uint64(len(inner))), inner...)
-	}
 	varint := func(num protowire.Number, v uint64) []byte {
 		return protowire.AppendVarint(protowire.AppendTag(nil, num, protowire.VarintType), v)
 	}
@@ -210,56 +240,86 @@ func TestInFrameAgreesWithProtobuf(t *testing.T) {
 		return protowire.AppendBytes(protowire.AppendTag(nil, num, protowire.BytesType), v)
 	}
 	data := pattern(9, 5000)
-	seeds := [][]byte{
-		frame(varint(1, 2), varint(2, 7), bytesField(3, data)),
-		frame(bytesField(3, data), varint(1, 2)),                                                          // data before index
-		frame(varint(2, 7), varint(1, 2), bytesField(3, data)),                                            // out of order
-		frame(varint(1, 2), varint(1, 3), bytesField(3, data)),                                            // repeated index
-		frame(varint(1, 1<<33), bytesField(3, data)),                                                      // index beyond uint32
-		frame(varint(1, 2), bytesField(3, data[:10]), bytesField(3, data)),                                // repeated data
-		frame(varint(9, 1), bytesField(3, data)),                                                          // unknown field
-		append(frame(varint(1, 2), bytesField(3, data)), frame(varint(1, 4), bytesField(3, data[:3]))...), // two data fields: merged
-		append(frame(bytesField(3, data)), varint(1, 1)...),                                               // begin... as a varint: wrong type
-		frame(),
-	}
-	codec := NewCodec()
-	check := func(wire []byte) {
-		var want kvringv1.PutRequest
-		wantErr := proto.Unmarshal(wire, &want)
-		in := InFrame{Msg: new(kvringv1.PutRequest), Field: PutDataField}
-		defer in.Release()
-		err := codec.Unmarshal(splitPieces(rng, wire, mem.DefaultBufferPool()), &in)
-		if (err != nil) != (wantErr != nil) {
-			t.Fatalf("%x: InFrame error %v, protobuf error %v", wire, err, wantErr)
+	for _, typ := range []struct {
+		field protowire.Number
+		msg   func() framed
+	}{
+		{PutDataField, func() framed { return new(kvringv1.PutRequest) }},
+		{GetDataField, func() framed { return new(kvringv1.GetResponse) }},
+	} {
+		frame := func(fields ...[]byte) []byte { // the message's frame field holding fields, in this order
+			return bytesField(typ.field, slices.Concat(fields...))
 		}
-		if err != nil {
-			return
+		seeds := [][]byte{
+			frame(varint(1, 2), varint(2, 7), bytesField(3, data)),
+			frame(bytesField(3, data), varint(1, 2)),                                                          // data before index
+			frame(varint(2, 7), varint(1, 2), bytesField(3, data)),                                            // out of order
+			frame(varint(1, 2), varint(1, 3), bytesField(3, data)),                                            // repeated index
+			frame(varint(1, 1<<33), bytesField(3, data)),                                                      // index beyond uint32
+			frame(varint(1, 2), bytesField(3, data[:10]), bytesField(3, data)),                                // repeated data
+			frame(varint(9, 1), bytesField(3, data)),                                                          // unknown field
+			append(frame(varint(1, 2), bytesField(3, data)), frame(varint(1, 4), bytesField(3, data[:3]))...), // two frames: merged
+			append(frame(bytesField(3, data)), varint(1, 1)...),                                               // a field after the frame
+			slices.Concat(varint(1, 1<<40), frame(varint(1, 2), bytesField(3, data))),                         // epoch first
+			slices.Concat(varint(1, 5), varint(1, 6), varint(7, 1), frame(bytesField(3, data))),               // repeated and unknown varints first
+			slices.Concat(bytesField(2, []byte{8, 1}), frame(bytesField(3, data))),                            // another message first
+			slices.Concat(protowire.AppendTag(nil, 4, protowire.Fixed64Type), make([]byte, 8), frame()),       // a fixed64 first
+			frame(),
 		}
-		f, ok := in.Frame()
-		w := want.GetData()
-		if ok != (w != nil) {
-			t.Fatalf("%x: frame %v, protobuf decoded %v", wire, ok, &want)
-		}
-		if ok && (f.Index != w.GetIndex() || f.Offset != w.GetOffset() || !bytes.Equal(slices.Concat(f.Data...), w.GetData())) {
-			t.Fatalf("%x: frame %d@%d (%d bytes), protobuf %d@%d (%d bytes)", wire, f.Index, f.Offset, f.Len(), w.GetIndex(), w.GetOffset(), len(w.GetData()))
-		}
-		if !ok && !proto.Equal(in.Msg, &want) {
-			t.Fatalf("%x: decoded %v, protobuf %v", wire, in.Msg, &want)
-		}
-	}
-	for _, s := range seeds {
-		check(s)
-		for range 300 { // truncations and byte flips of each seed
-			b := slices.Clone(s)
-			switch rng.IntN(3) {
-			case 0:
-				b = b[:rng.IntN(len(b)+1)]
-			default:
-				if len(b) > 0 {
-					b[rng.IntN(min(len(b), 24))] ^= byte(1 << rng.IntN(8))
-				}
+		codec := NewCodec()
+		check := func(wire []byte) {
+			want := typ.msg()
+			wantErr := proto.Unmarshal(wire, want)
+			in := InFrame{Msg: typ.msg(), Field: typ.field}
+			defer in.Release()
+			err := codec.Unmarshal(splitPieces(rng, wire, mem.DefaultBufferPool()), &in)
+			if (err != nil) != (wantErr != nil) {
+				t.Fatalf("%T %x: InFrame error %v, protobuf error %v", want, wire, err, wantErr)
 			}
-			check(b)
+			if err != nil {
+				return
+			}
+			f, ok := in.Frame()
+			w := want.GetData()
+			if ok != (w != nil) {
+				t.Fatalf("%T %x: frame %v, protobuf decoded %v", want, wire, ok, want)
+			}
+			if ok && (f.Index != w.GetIndex() || f.Offset != w.GetOffset() || !bytes.Equal(slices.Concat(f.Data...), w.GetData())) {
+				t.Fatalf("%T %x: frame %d@%d (%d bytes), protobuf %d@%d (%d bytes)", want, wire, f.Index, f.Offset, f.Len(), w.GetIndex(), w.GetOffset(), len(w.GetData()))
+			}
+			// Everything but the frame's bytes is in Msg, as protobuf has it.
+			if ok {
+				clone := proto.Clone(want).(framed)
+				if d := clone.GetData(); d != nil {
+					proto.Reset(d)
+				}
+				got := proto.Clone(in.Msg).(framed)
+				if d := got.GetData(); d != nil {
+					proto.Reset(d)
+				}
+				clone.ProtoReflect().Clear(clone.ProtoReflect().Descriptor().Fields().ByNumber(typ.field))
+				got.ProtoReflect().Clear(got.ProtoReflect().Descriptor().Fields().ByNumber(typ.field))
+				if !proto.Equal(got, clone) {
+					t.Fatalf("%T %x: decoded %v beside the frame, protobuf %v", want, wire, got, clone)
+				}
+			} else if !proto.Equal(in.Msg, want) {
+				t.Fatalf("%T %x: decoded %v, protobuf %v", want, wire, in.Msg, want)
+			}
+		}
+		for _, s := range seeds {
+			check(s)
+			for range 300 { // truncations and byte flips of each seed
+				b := slices.Clone(s)
+				switch rng.IntN(3) {
+				case 0:
+					b = b[:rng.IntN(len(b)+1)]
+				default:
+					if len(b) > 0 {
+						b[rng.IntN(min(len(b), 24))] ^= byte(1 << rng.IntN(8))
+					}
+				}
+				check(b)
+			}
 		}
 	}
 }

@@ -1,0 +1,122 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
+	"github.com/kvring/kvring/store"
+)
+
+// scriptedCache answers Get with the chunks it holds, in frames of the given
+// sizes; a chunk listed in damage is sent with one byte flipped (the header
+// keeps the right checksum).
+type scriptedCache struct {
+	kvringv1.UnimplementedCacheServer
+	chunks map[ChunkID][]byte
+	damage map[ChunkID]bool
+	frames []int // frame sizes, cycled
+}
+
+func (s *scriptedCache) RegisterNamespace(_ context.Context, req *kvringv1.RegisterNamespaceRequest) (*kvringv1.RegisterNamespaceResponse, error) {
+	return &kvringv1.RegisterNamespaceResponse{Epoch: 1, Created: true, Namespace: &kvringv1.NamespaceRecord{
+		Name: req.GetName(), Fingerprint: bytes.Repeat([]byte{7}, 32)}}, nil
+}
+
+func (s *scriptedCache) Get(req *kvringv1.GetRequest, stream grpc.ServerStreamingServer[kvringv1.GetResponse]) error {
+	for i, raw := range req.GetIds() {
+		id := ChunkID(raw)
+		data, ok := s.chunks[id]
+		if !ok {
+			if err := stream.Send(&kvringv1.GetResponse{Epoch: 1, Msg: &kvringv1.GetResponse_Header{Header: &kvringv1.ChunkHeader{
+				Index: uint32(i), Status: kvringv1.ReadStatus_READ_STATUS_NOT_FOUND, Reason: "not held"}}}); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := stream.Send(&kvringv1.GetResponse{Epoch: 1, Msg: &kvringv1.GetResponse_Header{Header: &kvringv1.ChunkHeader{
+			Index: uint32(i), Status: kvringv1.ReadStatus_READ_STATUS_FOUND,
+			Chunk: &kvringv1.ChunkRef{Id: raw, Size: uint64(len(data)), Crc32C: store.Checksum(data)}}}}); err != nil {
+			return err
+		}
+		sent := bytes.Clone(data)
+		if s.damage[id] {
+			sent[len(sent)/2] ^= 0x10
+		}
+		for off, k := 0, 0; off < len(sent); k++ {
+			n := min(s.frames[k%len(s.frames)], len(sent)-off)
+			if err := stream.Send(&kvringv1.GetResponse{Epoch: 1, Msg: &kvringv1.GetResponse_Data{Data: &kvringv1.DataFrame{
+				Index: uint32(i), Offset: uint64(off), Data: sent[off : off+n]}}}); err != nil {
+				return err
+			}
+			off += n
+		}
+	}
+	return nil
+}
+
+// TestGetReturnsVerifiedBytesOrAMiss: the client reads chunks from frames of
+// any size (it copies them straight out of gRPC's buffers with the checksum
+// computed on the way) and hands back only bytes that match the checksum the
+// node declared: a chunk damaged in transit is a miss with the reason, never
+// data.
+func TestGetReturnsVerifiedBytesOrAMiss(t *testing.T) {
+	t.Parallel()
+	ids := testIDs(4)
+	var cids [4]ChunkID
+	for i := range cids {
+		copy(cids[i][:], ids[i])
+	}
+	good := bytes.Repeat([]byte("kvring-"), 500_000) // 3.5 MB: several 1 MiB frames
+	small := []byte("x")
+	srv := &scriptedCache{
+		chunks: map[ChunkID][]byte{cids[0]: good, cids[1]: good[:2<<20], cids[2]: small},
+		damage: map[ChunkID]bool{cids[1]: true},
+		frames: []int{1 << 20, 12_345, 1, 700_000},
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer(grpc.MaxRecvMsgSize(4 << 20))
+	kvringv1.RegisterCacheServer(gs, srv)
+	healthpb.RegisterHealthServer(gs, health.NewServer())
+	go gs.Serve(lis)
+	t.Cleanup(gs.Stop)
+
+	c, err := New(Config{Conn: ConnConfig{Seeds: []string{lis.Addr().String()}}, Namespace: "ns",
+		Schema: Schema{Model: "m", TokensPerChunk: 16}, DisableRouting: true, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	waitFor(t, 5*time.Second, "connected", func() bool { return c.State().Status == ConnConnected })
+
+	res, err := c.Get(ctx, cids[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := res[0]; !r.Found || !bytes.Equal(r.Data, good) {
+		t.Fatalf("chunk 0: found %v, %d bytes (%s); want the %d bytes sent", r.Found, len(r.Data), r.Reason, len(good))
+	}
+	if r := res[1]; r.Found || r.Data != nil || !strings.Contains(r.Reason, "checksum") {
+		t.Fatalf("damaged chunk 1: found %v, %d bytes, reason %q; want a miss naming the checksum", r.Found, len(r.Data), r.Reason)
+	}
+	if r := res[2]; !r.Found || !bytes.Equal(r.Data, small) {
+		t.Fatalf("chunk 2: found %v, %q", r.Found, r.Data)
+	}
+	if r := res[3]; r.Found || r.Reason != "not held" {
+		t.Fatalf("chunk 3: found %v, reason %q; want a miss", r.Found, r.Reason)
+	}
+}
