@@ -39,7 +39,7 @@ type testNode struct {
 type testCluster struct {
 	nodes []*testNode
 	ring  atomic.Pointer[ring.Ring]
-	// unsettled is what the coordinators' unsettled reports (see unsettledWindow).
+	// unsettled is what the coordinators' unsettled reports (see MembershipConfig.SettleWindow).
 	unsettled atomic.Bool
 }
 

@@ -66,6 +66,10 @@ type RingInfo struct {
 	// primary for (0 with no members).
 	MaxLoad     int    `json:"max_load"`
 	Fingerprint string `json:"fingerprint"` // of the ring settings; equal on every node of a cluster
+	// Unsettled: the ring changed, or this node started, less than the
+	// settle window (--settle-window) ago, so this node's lookups and gets
+	// also ask members that do not own a chunk.
+	Unsettled bool `json:"unsettled"`
 	// Members are sorted by ID; their Partitions sum to PartitionCount.
 	Members []RingMember `json:"members"`
 }
@@ -168,7 +172,7 @@ func (n *Node) RingInfo() (info RingInfo, ok bool) {
 	info = RingInfo{
 		NodeID: p.store.NodeID(), Epoch: r.Epoch(), PartitionCount: cfg.PartitionCount,
 		ReplicationFactor: cfg.ReplicationFactor, LoadFactor: cfg.Load, MaxLoad: r.MaxLoad(),
-		Fingerprint: cfg.Fingerprint(), Members: []RingMember{},
+		Fingerprint: cfg.Fingerprint(), Unsettled: p.member.unsettled(), Members: []RingMember{},
 	}
 	load := r.LoadDistribution()
 	for _, m := range r.Members() {

@@ -63,7 +63,7 @@ func newMembership(cfg MembershipConfig) (*membership, error) {
 		return nil, err
 	}
 	cfg.Join = slices.Clone(cfg.Join)
-	rs, err := newRingState(cfg.Ring, cfg.NodeID, cfg.Logger)
+	rs, err := newRingState(cfg.Ring, cfg.NodeID, cfg.SettleWindow, cfg.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("invalid membership configuration: %w", err)
 	}
@@ -222,7 +222,7 @@ func (m *membership) broadcastTimeout(ctx context.Context) time.Duration {
 func (m *membership) ring() *ring.Ring { return m.rs.ring() }
 
 // unsettled reports whether reads should also ask non-owners: the ring
-// changed, or this node started, recently (see unsettledWindow).
+// changed, or this node started, recently (see MembershipConfig.SettleWindow).
 func (m *membership) unsettled() bool { return m.rs.unsettled() }
 
 // members returns a copy of the members this node knows, sorted by ID, this node included: alive ones, and

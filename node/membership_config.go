@@ -39,6 +39,12 @@ type MembershipConfig struct {
 	// BroadcastTimeout bounds how long a state change (setState) and a leave (close) wait for their message
 	// to reach at least one peer; a shorter context deadline wins. Default 5s.
 	BroadcastTimeout time.Duration
+	// SettleWindow is how long after a ring change, or after this node starts, reads also ask members that
+	// do not own a chunk: while gossip converges a coordinator with another view may have stored chunks
+	// where the converged ring does not look (see ringState.unsettled). Longer is safer for reads after
+	// joins and failures, shorter makes lookups cheaper sooner (during the window every lookup asks every
+	// member). Default 2m; negative: never (reads ask owners only).
+	SettleWindow time.Duration
 	// Ring holds the cluster-wide ring settings. Peers whose settings differ (ring.Config.Fingerprint) are
 	// refused. Default ring.DefaultConfig().
 	Ring ring.Config
@@ -83,12 +89,14 @@ func DefaultGossipTiming() GossipTiming {
 }
 
 // DefaultMembershipConfig returns the defaults: gossip on ":7946", no seeds, rejoin every 30s, broadcast
-// timeout 5s, ring.DefaultConfig(), LAN timings, slog.Default(). NodeID must still be set.
+// timeout 5s, a settle window of 2m, ring.DefaultConfig(), LAN timings, slog.Default(). NodeID must still be
+// set.
 func DefaultMembershipConfig() MembershipConfig {
 	return MembershipConfig{
 		GossipAddr:       ":7946",
 		RejoinInterval:   30 * time.Second,
 		BroadcastTimeout: 5 * time.Second,
+		SettleWindow:     2 * time.Minute,
 		Ring:             ring.DefaultConfig(),
 		Timing:           DefaultGossipTiming(),
 		Logger:           slog.Default(),
@@ -128,6 +136,9 @@ func (c *MembershipConfig) validate() error {
 	}
 	if c.BroadcastTimeout == 0 {
 		c.BroadcastTimeout = d.BroadcastTimeout
+	}
+	if c.SettleWindow == 0 {
+		c.SettleWindow = d.SettleWindow
 	}
 	if c.Ring == (ring.Config{}) {
 		c.Ring = d.Ring

@@ -100,6 +100,8 @@ type ringState struct {
 	cfg  ring.Config
 	self string
 	log  *slog.Logger
+	// settle is the unsettled window (MembershipConfig.SettleWindow); <= 0: never unsettled.
+	settle time.Duration
 
 	// onChange, if set before the loop starts, is called after every rebuild with the replaced and the new
 	// ring, from the goroutine that rebuilt (calls are serialised, in epoch order). It must not call runOnce.
@@ -120,13 +122,13 @@ type ringState struct {
 	table   map[string]*MemberInfo
 }
 
-func newRingState(cfg ring.Config, self string, log *slog.Logger) (*ringState, error) {
+func newRingState(cfg ring.Config, self string, settle time.Duration, log *slog.Logger) (*ringState, error) {
 	empty, err := ring.New(nil, 0, cfg)
 	if err != nil {
 		return nil, err
 	}
 	rs := &ringState{
-		cfg: cfg, self: self, log: log,
+		cfg: cfg, self: self, log: log, settle: settle,
 		refused: make(map[string]string),
 		signal:  make(chan struct{}, 1),
 		table:   make(map[string]*MemberInfo),
@@ -139,19 +141,15 @@ func newRingState(cfg ring.Config, self string, log *slog.Logger) (*ringState, e
 // ring returns the current snapshot; never nil, never blocks.
 func (rs *ringState) ring() *ring.Ring { return rs.cur.Load() }
 
-// unsettledWindow is how long after a ring change, or after this node
-// started, reads also ask members that do not own a chunk. While gossip
+// unsettled reports whether the ring changed, or this node started, less
+// than the settle window (MembershipConfig.SettleWindow) ago. While gossip
 // converges, a coordinator whose ring is behind (or ahead) stores chunks where
 // the converged ring does not look, and a node that just started cannot know
 // the rings the others had. During the window a lookup asks every member about
 // the ids past the run the owners hold, and a get falls back to every member;
 // after it such chunks are unreachable copies until evicted.
-const unsettledWindow = 2 * time.Minute
-
-// unsettled reports whether the ring changed, or this node started, less
-// than unsettledWindow ago.
 func (rs *ringState) unsettled() bool {
-	return time.Since(time.Unix(0, rs.changedAt.Load())) < unsettledWindow
+	return rs.settle > 0 && time.Since(time.Unix(0, rs.changedAt.Load())) < rs.settle
 }
 
 func (rs *ringState) push(ev memberEvent) {

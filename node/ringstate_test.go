@@ -21,7 +21,7 @@ func newTestRingState(t *testing.T) (*ringState, *membershipLogs) {
 	logs := &membershipLogs{}
 	cfg := ring.DefaultConfig()
 	cfg.PartitionCount = 257
-	rs, err := newRingState(cfg, "a", slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	rs, err := newRingState(cfg, "a", 2*time.Minute, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,5 +185,27 @@ func TestMembershipDelegateRefusesMismatchedPeers(t *testing.T) {
 	}
 	if err := d.NotifyMerge([]*memberlist.Node{node("b", good, memberlist.StateAlive), node("x", other, memberlist.StateSuspect)}); !errors.Is(err, errPeerRefused) {
 		t.Errorf("merge with a mismatched live member: %v, want errPeerRefused", err)
+	}
+}
+
+// TestTheSettleWindowBoundsUnsettledReads: reads ask non-owners for the
+// configured window after a node starts, and never with a negative window.
+func TestTheSettleWindowBoundsUnsettledReads(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		window     time.Duration
+		now, later bool
+	}{{time.Hour, true, true}, {50 * time.Millisecond, true, false}, {-1, false, false}} {
+		rs, err := newRingState(ring.DefaultConfig(), "a", c.window, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rs.unsettled(); got != c.now {
+			t.Fatalf("window %v: unsettled %v at start, want %v", c.window, got, c.now)
+		}
+		time.Sleep(80 * time.Millisecond)
+		if got := rs.unsettled(); got != c.later {
+			t.Fatalf("window %v: unsettled %v after 80ms, want %v", c.window, got, c.later)
+		}
 	}
 }

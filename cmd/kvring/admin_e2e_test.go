@@ -443,3 +443,34 @@ func lineWith(s, prefix string) string {
 	}
 	return ""
 }
+
+// TestTheSettleWindowIsShownAndEnds: a node reports on /v1/ring that it is
+// unsettled (its reads also ask non-owners) for --settle-window after it
+// starts, and settled after; with the default window it is still unsettled.
+func TestTheSettleWindowIsShownAndEnds(t *testing.T) {
+	t.Parallel()
+	short := startNode(t, t.TempDir(), shmDir(t), "127.0.0.1:0", "127.0.0.1:0", "--settle-window", "1s")
+	def := startNode(t, t.TempDir(), shmDir(t), "127.0.0.1:0", "127.0.0.1:0")
+	unsettled := func(n *e2eNode) bool {
+		var info struct {
+			Unsettled *bool `json:"unsettled"`
+		}
+		if code, err := getJSON(n.admin, "/v1/ring", &info); err != nil || code != 200 || info.Unsettled == nil {
+			t.Fatalf("GET /v1/ring: %d %v %+v", code, err, info)
+		}
+		return *info.Unsettled
+	}
+	start := time.Now()
+	if !unsettled(def) {
+		t.Fatal("a node that just started with the default window reports settled")
+	}
+	for unsettled(short) {
+		if time.Since(start) > 20*time.Second {
+			t.Fatal("a node with --settle-window 1s still reports unsettled after 20s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !unsettled(def) {
+		t.Fatal("a node with the default 2-minute window reports settled after a few seconds")
+	}
+}

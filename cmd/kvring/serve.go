@@ -22,6 +22,7 @@ func newServeCmd() *cobra.Command {
 		gossipAdv      = def.Membership.AdvertiseAddr
 		join           []string
 		rejoin         = def.Membership.RejoinInterval
+		settle         = def.Membership.SettleWindow
 		replication    = def.Replication
 		minReplicas    = def.MinReplicas
 		maxBatch       = def.MaxBatchChunks
@@ -62,6 +63,7 @@ finish, the store writes its catalog, and the process exits 0.`,
 			cfg.Membership.AdvertiseAddr = gossipAdv
 			cfg.Membership.Join = join
 			cfg.Membership.RejoinInterval = rejoin
+			cfg.Membership.SettleWindow = settle
 			cfg.Membership.Logger = log.With("component", "membership")
 			cfg.Replication = replication
 			cfg.MinReplicas = minReplicas
@@ -106,6 +108,7 @@ finish, the store writes its catalog, and the process exits 0.`,
 	fs.StringVar(&gossipAdv, "gossip-advertise-addr", gossipAdv, "gossip address peers reach this node at (default: derived)")
 	fs.StringSliceVar(&join, "join", join, "gossip addresses of seed nodes to join, comma separated (retried until they answer)")
 	fs.DurationVar(&rejoin, "rejoin-interval", rejoin, "how often the seeds are joined again so a split cluster heals")
+	fs.DurationVar(&settle, "settle-window", settle, "after a ring change or this node's start, how long reads also ask members that do not own a chunk (negative: never)")
 	fs.IntVar(&replication, "replication", replication, "replication factor of namespaces whose first client does not choose (at most 3)")
 	fs.IntVar(&minReplicas, "min-replicas", minReplicas, "fewest holders for a write to count as stored, for such namespaces")
 	fs.IntVar(&maxBatch, "max-batch", maxBatch, "most chunks one call may carry")
