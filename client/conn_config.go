@@ -51,8 +51,10 @@ type ConnConfig struct {
 	// Logger receives one line per state change and per connection attempt. Default slog.Default().
 	Logger *slog.Logger
 
-	// DialOptions are appended to the client's own options (insecure transport credentials), so they can
-	// override them, e.g. with TLS credentials.
+	// DialOptions are appended to the client's own options (insecure transport credentials, a 1 MiB write
+	// buffer), so they can override them, e.g. with TLS credentials. The codec (transfer.Codec) cannot be
+	// replaced. Interceptors and stats handlers see data frames as *transfer.OutFrame and *transfer.InFrame,
+	// not as protobuf messages.
 	DialOptions []grpc.DialOption
 
 	// OnStateChange, if set, is called with every new state, in order, from the connection's goroutine. It must

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"google.golang.org/grpc"
 
@@ -10,11 +11,9 @@ import (
 	"github.com/kvring/kvring/transfer"
 )
 
-// Chunk is one chunk to store. Data is only read, and only during Put (gRPC
-// sends it from where it lies, without a copy). When Put fails, gRPC may read
-// it for a moment more while it cancels the stream: bytes changed then are
-// never stored, since each chunk's checksum is taken before any is sent and
-// checked by the node.
+// Chunk is one chunk to store. Data is only read, and only during Put: gRPC
+// sends it from where it lies, without a copy, and Put returns only once gRPC
+// no longer reads it (see awaitLent for the one exception).
 type Chunk struct {
 	ID   ChunkID
 	Data []byte
@@ -95,6 +94,13 @@ func (c *Client) Put(ctx context.Context, chunks []Chunk) ([]PutResult, error) {
 }
 
 func (c *Client) put(ctx context.Context, cc *grpc.ClientConn, ref *kvringv1.NamespaceRef, chunks []Chunk, refs []*kvringv1.ChunkRef) ([]PutResult, error) {
+	// Frames borrow the chunks' bytes (no copy). gRPC writes them after Send
+	// returns, so put does not return while gRPC still holds any: after a
+	// result that is at once; after a failure, once gRPC has dropped the
+	// canceled stream's queued frames (cancel runs first: defers run last in,
+	// first out).
+	var lent transfer.Lender
+	defer c.awaitLent(&lent, cc)
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := kvringv1.NewCacheClient(cc).Put(sctx)
@@ -144,12 +150,9 @@ func (c *Client) put(ctx context.Context, cc *grpc.ClientConn, ref *kvringv1.Nam
 		if int(idx) >= len(chunks) {
 			return nil, fmt.Errorf("kvring put: the node asked for chunk %d of %d", idx, len(chunks))
 		}
-		// Borrowed: gRPC writes the frames from the chunk's own bytes after
-		// Send returns; Put returns only once the node has them all, or the
-		// stream is canceled.
 		err := transfer.SplitFrames(idx, chunks[idx].Data, transfer.MaxFrameBytes, func(f *kvringv1.DataFrame) error {
 			return stream.SendMsg(&transfer.OutFrame{Field: transfer.PutDataField, Index: f.Index, Offset: f.Offset,
-				Data: [][]byte{f.Data}, Borrow: true})
+				Data: [][]byte{f.Data}, Borrow: true, Lender: &lent})
 		})
 		if err != nil {
 			return fail(err)
@@ -176,4 +179,24 @@ func (c *Client) put(ctx context.Context, cc *grpc.ClientConn, ref *kvringv1.Nam
 		}
 	}
 	return out, nil
+}
+
+// lentTimeout bounds how long put waits for gRPC to let go of a failed
+// stream's borrowed frames. gRPC drops them as soon as its writer gets to the
+// canceled stream; only a write blocked on a node that stopped reading (with
+// the connection still open) holds one longer.
+const lentTimeout = 30 * time.Second
+
+// awaitLent waits until gRPC holds none of the chunk bytes a put lent it. If
+// that takes longer than lentTimeout, it logs an error and returns anyway,
+// rather than hang the caller: gRPC may then still read those bytes, and
+// bytes changed meanwhile could go out on the canceled stream; they can
+// never be stored, since each chunk's checksum is declared before its bytes
+// move and the owner checks it.
+func (c *Client) awaitLent(l *transfer.Lender, cc *grpc.ClientConn) {
+	if l.Outstanding() == 0 || l.Wait(lentTimeout) {
+		return
+	}
+	c.cfg.Logger.Error("kvring put: gRPC still holds chunk bytes of a failed put; returning anyway",
+		"node", cc.Target(), "frames", l.Outstanding(), "waited", lentTimeout)
 }

@@ -6,15 +6,20 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/store"
+	"github.com/kvring/kvring/transfer"
 )
 
 // scriptedCache answers Get with the chunks it holds, in frames of the given
@@ -119,4 +124,118 @@ func TestGetReturnsVerifiedBytesOrAMiss(t *testing.T) {
 	if r := res[3]; r.Found || r.Reason != "not held" {
 		t.Fatalf("chunk 3: found %v, reason %q; want a miss", r.Found, r.Reason)
 	}
+}
+
+// abortingCache answers a Put's begin with "need everything", reads a single
+// frame and then fails the call (or stalls), while the client still has
+// frames queued.
+type abortingCache struct {
+	scriptedCache
+	stall atomic.Bool // instead of failing, stop reading until the client gives up
+}
+
+func (a *abortingCache) Put(stream grpc.BidiStreamingServer[kvringv1.PutRequest, kvringv1.PutResponse]) error {
+	m, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	var need []uint32
+	for i := range m.GetBegin().GetChunks() {
+		need = append(need, uint32(i))
+	}
+	if err := stream.Send(&kvringv1.PutResponse{Epoch: 1, Msg: &kvringv1.PutResponse_Need{Need: &kvringv1.PutNeed{Need: need}}}); err != nil {
+		return err
+	}
+	if _, err := stream.Recv(); err != nil {
+		return err
+	}
+	if a.stall.Load() {
+		<-stream.Context().Done() // stop reading: the client's frames queue up behind flow control
+		return stream.Context().Err()
+	}
+	return status.Error(codes.Unavailable, "owner went away")
+}
+
+// TestAFailedPutHandsTheChunkBytesBack: Put sends chunk bytes without
+// copying them (borrowed by gRPC until written or dropped), so it must not
+// return while gRPC still holds any, even when the node fails the call with
+// frames still queued behind flow control. An interceptor sees every frame
+// Put lends; once Put has returned, gRPC must hold none of them. The bytes
+// are then overwritten, as a caller reusing its buffers would (under -race a
+// gRPC writer still copying them would be reported too).
+func TestAFailedPutHandsTheChunkBytesBack(t *testing.T) {
+	t.Parallel()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &abortingCache{}
+	gs := grpc.NewServer(grpc.MaxRecvMsgSize(4 << 20))
+	kvringv1.RegisterCacheServer(gs, srv)
+	healthpb.RegisterHealthServer(gs, health.NewServer())
+	go gs.Serve(lis)
+	t.Cleanup(gs.Stop)
+	var (
+		mu      sync.Mutex
+		lenders = map[*transfer.Lender]bool{}
+	)
+	record := grpc.WithStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string,
+		streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+		cs, err := streamer(ctx, desc, cc, method, opts...)
+		return lendingStream{ClientStream: cs, seen: func(l *transfer.Lender) {
+			mu.Lock()
+			lenders[l] = true
+			mu.Unlock()
+		}}, err
+	})
+	c, err := New(Config{Conn: ConnConfig{Seeds: []string{lis.Addr().String()}, DialOptions: []grpc.DialOption{record}},
+		Namespace: "ns", Schema: Schema{Model: "m", TokensPerChunk: 16}, DisableRouting: true, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	waitFor(t, 5*time.Second, "connected", func() bool { return c.State().Status == ConnConnected })
+	ids := testIDs(4)
+	for round := range 6 {
+		srv.stall.Store(round%2 == 1) // odd rounds: the client's deadline ends the put
+		chunks := make([]Chunk, len(ids))
+		for i := range chunks {
+			copy(chunks[i].ID[:], ids[i])
+			chunks[i].Data = bytes.Repeat([]byte{byte(round)}, 3<<20)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		_, err := c.Put(ctx, chunks)
+		cancel()
+		if err == nil {
+			t.Fatal("a put the node failed reported success")
+		}
+		mu.Lock()
+		if len(lenders) == 0 {
+			t.Fatal("Put lent no frame to gRPC; the test proves nothing")
+		}
+		for l := range lenders {
+			if n := l.Outstanding(); n != 0 {
+				t.Fatalf("round %d: Put returned while gRPC still held %d frames of its chunk bytes", round, n)
+			}
+		}
+		clear(lenders)
+		mu.Unlock()
+		for i := range chunks {
+			clear(chunks[i].Data)
+		}
+		waitFor(t, 5*time.Second, "reconnected", func() bool { return c.State().Status == ConnConnected })
+	}
+}
+
+// lendingStream reports the Lender of every borrowed frame sent on it.
+type lendingStream struct {
+	grpc.ClientStream
+	seen func(*transfer.Lender)
+}
+
+func (s lendingStream) SendMsg(m any) error {
+	if f, ok := m.(*transfer.OutFrame); ok && f.Borrow {
+		s.seen(f.Lender)
+	}
+	return s.ClientStream.SendMsg(m)
 }

@@ -12,6 +12,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/kvring/kvring/client"
@@ -266,5 +267,90 @@ func TestBytesThatFailTheirChecksumAreNeverServed(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(tc.nodes[0].m.getBy[getChecksumError]); got != 1 {
 		t.Fatalf("checksum_error counted %v times, want 1", got)
+	}
+}
+
+// TestAnyGRPCClientCanPutAndGet: nodes read frames with transfer.Codec, but
+// on the wire it is plain protobuf: a client with gRPC's default codec (any
+// language's generated code) puts chunks in frames of several sizes and
+// reads them back byte for byte.
+func TestAnyGRPCClientCanPutAndGet(t *testing.T) {
+	t.Parallel()
+	tc := newTestCluster(t, 1, 64<<20)
+	cc, err := grpc.NewClient(tc.nodes[0].addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(4<<20)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	cache := kvringv1.NewCacheClient(cc)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	reg, err := cache.RegisterNamespace(ctx, &kvringv1.RegisterNamespaceRequest{Name: "plain/grpc",
+		Schema: &kvringv1.NamespaceSchema{Model: "m", Dtype: "bf16", TokensPerChunk: 16}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := &kvringv1.NamespaceRef{Name: "plain/grpc", Fingerprint: reg.GetNamespace().GetFingerprint()}
+	chunks := []client.Chunk{chunkOf(1, 3<<20+5), chunkOf(2, 1), chunkOf(3, 70_000)}
+	refs := make([]*kvringv1.ChunkRef, len(chunks))
+	for i, c := range chunks {
+		refs[i] = &kvringv1.ChunkRef{Id: c.ID[:], Size: uint64(len(c.Data)), Crc32C: store.Checksum(c.Data)}
+	}
+	put, err := cache.Put(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := put.Send(&kvringv1.PutRequest{Msg: &kvringv1.PutRequest_Begin{Begin: &kvringv1.PutBegin{Namespace: ref, Chunks: refs}}}); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := put.Recv(); err != nil || len(m.GetNeed().GetNeed()) != len(chunks) {
+		t.Fatalf("need: %v %v", m, err)
+	}
+	for i, c := range chunks {
+		err := transfer.SplitFrames(uint32(i), c.Data, 300_000+i, func(f *kvringv1.DataFrame) error {
+			return put.Send(&kvringv1.PutRequest{Msg: &kvringv1.PutRequest_Data{Data: f}})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := put.Send(&kvringv1.PutRequest{Msg: &kvringv1.PutRequest_End{End: &kvringv1.PutEnd{}}}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := put.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range m.GetResult().GetResults() {
+		if r.GetStatus() != kvringv1.PutStatus_PUT_STATUS_STORED {
+			t.Fatalf("chunk %d: %v", i, r)
+		}
+	}
+	ids := make([][]byte, len(chunks))
+	for i, c := range chunks {
+		ids[i] = c.ID[:]
+	}
+	get, err := cache.Get(ctx, &kvringv1.GetRequest{Namespace: ref, Ids: ids})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([][]byte, len(chunks))
+	cur := -1
+	for {
+		m, err := get.Recv()
+		if err != nil {
+			break
+		}
+		if h := m.GetHeader(); h != nil {
+			cur = int(h.GetIndex())
+			continue
+		}
+		got[cur] = append(got[cur], m.GetData().GetData()...)
+	}
+	for i, c := range chunks {
+		if !bytes.Equal(got[i], c.Data) {
+			t.Fatalf("chunk %d: read %d bytes, want the %d put", i, len(got[i]), len(c.Data))
+		}
 	}
 }

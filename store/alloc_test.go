@@ -192,3 +192,50 @@ func TestPrefaultMakesAFreshSlotResident(t *testing.T) {
 		t.Fatal("the chunk written over prefaulted pages reads back different")
 	}
 }
+
+// TestWriteBuffersTakesAFrameInPieces: a frame arriving in pieces of any size
+// (gRPC's receive buffers) is written as their concatenation would be: the
+// chunk seals (its checksum, computed across the pieces, matches) and reads
+// back intact; pieces that would run past the chunk's size are refused
+// whole, with nothing written.
+func TestWriteBuffersTakesAFrameInPieces(t *testing.T) {
+	t.Parallel()
+	s := openTest(t, testConfig(t, 64<<20))
+	rng := rand.New(rand.NewPCG(7, 8))
+	for n := range 12 {
+		id := testID(uint64(100 + n))
+		size := 1 + rng.IntN(4<<20)
+		data := payload(id, size)
+		w, err := s.Stage("ns", id, int64(size), Checksum(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for off := 0; off < size; {
+			var pieces [][]byte
+			end := min(size, off+1+rng.IntN(1<<20))
+			for p := off; p < end; {
+				q := min(end, p+rng.IntN(17_000))
+				pieces = append(pieces, data[p:q])
+				p = q
+			}
+			if got, err := w.WriteBuffers(pieces); err != nil || got != end-off {
+				t.Fatalf("chunk %d: WriteBuffers of %d bytes in %d pieces: %d, %v", n, end-off, len(pieces), got, err)
+			}
+			off = end
+		}
+		if _, err := w.WriteBuffers([][]byte{{1}, {2}}); !errors.Is(err, ErrInvalid) {
+			t.Fatalf("chunk %d: writing past the size: %v, want ErrInvalid", n, err)
+		}
+		if err := w.Seal(); err != nil {
+			t.Fatalf("chunk %d (%d bytes): %v", n, size, err)
+		}
+		v, err := s.Get("ns", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(v.Bytes(), data) {
+			t.Fatalf("chunk %d reads back different", n)
+		}
+		v.Release()
+	}
+}

@@ -3,6 +3,9 @@ package transfer
 import (
 	"fmt"
 	"math"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"google.golang.org/grpc/encoding"
 	grpcproto "google.golang.org/grpc/encoding/proto"
@@ -96,11 +99,64 @@ type OutFrame struct {
 	Index  uint32
 	Offset uint64
 	Data   [][]byte
-	// Borrow hands Data to the transport without copying it. gRPC writes
-	// the bytes after SendMsg returns, so the caller must leave them
-	// unchanged until the stream is over; bytes changed earlier go out
-	// changed. Without Borrow, Marshal copies them.
+	// Borrow hands Data's pieces to the transport without copying them
+	// (pieces of 1 KiB or less are copied). gRPC writes them after SendMsg
+	// returns, so they must stay unchanged until Lender.Wait returns.
+	// Without Borrow, Marshal copies Data.
 	Borrow bool
+	// Lender, required with Borrow, learns when gRPC lets go of each borrowed
+	// piece: once written, or dropped with a canceled stream.
+	Lender *Lender
+}
+
+// Lender counts the pieces of memory Borrowed OutFrames lend to gRPC, so that
+// their owner knows when gRPC no longer reads them. It is the mem.BufferPool
+// of those pieces: gRPC "returns" each to it when done. One Lender per stream
+// (or per call); safe for concurrent use. The zero value is ready.
+type Lender struct {
+	wg  sync.WaitGroup
+	out atomic.Int64
+}
+
+// Get is never called for lent pieces; it allocates, as any pool may.
+func (l *Lender) Get(n int) *[]byte {
+	b := make([]byte, n)
+	return &b
+}
+
+// Put records that gRPC let go of one lent piece.
+func (l *Lender) Put(*[]byte) {
+	l.out.Add(-1)
+	l.wg.Done()
+}
+
+// Outstanding reports how many lent pieces gRPC still holds.
+func (l *Lender) Outstanding() int64 { return l.out.Load() }
+
+// Wait blocks until gRPC has let go of every piece lent so far, or timeout
+// passes, and reports whether it did. gRPC lets go right after writing a
+// piece, or when it drops a canceled stream's queued data; a write blocked
+// on a peer that stopped reading holds its piece until the connection fails.
+func (l *Lender) Wait(timeout time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		l.wg.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+func (l *Lender) lend(p []byte) mem.Buffer {
+	l.wg.Add(1)
+	l.out.Add(1)
+	return mem.NewBuffer(&p, l)
 }
 
 // marshal encodes the frame: field Field, length-delimited, holding
@@ -123,18 +179,37 @@ func (f *OutFrame) marshal() (mem.BufferSlice, error) {
 		inner = protowire.AppendTag(inner, 2, protowire.VarintType)
 		inner = protowire.AppendVarint(inner, f.Offset)
 	}
-	inner = protowire.AppendTag(inner, 3, protowire.BytesType)
-	inner = protowire.AppendVarint(inner, n)
+	if n > 0 { // proto3 leaves out an empty bytes field
+		inner = protowire.AppendTag(inner, 3, protowire.BytesType)
+		inner = protowire.AppendVarint(inner, n)
+	}
 	hdr := protowire.AppendTag(make([]byte, 0, 32), f.Field, protowire.BytesType)
 	hdr = protowire.AppendVarint(hdr, uint64(len(inner))+n)
 	hdr = append(hdr, inner...)
 	if f.Borrow {
+		if f.Lender == nil {
+			return nil, fmt.Errorf("data frame: Borrow without a Lender")
+		}
+		// Small pieces are copied: gRPC would not track them (mem.NewBuffer
+		// does not pool buffers of 1 KiB or less), and copying them is cheap.
 		out := make(mem.BufferSlice, 0, 1+len(f.Data))
-		out = append(out, mem.SliceBuffer(hdr))
+		small := hdr
 		for _, p := range f.Data {
-			if len(p) > 0 {
-				out = append(out, mem.SliceBuffer(p))
+			if len(p) == 0 {
+				continue
 			}
+			if mem.IsBelowBufferPoolingThreshold(cap(p)) {
+				small = append(small, p...)
+				continue
+			}
+			if len(small) > 0 {
+				out = append(out, mem.SliceBuffer(small))
+				small = nil
+			}
+			out = append(out, f.Lender.lend(p))
+		}
+		if len(small) > 0 {
+			out = append(out, mem.SliceBuffer(small))
 		}
 		return out, nil
 	}
@@ -308,11 +383,13 @@ func (r *pieceReader) byte() (byte, bool) {
 	return b, true
 }
 
+// varint reads a varint as protowire does: at most 10 bytes, the tenth
+// holding only the top bit (more is overflow, which protobuf rejects).
 func (r *pieceReader) varint() (uint64, bool) {
 	var v uint64
 	for shift := uint(0); shift < 64; shift += 7 {
 		b, ok := r.byte()
-		if !ok {
+		if !ok || shift == 63 && b > 1 {
 			return 0, false
 		}
 		v |= uint64(b&0x7f) << shift

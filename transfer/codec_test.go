@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync/atomic"
 	"testing"
+	"time"
 	"unsafe"
 
 	"google.golang.org/grpc/mem"
@@ -73,6 +74,8 @@ func TestOutFrameEncodesAsProtobuf(t *testing.T) {
 		{3, 0, [][]byte{data}},
 		{0, 1 << 40, [][]byte{data[:100], data[100:5000], nil, data[5000:]}},
 		{^uint32(0), ^uint64(0), [][]byte{data[:16384], data[16384:32768]}},
+		{5, 9, nil}, // no bytes: protobuf leaves the field out
+		{0, 0, [][]byte{data[:10:10], data[10:2000:2000], data[2000:2005:2005]}}, // small pieces are copied
 	} {
 		for _, borrow := range []bool{false, true} {
 			want, err := proto.MarshalOptions{Deterministic: true}.Marshal(&kvringv1.PutRequest{Msg: &kvringv1.PutRequest_Data{
@@ -80,30 +83,41 @@ func TestOutFrameEncodesAsProtobuf(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out, err := codec.Marshal(&OutFrame{Field: PutDataField, Index: c.index, Offset: c.offset, Data: c.pieces, Borrow: borrow})
+			var lender Lender
+			out, err := codec.Marshal(&OutFrame{Field: PutDataField, Index: c.index, Offset: c.offset, Data: c.pieces, Borrow: borrow, Lender: &lender})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if got := out.Materialize(); !bytes.Equal(got, want) {
 				t.Fatalf("index %d offset %d borrow %v: %d bytes differ from protobuf's %d", c.index, c.offset, borrow, len(got), len(want))
 			}
-			// Borrowed pieces are the caller's bytes, not copies.
-			aliased := false
-			for _, b := range out {
-				for _, p := range c.pieces {
+			// Borrowed pieces over 1 KiB are the caller's bytes, not copies,
+			// and each is lent until gRPC frees it.
+			aliased, lendable := 0, 0
+			for _, p := range c.pieces {
+				if len(p) > 0 && cap(p) > 1024 {
+					lendable++
+				}
+				for _, b := range out {
 					if len(p) > 0 && len(b.ReadOnlyData()) > 0 && &b.ReadOnlyData()[0] == &p[0] {
-						aliased = true
+						aliased++
 					}
 				}
 			}
-			if aliased != borrow {
-				t.Fatalf("borrow %v: the encoded message aliases the caller's bytes: %v", borrow, aliased)
+			if want := map[bool]int{false: 0, true: lendable}[borrow]; aliased != want || lender.Outstanding() != int64(want) {
+				t.Fatalf("borrow %v: %d pieces aliased and %d lent, want %d", borrow, aliased, lender.Outstanding(), want)
 			}
 			out.Free()
+			if lender.Outstanding() != 0 || !lender.Wait(time.Second) {
+				t.Fatalf("borrow %v: %d pieces still lent after gRPC freed the message", borrow, lender.Outstanding())
+			}
 		}
 	}
 	if _, err := codec.Marshal(&OutFrame{Field: 0, Data: [][]byte{data}}); err == nil {
 		t.Fatal("field number 0 encoded without an error")
+	}
+	if _, err := codec.Marshal(&OutFrame{Field: PutDataField, Data: [][]byte{data}, Borrow: true}); err == nil {
+		t.Fatal("a borrowed frame without a Lender encoded without an error")
 	}
 }
 
@@ -265,6 +279,8 @@ func TestInFrameAgreesWithProtobuf(t *testing.T) {
 			slices.Concat(bytesField(2, []byte{8, 1}), frame(bytesField(3, data))),                            // another message first
 			slices.Concat(protowire.AppendTag(nil, 4, protowire.Fixed64Type), make([]byte, 8), frame()),       // a fixed64 first
 			frame(),
+			frame(append(protowire.AppendTag(nil, 1, protowire.VarintType), 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x02), bytesField(3, data)), // a varint that overflows
+			frame(append(protowire.AppendTag(nil, 2, protowire.VarintType), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01), bytesField(3, data)), // the largest varint
 		}
 		codec := NewCodec()
 		check := func(wire []byte) {
