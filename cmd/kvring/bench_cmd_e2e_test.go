@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -52,11 +53,17 @@ func TestBenchReplaysATraceWithVerifiedReads(t *testing.T) {
 
 	// The table shows the timeline when asked; stderr, not a terminal,
 	// gets plain progress lines, the last one when the run ends.
-	tableArgs := slices.Concat(args[:len(args)-1], []string{"--timeline", "--timeline-interval", "5ms", "--progress", "1s"})
+	// --cpuprofile writes a CPU profile of the bench process (gzipped).
+	profile := filepath.Join(t.TempDir(), "bench.pprof")
+	tableArgs := slices.Concat(args[:len(args)-1], []string{"--timeline", "--timeline-interval", "5ms", "--progress", "1s",
+		"--cpuprofile", profile})
 	table := mustCLI(t, nil, tableArgs...)
 	if !strings.Contains(table.stdout, "\ntimeline, every ") || !strings.Contains(table.stderr, "bench: 20/20 requests (100.0%)") ||
 		strings.Contains(table.stderr, "\r") {
 		t.Fatalf("table run: %v", table)
+	}
+	if b, err := os.ReadFile(profile); err != nil || len(b) < 100 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Fatalf("--cpuprofile wrote %d bytes (%v), want a gzipped profile", len(b), err)
 	}
 }
 
