@@ -25,6 +25,17 @@
 //     to say so, aborting the stream is how the receiver learns it (an
 //     incomplete chunk is a miss).
 //
+// # The codec
+//
+// Codec (codec.go) is the gRPC codec of kvring's servers and SDK: protobuf on
+// the wire, with two wrapper messages for data frames. InFrame (inframe.go)
+// receives a frame without copying its bytes out of gRPC's receive buffers,
+// which it holds until Release; OutFrame (outframe.go) sends one, copying its
+// bytes once or, with Borrow, lending them to gRPC until a Lender hears they
+// were written. Assembler.AddFrame and BuffersSink take a frame in those
+// pieces. A client or server with gRPC's default codec talks to them
+// unchanged.
+//
 // # Reassembly
 //
 //   - An Assembler receives the frames of one batch of chunks (one Put,

@@ -1,0 +1,143 @@
+package transfer
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// OutFrame is a data frame to send with SendMsg through Codec: the message
+// whose field Field (PutRequest.data and PrepareRequest.data are 2) is
+// DataFrame{Index, Offset, Data}, Data being the pieces in order.
+type OutFrame struct {
+	Field  protowire.Number
+	Index  uint32
+	Offset uint64
+	Data   [][]byte
+	// Borrow hands Data's pieces to the transport without copying them
+	// (pieces of 1 KiB or less are copied). gRPC writes them after SendMsg
+	// returns, so they must stay unchanged until Lender.Wait returns.
+	// Without Borrow, Marshal copies Data.
+	Borrow bool
+	// Lender, required with Borrow, learns when gRPC lets go of each borrowed
+	// piece: once written, or dropped with a canceled stream.
+	Lender *Lender
+}
+
+// Lender counts the pieces of memory Borrowed OutFrames lend to gRPC, so that
+// their owner knows when gRPC no longer reads them. It is the mem.BufferPool
+// of those pieces: gRPC "returns" each to it when done. One Lender per stream
+// (or per call); safe for concurrent use. The zero value is ready.
+type Lender struct {
+	wg  sync.WaitGroup
+	out atomic.Int64
+}
+
+// Get is never called for lent pieces; it allocates, as any pool may.
+func (l *Lender) Get(n int) *[]byte {
+	b := make([]byte, n)
+	return &b
+}
+
+// Put records that gRPC let go of one lent piece.
+func (l *Lender) Put(*[]byte) {
+	l.out.Add(-1)
+	l.wg.Done()
+}
+
+// Outstanding reports how many lent pieces gRPC still holds.
+func (l *Lender) Outstanding() int64 { return l.out.Load() }
+
+// Wait blocks until gRPC has let go of every piece lent so far, or timeout
+// passes, and reports whether it did. gRPC lets go right after writing a
+// piece, or when it drops a canceled stream's queued data; a write blocked
+// on a peer that stopped reading holds its piece until the connection fails.
+func (l *Lender) Wait(timeout time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		l.wg.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+func (l *Lender) lend(p []byte) mem.Buffer {
+	l.wg.Add(1)
+	l.out.Add(1)
+	return mem.NewBuffer(&p, l)
+}
+
+// marshal encodes the frame: field Field, length-delimited, holding
+// DataFrame's fields in field order with zero scalars left out, as protobuf
+// encodes them.
+func (f *OutFrame) marshal() (mem.BufferSlice, error) {
+	if f.Field < 1 || f.Field > protowire.MaxValidNumber {
+		return nil, fmt.Errorf("data frame: field number %d out of range", f.Field)
+	}
+	n := uint64(0)
+	for _, p := range f.Data {
+		n += uint64(len(p))
+	}
+	var inner []byte
+	if f.Index != 0 {
+		inner = protowire.AppendTag(inner, 1, protowire.VarintType)
+		inner = protowire.AppendVarint(inner, uint64(f.Index))
+	}
+	if f.Offset != 0 {
+		inner = protowire.AppendTag(inner, 2, protowire.VarintType)
+		inner = protowire.AppendVarint(inner, f.Offset)
+	}
+	if n > 0 { // proto3 leaves out an empty bytes field
+		inner = protowire.AppendTag(inner, 3, protowire.BytesType)
+		inner = protowire.AppendVarint(inner, n)
+	}
+	hdr := protowire.AppendTag(make([]byte, 0, 32), f.Field, protowire.BytesType)
+	hdr = protowire.AppendVarint(hdr, uint64(len(inner))+n)
+	hdr = append(hdr, inner...)
+	if f.Borrow {
+		if f.Lender == nil {
+			return nil, fmt.Errorf("data frame: Borrow without a Lender")
+		}
+		// Small pieces are copied: gRPC would not track them (mem.NewBuffer
+		// does not pool buffers of 1 KiB or less), and copying them is cheap.
+		out := make(mem.BufferSlice, 0, 1+len(f.Data))
+		small := hdr
+		for _, p := range f.Data {
+			if len(p) == 0 {
+				continue
+			}
+			if mem.IsBelowBufferPoolingThreshold(cap(p)) {
+				small = append(small, p...)
+				continue
+			}
+			if len(small) > 0 {
+				out = append(out, mem.SliceBuffer(small))
+				small = nil
+			}
+			out = append(out, f.Lender.lend(p))
+		}
+		if len(small) > 0 {
+			out = append(out, mem.SliceBuffer(small))
+		}
+		return out, nil
+	}
+	pool := mem.DefaultBufferPool()
+	buf := pool.Get(len(hdr) + int(n))
+	b := append((*buf)[:0], hdr...)
+	for _, p := range f.Data {
+		b = append(b, p...)
+	}
+	*buf = b
+	return mem.BufferSlice{mem.NewBuffer(buf, pool)}, nil
+}
