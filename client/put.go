@@ -13,7 +13,7 @@ import (
 
 // Chunk is one chunk to store. Data is only read, and only during Put: gRPC
 // sends it from where it lies, without a copy, and Put returns only once gRPC
-// no longer reads it (see awaitLent for the one exception).
+// no longer reads it (see lentTimeout for the exception, on failed puts).
 type Chunk struct {
 	ID   ChunkID
 	Data []byte
@@ -183,20 +183,23 @@ func (c *Client) put(ctx context.Context, cc *grpc.ClientConn, ref *kvringv1.Nam
 
 // lentTimeout bounds how long put waits for gRPC to let go of a failed
 // stream's borrowed frames. gRPC drops them as soon as its writer gets to the
-// canceled stream; only a write blocked on a node that stopped reading (with
-// the connection still open) holds one longer.
-const lentTimeout = 30 * time.Second
+// canceled stream, normally well within a millisecond. Two cases outlast it:
+// gRPC forgets to hand back a frame sent just as the stream ended (grpc-go
+// v1.85 drops such a frame without freeing it: loopyWriter.preprocessData),
+// which it will then never read; and a write blocked on a node that stopped
+// reading its socket, which may still copy the rest of one 16 KiB HTTP/2
+// frame when it unblocks. Put does not wait longer for either.
+const lentTimeout = time.Second
 
-// awaitLent waits until gRPC holds none of the chunk bytes a put lent it. If
-// that takes longer than lentTimeout, it logs an error and returns anyway,
-// rather than hang the caller: gRPC may then still read those bytes, and
-// bytes changed meanwhile could go out on the canceled stream; they can
-// never be stored, since each chunk's checksum is declared before its bytes
-// move and the owner checks it.
+// awaitLent waits until gRPC holds none of the chunk bytes a put lent it, at
+// most lentTimeout (see there). Bytes gRPC still held then and changed by
+// the caller could only go out on the canceled stream; they can never be
+// stored, since each chunk's checksum is declared before its bytes move and
+// the owner checks it.
 func (c *Client) awaitLent(l *transfer.Lender, cc *grpc.ClientConn) {
 	if l.Outstanding() == 0 || l.Wait(lentTimeout) {
 		return
 	}
-	c.cfg.Logger.Error("kvring put: gRPC still holds chunk bytes of a failed put; returning anyway",
+	c.cfg.Logger.Debug("kvring put: gRPC did not hand back every chunk frame of a failed put; returning",
 		"node", cc.Target(), "frames", l.Outstanding(), "waited", lentTimeout)
 }

@@ -195,7 +195,7 @@ func TestTheSettleWindowBoundsUnsettledReads(t *testing.T) {
 	for _, c := range []struct {
 		window     time.Duration
 		now, later bool
-	}{{time.Hour, true, true}, {50 * time.Millisecond, true, false}, {-1, false, false}} {
+	}{{time.Hour, true, true}, {300 * time.Millisecond, true, false}, {-1, false, false}} {
 		rs, err := newRingState(ring.DefaultConfig(), "a", c.window, slog.New(slog.DiscardHandler))
 		if err != nil {
 			t.Fatal(err)
@@ -203,9 +203,9 @@ func TestTheSettleWindowBoundsUnsettledReads(t *testing.T) {
 		if got := rs.unsettled(); got != c.now {
 			t.Fatalf("window %v: unsettled %v at start, want %v", c.window, got, c.now)
 		}
-		time.Sleep(80 * time.Millisecond)
+		time.Sleep(400 * time.Millisecond)
 		if got := rs.unsettled(); got != c.later {
-			t.Fatalf("window %v: unsettled %v after 80ms, want %v", c.window, got, c.later)
+			t.Fatalf("window %v: unsettled %v after 400ms, want %v", c.window, got, c.later)
 		}
 	}
 }
