@@ -59,7 +59,7 @@ func ChunkBytes(id ChunkID, n int) []byte {
 	return p
 }
 
-// chunkSeed mixes the id's four words into a non-zero xorshift state.
+// chunkSeed mixes the id's four words into the seed of its chunk's words.
 func chunkSeed(id ChunkID) uint64 {
 	var x uint64
 	for i := 0; i < len(id); i += 8 {
