@@ -3,7 +3,6 @@ package node
 import (
 	"bytes"
 	"context"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -49,24 +48,9 @@ func (tc *testCluster) addStuckMember(t *testing.T) ring.Member {
 // addFakeMember serves peer as node id and puts it into every node's ring.
 func (tc *testCluster) addFakeMember(t *testing.T, id string, peer kvringv1.PeerServer) ring.Member {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gs := grpc.NewServer()
-	kvringv1.RegisterPeerServer(gs, peer)
-	go gs.Serve(lis)
-	t.Cleanup(gs.Stop)
-	stuck := ring.Member{ID: id, Addr: lis.Addr().String()}
-	members := append(tc.ring.Load().Members(), stuck)
-	rcfg := ring.DefaultConfig()
-	rcfg.ReplicationFactor = 3
-	r, err := ring.New(members, 2, rcfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tc.ring.Store(r)
-	return stuck
+	m := ring.Member{ID: id, Addr: serveFake(t, func(gs *grpc.Server) { kvringv1.RegisterPeerServer(gs, peer) })}
+	tc.useMembers(t, append(tc.ring.Load().Members(), m))
+	return m
 }
 
 // TestAStuckOwnerIsSkippedWithinTheDeadline: an owner that hangs (not just

@@ -249,3 +249,30 @@ func TestWritesStayHonestWhenAnOwnerIsDown(t *testing.T) {
 		}
 	}
 }
+
+// serveFake serves, on a loopback port the kernel picks, a gRPC server with
+// whatever register adds to it, until the test ends, and returns its address.
+func serveFake(t *testing.T, register func(*grpc.Server)) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer()
+	register(gs)
+	go gs.Serve(lis)
+	t.Cleanup(gs.Stop)
+	return lis.Addr().String()
+}
+
+// useMembers makes members every node's ring: epoch 2, up to 3 owners.
+func (tc *testCluster) useMembers(t *testing.T, members []ring.Member) {
+	t.Helper()
+	rcfg := ring.DefaultConfig()
+	rcfg.ReplicationFactor = 3
+	r, err := ring.New(members, 2, rcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc.ring.Store(r)
+}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -221,29 +220,18 @@ func TestAPeerOutageIsLoggedOnceAcrossRequests(t *testing.T) {
 
 	// The coordinators reach the victim through a proxy that can fail.
 	var down atomic.Bool
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gs := grpc.NewServer()
-	kvringv1.RegisterPeerServer(gs, flakyPeer{PeerServer: victim.svc.peer, down: &down})
-	go gs.Serve(lis)
-	t.Cleanup(gs.Stop)
+	proxy := serveFake(t, func(gs *grpc.Server) {
+		kvringv1.RegisterPeerServer(gs, flakyPeer{PeerServer: victim.svc.peer, down: &down})
+	})
 	var members []ring.Member
 	for _, nd := range tc.nodes {
 		m := ring.Member{ID: nd.id, Addr: nd.addr}
 		if nd == victim {
-			m.Addr = lis.Addr().String()
+			m.Addr = proxy
 		}
 		members = append(members, m)
 	}
-	rcfg := ring.DefaultConfig()
-	rcfg.ReplicationFactor = 3
-	r, err := ring.New(members, 2, rcfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tc.ring.Store(r)
+	tc.useMembers(t, members)
 
 	c := routedClient(t, coord.addr, 3, 1, func(cfg *client.Config) { cfg.DisableRouting = true }) // every node owns every chunk; all calls through coord
 	ctx := context.Background()

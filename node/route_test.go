@@ -3,7 +3,6 @@ package node
 import (
 	"bytes"
 	"context"
-	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -299,23 +298,11 @@ func (hangingNode) Get(_ *kvringv1.GetRequest, s grpc.ServerStreamingServer[kvri
 func TestRoutingSkipsAnOwnerThatHangs(t *testing.T) {
 	t.Parallel()
 	tc := newTestCluster(t, 2, 64<<20)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gs := grpc.NewServer()
-	kvringv1.RegisterCacheServer(gs, hangingNode{})
-	kvringv1.RegisterPeerServer(gs, hangingNode{})
-	go gs.Serve(lis)
-	t.Cleanup(gs.Stop)
-	hung := ring.Member{ID: "hung", Addr: lis.Addr().String()}
-	rcfg := ring.DefaultConfig()
-	rcfg.ReplicationFactor = 3
-	r, err := ring.New(append(tc.ring.Load().Members(), hung), 2, rcfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tc.ring.Store(r)
+	hung := ring.Member{ID: "hung", Addr: serveFake(t, func(gs *grpc.Server) {
+		kvringv1.RegisterCacheServer(gs, hangingNode{})
+		kvringv1.RegisterPeerServer(gs, hangingNode{})
+	})}
+	tc.useMembers(t, append(tc.ring.Load().Members(), hung))
 	c := routedClient(t, tc.nodes[0].addr, 2, 1, func(cfg *client.Config) {
 		cfg.Conn.DialTimeout, cfg.Conn.ProbeTimeout = time.Second, 500*time.Millisecond
 	})
