@@ -10,7 +10,6 @@ import (
 	"google.golang.org/grpc"
 
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
-	"github.com/kvring/kvring/store"
 	"github.com/kvring/kvring/transfer"
 )
 
@@ -165,11 +164,7 @@ func (c *Client) get(ctx context.Context, cc *grpc.ClientConn, ref *kvringv1.Nam
 		if cur == nil || !ok || f.Offset != uint64(len(cur.Data)) || uint64(len(cur.Data)+f.Len()) > want {
 			return nil, fmt.Errorf("kvring get: malformed frame from the node")
 		}
-		for _, p := range f.Data {
-			n := len(cur.Data)
-			cur.Data = cur.Data[:n+len(p)]
-			sum = store.CopyChecksum(cur.Data[n:], p, sum)
-		}
+		cur.Data, sum = f.AppendChecksum(cur.Data, sum)
 		in.Release()
 		if uint64(len(cur.Data)) == want {
 			if sum == crc {

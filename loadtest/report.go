@@ -228,7 +228,7 @@ func (r *Report) writeTable(w io.Writer, withTimeline bool) error {
 		r.MissingAfterAck, r.MissingFoundLater)
 	ev := "unknown (no admin addresses)"
 	if r.Evictions != nil {
-		ev = byReason(r.Evictions)
+		ev = ByReason(r.Evictions)
 	}
 	row("evictions", "%s", ev)
 	fmt.Fprintln(tw)
@@ -261,8 +261,9 @@ func (r *Report) writeTable(w io.Writer, withTimeline bool) error {
 	return writeTimeline(w, r.Timeline)
 }
 
-// byReason formats counters by reason: "capacity=3 policy=1", or "none".
-func byReason(m map[string]uint64) string {
+// ByReason formats counters by reason, as a node's /v1/stats gives its
+// evictions and rejections: "capacity=3 policy=1", or "none".
+func ByReason(m map[string]uint64) string {
 	var parts []string
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if m[k] > 0 {

@@ -76,11 +76,7 @@ func (f *fetchStream) next(id store.ID) (h *kvringv1.ChunkHeader, data []byte, s
 			f.broken = fmt.Errorf("node %s sent a malformed frame", f.m.ID)
 			return nil, nil, 0, f.broken
 		}
-		for _, p := range fr.Data {
-			n := len(buf)
-			buf = buf[:n+len(p)]
-			sum = store.CopyChecksum(buf[n:], p, sum)
-		}
+		buf, sum = fr.AppendChecksum(buf, sum)
 		in.Release()
 		f.recv.Add(float64(fr.Len()))
 	}

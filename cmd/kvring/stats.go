@@ -3,12 +3,10 @@ package main
 import (
 	"fmt"
 	"io"
-	"maps"
-	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kvring/kvring/loadtest"
 	"github.com/kvring/kvring/store"
 )
 
@@ -57,22 +55,8 @@ func printStats(w io.Writer, st store.Stats) error {
 	row("resident", "%s in %d segments", humanBytes(st.ResidentBytes), st.Segments)
 	row("gets", "%d (%d hits, %s)", st.Gets, st.Hits, percent(float64(st.Hits), float64(st.Gets)))
 	row("stages / seals", "%d / %d (%d stages expired)", st.Stages, st.Seals, st.StageExpired)
-	row("evictions", "%s", byReason(st.Evictions))
-	row("rejections", "%s", byReason(st.Rejections))
+	row("evictions", "%s", loadtest.ByReason(st.Evictions))
+	row("rejections", "%s", loadtest.ByReason(st.Rejections))
 	row("checksum errors", "%d", st.ChecksumErrors)
 	return tw.Flush()
-}
-
-// byReason formats counters by reason: "capacity=3 policy=1", or "none".
-func byReason(m map[string]uint64) string {
-	var parts []string
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		if m[k] > 0 {
-			parts = append(parts, fmt.Sprintf("%s=%d", k, m[k]))
-		}
-	}
-	if len(parts) == 0 {
-		return "none"
-	}
-	return strings.Join(parts, " ")
 }
