@@ -15,6 +15,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/kvring/kvring/node/internal/namespace"
+	"github.com/kvring/kvring/node/membership"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/store"
 	"github.com/kvring/kvring/transfer"
@@ -26,7 +28,7 @@ func startAdminTestNode(t *testing.T, data, shm string, opts ...func(*Config)) *
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.GRPCAddr, cfg.AdminAddr = "127.0.0.1:0", "127.0.0.1:0"
-	cfg.Membership = LocalMembershipConfig("")
+	cfg.Membership = membership.LocalConfig("")
 	cfg.Membership.Ring.ReplicationFactor = 3
 	cfg.Membership.Logger = quietLogger()
 	cfg.Store = store.DefaultConfig(data)
@@ -240,7 +242,7 @@ func TestShutdownDrainsAPutInFlightAndReadinessGoesFalse(t *testing.T) {
 	}
 
 	again := startAdminTestNode(t, data, shm)
-	if !again.Store().Contains(storeNamespace("test/model", fp), store.ID(ch.ID)) {
+	if !again.Store().Contains(namespace.StoreName("test/model", fp), store.ID(ch.ID)) {
 		t.Fatal("the chunk stored during shutdown is not in the store after a restart")
 	}
 }

@@ -15,6 +15,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/kvring/kvring/client"
+	"github.com/kvring/kvring/node/internal/metrics"
+	"github.com/kvring/kvring/node/internal/namespace"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/ring"
 	"github.com/kvring/kvring/store"
@@ -119,25 +121,25 @@ func TestCommitRefusesATokenOfAnotherChunk(t *testing.T) {
 	o := tc.nodes[0].svc.owner
 	ref := &kvringv1.NamespaceRef{Name: "ns", Fingerprint: make([]byte, 32)}
 	a, b := chunkOf(1, 100), chunkOf(2, 100)
-	p, need, _, err := o.newPrepare(ref, []*kvringv1.ChunkRef{{Id: a.ID[:], Size: 100, Crc32C: store.Checksum(a.Data)}})
+	p, need, _, err := o.NewPrepare(ref, []*kvringv1.ChunkRef{{Id: a.ID[:], Size: 100, Crc32C: store.Checksum(a.Data)}})
 	if err != nil || len(need) != 1 {
 		t.Fatal(err, need)
 	}
-	if err := p.frame(transfer.Frame{Index: 0, Data: [][]byte{a.Data}}); err != nil {
+	if err := p.Frame(transfer.Frame{Index: 0, Data: [][]byte{a.Data}}); err != nil {
 		t.Fatal(err)
 	}
-	votes := o.endPrepare(p)
+	votes := o.EndPrepare(p)
 	tok := votes[0].GetStageToken()
-	res := o.commit(ref, []*kvringv1.StagedChunk{{StageToken: tok, Id: b.ID[:]}})
+	res := o.Commit(ref, []*kvringv1.StagedChunk{{StageToken: tok, Id: b.ID[:]}})
 	if res[0].GetStatus() != kvringv1.CommitStatus_COMMIT_STATUS_FAILED {
 		t.Fatalf("commit of token %d for another chunk: %v", tok, res[0])
 	}
 	id := store.ID(b.ID)
-	if tc.nodes[0].st.Contains(storeNamespace("ns", ref.GetFingerprint()), id) {
+	if tc.nodes[0].st.Contains(namespace.StoreName("ns", ref.GetFingerprint()), id) {
 		t.Fatal("the other chunk is held")
 	}
 	// The right chunk still commits with its token.
-	res = o.commit(ref, []*kvringv1.StagedChunk{{StageToken: tok, Id: a.ID[:]}})
+	res = o.Commit(ref, []*kvringv1.StagedChunk{{StageToken: tok, Id: a.ID[:]}})
 	if res[0].GetStatus() != kvringv1.CommitStatus_COMMIT_STATUS_SEALED {
 		t.Fatalf("commit of the right chunk: %v", res[0])
 	}
@@ -249,7 +251,7 @@ func TestBytesThatFailTheirChecksumAreNeverServed(t *testing.T) {
 	if r := res[0]; r.Found || r.Data != nil || !strings.Contains(r.Reason, "failed their checksum") {
 		t.Fatalf("a damaged chunk: found %v, %d bytes, reason %q; want a miss naming the checksum", r.Found, len(r.Data), r.Reason)
 	}
-	if got := testutil.ToFloat64(tc.nodes[0].m.getBy[getChecksumError]); got != 1 {
+	if got := testutil.ToFloat64(tc.nodes[0].svc.m.GetBy[metrics.GetChecksumError]); got != 1 {
 		t.Fatalf("checksum_error counted %v times, want 1", got)
 	}
 }

@@ -19,18 +19,19 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/kvring/kvring/client"
+	"github.com/kvring/kvring/internal/testutil"
 	"github.com/kvring/kvring/ring"
 	"github.com/kvring/kvring/store"
 )
 
-// testNode is one node of an in-process cluster with a fixed ring: a store,
-// the services and a gRPC server on 127.0.0.1.
+// testNode is one node of an in-process cluster with a fixed ring: a store
+// and the services a node serves (wired by newServices, as Start wires them)
+// on 127.0.0.1.
 type testNode struct {
 	id   string
 	addr string
 	st   *store.Store
 	svc  *services
-	m    *metrics
 	reg  *prometheus.Registry // the node's metrics
 	gs   *grpc.Server
 	lis  net.Listener
@@ -39,7 +40,7 @@ type testNode struct {
 type testCluster struct {
 	nodes []*testNode
 	ring  atomic.Pointer[ring.Ring]
-	// unsettled is what the coordinators' unsettled reports (see MembershipConfig.SettleWindow).
+	// unsettled is what the coordinators' unsettled reports (see membership.Config.SettleWindow).
 	unsettled atomic.Bool
 }
 
@@ -47,6 +48,12 @@ func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 
 // newTestCluster starts n nodes that all see the same ring.
 func newTestCluster(t *testing.T, n int, limit int64) *testCluster {
+	return newTestClusterWith(t, n, limit, nil)
+}
+
+// newTestClusterWith starts n nodes that all see the same ring; change, if
+// set, adjusts node i's configuration before its services are wired.
+func newTestClusterWith(t *testing.T, n int, limit int64, change func(i int, cfg *Config)) *testCluster {
 	t.Helper()
 	tc := &testCluster{}
 	var members []ring.Member
@@ -60,25 +67,31 @@ func newTestCluster(t *testing.T, n int, limit int64) *testCluster {
 			shm = t.TempDir()
 		}
 		t.Cleanup(func() { os.RemoveAll(shm) })
-		st, err := store.Open(store.Config{DataDir: t.TempDir(), ShmDir: shm, MemoryLimit: limit, MaintenanceInterval: -1, Logger: quietLogger()})
+		cfg := DefaultConfig()
+		cfg.Logger = quietLogger()
+		cfg.Registerer = prometheus.NewRegistry()
+		cfg.Store = store.Config{DataDir: t.TempDir(), ShmDir: shm, MemoryLimit: limit, MaintenanceInterval: -1}
+		cfg.CommitTimeout, cfg.PeerTimeout, cfg.Store.MaxPinLease = 5*time.Second, time.Second, time.Minute
+		if change != nil {
+			change(i, &cfg)
+		}
+		if err := cfg.validate(); err != nil {
+			t.Fatal(err)
+		}
+		st, err := store.Open(cfg.Store)
 		if err != nil {
 			t.Fatal(err)
 		}
-		nd := &testNode{id: st.NodeID(), addr: lis.Addr().String(), st: st, lis: lis, m: newMetrics(), reg: prometheus.NewRegistry()}
-		nd.svc = newServices(st, tc.ring.Load, servicesConfig{self: nd.id, maxBatch: 8192, stageLease: 30 * time.Second,
-			commitTimeout: 5 * time.Second, peerTimeout: time.Second, broadcastTimeout: 2 * time.Second, maxReplicas: 3, maxPinLease: time.Minute,
-			now: time.Now, log: quietLogger(), metrics: nd.m, unsettled: tc.unsettled.Load})
-		nd.reg.MustRegister(nodeCollectors(nd.m, st, nd.svc, nil, tc.ring.Load)...)
-		nd.gs = grpc.NewServer(serverOptions(nd.m)...)
-		nd.svc.register(nd.gs)
-		hs := health.NewServer()
-		healthpb.RegisterHealthServer(nd.gs, hs)
+		nd := &testNode{id: st.NodeID(), addr: lis.Addr().String(), st: st, lis: lis, reg: cfg.Registerer.(*prometheus.Registry)}
+		nd.svc = newServices(&cfg, st, tc.ring.Load, tc.unsettled.Load)
+		nd.reg.MustRegister(nodeCollectors(nd.svc, st, nil, tc.ring.Load)...)
+		nd.gs = nd.svc.grpc
+		healthpb.RegisterHealthServer(nd.gs, health.NewServer())
 		go nd.gs.Serve(lis)
 		tc.nodes = append(tc.nodes, nd)
 		members = append(members, ring.Member{ID: nd.id, Addr: nd.addr})
 		t.Cleanup(func() {
-			nd.gs.Stop()
-			nd.svc.pool.close()
+			nd.svc.close()
 			st.Close()
 		})
 	}
@@ -114,13 +127,7 @@ func testClientWith(t *testing.T, cfg client.Config) *client.Client {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	deadline := time.Now().Add(10 * time.Second)
-	for c.State().Status != client.ConnConnected {
-		if time.Now().After(deadline) {
-			t.Fatalf("client did not connect: %+v", c.State())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.Eventually(t, "the client to connect", 10*time.Second, func() bool { return c.State().Status == client.ConnConnected })
 	return c
 }
 

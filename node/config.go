@@ -10,6 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/kvring/kvring/node/membership"
+	"github.com/kvring/kvring/ring"
 	"github.com/kvring/kvring/store"
 )
 
@@ -33,9 +35,10 @@ type Config struct {
 	// turns them on to investigate.
 	EnablePprof bool
 	// Membership configures gossip (address, seeds, ring settings). NodeID,
-	// GRPCAddr and AdminAddr are filled by the node. Default
-	// DefaultMembershipConfig() with Ring.ReplicationFactor 3.
-	Membership MembershipConfig
+	// GRPCAddr, AdminAddr and OnRingChange are filled by the node. Default
+	// membership.DefaultConfig() with Ring.ReplicationFactor 3; a zero
+	// Membership takes that default.
+	Membership membership.Config
 	// Replication and MinReplicas are the replication factor and the
 	// fewest holders for a write to count as stored, for namespaces whose
 	// first client does not choose. Default 1 and 1. Replication may not
@@ -70,13 +73,16 @@ type Config struct {
 	// Registerer when it is also a Gatherer (as a *prometheus.Registry is);
 	// required otherwise.
 	Gatherer prometheus.Gatherer
-	// Now is the clock for leases. Default time.Now.
+	// Now is the node's one clock: the store's stage and pin leases
+	// (Store.Now, unless set), the coordinator's lookup-lease records, the
+	// owner's pin records and the membership's settle window
+	// (Membership.Now, unless set). Default time.Now.
 	Now func() time.Time
 }
 
 // DefaultConfig returns a Config with every default filled in.
 func DefaultConfig() Config {
-	m := DefaultMembershipConfig()
+	m := membership.DefaultConfig()
 	m.Ring.ReplicationFactor = 3
 	return Config{
 		GRPCAddr:            ":9600",
@@ -125,6 +131,15 @@ func (c *Config) validate() error {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.Store.Now == nil {
+		c.Store.Now = c.Now
+	}
+	if c.Membership.Now == nil {
+		c.Membership.Now = c.Now
+	}
+	if c.Membership.Ring == (ring.Config{}) {
+		c.Membership.Ring = def.Membership.Ring
 	}
 	var errs []error
 	if c.Registerer == nil && c.Gatherer == nil {

@@ -6,22 +6,14 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kvring/kvring/node/membership"
 	"github.com/kvring/kvring/ring"
-	"github.com/kvring/kvring/store"
 )
 
 // This file holds the read-only views of a running node that the admin API
 // serves and the kvring CLI decodes: plain values with JSON names, built on
 // each call. None of them waits for the node's lifecycle lock, so they answer
 // while Close drains requests.
-
-// nodeParts are the parts Start opened, published once they all exist. They
-// are read without Node.mu because Close holds that lock for the whole drain.
-type nodeParts struct {
-	store  *store.Store
-	member *membership
-	svc    *services
-}
 
 // ClusterInfo is this node's view of the cluster (GET /v1/cluster).
 type ClusterInfo struct {
@@ -129,12 +121,12 @@ func (n *Node) NodeID() string {
 
 // Members returns the members this node knows, sorted by ID, this node
 // included (nil before Start). It does not block.
-func (n *Node) Members() []MemberInfo {
+func (n *Node) Members() []membership.Member {
 	p := n.parts.Load()
 	if p == nil {
 		return nil
 	}
-	return p.member.members()
+	return p.member.Members()
 }
 
 // Cluster returns this node's view of the cluster. ok is false before Start
@@ -144,14 +136,14 @@ func (n *Node) Cluster() (info ClusterInfo, ok bool) {
 	if p == nil {
 		return ClusterInfo{}, false
 	}
-	r := p.member.ring()
+	r := p.member.Ring()
 	owns := make(map[string]bool, r.Len())
 	for _, m := range r.Members() {
 		owns[m.ID] = true
 	}
 	self := p.store.NodeID()
 	info = ClusterInfo{NodeID: self, Epoch: r.Epoch(), Members: []ClusterMember{}}
-	for _, m := range p.member.members() {
+	for _, m := range p.member.Members() {
 		info.Members = append(info.Members, ClusterMember{
 			ID: m.ID, State: m.State.String(), Liveness: m.Liveness.String(), RingMember: owns[m.ID], Self: m.ID == self,
 			GRPCAddr: m.GRPCAddr, AdminAddr: m.AdminAddr, GossipAddr: m.GossipAddr, BootTime: m.BootTime, Since: m.Since,
@@ -167,12 +159,12 @@ func (n *Node) RingInfo() (info RingInfo, ok bool) {
 	if p == nil {
 		return RingInfo{}, false
 	}
-	r := p.member.ring()
+	r := p.member.Ring()
 	cfg := r.Config()
 	info = RingInfo{
 		NodeID: p.store.NodeID(), Epoch: r.Epoch(), PartitionCount: cfg.PartitionCount,
 		ReplicationFactor: cfg.ReplicationFactor, LoadFactor: cfg.Load, MaxLoad: r.MaxLoad(),
-		Fingerprint: cfg.Fingerprint(), Unsettled: p.member.unsettled(), Members: []RingMember{},
+		Fingerprint: cfg.Fingerprint(), Unsettled: p.member.Unsettled(), Members: []RingMember{},
 	}
 	load := r.LoadDistribution()
 	for _, m := range r.Members() {
@@ -188,7 +180,7 @@ func (n *Node) Namespaces() []NamespaceInfo {
 	if p == nil {
 		return nil
 	}
-	recs := p.svc.reg.list()
+	recs := p.svc.reg.List()
 	out := make([]NamespaceInfo, 0, len(recs))
 	for _, rec := range recs {
 		s := rec.GetSchema()
@@ -218,7 +210,7 @@ func (n *Node) Readiness() Readiness {
 	if p := n.parts.Load(); p != nil {
 		rd.StoreOpen = true
 		self := p.store.NodeID()
-		rd.Joined = p.member.gossipAddr() != "" && slices.ContainsFunc(p.member.ring().Members(),
+		rd.Joined = p.member.GossipAddr() != "" && slices.ContainsFunc(p.member.Ring().Members(),
 			func(m ring.Member) bool { return m.ID == self })
 	}
 	rd.Ready = rd.StoreOpen && rd.Joined && rd.Serving

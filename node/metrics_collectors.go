@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kvring/kvring/node/membership"
 	"github.com/kvring/kvring/ring"
 	"github.com/kvring/kvring/store"
 )
@@ -114,13 +115,13 @@ func reasonsOf(known []string, counts map[string]uint64) []string {
 // is set) and the ring's epoch and size. Safe for concurrent use; never
 // blocks beyond a short lock.
 type clusterCollector struct {
-	members func() []MemberInfo // nil: no member table (the ring alone)
+	members func() []membership.Member // nil: no member table (the ring alone)
 	ring    func() *ring.Ring
 
 	memberDesc, epochDesc, ringMembersDesc *prometheus.Desc
 }
 
-func newClusterCollector(members func() []MemberInfo, rg func() *ring.Ring) *clusterCollector {
+func newClusterCollector(members func() []membership.Member, rg func() *ring.Ring) *clusterCollector {
 	return &clusterCollector{members: members, ring: rg,
 		memberDesc: prometheus.NewDesc("kvring_cluster_members",
 			"Members this node knows, by their own state (joining, active, draining, leaving) and gossip's liveness (alive, dead, left).",
@@ -143,8 +144,8 @@ func (c *clusterCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 	if c.members != nil {
 		type key struct {
-			s NodeState
-			l Liveness
+			s membership.State
+			l membership.Liveness
 		}
 		counts := map[key]int{}
 		for _, m := range c.members() {
@@ -152,8 +153,8 @@ func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		// Every known combination, so a state that empties reads 0 rather
 		// than vanishing; anything unexpected is exported as it is.
-		for _, s := range []NodeState{NodeJoining, NodeActive, NodeDraining, NodeLeaving} {
-			for _, l := range []Liveness{MemberAlive, MemberDead, MemberLeft} {
+		for _, s := range []membership.State{membership.Joining, membership.Active, membership.Draining, membership.Leaving} {
+			for _, l := range []membership.Liveness{membership.Alive, membership.Dead, membership.Left} {
 				if _, ok := counts[key{s, l}]; !ok {
 					counts[key{s, l}] = 0
 				}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kvring/kvring/node/membership"
 	"github.com/kvring/kvring/store"
 )
 
@@ -24,7 +25,7 @@ func testNodeConfig(t *testing.T) Config {
 	t.Cleanup(func() { os.RemoveAll(shm) })
 	cfg := DefaultConfig()
 	cfg.GRPCAddr, cfg.AdminAddr = "127.0.0.1:0", "127.0.0.1:0"
-	cfg.Membership = LocalMembershipConfig("")
+	cfg.Membership = membership.LocalConfig("")
 	cfg.Membership.Ring.ReplicationFactor = 3
 	cfg.Store = store.Config{DataDir: t.TempDir(), ShmDir: shm, MemoryLimit: 8 << 20}
 	cfg.Logger = quietLogger()

@@ -13,6 +13,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/kvring/kvring/client"
+	"github.com/kvring/kvring/node/internal/metrics"
 	"github.com/kvring/kvring/store"
 )
 
@@ -204,7 +205,7 @@ func TestMetricsMatchTheStoreAndWhatTheEngineSaw(t *testing.T) {
 	if n1["stored"] != 8 || n2["stored"] != 4 || n2["already_held"] != 4 {
 		t.Fatalf("unexpected put results: %v then %v", n1, n2)
 	}
-	for _, r := range []string{putStored, putAlreadyHeld, putRejected, putFailed} {
+	for _, r := range []string{metrics.PutStored, metrics.PutAlreadyHeld, metrics.PutRejected, metrics.PutFailed} {
 		if got, want := s2.get(t, fmt.Sprintf("kvring_put_chunks_total{result=%q}", r)), n1[r]+n2[r]; got != float64(want) {
 			t.Errorf("put chunks %s = %v, the client saw %d", r, got, want)
 		}
@@ -286,11 +287,11 @@ func TestPutRejectionsAreCountedAsTheEngineSawThem(t *testing.T) {
 		t.Fatal(err)
 	}
 	n, b, _ := tally(chunks, res)
-	if n[putRejected] == 0 || n[putStored]+n[putRejected] != len(chunks) {
+	if n[metrics.PutRejected] == 0 || n[metrics.PutStored]+n[metrics.PutRejected] != len(chunks) {
 		t.Fatalf("put results %v: want some stored and the rest rejected (1 MiB budget, 12 × 200 kB)", n)
 	}
 	s := checkStoreGauges(t, nd)
-	for _, r := range []string{putStored, putAlreadyHeld, putRejected, putFailed} {
+	for _, r := range []string{metrics.PutStored, metrics.PutAlreadyHeld, metrics.PutRejected, metrics.PutFailed} {
 		if got := s.get(t, fmt.Sprintf("kvring_put_chunks_total{result=%q}", r)); got != float64(n[r]) {
 			t.Errorf("put chunks %s = %v, the client saw %d", r, got, n[r])
 		}

@@ -5,46 +5,54 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
-	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
+	"github.com/kvring/kvring/node/membership"
 	"github.com/kvring/kvring/ring"
 	"github.com/kvring/kvring/store"
 )
 
-// Node is one kvring node. Its methods are safe for concurrent use.
+// Node is one kvring node. Its methods are safe for concurrent use; the
+// getters never block.
 type Node struct {
 	cfg Config
 	log *slog.Logger
 
 	ready atomic.Bool
-	parts atomic.Pointer[nodeParts] // set by Start once store, membership and services exist; see info.go
+	// parts is published once by Start, when every part exists, and never
+	// replaced: the getters and the admin API read it without a lock.
+	parts atomic.Pointer[nodeParts]
 
-	mu        sync.Mutex // guards the fields below and serialises Start/Close
-	started   bool
-	closed    bool
+	mu       sync.Mutex // serialises Start and Close; guards the fields below
+	started  bool
+	closed   bool
+	closeErr error
+	opened   *nodeParts // what Start opened so far: Close undoes it, also after a failed Start
+	// stopped ends when Close begins to wait for the node's goroutines.
+	stopped context.Context
+	stop    context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+// nodeParts are the parts Start opens, in that order.
+type nodeParts struct {
+	startedAt time.Time
 	store     *store.Store
 	grpcLis   net.Listener
-	grpcSrv   *grpc.Server
-	health    *health.Server
 	adminLis  net.Listener
-	adminSrv  *http.Server
-	member    *membership
+	member    *membership.Membership
 	svc       *services
-	metrics   *metrics
 	unmetrics func() // unregisters the node's metrics
-	stop      chan struct{}
-	wg        sync.WaitGroup
-	closeErr  error
-	startedAt time.Time
+	health    *health.Server
+	adminSrv  *http.Server
 }
 
 // New checks cfg and returns a node that is not started. It does no I/O.
@@ -52,7 +60,8 @@ func New(cfg Config) (*Node, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Node{cfg: cfg, log: cfg.Logger, stop: make(chan struct{})}, nil
+	stopped, stop := context.WithCancel(context.Background())
+	return &Node{cfg: cfg, log: cfg.Logger, stopped: stopped, stop: stop}, nil
 }
 
 // phase logs a start-up phase with its duration.
@@ -62,7 +71,7 @@ func (n *Node) phase(name string, t time.Time, args ...any) {
 
 // Start opens the store, the gRPC and admin listeners, joins the cluster and
 // serves. It blocks until the node serves or a step fails; on failure what
-// was opened is closed again.
+// was opened is closed again and the error names the step.
 func (n *Node) Start(ctx context.Context) (err error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -70,109 +79,134 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		return errors.New("node: Start called twice or after Close")
 	}
 	n.started = true
-	n.startedAt = time.Now()
+	p := &nodeParts{startedAt: time.Now()}
+	n.opened = p
 	defer func() {
 		if err != nil {
 			n.closeLocked(context.Background())
 		}
 	}()
+	if err := n.openStore(p); err != nil {
+		return fmt.Errorf("cannot start node: %w", err)
+	}
+	if err := n.listen(ctx, p); err != nil {
+		return fmt.Errorf("cannot start node: %w", err)
+	}
+	t := time.Now()
+	mcfg, err := n.membershipConfig(ctx, p)
+	if err != nil {
+		return fmt.Errorf("cannot start node: %w", err)
+	}
+	if err := n.wire(p, mcfg); err != nil {
+		return fmt.Errorf("cannot start node: %w", err)
+	}
+	n.parts.Store(p)
+	n.serveAll(p)
+	if err := p.member.Start(ctx); err != nil {
+		return fmt.Errorf("cannot start node: %w", err)
+	}
+	n.phase("membership", t, "gossip", p.member.GossipAddr(), "seeds", len(mcfg.Join))
+	n.wg.Go(func() { n.maintain(p.svc) })
+	n.wg.Go(func() { n.syncNamespaces(p.svc) })
+	n.announceActive(ctx, p)
+	return nil
+}
 
+// openStore opens the local store (the first step).
+func (n *Node) openStore(p *nodeParts) error {
 	t := time.Now()
 	st, err := store.Open(n.cfg.Store)
 	if err != nil {
-		return fmt.Errorf("cannot start node: %w", err)
+		return err
 	}
-	n.store = st
+	p.store = st
 	n.phase("store", t, "node", st.NodeID())
+	return nil
+}
 
-	t = time.Now()
+// listen opens the gRPC and admin listeners.
+func (n *Node) listen(ctx context.Context, p *nodeParts) (err error) {
+	t := time.Now()
 	lc := net.ListenConfig{}
-	if n.grpcLis, err = lc.Listen(ctx, "tcp", n.cfg.GRPCAddr); err != nil {
-		return fmt.Errorf("cannot start node: cannot listen for gRPC on %q: %w", n.cfg.GRPCAddr, err)
+	if p.grpcLis, err = lc.Listen(ctx, "tcp", n.cfg.GRPCAddr); err != nil {
+		return fmt.Errorf("cannot listen for gRPC on %q: %w", n.cfg.GRPCAddr, err)
 	}
-	if n.adminLis, err = lc.Listen(ctx, "tcp", n.cfg.AdminAddr); err != nil {
-		return fmt.Errorf("cannot start node: cannot listen for admin HTTP on %q: %w", n.cfg.AdminAddr, err)
+	if p.adminLis, err = lc.Listen(ctx, "tcp", n.cfg.AdminAddr); err != nil {
+		return fmt.Errorf("cannot listen for admin HTTP on %q: %w", n.cfg.AdminAddr, err)
 	}
-	n.phase("listeners", t, "grpc", n.grpcLis.Addr().String(), "admin", n.adminLis.Addr().String())
+	n.phase("listeners", t, "grpc", p.grpcLis.Addr().String(), "admin", p.adminLis.Addr().String())
+	return nil
+}
 
-	t = time.Now()
+// membershipConfig is the configured membership with what only a started
+// node knows: its id, the addresses it advertises and the hook that tells
+// the coordinator about ring changes.
+func (n *Node) membershipConfig(ctx context.Context, p *nodeParts) (membership.Config, error) {
 	mcfg := n.cfg.Membership
-	mcfg.NodeID = st.NodeID()
-	mcfg.GRPCAddr, err = n.advertisedGRPC(mcfg)
-	if err != nil {
-		return fmt.Errorf("cannot start node: %w", err)
+	mcfg.NodeID = p.store.NodeID()
+	var err error
+	if mcfg.GRPCAddr, err = n.advertisedGRPC(ctx, p.grpcLis, mcfg); err != nil {
+		return mcfg, err
 	}
-	mcfg.AdminAddr = sameHost(n.adminLis.Addr().String(), mcfg.GRPCAddr)
-	if n.member, err = newMembership(mcfg); err != nil {
-		return fmt.Errorf("cannot start node: %w", err)
+	mcfg.AdminAddr = sameHost(p.adminLis.Addr().String(), mcfg.GRPCAddr)
+	mcfg.OnRingChange = func(_, r *ring.Ring) {
+		if q := n.parts.Load(); q != nil {
+			q.svc.coord.RingChanged(r)
+		}
 	}
-	n.metrics = newMetrics()
-	n.svc = newServices(st, n.member.ring, servicesConfig{
-		self: st.NodeID(), maxBatch: n.cfg.MaxBatchChunks, stageLease: n.cfg.Store.StageLease,
-		commitTimeout: n.cfg.CommitTimeout, broadcastTimeout: n.cfg.CommitTimeout, peerTimeout: n.cfg.PeerTimeout,
-		maxReplicas: n.cfg.Membership.Ring.ReplicationFactor, maxPinLease: n.cfg.Store.MaxPinLease,
-		replicas: n.cfg.Replication, minReplicas: n.cfg.MinReplicas,
-		now: n.cfg.Now, log: n.log.With("component", "coordinator"), metrics: n.metrics, unsettled: n.member.unsettled,
-	})
-	if n.unmetrics, err = registerAll(n.cfg.Registerer, nodeCollectors(n.metrics, st, n.svc, n.member.members, n.member.ring)...); err != nil {
-		return fmt.Errorf("cannot start node: %w", err)
+	return mcfg, nil
+}
+
+// wire creates the membership and the services and registers the metrics.
+func (n *Node) wire(p *nodeParts, mcfg membership.Config) (err error) {
+	if p.member, err = membership.New(mcfg); err != nil {
+		return err
 	}
-	n.member.onRingChange = n.ringChanged
-	n.parts.Store(&nodeParts{store: st, member: n.member, svc: n.svc})
-	n.grpcSrv = grpc.NewServer(serverOptions(n.metrics)...)
-	n.svc.register(n.grpcSrv)
-	n.health = health.NewServer()
-	n.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
-	healthpb.RegisterHealthServer(n.grpcSrv, n.health)
-	n.serve("grpc", func() error { return n.grpcSrv.Serve(n.grpcLis) })
-	n.adminSrv = &http.Server{Handler: n.adminHandler(), ReadHeaderTimeout: 10 * time.Second}
+	p.svc = newServices(&n.cfg, p.store, p.member.Ring, p.member.Unsettled)
+	p.unmetrics, err = registerAll(n.cfg.Registerer, nodeCollectors(p.svc, p.store, p.member.Members, p.member.Ring)...)
+	return err
+}
+
+// serveAll starts the gRPC server (not serving health until ready) and the
+// admin server, each on a goroutine the node owns.
+func (n *Node) serveAll(p *nodeParts) {
+	p.health = health.NewServer()
+	p.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	healthpb.RegisterHealthServer(p.svc.grpc, p.health)
+	n.serve("grpc", func() error { return p.svc.grpc.Serve(p.grpcLis) })
+	p.adminSrv = &http.Server{Handler: n.adminHandler(), ReadHeaderTimeout: 10 * time.Second}
 	n.serve("admin", func() error {
-		if err := n.adminSrv.Serve(n.adminLis); !errors.Is(err, http.ErrServerClosed) {
+		if err := p.adminSrv.Serve(p.adminLis); !errors.Is(err, http.ErrServerClosed) {
 			return err
 		}
 		return nil
 	})
-	if err := n.member.start(ctx); err != nil {
-		return fmt.Errorf("cannot start node: %w", err)
-	}
-	n.phase("membership", t, "gossip", n.member.gossipAddr(), "seeds", len(mcfg.Join))
+}
 
-	n.wg.Add(1)
-	go n.maintain()
-	n.wg.Add(1)
-	go n.syncNamespaces()
-
+// announceActive gossips the active state and marks the node ready.
+func (n *Node) announceActive(ctx context.Context, p *nodeParts) {
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	if err := n.member.setState(sctx, NodeActive); err != nil {
+	if err := p.member.SetState(sctx, membership.Active); err != nil {
 		n.log.Warn("cannot announce the active state yet; peers will learn it by gossip", "err", err)
 	}
 	cancel()
 	n.ready.Store(true)
-	n.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
-	n.log.Info("node ready", "node", st.NodeID(), "grpc", n.grpcLis.Addr().String(), "admin", n.adminLis.Addr().String(),
-		"gossip", n.member.gossipAddr(), "memory_limit", st.Limit(), "startup", time.Since(n.startedAt).Round(time.Microsecond))
-	return nil
+	p.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	n.log.Info("node ready", "node", p.store.NodeID(), "grpc", p.grpcLis.Addr().String(), "admin", p.adminLis.Addr().String(),
+		"gossip", p.member.GossipAddr(), "memory_limit", p.store.Limit(), "startup", time.Since(p.startedAt).Round(time.Microsecond))
 }
 
 // advertisedGRPC is the gRPC address gossiped to peers.
-func (n *Node) advertisedGRPC(m MembershipConfig) (string, error) {
+func (n *Node) advertisedGRPC(ctx context.Context, lis net.Listener, m membership.Config) (string, error) {
 	if n.cfg.AdvertiseGRPCAddr != "" {
 		return n.cfg.AdvertiseGRPCAddr, nil
 	}
-	host, port, _ := net.SplitHostPort(n.grpcLis.Addr().String())
+	host, port, _ := net.SplitHostPort(lis.Addr().String())
 	if ip := net.ParseIP(host); ip != nil && !ip.IsUnspecified() {
-		return n.grpcLis.Addr().String(), nil
+		return lis.Addr().String(), nil
 	}
 	// Bound to all interfaces: advertise the host gossip advertises.
-	probe := m
-	if err := probe.validate(); err != nil {
-		return "", err
-	}
-	bind, err := parseBindAddr(probe.GossipAddr)
-	if err != nil {
-		return "", err
-	}
-	ip, _, err := probe.advertiseIP(context.Background(), bind)
+	ip, err := membership.AdvertiseIP(ctx, m)
 	if err != nil {
 		return "", fmt.Errorf("cannot work out the gRPC address to advertise: %w", err)
 	}
@@ -197,121 +231,74 @@ func sameHost(addr, like string) string {
 
 // serve runs a server loop on a goroutine the node owns.
 func (n *Node) serve(name string, run func() error) {
-	n.wg.Add(1)
-	go func() {
-		defer n.wg.Done()
+	n.wg.Go(func() {
 		if err := run(); err != nil {
 			n.log.Error("server stopped", "server", name, "err", err)
 		}
-	}()
+	})
 }
 
-// ringChanged runs on the membership goroutine after each ring rebuild:
-// connections to peers that left are closed.
-func (n *Node) ringChanged(_, r *ring.Ring) {
-	live, liveIDs := map[string]bool{}, map[string]bool{}
-	for _, m := range r.Members() {
-		live[m.Addr] = true
-		liveIDs[m.ID] = true
-	}
-	n.svc.pool.keep(live)
-	n.svc.coord.peers.keep(liveIDs)
-}
-
-// maintain sweeps expired stage tokens and leases until the node stops.
-func (n *Node) maintain() {
-	defer n.wg.Done()
-	t := time.NewTicker(n.cfg.MaintenanceInterval)
-	defer t.Stop()
+// maintain sweeps stage tokens whose lease the store ended and expired
+// lookup-lease records, every MaintenanceInterval (±10 %), until the node
+// stops.
+func (n *Node) maintain(svc *services) {
+	d := n.cfg.MaintenanceInterval
 	for {
+		t := time.NewTimer(d - d/10 + rand.N(d/5+1))
 		select {
-		case <-n.stop:
+		case <-n.stopped.Done():
+			t.Stop()
 			return
 		case <-t.C:
-			n.svc.sweep(n.cfg.Now())
+			svc.sweep()
 		}
 	}
 }
 
 // syncNamespaces learns the namespaces registered before this node joined,
-// from the first peer that answers.
-func (n *Node) syncNamespaces() {
-	defer n.wg.Done()
-	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.CommitTimeout)
-	defer cancel()
-	go func() {
-		select {
-		case <-n.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	for _, m := range n.member.ring().Members() {
-		if m.ID == n.store.NodeID() {
-			continue
-		}
-		pc, err := n.svc.pool.client(m.Addr)
-		if err != nil {
-			continue
-		}
-		resp, err := pc.ListNamespaces(ctx, &kvringv1.ListNamespacesRequest{Caller: n.svc.coord.caller()})
-		if err != nil {
-			continue
-		}
-		for _, rec := range resp.GetNamespaces() {
-			n.svc.reg.merge(rec)
-		}
-		n.log.Info("learned namespaces from a peer", "node", m.ID, "namespaces", len(resp.GetNamespaces()))
-		return
-	}
-}
+// from the first peer that answers; it gives up when the node stops.
+func (n *Node) syncNamespaces(svc *services) { svc.coord.SyncNamespaces(n.stopped) }
 
-// GRPCAddr is the address the gRPC server listens on (useful with port 0).
+// GRPCAddr is the address the gRPC server listens on (useful with port 0);
+// "" before Start has opened it.
 func (n *Node) GRPCAddr() string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.grpcLis == nil {
-		return ""
+	if p := n.parts.Load(); p != nil {
+		return p.grpcLis.Addr().String()
 	}
-	return n.grpcLis.Addr().String()
+	return ""
 }
 
-// AdminAddr is the address the admin server listens on (useful with port 0).
+// AdminAddr is the address the admin server listens on (useful with port 0);
+// "" before Start has opened it.
 func (n *Node) AdminAddr() string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.adminLis == nil {
-		return ""
+	if p := n.parts.Load(); p != nil {
+		return p.adminLis.Addr().String()
 	}
-	return n.adminLis.Addr().String()
+	return ""
 }
 
-// GossipAddr is the address gossip listens on.
+// GossipAddr is the address gossip listens on ("" before Start).
 func (n *Node) GossipAddr() string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.member == nil {
-		return ""
+	if p := n.parts.Load(); p != nil {
+		return p.member.GossipAddr()
 	}
-	return n.member.gossipAddr()
+	return ""
 }
 
 // Ring returns the current ring view (nil before Start).
 func (n *Node) Ring() *ring.Ring {
-	n.mu.Lock()
-	m := n.member
-	n.mu.Unlock()
-	if m == nil {
-		return nil
+	if p := n.parts.Load(); p != nil {
+		return p.member.Ring()
 	}
-	return m.ring()
+	return nil
 }
 
 // Store returns the node's local store (nil before Start).
 func (n *Node) Store() *store.Store {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.store
+	if p := n.parts.Load(); p != nil {
+		return p.store
+	}
+	return nil
 }
 
 // Ready reports whether the node serves.
@@ -320,7 +307,8 @@ func (n *Node) Ready() bool { return n.ready.Load() }
 // Close stops the node: readiness goes false, the node leaves the gossip
 // cluster, the gRPC and admin servers let in-flight requests finish until ctx
 // ends, the store writes its catalog and closes, and every goroutine the node
-// started has exited when Close returns. Idempotent.
+// started has exited when Close returns. It undoes what Start opened, also
+// when Start failed midway. Idempotent.
 func (n *Node) Close(ctx context.Context) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -334,54 +322,69 @@ func (n *Node) closeLocked(ctx context.Context) error {
 	n.closed = true
 	n.ready.Store(false)
 	t := time.Now()
-	var errs []error
-	if n.health != nil {
-		n.health.Shutdown() // clients see NOT_SERVING and move on
+	p := n.opened
+	if p == nil {
+		p = &nodeParts{}
 	}
-	if n.member != nil {
+	if p.health != nil {
+		p.health.Shutdown() // clients see NOT_SERVING and move on
+	}
+	if p.member != nil {
 		// Peers notice a node that could not say goodbye through failure
 		// detection; that is not a failed shutdown.
-		if err := n.member.close(ctx); err != nil {
+		if err := p.member.Close(ctx); err != nil {
 			n.log.Warn("left the cluster without a confirmed goodbye", "err", err)
 		}
 	}
-	if n.grpcSrv != nil {
-		done := make(chan struct{})
-		go func() { n.grpcSrv.GracefulStop(); close(done) }()
-		select {
-		case <-done:
-		case <-ctx.Done():
-			n.grpcSrv.Stop()
-			<-done
-			errs = append(errs, fmt.Errorf("cannot drain gRPC requests: %w", ctx.Err()))
-		}
-	} else if n.grpcLis != nil {
-		n.grpcLis.Close()
-	}
-	if n.adminSrv != nil {
-		if err := n.adminSrv.Shutdown(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("cannot drain admin server: %w", err))
-			n.adminSrv.Close()
-		}
-	} else if n.adminLis != nil {
-		n.adminLis.Close()
-	}
-	close(n.stop)
+	errs := n.stopServers(ctx, p)
+	n.stop()
 	n.wg.Wait()
-	if n.svc != nil {
-		n.svc.pool.close()
+	if p.svc != nil {
+		p.svc.coord.Close()
 	}
-	if n.store != nil {
-		if err := n.store.Close(); err != nil {
+	if p.store != nil {
+		if err := p.store.Close(); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if n.unmetrics != nil {
-		n.unmetrics()
+	if p.unmetrics != nil {
+		p.unmetrics()
 	}
 	n.closeErr = errors.Join(errs...)
 	if n.started {
 		n.log.Info("node stopped", "duration", time.Since(t).Round(time.Microsecond), "err", n.closeErr)
 	}
 	return n.closeErr
+}
+
+// stopServers drains the gRPC and admin servers until ctx ends, then stops
+// them; listeners that no server took are closed.
+func (n *Node) stopServers(ctx context.Context, p *nodeParts) []error {
+	var errs []error
+	switch {
+	case p.svc != nil && p.grpcLis != nil:
+		done := make(chan struct{})
+		go func() { p.svc.grpc.GracefulStop(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			p.svc.grpc.Stop()
+			<-done
+			errs = append(errs, fmt.Errorf("cannot drain gRPC requests: %w", ctx.Err()))
+		}
+	}
+	if p.grpcLis != nil {
+		p.grpcLis.Close() // a server that never served leaves its listener open
+	}
+	switch {
+	case p.adminSrv != nil:
+		if err := p.adminSrv.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("cannot drain admin server: %w", err))
+			p.adminSrv.Close()
+		}
+	}
+	if p.adminLis != nil {
+		p.adminLis.Close()
+	}
+	return errs
 }

@@ -24,7 +24,7 @@ func TestConcurrentPutsOfTheSameChunksAreNeverFailed(t *testing.T) {
 		var waits uint64
 		for _, nd := range tc.nodes {
 			var m dto.Metric
-			if err := nd.m.putBusyWait.(prometheus.Histogram).Write(&m); err != nil {
+			if err := nd.svc.m.PutBusyWait.(prometheus.Histogram).Write(&m); err != nil {
 				t.Fatal(err)
 			}
 			waits += m.GetHistogram().GetSampleCount()

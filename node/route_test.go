@@ -310,7 +310,9 @@ func TestRoutingSkipsAnOwnerThatHangs(t *testing.T) {
 		t.Fatalf("the view has %d members, want 3", n)
 	}
 	var chunks []client.Chunk
-	for i := uint64(0); i < 12; i++ {
+	// Node ids are random, so placement is too: 48 chunks leave the hanging
+	// node without one in (2/3)^48 of runs, where 12 did in 1 of 130.
+	for i := uint64(0); i < 48; i++ {
 		chunks = append(chunks, chunkOf(4000+i, 20_000))
 	}
 	want, _ := tc.primaries(t, idsOf(chunks))

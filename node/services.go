@@ -1,79 +1,67 @@
 package node
 
 import (
-	"log/slog"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
 
+	"github.com/kvring/kvring/node/internal/coord"
+	"github.com/kvring/kvring/node/internal/metrics"
+	"github.com/kvring/kvring/node/internal/namespace"
+	"github.com/kvring/kvring/node/internal/owner"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/ring"
 	"github.com/kvring/kvring/store"
 	"github.com/kvring/kvring/transfer"
 )
 
-// services bundles what a node serves over gRPC: the owner (Peer service)
-// and the coordinator (Cache service), around one store and one ring view.
+// services is what a node serves over gRPC, around one store and one ring
+// view: the namespace registry, the owner (Peer service), the coordinator
+// (Cache service) and the gRPC server both are registered on. newServices is
+// the one place they are wired, for Start and for the in-process test
+// cluster alike.
 type services struct {
-	reg   *registry
-	pool  *peerPool
-	owner *owner
-	coord *coordinator
-	cache *cacheService
-	peer  *peerService
+	reg   *namespace.Registry
+	owner *owner.Owner
+	coord *coord.Coordinator
+	m     *metrics.Set
+	grpc  *grpc.Server
 }
 
-// servicesConfig is the part of the node's configuration the services use.
-type servicesConfig struct {
-	self             string
-	maxBatch         int
-	stageLease       time.Duration
-	commitTimeout    time.Duration
-	peerTimeout      time.Duration
-	broadcastTimeout time.Duration
-	maxReplicas      int
-	replicas         int // default replication factor of a new namespace
-	minReplicas      int // default min replicas of a new namespace
-	maxPinLease      time.Duration
-	now              func() time.Time
-	log              *slog.Logger
-	// unsettled reports whether reads should also ask members that do not
-	// own a chunk (shortly after a ring change); nil: never.
-	unsettled func() bool
-	// metrics receives the services' measurements; nil: an unregistered set.
-	metrics *metrics
-}
-
-func newServices(st *store.Store, ringFn func() *ring.Ring, cfg servicesConfig) *services {
-	reg := newRegistry()
-	pool := newPeerPool()
-	m := cfg.metrics
-	if m == nil {
-		m = newMetrics()
-	}
+// newServices wires the services of a node with validated configuration cfg
+// around st. self is the node's id; rg returns the current ring view and
+// unsettled whether reads should also ask non-owners (nil: never). It does
+// no I/O; the caller serves s.grpc on a listener.
+func newServices(cfg *Config, st *store.Store, rg func() *ring.Ring, unsettled func() bool) *services {
+	m := metrics.New()
+	reg := namespace.NewRegistry()
 	epoch := func() uint64 {
-		if r := ringFn(); r != nil {
+		if r := rg(); r != nil {
 			return r.Epoch()
 		}
 		return 0
 	}
-	o := newOwner(st, cfg.log, reg, epoch, cfg.maxBatch, cfg.stageLease, cfg.maxPinLease, cfg.now)
-	c := &coordinator{self: cfg.self, ring: ringFn, unsettled: cfg.unsettled, local: o, pool: pool, reg: reg, log: cfg.log, maxBatch: cfg.maxBatch,
-		commitTimeout: cfg.commitTimeout, peerTimeout: cfg.peerTimeout, maxPin: cfg.maxPinLease, now: cfg.now,
-		leases: make(map[uint64]coordLease), m: m, peers: newPeerFailures(cfg.log, cfg.now, m.peerFailures)}
-	limits := &kvringv1.Limits{MaxFrameBytes: transfer.MaxFrameBytes, MaxChunkBytes: uint64(st.MaxChunkSize()),
-		MaxBatchChunks: uint32(cfg.maxBatch), MaxLeaseTtlMs: uint32(cfg.maxPinLease / time.Millisecond)}
-	return &services{reg: reg, pool: pool, owner: o, coord: c,
-		cache: &cacheService{c: c, limits: limits, broadcastTimeout: cfg.broadcastTimeout, maxReplicas: cfg.maxReplicas,
-			defaultReplicas: uint32(max(1, cfg.replicas)), defaultMinReplicas: uint32(max(1, cfg.minReplicas))},
-		peer: &peerService{o: o, m: m}}
+	o := owner.New(owner.Config{Store: st, Log: cfg.Logger.With("component", "owner"), Registry: reg, Epoch: epoch,
+		MaxBatch: cfg.MaxBatchChunks, MaxPin: cfg.Store.MaxPinLease, Now: cfg.Now, Metrics: m})
+	c := coord.New(coord.Config{Self: st.NodeID(), Ring: rg, Unsettled: unsettled, Owner: o, Registry: reg,
+		Log: cfg.Logger.With("component", "coordinator"), MaxBatch: cfg.MaxBatchChunks, CommitTimeout: cfg.CommitTimeout,
+		PeerTimeout: cfg.PeerTimeout, BroadcastTimeout: cfg.CommitTimeout, MaxPin: cfg.Store.MaxPinLease,
+		Defaults: namespace.Defaults{Replicas: uint32(cfg.Replication), MinReplicas: uint32(cfg.MinReplicas),
+			MaxReplicas: uint32(cfg.Membership.Ring.ReplicationFactor)},
+		Limits: &kvringv1.Limits{MaxFrameBytes: transfer.MaxFrameBytes, MaxChunkBytes: uint64(st.MaxChunkSize()),
+			MaxBatchChunks: uint32(cfg.MaxBatchChunks), MaxLeaseTtlMs: uint32(cfg.Store.MaxPinLease / time.Millisecond)},
+		Now: cfg.Now, Metrics: m})
+	gs := grpc.NewServer(serverOptions(m)...)
+	gs.RegisterService(transfer.StrictDecoding(&kvringv1.Cache_ServiceDesc), coord.NewService(c))
+	gs.RegisterService(transfer.StrictDecoding(&kvringv1.Peer_ServiceDesc), owner.NewService(o))
+	return &services{reg: reg, owner: o, coord: c, m: m, grpc: gs}
 }
 
-// serverOptions are the options of the gRPC server the services are
-// registered on. transfer.Codec is required: Put and Prepare receive their
-// frames as transfer.InFrame, without copying them.
-func serverOptions(m *metrics) []grpc.ServerOption {
+// serverOptions are the options of a node's gRPC server. transfer.Codec is
+// required: Put and Prepare receive their frames as transfer.InFrame, without
+// copying them.
+func serverOptions(m *metrics.Set) []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.ForceServerCodecV2(transfer.NewCodec()),
 		grpc.MaxRecvMsgSize(4 << 20),
@@ -81,21 +69,22 @@ func serverOptions(m *metrics) []grpc.ServerOption {
 		// one write(2) from a buffer held only while writing.
 		grpc.ReadBufferSize(256 << 10),
 		grpc.WriteBufferSize(1 << 20),
-		grpc.StatsHandler(connCounter{m}),
+		grpc.StatsHandler(metrics.ConnCounter{M: m}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
 	}
 }
 
-// register adds the Cache and Peer services to a gRPC server made with
-// serverOptions.
-func (s *services) register(gs *grpc.Server) {
-	kvringv1.RegisterCacheServer(gs, s.cache)
-	kvringv1.RegisterPeerServer(gs, s.peer)
+// sweep forgets stage tokens whose lease the store ended and lookup-lease
+// records that have ended. The node's maintenance loop calls it.
+func (s *services) sweep() {
+	s.owner.Sweep()
+	s.coord.Sweep()
 }
 
-// sweep drops expired stage tokens and leases.
-func (s *services) sweep(now time.Time) {
-	s.owner.sweep(now)
-	s.coord.sweep(now)
+// close stops the gRPC server at once and closes the peer connections; for
+// the test cluster (a node drains its server in Close instead).
+func (s *services) close() {
+	s.grpc.Stop()
+	s.coord.Close()
 }

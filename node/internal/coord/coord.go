@@ -1,0 +1,146 @@
+package coord
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/kvring/kvring/node/internal/metrics"
+	"github.com/kvring/kvring/node/internal/namespace"
+	"github.com/kvring/kvring/node/internal/owner"
+	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
+	"github.com/kvring/kvring/ring"
+	"github.com/kvring/kvring/transfer"
+)
+
+// Config configures a Coordinator. Every field is required unless it says
+// otherwise.
+type Config struct {
+	// Self is this node's id.
+	Self string
+	// Ring returns the current ring view; it must not block.
+	Ring func() *ring.Ring
+	// Unsettled reports whether reads should also ask members that do not
+	// own a chunk (shortly after a ring change). Optional: nil means never.
+	Unsettled func() bool
+	// Owner is this node's owner, driven in process for the chunks this node
+	// owns.
+	Owner    *owner.Owner
+	Registry *namespace.Registry
+	Log      *slog.Logger
+	// MaxBatch is the most chunks one call may carry.
+	MaxBatch int
+	// CommitTimeout bounds the commit and abort calls of a two-phase write
+	// (they run even when the engine's call was cancelled after prepare) and
+	// the wait for another writer of the same chunks.
+	CommitTimeout time.Duration
+	// PeerTimeout bounds each exchange with one owner, so an owner that is
+	// stuck (not just down) is skipped within the engine's deadline.
+	PeerTimeout time.Duration
+	// BroadcastTimeout bounds how long a namespace registration waits for
+	// the other members to answer.
+	BroadcastTimeout time.Duration
+	// MaxPin caps a lookup lease.
+	MaxPin time.Duration
+	// Defaults are the replication settings of new namespaces.
+	Defaults namespace.Defaults
+	// Limits are announced to clients when they register.
+	Limits *kvringv1.Limits
+	// Now is the clock of lookup-lease records and outage durations; the
+	// node passes the same clock to the store.
+	Now     func() time.Time
+	Metrics *metrics.Set
+}
+
+// Coordinator serves engines on every node: it places each chunk on its
+// owners, runs two-phase writes, fans lookups out and reads with owner
+// fallback. It holds no chunk bytes beyond the frame in flight (and one chunk
+// read from a peer while it is verified). It starts no goroutines that
+// outlive a call. Safe for concurrent use; Close closes its peer connections.
+type Coordinator struct {
+	cfg   Config
+	local *owner.Owner
+	reg   *namespace.Registry
+	log   *slog.Logger
+	m     *metrics.Set
+	pool  *peerPool
+	// peers logs runs of failures to reach a peer once, not per request.
+	peers *peerFailures
+
+	mu     sync.Mutex
+	leases map[uint64]coordLease
+}
+
+// New returns a Coordinator. It does no I/O: peer connections are made on
+// first use.
+func New(cfg Config) *Coordinator {
+	return &Coordinator{cfg: cfg, local: cfg.Owner, reg: cfg.Registry, log: cfg.Log, m: cfg.Metrics,
+		pool: newPeerPool(), peers: newPeerFailures(cfg.Log, cfg.Now, cfg.Metrics.PeerFailures),
+		leases: make(map[uint64]coordLease)}
+}
+
+// Close closes the connections to peers; later peer calls fail with
+// Unavailable. Idempotent.
+func (c *Coordinator) Close() { c.pool.close() }
+
+// RingChanged closes the connections to, and forgets the outages of, peers
+// that are no longer members of r. The node calls it after every ring
+// rebuild; it never blocks for long.
+func (c *Coordinator) RingChanged(r *ring.Ring) {
+	live, liveIDs := map[string]bool{}, map[string]bool{}
+	for _, m := range r.Members() {
+		live[m.Addr] = true
+		liveIDs[m.ID] = true
+	}
+	c.pool.keep(live)
+	c.peers.keep(liveIDs)
+}
+
+// Unreachable returns how many peers are in an outage now.
+func (c *Coordinator) Unreachable() int { return c.peers.unreachable() }
+
+func (c *Coordinator) epoch() uint64 {
+	if r := c.cfg.Ring(); r != nil {
+		return r.Epoch()
+	}
+	return 0
+}
+
+// isUnsettled reports whether reads should also ask members that do not
+// own a chunk: the ring changed, or this node started, moments ago.
+func (c *Coordinator) isUnsettled() bool { return c.cfg.Unsettled != nil && c.cfg.Unsettled() }
+
+func (c *Coordinator) caller() *kvringv1.PeerCaller {
+	return &kvringv1.PeerCaller{NodeId: c.cfg.Self, Epoch: c.epoch()}
+}
+
+// currentRing returns the ring, or Unavailable when it has no members.
+func (c *Coordinator) currentRing() (*ring.Ring, error) {
+	r := c.cfg.Ring()
+	if r == nil || r.Len() == 0 {
+		return nil, fmt.Errorf("%w: the ring has no members", transfer.ErrUnavailable)
+	}
+	return r, nil
+}
+
+// peerCtx bounds one exchange with an owner by PeerTimeout (or the caller's
+// deadline, if sooner).
+func (c *Coordinator) peerCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, c.cfg.PeerTimeout)
+}
+
+// peer returns the Peer client of member m.
+func (c *Coordinator) peer(m ring.Member) (kvringv1.PeerClient, error) { return c.pool.client(m.Addr) }
+
+// nsRef is the namespace reference of a record, as peers are sent it.
+func nsRef(rec *kvringv1.NamespaceRecord) *kvringv1.NamespaceRef {
+	return &kvringv1.NamespaceRef{Name: rec.GetName(), Fingerprint: rec.GetFingerprint()}
+}
+
+// replication returns a record's replication factor and min replicas (at
+// least 1 each).
+func replication(rec *kvringv1.NamespaceRecord) (replicas, minReplicas int) {
+	return int(max(1, rec.GetReplicationFactor())), int(max(1, rec.GetMinReplicas()))
+}

@@ -1,0 +1,29 @@
+// Package coord is the coordinator every node runs for engines: the Cache
+// gRPC service. It places each chunk of a call on its owners (package ring),
+// runs two-phase confirmed writes (put.go: a putTx with one method per phase,
+// share.go: each owner's share and the fan-out of frames), fans lookups out
+// (lookup.go), reads with owner fallback (get.go, fetch.go), registers
+// namespaces cluster-wide (namespaces.go) and logs peer outages once
+// (failures.go).
+//
+// # What it owns
+//
+//   - The connections to peers (peers.go), made on first use, closed when a
+//     peer leaves the ring (RingChanged) and on Close.
+//   - Goroutines only within a call: one per owner while a phase fans out,
+//     all waited for before the call returns.
+//   - No chunk bytes beyond the frame in flight, and one chunk read from a
+//     peer while its checksum is verified. This node's own chunks are read
+//     and written through package owner, in process.
+//
+// # Contract
+//
+//   - A chunk is reported stored only when at least min_replicas owners
+//     sealed it (or held it already); no holder means rejected or failed,
+//     never success. Bytes that fail their checksum are never sent.
+//   - Every status error it returns is built by transfer.ToStatus.
+//   - Time (lease records, outage durations) comes from Config.Now.
+//
+// It must not decide membership, hold state across calls beyond lookup-lease
+// records, or touch the store directly.
+package coord

@@ -1,0 +1,236 @@
+package coord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/kvring/kvring/node/internal/metrics"
+	"github.com/kvring/kvring/node/internal/owner"
+	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
+	"github.com/kvring/kvring/ring"
+	"github.com/kvring/kvring/store"
+	"github.com/kvring/kvring/transfer"
+)
+
+// getTx is one engine Get: the ids, each id's owners in the order they are
+// tried, and one Fetch stream per remote primary owner for its ids in order.
+// Not safe for concurrent use.
+type getTx struct {
+	c       *Coordinator
+	ctx     context.Context
+	ns      string // store namespace
+	ref     *kvringv1.NamespaceRef
+	ids     []store.ID
+	owners  [][]ring.Member         // per id: owners in ring order (then non-owners while unsettled)
+	streams map[string]*fetchStream // remote primary owner id → its stream
+	send    owner.SendFunc          // to the engine
+}
+
+// chunkMiss gathers why no owner could send a chunk.
+type chunkMiss struct {
+	reasons     []string
+	unavailable int  // owners that did not answer
+	badSum      bool // some owner's bytes failed their checksum
+}
+
+func (m *chunkMiss) add(node string, format string, args ...any) {
+	m.reasons = append(m.reasons, "node "+node+": "+fmt.Sprintf(format, args...))
+}
+
+// get streams each id's chunk to the engine in order: from the first owner
+// that has it and whose bytes pass the checksum, else an explicit miss
+// (NOT_FOUND, or UNAVAILABLE when no owner answered). Bytes that fail their
+// checksum are never sent.
+func (c *Coordinator) get(req *kvringv1.GetRequest, stream grpc.ServerStreamingServer[kvringv1.GetResponse]) error {
+	defer metrics.ObserveSince(c.m.GetSeconds, time.Now())
+	g, err := c.beginGet(req, stream)
+	if err != nil {
+		return transfer.ToStatus(err)
+	}
+	fctx, cancel := context.WithCancel(g.ctx)
+	defer cancel()
+	g.openStreams(fctx)
+	defer g.noteStreams()
+	for i, id := range g.ids {
+		if err := g.serve(uint32(i), id); err != nil {
+			return err // the engine went away
+		}
+	}
+	return nil
+}
+
+// beginGet checks the request and places every id.
+func (c *Coordinator) beginGet(req *kvringv1.GetRequest, stream grpc.ServerStreamingServer[kvringv1.GetResponse]) (*getTx, error) {
+	ns, rec, err := c.reg.Resolve(req.GetNamespace())
+	if err != nil {
+		return nil, err
+	}
+	ids, err := owner.ParseIDs(req.GetIds(), c.cfg.MaxBatch)
+	if err != nil {
+		return nil, err
+	}
+	rg, err := c.currentRing()
+	if err != nil {
+		return nil, err
+	}
+	epoch := rg.Epoch()
+	g := &getTx{c: c, ctx: stream.Context(), ns: ns, ref: nsRef(rec), ids: ids, owners: make([][]ring.Member, len(ids)),
+		streams: map[string]*fetchStream{}}
+	g.send = func(h *kvringv1.ChunkHeader, f *kvringv1.DataFrame) error {
+		if h != nil {
+			return stream.Send(&kvringv1.GetResponse{Epoch: epoch, Msg: &kvringv1.GetResponse_Header{Header: h}})
+		}
+		return stream.Send(&kvringv1.GetResponse{Epoch: epoch, Msg: &kvringv1.GetResponse_Data{Data: f}})
+	}
+	replicas, _ := replication(rec)
+	unsettled := c.isUnsettled()
+	for i, id := range ids {
+		g.owners[i] = rg.Owners(rec.GetName(), id[:], replicas)
+		if unsettled {
+			// Shortly after a ring change a chunk may sit on a non-owner.
+			g.owners[i] = append(g.owners[i], nonOwners(rg, g.owners[i])...)
+		}
+	}
+	return g, nil
+}
+
+// openStreams opens one Fetch stream per remote primary owner, for its ids
+// in order.
+func (g *getTx) openStreams(ctx context.Context) {
+	c := g.c
+	primaries := map[string][][]byte{}
+	for i, id := range g.ids {
+		if p := g.owners[i][0]; p.ID != c.cfg.Self {
+			primaries[p.ID] = append(primaries[p.ID], id[:])
+		}
+	}
+	for i := range g.ids {
+		p := g.owners[i][0]
+		if p.ID == c.cfg.Self || g.streams[p.ID] != nil {
+			continue
+		}
+		sctx, scancel := context.WithCancel(ctx)
+		fs := &fetchStream{m: p, cancel: scancel, timeout: c.cfg.PeerTimeout, recv: c.m.PeerReceived}
+		g.streams[p.ID] = fs
+		pc, err := c.peer(p)
+		if err == nil {
+			fs.stream, err = pc.Fetch(sctx, &kvringv1.FetchRequest{Caller: c.caller(), Namespace: g.ref, Ids: primaries[p.ID]})
+		}
+		if err != nil {
+			fs.broken = transfer.FromStatus(err)
+			c.peers.note(g.ctx, p, fs.broken)
+		}
+	}
+}
+
+// noteStreams tells the outage log which primaries answered throughout.
+func (g *getTx) noteStreams() {
+	for _, fs := range g.streams {
+		if fs.broken == nil && fs.answered {
+			g.c.peers.ok(fs.m)
+		}
+	}
+}
+
+// serve sends the chunk at position idx from the first of its owners that
+// has it, or a miss saying why none could.
+func (g *getTx) serve(idx uint32, id store.ID) error {
+	var miss chunkMiss
+	for k, m := range g.owners[idx] {
+		sent, err := g.tryOwner(k, m, idx, id, &miss)
+		if err != nil {
+			return err
+		}
+		if sent {
+			g.c.m.GetBy[metrics.GetHit].Inc()
+			return nil
+		}
+	}
+	status, result := kvringv1.ReadStatus_READ_STATUS_NOT_FOUND, metrics.GetMiss
+	if miss.unavailable == len(g.owners[idx]) {
+		status, result = kvringv1.ReadStatus_READ_STATUS_UNAVAILABLE, metrics.GetUnavailable
+	}
+	if miss.badSum {
+		result = metrics.GetChecksumError
+	}
+	g.c.m.GetBy[result].Inc()
+	return g.send(&kvringv1.ChunkHeader{Index: idx, Status: status, Reason: strings.Join(miss.reasons, "; ")}, nil)
+}
+
+// tryOwner asks the owner at position k of the chunk's owners for it (this
+// node's store, the primary's Fetch stream, or a one-chunk Fetch of a
+// fallback) and forwards it to the engine if found with good bytes. It
+// reports whether it sent the chunk; why not goes into miss. err is the
+// engine's stream failing.
+func (g *getTx) tryOwner(k int, m ring.Member, idx uint32, id store.ID, miss *chunkMiss) (sent bool, err error) {
+	c := g.c
+	if m.ID == c.cfg.Self {
+		size, readErr, err := c.local.Send(g.ns, id, idx, &kvringv1.NodeRef{NodeId: m.ID, GrpcAddr: m.Addr}, g.send)
+		if err != nil || size > 0 {
+			c.m.GetBytes.Add(float64(size))
+			return err == nil, err
+		}
+		miss.badSum = miss.badSum || errors.Is(readErr, store.ErrChecksum)
+		miss.add(m.ID, "not held")
+		return false, nil
+	}
+	h, data, sum, ferr := g.fetch(k, m, id)
+	switch {
+	case ferr != nil:
+		miss.unavailable++
+		miss.add(m.ID, "%v", ferr)
+		return false, nil
+	case h.GetStatus() != kvringv1.ReadStatus_READ_STATUS_FOUND:
+		miss.add(m.ID, "%s", h.GetReason())
+		return false, nil
+	case sum != h.GetChunk().GetCrc32C():
+		miss.badSum = true
+		miss.add(m.ID, "bytes failed their checksum")
+		return false, nil
+	}
+	h.Index = idx
+	h.Holder = &kvringv1.NodeRef{NodeId: m.ID, GrpcAddr: m.Addr}
+	if err := g.send(h, nil); err != nil {
+		return false, err
+	}
+	if err := transfer.SplitFrames(idx, data, transfer.MaxFrameBytes, func(f *kvringv1.DataFrame) error { return g.send(nil, f) }); err != nil {
+		return false, err
+	}
+	c.m.GetBytes.Add(float64(len(data)))
+	return true, nil
+}
+
+// fetch reads chunk id from remote owner m: from its Fetch stream when m is
+// the primary (k == 0), else with a one-chunk Fetch. The outcome is noted for
+// the outage log.
+func (g *getTx) fetch(k int, m ring.Member, id store.ID) (*kvringv1.ChunkHeader, []byte, uint32, error) {
+	if k > 0 {
+		h, data, sum, err := g.c.fetchOne(g.ctx, m, g.ref, id)
+		g.c.peers.note(g.ctx, m, err)
+		return h, data, sum, err
+	}
+	fs := g.streams[m.ID]
+	wasBroken := fs.broken != nil
+	h, data, sum, err := fs.next(id)
+	if err != nil && !wasBroken {
+		g.c.peers.note(g.ctx, m, err) // once per stream; success is noted at the end
+	}
+	return h, data, sum, err
+}
+
+// nonOwners returns the members of rg that are not in owners.
+func nonOwners(rg *ring.Ring, owners []ring.Member) []ring.Member {
+	var out []ring.Member
+	for _, m := range rg.Members() {
+		if !slices.ContainsFunc(owners, func(o ring.Member) bool { return o.ID == m.ID }) {
+			out = append(out, m)
+		}
+	}
+	return out
+}

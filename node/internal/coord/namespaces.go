@@ -1,0 +1,92 @@
+package coord
+
+import (
+	"context"
+	"sync"
+
+	"github.com/kvring/kvring/node/internal/namespace"
+	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
+	"github.com/kvring/kvring/ring"
+	"github.com/kvring/kvring/transfer"
+)
+
+// broadcast offers a namespace record to every other member, in parallel,
+// within BroadcastTimeout, and returns the record that wins over it, if any
+// member holds one (namespace.Broadcast).
+func (c *Coordinator) broadcast(ctx context.Context, rec *kvringv1.NamespaceRecord) *kvringv1.NamespaceRecord {
+	r := c.cfg.Ring()
+	if r == nil {
+		return nil
+	}
+	bctx, cancel := context.WithTimeout(ctx, c.cfg.BroadcastTimeout)
+	defer cancel()
+	var mu sync.Mutex
+	var winner *kvringv1.NamespaceRecord
+	var wg sync.WaitGroup
+	for _, m := range r.Members() {
+		if m.ID == c.cfg.Self {
+			continue
+		}
+		wg.Go(func() {
+			held := c.offer(ctx, bctx, m, rec)
+			if held == nil {
+				return
+			}
+			mu.Lock()
+			if winner == nil || namespace.Wins(held, winner) {
+				winner = held
+			}
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return winner
+}
+
+// offer sends rec to member m under bctx and returns m's record when it
+// wins over rec. ctx is the engine's call, for the outage log.
+func (c *Coordinator) offer(ctx, bctx context.Context, m ring.Member, rec *kvringv1.NamespaceRecord) *kvringv1.NamespaceRecord {
+	pc, err := c.peer(m)
+	if err != nil {
+		return nil
+	}
+	resp, err := pc.PutNamespace(bctx, &kvringv1.PutNamespaceRequest{Caller: c.caller(), Namespace: rec})
+	c.peers.note(ctx, m, err) // an unreachable peer is logged once per outage, not per namespace
+	if err != nil {
+		if !transfer.Unreachable(err) {
+			c.log.Warn("cannot tell a member about a namespace", "node", m.ID, "namespace", rec.GetName(), "err", err)
+		}
+		return nil
+	}
+	if held := resp.GetNamespace(); held != nil && !resp.GetAccepted() && namespace.Wins(held, rec) {
+		return held
+	}
+	return nil
+}
+
+// SyncNamespaces learns the namespaces registered before this node joined,
+// from the first other member that answers, within CommitTimeout or until
+// ctx ends. It logs what it learned.
+func (c *Coordinator) SyncNamespaces(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.CommitTimeout)
+	defer cancel()
+	var others []ring.Member
+	var listers []namespace.Lister
+	for _, m := range c.cfg.Ring().Members() {
+		if m.ID == c.cfg.Self {
+			continue
+		}
+		others = append(others, m)
+		listers = append(listers, func(ctx context.Context) ([]*kvringv1.NamespaceRecord, error) {
+			pc, err := c.peer(m)
+			if err != nil {
+				return nil, err
+			}
+			resp, err := pc.ListNamespaces(ctx, &kvringv1.ListNamespacesRequest{Caller: c.caller()})
+			return resp.GetNamespaces(), err
+		})
+	}
+	if n, from := c.reg.SyncFrom(ctx, listers); from >= 0 {
+		c.log.Info("learned namespaces from a peer", "node", others[from].ID, "namespaces", n)
+	}
+}

@@ -1,0 +1,97 @@
+package coord
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/kvring/kvring/node/internal/metrics"
+	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
+)
+
+// result decides the fate of the chunk at batch index idx from its owners'
+// votes and commits. Stored means held by at least minReplicas nodes
+// (degraded below the replication factor); no holder means rejected (every
+// owner's policy or budget declined) or failed (with every owner's reason).
+func (tx *putTx) result(idx uint32) *kvringv1.PutChunkResult {
+	r := &kvringv1.PutChunkResult{Index: idx}
+	var reasons []string
+	newly, allRejected := false, true
+	for _, s := range tx.owners[idx] {
+		if s.failed != nil {
+			reasons = append(reasons, s.failed.Error())
+			allRejected = false
+			continue
+		}
+		holder := &kvringv1.NodeRef{NodeId: s.member.ID, GrpcAddr: s.member.Addr}
+		if s.sealed[s.toShare[idx]] {
+			r.Holders = append(r.Holders, holder)
+			newly = true
+			continue
+		}
+		v := s.vote(idx)
+		switch v.GetVote() {
+		case kvringv1.Vote_VOTE_ALREADY_HELD:
+			r.Holders = append(r.Holders, holder)
+		case kvringv1.Vote_VOTE_REJECTED:
+			reasons = append(reasons, fmt.Sprintf("node %s: %s", s.member.ID, v.GetReason()))
+		case kvringv1.Vote_VOTE_READY:
+			reasons = append(reasons, fmt.Sprintf("node %s: voted ready but was not committed", s.member.ID))
+			allRejected = false
+		default:
+			reason := v.GetReason()
+			if v == nil {
+				reason = "no vote"
+			}
+			reasons = append(reasons, fmt.Sprintf("node %s: %s", s.member.ID, reason))
+			allRejected = false
+		}
+	}
+	switch {
+	case len(r.Holders) >= tx.minReplicas:
+		r.Status = kvringv1.PutStatus_PUT_STATUS_ALREADY_HELD
+		if newly {
+			r.Status = kvringv1.PutStatus_PUT_STATUS_STORED
+		}
+		r.Degraded = len(r.Holders) < tx.replicas
+		if r.Degraded {
+			r.Reason = strings.Join(reasons, "; ")
+		}
+	case len(r.Holders) == 0 && allRejected:
+		r.Status = kvringv1.PutStatus_PUT_STATUS_REJECTED
+		r.Reason = strings.Join(reasons, "; ")
+	default:
+		r.Status = kvringv1.PutStatus_PUT_STATUS_FAILED
+		if len(r.Holders) > 0 {
+			reasons = append([]string{fmt.Sprintf("held by %d of the %d required replicas", len(r.Holders), tx.minReplicas)}, reasons...)
+		}
+		r.Reason = strings.Join(reasons, "; ")
+	}
+	return r
+}
+
+// putLabel is the kvring_put_chunks_total label of a result.
+func putLabel(s kvringv1.PutStatus) string {
+	switch s {
+	case kvringv1.PutStatus_PUT_STATUS_STORED:
+		return metrics.PutStored
+	case kvringv1.PutStatus_PUT_STATUS_ALREADY_HELD:
+		return metrics.PutAlreadyHeld
+	case kvringv1.PutStatus_PUT_STATUS_REJECTED:
+		return metrics.PutRejected
+	}
+	return metrics.PutFailed
+}
+
+// countPut counts the chunk results the engine is sent.
+func (c *Coordinator) countPut(results []*kvringv1.PutChunkResult, chunks []*kvringv1.ChunkRef) {
+	for _, r := range results {
+		counters := c.m.PutBy[putLabel(r.GetStatus())]
+		counters.Chunks.Inc()
+		if i := int(r.GetIndex()); i < len(chunks) {
+			counters.Bytes.Add(float64(chunks[i].GetSize()))
+		}
+		if r.GetDegraded() {
+			c.m.PutDegraded.Inc()
+		}
+	}
+}

@@ -1,0 +1,100 @@
+package coord
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
+	"github.com/kvring/kvring/ring"
+	"github.com/kvring/kvring/transfer"
+)
+
+// ownerShare is one owner's share of a put: the chunks it owns, what it
+// said about each, and the session that carries them. Positions in the share
+// ("share index") differ from positions in the engine's batch ("batch
+// index"); toBatch and toShare map between them. Each share is touched by one
+// goroutine at a time (the phases run the shares in parallel, one goroutine
+// each).
+type ownerShare struct {
+	member  ring.Member
+	remote  bool // member is a peer, not this node
+	sess    putSession
+	toBatch []uint32          // share index → batch index
+	toShare map[uint32]uint32 // batch index → share index
+	chunks  []*kvringv1.ChunkRef
+	need    map[uint32]bool // share indexes whose bytes the owner wants
+	votes   map[uint32]*kvringv1.ChunkVote
+	sent    map[uint32]uint64 // bytes forwarded per share index
+	sealed  map[uint32]bool
+	tokens  map[uint32]uint64 // stage tokens of the chunks voted ready
+	failed  error             // the owner became unreachable or broke the protocol
+	cause   error             // failed's cause, unwrapped
+}
+
+func newOwnerShare(m ring.Member, self string) *ownerShare {
+	return &ownerShare{member: m, remote: m.ID != self, toShare: map[uint32]uint32{}, need: map[uint32]bool{},
+		votes: map[uint32]*kvringv1.ChunkVote{}, sent: map[uint32]uint64{}, sealed: map[uint32]bool{}, tokens: map[uint32]uint64{}}
+}
+
+// add appends the chunk at batch index i to the share.
+func (s *ownerShare) add(i uint32, ch *kvringv1.ChunkRef) {
+	s.toShare[i] = uint32(len(s.toBatch))
+	s.toBatch = append(s.toBatch, i)
+	s.chunks = append(s.chunks, ch)
+}
+
+// fail records the first failure of the owner; later ones are ignored.
+func (s *ownerShare) fail(err error) {
+	if s.failed == nil {
+		s.failed = fmt.Errorf("node %s (%s): %w", s.member.ID, s.member.Addr, err)
+		s.cause = err
+	}
+}
+
+// vote is what the owner said about the chunk at batch index i (nil: nothing).
+func (s *ownerShare) vote(i uint32) *kvringv1.ChunkVote { return s.votes[s.toShare[i]] }
+
+// fanoutSink forwards one batch chunk's bytes to every owner that needs
+// them, turning the bytes back into frames with the owner's share index.
+type fanoutSink struct {
+	index  uint32 // batch index
+	shares []*ownerShare
+	sent   prometheus.Counter // bytes forwarded to peers
+}
+
+func (s *fanoutSink) Write(b []byte) (int, error) { return s.WriteBuffers([][]byte{b}) }
+
+// WriteBuffers forwards one frame, in pieces, to every owner that has not
+// failed. An owner's failure fails only its share; the frame counts as taken.
+func (s *fanoutSink) WriteBuffers(bufs [][]byte) (int, error) {
+	f := transfer.Frame{Data: bufs}
+	n := f.Len()
+	for _, sh := range s.shares {
+		if sh.failed != nil {
+			continue
+		}
+		si := sh.toShare[s.index]
+		f.Index, f.Offset = si, sh.sent[si]
+		if err := sh.sess.send(f); err != nil {
+			sh.fail(err)
+			continue
+		}
+		sh.sent[si] += uint64(n)
+		if sh.remote {
+			s.sent.Add(float64(n))
+		}
+	}
+	return n, nil
+}
+
+// parallel runs f for every item at once and waits: one goroutine per owner
+// (or per node asked), each touching only its own item.
+func parallel[T any](items map[string]T, f func(T)) {
+	var wg sync.WaitGroup
+	for _, it := range items {
+		wg.Go(func() { f(it) })
+	}
+	wg.Wait()
+}

@@ -1,0 +1,155 @@
+package metrics
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc/stats"
+)
+
+// Label values of kvring_put_chunks_total and kvring_put_bytes_total: a
+// chunk's fate as its PutChunkResult reports it.
+const (
+	PutStored      = "stored"
+	PutAlreadyHeld = "already_held"
+	PutRejected    = "rejected"
+	PutFailed      = "failed"
+)
+
+// Label values of kvring_get_chunks_total: a requested chunk's fate.
+const (
+	GetHit           = "hit"            // its bytes were sent
+	GetMiss          = "miss"           // no owner holds it
+	GetChecksumError = "checksum_error" // bytes were found but failed their checksum, and no owner had good ones
+	GetUnavailable   = "unavailable"    // no owner answered
+)
+
+// latencyBuckets span a loopback call (tens of µs) to a call that waits out
+// timeouts (10 s), in seconds.
+var latencyBuckets = []float64{50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3,
+	100e-3, 250e-3, 500e-3, 1, 2.5, 5, 10}
+
+// Set holds the instruments one node updates as it serves. The
+// store-derived and cluster-derived metrics are not here: storeCollector and
+// clusterCollector read them at scrape time. Create with New; a
+// *Set is usable unregistered (its values then go nowhere) and is safe
+// for concurrent use. Counters only go up.
+type Set struct {
+	PutChunks   *prometheus.CounterVec // result
+	PutBytes    *prometheus.CounterVec // result
+	PutDegraded prometheus.Counter
+	// PutBusyWait times puts that waited for another engine's write of the
+	// same chunks (see awaitOtherWriters).
+	PutBusyWait prometheus.Observer
+
+	Lookups          prometheus.Counter
+	LookupIDs        prometheus.Counter
+	LookupIDsMatched prometheus.Counter
+
+	GetChunks *prometheus.CounterVec // result
+	GetBytes  prometheus.Counter
+	// The vectors' children, resolved once: the data paths count per chunk.
+	PutBy map[string]PutCounters        // result → its chunk and byte counters
+	GetBy map[string]prometheus.Counter // result → chunks
+
+	RequestSeconds                                          *prometheus.HistogramVec // op: put, lookup, get
+	PeerRequestSeconds                                      *prometheus.HistogramVec // op: prepare, commit, has, fetch
+	PutSeconds, LookupSeconds, GetSeconds                   prometheus.Observer
+	PrepareSeconds, CommitSeconds, HasSeconds, FetchSeconds prometheus.Observer
+
+	PeerBytes        *prometheus.CounterVec // direction: sent, received
+	PeerSent         prometheus.Counter
+	PeerReceived     prometheus.Counter
+	PeerFailures     prometheus.Counter
+	Connections      prometheus.Gauge
+	ConnectionsTotal prometheus.Counter
+}
+
+// PutCounters are the children of kvring_put_chunks_total and
+// kvring_put_bytes_total for one result.
+type PutCounters struct {
+	Chunks, Bytes prometheus.Counter
+}
+
+// New returns a Set whose instruments are not registered.
+func New() *Set {
+	m := &Set{
+		PutChunks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvring_put_chunks_total",
+			Help: "Chunks this node coordinated a put for, by result (stored, already_held, rejected, failed)."}, []string{"result"}),
+		PutBytes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvring_put_bytes_total",
+			Help: "Payload bytes of the chunks counted in kvring_put_chunks_total, by result."}, []string{"result"}),
+		PutDegraded: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvring_put_degraded_total",
+			Help: "Chunks put (stored or already held) by fewer nodes than the namespace's replication factor."}),
+		PutBusyWait: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kvring_put_busy_wait_seconds",
+			Help: "Time a put waited for another write of the same chunks to finish before answering (only puts that waited).", Buckets: latencyBuckets}),
+		Lookups: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvring_lookups_total",
+			Help: "Lookups this node answered."}),
+		LookupIDs: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvring_lookup_ids_total",
+			Help: "Chunk ids asked about in answered Lookups."}),
+		LookupIDsMatched: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvring_lookup_ids_matched_total",
+			Help: "Leading chunk ids answered Lookups reported held (the hit ratio is this over kvring_lookup_ids_total)."}),
+		GetChunks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvring_get_chunks_total",
+			Help: "Chunks asked for in gets this node coordinated, by result (hit, miss, checksum_error, unavailable)."}, []string{"result"}),
+		GetBytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvring_get_bytes_total",
+			Help: "Payload bytes of the chunks counted as hits in kvring_get_chunks_total."}),
+		RequestSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kvring_request_duration_seconds",
+			Help: "Time to serve an engine call (put, lookup, get), errors included.", Buckets: latencyBuckets}, []string{"op"}),
+		PeerRequestSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kvring_peer_request_duration_seconds",
+			Help: "Time to serve a peer call as an owner (prepare, commit, has, fetch), errors included.", Buckets: latencyBuckets}, []string{"op"}),
+		PeerBytes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvring_peer_transfer_bytes_total",
+			Help: "Chunk bytes moved between this node and its peers (put fan-out and fetches), by direction (sent, received)."}, []string{"direction"}),
+		PeerFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvring_peer_failures_total",
+			Help: "Exchanges with a peer that failed because the peer was unreachable or did not answer in time."}),
+		Connections: prometheus.NewGauge(prometheus.GaugeOpts{Name: "kvring_grpc_connections",
+			Help: "Open Connections to this node's gRPC server (engines and peers)."}),
+		ConnectionsTotal: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvring_grpc_connections_opened_total",
+			Help: "Connections this node's gRPC server accepted."}),
+	}
+	m.PutBy, m.GetBy = map[string]PutCounters{}, map[string]prometheus.Counter{}
+	for _, r := range []string{PutStored, PutAlreadyHeld, PutRejected, PutFailed} {
+		m.PutBy[r] = PutCounters{Chunks: m.PutChunks.WithLabelValues(r), Bytes: m.PutBytes.WithLabelValues(r)}
+	}
+	for _, r := range []string{GetHit, GetMiss, GetChecksumError, GetUnavailable} {
+		m.GetBy[r] = m.GetChunks.WithLabelValues(r)
+	}
+	m.PutSeconds = m.RequestSeconds.WithLabelValues("put")
+	m.LookupSeconds = m.RequestSeconds.WithLabelValues("lookup")
+	m.GetSeconds = m.RequestSeconds.WithLabelValues("get")
+	m.PrepareSeconds = m.PeerRequestSeconds.WithLabelValues("prepare")
+	m.CommitSeconds = m.PeerRequestSeconds.WithLabelValues("commit")
+	m.HasSeconds = m.PeerRequestSeconds.WithLabelValues("has")
+	m.FetchSeconds = m.PeerRequestSeconds.WithLabelValues("fetch")
+	m.PeerSent = m.PeerBytes.WithLabelValues("sent")
+	m.PeerReceived = m.PeerBytes.WithLabelValues("received")
+	return m
+}
+
+// Collectors returns every instrument, for registration.
+func (m *Set) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.PutChunks, m.PutBytes, m.PutDegraded, m.PutBusyWait.(prometheus.Collector), m.Lookups, m.LookupIDs, m.LookupIDsMatched,
+		m.GetChunks, m.GetBytes, m.RequestSeconds, m.PeerRequestSeconds, m.PeerBytes, m.PeerFailures,
+		m.Connections, m.ConnectionsTotal}
+}
+
+// ObserveSince records the time since start; use as
+// defer ObserveSince(m.PutSeconds, time.Now()).
+func ObserveSince(o prometheus.Observer, start time.Time) { o.Observe(time.Since(start).Seconds()) }
+
+// ConnCounter is a grpc stats.Handler that counts the server's open
+// Connections. It never blocks.
+type ConnCounter struct{ M *Set }
+
+func (h ConnCounter) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context   { return ctx }
+func (h ConnCounter) HandleRPC(context.Context, stats.RPCStats)                         {}
+func (h ConnCounter) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context { return ctx }
+
+func (h ConnCounter) HandleConn(_ context.Context, s stats.ConnStats) {
+	switch s.(type) {
+	case *stats.ConnBegin:
+		h.M.Connections.Inc()
+		h.M.ConnectionsTotal.Inc()
+	case *stats.ConnEnd:
+		h.M.Connections.Dec()
+	}
+}

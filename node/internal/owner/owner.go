@@ -1,0 +1,250 @@
+package owner
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/kvring/kvring/node/internal/metrics"
+	"github.com/kvring/kvring/node/internal/namespace"
+	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
+	"github.com/kvring/kvring/store"
+	"github.com/kvring/kvring/transfer"
+)
+
+// Config configures an Owner. Every field is required unless it says
+// otherwise.
+type Config struct {
+	Store    *store.Store
+	Log      *slog.Logger
+	Registry *namespace.Registry
+	// Epoch is the node's current ring epoch, carried in replies.
+	Epoch func() uint64
+	// MaxBatch is the most chunks one call may carry.
+	MaxBatch int
+	// MaxPin caps the pin a lookup lease may take.
+	MaxPin time.Duration
+	// Now is the clock of pin-lease records; it must be the store's clock
+	// (store.Config.Now), so both agree on when a lease ends.
+	Now func() time.Time
+	// Metrics receives the Peer service's measurements.
+	Metrics *metrics.Set
+}
+
+// Owner is this node's side of the Peer service: it stages, seals, pins and
+// serves chunks of its local store on behalf of coordinators (this node's
+// own, in process, included). It keeps the Staged handle of every chunk voted
+// ready under a stage token until Commit or Abort; the store alone decides
+// when a stage lease ends (Sweep forgets the handles whose lease it ended).
+// Safe for concurrent use.
+type Owner struct {
+	cfg      Config
+	st       *store.Store
+	maxChunk int64
+
+	mu        sync.Mutex
+	nextToken uint64
+	staged    map[uint64]stagedChunk
+	pins      map[uint64]leasePins // coordinator lease id → local pins
+}
+
+type stagedChunk struct {
+	w  *store.Staged
+	id store.ID
+	ns string
+}
+
+type leasePins struct {
+	pins    []store.PinID
+	expires time.Time
+}
+
+// New returns an Owner over cfg.Store. It does no I/O.
+func New(cfg Config) *Owner {
+	// Tokens start at a random point so a token from before a restart never
+	// names a chunk staged after it.
+	return &Owner{cfg: cfg, st: cfg.Store, maxChunk: cfg.Store.MaxChunkSize(), nextToken: randomUint64() >> 1,
+		staged: make(map[uint64]stagedChunk), pins: make(map[uint64]leasePins)}
+}
+
+// randomUint64 returns a random non-zero number.
+func randomUint64() uint64 {
+	var b [8]byte
+	for {
+		_, _ = rand.Read(b[:])
+		if id := binary.LittleEndian.Uint64(b[:]); id != 0 {
+			return id
+		}
+	}
+}
+
+// NewLeaseID returns a random non-zero lookup lease id.
+func NewLeaseID() uint64 { return randomUint64() }
+
+// Epoch is the node's current ring epoch.
+func (o *Owner) Epoch() uint64 { return o.cfg.Epoch() }
+
+// MaxChunk is the largest chunk the store accepts.
+func (o *Owner) MaxChunk() int64 { return o.maxChunk }
+
+// register keeps a READY chunk until Commit or Abort and returns its token.
+func (o *Owner) register(ns string, id store.ID, w *store.Staged) uint64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.nextToken++
+	o.staged[o.nextToken] = stagedChunk{w: w, id: id, ns: ns}
+	return o.nextToken
+}
+
+// take removes and returns the chunk staged under token.
+func (o *Owner) take(token uint64) (stagedChunk, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	sc, ok := o.staged[token]
+	delete(o.staged, token)
+	return sc, ok
+}
+
+// Commit seals the chunks of the given tokens. A token already committed (a
+// retry) reports sealed when the chunk is held; a token whose lease the store
+// ended reports failed and is forgotten. Blocks on the catalog's group
+// commit when something was sealed.
+func (o *Owner) Commit(ref *kvringv1.NamespaceRef, chunks []*kvringv1.StagedChunk) []*kvringv1.CommitResult {
+	res := make([]*kvringv1.CommitResult, len(chunks))
+	sealed := false
+	for i, c := range chunks {
+		var ok bool
+		res[i], ok = o.commitOne(ref, c)
+		sealed = sealed || ok
+	}
+	if sealed {
+		// Group commit: what this call sealed is in the catalog before the
+		// coordinator hears "sealed", so a chunk reported stored survives a
+		// crash of this process (the bytes are in shared memory already).
+		// Concurrent commits share one bbolt transaction.
+		if err := o.st.FlushCatalog(); err != nil {
+			o.cfg.Log.Error("commit: chunks are held but not recorded for a restart", "err", err)
+		}
+	}
+	return res
+}
+
+// commitOne seals one staged chunk; sealed reports that this call sealed it.
+func (o *Owner) commitOne(ref *kvringv1.NamespaceRef, c *kvringv1.StagedChunk) (r *kvringv1.CommitResult, sealed bool) {
+	id, idErr := store.ParseID(c.GetId())
+	var ns string
+	if ref != nil {
+		ns = namespace.StoreName(ref.GetName(), ref.GetFingerprint())
+	}
+	sc, ok := o.take(c.GetStageToken())
+	if ok && (idErr != nil || ref == nil || sc.id != id || sc.ns != ns) {
+		// The token names another chunk: never seal what was not asked for.
+		o.mu.Lock()
+		o.staged[c.GetStageToken()] = sc
+		o.mu.Unlock()
+		return failed(transfer.ErrInvalidArgument, fmt.Sprintf("stage token %d does not belong to chunk %x of this namespace",
+			c.GetStageToken(), c.GetId())), false
+	}
+	if !ok {
+		if idErr == nil && ref != nil && o.st.Contains(ns, id) {
+			return &kvringv1.CommitResult{Status: kvringv1.CommitStatus_COMMIT_STATUS_SEALED}, false
+		}
+		return &kvringv1.CommitResult{Status: kvringv1.CommitStatus_COMMIT_STATUS_FAILED,
+			Reason: fmt.Sprintf("unknown stage token %d (its lease expired or it was aborted)", c.GetStageToken())}, false
+	}
+	switch err := sc.w.Seal(); {
+	case err == nil:
+		return &kvringv1.CommitResult{Status: kvringv1.CommitStatus_COMMIT_STATUS_SEALED}, true
+	case errors.Is(err, store.ErrAlreadyHeld):
+		return &kvringv1.CommitResult{Status: kvringv1.CommitStatus_COMMIT_STATUS_SEALED}, false
+	default:
+		return failed(err, err.Error()), false
+	}
+}
+
+// failed is a FAILED commit result carrying err's wire code.
+func failed(err error, reason string) *kvringv1.CommitResult {
+	return &kvringv1.CommitResult{Status: kvringv1.CommitStatus_COMMIT_STATUS_FAILED, Reason: reason, Code: transfer.WireCode(err)}
+}
+
+// AbortTokens frees the staged chunks of the given tokens.
+func (o *Owner) AbortTokens(tokens []uint64) {
+	for _, t := range tokens {
+		if sc, ok := o.take(t); ok {
+			sc.w.Abort()
+		}
+	}
+}
+
+// Has answers which ids are held, pinning them under the coordinator's lease
+// id when pin is set.
+func (o *Owner) Has(ref *kvringv1.NamespaceRef, rawIDs [][]byte, pin *kvringv1.LeasePin) ([]bool, time.Duration, error) {
+	if ref == nil || ref.GetName() == "" {
+		return nil, 0, fmt.Errorf("%w: namespace is required", transfer.ErrInvalidArgument)
+	}
+	ids, err := ParseIDs(rawIDs, len(rawIDs)) // the coordinator bounded the batch
+	if err != nil {
+		return nil, 0, err
+	}
+	var ttl time.Duration
+	if pin != nil && pin.GetLeaseId() != 0 {
+		ttl = min(time.Duration(pin.GetTtlMs())*time.Millisecond, o.cfg.MaxPin)
+	}
+	held, p, err := o.st.Has(namespace.StoreName(ref.GetName(), ref.GetFingerprint()), ids, ttl)
+	if err != nil {
+		return nil, 0, err
+	}
+	if p != 0 {
+		o.mu.Lock()
+		lp := o.pins[pin.GetLeaseId()]
+		lp.pins = append(lp.pins, p)
+		lp.expires = o.cfg.Now().Add(ttl)
+		o.pins[pin.GetLeaseId()] = lp
+		o.mu.Unlock()
+	}
+	return held, ttl, nil
+}
+
+// Unpin ends the local pins taken under coordinator leases.
+func (o *Owner) Unpin(leases []uint64) {
+	for _, l := range leases {
+		o.mu.Lock()
+		lp := o.pins[l]
+		delete(o.pins, l)
+		o.mu.Unlock()
+		for _, p := range lp.pins {
+			o.st.Release(p)
+		}
+	}
+}
+
+// Sweep forgets the stage tokens whose slot the store no longer holds staged
+// (its lease ran out: the store freed it) and the records of pin leases that
+// have ended (the store released their pins itself). The node's maintenance
+// loop calls it; it decides no expiry of its own for staged chunks.
+func (o *Owner) Sweep() {
+	now := o.cfg.Now()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for t, sc := range o.staged {
+		if !sc.w.Live() {
+			delete(o.staged, t)
+		}
+	}
+	for l, lp := range o.pins {
+		if now.After(lp.expires) {
+			delete(o.pins, l)
+		}
+	}
+}
+
+// Tokens reports how many chunks wait for their commit under a stage token.
+func (o *Owner) Tokens() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.staged)
+}

@@ -1,0 +1,120 @@
+package owner
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/kvring/kvring/node/internal/namespace"
+	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
+	"github.com/kvring/kvring/store"
+	"github.com/kvring/kvring/transfer"
+)
+
+// Prepare is an owner's side of the prepare phase for one batch: stage each
+// chunk, take its bytes, vote. The Peer service's Prepare stream and a
+// coordinator's in-process session both drive it. Not safe for concurrent
+// use: it belongs to the goroutine that receives the batch's frames.
+type Prepare struct {
+	st     *store.Store
+	ns     string // store namespace
+	ids    []store.ID
+	staged map[uint32]*store.Staged
+	asm    *transfer.Assembler
+	done   bool
+}
+
+// NewPrepare starts the prepare phase of a batch: every chunk is staged. It
+// returns the indexes whose bytes are needed and the votes of the others
+// (already held, rejected, failed). Bad input is ErrInvalidArgument naming the
+// field. Blocks briefly on the store's admission policy.
+func (o *Owner) NewPrepare(ref *kvringv1.NamespaceRef, chunks []*kvringv1.ChunkRef) (*Prepare, []uint32, []*kvringv1.ChunkVote, error) {
+	if ref == nil || ref.GetName() == "" {
+		return nil, nil, nil, fmt.Errorf("%w: namespace is required", transfer.ErrInvalidArgument)
+	}
+	ids, err := ValidateChunks(chunks, o.maxChunk, o.cfg.MaxBatch)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	p := &Prepare{st: o.st, ns: namespace.StoreName(ref.GetName(), ref.GetFingerprint()), ids: ids,
+		staged: make(map[uint32]*store.Staged)}
+	need, votes := p.stage(chunks)
+	return p, need, votes, nil
+}
+
+// stage reserves a slot for every chunk and routes the needed ones' frames
+// to their slots.
+func (p *Prepare) stage(chunks []*kvringv1.ChunkRef) (need []uint32, votes []*kvringv1.ChunkVote) {
+	needed := make(map[uint32]bool)
+	for i, c := range chunks {
+		idx := uint32(i)
+		w, err := p.st.Stage(p.ns, p.ids[i], int64(c.GetSize()), c.GetCrc32C())
+		if err != nil {
+			votes = append(votes, voteFor(idx, err))
+			continue
+		}
+		p.staged[idx] = w
+		needed[idx] = true
+		need = append(need, idx)
+	}
+	p.asm = transfer.NewAssembler(chunks, needed)
+	for idx, w := range p.staged {
+		_ = p.asm.SetSink(idx, w) // idx is needed: SetSink cannot fail
+	}
+	return need, votes
+}
+
+// Frame takes one data frame; its bytes are copied into the chunk's slot and
+// not kept. An error is bad input from the sender (ErrBadFrame: the caller
+// aborts the batch and answers InvalidArgument). A slot that refuses the
+// bytes (its lease ran out) fails only its chunk, which is voted failed.
+func (p *Prepare) Frame(f transfer.Frame) error {
+	_, err := p.asm.AddFrame(f)
+	if err != nil && !errors.Is(err, transfer.ErrBadFrame) {
+		return nil
+	}
+	return err
+}
+
+// Abort frees every staged slot (the stream broke or carried bad input).
+func (p *Prepare) Abort() {
+	for _, w := range p.staged {
+		w.Abort()
+	}
+	p.staged = nil
+	p.done = true
+}
+
+// Done reports whether the batch was voted on or aborted.
+func (p *Prepare) Done() bool { return p.done }
+
+// EndPrepare votes on the needed chunks of p, registering the READY ones
+// under stage tokens until Commit or Abort.
+func (o *Owner) EndPrepare(p *Prepare) []*kvringv1.ChunkVote {
+	votes := make([]*kvringv1.ChunkVote, 0, len(p.staged))
+	for idx, w := range p.staged {
+		if err := w.Check(); err != nil {
+			w.Abort()
+			votes = append(votes, voteFor(idx, err))
+			continue
+		}
+		tok := o.register(p.ns, p.ids[idx], w)
+		votes = append(votes, &kvringv1.ChunkVote{Index: idx, Vote: kvringv1.Vote_VOTE_READY, StageToken: tok})
+	}
+	p.staged = nil
+	p.done = true
+	return votes
+}
+
+// voteFor turns a store error into a vote carrying the error's wire code.
+func voteFor(idx uint32, err error) *kvringv1.ChunkVote {
+	v := &kvringv1.ChunkVote{Index: idx, Reason: err.Error(), Code: transfer.WireCode(err)}
+	switch {
+	case errors.Is(err, store.ErrAlreadyHeld):
+		v.Vote, v.Reason, v.Code = kvringv1.Vote_VOTE_ALREADY_HELD, "", 0
+	case errors.Is(err, store.ErrRejected), errors.Is(err, store.ErrNoSpace):
+		v.Vote = kvringv1.Vote_VOTE_REJECTED
+	default:
+		v.Vote = kvringv1.Vote_VOTE_FAILED
+	}
+	return v
+}

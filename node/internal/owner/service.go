@@ -1,0 +1,185 @@
+package owner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/kvring/kvring/node/internal/metrics"
+	"github.com/kvring/kvring/node/internal/namespace"
+	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
+	"github.com/kvring/kvring/transfer"
+)
+
+// Service adapts an Owner to the generated Peer gRPC service. Every error it
+// returns is built by transfer.ToStatus.
+type Service struct {
+	kvringv1.UnimplementedPeerServer
+	o *Owner
+	m *metrics.Set
+}
+
+// NewService returns the Peer service of o.
+func NewService(o *Owner) *Service { return &Service{o: o, m: o.cfg.Metrics} }
+
+// Prepare runs one batch's prepare phase: begin, need, frames, end, votes.
+// Frames are read in place from gRPC's buffers (transfer.InFrame) and copied
+// once, into the chunks' slots.
+func (s *Service) Prepare(stream grpc.BidiStreamingServer[kvringv1.PrepareRequest, kvringv1.PrepareResponse]) error {
+	defer metrics.ObserveSince(s.m.PrepareSeconds, time.Now())
+	o := s.o
+	first, err := stream.Recv()
+	if errors.Is(err, io.EOF) {
+		return transfer.ToStatus(fmt.Errorf("%w: prepare stream ended before its begin message", transfer.ErrInvalidArgument))
+	}
+	if err != nil {
+		return transfer.ToStatus(transfer.RecvError(err))
+	}
+	begin := first.GetBegin()
+	if begin == nil {
+		return transfer.ToStatus(fmt.Errorf("%w: the first prepare message must be begin", transfer.ErrInvalidArgument))
+	}
+	p, need, votes, err := o.NewPrepare(begin.GetNamespace(), begin.GetChunks())
+	if err != nil {
+		return transfer.ToStatus(err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			p.Abort()
+		}
+	}()
+	if err := stream.Send(&kvringv1.PrepareResponse{Epoch: o.Epoch(), Msg: &kvringv1.PrepareResponse_Need{
+		Need: &kvringv1.PrepareNeed{Need: need, Votes: votes}}}); err != nil {
+		return err
+	}
+	if err := s.receiveFrames(stream, p); err != nil {
+		return transfer.ToStatus(err)
+	}
+	ok = true
+	return stream.Send(&kvringv1.PrepareResponse{Epoch: o.Epoch(), Msg: &kvringv1.PrepareResponse_Votes{
+		Votes: &kvringv1.PrepareVotes{Votes: o.EndPrepare(p)}}})
+}
+
+// receiveFrames hands the stream's frames to p until end or half-close.
+func (s *Service) receiveFrames(stream grpc.BidiStreamingServer[kvringv1.PrepareRequest, kvringv1.PrepareResponse], p *Prepare) error {
+	in := transfer.InFrame{Msg: new(kvringv1.PrepareRequest), Field: transfer.PrepareDataField}
+	defer in.Release()
+	for {
+		err := stream.RecvMsg(&in)
+		if errors.Is(err, io.EOF) {
+			return nil // half-close counts as end
+		}
+		if err != nil {
+			return transfer.RecvError(err)
+		}
+		if in.Msg.(*kvringv1.PrepareRequest).GetEnd() != nil {
+			return nil
+		}
+		f, isFrame := in.Frame()
+		if !isFrame {
+			return fmt.Errorf("%w: a second begin in one prepare stream", transfer.ErrInvalidArgument)
+		}
+		s.m.PeerReceived.Add(float64(f.Len()))
+		err = p.Frame(f)
+		in.Release()
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// Commit seals the staged chunks the request names.
+func (s *Service) Commit(ctx context.Context, req *kvringv1.CommitRequest) (*kvringv1.CommitResponse, error) {
+	defer metrics.ObserveSince(s.m.CommitSeconds, time.Now())
+	return &kvringv1.CommitResponse{Epoch: s.o.Epoch(), Results: s.o.Commit(req.GetNamespace(), req.GetChunks())}, nil
+}
+
+// Abort frees the staged chunks of the request's tokens.
+func (s *Service) Abort(ctx context.Context, req *kvringv1.AbortRequest) (*kvringv1.AbortResponse, error) {
+	s.o.AbortTokens(req.GetStageTokens())
+	return &kvringv1.AbortResponse{Epoch: s.o.Epoch()}, nil
+}
+
+// Has answers which ids this node holds, pinning them under a lease if asked.
+func (s *Service) Has(ctx context.Context, req *kvringv1.HasRequest) (*kvringv1.HasResponse, error) {
+	defer metrics.ObserveSince(s.m.HasSeconds, time.Now())
+	held, ttl, err := s.o.Has(req.GetNamespace(), req.GetIds(), req.GetPin())
+	if err != nil {
+		return nil, transfer.ToStatus(err)
+	}
+	return &kvringv1.HasResponse{Epoch: s.o.Epoch(), Held: held, LeaseTtlMs: uint32(ttl / time.Millisecond)}, nil
+}
+
+// Unpin ends the pins taken under the request's leases.
+func (s *Service) Unpin(ctx context.Context, req *kvringv1.UnpinRequest) (*kvringv1.UnpinResponse, error) {
+	s.o.Unpin(req.GetLeaseIds())
+	return &kvringv1.UnpinResponse{Epoch: s.o.Epoch()}, nil
+}
+
+// Fetch streams the requested chunks in order: each a FOUND header and its
+// frames, or a NOT_FOUND header with the reason.
+func (s *Service) Fetch(req *kvringv1.FetchRequest, stream grpc.ServerStreamingServer[kvringv1.FetchResponse]) error {
+	defer metrics.ObserveSince(s.m.FetchSeconds, time.Now())
+	o := s.o
+	ref := req.GetNamespace()
+	if ref == nil || ref.GetName() == "" {
+		return transfer.ToStatus(fmt.Errorf("%w: namespace is required", transfer.ErrInvalidArgument))
+	}
+	ids, err := ParseIDs(req.GetIds(), o.cfg.MaxBatch)
+	if err != nil {
+		return transfer.ToStatus(err)
+	}
+	ns := namespace.StoreName(ref.GetName(), ref.GetFingerprint())
+	send := func(h *kvringv1.ChunkHeader, f *kvringv1.DataFrame) error {
+		if h != nil {
+			return stream.Send(&kvringv1.FetchResponse{Epoch: o.Epoch(), Msg: &kvringv1.FetchResponse_Header{Header: h}})
+		}
+		if err := stream.Send(&kvringv1.FetchResponse{Epoch: o.Epoch(), Msg: &kvringv1.FetchResponse_Data{Data: f}}); err != nil {
+			return err
+		}
+		s.m.PeerSent.Add(float64(len(f.GetData())))
+		return nil
+	}
+	for i, id := range ids {
+		_, readErr, err := o.Send(ns, id, uint32(i), nil, send)
+		if err == nil && readErr != nil {
+			err = send(notFound(uint32(i), readErr), nil)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// PutNamespace merges a peer's namespace record and answers with the record
+// this node holds afterwards.
+func (s *Service) PutNamespace(ctx context.Context, req *kvringv1.PutNamespaceRequest) (*kvringv1.PutNamespaceResponse, error) {
+	rec := req.GetNamespace()
+	if rec == nil || rec.GetName() == "" || len(rec.GetFingerprint()) == 0 {
+		return nil, transfer.ToStatus(fmt.Errorf("%w: namespace record with a name and fingerprint is required", transfer.ErrInvalidArgument))
+	}
+	held, accepted := s.o.cfg.Registry.Merge(rec)
+	return &kvringv1.PutNamespaceResponse{Epoch: s.o.Epoch(), Namespace: held, Accepted: accepted}, nil
+}
+
+// ListNamespaces answers with the records this node holds (all, or those
+// named).
+func (s *Service) ListNamespaces(ctx context.Context, req *kvringv1.ListNamespacesRequest) (*kvringv1.ListNamespacesResponse, error) {
+	want := map[string]bool{}
+	for _, n := range req.GetNames() {
+		want[n] = true
+	}
+	var out []*kvringv1.NamespaceRecord
+	for _, r := range s.o.cfg.Registry.List() {
+		if len(want) == 0 || want[r.GetName()] {
+			out = append(out, r)
+		}
+	}
+	return &kvringv1.ListNamespacesResponse{Epoch: s.o.Epoch(), Namespaces: out}, nil
+}

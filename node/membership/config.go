@@ -1,0 +1,310 @@
+package membership
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"strconv"
+	"time"
+
+	"github.com/kvring/kvring/ring"
+)
+
+// Config configures gossip membership and the ring built from it. DefaultConfig returns
+// the documented defaults; LocalConfig is a preset for tests. A zero duration, a zero Timing field,
+// a zero Ring or a nil Logger takes its default during validation.
+type Config struct {
+	// NodeID is this node's identity in the cluster and on the ring (the store's node id). Required; unique
+	// per cluster.
+	NodeID string
+	// GossipAddr is the TCP+UDP address gossip binds to, "host:port". The host must be empty or an IP
+	// literal. Default ":7946". Port 0 picks a free port (see membership.GossipAddr).
+	GossipAddr string
+	// AdvertiseAddr is the "host:port" peers reach this node's gossip at; a host name is resolved at start.
+	// Default "": the bound address, with an unspecified host replaced by the machine's first non-loopback,
+	// non-link-local address (IPv4 preferred; 127.0.0.1 if it has none). An empty or 0 port means the bound port; with GossipAddr port 0
+	// the bound port is always advertised.
+	AdvertiseAddr string
+	// Join lists seed gossip addresses ("host:port"; host names are resolved on every attempt, so a
+	// Kubernetes headless-Service name works). A seed that is down is not fatal: joining is retried. Default
+	// none: the node starts a cluster of its own (until someone joins it).
+	Join []string
+	// RejoinInterval is how often the seeds are joined again, with ±20% jitter, so a split cluster heals;
+	// a round is skipped when every seed is already a member. Until a join succeeds, retries back off from
+	// 1s up to RejoinInterval. Default 30s.
+	RejoinInterval time.Duration
+	// BroadcastTimeout bounds how long a state change (SetState) and a leave (Close) wait for their message
+	// to reach at least one peer; a shorter context deadline wins. Default 5s.
+	BroadcastTimeout time.Duration
+	// SettleWindow is how long after a ring change, or after this node starts, reads also ask members that
+	// do not own a chunk: while gossip converges a coordinator with another view may have stored chunks
+	// where the converged ring does not look (see ringState.unsettled). Longer is safer for reads after
+	// joins and failures, shorter makes lookups cheaper sooner (during the window every lookup asks every
+	// member). Default 2m; negative: never (reads ask owners only).
+	SettleWindow time.Duration
+	// Ring holds the cluster-wide ring settings. Peers whose settings differ (ring.Config.Fingerprint) are
+	// refused. Default ring.DefaultConfig().
+	Ring ring.Config
+	// GRPCAddr is the gRPC address peers and clients reach this node at; it is gossiped and becomes the
+	// ring member's Addr. Filled by the node once its listener is open. Default "".
+	GRPCAddr string
+	// AdminAddr is the admin HTTP address, gossiped for operators. Default "".
+	AdminAddr string
+	// Timing holds memberlist's failure-detection and gossip timings. Default DefaultGossipTiming().
+	Timing GossipTiming
+	// Logger receives membership logs (memberlist's own lines carry source=memberlist). Default
+	// slog.Default().
+	Logger *slog.Logger
+	// OnRingChange, if set, is called after every ring rebuild with the replaced and the new ring, from the
+	// ring goroutine (or from Start, or the caller of RebuildNow); calls are serialised, in epoch order. It must
+	// not block for long and must not call RebuildNow, SetState or Close. Default nil.
+	OnRingChange func(old, new *ring.Ring)
+	// Now is the clock of the settle window, member timestamps and the boot time gossiped in the metadata.
+	// Default time.Now.
+	Now func() time.Time
+}
+
+// GossipTiming holds the memberlist timings kvring exposes; see memberlist.Config for their exact meaning.
+type GossipTiming struct {
+	// ProbeInterval is how often a random peer is probed. Default 1s.
+	ProbeInterval time.Duration
+	// ProbeTimeout is how long to wait for a probe's ack before asking others to probe. Default 500ms.
+	ProbeTimeout time.Duration
+	// GossipInterval is how often queued broadcasts are gossiped. Default 200ms.
+	GossipInterval time.Duration
+	// PushPullInterval is how often full state is exchanged with a random peer. Default 30s.
+	PushPullInterval time.Duration
+	// SuspicionMult scales how long a suspect peer has to refute before it is declared dead. Default 4.
+	SuspicionMult int
+	// TCPTimeout bounds TCP connects and push/pull exchanges, including each join attempt. Default 10s.
+	TCPTimeout time.Duration
+}
+
+// DefaultGossipTiming returns memberlist's LAN timings (memberlist.DefaultLANConfig).
+func DefaultGossipTiming() GossipTiming {
+	return GossipTiming{
+		ProbeInterval:    time.Second,
+		ProbeTimeout:     500 * time.Millisecond,
+		GossipInterval:   200 * time.Millisecond,
+		PushPullInterval: 30 * time.Second,
+		SuspicionMult:    4,
+		TCPTimeout:       10 * time.Second,
+	}
+}
+
+// DefaultConfig returns the defaults: gossip on ":7946", no seeds, rejoin every 30s, broadcast
+// timeout 5s, a settle window of 2m, ring.DefaultConfig(), LAN timings, slog.Default(). NodeID must still be
+// set.
+func DefaultConfig() Config {
+	return Config{
+		GossipAddr:       ":7946",
+		RejoinInterval:   30 * time.Second,
+		BroadcastTimeout: 5 * time.Second,
+		SettleWindow:     2 * time.Minute,
+		Ring:             ring.DefaultConfig(),
+		Timing:           DefaultGossipTiming(),
+		Logger:           slog.Default(),
+		Now:              time.Now,
+	}
+}
+
+// LocalConfig is a preset for tests and single-host clusters, like memberlist.DefaultLocalConfig:
+// gossip on 127.0.0.1 with a free port, fast probes and gossip, short timeouts, rejoin every second.
+func LocalConfig(nodeID string) Config {
+	c := DefaultConfig()
+	c.NodeID = nodeID
+	c.GossipAddr = "127.0.0.1:0"
+	c.RejoinInterval = time.Second
+	c.BroadcastTimeout = 2 * time.Second
+	c.Timing = GossipTiming{
+		ProbeInterval:    500 * time.Millisecond,
+		ProbeTimeout:     200 * time.Millisecond,
+		GossipInterval:   20 * time.Millisecond,
+		PushPullInterval: time.Second,
+		SuspicionMult:    3,
+		TCPTimeout:       time.Second,
+	}
+	return c
+}
+
+// validate fills zero fields with their defaults and reports every invalid setting.
+func (c *Config) validate() error {
+	d := DefaultConfig()
+	if c.Logger == nil {
+		c.Logger = d.Logger
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.GossipAddr == "" {
+		c.GossipAddr = d.GossipAddr
+	}
+	if c.RejoinInterval == 0 {
+		c.RejoinInterval = d.RejoinInterval
+	}
+	if c.BroadcastTimeout == 0 {
+		c.BroadcastTimeout = d.BroadcastTimeout
+	}
+	if c.SettleWindow == 0 {
+		c.SettleWindow = d.SettleWindow
+	}
+	if c.Ring == (ring.Config{}) {
+		c.Ring = d.Ring
+	}
+	t, dt := &c.Timing, d.Timing
+	for _, f := range []struct{ v, def *time.Duration }{
+		{&t.ProbeInterval, &dt.ProbeInterval}, {&t.ProbeTimeout, &dt.ProbeTimeout},
+		{&t.GossipInterval, &dt.GossipInterval}, {&t.PushPullInterval, &dt.PushPullInterval},
+		{&t.TCPTimeout, &dt.TCPTimeout},
+	} {
+		if *f.v == 0 {
+			*f.v = *f.def
+		}
+	}
+	if t.SuspicionMult == 0 {
+		t.SuspicionMult = dt.SuspicionMult
+	}
+
+	var errs []error
+	if c.NodeID == "" {
+		errs = append(errs, errors.New("node id is required"))
+	}
+	if _, err := parseBindAddr(c.GossipAddr); err != nil {
+		errs = append(errs, err)
+	}
+	if c.AdvertiseAddr != "" {
+		if _, _, err := splitAdvertise(c.AdvertiseAddr); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, s := range c.Join {
+		if s == "" {
+			errs = append(errs, errors.New("join address must not be empty"))
+		}
+	}
+	if c.RejoinInterval < 0 || c.BroadcastTimeout < 0 {
+		errs = append(errs, fmt.Errorf("rejoin interval (%v) and broadcast timeout (%v) must not be negative",
+			c.RejoinInterval, c.BroadcastTimeout))
+	}
+	if t.ProbeInterval < 0 || t.ProbeTimeout < 0 || t.GossipInterval < 0 || t.PushPullInterval < 0 ||
+		t.TCPTimeout < 0 || t.SuspicionMult < 0 {
+		errs = append(errs, fmt.Errorf("gossip timings must not be negative: %+v", *t))
+	}
+	if err := c.Ring.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.NodeID != "" {
+		// State and boot time have a fixed size, so if this fits, every later state does.
+		m := nodeMeta{NodeID: c.NodeID, GRPCAddr: c.GRPCAddr, AdminAddr: c.AdminAddr, State: Joining,
+			Fingerprint: c.Ring.Fingerprint()}
+		if _, err := m.encode(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("invalid membership configuration: %w", err)
+	}
+	return nil
+}
+
+// parseBindAddr parses GossipAddr: an empty host or an IP literal, and a port.
+func parseBindAddr(s string) (netip.AddrPort, error) {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("gossip address %q: %w", s, err)
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("gossip address %q: bad port %q", s, port)
+	}
+	ip := netip.IPv4Unspecified() // like memberlist: an empty host binds IPv4 only; use "[::]:port" for both
+	if host != "" {
+		if ip, err = netip.ParseAddr(host); err != nil {
+			return netip.AddrPort{}, fmt.Errorf("gossip address %q: host must be empty or an IP address", s)
+		}
+	}
+	return netip.AddrPortFrom(ip.Unmap(), uint16(p)), nil
+}
+
+// splitAdvertise parses AdvertiseAddr into a host (IP or name) and a port (0: the bound port).
+func splitAdvertise(s string) (string, uint16, error) {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return "", 0, fmt.Errorf("advertise address %q: %w", s, err)
+	}
+	if host == "" {
+		return "", 0, fmt.Errorf("advertise address %q: host is required", s)
+	}
+	var p uint64
+	if port != "" {
+		if p, err = strconv.ParseUint(port, 10, 16); err != nil {
+			return "", 0, fmt.Errorf("advertise address %q: bad port %q", s, port)
+		}
+	}
+	return host, uint16(p), nil
+}
+
+// advertiseIP decides the IP peers reach this node at (see AdvertiseAddr). It may resolve a host name or list
+// the machine's interfaces, so it runs at start, not in validate.
+func (c *Config) advertiseIP(ctx context.Context, bind netip.AddrPort) (netip.Addr, uint16, error) {
+	if c.AdvertiseAddr != "" {
+		host, port, err := splitAdvertise(c.AdvertiseAddr)
+		if err != nil {
+			return netip.Addr{}, 0, err
+		}
+		if ip, err := netip.ParseAddr(host); err == nil {
+			return ip.Unmap(), port, nil
+		}
+		ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		if err != nil || len(ips) == 0 {
+			return netip.Addr{}, 0, fmt.Errorf("cannot resolve advertise address %q: %w", c.AdvertiseAddr, err)
+		}
+		return ips[0].Unmap(), port, nil
+	}
+	if !bind.Addr().IsUnspecified() {
+		return bind.Addr(), 0, nil
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return netip.Addr{}, 0, fmt.Errorf("cannot list interface addresses to advertise: %w", err)
+	}
+	var v6 netip.Addr
+	for _, a := range addrs {
+		pfx, err := netip.ParsePrefix(a.String())
+		if err != nil {
+			continue
+		}
+		ip := pfx.Addr().Unmap()
+		if ip.IsLoopback() || ip.IsLinkLocalUnicast() || !ip.IsGlobalUnicast() {
+			continue
+		}
+		if ip.Is4() {
+			return ip, 0, nil
+		}
+		if !v6.IsValid() {
+			v6 = ip
+		}
+	}
+	if v6.IsValid() {
+		return v6, 0, nil
+	}
+	return netip.AddrFrom4([4]byte{127, 0, 0, 1}), 0, nil
+}
+
+// AdvertiseIP is the IP this configuration advertises to peers (see AdvertiseAddr): the node uses it for the
+// gRPC address it gossips when its listener is bound to every interface. It validates a copy of c first and
+// may resolve a host name or list the machine's interfaces.
+func AdvertiseIP(ctx context.Context, c Config) (netip.Addr, error) {
+	if err := c.validate(); err != nil {
+		return netip.Addr{}, err
+	}
+	bind, err := parseBindAddr(c.GossipAddr)
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	ip, _, err := c.advertiseIP(ctx, bind)
+	return ip, err
+}

@@ -1,0 +1,31 @@
+// Package membership runs a node's gossip membership (hashicorp/memberlist)
+// and keeps the ring (package ring) built from it.
+//
+// # What it owns
+//
+//   - Two goroutines per Membership, started by Start and waited for by Close:
+//     the ring goroutine, which applies membership events and rebuilds the
+//     ring, and the rejoin loop, which joins the seeds again so a split
+//     cluster heals.
+//   - The gossip sockets (TCP and UDP) memberlist binds.
+//   - The member table (who is alive, dead or left, and each member's own
+//     state) and the node metadata this node gossips (meta.go: id, gRPC and
+//     admin addresses, state, boot time, ring fingerprint).
+//
+// # Contract
+//
+//   - New validates and does no I/O; Start binds, joins and starts the
+//     goroutines; Close announces Leaving, leaves, shuts gossip down and waits.
+//   - memberlist's callbacks (delegate.go) never block: they copy what they keep
+//     and hand it to the ring goroutine.
+//   - Ring never blocks and never returns nil. A ring is rebuilt only when its
+//     member list changes; each rebuild gets the next epoch (local to the node).
+//   - Peers whose ring settings differ are refused, and each refusal is logged
+//     once.
+//   - Time (the settle window, member timestamps) comes from Config.Now.
+//
+// # What it must not do
+//
+// It holds no chunk bytes, makes no gRPC calls and knows nothing of stores,
+// namespaces or the coordinator: the node wires OnRingChange to them.
+package membership

@@ -1,0 +1,40 @@
+package membership
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+)
+
+// memberlistLog turns memberlist's log lines ("[LEVEL] memberlist: message") into slog records, one level
+// lower than memberlist's own: its [ERR] lines (a failed probe, a push/pull that timed out) are routine in a
+// cluster where nodes come and go, so they become Warn; [WARN] becomes Info; [INFO] and [DEBUG] become Debug.
+// Lines about a refused peer become Debug too: memberlist repeats them every gossip round, and the ring
+// goroutine logs each refusal once, at Error.
+type memberlistLog struct{ log *slog.Logger }
+
+func (w memberlistLog) Write(p []byte) (int, error) {
+	line := strings.TrimSpace(string(p))
+	level := slog.LevelWarn
+	for _, l := range []struct {
+		prefix string
+		level  slog.Level
+	}{
+		{"[DEBUG]", slog.LevelDebug}, {"[INFO]", slog.LevelDebug}, {"[WARN]", slog.LevelInfo},
+		{"[ERR]", slog.LevelWarn}, {"[ERROR]", slog.LevelWarn},
+	} {
+		if rest, ok := strings.CutPrefix(line, l.prefix); ok {
+			line, level = strings.TrimSpace(rest), l.level
+			break
+		}
+	}
+	line = strings.TrimPrefix(line, "memberlist: ")
+	if strings.Contains(line, errPeerRefused.Error()) {
+		level = slog.LevelDebug
+	}
+	ctx := context.Background()
+	if w.log.Enabled(ctx, level) {
+		w.log.Log(ctx, level, line)
+	}
+	return len(p), nil
+}

@@ -1,0 +1,393 @@
+package membership
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+
+	"github.com/kvring/kvring/ring"
+)
+
+// Membership runs gossip membership (hashicorp/memberlist) and keeps the ring built from it.
+//
+// Lifecycle: New validates and does no I/O; Start binds gossip, joins the seeds and starts two
+// goroutines (the ring goroutine and the rejoin loop); Close announces leaving, leaves, shuts gossip down and
+// waits for both goroutines. ring and members never block. Methods are safe for concurrent use.
+//
+// The node gossips its metadata (nodeMeta): id, gRPC and admin addresses, state, boot time and ring
+// fingerprint. It starts in Joining; SetState moves it on and tells the peers.
+type Membership struct {
+	cfg Config
+	log *slog.Logger
+
+	meta localMeta
+	rs   *ringState
+	ml   atomic.Pointer[memberlist.Memberlist] // set by start
+	addr atomic.Pointer[string]                // advertised gossip address, set by start
+
+	lifeMu   sync.Mutex // serialises start, setState and close; guards the fields below
+	started  bool
+	closed   bool
+	closeErr error
+	cancel   context.CancelFunc // stops the goroutines
+	wg       sync.WaitGroup
+	bindPort int
+
+	joinMu      sync.Mutex // guards the join bookkeeping below
+	joinFailing bool       // the last join attempt failed (its first failure was logged)
+	joinedOnce  bool
+}
+
+// New checks cfg and returns a membership that is not started. It does no I/O.
+func New(cfg Config) (*Membership, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	cfg.Join = slices.Clone(cfg.Join)
+	rs, err := newRingState(cfg.Ring, cfg.NodeID, cfg.SettleWindow, cfg.Now, cfg.Logger)
+	if err != nil {
+		return nil, fmt.Errorf("invalid membership configuration: %w", err)
+	}
+	m := &Membership{cfg: cfg, log: cfg.Logger, rs: rs}
+	if err := m.meta.set(nodeMeta{NodeID: cfg.NodeID, GRPCAddr: cfg.GRPCAddr, AdminAddr: cfg.AdminAddr,
+		State: Joining, Fingerprint: cfg.Ring.Fingerprint()}); err != nil {
+		return nil, fmt.Errorf("invalid membership configuration: %w", err)
+	}
+	return m, nil
+}
+
+// Start binds gossip, joins the seeds and starts the ring and rejoin goroutines. A seed that cannot be
+// reached is not an error: the failure is logged once and joining is retried in the background. When Start
+// returns, the ring holds this node and whatever the seeds reported. It blocks for at most about
+// Timing.TCPTimeout per unreachable seed address.
+func (m *Membership) Start(ctx context.Context) error {
+	m.lifeMu.Lock()
+	defer m.lifeMu.Unlock()
+	if m.started || m.closed {
+		return errors.New("membership: start called twice or after close")
+	}
+	m.started = true
+
+	bind, err := parseBindAddr(m.cfg.GossipAddr)
+	if err != nil {
+		return fmt.Errorf("cannot start gossip: %w", err)
+	}
+	advIP, advPort, err := m.cfg.advertiseIP(ctx, bind)
+	if err != nil {
+		return fmt.Errorf("cannot start gossip: %w", err)
+	}
+	if advIP.IsLoopback() && !bind.Addr().IsLoopback() {
+		m.log.Warn("advertising a loopback gossip address: peers on other hosts cannot reach this node; set the advertise address",
+			"advertise", advIP.String())
+	}
+	if err := m.meta.setBootTime(m.cfg.Now()); err != nil {
+		return fmt.Errorf("cannot start gossip: %w", err)
+	}
+
+	mc := memberlist.DefaultLANConfig()
+	mc.Name = m.cfg.NodeID
+	mc.BindAddr = bind.Addr().String()
+	mc.BindPort = int(bind.Port())
+	mc.AdvertiseAddr = advIP.String()
+	mc.AdvertisePort = int(cmp.Or(advPort, bind.Port()))
+	mc.ProbeInterval = m.cfg.Timing.ProbeInterval
+	mc.ProbeTimeout = m.cfg.Timing.ProbeTimeout
+	mc.GossipInterval = m.cfg.Timing.GossipInterval
+	mc.PushPullInterval = m.cfg.Timing.PushPullInterval
+	mc.SuspicionMult = m.cfg.Timing.SuspicionMult
+	mc.TCPTimeout = m.cfg.Timing.TCPTimeout
+	d := memberDelegate{meta: &m.meta, rs: m.rs, fingerprint: m.cfg.Ring.Fingerprint()}
+	mc.Delegate, mc.Events, mc.Alive, mc.Merge = d, d, d, d
+	mc.Logger = log.New(memberlistLog{m.log.With("source", "memberlist")}, "", 0)
+	mc.LogOutput = nil
+
+	m.rs.rebuildMu.Lock()
+	m.rs.onChange = m.cfg.OnRingChange
+	m.rs.rebuildMu.Unlock()
+	ml, err := memberlist.Create(mc)
+	if err != nil {
+		return fmt.Errorf("cannot start gossip on %q: %w", m.cfg.GossipAddr, err)
+	}
+	m.ml.Store(ml)
+	m.bindPort = mc.BindPort // memberlist fills in the port it picked for port 0
+	// Read the local node once: memberlist rewrites the Node that LocalNode and Members point to under its
+	// own lock, so reading it later from our goroutines would race.
+	addr := ml.LocalNode().Address()
+	m.addr.Store(&addr)
+
+	loopCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	m.cancel = cancel
+	m.wg.Go(func() { m.rs.loop(loopCtx) })
+	m.rs.runOnce() // this node is a member now: seeds that name it need no join
+	if len(m.cfg.Join) > 0 && ctx.Err() == nil {
+		m.rejoinOnce(ctx)
+	}
+	r := m.rs.runOnce()
+	m.log.Info("gossip started", "node", m.cfg.NodeID, "bind", net.JoinHostPort(mc.BindAddr, strconv.Itoa(mc.BindPort)),
+		"advertise", addr, "seeds", m.cfg.Join, "members", ml.NumMembers(), "epoch", r.Epoch())
+	if len(m.cfg.Join) > 0 {
+		m.wg.Go(func() { m.rejoinLoop(loopCtx) })
+	}
+	return nil
+}
+
+// Close announces Leaving, leaves the cluster (waiting up to BroadcastTimeout, or ctx's deadline, for
+// each message to reach a peer), shuts gossip down and waits for its goroutines; a join attempt in flight
+// finishes first (at most Timing.TCPTimeout). Idempotent: later calls return the first call's result.
+func (m *Membership) Close(ctx context.Context) error {
+	m.lifeMu.Lock()
+	defer m.lifeMu.Unlock()
+	if m.closed {
+		return m.closeErr
+	}
+	m.closed = true
+	ml := m.ml.Load()
+	if ml == nil {
+		return nil
+	}
+	t := time.Now()
+	m.cancel()
+	m.wg.Wait()
+	var errs []error
+	if err := m.announce(ctx, ml, Leaving); err != nil {
+		errs = append(errs, err)
+	}
+	if err := ml.Leave(m.broadcastTimeout(ctx)); err != nil {
+		errs = append(errs, fmt.Errorf("cannot announce leave: %w", err))
+	}
+	if err := ml.Shutdown(); err != nil {
+		errs = append(errs, fmt.Errorf("cannot shut gossip down: %w", err))
+	}
+	m.closeErr = errors.Join(errs...)
+	m.log.Info("left cluster", "node", m.cfg.NodeID, "duration", time.Since(t).Round(time.Millisecond), "err", m.closeErr)
+	return m.closeErr
+}
+
+// SetState changes this node's state and gossips it, waiting up to BroadcastTimeout (or ctx's deadline) for
+// the update to reach a peer; peers see it as "member updated" and rebuild their rings if ownership changed.
+// Before Start or after Close it only changes the metadata.
+func (m *Membership) SetState(ctx context.Context, s State) error {
+	if !s.valid() {
+		return fmt.Errorf("cannot set node state: unknown state %d", uint8(s))
+	}
+	m.lifeMu.Lock()
+	defer m.lifeMu.Unlock()
+	ml := m.ml.Load()
+	if ml == nil || m.closed {
+		return m.meta.setState(s)
+	}
+	return m.announce(ctx, ml, s)
+}
+
+// announce sets the state and broadcasts it. lifeMu is held.
+func (m *Membership) announce(ctx context.Context, ml *memberlist.Memberlist, s State) error {
+	if err := m.meta.setState(s); err != nil {
+		return err
+	}
+	if err := ml.UpdateNode(m.broadcastTimeout(ctx)); err != nil {
+		return fmt.Errorf("cannot announce state %s: %w", s, err)
+	}
+	return nil
+}
+
+// broadcastTimeout is BroadcastTimeout capped by ctx's deadline, and never 0 (memberlist waits forever then).
+func (m *Membership) broadcastTimeout(ctx context.Context) time.Duration {
+	t := m.cfg.BroadcastTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		t = min(t, time.Until(dl))
+	}
+	return max(t, time.Millisecond)
+}
+
+// Ring returns the current ring snapshot: never nil (empty at epoch 0 before Start), never blocks.
+func (m *Membership) Ring() *ring.Ring { return m.rs.ring() }
+
+// Unsettled reports whether reads should also ask non-owners: the ring
+// changed, or this node started, recently (see Config.SettleWindow).
+func (m *Membership) Unsettled() bool { return m.rs.unsettled() }
+
+// Members returns a copy of the members this node knows, sorted by ID, this node included: alive ones, and
+// ones that died or left in the last 10 minutes.
+func (m *Membership) Members() []Member { return m.rs.members() }
+
+// RebuildNow applies pending membership events and rebuilds the ring synchronously; for tests.
+func (m *Membership) RebuildNow() *ring.Ring { return m.rs.runOnce() }
+
+// GossipAddr returns the advertised gossip address ("" before Start); peers join it.
+func (m *Membership) GossipAddr() string {
+	if a := m.addr.Load(); a != nil {
+		return *a
+	}
+	return ""
+}
+
+// rejoinLoop joins the seeds again every RejoinInterval (±20%), backing off from 1s while joins fail.
+func (m *Membership) rejoinLoop(ctx context.Context) {
+	failures := 0
+	for {
+		d := m.cfg.RejoinInterval
+		if m.lastJoinFailed() {
+			d = min(d, time.Second<<min(failures, 16))
+			failures++
+		} else {
+			failures = 0
+		}
+		d = time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		m.rejoinOnce(ctx)
+	}
+}
+
+// rejoinOnce joins the seeds that are not members yet (all of them skipped: nothing to do) and logs the
+// outcome: the first failure of a run of failures at Warn, the rest at Debug, recovery at Info. It blocks
+// for the join (about Timing.TCPTimeout per unreachable seed address).
+func (m *Membership) rejoinOnce(ctx context.Context) {
+	ml := m.ml.Load()
+	if ml == nil || ctx.Err() != nil {
+		return
+	}
+	missing := m.seedsNotMembers(ctx)
+	if len(missing) == 0 {
+		m.noteJoin(nil, 0, nil)
+		return
+	}
+	n, err := ml.Join(missing)
+	m.noteJoin(missing, n, err)
+}
+
+func (m *Membership) lastJoinFailed() bool {
+	m.joinMu.Lock()
+	defer m.joinMu.Unlock()
+	return m.joinFailing
+}
+
+func (m *Membership) noteJoin(seeds []string, contacted int, err error) {
+	m.joinMu.Lock()
+	wasFailing, joinedBefore := m.joinFailing, m.joinedOnce
+	m.joinFailing = err != nil
+	m.joinedOnce = m.joinedOnce || err == nil
+	m.joinMu.Unlock()
+	if err != nil {
+		// memberlist joins per-seed errors as "N errors occurred:\n\t* ..."; keep the log on one line.
+		err = errors.New(strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n\t* ", "; ")), " "))
+	}
+	switch {
+	case err != nil && !wasFailing:
+		m.log.Warn("cannot join seeds; retrying in the background", "seeds", seeds, "err", err)
+	case err != nil:
+		m.log.Debug("join attempt failed", "seeds", seeds, "err", err)
+	case len(seeds) == 0:
+		m.log.Debug("every seed is a member; not joining")
+	case wasFailing || !joinedBefore:
+		m.log.Info("joined seeds", "seeds", seeds, "contacted", contacted, "after_failures", wasFailing)
+	default:
+		m.log.Debug("rejoined seeds", "seeds", seeds, "contacted", contacted)
+	}
+}
+
+// seedsNotMembers returns the seeds none of whose addresses is an alive member's gossip address. A seed that
+// cannot be resolved counts as missing (the join reports the error). It reads the member table, not
+// memberlist.Members, whose Nodes memberlist keeps rewriting.
+func (m *Membership) seedsNotMembers(ctx context.Context) []string {
+	alive := make(map[netip.AddrPort]bool)
+	for _, mi := range m.rs.members() {
+		if ap, err := netip.ParseAddrPort(mi.GossipAddr); err == nil && mi.Liveness == Alive {
+			alive[netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())] = true
+		}
+	}
+	var missing []string
+	for _, s := range m.cfg.Join {
+		if !slices.ContainsFunc(m.resolveSeed(ctx, s), func(a netip.AddrPort) bool { return alive[a] }) {
+			missing = append(missing, s)
+		}
+	}
+	return missing
+}
+
+// resolveSeed returns the addresses of a seed ("host:port", or "host" for this node's gossip port).
+func (m *Membership) resolveSeed(ctx context.Context, seed string) []netip.AddrPort {
+	host, portStr, err := net.SplitHostPort(seed)
+	port := uint64(m.bindPort)
+	if err != nil {
+		host = seed
+	} else if port, err = strconv.ParseUint(portStr, 10, 16); err != nil {
+		return nil
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return []netip.AddrPort{netip.AddrPortFrom(ip.Unmap(), uint16(port))}
+	}
+	ctx, cancel := context.WithTimeout(ctx, m.cfg.Timing.TCPTimeout)
+	defer cancel()
+	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return nil
+	}
+	out := make([]netip.AddrPort, len(ips))
+	for i, ip := range ips {
+		out[i] = netip.AddrPortFrom(ip.Unmap(), uint16(port))
+	}
+	return out
+}
+
+// localMeta is this node's metadata and its encoding, which NodeMeta hands to memberlist.
+type localMeta struct {
+	mu  sync.Mutex
+	m   nodeMeta
+	enc []byte // replaced, never modified in place
+}
+
+func (l *localMeta) set(m nodeMeta) error {
+	enc, err := m.encode()
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.m, l.enc = m, enc
+	l.mu.Unlock()
+	return nil
+}
+
+func (l *localMeta) update(f func(*nodeMeta)) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m := l.m
+	f(&m)
+	enc, err := m.encode()
+	if err != nil {
+		return err
+	}
+	l.m, l.enc = m, enc
+	return nil
+}
+
+func (l *localMeta) setState(s State) error { return l.update(func(m *nodeMeta) { m.State = s }) }
+
+func (l *localMeta) setBootTime(t time.Time) error {
+	return l.update(func(m *nodeMeta) { m.BootTime = t })
+}
+
+func (l *localMeta) encoded() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.enc
+}

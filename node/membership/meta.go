@@ -1,0 +1,152 @@
+package membership
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// State is a node's role in the cluster, gossiped in its metadata so every peer sees it.
+type State uint8
+
+// Node states. A node starts as Joining; the node's lifecycle moves it on with setState.
+const (
+	// Joining: the node has started gossiping and is getting ready to serve.
+	Joining State = 1
+	// Active: the node serves reads and writes.
+	Active State = 2
+	// Draining: the node is being emptied before it leaves; it still serves what it holds.
+	Draining State = 3
+	// Leaving: the node is about to leave; it owns no partitions any more.
+	Leaving State = 4
+)
+
+// String returns "joining", "active", "draining", "leaving" or "state(N)".
+func (s State) String() string {
+	switch s {
+	case Joining:
+		return "joining"
+	case Active:
+		return "active"
+	case Draining:
+		return "draining"
+	case Leaving:
+		return "leaving"
+	}
+	return fmt.Sprintf("state(%d)", uint8(s))
+}
+
+// MarshalText makes State print as its name in JSON.
+func (s State) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+func (s State) valid() bool { return s >= Joining && s <= Leaving }
+
+// metaVersion is the version of the node metadata encoding this node writes and reads.
+const metaVersion = 1
+
+// metaMaxSize is memberlist's limit on node metadata (memberlist.MetaMaxSize).
+const metaMaxSize = 512
+
+// Node metadata errors; test with errors.Is.
+var (
+	errMetaTooLarge = errors.New("node meta too large")
+	errMetaVersion  = errors.New("node meta version not supported")
+	errMetaInvalid  = errors.New("node meta invalid")
+)
+
+// nodeMeta is what a node gossips about itself (memberlist node metadata).
+//
+// Encoding, version 1 (at most 512 bytes, memberlist's limit):
+//
+//	byte 0      version (1)
+//	byte 1      state (State)
+//	bytes 2-9   boot time, unix milliseconds, int64 big-endian
+//	then four strings, each a uvarint length and the bytes:
+//	            node id, gRPC address, admin address, ring settings fingerprint
+//	then        nothing yet. A decoder ignores bytes after the fields it knows, so later revisions may
+//	            append fields without a version bump; the version changes only when a field is removed or
+//	            its meaning changes (decoders refuse versions they do not know).
+//
+// A typical encoding (36-byte node id, two "10.1.2.3:9600"-style addresses, 16-hex fingerprint) is ~100 bytes.
+type nodeMeta struct {
+	NodeID      string
+	GRPCAddr    string
+	AdminAddr   string
+	State       State
+	BootTime    time.Time // millisecond precision on the wire
+	Fingerprint string    // ring.Config.Fingerprint of the node's ring settings
+}
+
+// encode returns the version-1 encoding, or an error wrapping errMetaTooLarge or errMetaInvalid.
+func (m nodeMeta) encode() ([]byte, error) {
+	if m.NodeID == "" {
+		return nil, fmt.Errorf("cannot encode node meta: empty node id: %w", errMetaInvalid)
+	}
+	if !m.State.valid() {
+		return nil, fmt.Errorf("cannot encode node meta: unknown state %d: %w", uint8(m.State), errMetaInvalid)
+	}
+	size := 10
+	for _, s := range [...]string{m.NodeID, m.GRPCAddr, m.AdminAddr, m.Fingerprint} {
+		size += uvarintLen(uint64(len(s))) + len(s)
+	}
+	if size > metaMaxSize {
+		return nil, fmt.Errorf("cannot encode node meta of %q: %d bytes, limit %d (shorten the node id or addresses): %w",
+			m.NodeID, size, metaMaxSize, errMetaTooLarge)
+	}
+	b := make([]byte, 0, size)
+	b = append(b, metaVersion, byte(m.State))
+	b = binary.BigEndian.AppendUint64(b, uint64(m.BootTime.UnixMilli()))
+	for _, s := range [...]string{m.NodeID, m.GRPCAddr, m.AdminAddr, m.Fingerprint} {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	return b, nil
+}
+
+// decodeMeta parses node metadata. It rejects unknown versions (errMetaVersion) and truncated or inconsistent
+// input (errMetaInvalid); it never panics on input from a peer.
+func decodeMeta(b []byte) (nodeMeta, error) {
+	if len(b) == 0 {
+		return nodeMeta{}, fmt.Errorf("cannot decode node meta: empty (peer is not a kvring node?): %w", errMetaInvalid)
+	}
+	if b[0] != metaVersion {
+		return nodeMeta{}, fmt.Errorf("cannot decode node meta: version %d, this node reads version %d (mixed kvring releases?): %w",
+			b[0], metaVersion, errMetaVersion)
+	}
+	if len(b) > metaMaxSize {
+		return nodeMeta{}, fmt.Errorf("cannot decode node meta: %d bytes, limit %d: %w", len(b), metaMaxSize, errMetaInvalid)
+	}
+	if len(b) < 10 {
+		return nodeMeta{}, fmt.Errorf("cannot decode node meta: truncated header (%d bytes): %w", len(b), errMetaInvalid)
+	}
+	m := nodeMeta{
+		State:    State(b[1]),
+		BootTime: time.UnixMilli(int64(binary.BigEndian.Uint64(b[2:10]))),
+	}
+	if !m.State.valid() {
+		return nodeMeta{}, fmt.Errorf("cannot decode node meta: unknown state %d: %w", b[1], errMetaInvalid)
+	}
+	rest := b[10:]
+	for i, dst := range [...]*string{&m.NodeID, &m.GRPCAddr, &m.AdminAddr, &m.Fingerprint} {
+		n, k := binary.Uvarint(rest)
+		if k <= 0 || n > uint64(len(rest)-k) {
+			return nodeMeta{}, fmt.Errorf("cannot decode node meta: field %d truncated: %w", i, errMetaInvalid)
+		}
+		*dst = string(rest[k : k+int(n)])
+		rest = rest[k+int(n):]
+	}
+	if m.NodeID == "" {
+		return nodeMeta{}, fmt.Errorf("cannot decode node meta: empty node id: %w", errMetaInvalid)
+	}
+	return m, nil
+}
+
+func uvarintLen(x uint64) int {
+	n := 1
+	for x >= 0x80 {
+		x >>= 7
+		n++
+	}
+	return n
+}

@@ -1,0 +1,216 @@
+package membership
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+
+	"github.com/kvring/kvring/ring"
+)
+
+func sampleNodeMeta() nodeMeta {
+	return nodeMeta{
+		NodeID:      "3f2b8c1e-6a4d-4e8f-9b0a-1c2d3e4f5a6b",
+		GRPCAddr:    "10.1.2.3:9600",
+		AdminAddr:   "10.1.2.3:9602",
+		State:       Active,
+		BootTime:    time.UnixMilli(1_760_000_000_123),
+		Fingerprint: ring.DefaultConfig().Fingerprint(),
+	}
+}
+
+func TestMembershipMetaRoundTrip(t *testing.T) {
+	t.Parallel()
+	m := sampleNodeMeta()
+	b, err := m.encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > 120 {
+		t.Errorf("typical meta is %d bytes, want about 100", len(b))
+	}
+	got, err := decodeMeta(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !nodeMetaEqual(got, m) {
+		t.Fatalf("round trip: got %+v, want %+v", got, m)
+	}
+}
+
+func TestMembershipMetaLimitMatchesMemberlist(t *testing.T) {
+	t.Parallel()
+	if metaMaxSize != memberlist.MetaMaxSize {
+		t.Fatalf("metaMaxSize = %d, memberlist.MetaMaxSize = %d", metaMaxSize, memberlist.MetaMaxSize)
+	}
+}
+
+func TestMembershipMetaSizeLimit(t *testing.T) {
+	t.Parallel()
+	m := sampleNodeMeta()
+	m.AdminAddr = strings.Repeat("x", 200) // past 127 bytes, so its length prefix keeps its size below
+	base, err := m.encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Grow the admin address until the encoding is exactly the limit, then one byte more.
+	m.AdminAddr += strings.Repeat("x", metaMaxSize-len(base))
+	b, err := m.encode()
+	if err != nil {
+		t.Fatalf("meta of exactly %d bytes: %v", metaMaxSize, err)
+	}
+	if len(b) != metaMaxSize {
+		t.Fatalf("encoded %d bytes, want %d", len(b), metaMaxSize)
+	}
+	if _, err := decodeMeta(b); err != nil {
+		t.Fatalf("decode at the limit: %v", err)
+	}
+	m.AdminAddr += "x"
+	if _, err := m.encode(); !errors.Is(err, errMetaTooLarge) {
+		t.Fatalf("meta over the limit: err = %v, want errMetaTooLarge", err)
+	}
+	if _, err := decodeMeta(append(b, 0)); !errors.Is(err, errMetaInvalid) {
+		t.Fatalf("decode over the limit: err = %v, want errMetaInvalid", err)
+	}
+}
+
+func TestMembershipMetaRejectsUnknownVersion(t *testing.T) {
+	t.Parallel()
+	b, err := sampleNodeMeta().encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []byte{0, 2, 255} {
+		b[0] = v
+		_, err := decodeMeta(b)
+		if !errors.Is(err, errMetaVersion) {
+			t.Fatalf("version %d: err = %v, want errMetaVersion", v, err)
+		}
+		if !strings.Contains(err.Error(), "reads version 1") {
+			t.Errorf("version %d: error %q does not say which version this node reads", v, err)
+		}
+	}
+}
+
+func TestMembershipMetaRejectsMalformed(t *testing.T) {
+	t.Parallel()
+	good, err := sampleNodeMeta().encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every strict prefix is truncated.
+	for n := range len(good) {
+		if _, err := decodeMeta(good[:n]); err == nil {
+			t.Fatalf("prefix of %d bytes decoded without error", n)
+		}
+	}
+	bad := bytes.Clone(good)
+	bad[1] = 9 // unknown state
+	if _, err := decodeMeta(bad); !errors.Is(err, errMetaInvalid) {
+		t.Fatalf("unknown state: err = %v", err)
+	}
+	bad = bytes.Clone(good)
+	bad[10] = 0xff // node id length runs past the end
+	if _, err := decodeMeta(bad); !errors.Is(err, errMetaInvalid) {
+		t.Fatalf("long length: err = %v", err)
+	}
+	empty := sampleNodeMeta()
+	empty.NodeID = ""
+	if _, err := empty.encode(); !errors.Is(err, errMetaInvalid) {
+		t.Fatalf("encode without node id: err = %v", err)
+	}
+}
+
+func TestMembershipMetaIgnoresAppendedFields(t *testing.T) {
+	t.Parallel()
+	b, err := sampleNodeMeta().encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeMeta(append(b, 3, 'n', 'e', 'w'))
+	if err != nil {
+		t.Fatalf("decode with a field appended by a later revision: %v", err)
+	}
+	if !nodeMetaEqual(got, sampleNodeMeta()) {
+		t.Fatalf("got %+v", got)
+	}
+}
+
+func TestMembershipMetaRandomRoundTrip(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(1, 2))
+	str := func(max int) string {
+		b := make([]byte, rng.IntN(max+1))
+		for i := range b {
+			b[i] = byte(rng.UintN(256))
+		}
+		return string(b)
+	}
+	for i := range 5000 {
+		m := nodeMeta{
+			NodeID:      str(200),
+			GRPCAddr:    str(200),
+			AdminAddr:   str(200),
+			State:       State(rng.IntN(6)),
+			BootTime:    time.UnixMilli(rng.Int64N(1<<50) - 1<<49),
+			Fingerprint: str(40),
+		}
+		b, err := m.encode()
+		if err != nil {
+			if m.NodeID == "" || !m.State.valid() || errors.Is(err, errMetaTooLarge) {
+				continue
+			}
+			t.Fatalf("case %d: encode: %v", i, err)
+		}
+		if len(b) > metaMaxSize {
+			t.Fatalf("case %d: encoded %d bytes", i, len(b))
+		}
+		got, err := decodeMeta(b)
+		if err != nil {
+			t.Fatalf("case %d: decode: %v", i, err)
+		}
+		if !nodeMetaEqual(got, m) {
+			t.Fatalf("case %d: got %+v, want %+v", i, got, m)
+		}
+		// Flipping random bytes never panics.
+		b[rng.IntN(len(b))] ^= byte(1 + rng.UintN(255))
+		_, _ = decodeMeta(b)
+	}
+}
+
+// FuzzMembershipMetaDecode checks that decoding arbitrary bytes never panics, and that whatever decodes
+// re-encodes to something that decodes to the same metadata.
+func FuzzMembershipMetaDecode(f *testing.F) {
+	good, err := sampleNodeMeta().encode()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good)
+	f.Add([]byte{})
+	f.Add([]byte{1})
+	f.Add([]byte{2, 1, 0, 0, 0, 0, 0, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := decodeMeta(b)
+		if err != nil {
+			return
+		}
+		again, err := m.encode()
+		if err != nil {
+			t.Fatalf("decoded meta does not re-encode: %v", err)
+		}
+		m2, err := decodeMeta(again)
+		if err != nil || !nodeMetaEqual(m, m2) {
+			t.Fatalf("re-encoded meta: %+v, %v; want %+v", m2, err, m)
+		}
+	})
+}
+
+func nodeMetaEqual(a, b nodeMeta) bool {
+	return a.NodeID == b.NodeID && a.GRPCAddr == b.GRPCAddr && a.AdminAddr == b.AdminAddr &&
+		a.State == b.State && a.BootTime.UnixMilli() == b.BootTime.UnixMilli() && a.Fingerprint == b.Fingerprint
+}

@@ -1,0 +1,315 @@
+package membership
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kvring/kvring/ring"
+)
+
+// Liveness is gossip's view of a member.
+//
+// memberlist v0.7.0 does not expose its "suspect" state (Members lists suspects as alive and no callback
+// reports them), so a suspect member shows as alive until it is declared dead.
+type Liveness uint8
+
+const (
+	// Alive: gossip reaches the member (or has not yet given up on it).
+	Alive Liveness = iota + 1
+	// Dead: the member stopped answering and was declared dead without announcing that it leaves.
+	Dead
+	// Left: the member announced that it leaves (state leaving), then left.
+	Left
+)
+
+// String returns "alive", "dead", "left" or "liveness(N)".
+func (l Liveness) String() string {
+	switch l {
+	case Alive:
+		return "alive"
+	case Dead:
+		return "dead"
+	case Left:
+		return "left"
+	}
+	return "liveness(" + strconv.Itoa(int(l)) + ")"
+}
+
+// MarshalText makes Liveness print as its name in JSON.
+func (l Liveness) MarshalText() ([]byte, error) { return []byte(l.String()), nil }
+
+// Member describes a member as this node last heard of it.
+type Member struct {
+	ID         string    // node id (ring member ID)
+	GRPCAddr   string    // gRPC address (ring member Addr)
+	AdminAddr  string    // admin HTTP address
+	State      State     // the member's own state, from its metadata
+	BootTime   time.Time // when the member started gossiping
+	GossipAddr string    // host:port of its gossip
+	Liveness   Liveness
+	Since      time.Time // when this node last saw it join, change or leave
+}
+
+// ownsPartitions decides who is a ring member: every alive member that is not leaving. A joining member owns
+// partitions as soon as it gossips (there is no hand-off yet, so a joining member starts empty like any
+// other); a draining member keeps owning what it holds until it announces leaving. Keep this the only place
+// that decides ownership.
+func ownsPartitions(m *Member) bool {
+	return m.Liveness == Alive && m.State != Leaving
+}
+
+// deadMemberRetention is how long members() keeps listing a member after it died or left.
+const deadMemberRetention = 10 * time.Minute
+
+type memberEventKind uint8
+
+const (
+	eventJoin memberEventKind = iota + 1
+	eventUpdate
+	eventLeave
+)
+
+// memberEvent is a copy of what a memberlist callback reported; the callback's Node is not kept.
+type memberEvent struct {
+	kind       memberEventKind
+	name       string
+	gossipAddr string
+	meta       []byte
+}
+
+// peerRefusal records that a peer was refused, for the ring goroutine to log.
+type peerRefusal struct {
+	peer, gossipAddr, reason string
+}
+
+// ringState turns membership events into ring snapshots. memberlist callbacks hand events over with push
+// and refuse, which never block; one goroutine (loop) or a test (runOnce) applies them to the member table
+// and rebuilds the ring when its members change.
+//
+// Epoch: the first ring (empty, before Start) has epoch 0; every rebuild whose member list (IDs or gRPC
+// addresses) differs from the current ring's gets the current epoch + 1. Epochs are local to this node:
+// two nodes with the same members may be at different epochs; compare Members to compare views.
+type ringState struct {
+	cfg  ring.Config
+	self string
+	log  *slog.Logger
+	// settle is the unsettled window (Config.SettleWindow); <= 0: never unsettled.
+	settle time.Duration
+	// now is the clock of the settle window and of member timestamps (Config.Now).
+	now func() time.Time
+
+	// onChange, if set before the loop starts, is called after every rebuild with the replaced and the new
+	// ring, from the goroutine that rebuilt (calls are serialised, in epoch order). It must not call runOnce.
+	onChange func(old, new *ring.Ring)
+
+	cur       atomic.Pointer[ring.Ring]
+	changedAt atomic.Int64 // UnixNano of the last rebuild (or of newRingState)
+
+	inMu     sync.Mutex // guards the hand-off fields below
+	pending  []memberEvent
+	refusals []peerRefusal
+	refused  map[string]string // peer → reason last logged, so each refusal is logged once
+	signal   chan struct{}     // capacity 1: coalesces wake-ups
+
+	rebuildMu sync.Mutex // serialises runOnce
+
+	tableMu sync.Mutex // guards table
+	table   map[string]*Member
+}
+
+func newRingState(cfg ring.Config, self string, settle time.Duration, now func() time.Time, log *slog.Logger) (*ringState, error) {
+	empty, err := ring.New(nil, 0, cfg)
+	if err != nil {
+		return nil, err
+	}
+	rs := &ringState{
+		cfg: cfg, self: self, log: log, settle: settle, now: now,
+		refused: make(map[string]string),
+		signal:  make(chan struct{}, 1),
+		table:   make(map[string]*Member),
+	}
+	rs.cur.Store(empty)
+	rs.changedAt.Store(now().UnixNano())
+	return rs, nil
+}
+
+// ring returns the current snapshot; never nil, never blocks.
+func (rs *ringState) ring() *ring.Ring { return rs.cur.Load() }
+
+// unsettled reports whether the ring changed, or this node started, less
+// than the settle window (Config.SettleWindow) ago. While gossip
+// converges, a coordinator whose ring is behind (or ahead) stores chunks where
+// the converged ring does not look, and a node that just started cannot know
+// the rings the others had. During the window a lookup asks every member about
+// the ids past the run the owners hold, and a get falls back to every member;
+// after it such chunks are unreachable copies until evicted.
+func (rs *ringState) unsettled() bool {
+	return rs.settle > 0 && rs.now().Sub(time.Unix(0, rs.changedAt.Load())) < rs.settle
+}
+
+func (rs *ringState) push(ev memberEvent) {
+	rs.inMu.Lock()
+	rs.pending = append(rs.pending, ev)
+	if ev.kind == eventJoin {
+		delete(rs.refused, ev.name) // refused before, accepted now: log a later refusal again
+	}
+	rs.inMu.Unlock()
+	rs.wake()
+}
+
+// refuse records a refused peer; only a new (peer, reason) pair is handed on for logging. Never blocks.
+func (rs *ringState) refuse(peer, gossipAddr, reason string) {
+	rs.inMu.Lock()
+	if rs.refused[peer] == reason {
+		rs.inMu.Unlock()
+		return
+	}
+	rs.refused[peer] = reason
+	rs.refusals = append(rs.refusals, peerRefusal{peer: peer, gossipAddr: gossipAddr, reason: reason})
+	rs.inMu.Unlock()
+	rs.wake()
+}
+
+func (rs *ringState) wake() {
+	select {
+	case rs.signal <- struct{}{}:
+	default:
+	}
+}
+
+// loop runs runOnce whenever events arrive, until ctx ends.
+func (rs *ringState) loop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-rs.signal:
+			rs.runOnce()
+		}
+	}
+}
+
+// runOnce applies the pending events, logs them, and rebuilds the ring if its members changed. It returns
+// the current ring. Safe to call from any goroutine (tests call it to rebuild synchronously).
+func (rs *ringState) runOnce() *ring.Ring {
+	rs.rebuildMu.Lock()
+	defer rs.rebuildMu.Unlock()
+
+	rs.inMu.Lock()
+	events, refusals := rs.pending, rs.refusals
+	rs.pending, rs.refusals = nil, nil
+	rs.inMu.Unlock()
+
+	for _, r := range refusals {
+		rs.log.Error("refusing peer: it cannot join this cluster", "peer", r.peer, "peer_gossip", r.gossipAddr,
+			"reason", r.reason, "local_fingerprint", rs.cfg.Fingerprint(), "local_ring", fmt.Sprintf(
+				"partitions=%d replication=%d load=%g vnodes=%d hasher=%s", rs.cfg.PartitionCount,
+				rs.cfg.ReplicationFactor, rs.cfg.Load, rs.cfg.VirtualNodes, rs.cfg.Hasher))
+	}
+	now := rs.now()
+	rs.tableMu.Lock()
+	for _, ev := range events {
+		rs.apply(ev, now)
+	}
+	for id, m := range rs.table {
+		if m.Liveness != Alive && now.Sub(m.Since) > deadMemberRetention {
+			delete(rs.table, id)
+		}
+	}
+	var owners []ring.Member
+	for _, m := range rs.table {
+		if ownsPartitions(m) {
+			owners = append(owners, ring.Member{ID: m.ID, Addr: m.GRPCAddr})
+		}
+	}
+	rs.tableMu.Unlock()
+
+	slices.SortFunc(owners, func(a, b ring.Member) int { return cmp.Compare(a.ID, b.ID) })
+	old := rs.cur.Load()
+	if slices.Equal(old.Members(), owners) {
+		return old
+	}
+	next, err := ring.New(owners, old.Epoch()+1, rs.cfg)
+	if err != nil {
+		rs.log.Error("cannot rebuild ring; keeping the previous one", "epoch", old.Epoch(),
+			"members", memberIDs(owners), "err", err)
+		return old
+	}
+	rs.cur.Store(next)
+	rs.changedAt.Store(now.UnixNano())
+	rs.log.Info("ring rebuilt", "epoch", next.Epoch(), "members", memberIDs(owners),
+		"moved", ring.Moved(old, next), "partitions", rs.cfg.PartitionCount)
+	if rs.onChange != nil {
+		rs.onChange(old, next)
+	}
+	return next
+}
+
+// apply updates the table with one event and logs it. tableMu is held.
+func (rs *ringState) apply(ev memberEvent, now time.Time) {
+	meta, err := decodeMeta(ev.meta)
+	if err != nil {
+		// The alive delegate refuses such peers, so this is a peer that changed its metadata incompatibly.
+		rs.log.Error("ignoring member event with unreadable metadata", "member", ev.name, "gossip", ev.gossipAddr, "err", err)
+		return
+	}
+	old, known := rs.table[ev.name]
+	m := &Member{
+		ID: ev.name, GRPCAddr: meta.GRPCAddr, AdminAddr: meta.AdminAddr, State: meta.State,
+		BootTime: meta.BootTime, GossipAddr: ev.gossipAddr, Liveness: Alive, Since: now,
+	}
+	attrs := []any{"member", m.ID, "grpc", m.GRPCAddr, "admin", m.AdminAddr, "gossip", m.GossipAddr,
+		"state", m.State}
+	if m.ID == rs.self {
+		attrs = append(attrs, "self", true)
+	}
+	switch ev.kind {
+	case eventJoin:
+		rs.log.Info("member joined", attrs...)
+	case eventUpdate:
+		if !known {
+			rs.log.Info("member joined", attrs...)
+			break
+		}
+		if old.Liveness == Alive && old.State == m.State && old.GRPCAddr == m.GRPCAddr &&
+			old.AdminAddr == m.AdminAddr && old.GossipAddr == m.GossipAddr && old.BootTime.Equal(m.BootTime) {
+			return // nothing this node tracks changed
+		}
+		rs.log.Info("member updated", append(attrs, "old_state", old.State)...)
+	case eventLeave:
+		m.Liveness = Dead
+		if m.State == Leaving || (known && old.State == Leaving) {
+			m.Liveness = Left
+		}
+		rs.log.Info("member left", append(attrs, "liveness", m.Liveness)...)
+	}
+	rs.table[ev.name] = m
+}
+
+// members returns a copy of the member table sorted by ID: alive members, and members that died or left
+// within deadMemberRetention.
+func (rs *ringState) members() []Member {
+	rs.tableMu.Lock()
+	out := make([]Member, 0, len(rs.table))
+	for _, m := range rs.table {
+		out = append(out, *m)
+	}
+	rs.tableMu.Unlock()
+	slices.SortFunc(out, func(a, b Member) int { return cmp.Compare(a.ID, b.ID) })
+	return out
+}
+
+func memberIDs(ms []ring.Member) []string {
+	ids := make([]string, len(ms))
+	for i, m := range ms {
+		ids[i] = m.ID
+	}
+	return ids
+}
