@@ -26,7 +26,7 @@ type Config struct {
 	SegmentSize int64
 	// StageLease is how long a staged slot waits for its seal. Default 30 s.
 	StageLease time.Duration
-	// MaxPinLease caps the lease of a Lookup pin. Default 5 min.
+	// MaxPinLease caps the pin lease Has takes. Default 5 min.
 	MaxPinLease time.Duration
 	// Policy names the eviction policy: PolicyLRU (default) or
 	// PolicyTinyLFU (ristretto).

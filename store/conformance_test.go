@@ -103,7 +103,7 @@ func TestSecondSealOfSameChunkReportsAlreadyHeldAndChangesNothing(t *testing.T) 
 	// A second writer of the same chunk learns it is held before writing.
 	_, err := s.Stage("ns", c.id, int64(c.size), Checksum(c.data))
 	wantErr(t, err, ErrAlreadyHeld, c.id.String())
-	wantErr(t, s.Put("ns", c.id, c.data, Checksum(c.data)), ErrAlreadyHeld)
+	wantErr(t, s.put("ns", c.id, c.data, Checksum(c.data)), ErrAlreadyHeld)
 	after := s.Stats()
 	if after.Chunks != before.Chunks || after.UsedBytes != before.UsedBytes || after.StagedChunks != 0 {
 		t.Fatalf("a refused second write changed the accounting: %+v -> %+v", before, after)
@@ -259,7 +259,7 @@ func TestGetOfMissingChunkReportsNotFound(t *testing.T) {
 	id := testID(1)
 	_, err := s.Get("ns", id)
 	wantErr(t, err, ErrNotFound, id.String())
-	wantErr(t, s.Evict("ns", id), ErrNotFound, id.String())
+	wantErr(t, s.evict("ns", id), ErrNotFound, id.String())
 	if s.Contains("ns", id) {
 		t.Fatal("Contains reports a chunk never stored")
 	}
@@ -279,7 +279,7 @@ func TestCorruptedChunkIsReportedCountedAndDropped(t *testing.T) {
 	v.Release()
 
 	// Another process on the host scribbles on the chunk through the segment.
-	f, mapSize, err := s.SegmentFile(loc.Segment)
+	f, mapSize, err := s.segmentFile(loc.Segment)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +322,7 @@ func TestSegmentFileShowsChunkBytesAtLocation(t *testing.T) {
 	}
 	defer v.Release()
 	loc := v.Location()
-	f, _, err := s.SegmentFile(loc.Segment)
+	f, _, err := s.segmentFile(loc.Segment)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +334,7 @@ func TestSegmentFileShowsChunkBytesAtLocation(t *testing.T) {
 	if !bytes.Equal(got, c.data) {
 		t.Fatal("segment file does not hold the chunk's bytes at its location")
 	}
-	if _, _, err := s.SegmentFile(loc.Segment + 1000); !errors.Is(err, ErrNotFound) {
+	if _, _, err := s.segmentFile(loc.Segment + 1000); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("SegmentFile of an unknown segment: %v", err)
 	}
 }
@@ -357,11 +357,11 @@ func TestLookupCountsOnlyLeadingHeldChunks(t *testing.T) {
 		{nil, 0},
 	}
 	for _, tc := range cases {
-		n, pin, err := s.Lookup("ns", tc.ids, 0)
+		n, pin, err := s.lookup("ns", tc.ids, 0)
 		if err != nil || n != tc.want || pin != 0 {
 			t.Fatalf("Lookup without lease = (%d, %d, %v), want (%d, 0, nil)", n, pin, err, tc.want)
 		}
-		n, pin, err = s.Lookup("ns", tc.ids, time.Minute)
+		n, pin, err = s.lookup("ns", tc.ids, time.Minute)
 		if err != nil || n != tc.want || (pin != 0) != (tc.want > 0) {
 			t.Fatalf("Lookup with lease = (%d, %d, %v), want %d held", n, pin, err, tc.want)
 		}
@@ -375,7 +375,7 @@ func TestLookupCountsOnlyLeadingHeldChunks(t *testing.T) {
 			t.Fatal("Release of a released lease reported true")
 		}
 	}
-	if n, _, _ := s.Lookup("other", []ID{a.id}, 0); n != 0 {
+	if n, _, _ := s.lookup("other", []ID{a.id}, 0); n != 0 {
 		t.Fatal("Lookup found a chunk in a namespace it is not in")
 	}
 }
@@ -390,7 +390,7 @@ func fillPast(t *testing.T, s *Store, first uint64, size, limit int, cond func()
 			t.Fatalf("condition not reached after %d puts", limit)
 		}
 		c := newSpec(first+uint64(i), size)
-		err := s.Put("fill", c.id, c.data, Checksum(c.data))
+		err := s.put("fill", c.id, c.data, Checksum(c.data))
 		if err != nil && !errors.Is(err, ErrRejected) && !errors.Is(err, ErrNoSpace) {
 			t.Fatalf("Put: %v", err)
 		}
@@ -407,11 +407,11 @@ func TestPinnedChunkOutlivesEvictionPressureUntilRelease(t *testing.T) {
 	s := openTest(t, cfg)
 	p := newSpec(1, 1000)
 	mustPut(t, s, "ns", p.id, p.data)
-	n, pin, err := s.Lookup("ns", []ID{p.id}, time.Minute)
+	n, pin, err := s.lookup("ns", []ID{p.id}, time.Minute)
 	if err != nil || n != 1 || pin == 0 {
 		t.Fatalf("Lookup = (%d, %d, %v)", n, pin, err)
 	}
-	if err := s.Evict("ns", p.id); !errors.Is(err, ErrBusy) {
+	if err := s.evict("ns", p.id); !errors.Is(err, ErrBusy) {
 		t.Fatalf("Evict of a pinned chunk: %v, want ErrBusy", err)
 	}
 	// Put other chunks until the policy has chosen the pinned one as a
@@ -443,7 +443,7 @@ func TestPinnedChunkOutlivesEvictionPressureUntilLeaseExpiry(t *testing.T) {
 	p := newSpec(1, 1000)
 	mustPut(t, s, "ns", p.id, p.data)
 	// A lease longer than MaxPinLease is capped.
-	if n, pin, err := s.Lookup("ns", []ID{p.id}, time.Hour); err != nil || n != 1 || pin == 0 {
+	if n, pin, err := s.lookup("ns", []ID{p.id}, time.Hour); err != nil || n != 1 || pin == 0 {
 		t.Fatalf("Lookup = (%d, %d, %v)", n, pin, err)
 	}
 	fillPast(t, s, 100, 1000, 20000, func() bool { return evictedWhilePinned(s, "ns", p.id) }, func() {
@@ -475,7 +475,7 @@ func TestOpenViewKeepsEvictedBytesUntilRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	loc := v.Location()
-	if err := s.Evict("ns", c.id); err != nil {
+	if err := s.evict("ns", c.id); err != nil {
 		t.Fatal(err)
 	}
 	if s.Contains("ns", c.id) {
@@ -493,7 +493,7 @@ func TestOpenViewKeepsEvictedBytesUntilRelease(t *testing.T) {
 	for i := range 64 {
 		o := newSpec(uint64(100+i), c.size)
 		others = append(others, o)
-		if err := s.Put("ns", o.id, o.data, Checksum(o.data)); err != nil && !errors.Is(err, ErrRejected) && !errors.Is(err, ErrNoSpace) {
+		if err := s.put("ns", o.id, o.data, Checksum(o.data)); err != nil && !errors.Is(err, ErrRejected) && !errors.Is(err, ErrNoSpace) {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(v.Bytes(), c.data) {
@@ -530,7 +530,7 @@ func TestWriteTheBudgetCannotHoldIsRefusedAndNotHeld(t *testing.T) {
 		staged, specs = append(staged, w), append(specs, c)
 	}
 	extra := newSpec(99, 4096)
-	err := s.Put("ns", extra.id, extra.data, Checksum(extra.data))
+	err := s.put("ns", extra.id, extra.data, Checksum(extra.data))
 	if !errors.Is(err, ErrNoSpace) && !errors.Is(err, ErrRejected) {
 		t.Fatalf("Put into a budget taken by staged writes: %v, want ErrNoSpace or ErrRejected", err)
 	}
@@ -593,7 +593,7 @@ func TestAdmissionPolicyRefusalIsReportedRejectedAndNotHeld(t *testing.T) {
 		touch()
 		c := newSpec(uint64(1000+i), 1000)
 		used := s.Stats().UsedBytes
-		err := s.Put("ns", c.id, c.data, Checksum(c.data))
+		err := s.put("ns", c.id, c.data, Checksum(c.data))
 		if err == nil {
 			continue
 		}
@@ -619,10 +619,10 @@ func TestClosedStoreRefusesCallsWithoutPanicking(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Evict("ns", c.id); err != nil {
+	if err := s.evict("ns", c.id); err != nil {
 		t.Fatal(err)
 	}
-	_, pin, _ := s.Lookup("ns", []ID{d.id}, time.Minute)
+	_, pin, _ := s.lookup("ns", []ID{d.id}, time.Minute)
 	w, err := s.Stage("ns", testID(3), 100, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -639,10 +639,10 @@ func TestClosedStoreRefusesCallsWithoutPanicking(t *testing.T) {
 	if _, err := s.Get("ns", d.id); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Get after Close: %v", err)
 	}
-	if _, _, err := s.Lookup("ns", []ID{d.id}, 0); !errors.Is(err, ErrClosed) {
+	if _, _, err := s.lookup("ns", []ID{d.id}, 0); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Lookup after Close: %v", err)
 	}
-	if err := s.Evict("ns", d.id); !errors.Is(err, ErrClosed) {
+	if err := s.evict("ns", d.id); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Evict after Close: %v", err)
 	}
 	if err := w.Seal(); !errors.Is(err, ErrClosed) {
@@ -670,7 +670,7 @@ func TestAcquireDefersVerificationToVerify(t *testing.T) {
 	loc := v.Location()
 	v.Release()
 
-	f, _, err := s.SegmentFile(loc.Segment)
+	f, _, err := s.segmentFile(loc.Segment)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -724,7 +724,7 @@ func TestHasReportsEveryHeldIDAndPinsThem(t *testing.T) {
 	if pin == 0 || s.Stats().PinnedChunks != 3 {
 		t.Fatalf("pin %d, %d pinned chunks; want a lease over 3", pin, s.Stats().PinnedChunks)
 	}
-	if err := s.Evict("ns", ids[2]); !errors.Is(err, ErrBusy) {
+	if err := s.evict("ns", ids[2]); !errors.Is(err, ErrBusy) {
 		t.Fatalf("Evict of a pinned chunk: %v, want ErrBusy", err)
 	}
 	s.Release(pin)

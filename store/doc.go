@@ -4,8 +4,9 @@
 // # Contract
 //
 //   - Chunk bytes live in shared-memory segments: files under Config.ShmDir
-//     (normally /dev/shm) named after the node, mapped MAP_SHARED. A segment can
-//     be handed to another process as a file descriptor (SegmentFile). A chunk's
+//     (normally /dev/shm) named after the node, mapped MAP_SHARED, so a segment
+//     can be handed to another process as a file descriptor (segmentFile does
+//     that; it stays unexported until the local socket uses it). A chunk's
 //     (segment, offset) never moves while the chunk is held, and every segment
 //     file is at least 8 bytes longer than the last byte of any slot in it (the
 //     mmap rule of vineyard-protocol.md).
@@ -30,7 +31,7 @@
 //     are returned to the kernel first (hole punching), so the shared memory
 //     the node occupies stays within the limit.
 //   - Eviction frees a slot exactly once and never under a reader: a View holds
-//     a reference, a Lookup lease holds a pin, a writer filling a slot through
+//     a reference, a pin lease (Has) holds a pin, a writer filling a slot through
 //     Staged.Bytes holds it until Seal or Abort. A chunk evicted by the policy
 //     while pinned stays readable until its pins end, then is freed.
 //   - Get verifies the checksum; a mismatch is reported (ErrChecksum), counted

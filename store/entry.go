@@ -28,7 +28,7 @@ type entry struct {
 	// readable until its pins end, then dies.
 	evicted bool
 	refs    int32 // readers (Views) and active writers
-	pins    int32 // Lookup leases
+	pins    int32 // pin leases
 }
 
 // bytes returns the chunk's bytes in shared memory.

@@ -17,7 +17,7 @@ func TestEmptyChunkIsInvalid(t *testing.T) {
 		_, err := s.Stage("ns", testID(1), size, 0)
 		wantErr(t, err, ErrInvalid, "size must be positive")
 	}
-	wantErr(t, s.Put("ns", testID(1), nil, 0), ErrInvalid, "size must be positive")
+	wantErr(t, s.put("ns", testID(1), nil, 0), ErrInvalid, "size must be positive")
 	stillWorks(t, s)
 }
 
@@ -52,12 +52,12 @@ func TestMalformedNamespaceIsInvalid(t *testing.T) {
 		wantErr(t, ValidateNamespace(tc.ns), ErrInvalid, tc.says)
 		_, err := s.Stage(tc.ns, c.id, int64(c.size), Checksum(c.data))
 		wantErr(t, err, ErrInvalid, tc.says)
-		wantErr(t, s.Put(tc.ns, c.id, c.data, Checksum(c.data)), ErrInvalid, tc.says)
+		wantErr(t, s.put(tc.ns, c.id, c.data, Checksum(c.data)), ErrInvalid, tc.says)
 		_, err = s.Get(tc.ns, c.id)
 		wantErr(t, err, ErrInvalid, tc.says)
-		_, _, err = s.Lookup(tc.ns, []ID{c.id}, time.Second)
+		_, _, err = s.lookup(tc.ns, []ID{c.id}, time.Second)
 		wantErr(t, err, ErrInvalid, tc.says)
-		wantErr(t, s.Evict(tc.ns, c.id), ErrInvalid, tc.says)
+		wantErr(t, s.evict(tc.ns, c.id), ErrInvalid, tc.says)
 		if s.Contains(tc.ns, c.id) {
 			t.Fatalf("Contains(%q) is true", tc.ns)
 		}
@@ -68,7 +68,7 @@ func TestMalformedNamespaceIsInvalid(t *testing.T) {
 		}
 		mustPut(t, s, ok, c.id, c.data)
 		readBack(t, s, ok, c.id, c.data)
-		if err := s.Evict(ok, c.id); err != nil {
+		if err := s.evict(ok, c.id); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -165,7 +165,7 @@ func TestNegativePinLeaseIsInvalid(t *testing.T) {
 	s := openTest(t, testConfig(t, 16<<20))
 	c := newSpec(1, 1000)
 	mustPut(t, s, "ns", c.id, c.data)
-	_, _, err := s.Lookup("ns", []ID{c.id}, -time.Second)
+	_, _, err := s.lookup("ns", []ID{c.id}, -time.Second)
 	wantErr(t, err, ErrInvalid, "must not be negative")
 	if st := s.Stats(); st.PinnedChunks != 0 {
 		t.Fatal("a refused Lookup pinned a chunk")

@@ -14,7 +14,7 @@ import (
 const (
 	ReasonPolicy   = "policy"   // the admission policy declined or evicted it
 	ReasonNoSpace  = "no_space" // the budget had no room (staged or pinned bytes)
-	ReasonExplicit = "explicit" // Evict was called
+	ReasonExplicit = "explicit" // removed on request (evict; only tests so far)
 	ReasonChecksum = "checksum" // its bytes no longer matched the checksum
 	ReasonAborted  = "aborted"  // the writer aborted the staged write
 	ReasonExpired  = "expired"  // the stage lease ran out

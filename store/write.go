@@ -378,9 +378,9 @@ func (w *Staged) dropDirect() {
 	s.mu.Unlock()
 }
 
-// Put stages, copies and seals a chunk in one call: a convenience for
-// callers that have the whole chunk in memory. data is only read.
-func (s *Store) Put(ns string, id ID, data []byte, crc uint32) error {
+// put stages, copies and seals a chunk in one call, for tests that have the
+// whole chunk in memory. data is only read.
+func (s *Store) put(ns string, id ID, data []byte, crc uint32) error {
 	w, err := s.Stage(ns, id, int64(len(data)), crc)
 	if err != nil {
 		return err
