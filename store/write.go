@@ -1,24 +1,6 @@
 package store
 
-import (
-	"fmt"
-	"hash/crc32"
-)
-
-// castagnoli is the CRC-32C table: the checksum of every chunk, on the wire
-// and in the store.
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// Checksum returns the CRC-32C (Castagnoli) of p, the checksum kvring uses
-// for chunk bytes everywhere.
-func Checksum(p []byte) uint32 { return crc32.Checksum(p, castagnoli) }
-
-// CopyChecksum copies src into dst, which must be at least as long, and
-// returns crc (a CRC-32C, 0 to start) extended by src: the copy and the
-// checksum in one pass over the bytes, as a staged write does (about twice
-// as fast as copy and then Checksum on CPUs with VPCLMULQDQ; see
-// copycrc.go). Safe for concurrent use on distinct dst.
-func CopyChecksum(dst, src []byte, crc uint32) uint32 { return copyCRC32C(dst, src, crc) }
+import "fmt"
 
 // stageTouches is how many accesses a write counts for in the admission
 // policy's frequency sketch.
