@@ -186,10 +186,12 @@ func TestOpenRefusesConfigurationsThatCannotWork(t *testing.T) {
 	}{
 		{"no data dir", func(c *Config) { c.DataDir = "" }, "DataDir is required"},
 		{"negative limit", func(c *Config) { c.MemoryLimit = -1 }, "MemoryLimit must be positive"},
-		{"chunk above limit", func(c *Config) { c.MaxChunkSize = 32 << 20 }, "MaxChunkSize must be in"},
-		{"negative chunk", func(c *Config) { c.MaxChunkSize = -5 }, "MaxChunkSize must be in"},
+		{"chunk above limit", func(c *Config) { c.MaxChunkSize = 32 << 20 }, "MaxChunkSize must not exceed MemoryLimit"},
+		{"negative chunk", func(c *Config) { c.MaxChunkSize = -5 }, "MaxChunkSize must be positive"},
 		{"negative segment", func(c *Config) { c.SegmentSize = -1 }, "SegmentSize must be positive"},
-		{"negative lease", func(c *Config) { c.StageLease = -time.Second }, "leases must not be negative"},
+		{"negative stage lease", func(c *Config) { c.StageLease = -time.Second }, "StageLease must not be negative"},
+		{"negative pin lease", func(c *Config) { c.MaxPinLease = -time.Second }, "MaxPinLease must not be negative"},
+		{"unknown policy", func(c *Config) { c.Policy = "fifo" }, `Policy must be "lru" or "tinylfu", got "fifo"`},
 		{"negative expected", func(c *Config) { c.ExpectedChunkSize = -1 }, "ExpectedChunkSize must be positive"},
 	}
 	for _, tc := range cases {
@@ -203,4 +205,50 @@ func TestOpenRefusesConfigurationsThatCannotWork(t *testing.T) {
 	// The refusals left nothing locked: the same directories open fine.
 	s := openTest(t, base)
 	stillWorks(t, s)
+}
+
+func TestValidateFillsDefaultsAndReportsEveryBadSetting(t *testing.T) {
+	t.Parallel()
+	cfg := Config{DataDir: t.TempDir()}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("Validate of a config with only DataDir: %v", err)
+	}
+	want := DefaultConfig(cfg.DataDir)
+	if cfg.ShmDir != want.ShmDir || cfg.MemoryLimit != want.MemoryLimit || cfg.MaxChunkSize != want.MaxChunkSize ||
+		cfg.SegmentSize != want.SegmentSize || cfg.StageLease != want.StageLease || cfg.MaxPinLease != want.MaxPinLease ||
+		cfg.Policy != want.Policy || cfg.ExpectedChunkSize != want.ExpectedChunkSize ||
+		cfg.MaintenanceInterval != want.MaintenanceInterval || cfg.Now == nil || cfg.Logger == nil {
+		t.Fatalf("Validate filled in %+v, want the defaults %+v", cfg, want)
+	}
+
+	// A small budget lowers the default MaxChunkSize to fit it.
+	small := Config{DataDir: t.TempDir(), MemoryLimit: 1 << 20}
+	if err := small.Validate(); err != nil || small.MaxChunkSize != 1<<20 {
+		t.Fatalf("Validate with a 1 MiB budget: MaxChunkSize %d, %v", small.MaxChunkSize, err)
+	}
+
+	bad := Config{
+		MemoryLimit:       -1,
+		MaxChunkSize:      -5,
+		SegmentSize:       -1,
+		StageLease:        -time.Second,
+		MaxPinLease:       -time.Second,
+		Policy:            "fifo",
+		ExpectedChunkSize: -1,
+	}
+	err := bad.Validate()
+	wantErr(t, err, ErrInvalid, "DataDir is required", "MemoryLimit must be positive", "MaxChunkSize must be positive",
+		"SegmentSize must be positive", "StageLease must not be negative", "MaxPinLease must not be negative",
+		"Policy must be", "ExpectedChunkSize must be positive")
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		t.Fatalf("Validate returned %T, want the errors joined", err)
+	}
+	if errs := joined.Unwrap(); len(errs) != 8 {
+		t.Fatalf("Validate reported %d errors, want 8: %v", len(errs), err)
+	} else {
+		for _, e := range errs {
+			wantErr(t, e, ErrInvalid)
+		}
+	}
 }

@@ -77,11 +77,12 @@ type counters struct {
 	stageExpired  uint64
 }
 
-// Open opens (or creates) the store of cfg.DataDir. If the catalog lists
-// chunks whose segments still exist, they are verified and served again.
+// Open opens (or creates) the store of cfg.DataDir, with cfg's defaults
+// filled in and checked by Validate (an invalid cfg is ErrInvalid). If the
+// catalog lists chunks whose segments still exist, they are verified and
+// served again. Blocks on the disk while it recovers them.
 func Open(cfg Config) (*Store, error) {
-	cfg.setDefaults()
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("cannot open store: %w", err)
 	}
 	start := time.Now()
