@@ -12,7 +12,7 @@ import (
 
 // Reasons a chunk left the store or was refused; used in Stats.
 const (
-	ReasonPolicy   = "policy"   // the admission policy declined or evicted it
+	ReasonPolicy   = "policy"   // the eviction policy declined or evicted it
 	ReasonNoSpace  = "no_space" // the budget had no room (staged or pinned bytes)
 	ReasonExplicit = "explicit" // removed on request (evict; only tests so far)
 	ReasonChecksum = "checksum" // its bytes no longer matched the checksum
@@ -56,7 +56,7 @@ type Store struct {
 	nextPin uint64
 	st      counters
 	staging map[*entry]int64 // entries in stateStaged → lease end (unix ns)
-	forgets []uint64         // keys ristretto must forget once mu is released
+	forgets []uint64         // keys the policy must forget once mu is released
 
 	stop chan struct{}
 	done chan struct{}
@@ -166,8 +166,8 @@ func (s *Store) Close() error {
 	s.pol.close()
 	var errs []error
 	s.mu.Lock()
-	// Staged slots are not part of the catalog: free them so the next Open
-	// treats them as free.
+	// Staged slots are not in the catalog, so the next Open treats them as
+	// free.
 	if err := s.cat.flush(); err != nil {
 		errs = append(errs, err)
 	}
@@ -203,7 +203,7 @@ func (s *Store) key(ns string, id ID, intern bool) (chunkKey, bool, error) {
 
 // kill removes e from the index (if it is there) and frees its slot once no
 // reader, writer or pin holds it. It returns whether the caller must tell
-// ristretto to forget e (after releasing mu). Called with mu held.
+// the policy to forget e (after releasing mu). Called with mu held.
 func (s *Store) kill(e *entry, reason uint8) (forget bool) {
 	switch e.state {
 	case stateDead:
@@ -240,13 +240,13 @@ func (s *Store) maybeFree(e *entry) {
 	}
 }
 
-// forgetLater queues e's key for ristretto to forget when mu is released by
-// unlock. mu held.
+// forgetLater queues e's key for the policy to forget when mu is released
+// by unlock. mu held.
 func (s *Store) forgetLater(e *entry) { s.forgets = append(s.forgets, e.hash) }
 
-// unlock releases mu, then tells ristretto to forget the queued keys (Del may
-// block on ristretto's buffer, whose goroutine takes mu in its callbacks).
-// ristretto's own callbacks release mu with a plain Unlock instead.
+// unlock releases mu, then tells the policy to forget the queued keys
+// (ristretto's Del may block on its buffer, whose goroutine takes mu in its
+// callbacks). The policy's callbacks release mu with a plain Unlock instead.
 func (s *Store) unlock() {
 	f := s.forgets
 	s.forgets = nil
@@ -256,7 +256,7 @@ func (s *Store) unlock() {
 	}
 }
 
-// policyEvicted is ristretto's eviction callback.
+// policyEvicted is the policy's eviction callback.
 func (s *Store) policyEvicted(e *entry) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -279,7 +279,7 @@ func (s *Store) policyEvicted(e *entry) {
 	}
 }
 
-// policyRejected is ristretto's admission-refusal callback.
+// policyRejected is the policy's admission-refusal callback.
 func (s *Store) policyRejected(e *entry) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
