@@ -81,7 +81,15 @@ type counters struct {
 // filled in and checked by Validate (an invalid cfg is ErrInvalid). If the
 // catalog lists chunks whose segments still exist, they are verified and
 // served again. Blocks on the disk while it recovers them.
-func Open(cfg Config) (*Store, error) {
+func Open(cfg Config) (*Store, error) { return open(cfg, newPolicy) }
+
+// policyMaker builds a store's eviction policy; onEvict and onReject are the
+// store's callbacks.
+type policyMaker func(cfg *Config, onEvict, onReject func(*entry)) (policy, error)
+
+// open is Open with the policy built by makePolicy: newPolicy, or in tests a
+// policy whose decisions the test controls.
+func open(cfg Config, makePolicy policyMaker) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("cannot open store: %w", err)
 	}
@@ -112,7 +120,7 @@ func Open(cfg Config) (*Store, error) {
 	}
 	s.arena = newArena(cfg.ShmDir, s.nodeID, cfg.MemoryLimit, cfg.SegmentSize)
 	s.arena.onSegment = s.cat.recordSegment
-	pol, err := newPolicy(&cfg, s.policyEvicted, s.policyRejected)
+	pol, err := makePolicy(&cfg, s.policyEvicted, s.policyRejected)
 	if err != nil {
 		cat.close()
 		return nil, err
