@@ -199,8 +199,9 @@ func TestExpiredStageLeaseFreesSlotAndSealReportsLeaseExpired(t *testing.T) {
 		t.Fatalf("ExpireNow ended %d stages, want 1", staged)
 	}
 	st := s.Stats()
-	if st.UsedBytes != 0 || st.StagedChunks != 0 || st.StageExpired != 1 {
-		t.Fatalf("after expiry: UsedBytes %d, StagedChunks %d, StageExpired %d", st.UsedBytes, st.StagedChunks, st.StageExpired)
+	if st.UsedBytes != 0 || st.StagedChunks != 0 || st.StagedBytes != 0 || st.StageExpired != 1 {
+		t.Fatalf("after expiry: UsedBytes %d, StagedChunks %d, StagedBytes %d, StageExpired %d",
+			st.UsedBytes, st.StagedChunks, st.StagedBytes, st.StageExpired)
 	}
 	_, err := w.Write(c.data[5000:])
 	wantErr(t, err, ErrLeaseExpired)
