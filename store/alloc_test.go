@@ -111,7 +111,7 @@ func TestFreedMemoryServesAnotherSizeClass(t *testing.T) {
 		for i := 0; s.Stats().UsedBytes+cs <= limit; i++ {
 			data[0], data[1] = byte(i), byte(i>>8)
 			id := testID(uint64(phase<<20 | i))
-			if err := s.Put(ns, id, data, Checksum(data)); err != nil {
+			if err := s.put(ns, id, data, Checksum(data)); err != nil {
 				t.Fatalf("phase %d: chunk %d of %d bytes refused with %d of %d bytes used (%d retained): %v",
 					phase, i, size, s.Stats().UsedBytes, limit, s.Stats().RetainedFreeBytes, err)
 			}
@@ -138,7 +138,7 @@ func TestFreedMemoryServesAnotherSizeClass(t *testing.T) {
 				data[0], data[1] = byte(i), byte(i>>8)
 				readBack(t, s, ns, id, data)
 			}
-			if err := s.Evict(ns, id); err != nil {
+			if err := s.evict(ns, id); err != nil {
 				t.Fatal(err)
 			}
 		}

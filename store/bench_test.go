@@ -52,10 +52,10 @@ func BenchmarkStageSeal(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				old := testID(uint64(i))
-				if err := s.Evict("bench", old); err != nil {
+				if err := s.evict("bench", old); err != nil {
 					b.Fatal(err)
 				}
-				if err := s.Put("bench", testID(uint64(i+n)), src, crc); err != nil {
+				if err := s.put("bench", testID(uint64(i+n)), src, crc); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -119,7 +119,7 @@ func BenchmarkIndexMemory(b *testing.B) {
 		data := make([]byte, size)
 		crc := Checksum(data)
 		for j := 0; j < chunks; j++ {
-			if err := s.Put("bench", testID(uint64(j)), data, crc); err != nil {
+			if err := s.put("bench", testID(uint64(j)), data, crc); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -216,7 +216,7 @@ func BenchmarkStageSealFresh(b *testing.B) {
 					open()
 					b.StartTimer()
 				}
-				if err := s.Put("bench", testID(uint64(i)), src, crc); err != nil {
+				if err := s.put("bench", testID(uint64(i)), src, crc); err != nil {
 					b.Fatal(err)
 				}
 			}

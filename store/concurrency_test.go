@@ -141,7 +141,7 @@ func testConcurrentOperationsKeepInvariants(t *testing.T, policy string) {
 				return nil
 			}
 			defer v.Release()
-			if err := s.Evict(concNS, c.id); err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrBusy) {
+			if err := s.evict(concNS, c.id); err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrBusy) {
 				return fmt.Errorf("Evict %v: %w", c, err)
 			}
 			if !bytes.Equal(v.Bytes(), c.data) {
@@ -154,7 +154,7 @@ func testConcurrentOperationsKeepInvariants(t *testing.T, policy string) {
 			for range rng.IntN(4) {
 				ids = append(ids, universe[rng.IntN(len(universe))].id)
 			}
-			n, pin, err := s.Lookup(concNS, ids, time.Hour)
+			n, pin, err := s.lookup(concNS, ids, time.Hour)
 			if err != nil {
 				return fmt.Errorf("Lookup: %w", err)
 			}
@@ -168,7 +168,7 @@ func testConcurrentOperationsKeepInvariants(t *testing.T, policy string) {
 				}
 			}
 			if n > 0 {
-				if err := s.Evict(concNS, ids[0]); !errors.Is(err, ErrBusy) {
+				if err := s.evict(concNS, ids[0]); !errors.Is(err, ErrBusy) {
 					return fmt.Errorf("Evict of a pinned chunk: %v, want ErrBusy", err)
 				}
 				if !s.Release(pin) {
@@ -177,7 +177,7 @@ func testConcurrentOperationsKeepInvariants(t *testing.T, policy string) {
 			}
 			return nil
 		case r < 88:
-			if err := s.Evict(concNS, c.id); err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrBusy) {
+			if err := s.evict(concNS, c.id); err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrBusy) {
 				return fmt.Errorf("Evict %v: %w", c, err)
 			}
 			return nil

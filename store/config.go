@@ -1,13 +1,15 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 )
 
 // Config configures a Store. The zero value of every field but DataDir means
-// "use the default" documented on the field; DefaultConfig fills them in.
+// "use the default" documented on the field; DefaultConfig and Validate fill
+// them in.
 type Config struct {
 	// DataDir holds the bbolt catalog (catalog.db). Required.
 	DataDir string
@@ -15,31 +17,38 @@ type Config struct {
 	// directory on a disk works too (tests use one), at disk speed.
 	ShmDir string
 	// MemoryLimit is the hard budget for slot bytes (payload plus allocator
-	// waste) of staged and sealed chunks. Default 1 GiB.
+	// waste) of staged and sealed chunks. Default 1 GiB; must be positive.
 	MemoryLimit int64
-	// MaxChunkSize is the largest chunk accepted. Default 64 MiB. It must not
-	// exceed MemoryLimit.
+	// MaxChunkSize is the largest chunk accepted. Default 64 MiB, or
+	// MemoryLimit when that is smaller. It must not exceed MemoryLimit and
+	// must be below 2 GiB.
 	MaxChunkSize int64
 	// SegmentSize is the preferred length of a segment file; a segment holds
-	// max(1, SegmentSize/slot) slots. Default 64 MiB. Segments are sparse:
-	// only slots in use occupy memory.
+	// max(1, min(SegmentSize, MemoryLimit)/slot) slots, at most 2^20.
+	// Default 64 MiB. Segments are sparse: only slots in use occupy memory.
 	SegmentSize int64
-	// StageLease is how long a staged slot waits for its seal. Default 30 s.
+	// StageLease is how long, on the Now clock, a staged slot may wait for its
+	// Seal or Abort after Stage: the first ExpireNow after that frees it, and
+	// its Write and Seal then fail with ErrLeaseExpired (a writer filling the
+	// slot through Staged.Bytes keeps the pages until its Seal or Abort).
+	// Default 30 s.
 	StageLease time.Duration
-	// MaxPinLease caps the lease of a Lookup pin. Default 5 min.
+	// MaxPinLease caps the pin lease Has takes. Default 5 min.
 	MaxPinLease time.Duration
 	// Policy names the eviction policy: PolicyLRU (default) or
 	// PolicyTinyLFU (ristretto).
 	Policy string
 	// ExpectedChunkSize sizes PolicyTinyLFU's frequency sketch
 	// (MemoryLimit/ExpectedChunkSize items, sketchCountersPerItem counters
-	// each). Default 256 KiB.
+	// each, at least 1024 counters). Default 256 KiB.
 	ExpectedChunkSize int64
-	// MaintenanceInterval is how often the background loop expires leases and
-	// flushes the catalog. Default 1 s. Negative: no background loop (tests
-	// call ExpireNow and FlushCatalog themselves).
+	// MaintenanceInterval is how often (±10 % jitter) the background loop
+	// calls ExpireNow; the same loop flushes the catalog within 10 ms of a
+	// change. Default 1 s. Negative: no background loop (tests call ExpireNow
+	// and FlushCatalog themselves; Close still flushes).
 	MaintenanceInterval time.Duration
-	// Now is the clock for leases. Default time.Now.
+	// Now is the clock of stage and pin leases; ExpireNow reads it. Default
+	// time.Now.
 	Now func() time.Time
 	// Logger receives start-up, recovery and error logs. Default slog.Default().
 	Logger *slog.Logger
@@ -52,6 +61,52 @@ func DefaultConfig(dataDir string) Config {
 	return c
 }
 
+// Validate fills in the default of every zero field, as DefaultConfig does,
+// then reports every setting that cannot work: the error joins one error per
+// bad field (errors.Join), each wrapping ErrInvalid and naming the field; nil
+// when the configuration is usable. Open calls it on its own copy; callers
+// call it to check a configuration before Open. It modifies c, so it is not
+// safe for concurrent use with other uses of c; it never blocks.
+func (c *Config) Validate() error {
+	c.setDefaults()
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...))
+	}
+	if c.DataDir == "" {
+		bad("DataDir is required")
+	}
+	if c.MemoryLimit <= 0 {
+		bad("MemoryLimit must be positive, got %d", c.MemoryLimit)
+	}
+	switch {
+	case c.MaxChunkSize <= 0:
+		bad("MaxChunkSize must be positive, got %d", c.MaxChunkSize)
+	case c.MemoryLimit > 0 && c.MaxChunkSize > c.MemoryLimit:
+		bad("MaxChunkSize must not exceed MemoryLimit=%d, got %d", c.MemoryLimit, c.MaxChunkSize)
+	}
+	if c.MaxChunkSize > 1<<31-1 {
+		bad("MaxChunkSize must be below 2 GiB, got %d", c.MaxChunkSize)
+	}
+	if c.SegmentSize <= 0 {
+		bad("SegmentSize must be positive, got %d", c.SegmentSize)
+	}
+	if c.StageLease < 0 {
+		bad("StageLease must not be negative, got %v", c.StageLease)
+	}
+	if c.MaxPinLease < 0 {
+		bad("MaxPinLease must not be negative, got %v", c.MaxPinLease)
+	}
+	if c.Policy != PolicyLRU && c.Policy != PolicyTinyLFU {
+		bad("Policy must be %q or %q, got %q", PolicyLRU, PolicyTinyLFU, c.Policy)
+	}
+	if c.ExpectedChunkSize <= 0 {
+		bad("ExpectedChunkSize must be positive, got %d", c.ExpectedChunkSize)
+	}
+	return errors.Join(errs...)
+}
+
+// setDefaults fills in the default of every zero field.
 func (c *Config) setDefaults() {
 	if c.ShmDir == "" {
 		c.ShmDir = "/dev/shm"
@@ -60,7 +115,10 @@ func (c *Config) setDefaults() {
 		c.MemoryLimit = 1 << 30
 	}
 	if c.MaxChunkSize == 0 {
-		c.MaxChunkSize = min(64<<20, c.MemoryLimit)
+		c.MaxChunkSize = 64 << 20
+		if c.MemoryLimit > 0 {
+			c.MaxChunkSize = min(c.MaxChunkSize, c.MemoryLimit)
+		}
 	}
 	if c.SegmentSize == 0 {
 		c.SegmentSize = 64 << 20
@@ -86,27 +144,4 @@ func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-}
-
-// validate reports the first setting that cannot work.
-func (c *Config) validate() error {
-	switch {
-	case c.DataDir == "":
-		return fmt.Errorf("%w: DataDir is required", ErrInvalid)
-	case c.MemoryLimit <= 0:
-		return fmt.Errorf("%w: MemoryLimit must be positive, got %d", ErrInvalid, c.MemoryLimit)
-	case c.MaxChunkSize <= 0 || c.MaxChunkSize > c.MemoryLimit:
-		return fmt.Errorf("%w: MaxChunkSize must be in (0, MemoryLimit=%d], got %d", ErrInvalid, c.MemoryLimit, c.MaxChunkSize)
-	case c.MaxChunkSize > 1<<31-1:
-		return fmt.Errorf("%w: MaxChunkSize must be below 2 GiB, got %d", ErrInvalid, c.MaxChunkSize)
-	case c.SegmentSize <= 0:
-		return fmt.Errorf("%w: SegmentSize must be positive, got %d", ErrInvalid, c.SegmentSize)
-	case c.StageLease < 0 || c.MaxPinLease < 0:
-		return fmt.Errorf("%w: leases must not be negative", ErrInvalid)
-	case c.Policy != PolicyLRU && c.Policy != PolicyTinyLFU:
-		return fmt.Errorf("%w: Policy must be %q or %q, got %q", ErrInvalid, PolicyLRU, PolicyTinyLFU, c.Policy)
-	case c.ExpectedChunkSize <= 0:
-		return fmt.Errorf("%w: ExpectedChunkSize must be positive, got %d", ErrInvalid, c.ExpectedChunkSize)
-	}
-	return nil
 }

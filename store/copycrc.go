@@ -1,9 +1,6 @@
 package store
 
-import (
-	"hash/crc32"
-	"unsafe"
-)
+import "unsafe"
 
 // Fused copy and CRC-32C.
 //
@@ -52,9 +49,6 @@ import (
 // and stores are invisible to the race detector; dst is normally shared
 // memory mapped outside the Go heap, which it does not track either.
 
-// copyCRCTable is the CRC-32C table for the generic path.
-var copyCRCTable = crc32.MakeTable(crc32.Castagnoli)
-
 const (
 	// copyCRCFoldMin is the smallest src copyCRC32C hands to the fused
 	// kernel: it leaves at least 128 bytes after aligning dst. From 200
@@ -67,11 +61,10 @@ const (
 )
 
 // copyCRC32C copies src into dst[:len(src)] and returns
-// crc32.Update(crc, Castagnoli table, src): crc and the result are finished
-// CRC-32C values, as with hash/crc32. dst must be at least as long as src
-// and must not overlap it. Bytes of dst past len(src) are not touched. It
-// neither blocks nor keeps dst or src, and is safe for concurrent use on
-// distinct dst.
+// UpdateChecksum(crc, src): crc and the result are finished CRC-32C values,
+// as with hash/crc32. dst must be at least as long as src and must not
+// overlap it. Bytes of dst past len(src) are not touched. It neither blocks
+// nor keeps dst or src, and is safe for concurrent use on distinct dst.
 func copyCRC32C(dst, src []byte, crc uint32) uint32 {
 	return copyCRC32CStores(dst, src, crc, len(src) >= copyCRCNonTemporalMin)
 }
@@ -97,8 +90,8 @@ func copyCRC32CStores(dst, src []byte, crc uint32, nt bool) uint32 {
 	return copyCRC32CGeneric(dst[head+body:], src[head+body:], crc)
 }
 
-// copyCRC32CGeneric is copyCRC32C in two passes: copy, then crc32.Update.
+// copyCRC32CGeneric is copyCRC32C in two passes: copy, then UpdateChecksum.
 func copyCRC32CGeneric(dst, src []byte, crc uint32) uint32 {
 	copy(dst, src)
-	return crc32.Update(crc, copyCRCTable, src)
+	return UpdateChecksum(crc, src)
 }

@@ -4,8 +4,9 @@
 // # Contract
 //
 //   - Chunk bytes live in shared-memory segments: files under Config.ShmDir
-//     (normally /dev/shm) named after the node, mapped MAP_SHARED. A segment can
-//     be handed to another process as a file descriptor (SegmentFile). A chunk's
+//     (normally /dev/shm) named after the node, mapped MAP_SHARED, so a segment
+//     can be handed to another process as a file descriptor (segmentFile does
+//     that; it stays unexported until the local socket uses it). A chunk's
 //     (segment, offset) never moves while the chunk is held, and every segment
 //     file is at least 8 bytes longer than the last byte of any slot in it (the
 //     mmap rule of vineyard-protocol.md).
@@ -13,15 +14,17 @@
 //     caller fills (Write copies and checksums in one pass; Bytes lets a local
 //     writer fill the slot directly). Seal verifies the CRC-32C checksum and
 //     publishes the chunk in the authoritative index: from then on it is
-//     readable. Abort frees the slot. A staged slot that is neither sealed nor
-//     aborted within Config.StageLease is freed by ExpireNow.
+//     readable. Abort frees the slot. The store alone owns stage leases: a
+//     staged slot that is neither sealed nor aborted within Config.StageLease
+//     of its Stage, on the Config.Now clock, is freed by ExpireNow (which the
+//     background loop calls), and its Seal reports ErrLeaseExpired.
 //   - The authoritative index alone says what is held. The eviction policy
 //     (Config.Policy: PolicyLRU, the default, or ristretto's TinyLFU admission
 //     with sampled-LFU eviction; cost = slot bytes) decides what stays: a
 //     chunk is offered to it at Stage (which waits for the decision only when
-//     the budget is full, since the policy must then evict to make room), and
-//     Seal collects the decision before publishing, so a write the policy
-//     declines is reported ErrRejected, never stored. A chunk the policy turns
+//     the budget has no room for the new slot, since the policy must then
+//     evict to make room), and Seal collects the decision before publishing,
+//     so a write the policy declines is reported ErrRejected, never stored. A chunk the policy turns
 //     out not to know is dropped like an eviction.
 //   - The memory limit is a hard budget for slot bytes (payload plus allocator
 //     waste) of staged and sealed chunks. Freed slots keep their pages for
@@ -30,13 +33,14 @@
 //     are returned to the kernel first (hole punching), so the shared memory
 //     the node occupies stays within the limit.
 //   - Eviction frees a slot exactly once and never under a reader: a View holds
-//     a reference, a Lookup lease holds a pin, a writer filling a slot through
+//     a reference, a pin lease (Has) holds a pin, a writer filling a slot through
 //     Staged.Bytes holds it until Seal or Abort. A chunk evicted by the policy
 //     while pinned stays readable until its pins end, then is freed.
 //   - Get verifies the checksum; a mismatch is reported (ErrChecksum), counted
 //     and the chunk dropped. Acquire skips that pass for callers that checksum
 //     the bytes as they send them and report a mismatch with View.Corrupt.
-//   - Close waits for calls in flight; later calls return ErrClosed.
+//   - Close waits for calls in flight; later calls return ErrClosed (those
+//     that return no error report false or nothing).
 //   - bbolt (Config.DataDir/catalog.db) keeps the node identity and the
 //     catalog of sealed chunks. Opening a store on the same data directory
 //     re-maps the segments, verifies every chunk's checksum and serves them

@@ -20,15 +20,15 @@ type entry struct {
 	state   uint8
 	reason  uint8 // why a dead entry died (a reason* constant)
 	hasSlot bool  // slot is allocated and not yet returned to the arena
-	policy  bool  // known to ristretto (admitted and not yet evicted or forgotten)
-	// rejected: ristretto declined the entry at admission.
+	policy  bool  // known to the policy (offered and not yet evicted, rejected or forgotten)
+	// rejected: the policy declined the entry at admission.
 	rejected bool
-	// evicted: ristretto evicted the entry while it was staged or pinned. A
+	// evicted: the policy evicted the entry while it was staged or pinned. A
 	// staged entry is then refused at seal; a pinned sealed entry stays
 	// readable until its pins end, then dies.
 	evicted bool
 	refs    int32 // readers (Views) and active writers
-	pins    int32 // Lookup leases
+	pins    int32 // pin leases
 }
 
 // bytes returns the chunk's bytes in shared memory.

@@ -11,15 +11,18 @@ var (
 	ErrAlreadyHeld = errors.New("store: chunk already held")
 	// ErrBusy: another writer is staging the same chunk right now.
 	ErrBusy = errors.New("store: chunk is being written by another writer")
-	// ErrRejected: the admission policy declined the chunk. Not held; not a
-	// failure of the system.
+	// ErrRejected: the eviction policy declined to admit the chunk, or evicted
+	// it before its seal. Not held; not a failure of the system.
 	ErrRejected = errors.New("store: rejected by the admission policy")
-	// ErrNoSpace: the memory budget has no room (the rest is staged or pinned).
+	// ErrNoSpace: the memory budget has no room (the rest is staged, pinned or
+	// held by readers).
 	ErrNoSpace = errors.New("store: memory budget exhausted")
 	// ErrInvalid: bad input (empty or oversized chunk, malformed namespace or id,
-	// a write past the end of a slot). The message names the field.
+	// a write past the end of a slot, a negative pin lease) or a Config that
+	// cannot work. The message names the field.
 	ErrInvalid = errors.New("store: invalid argument")
-	// ErrNotStaged: seal or abort of a chunk that is not staged.
+	// ErrNotStaged: a Write, Check or Seal of a chunk that is no longer staged
+	// (sealed, aborted or refused), or on a Staged that Stage did not return.
 	ErrNotStaged = errors.New("store: chunk is not staged")
 	// ErrLeaseExpired: the staged slot's lease ran out before the seal; the slot
 	// was freed.

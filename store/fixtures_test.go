@@ -213,7 +213,7 @@ func stillWorks(t testing.TB, s *Store, universe ...*chunkSpec) {
 	probe := newSpec(1<<40+uint64(s.Stats().Seals), 5000)
 	mustPut(t, s, "probe", probe.id, probe.data)
 	readBack(t, s, "probe", probe.id, probe.data)
-	if err := s.Evict("probe", probe.id); err != nil {
+	if err := s.evict("probe", probe.id); err != nil {
 		t.Fatalf("Evict probe: %v", err)
 	}
 	quiescentCheck(t, s, "ns", universe)

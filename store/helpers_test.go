@@ -66,7 +66,7 @@ func fillPayload(p []byte, id ID) {
 
 func mustPut(t testing.TB, s *Store, ns string, id ID, data []byte) {
 	t.Helper()
-	if err := s.Put(ns, id, data, Checksum(data)); err != nil {
+	if err := s.put(ns, id, data, Checksum(data)); err != nil {
 		t.Fatalf("Put %s: %v", id, err)
 	}
 }

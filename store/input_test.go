@@ -17,7 +17,7 @@ func TestEmptyChunkIsInvalid(t *testing.T) {
 		_, err := s.Stage("ns", testID(1), size, 0)
 		wantErr(t, err, ErrInvalid, "size must be positive")
 	}
-	wantErr(t, s.Put("ns", testID(1), nil, 0), ErrInvalid, "size must be positive")
+	wantErr(t, s.put("ns", testID(1), nil, 0), ErrInvalid, "size must be positive")
 	stillWorks(t, s)
 }
 
@@ -52,12 +52,12 @@ func TestMalformedNamespaceIsInvalid(t *testing.T) {
 		wantErr(t, ValidateNamespace(tc.ns), ErrInvalid, tc.says)
 		_, err := s.Stage(tc.ns, c.id, int64(c.size), Checksum(c.data))
 		wantErr(t, err, ErrInvalid, tc.says)
-		wantErr(t, s.Put(tc.ns, c.id, c.data, Checksum(c.data)), ErrInvalid, tc.says)
+		wantErr(t, s.put(tc.ns, c.id, c.data, Checksum(c.data)), ErrInvalid, tc.says)
 		_, err = s.Get(tc.ns, c.id)
 		wantErr(t, err, ErrInvalid, tc.says)
-		_, _, err = s.Lookup(tc.ns, []ID{c.id}, time.Second)
+		_, _, err = s.lookup(tc.ns, []ID{c.id}, time.Second)
 		wantErr(t, err, ErrInvalid, tc.says)
-		wantErr(t, s.Evict(tc.ns, c.id), ErrInvalid, tc.says)
+		wantErr(t, s.evict(tc.ns, c.id), ErrInvalid, tc.says)
 		if s.Contains(tc.ns, c.id) {
 			t.Fatalf("Contains(%q) is true", tc.ns)
 		}
@@ -68,7 +68,7 @@ func TestMalformedNamespaceIsInvalid(t *testing.T) {
 		}
 		mustPut(t, s, ok, c.id, c.data)
 		readBack(t, s, ok, c.id, c.data)
-		if err := s.Evict(ok, c.id); err != nil {
+		if err := s.evict(ok, c.id); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -165,7 +165,7 @@ func TestNegativePinLeaseIsInvalid(t *testing.T) {
 	s := openTest(t, testConfig(t, 16<<20))
 	c := newSpec(1, 1000)
 	mustPut(t, s, "ns", c.id, c.data)
-	_, _, err := s.Lookup("ns", []ID{c.id}, -time.Second)
+	_, _, err := s.lookup("ns", []ID{c.id}, -time.Second)
 	wantErr(t, err, ErrInvalid, "must not be negative")
 	if st := s.Stats(); st.PinnedChunks != 0 {
 		t.Fatal("a refused Lookup pinned a chunk")
@@ -186,10 +186,12 @@ func TestOpenRefusesConfigurationsThatCannotWork(t *testing.T) {
 	}{
 		{"no data dir", func(c *Config) { c.DataDir = "" }, "DataDir is required"},
 		{"negative limit", func(c *Config) { c.MemoryLimit = -1 }, "MemoryLimit must be positive"},
-		{"chunk above limit", func(c *Config) { c.MaxChunkSize = 32 << 20 }, "MaxChunkSize must be in"},
-		{"negative chunk", func(c *Config) { c.MaxChunkSize = -5 }, "MaxChunkSize must be in"},
+		{"chunk above limit", func(c *Config) { c.MaxChunkSize = 32 << 20 }, "MaxChunkSize must not exceed MemoryLimit"},
+		{"negative chunk", func(c *Config) { c.MaxChunkSize = -5 }, "MaxChunkSize must be positive"},
 		{"negative segment", func(c *Config) { c.SegmentSize = -1 }, "SegmentSize must be positive"},
-		{"negative lease", func(c *Config) { c.StageLease = -time.Second }, "leases must not be negative"},
+		{"negative stage lease", func(c *Config) { c.StageLease = -time.Second }, "StageLease must not be negative"},
+		{"negative pin lease", func(c *Config) { c.MaxPinLease = -time.Second }, "MaxPinLease must not be negative"},
+		{"unknown policy", func(c *Config) { c.Policy = "fifo" }, `Policy must be "lru" or "tinylfu", got "fifo"`},
 		{"negative expected", func(c *Config) { c.ExpectedChunkSize = -1 }, "ExpectedChunkSize must be positive"},
 	}
 	for _, tc := range cases {
@@ -203,4 +205,50 @@ func TestOpenRefusesConfigurationsThatCannotWork(t *testing.T) {
 	// The refusals left nothing locked: the same directories open fine.
 	s := openTest(t, base)
 	stillWorks(t, s)
+}
+
+func TestValidateFillsDefaultsAndReportsEveryBadSetting(t *testing.T) {
+	t.Parallel()
+	cfg := Config{DataDir: t.TempDir()}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("Validate of a config with only DataDir: %v", err)
+	}
+	want := DefaultConfig(cfg.DataDir)
+	if cfg.ShmDir != want.ShmDir || cfg.MemoryLimit != want.MemoryLimit || cfg.MaxChunkSize != want.MaxChunkSize ||
+		cfg.SegmentSize != want.SegmentSize || cfg.StageLease != want.StageLease || cfg.MaxPinLease != want.MaxPinLease ||
+		cfg.Policy != want.Policy || cfg.ExpectedChunkSize != want.ExpectedChunkSize ||
+		cfg.MaintenanceInterval != want.MaintenanceInterval || cfg.Now == nil || cfg.Logger == nil {
+		t.Fatalf("Validate filled in %+v, want the defaults %+v", cfg, want)
+	}
+
+	// A small budget lowers the default MaxChunkSize to fit it.
+	small := Config{DataDir: t.TempDir(), MemoryLimit: 1 << 20}
+	if err := small.Validate(); err != nil || small.MaxChunkSize != 1<<20 {
+		t.Fatalf("Validate with a 1 MiB budget: MaxChunkSize %d, %v", small.MaxChunkSize, err)
+	}
+
+	bad := Config{
+		MemoryLimit:       -1,
+		MaxChunkSize:      -5,
+		SegmentSize:       -1,
+		StageLease:        -time.Second,
+		MaxPinLease:       -time.Second,
+		Policy:            "fifo",
+		ExpectedChunkSize: -1,
+	}
+	err := bad.Validate()
+	wantErr(t, err, ErrInvalid, "DataDir is required", "MemoryLimit must be positive", "MaxChunkSize must be positive",
+		"SegmentSize must be positive", "StageLease must not be negative", "MaxPinLease must not be negative",
+		"Policy must be", "ExpectedChunkSize must be positive")
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		t.Fatalf("Validate returned %T, want the errors joined", err)
+	}
+	if errs := joined.Unwrap(); len(errs) != 8 {
+		t.Fatalf("Validate reported %d errors, want 8: %v", len(errs), err)
+	} else {
+		for _, e := range errs {
+			wantErr(t, e, ErrInvalid)
+		}
+	}
 }

@@ -67,7 +67,7 @@ type chunkKey struct {
 	id ID
 }
 
-// hash is the 64-bit key of the chunk in the index and in ristretto.
+// hash is the 64-bit key of the chunk in the index and in the policy.
 func (k chunkKey) hash() uint64 {
 	var b [4 + IDSize]byte
 	binary.LittleEndian.PutUint32(b[:4], k.ns)

@@ -67,7 +67,7 @@ func TestSegmentIDsAreNeverReusedAcrossRestarts(t *testing.T) {
 	}
 	// Empty every segment so all but one are deleted, then restart.
 	for i := uint64(0); i < 8; i++ {
-		s.Evict("ns", testID(i))
+		s.evict("ns", testID(i))
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -112,7 +112,7 @@ func TestCloseWaitsForCallsInFlight(t *testing.T) {
 			<-start
 			for i := 0; i < 300; i++ {
 				id := testID(uint64(g*1000 + i))
-				err := s.Put("ns", id, payload(id, 32<<10), Checksum(payload(id, 32<<10)))
+				err := s.put("ns", id, payload(id, 32<<10), Checksum(payload(id, 32<<10)))
 				if err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrRejected) && !errors.Is(err, ErrNoSpace) {
 					t.Errorf("Put: %v", err)
 					return
@@ -120,7 +120,7 @@ func TestCloseWaitsForCallsInFlight(t *testing.T) {
 				if v, err := s.Get("ns", id); err == nil {
 					v.Release()
 				}
-				s.Lookup("ns", []ID{id}, time.Second)
+				s.lookup("ns", []ID{id}, time.Second)
 				done.Add(1)
 			}
 		}(g)
@@ -164,7 +164,7 @@ func TestDirectWriterKeepsItsSlotPastTheLease(t *testing.T) {
 	// Other chunks fill the store; none may land in the writer's slot.
 	for i := uint64(2); i < 6; i++ {
 		other := testID(i)
-		s.Put("ns", other, payload(other, 256<<10), Checksum(payload(other, 256<<10)))
+		s.put("ns", other, payload(other, 256<<10), Checksum(payload(other, 256<<10)))
 	}
 	copy(buf, data)
 	for i := uint64(2); i < 6; i++ {

@@ -41,9 +41,14 @@ func (s *Store) maintain() {
 	}
 }
 
-// ExpireNow frees staged slots whose lease has run out and ends expired Lookup
-// leases, as of Config.Now. It returns how many of each it ended. The
-// background loop calls it; tests may call it directly.
+// ExpireNow ends the stage leases and pin leases that have run out as of
+// Config.Now, and returns how many of each it ended. A staged chunk whose
+// lease ended is not held: its slot is freed now, or when a writer still in
+// Write or holding Staged.Bytes lets go, and its later Write and its Seal
+// report ErrLeaseExpired. A chunk the policy evicted while pinned dies with
+// its last pin. The background loop calls it every
+// Config.MaintenanceInterval; tests call it directly. Safe for concurrent
+// use; may block briefly on the policy.
 func (s *Store) ExpireNow() (staged, leases int) {
 	if !s.enter() {
 		return 0, 0

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// PinID names a Lookup lease; 0 means no lease.
+// PinID names a pin lease taken by Has; 0 means no lease.
 type PinID uint64
 
 // lease pins sealed entries until it is released or expires.
@@ -14,12 +14,13 @@ type lease struct {
 	expiry  int64 // unix nanoseconds
 }
 
-// Lookup returns how many leading ids of the ordered list are held now. With
+// lookup returns how many leading ids of the ordered list are held now. With
 // pinFor > 0 (capped at Config.MaxPinLease) those chunks are pinned against
 // eviction until Release(pin) or until the lease expires; pin is 0 when
-// nothing was pinned. Every id asked counts as an access for the admission
-// policy. Never blocks on I/O.
-func (s *Store) Lookup(ns string, ids []ID, pinFor time.Duration) (n int, pin PinID, err error) {
+// nothing was pinned. Every id asked counts as an access for the eviction
+// policy. Never blocks on I/O. Only tests call it: the node asks each owner
+// with Has and works out the leading run itself.
+func (s *Store) lookup(ns string, ids []ID, pinFor time.Duration) (n int, pin PinID, err error) {
 	if !s.enter() {
 		return 0, 0, ErrClosed
 	}
@@ -28,10 +29,12 @@ func (s *Store) Lookup(ns string, ids []ID, pinFor time.Duration) (n int, pin Pi
 	return n, pin, err
 }
 
-// Has reports for each id whether it is held now, pinning every held one for
-// pinFor (as Lookup does) when pinFor > 0. A coordinator asks each owner
-// about its share of a request's ids this way and works out the leading run
-// itself. Never blocks on I/O.
+// Has reports for each id whether it is held now. With pinFor > 0 (capped at
+// Config.MaxPinLease) every held one is pinned against eviction until
+// Release(pin) or until the lease expires; pin is 0 when nothing was pinned.
+// Every id asked counts as an access for the eviction policy. A coordinator
+// asks each owner about its share of a request's ids this way and works out
+// the leading run itself. Safe for concurrent use; never blocks on I/O.
 func (s *Store) Has(ns string, ids []ID, pinFor time.Duration) (held []bool, pin PinID, err error) {
 	if !s.enter() {
 		return nil, 0, ErrClosed
@@ -105,7 +108,7 @@ func (s *Store) probe(ns string, ids []ID, pinFor time.Duration, leading bool) (
 	return held, n, pin, nil
 }
 
-// Release ends a Lookup lease. Releasing an unknown or expired lease is a
+// Release ends a pin lease. Releasing an unknown or expired lease is a
 // no-op that returns false.
 func (s *Store) Release(pin PinID) bool {
 	if !s.enter() {

@@ -27,7 +27,7 @@ func TestLRUEvictsTheLeastRecentlyUsedChunk(t *testing.T) {
 	}
 	// A read and a lookup make c0 and c1 the newest; c2 is now the oldest.
 	mustRead(t, s, c[0])
-	if n, _, err := s.Lookup("ns", []ID{c[1].id}, 0); err != nil || n != 1 {
+	if n, _, err := s.lookup("ns", []ID{c[1].id}, 0); err != nil || n != 1 {
 		t.Fatalf("Lookup: %d, %v", n, err)
 	}
 	mustPut(t, s, "ns", c[4].id, c[4].data)
@@ -53,7 +53,7 @@ func TestLRUAdmitsEveryChunkThatFits(t *testing.T) {
 	for i := range 100 {
 		c := newSpec(uint64(i), 1000)
 		all = append(all, c)
-		if err := s.Put("ns", c.id, c.data, Checksum(c.data)); err != nil {
+		if err := s.put("ns", c.id, c.data, Checksum(c.data)); err != nil {
 			t.Fatalf("Put %d: %v", i, err)
 		}
 		if i < 8 {
@@ -74,7 +74,7 @@ func TestLRURejectsAChunkLargerThanTheBudgetOnlyAtStage(t *testing.T) {
 	t.Parallel()
 	s := lruStore(t, 2)
 	big := newSpec(1, 3000)
-	err := s.Put("ns", big.id, big.data, Checksum(big.data))
+	err := s.put("ns", big.id, big.data, Checksum(big.data))
 	if !errors.Is(err, ErrInvalid) {
 		t.Fatalf("Put of a chunk above the budget: %v, want ErrInvalid", err)
 	}

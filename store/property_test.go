@@ -412,7 +412,7 @@ func (m *propModel) lookup() {
 		want = len(ids)
 	}
 	lease := time.Duration(m.rng.IntN(45)) * time.Second // some above the cap
-	n, pin, err := m.s.Lookup(propNS, ids, lease)
+	n, pin, err := m.s.lookup(propNS, ids, lease)
 	m.logf("lookup %d ids lease %v: n=%d pin=%d %v", len(ids), lease, n, pin, err)
 	if err != nil || n != want || (pin != 0) != (n > 0 && lease > 0) {
 		t.Fatalf("Lookup = (%d, %d, %v), want %d leading chunks held", n, pin, err, want)
@@ -443,7 +443,7 @@ func (m *propModel) release() {
 func (m *propModel) evict() {
 	t, c := m.t, m.pick()
 	held := m.s.Contains(propNS, c.id)
-	err := m.s.Evict(propNS, c.id)
+	err := m.s.evict(propNS, c.id)
 	m.logf("evict %v held=%v pinned=%v: %v", c, held, m.pinned(c.id), err)
 	switch {
 	case held && m.pinned(c.id):

@@ -20,7 +20,8 @@ type View struct {
 }
 
 // Location says where a chunk lives, for handing its segment to a process on
-// the same host (SegmentFile).
+// the same host (through segmentFile, unexported until the local socket uses
+// it).
 type Location struct {
 	Segment uint32 // segment id, stable for the segment's life, never reused
 	Offset  int64  // from byte 0 of the segment file
@@ -193,10 +194,10 @@ func (s *Store) Contains(ns string, id ID) bool {
 	return e != nil && e.state == stateSealed
 }
 
-// Evict removes a chunk. It stops being readable at once; its slot is freed
+// evict removes a chunk. It stops being readable at once; its slot is freed
 // when its last View is released. A pinned chunk is not evicted: ErrBusy.
-// A chunk that is not held is ErrNotFound.
-func (s *Store) Evict(ns string, id ID) error {
+// A chunk that is not held is ErrNotFound. Only tests call it.
+func (s *Store) evict(ns string, id ID) error {
 	if !s.enter() {
 		return ErrClosed
 	}

@@ -44,7 +44,7 @@ func TestWarmRestartServesEveryChunkByteExact(t *testing.T) {
 	}
 	// Chunks evicted before the restart stay gone.
 	for _, c := range universe[:5] {
-		if err := s.Evict("ns", c.id); err != nil {
+		if err := s.evict("ns", c.id); err != nil {
 			t.Fatal(err)
 		}
 	}

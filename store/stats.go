@@ -19,7 +19,7 @@ type Stats struct {
 	// StagedChunks and StagedBytes count staged writes (payload bytes).
 	StagedChunks int64 `json:"staged_chunks"`
 	StagedBytes  int64 `json:"staged_bytes"`
-	// PinnedChunks counts sealed chunks pinned by a Lookup lease.
+	// PinnedChunks counts sealed chunks pinned by a pin lease (Has).
 	PinnedChunks int64 `json:"pinned_chunks"`
 	// RetainedFreeBytes are free slots whose pages are still resident, kept
 	// for reuse; UsedBytes + RetainedFreeBytes stays within the limit.
@@ -83,11 +83,12 @@ func (s *Store) Stats() Stats {
 	return st
 }
 
-// SegmentFile returns a duplicate of the segment's file descriptor, for
+// segmentFile returns a duplicate of the segment's file descriptor, for
 // passing to a process on the same host, and the file's length (the
 // map_size of vineyard-protocol.md). The caller owns and must close the
-// returned file.
-func (s *Store) SegmentFile(id uint32) (*os.File, int64, error) {
+// returned file. It stays unexported until the local socket hands segments
+// out; tests call it.
+func (s *Store) segmentFile(id uint32) (*os.File, int64, error) {
 	if !s.enter() {
 		return nil, 0, ErrClosed
 	}

@@ -12,9 +12,9 @@ import (
 
 // Reasons a chunk left the store or was refused; used in Stats.
 const (
-	ReasonPolicy   = "policy"   // the admission policy declined or evicted it
+	ReasonPolicy   = "policy"   // the eviction policy declined or evicted it
 	ReasonNoSpace  = "no_space" // the budget had no room (staged or pinned bytes)
-	ReasonExplicit = "explicit" // Evict was called
+	ReasonExplicit = "explicit" // removed on request (evict; only tests so far)
 	ReasonChecksum = "checksum" // its bytes no longer matched the checksum
 	ReasonAborted  = "aborted"  // the writer aborted the staged write
 	ReasonExpired  = "expired"  // the stage lease ran out
@@ -56,7 +56,7 @@ type Store struct {
 	nextPin uint64
 	st      counters
 	staging map[*entry]int64 // entries in stateStaged → lease end (unix ns)
-	forgets []uint64         // keys ristretto must forget once mu is released
+	forgets []uint64         // keys the policy must forget once mu is released
 
 	stop chan struct{}
 	done chan struct{}
@@ -77,11 +77,20 @@ type counters struct {
 	stageExpired  uint64
 }
 
-// Open opens (or creates) the store of cfg.DataDir. If the catalog lists
-// chunks whose segments still exist, they are verified and served again.
-func Open(cfg Config) (*Store, error) {
-	cfg.setDefaults()
-	if err := cfg.validate(); err != nil {
+// Open opens (or creates) the store of cfg.DataDir, with cfg's defaults
+// filled in and checked by Validate (an invalid cfg is ErrInvalid). If the
+// catalog lists chunks whose segments still exist, they are verified and
+// served again. Blocks on the disk while it recovers them.
+func Open(cfg Config) (*Store, error) { return open(cfg, newPolicy) }
+
+// policyMaker builds a store's eviction policy; onEvict and onReject are the
+// store's callbacks.
+type policyMaker func(cfg *Config, onEvict, onReject func(*entry)) (policy, error)
+
+// open is Open with the policy built by makePolicy: newPolicy, or in tests a
+// policy whose decisions the test controls.
+func open(cfg Config, makePolicy policyMaker) (*Store, error) {
+	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("cannot open store: %w", err)
 	}
 	start := time.Now()
@@ -111,7 +120,7 @@ func Open(cfg Config) (*Store, error) {
 	}
 	s.arena = newArena(cfg.ShmDir, s.nodeID, cfg.MemoryLimit, cfg.SegmentSize)
 	s.arena.onSegment = s.cat.recordSegment
-	pol, err := newPolicy(&cfg, s.policyEvicted, s.policyRejected)
+	pol, err := makePolicy(&cfg, s.policyEvicted, s.policyRejected)
 	if err != nil {
 		cat.close()
 		return nil, err
@@ -165,8 +174,8 @@ func (s *Store) Close() error {
 	s.pol.close()
 	var errs []error
 	s.mu.Lock()
-	// Staged slots are not part of the catalog: free them so the next Open
-	// treats them as free.
+	// Staged slots are not in the catalog, so the next Open treats them as
+	// free.
 	if err := s.cat.flush(); err != nil {
 		errs = append(errs, err)
 	}
@@ -202,7 +211,7 @@ func (s *Store) key(ns string, id ID, intern bool) (chunkKey, bool, error) {
 
 // kill removes e from the index (if it is there) and frees its slot once no
 // reader, writer or pin holds it. It returns whether the caller must tell
-// ristretto to forget e (after releasing mu). Called with mu held.
+// the policy to forget e (after releasing mu). Called with mu held.
 func (s *Store) kill(e *entry, reason uint8) (forget bool) {
 	switch e.state {
 	case stateDead:
@@ -239,13 +248,13 @@ func (s *Store) maybeFree(e *entry) {
 	}
 }
 
-// forgetLater queues e's key for ristretto to forget when mu is released by
-// unlock. mu held.
+// forgetLater queues e's key for the policy to forget when mu is released
+// by unlock. mu held.
 func (s *Store) forgetLater(e *entry) { s.forgets = append(s.forgets, e.hash) }
 
-// unlock releases mu, then tells ristretto to forget the queued keys (Del may
-// block on ristretto's buffer, whose goroutine takes mu in its callbacks).
-// ristretto's own callbacks release mu with a plain Unlock instead.
+// unlock releases mu, then tells the policy to forget the queued keys
+// (ristretto's Del may block on its buffer, whose goroutine takes mu in its
+// callbacks). The policy's callbacks release mu with a plain Unlock instead.
 func (s *Store) unlock() {
 	f := s.forgets
 	s.forgets = nil
@@ -255,7 +264,7 @@ func (s *Store) unlock() {
 	}
 }
 
-// policyEvicted is ristretto's eviction callback.
+// policyEvicted is the policy's eviction callback.
 func (s *Store) policyEvicted(e *entry) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -278,7 +287,7 @@ func (s *Store) policyEvicted(e *entry) {
 	}
 }
 
-// policyRejected is ristretto's admission-refusal callback.
+// policyRejected is the policy's admission-refusal callback.
 func (s *Store) policyRejected(e *entry) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

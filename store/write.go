@@ -1,27 +1,9 @@
 package store
 
-import (
-	"fmt"
-	"hash/crc32"
-)
+import "fmt"
 
-// castagnoli is the CRC-32C table: the checksum of every chunk, on the wire
-// and in the store.
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// Checksum returns the CRC-32C (Castagnoli) of p, the checksum kvring uses
-// for chunk bytes everywhere.
-func Checksum(p []byte) uint32 { return crc32.Checksum(p, castagnoli) }
-
-// CopyChecksum copies src into dst, which must be at least as long, and
-// returns crc (a CRC-32C, 0 to start) extended by src: the copy and the
-// checksum in one pass over the bytes, as a staged write does (about twice
-// as fast as copy and then Checksum on CPUs with VPCLMULQDQ; see
-// copycrc.go). Safe for concurrent use on distinct dst.
-func CopyChecksum(dst, src []byte, crc uint32) uint32 { return copyCRC32C(dst, src, crc) }
-
-// stageTouches is how many accesses a write counts for in the admission
-// policy's frequency sketch.
+// stageTouches is how many accesses a write counts for in the eviction
+// policy (TinyLFU's frequency sketch; LRU does not know the chunk yet).
 const stageTouches = 2
 
 // Staged is a reserved, invisible slot for one chunk. It belongs to the
@@ -39,11 +21,17 @@ type Staged struct {
 }
 
 // Stage reserves a slot for the chunk (ns, id) of size bytes whose CRC-32C is
-// crc. It asks the admission policy first and waits for its decision, then
-// reserves budget. Errors: ErrInvalid (bad namespace or size), ErrAlreadyHeld
-// (nothing to do), ErrBusy (another writer is staging it), ErrRejected (the
-// policy declined), ErrNoSpace (the budget is taken by staged or pinned
-// chunks), ErrClosed. Blocks briefly on the policy.
+// crc, and starts its lease (Config.StageLease, on Config.Now). It offers the
+// chunk to the eviction policy without waiting for the decision, unless the
+// budget has no room for the slot: then it waits for the policy, which evicts
+// chunks to make room. Otherwise the decision is collected at Seal while the
+// caller copies the bytes. Then it reserves the slot in the budget. Errors:
+// ErrInvalid (bad namespace or size), ErrAlreadyHeld (nothing to do), ErrBusy
+// (another writer is staging it), ErrRejected (the policy has already
+// declined or evicted it), ErrNoSpace (the budget has no room: the rest is
+// staged, pinned or held by readers), ErrClosed. With PolicyTinyLFU it blocks
+// while it waits for the decision (a full budget) or for room in ristretto's
+// buffer; with PolicyLRU the decision is made in the call.
 func (s *Store) Stage(ns string, id ID, size int64, crc uint32) (*Staged, error) {
 	if !s.enter() {
 		return nil, ErrClosed
@@ -85,7 +73,7 @@ func (s *Store) Stage(ns string, id ID, size int64, crc uint32) (*Staged, error)
 	s.st.stages++
 	s.mu.Unlock()
 
-	// Queue the admission decision; wait for it only when the budget has no
+	// Queue the policy's decision; wait for it only when the budget has no
 	// room, since the policy then evicts victims to make room. Otherwise the
 	// decision is collected at Seal, and the copy overlaps it.
 	cost := classSize(size)
@@ -132,7 +120,8 @@ func (w *Staged) Size() int64 { return int64(len(w.buf)) }
 
 // Write appends p to the staged chunk, copying it into shared memory and
 // updating the checksum in the same pass. Writing past the chunk's size is
-// ErrInvalid; a write after the lease expired is ErrLeaseExpired.
+// ErrInvalid (nothing is written); a write after the lease expired is
+// ErrLeaseExpired, after Seal or Abort ErrNotStaged.
 func (w *Staged) Write(p []byte) (int, error) {
 	return w.WriteBuffers([][]byte{p})
 }
@@ -175,8 +164,10 @@ func (w *Staged) WriteBuffers(bufs [][]byte) (int, error) {
 }
 
 // Bytes returns the whole slot for the caller to fill directly (zero-copy
-// writers). The slice is valid until Seal or Abort; the checksum is then
-// computed over the slot at Seal.
+// writers). The slice is valid until Seal or Abort, even if the lease
+// expires meanwhile (the chunk is then refused at Seal, but its slot is kept
+// until then); the checksum is computed over the slot at Seal. Bytes returns
+// nil once the chunk is no longer staged or the store is closing.
 func (w *Staged) Bytes() []byte {
 	if w == nil || w.e == nil || w.done {
 		return nil
@@ -264,11 +255,15 @@ func (w *Staged) Check() error {
 	return nil
 }
 
-// Seal verifies the checksum and publishes the chunk: from now on it is
-// readable. A second Seal reports ErrAlreadyHeld. On ErrChecksum,
-// ErrIncomplete, ErrLeaseExpired or ErrRejected (the policy evicted the
-// staged chunk to make room for others) the slot is freed and the chunk is not
-// held.
+// Seal verifies the checksum, collects the eviction policy's decision and
+// publishes the chunk: from now on it is readable. After a successful Seal a
+// second one reports ErrAlreadyHeld; after a failed one, ErrNotStaged. On
+// ErrChecksum, ErrIncomplete, ErrLeaseExpired (ExpireNow ended the lease) or
+// ErrRejected (the policy declined to admit the chunk, or evicted it while it
+// was staged to make room for others) the slot is freed and the chunk is not
+// held. With PolicyTinyLFU it blocks until ristretto has decided about the
+// chunk, when it has not yet; a writer that used Bytes waits for one
+// checksum pass over the slot.
 func (w *Staged) Seal() error {
 	if w == nil || w.e == nil {
 		return fmt.Errorf("cannot seal: %w (no Stage)", ErrNotStaged)
@@ -305,7 +300,7 @@ func (w *Staged) Seal() error {
 		verr = fmt.Errorf("cannot seal chunk %s: %w: bytes have %08x, expected %08x", w.e.key.id, ErrChecksum, sum, w.e.crc)
 	}
 	if verr == nil {
-		s.pol.settle(w.e) // the admission decision must be known before publishing
+		s.pol.settle(w.e) // the policy's decision must be known before publishing
 	}
 
 	s.mu.Lock()
@@ -343,7 +338,7 @@ func (w *Staged) Seal() error {
 	return nil
 }
 
-// Abort frees the staged slot. Aborting a sealed or already aborted chunk is
+// Abort frees the staged slot. After Seal (successful or not) or Abort it is
 // a no-op.
 func (w *Staged) Abort() {
 	if w == nil || w.e == nil || w.done {
@@ -378,9 +373,9 @@ func (w *Staged) dropDirect() {
 	s.mu.Unlock()
 }
 
-// Put stages, copies and seals a chunk in one call: a convenience for
-// callers that have the whole chunk in memory. data is only read.
-func (s *Store) Put(ns string, id ID, data []byte, crc uint32) error {
+// put stages, copies and seals a chunk in one call, for tests that have the
+// whole chunk in memory. data is only read.
+func (s *Store) put(ns string, id ID, data []byte, crc uint32) error {
 	w, err := s.Stage(ns, id, int64(len(data)), crc)
 	if err != nil {
 		return err

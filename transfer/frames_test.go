@@ -157,8 +157,15 @@ func TestStoreChunkRoundTrip(t *testing.T) {
 	crc := store.Checksum(data)
 	var id store.ID
 	id[0] = 9
-	if err := src.Put("ns", id, data, crc); err != nil {
-		t.Fatalf("Put: %v", err)
+	sw, err := src.Stage("ns", id, int64(len(data)), crc)
+	if err != nil {
+		t.Fatalf("Stage: %v", err)
+	}
+	if _, err := sw.Write(data); err != nil {
+		t.Fatalf("Write: %v", err)
+	}
+	if err := sw.Seal(); err != nil {
+		t.Fatalf("Seal: %v", err)
 	}
 	v, err := src.Acquire("ns", id)
 	if err != nil {
