@@ -155,11 +155,8 @@ func (c *Config) validate() error {
 	if c.Registerer == nil || c.Gatherer == nil {
 		errs = append(errs, errors.New("metrics: set both Registerer and Gatherer, or only a Registerer that is also a Gatherer, or neither"))
 	}
-	if c.Store.StageLease == 0 {
-		c.Store.StageLease = def.Store.StageLease
-	}
-	if c.Store.MaxPinLease == 0 {
-		c.Store.MaxPinLease = def.Store.MaxPinLease
+	if err := c.Store.Validate(); err != nil { // fills the store's defaults too
+		errs = append(errs, err)
 	}
 	for _, a := range []struct{ name, addr string }{{"gRPC", c.GRPCAddr}, {"admin", c.AdminAddr}} {
 		if _, _, err := net.SplitHostPort(a.addr); err != nil {
@@ -170,15 +167,6 @@ func (c *Config) validate() error {
 		if _, _, err := net.SplitHostPort(c.AdvertiseGRPCAddr); err != nil {
 			errs = append(errs, fmt.Errorf("advertised gRPC address %q: %w", c.AdvertiseGRPCAddr, err))
 		}
-	}
-	if c.Store.DataDir == "" {
-		errs = append(errs, errors.New("data directory is required"))
-	}
-	if c.Store.MemoryLimit < 0 {
-		errs = append(errs, fmt.Errorf("memory limit must not be negative, got %d", c.Store.MemoryLimit))
-	}
-	if p := c.Store.Policy; p != "" && p != store.PolicyLRU && p != store.PolicyTinyLFU {
-		errs = append(errs, fmt.Errorf("eviction policy must be %q or %q, got %q", store.PolicyLRU, store.PolicyTinyLFU, p))
 	}
 	if c.MaxBatchChunks < 1 {
 		errs = append(errs, fmt.Errorf("max batch must be positive, got %d", c.MaxBatchChunks))

@@ -85,7 +85,7 @@ func BenchmarkGet(b *testing.B) {
 				}
 				b.SetBytes(int64(size))
 				b.ResetTimer()
-				get := s.Acquire
+				get := s.acquire
 				if verify {
 					get = s.Get
 				}

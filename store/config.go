@@ -98,7 +98,7 @@ func (c *Config) Validate() error {
 		bad("MaxPinLease must not be negative, got %v", c.MaxPinLease)
 	}
 	if c.Policy != PolicyLRU && c.Policy != PolicyTinyLFU {
-		bad("Policy must be %q or %q, got %q", PolicyLRU, PolicyTinyLFU, c.Policy)
+		bad("Policy: eviction policy must be %q or %q, got %q", PolicyLRU, PolicyTinyLFU, c.Policy)
 	}
 	if c.ExpectedChunkSize <= 0 {
 		bad("ExpectedChunkSize must be positive, got %d", c.ExpectedChunkSize)

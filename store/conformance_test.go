@@ -706,16 +706,19 @@ func TestClosedStoreRefusesCallsWithoutPanicking(t *testing.T) {
 	s.ExpireNow()
 }
 
-func TestAcquireDefersVerificationToVerify(t *testing.T) {
+// TestAViewFoundCorruptIsDroppedAndStaysReadableUntilReleased: a View whose
+// bytes fail their checksum drops the chunk, counts it, and keeps its bytes
+// readable until Release.
+func TestAViewFoundCorruptIsDroppedAndStaysReadableUntilReleased(t *testing.T) {
 	t.Parallel()
 	s := openTest(t, testConfig(t, 16<<20))
 	c := newSpec(1, 20000)
 	mustPut(t, s, "ns", c.id, c.data)
-	v, err := s.Acquire("ns", c.id)
+	v, err := s.acquire("ns", c.id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := v.Verify(); err != nil {
+	if err := v.verify(); err != nil {
 		t.Fatalf("Verify of intact bytes: %v", err)
 	}
 	loc := v.Location()
@@ -730,14 +733,14 @@ func TestAcquireDefersVerificationToVerify(t *testing.T) {
 	}
 	f.Close()
 
-	// Acquire hands out the View without reading the bytes; Verify finds
+	// acquire hands out the View without reading the bytes; verify finds
 	// the damage, drops the chunk, and leaves the View readable until
 	// Release.
-	v, err = s.Acquire("ns", c.id)
+	v, err = s.acquire("ns", c.id)
 	if err != nil {
-		t.Fatalf("Acquire: %v", err)
+		t.Fatalf("acquire: %v", err)
 	}
-	wantErr(t, v.Verify(), ErrChecksum, c.id.String())
+	wantErr(t, v.verify(), ErrChecksum, c.id.String())
 	if s.Contains("ns", c.id) {
 		t.Fatal("chunk held after Verify found it corrupt")
 	}
@@ -751,8 +754,8 @@ func TestAcquireDefersVerificationToVerify(t *testing.T) {
 	if st := s.Stats(); st.UsedBytes != 0 {
 		t.Fatalf("UsedBytes %d after the last View of a dropped chunk was released", st.UsedBytes)
 	}
-	if _, err := s.Acquire("ns", c.id); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("Acquire of a dropped chunk: %v", err)
+	if _, err := s.acquire("ns", c.id); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("acquire of a dropped chunk: %v", err)
 	}
 }
 

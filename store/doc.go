@@ -37,8 +37,7 @@
 //     Staged.Bytes holds it until Seal or Abort. A chunk evicted by the policy
 //     while pinned stays readable until its pins end, then is freed.
 //   - Get verifies the checksum; a mismatch is reported (ErrChecksum), counted
-//     and the chunk dropped. Acquire skips that pass for callers that checksum
-//     the bytes as they send them and report a mismatch with View.Corrupt.
+//     and the chunk dropped.
 //   - Close waits for calls in flight; later calls return ErrClosed (those
 //     that return no error report false or nothing).
 //   - bbolt (Config.DataDir/catalog.db) keeps the node identity and the

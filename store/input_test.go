@@ -191,7 +191,7 @@ func TestOpenRefusesConfigurationsThatCannotWork(t *testing.T) {
 		{"negative segment", func(c *Config) { c.SegmentSize = -1 }, "SegmentSize must be positive"},
 		{"negative stage lease", func(c *Config) { c.StageLease = -time.Second }, "StageLease must not be negative"},
 		{"negative pin lease", func(c *Config) { c.MaxPinLease = -time.Second }, "MaxPinLease must not be negative"},
-		{"unknown policy", func(c *Config) { c.Policy = "fifo" }, `Policy must be "lru" or "tinylfu", got "fifo"`},
+		{"unknown policy", func(c *Config) { c.Policy = "fifo" }, `Policy: eviction policy must be "lru" or "tinylfu", got "fifo"`},
 		{"negative expected", func(c *Config) { c.ExpectedChunkSize = -1 }, "ExpectedChunkSize must be positive"},
 	}
 	for _, tc := range cases {
@@ -239,7 +239,7 @@ func TestValidateFillsDefaultsAndReportsEveryBadSetting(t *testing.T) {
 	err := bad.Validate()
 	wantErr(t, err, ErrInvalid, "DataDir is required", "MemoryLimit must be positive", "MaxChunkSize must be positive",
 		"SegmentSize must be positive", "StageLease must not be negative", "MaxPinLease must not be negative",
-		"Policy must be", "ExpectedChunkSize must be positive")
+		"eviction policy must be", "ExpectedChunkSize must be positive")
 	joined, ok := err.(interface{ Unwrap() []error })
 	if !ok {
 		t.Fatalf("Validate returned %T, want the errors joined", err)

@@ -49,19 +49,6 @@ func (s *Store) Get(ns string, id ID) (*View, error) {
 	return v, nil
 }
 
-// Acquire returns a View of the chunk without reading its bytes: no copy and
-// no checksum pass, for callers that read the bytes anyway and verify as they
-// go (a sender computing the checksum of the frames it sends, a local client
-// that checks it itself), then call Verify or report a mismatch with
-// Corrupt. The caller must Release the View.
-func (s *Store) Acquire(ns string, id ID) (*View, error) {
-	if !s.enter() {
-		return nil, ErrClosed
-	}
-	defer s.exit()
-	return s.acquire(ns, id)
-}
-
 func (s *Store) acquire(ns string, id ID) (*View, error) {
 	s.mu.Lock()
 	if s.closed {
@@ -88,33 +75,11 @@ func (s *Store) acquire(ns string, id ID) (*View, error) {
 	return &View{s: s, e: e, buf: e.bytes()}, nil
 }
 
-// Verify checks the View's bytes against the chunk's checksum. On a mismatch
-// the chunk is counted and dropped (the View stays valid until Release) and
-// the error is ErrChecksum.
-func (v *View) Verify() error {
-	if !v.s.enter() {
-		return ErrClosed
-	}
-	defer v.s.exit()
-	return v.verify()
-}
-
 func (v *View) verify() error {
 	if sum := Checksum(v.buf); sum != v.e.crc {
 		return v.corrupt(sum)
 	}
 	return nil
-}
-
-// Corrupt reports that the View's bytes have checksum got instead of the
-// chunk's: the chunk is counted as a checksum error and dropped. It returns
-// the ErrChecksum error to pass on.
-func (v *View) Corrupt(got uint32) error {
-	if !v.s.enter() {
-		return ErrClosed
-	}
-	defer v.s.exit()
-	return v.corrupt(got)
 }
 
 func (v *View) corrupt(got uint32) error {

@@ -10,20 +10,13 @@
 //     chunk, frames run in offset order from 0 to the chunk's size without gaps
 //     or overlaps; a chunk of size 0 has no frames. Frames of different chunks
 //     may interleave.
-//   - SplitFrames and SendChunk are zero-copy: each frame's Data is a
-//     sub-slice of the chunk's bytes. The bytes must not change until the
-//     frame has been sent (for a gRPC stream: until Send returns, which
-//     marshals the message).
-//   - SendChunk checksums the frames as it emits them (CRC-32C, the same
-//     function as store.Checksum) in the same pass, so a sender reading a
-//     store.View obtained with store.Acquire does not read the chunk twice. It
-//     checks the sum before emitting the last frame: a chunk whose bytes do
-//     not match their checksum is never sent complete, and SendChunk returns
-//     an error wrapping store.ErrChecksum together with the sum, for the
-//     caller to pass to View.Corrupt and to abort the stream. The frames sent
-//     before belong to a bad chunk; until the protocol has a trailing signal
-//     to say so, aborting the stream is how the receiver learns it (an
-//     incomplete chunk is a miss).
+//   - SplitFrames is zero-copy: each frame's Data is a sub-slice of the
+//     chunk's bytes. The bytes must not change until the frame has been sent
+//     (for a gRPC stream: until Send returns, which marshals the message).
+//   - Checksums: a sender verifies a chunk before it sends it (store.Get
+//     does one pass), and the receiver computes the checksum as it copies the
+//     frames out (Frame.AppendChecksum, Staged.WriteBuffers), so bytes damaged
+//     on the way are never taken for the chunk.
 //
 // # The codec
 //

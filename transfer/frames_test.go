@@ -71,72 +71,8 @@ func TestSplitFramesStopsAtEmitError(t *testing.T) {
 	}
 }
 
-func TestSendChunkEmitsSplitFramesAndReturnsTheirChecksum(t *testing.T) {
-	t.Parallel()
-	for _, size := range []int{0, 1, MaxFrameBytes, 3<<20 + 1<<19} {
-		data := pattern(size, size)
-		want := collect(t, 3, data, 0)
-		var got []*kvringv1.DataFrame
-		sum, err := SendChunk(3, fakeSource{data, store.Checksum(data)}, 0, func(f *kvringv1.DataFrame) error {
-			got = append(got, f)
-			return nil
-		})
-		if err != nil || sum != store.Checksum(data) {
-			t.Fatalf("size %d: sum %08x, err %v; want %08x, nil", size, sum, err, store.Checksum(data))
-		}
-		if len(got) != len(want) {
-			t.Fatalf("size %d: %d frames, want %d", size, len(got), len(want))
-		}
-		for i := range got {
-			if got[i].Offset != want[i].Offset || &got[i].Data[0] != &want[i].Data[0] || len(got[i].Data) != len(want[i].Data) {
-				t.Fatalf("size %d: frame %d differs from SplitFrames'", size, i)
-			}
-		}
-	}
-}
-
-func TestSendChunkWithholdsLastFrameOfCorruptChunk(t *testing.T) {
-	t.Parallel()
-	for _, size := range []int{1, MaxFrameBytes, 2*MaxFrameBytes + 5} {
-		data := pattern(size, size)
-		actual := store.Checksum(data)
-		sent := 0
-		sum, err := SendChunk(1, fakeSource{data, actual ^ 1}, 0, func(f *kvringv1.DataFrame) error {
-			sent += len(f.Data)
-			return nil
-		})
-		if !errors.Is(err, store.ErrChecksum) {
-			t.Fatalf("size %d: %v, want ErrChecksum", size, err)
-		}
-		if sum != actual {
-			t.Fatalf("size %d: sum %08x, want the bytes' actual checksum %08x (for View.Corrupt)", size, sum, actual)
-		}
-		if sent >= size {
-			t.Fatalf("size %d: %d bytes sent, want the last frame withheld", size, sent)
-		}
-	}
-	if _, err := SendChunk(1, fakeSource{nil, 42}, 0, func(*kvringv1.DataFrame) error { return nil }); !errors.Is(err, store.ErrChecksum) {
-		t.Fatalf("empty chunk with checksum 42: %v, want ErrChecksum", err)
-	}
-}
-
-func TestSendChunkReturnsEmitError(t *testing.T) {
-	t.Parallel()
-	boom := errors.New("send: stream reset")
-	data := pattern(2, 3*MaxFrameBytes)
-	_, err := SendChunk(0, fakeSource{data, store.Checksum(data)}, 0, func(f *kvringv1.DataFrame) error {
-		if f.Offset > 0 {
-			return boom
-		}
-		return nil
-	})
-	if err != boom {
-		t.Fatalf("%v, want the emit error", err)
-	}
-}
-
 // TestStoreChunkRoundTrip moves a chunk from one store to another the way a
-// Fetch does: Acquire, SendChunk, Assembler into a Staged slot, Seal.
+// Fetch does: Get, SplitFrames, Assembler into a Staged slot, Seal.
 func TestStoreChunkRoundTrip(t *testing.T) {
 	t.Parallel()
 	open := func() *store.Store {
@@ -167,9 +103,9 @@ func TestStoreChunkRoundTrip(t *testing.T) {
 	if err := sw.Seal(); err != nil {
 		t.Fatalf("Seal: %v", err)
 	}
-	v, err := src.Acquire("ns", id)
+	v, err := src.Get("ns", id)
 	if err != nil {
-		t.Fatalf("Acquire: %v", err)
+		t.Fatalf("Get: %v", err)
 	}
 	defer v.Release()
 
@@ -181,12 +117,12 @@ func TestStoreChunkRoundTrip(t *testing.T) {
 	if err := a.SetSink(0, w); err != nil {
 		t.Fatal(err)
 	}
-	sum, err := SendChunk(0, v, 0, func(f *kvringv1.DataFrame) error {
+	err = SplitFrames(0, v.Bytes(), 0, func(f *kvringv1.DataFrame) error {
 		_, err := a.Add(f)
 		return err
 	})
-	if err != nil || sum != crc {
-		t.Fatalf("SendChunk: sum %08x, %v", sum, err)
+	if err != nil {
+		t.Fatalf("SplitFrames: %v", err)
 	}
 	if err := a.Finish(); err != nil || !a.Complete(0) {
 		t.Fatalf("Finish: %v, complete %v", err, a.Complete(0))

@@ -77,12 +77,3 @@ func (s *failSink) Write(p []byte) (int, error) {
 	s.got += len(p)
 	return len(p), nil
 }
-
-// fakeSource is a Source over a byte slice with a stated checksum.
-type fakeSource struct {
-	data []byte
-	crc  uint32
-}
-
-func (s fakeSource) Bytes() []byte    { return s.data }
-func (s fakeSource) Checksum() uint32 { return s.crc }
