@@ -10,13 +10,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvring/kvring/internal/testutil"
 	"github.com/kvring/kvring/loadtest/trace"
 )
 
 // startRedis starts a redis-server on a free loopback port with extra
-// arguments and returns its address and process. Without the binary the test
-// is skipped, or fails when KVRING_REDIS_TEST=1 asks for it.
-func startRedis(t *testing.T, args ...string) (string, *exec.Cmd) {
+// arguments and returns its address and a function that kills it and waits
+// until it has exited (so its port refuses connections). Without the binary
+// the test is skipped, or fails when KVRING_REDIS_TEST=1 asks for it.
+//
+// The port stays held (testutil.HoldPort) for the whole test: redis-server
+// listens beside the hold, and no other test can take the port before it
+// starts or after it is killed.
+func startRedis(t *testing.T, args ...string) (addr string, kill func()) {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -25,14 +31,13 @@ func startRedis(t *testing.T, args ...string) (string, *exec.Cmd) {
 		}
 		t.Skip("redis-server is not on PATH; install it (apt-get install redis-server) and set KVRING_REDIS_TEST=1 to require this test")
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	hold, err := testutil.HoldPort("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	cmd := exec.Command(bin, append([]string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port),
+	t.Cleanup(func() { hold.Close() })
+	addr = hold.Addr()
+	cmd := exec.Command(bin, append([]string{"--bind", "127.0.0.1", "--port", strconv.Itoa(hold.Port()),
 		"--save", "", "--appendonly", "no", "--dir", t.TempDir()}, args...)...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -41,26 +46,25 @@ func startRedis(t *testing.T, args ...string) (string, *exec.Cmd) {
 	}
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
+	kill = func() {
 		cmd.Process.Kill()
 		<-exited
-	})
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond); err == nil {
-			c.Close()
-			break
-		}
+	}
+	t.Cleanup(kill)
+	testutil.Eventually(t, "redis-server to listen on "+addr, 10*time.Second, func() bool {
 		select {
 		case <-exited:
 			t.Fatalf("redis-server exited: %s", out.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("redis-server did not listen on %s: %s", addr, out.String())
+		c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
+		if err != nil {
+			return false
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return addr, cmd
+		c.Close()
+		return true
+	})
+	return addr, kill
 }
 
 func newTestRedis(t *testing.T, addr string) *Redis {
@@ -77,7 +81,7 @@ func newTestRedis(t *testing.T, addr string) *Redis {
 }
 
 func TestRedisRoundTripsAndFailsHonestlyWhenDown(t *testing.T) {
-	addr, proc := startRedis(t)
+	addr, kill := startRedis(t)
 	r := newTestRedis(t, addr)
 	ctx := context.Background()
 	ids := BlockChunkIDs(7, 6)
@@ -127,15 +131,7 @@ func TestRedisRoundTripsAndFailsHonestlyWhenDown(t *testing.T) {
 		t.Fatalf("lookup in another namespace: %d, %v", held, err)
 	}
 
-	proc.Process.Kill()
-	for range 100 { // until the port is closed
-		c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
-		if err != nil {
-			break
-		}
-		c.Close()
-		time.Sleep(20 * time.Millisecond)
-	}
+	kill() // its port is closed once it has exited
 	if _, err := r.Lookup(ctx, ids); err == nil {
 		t.Fatal("lookup against a stopped redis succeeded")
 	}

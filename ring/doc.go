@@ -25,8 +25,12 @@
 //     them, and the first k are the same whatever n is asked for.
 //   - Every partition has a primary when the ring has members; none has more than MaxLoad partitions.
 //   - New never panics on its input: settings or member lists that would make the ring library panic (load
-//     <= 1, fewer than two virtual nodes, more members than partitions, empty member list, ...) are reported
-//     as errors wrapping this package's sentinels.
+//     <= 1, fewer than two virtual nodes, more members than partitions, ...) are reported as errors wrapping
+//     this package's sentinels.
+//   - An empty member list is not an error (a node has no ring members before it joins): New returns an empty
+//     Ring without calling the library, which would panic on it. Every partition of an empty ring has no
+//     owners: Owners and PartitionOwners return nil, AppendOwners appends nothing and Primary returns
+//     ErrNoMembers.
 //   - A Ring is safe for concurrent use. Lookups (Partition, Primary, AppendOwners) do not allocate; Owners
 //     allocates only the slice it returns.
 package ring

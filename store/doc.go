@@ -9,7 +9,7 @@
 //     that; it stays unexported until the local socket uses it). A chunk's
 //     (segment, offset) never moves while the chunk is held, and every segment
 //     file is at least 8 bytes longer than the last byte of any slot in it (the
-//     mmap rule of vineyard-protocol.md).
+//     mmap rule of docs/vineyard-protocol.md).
 //   - Writes are two-phase: Stage reserves a slot and returns a Staged handle the
 //     caller fills (Write copies and checksums in one pass; Bytes lets a local
 //     writer fill the slot directly). Seal verifies the CRC-32C checksum and

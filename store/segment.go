@@ -13,7 +13,7 @@ import (
 const pageSize = 4096
 
 // segmentGuard is the slack kept after the last slot of a segment file: the
-// Vineyard clients map map_size±8 bytes (see vineyard-protocol.md).
+// Vineyard clients map map_size±8 bytes (see docs/vineyard-protocol.md).
 const segmentGuard = 8
 
 // segment is one shared-memory file holding nslots slots of one size class.

@@ -85,7 +85,7 @@ func (s *Store) Stats() Stats {
 
 // segmentFile returns a duplicate of the segment's file descriptor, for
 // passing to a process on the same host, and the file's length (the
-// map_size of vineyard-protocol.md). The caller owns and must close the
+// map_size of docs/vineyard-protocol.md). The caller owns and must close the
 // returned file. It stays unexported until the local socket hands segments
 // out; tests call it.
 func (s *Store) segmentFile(id uint32) (*os.File, int64, error) {

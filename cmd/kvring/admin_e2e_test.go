@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/kvring/kvring/client"
+	"github.com/kvring/kvring/internal/testutil"
 	"github.com/kvring/kvring/node"
 )
 
@@ -89,7 +90,7 @@ func checkOneLineFailure(t *testing.T, r cliResult, want ...string) {
 }
 
 // getJSON fetches an admin endpoint and decodes it; it returns the status
-// code, or an error without failing the test (for use in waitFor).
+// code, or an error without failing the test (for use in a polled condition).
 func getJSON(addr, path string, v any) (int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -137,7 +138,7 @@ func startCluster(t *testing.T) []*e2eNode {
 	n2 := startNode(t, t.TempDir(), shmDir(t), "127.0.0.1:0", "127.0.0.1:0", "--join", n1.gossip)
 	n3 := startNode(t, t.TempDir(), shmDir(t), "127.0.0.1:0", "127.0.0.1:0", "--join", n1.gossip)
 	nodes := []*e2eNode{n1, n2, n3}
-	waitFor(t, "every node to see three active members", 20*time.Second, func() bool {
+	testutil.Eventually(t, "every node to see three active members", 20*time.Second, func() bool {
 		for _, n := range nodes {
 			if !seesRing(n, n1.id, n2.id, n3.id) {
 				return false
@@ -148,7 +149,8 @@ func startCluster(t *testing.T) []*e2eNode {
 	return nodes
 }
 
-// stopNode sends SIGTERM and expects a clean exit 0.
+// stopNode sends SIGTERM, expects a clean exit 0 and holds the node's
+// ports (so calls to it are refused, whatever other tests start meanwhile).
 func stopNode(t *testing.T, n *e2eNode) {
 	t.Helper()
 	if err := n.cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -156,6 +158,7 @@ func stopNode(t *testing.T, n *e2eNode) {
 	}
 	select {
 	case <-n.done:
+		n.holdPorts(t)
 	case <-time.After(30 * time.Second):
 		t.Fatalf("node %s did not exit after SIGTERM:\n%s", n.id, n.logs())
 	}
@@ -230,14 +233,14 @@ func TestOperatorSeesTheClusterThroughAdminAPIAndCLI(t *testing.T) {
 
 	t.Run("namespaces", func(t *testing.T) {
 		c, _ := newEngine(t, []string{n1.grpc}, 2, 1)
-		waitFor(t, "the client to connect", 10*time.Second, func() bool { return c.State().Status == client.ConnConnected })
+		testutil.Eventually(t, "the client to connect", 10*time.Second, func() bool { return c.State().Status == client.ConnConnected })
 		fp, err := c.Register(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, n := range nodes { // registration is broadcast to every node
 			var got struct{ Namespaces []node.NamespaceInfo }
-			waitFor(t, n.id+" to list the namespace", 10*time.Second, func() bool {
+			testutil.Eventually(t, n.id+" to list the namespace", 10*time.Second, func() bool {
 				code, err := getJSON(n.admin, "/v1/namespaces", &got)
 				return err == nil && code == 200 && len(got.Namespaces) > 0
 			})
@@ -295,7 +298,7 @@ func TestOperatorSeesTheClusterThroughAdminAPIAndCLI(t *testing.T) {
 
 		// The CLI's JSON is the node's /v1/stats (the node is idle: poll until two reads agree).
 		var cli, api map[string]any
-		waitFor(t, "stats --json to match /v1/stats", 10*time.Second, func() bool {
+		testutil.Eventually(t, "stats --json to match /v1/stats", 10*time.Second, func() bool {
 			cli, api = nil, nil
 			if err := json.Unmarshal([]byte(mustCLI(t, nil, "stats", "--admin", n1.admin, "--json").stdout), &cli); err != nil {
 				t.Fatal(err)
@@ -415,7 +418,7 @@ func TestOperatorSeesTheClusterThroughAdminAPIAndCLI(t *testing.T) {
 		if _, err := getJSON(n4.admin, "/v1/stats", &st); err != nil || st.LimitBytes != 48<<20 {
 			t.Fatalf("memory limit %d (%v), want 48MiB from the flag", st.LimitBytes, err)
 		}
-		waitFor(t, "the node configured by file to join", 15*time.Second, func() bool { return seesRing(n4, n1.id, n2.id, n3.id, n4.id) })
+		testutil.Eventually(t, "the node configured by file to join", 15*time.Second, func() bool { return seesRing(n4, n1.id, n2.id, n3.id, n4.id) })
 		stopNode(t, n4)
 	})
 
@@ -460,16 +463,10 @@ func TestTheSettleWindowIsShownAndEnds(t *testing.T) {
 		}
 		return *info.Unsettled
 	}
-	start := time.Now()
 	if !unsettled(def) {
 		t.Fatal("a node that just started with the default window reports settled")
 	}
-	for unsettled(short) {
-		if time.Since(start) > 20*time.Second {
-			t.Fatal("a node with --settle-window 1s still reports unsettled after 20s")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testutil.Eventually(t, "the node with --settle-window 1s to report settled", 20*time.Second, func() bool { return !unsettled(short) })
 	if !unsettled(def) {
 		t.Fatal("a node with the default 2-minute window reports settled after a few seconds")
 	}

@@ -52,6 +52,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/kvring/kvring/client"
+	"github.com/kvring/kvring/internal/testutil"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/transfer"
 )
@@ -434,12 +435,18 @@ func BenchmarkClusterLookup256(b *testing.B) {
 	benchPrepare(b)
 	// unsettled: right after the cluster starts, within the settle window
 	// (default 2 minutes), when every lookup asks every member. settled:
-	// nodes with a 1 s window, measured once it has passed, when each owner
-	// answers for its own ids.
+	// each owner answers for its own ids, as once the window has passed.
+	// Nodes with no window (--settle-window negative: never unsettled) take
+	// that path from the start, so nothing waits for a window to pass; each
+	// node's /v1/ring confirms it before anything is measured.
 	b.Run("unsettled", func(b *testing.B) { benchLookup256(b, startBenchCluster(b, benchMemoryLimit)) })
 	b.Run("settled", func(b *testing.B) {
-		cl := startBenchCluster(b, benchMemoryLimit, "--settle-window", "1s")
-		time.Sleep(1500 * time.Millisecond)
+		cl := startBenchCluster(b, benchMemoryLimit, "--settle-window", "-1s")
+		for _, n := range cl.nodes {
+			if unsettled, err := n.unsettled(); err != nil || unsettled {
+				b.Fatalf("node %s: unsettled %v (%v), want settled", n.id, unsettled, err)
+			}
+		}
 		benchLookup256(b, cl)
 	})
 }
@@ -779,7 +786,7 @@ func startBenchNode(b testing.TB, memoryLimit string, extra ...string) *benchNod
 		}
 	})
 	var m []string
-	benchWait(b, "kvring to log that it is ready", 60*time.Second, func() bool {
+	testutil.Eventually(b, "kvring to log that it is ready", 60*time.Second, func() bool {
 		select {
 		case <-n.done:
 			b.Fatalf("kvring exited before it was ready:\n%s", n.logs())
@@ -819,6 +826,29 @@ func (n *benchNode) ringHas(ids ...string) bool {
 		}
 	}
 	return false
+}
+
+// unsettled reports whether the node says on /v1/ring that its reads also
+// ask members that do not own a chunk (within its settle window).
+func (n *benchNode) unsettled() (bool, error) {
+	var info struct {
+		Unsettled *bool `json:"unsettled"`
+	}
+	resp, err := http.Get("http://" + n.admin + "/v1/ring")
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return false, fmt.Errorf("GET /v1/ring on %s: %s", n.id, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&info); err != nil {
+		return false, err
+	}
+	if info.Unsettled == nil {
+		return false, fmt.Errorf("GET /v1/ring on %s: no unsettled field", n.id)
+	}
+	return *info.Unsettled, nil
 }
 
 // benchStats is the part of a node's /v1/stats the benchmarks check.
@@ -872,7 +902,7 @@ func startBenchCluster(b testing.TB, memoryLimit string, extra ...string) *bench
 	n2 := startBenchNode(b, memoryLimit, append([]string{"--join", n1.gossip}, extra...)...)
 	n3 := startBenchNode(b, memoryLimit, append([]string{"--join", n1.gossip}, extra...)...)
 	cl := &benchCluster{nodes: []*benchNode{n1, n2, n3}}
-	benchWait(b, "every node to see the three members", 30*time.Second, func() bool {
+	testutil.Eventually(b, "every node to see the three members", 30*time.Second, func() bool {
 		for _, n := range cl.nodes {
 			if !n.ringHas(n1.id, n2.id, n3.id) {
 				return false
@@ -892,7 +922,7 @@ func startBenchCluster(b testing.TB, memoryLimit string, extra ...string) *bench
 	}
 	b.Cleanup(func() { c.Close() })
 	cl.c = c
-	benchWait(b, "the client to connect", 10*time.Second, func() bool { return c.State().Status == client.ConnConnected })
+	testutil.Eventually(b, "the client to connect", 10*time.Second, func() bool { return c.State().Status == client.ConnConnected })
 
 	// Warm up: every node takes writes and serves reads as owner, so the
 	// connections between nodes exist before anything is measured.
@@ -974,17 +1004,6 @@ func (cl *benchCluster) checkNothingLost(b *testing.B) {
 	}
 	if b.Failed() {
 		b.FailNow()
-	}
-}
-
-func benchWait(b testing.TB, what string, timeout time.Duration, cond func() bool) {
-	b.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			b.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/kvring/kvring/client"
+	"github.com/kvring/kvring/internal/testutil"
 )
 
 var readyRe = regexp.MustCompile(`msg="node ready" node=(\S+) grpc=(\S+) admin=(\S+) gossip=(\S+)`)
@@ -29,24 +30,33 @@ type e2eNode struct {
 	*proc
 	id, grpc, admin, gossip string
 	data, shm               string
+	held                    portHolds // its ports, kept while it is stopped (holdPorts)
 }
 
-// startNode starts `kvring serve` with ports picked by the kernel (or the
-// given addresses, to restart a node where it was) and waits until it is
-// ready.
+// serveArgs are the arguments of `kvring serve` for a test node; the admin
+// port is always picked by the kernel.
+func serveArgs(data, shm, grpcAddr, gossipAddr string, extra ...string) []string {
+	return append([]string{"serve", "--data-dir", data, "--shm-dir", shm, "--memory-limit", "256MiB",
+		"--grpc-addr", grpcAddr, "--gossip-addr", gossipAddr, "--admin-addr", "127.0.0.1:0", "--rejoin-interval", "1s"}, extra...)
+}
+
+// startNode starts `kvring serve` and waits until it is ready. Tests pass
+// "127.0.0.1:0" for both addresses, so the kernel picks the ports and the
+// node logs them; to start a stopped node again where it was, use
+// restartNode.
 func startNode(t *testing.T, data, shm, grpcAddr, gossipAddr string, extra ...string) *e2eNode {
 	t.Helper()
-	args := append([]string{"serve", "--data-dir", data, "--shm-dir", shm, "--memory-limit", "256MiB",
-		"--grpc-addr", grpcAddr, "--gossip-addr", gossipAddr, "--admin-addr", "127.0.0.1:0", "--rejoin-interval", "1s"}, extra...)
-	p := startKvring(t, nil, args...)
+	p := startKvring(t, nil, serveArgs(data, shm, grpcAddr, gossipAddr, extra...)...)
 	m := p.waitLog(t, readyRe, 60*time.Second)
 	return &e2eNode{proc: p, id: m[1], grpc: m[2], admin: m[3], gossip: m[4], data: data, shm: shm}
 }
 
+// kill sends SIGKILL, waits for the exit and holds the node's ports.
 func (n *e2eNode) kill(t *testing.T) {
 	t.Helper()
 	n.cmd.Process.Signal(syscall.SIGKILL)
 	<-n.done
+	n.holdPorts(t)
 }
 
 type nodeStats struct {
@@ -105,17 +115,6 @@ func newEngine(t *testing.T, seeds []string, rf, minR uint32) (*client.Client, *
 	return c, logs
 }
 
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // e2eChunk derives a chunk's id and bytes from a number, so any read can be
 // checked against the number alone.
 func e2eChunk(n uint64, size int) client.Chunk {
@@ -141,7 +140,7 @@ func TestTheOriginalFailureReversed(t *testing.T) {
 	n := startNode(t, data, shm, "127.0.0.1:0", "127.0.0.1:0")
 	c, logs := newEngine(t, []string{n.grpc}, 0, 0)
 	ctx := context.Background()
-	waitFor(t, "the client to connect", 10*time.Second, func() bool { return c.State().Status == client.ConnConnected })
+	testutil.Eventually(t, "the client to connect", 10*time.Second, func() bool { return c.State().Status == client.ConnConnected })
 
 	before := n.stats(t)
 	ch := e2eChunk(1, 3<<20+12345)
@@ -162,7 +161,7 @@ func TestTheOriginalFailureReversed(t *testing.T) {
 	}
 
 	n.kill(t)
-	waitFor(t, "the client to notice the loss", 5*time.Second, func() bool { return c.State().Status != client.ConnConnected })
+	testutil.Eventually(t, "the client to notice the loss", 5*time.Second, func() bool { return c.State().Status != client.ConnConnected })
 	storedWhileDown := 0
 	for i := uint64(10); i < 20; i++ {
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -194,8 +193,8 @@ func TestTheOriginalFailureReversed(t *testing.T) {
 		t.Fatalf("client did not log the loss:\n%s", logs.String())
 	}
 
-	n2 := startNode(t, data, shm, n.grpc, n.gossip)
-	waitFor(t, "the client to reconnect by itself", 15*time.Second, func() bool { return c.State().Status == client.ConnConnected })
+	n2 := restartNode(t, n)
+	testutil.Eventually(t, "the client to reconnect by itself", 15*time.Second, func() bool { return c.State().Status == client.ConnConnected })
 	if !strings.Contains(logs.String(), "connected again") {
 		t.Fatalf("client did not log the reconnection:\n%s", logs.String())
 	}
@@ -225,12 +224,12 @@ func TestThreeNodesKeepWritingWhenOneDies(t *testing.T) {
 	n1 := startNode(t, t.TempDir(), shmDir(t), "127.0.0.1:0", "127.0.0.1:0")
 	n2 := startNode(t, t.TempDir(), shmDir(t), "127.0.0.1:0", "127.0.0.1:0", "--join", n1.gossip)
 	n3 := startNode(t, t.TempDir(), shmDir(t), "127.0.0.1:0", "127.0.0.1:0", "--join", n1.gossip)
-	waitFor(t, "three members", 15*time.Second, func() bool {
+	testutil.Eventually(t, "three members", 15*time.Second, func() bool {
 		return strings.Contains(n1.logs(), n2.id) && strings.Contains(n1.logs(), n3.id) && strings.Count(n1.logs(), "ring rebuilt") >= 3
 	})
 	c, _ := newEngine(t, []string{n1.grpc, n2.grpc}, 2, 1)
 	ctx := context.Background()
-	waitFor(t, "the client to connect", 10*time.Second, func() bool { return c.State().Status == client.ConnConnected })
+	testutil.Eventually(t, "the client to connect", 10*time.Second, func() bool { return c.State().Status == client.ConnConnected })
 
 	// A chunk held only by n3 (R=1 namespace would be simpler; here we put
 	// with R=2 and later evict nothing: instead track holders).
@@ -304,7 +303,7 @@ func TestBadInputGetsAClearErrorAndTheNodeKeepsServing(t *testing.T) {
 	n := startNode(t, t.TempDir(), shmDir(t), "127.0.0.1:0", "127.0.0.1:0", "--max-chunk-size", "1MiB")
 	good, _ := newEngine(t, []string{n.grpc}, 0, 0)
 	ctx := context.Background()
-	waitFor(t, "the client to connect", 10*time.Second, func() bool { return good.State().Status == client.ConnConnected })
+	testutil.Eventually(t, "the client to connect", 10*time.Second, func() bool { return good.State().Status == client.ConnConnected })
 	if _, err := good.Register(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +320,7 @@ func TestBadInputGetsAClearErrorAndTheNodeKeepsServing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	waitFor(t, "the second client to connect", 10*time.Second, func() bool { return other.State().Status == client.ConnConnected })
+	testutil.Eventually(t, "the second client to connect", 10*time.Second, func() bool { return other.State().Status == client.ConnConnected })
 	_, err = other.Put(ctx, []client.Chunk{e2eChunk(2, 100)})
 	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "dtype: cluster has bf16, client has fp16") {
 		t.Fatalf("schema mismatch: %v, want FailedPrecondition naming dtype", err)

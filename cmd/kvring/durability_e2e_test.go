@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kvring/kvring/client"
+	"github.com/kvring/kvring/internal/testutil"
 )
 
 // TestChunksReportedStoredSurviveAKillRightAfterTheAck: a node killed
@@ -19,7 +20,7 @@ func TestChunksReportedStoredSurviveAKillRightAfterTheAck(t *testing.T) {
 	n := startNode(t, data, shm, "127.0.0.1:0", "127.0.0.1:0")
 	c, _ := newEngine(t, []string{n.grpc}, 0, 0)
 	ctx := context.Background()
-	waitFor(t, "the client to connect", 10*time.Second, func() bool { return c.State().Status == client.ConnConnected })
+	testutil.Eventually(t, "the client to connect", 10*time.Second, func() bool { return c.State().Status == client.ConnConnected })
 
 	var stored []client.Chunk
 	for batch := range 20 {
@@ -40,8 +41,8 @@ func TestChunksReportedStoredSurviveAKillRightAfterTheAck(t *testing.T) {
 	}
 	n.kill(t) // right after the last acknowledgement
 
-	startNode(t, data, shm, n.grpc, n.gossip)
-	waitFor(t, "the client to reconnect", 15*time.Second, func() bool { return c.State().Status == client.ConnConnected })
+	restartNode(t, n)
+	testutil.Eventually(t, "the client to reconnect", 15*time.Second, func() bool { return c.State().Status == client.ConnConnected })
 	ids := make([]client.ChunkID, len(stored))
 	for i, ch := range stored {
 		ids[i] = ch.ID

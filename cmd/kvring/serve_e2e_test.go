@@ -39,10 +39,11 @@ func (e *buildError) Error() string { return e.err.Error() + ": " + e.out }
 
 // proc is a running kvring process with its log lines.
 type proc struct {
-	cmd   *exec.Cmd
-	mu    sync.Mutex
-	lines []string
-	done  chan struct{}
+	cmd     *exec.Cmd
+	mu      sync.Mutex
+	lines   []string
+	changed chan struct{} // closed and replaced when a line is added
+	done    chan struct{} // closed once the process has exited and every line is read
 }
 
 func (p *proc) logs() string {
@@ -51,27 +52,51 @@ func (p *proc) logs() string {
 	return strings.Join(p.lines, "\n")
 }
 
-// waitLog polls the process's log for a line matching re.
-func (p *proc) waitLog(t *testing.T, re *regexp.Regexp, timeout time.Duration) []string {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		p.mu.Lock()
-		for _, l := range p.lines {
-			if m := re.FindStringSubmatch(l); m != nil {
-				p.mu.Unlock()
-				return m
-			}
-		}
-		p.mu.Unlock()
+// awaitLog waits until a line of the process's log matches re and returns
+// the match. It returns nil when the process exits first (exited is true) or
+// timeout passes. It wakes on each new line, not on a timer.
+func (p *proc) awaitLog(re *regexp.Regexp, timeout time.Duration) (m []string, exited bool) {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for seen := 0; ; {
 		select {
 		case <-p.done:
-			t.Fatalf("kvring exited before logging %q:\n%s", re, p.logs())
-		case <-time.After(20 * time.Millisecond):
+			exited = true // every line is in: one last look
+		default:
+		}
+		p.mu.Lock()
+		for ; seen < len(p.lines); seen++ {
+			if m := re.FindStringSubmatch(p.lines[seen]); m != nil {
+				p.mu.Unlock()
+				return m, false
+			}
+		}
+		changed := p.changed
+		p.mu.Unlock()
+		if exited {
+			return nil, true
+		}
+		select {
+		case <-changed:
+		case <-p.done:
+		case <-deadline.C:
+			return nil, false
 		}
 	}
-	t.Fatalf("kvring did not log %q within %v:\n%s", re, timeout, p.logs())
-	return nil
+}
+
+// waitLog waits for a line matching re (see awaitLog) and fails the test
+// with the log when the process exits first or timeout passes.
+func (p *proc) waitLog(t *testing.T, re *regexp.Regexp, timeout time.Duration) []string {
+	t.Helper()
+	m, exited := p.awaitLog(re, timeout)
+	switch {
+	case exited:
+		t.Fatalf("kvring exited before logging %q:\n%s", re, p.logs())
+	case m == nil:
+		t.Fatalf("kvring did not log %q within %v:\n%s", re, timeout, p.logs())
+	}
+	return m
 }
 
 func startKvring(t *testing.T, env []string, args ...string) *proc {
@@ -89,12 +114,14 @@ func startKvring(t *testing.T, env []string, args ...string) *proc {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{cmd: cmd, done: make(chan struct{})}
+	p := &proc{cmd: cmd, changed: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			p.mu.Lock()
 			p.lines = append(p.lines, sc.Text())
+			close(p.changed)
+			p.changed = make(chan struct{})
 			p.mu.Unlock()
 		}
 		cmd.Wait()
@@ -123,12 +150,13 @@ func shmDir(t *testing.T) string {
 var adminRe = regexp.MustCompile(`msg="node ready".* admin=(\S+)`)
 
 // TestServeStartsServesAndStopsCleanly starts the real binary with defaults
-// for everything but the ports and directories, checks the admin API, sends
+// for everything but the ports (picked by the kernel: the default ports may
+// be taken by another run) and directories, checks the admin API, sends
 // SIGTERM and expects a clean exit 0 with the shutdown logged.
 func TestServeStartsServesAndStopsCleanly(t *testing.T) {
 	data := t.TempDir()
-	p := startKvring(t, []string{"KVRING_MEMORY_LIMIT=64MiB"},
-		"serve", "--admin-addr", "127.0.0.1:0", "--data-dir", data, "--shm-dir", shmDir(t))
+	p := startKvring(t, []string{"KVRING_MEMORY_LIMIT=64MiB"}, "serve", "--grpc-addr", "127.0.0.1:0",
+		"--gossip-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--data-dir", data, "--shm-dir", shmDir(t))
 	addr := p.waitLog(t, adminRe, 30*time.Second)[1]
 
 	for path, want := range map[string]int{"/healthz": 200, "/readyz": 200, "/v1/stats": 200, "/v1/nope": 404} {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kvring/kvring/client"
+	"github.com/kvring/kvring/internal/testutil"
 	"github.com/kvring/kvring/node"
 )
 
@@ -40,7 +41,7 @@ func TestSIGTERMWithPutsInFlightLosesNone(t *testing.T) {
 	nodes := startCluster(t)
 	n1, victim, n3 := nodes[0], nodes[1], nodes[2]
 	c, _ := newEngine(t, []string{victim.grpc}, 0, 0)
-	waitFor(t, "the client to connect", 10*time.Second, func() bool { return c.State().Status == client.ConnConnected })
+	testutil.Eventually(t, "the client to connect", 10*time.Second, func() bool { return c.State().Status == client.ConnConnected })
 
 	var (
 		mu     sync.Mutex
@@ -80,22 +81,20 @@ func TestSIGTERMWithPutsInFlightLosesNone(t *testing.T) {
 					stored.Add(1)
 				}
 				if call.err != nil { // the node is going or gone: do not spin
-					select {
-					case <-stop:
-						return
-					case <-time.After(10 * time.Millisecond):
-					}
+					<-stop
+					return
 				}
 			}
 		})
 	}
-	waitFor(t, "puts to be stored before the signal", 20*time.Second, func() bool { return stored.Load() >= 40 })
+	testutil.Eventually(t, "puts to be stored before the signal", 20*time.Second, func() bool { return stored.Load() >= 40 })
 	signalled := time.Now()
 	if err := victim.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case <-victim.done:
+		victim.holdPorts(t) // for the restart below
 	case <-time.After(30 * time.Second):
 		t.Fatalf("the node did not exit after SIGTERM:\n%s", victim.logs())
 	}
@@ -153,11 +152,11 @@ func TestSIGTERMWithPutsInFlightLosesNone(t *testing.T) {
 
 	// Restart the node on its data directory and addresses; once the cluster
 	// and the namespace are whole again, every chunk reported held is read.
-	again := startNode(t, victim.data, victim.shm, victim.grpc, victim.gossip, "--join", n1.gossip)
+	again := restartNode(t, victim, "--join", n1.gossip)
 	if again.id != victim.id {
 		t.Fatalf("the restarted node is %s, was %s", again.id, victim.id)
 	}
-	waitFor(t, "the cluster to be whole again", 20*time.Second, func() bool {
+	testutil.Eventually(t, "the cluster to be whole again", 20*time.Second, func() bool {
 		for _, n := range []*e2eNode{n1, again, n3} {
 			if !seesRing(n, n1.id, again.id, n3.id) {
 				return false
@@ -165,13 +164,13 @@ func TestSIGTERMWithPutsInFlightLosesNone(t *testing.T) {
 		}
 		return true
 	})
-	waitFor(t, "the restarted node to learn the namespace", 10*time.Second, func() bool {
+	testutil.Eventually(t, "the restarted node to learn the namespace", 10*time.Second, func() bool {
 		var got struct{ Namespaces []node.NamespaceInfo }
 		code, err := getJSON(again.admin, "/v1/namespaces", &got)
 		return err == nil && code == 200 && len(got.Namespaces) == 1
 	})
 	reader, _ := newEngine(t, []string{n1.grpc}, 0, 0)
-	waitFor(t, "the reader to connect", 10*time.Second, func() bool { return reader.State().Status == client.ConnConnected })
+	testutil.Eventually(t, "the reader to connect", 10*time.Second, func() bool { return reader.State().Status == client.ConnConnected })
 	lost := 0
 	for i := 0; i < len(want); i += 64 {
 		batch := want[i:min(i+64, len(want))]

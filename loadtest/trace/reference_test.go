@@ -5,7 +5,8 @@ import (
 	"testing"
 )
 
-// Reference figures from /work/shared/traces/README.md for synthetic_trace.jsonl.
+// Reference figures for synthetic_trace.jsonl, computed independently of this
+// package: see testdata/README.md.
 
 func TestSyntheticTraceMatchesReferenceSummary(t *testing.T) {
 	t.Parallel()

@@ -640,8 +640,10 @@ func (x *Limits) GetMaxLeaseTtlMs() uint32 {
 	return 0
 }
 
-// PeerCaller says which node sends a Peer request and which ring view it acts on. Receivers use it for logs and
-// metrics and to notice a caller whose epoch differs from their own; it is not an authentication.
+// PeerCaller says which node sends a Peer request and which ring view it acts on. Senders fill it in every Peer
+// request; receivers do not read it today: nothing is logged, counted or decided from it. It is informational,
+// kept for diagnosing peer traffic and reserved for when peers authenticate each other. It is not an
+// authentication: a receiver must not trust it to say who is calling.
 type PeerCaller struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Node id of the calling node.
