@@ -1,0 +1,116 @@
+package owner
+
+import (
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kvring/kvring/node/internal/metrics"
+	"github.com/kvring/kvring/node/internal/namespace"
+	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
+	"github.com/kvring/kvring/store"
+	"github.com/kvring/kvring/transfer"
+)
+
+// testClock is a clock the test moves; safe for concurrent use.
+type testClock struct{ ns atomic.Int64 }
+
+func (c *testClock) now() time.Time          { return time.Unix(0, c.ns.Load()) }
+func (c *testClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+// newTestOwner opens a store on an injected clock, without its background
+// loop, and an Owner over it on the same clock.
+func newTestOwner(t *testing.T) (*Owner, *store.Store, *testClock) {
+	t.Helper()
+	clock := &testClock{}
+	clock.ns.Store(time.Unix(1000, 0).UnixNano())
+	st, err := store.Open(store.Config{DataDir: t.TempDir(), ShmDir: t.TempDir(), MemoryLimit: 8 << 20,
+		StageLease: 30 * time.Second, MaintenanceInterval: -1, Now: clock.now, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	o := New(Config{Store: st, Log: slog.New(slog.DiscardHandler), Registry: namespace.NewRegistry(),
+		Epoch: func() uint64 { return 1 }, MaxBatch: 64, MaxPin: time.Minute, Now: clock.now, Metrics: metrics.New()})
+	return o, st, clock
+}
+
+// stageReady runs a prepare phase for one chunk and returns its READY token.
+func stageReady(t *testing.T, o *Owner, ref *kvringv1.NamespaceRef, id store.ID, data []byte) uint64 {
+	t.Helper()
+	p, need, _, err := o.NewPrepare(ref, []*kvringv1.ChunkRef{{Id: id[:], Size: uint64(len(data)), Crc32C: store.Checksum(data)}})
+	if err != nil || len(need) != 1 {
+		t.Fatalf("prepare: need %v, %v", need, err)
+	}
+	if err := p.Frame(transfer.Frame{Index: 0, Data: [][]byte{data}}); err != nil {
+		t.Fatal(err)
+	}
+	votes := o.EndPrepare(p)
+	if len(votes) != 1 || votes[0].GetVote() != kvringv1.Vote_VOTE_READY {
+		t.Fatalf("votes %v, want one READY", votes)
+	}
+	return votes[0].GetStageToken()
+}
+
+// TestACommitAfterTheStageLeaseFailsAndHoldsNothing: a chunk voted ready whose
+// commit comes after the store's stage lease ended is reported failed (never
+// sealed), its slot is free, and the owner forgets the token once the store
+// expired it. The lease is the store's alone, on the injected clock.
+func TestACommitAfterTheStageLeaseFailsAndHoldsNothing(t *testing.T) {
+	t.Parallel()
+	o, st, clock := newTestOwner(t)
+	ref := &kvringv1.NamespaceRef{Name: "ns", Fingerprint: make([]byte, 32)}
+	var id store.ID
+	id[0] = 7
+	data := []byte(strings.Repeat("kv", 5000))
+	tok := stageReady(t, o, ref, id, data)
+
+	o.Sweep() // the lease runs: the token stays
+	if o.Tokens() != 1 {
+		t.Fatalf("%d tokens before the lease ended, want 1", o.Tokens())
+	}
+	clock.advance(31 * time.Second)
+	if staged, _ := st.ExpireNow(); staged != 1 {
+		t.Fatalf("the store expired %d staged chunks, want 1", staged)
+	}
+	o.Sweep()
+	if o.Tokens() != 0 {
+		t.Fatalf("%d tokens after the store expired the slot, want 0", o.Tokens())
+	}
+	res := o.Commit(ref, []*kvringv1.StagedChunk{{StageToken: tok, Id: id[:]}})
+	if res[0].GetStatus() != kvringv1.CommitStatus_COMMIT_STATUS_FAILED {
+		t.Fatalf("commit after the lease: %v, want failed", res[0])
+	}
+	ns := namespace.StoreName(ref.GetName(), ref.GetFingerprint())
+	if st.Contains(ns, id) {
+		t.Fatal("the chunk is held after a commit that came too late")
+	}
+	if s := st.Stats(); s.StagedBytes != 0 || s.UsedBytes != 0 {
+		t.Fatalf("staged %d, used %d bytes after the lease ended, want 0", s.StagedBytes, s.UsedBytes)
+	}
+}
+
+// TestACommitJustBeforeTheLeaseEndsSeals: the same commit a moment earlier
+// seals the chunk, and a retry of it reports sealed again.
+func TestACommitJustBeforeTheLeaseEndsSeals(t *testing.T) {
+	t.Parallel()
+	o, st, clock := newTestOwner(t)
+	ref := &kvringv1.NamespaceRef{Name: "ns", Fingerprint: make([]byte, 32)}
+	var id store.ID
+	id[0] = 8
+	data := []byte(strings.Repeat("kv", 5000))
+	tok := stageReady(t, o, ref, id, data)
+	clock.advance(29 * time.Second)
+	st.ExpireNow()
+	for range 2 {
+		res := o.Commit(ref, []*kvringv1.StagedChunk{{StageToken: tok, Id: id[:]}})
+		if res[0].GetStatus() != kvringv1.CommitStatus_COMMIT_STATUS_SEALED {
+			t.Fatalf("commit within the lease: %v, want sealed", res[0])
+		}
+	}
+	if !st.Contains(namespace.StoreName(ref.GetName(), ref.GetFingerprint()), id) {
+		t.Fatal("the chunk is not held after its commit")
+	}
+}
