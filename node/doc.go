@@ -1,18 +1,35 @@
-// Package node runs one kvring node: it owns the node's lifecycle and every
-// goroutine the node starts.
+// Package node runs one kvring node: it owns the node's lifecycle, its
+// configuration, its admin API and the registration of its metrics, and it
+// wires the parts that do the work:
+//
+//   - node/membership: gossip membership and the ring built from it;
+//   - node/internal/owner: the Peer service, this node as the owner of chunks;
+//   - node/internal/coord: the Cache service, this node as a coordinator;
+//   - node/internal/namespace: the namespace registry;
+//   - node/internal/metrics: the instruments they update.
+//
+// newServices (services.go) is the one place owner, coordinator and registry
+// are wired around a store and a ring view; Start and the in-process test
+// cluster both use it.
 //
 // # Contract
 //
-//   - New validates the configuration and does no I/O.
-//   - Start opens the store and the listeners, in that order, and logs each
-//     start-up phase with its duration. If any step fails, what was opened is
-//     closed again and the error names the step.
-//   - Close is idempotent. It marks the node not ready, stops the listeners
-//     (letting in-flight requests finish within the context's deadline),
-//     closes the store so its catalog is written, and waits for every
-//     goroutine the node started. Errors are joined.
+//   - New validates the configuration (filling defaults, the store's too)
+//     and does no I/O.
+//   - Start opens the store, the listeners, the services, the admin server
+//     and gossip, in that order, and logs each start-up phase with its
+//     duration. The parts are published once, together, and never replaced:
+//     getters and the admin API read them without waiting for Start or Close.
+//     If any step fails, what was opened is closed again and the error names
+//     the step.
+//   - Close is idempotent. It marks the node not ready, leaves the cluster,
+//     stops the listeners (letting in-flight requests finish within the
+//     context's deadline), closes the peer connections and the store (so its
+//     catalog is written), and waits for every goroutine the node started.
+//     Errors are joined.
+//   - One clock (Config.Now) drives the store's leases, the lease records of
+//     owner and coordinator and the membership's settle window.
 //
-// The cluster (gossip membership, the ring, the coordinator and the gRPC
-// services) builds on this lifecycle; this package does not hold chunk bytes
-// itself: the store does.
+// This package does not hold chunk bytes itself: the store does, and the
+// owner and the coordinator move them.
 package node
