@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -212,8 +211,3 @@ func (c *Client) retryUnregistered(ctx context.Context, cc *grpc.ClientConn, cal
 	}
 	return call(ref)
 }
-
-// checksum is the CRC-32C kvring uses for chunk bytes.
-func checksum(p []byte) uint32 { return crc32.Checksum(p, castagnoli) }
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
