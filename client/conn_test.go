@@ -18,6 +18,8 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
+
+	"github.com/kvring/kvring/transfer"
 )
 
 // logBuf collects JSON log lines; safe for concurrent use.
@@ -177,10 +179,13 @@ func requireUnavailable(t *testing.T, c *conn, want string) {
 	if got := status.Code(err); got != codes.Unavailable {
 		t.Errorf("status.Code(ready error) = %s, want Unavailable (err: %v)", got, err)
 	}
-	if !errors.Is(err, errNotConnected) {
-		t.Errorf("ready error %q does not wrap errNotConnected", err)
+	if !errors.Is(err, errNotConnected) || !errors.Is(err, transfer.ErrUnavailable) {
+		t.Errorf("ready error %q does not wrap errNotConnected and transfer.ErrUnavailable", err)
 	}
-	if msg := err.Error(); !strings.HasPrefix(msg, "unavailable: not connected to any kvring node (") ||
+	if got := transfer.Code(err); got != codes.Unavailable {
+		t.Errorf("transfer.Code(ready error) = %s, want Unavailable", got)
+	}
+	if msg := err.Error(); !strings.HasPrefix(msg, "kvring: unavailable: not connected to any kvring node (") ||
 		!strings.Contains(msg, want) {
 		t.Errorf("ready error = %q, want the not-connected message naming %q", msg, want)
 	}
@@ -420,8 +425,8 @@ func TestConnCloseIsIdempotentAndStopsTheLoop(t *testing.T) {
 		t.Errorf("state after close = %+v", s)
 	}
 	_, err := c.ready(context.Background())
-	if !errors.Is(err, errConnClosed) || !strings.Contains(err.Error(), "closed") ||
-		status.Code(err) != codes.Canceled {
+	if !errors.Is(err, errConnClosed) || !errors.Is(err, transfer.ErrClientClosed) ||
+		!strings.Contains(err.Error(), "closed") || status.Code(err) != codes.Canceled || transfer.Code(err) != codes.Canceled {
 		t.Errorf("ready after close = %v (code %s), want the closed error", err, status.Code(err))
 	}
 	if n := c.logs.count("kvring connection closed"); n != 1 {

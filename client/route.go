@@ -12,7 +12,6 @@ import (
 	"google.golang.org/grpc"
 	grpcbackoff "google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/ring"
@@ -347,8 +346,8 @@ func (s *answerStream) RecvMsg(m any) error {
 
 // explain turns the cancellation caused by the timer into Unavailable.
 func (s *answerStream) explain(err error) error {
-	if s.silent.Load() && status.Code(err) == codes.Canceled {
-		return status.Errorf(codes.Unavailable, "%s: %v within %s", s.addr, errNoAnswer, s.d)
+	if s.silent.Load() && transfer.Code(err) == codes.Canceled {
+		return withCode(fmt.Errorf("%w: %s: %w within %s", transfer.ErrUnavailable, s.addr, errNoAnswer, s.d))
 	}
 	return err
 }

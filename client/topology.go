@@ -14,7 +14,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/ring"
@@ -190,7 +189,7 @@ func (r *router) refresh(ctx context.Context) error {
 	tctx, cancel := context.WithTimeout(ctx, topologyTimeout)
 	defer cancel()
 	resp, err := kvringv1.NewCacheClient(cc).Topology(tctx, &kvringv1.TopologyRequest{})
-	if status.Code(err) == codes.Unimplemented {
+	if transfer.Code(err) == codes.Unimplemented {
 		r.publish(&topology{via: cc, fetched: time.Now()}, fmt.Sprintf("node %s does not serve Topology", cc.Target()))
 		return nil
 	}
