@@ -15,6 +15,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
@@ -263,7 +264,7 @@ func (c silentCache) Get(req *kvringv1.GetRequest, s grpc.ServerStreamingServer[
 
 // TestOwnerStreamsMustAnswerInTime: a stream on an owner connection whose first message does not come within the
 // answer timeout fails with Unavailable (so its share falls back); one that answers is left alone however long
-// it then runs. A closed pool hands out nothing.
+// it then runs. A closed router hands out no owner connection.
 func TestOwnerStreamsMustAnswerInTime(t *testing.T) {
 	t.Parallel()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -281,13 +282,14 @@ func TestOwnerStreamsMustAnswerInTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cn.close() })
-	pool := newOwnerPool(cn, answer)
-	cc, err := pool.get(lis.Addr().String())
+	r := newRouter(cn, slog.New(slog.DiscardHandler))
+	t.Cleanup(r.close)
+	cc, err := r.ownerConn(lis.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again, _ := pool.get(lis.Addr().String()); again != cc {
-		t.Fatal("a second get made another connection")
+	if again, _ := r.ownerConn(lis.Addr().String()); again != cc {
+		t.Fatal("a second ownerConn made another connection")
 	}
 	ctx := context.Background()
 
@@ -311,8 +313,13 @@ func TestOwnerStreamsMustAnswerInTime(t *testing.T) {
 		t.Fatalf("answering owner, end of stream: %v, want EOF", err)
 	}
 
-	pool.close()
-	if _, err := pool.get(lis.Addr().String()); err == nil {
-		t.Fatal("a closed pool handed out a connection")
+	// A closed router hands out nothing, and fails like the main connection after close.
+	r.close()
+	if cc.GetState() != connectivity.Shutdown {
+		t.Errorf("owner connection is %s after the router closed, want Shutdown", cc.GetState())
+	}
+	_, err = r.ownerConn(lis.Addr().String())
+	if !errors.Is(err, errConnClosed) || status.Code(err) != codes.Canceled {
+		t.Fatalf("ownerConn after close: %v (%s), want the client's closed error (Canceled)", err, status.Code(err))
 	}
 }
