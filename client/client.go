@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -12,7 +11,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/connectivity"
 
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/transfer"
@@ -181,16 +180,16 @@ func (c *Client) namespace(ctx context.Context, cc *grpc.ClientConn) (*kvringv1.
 // callErr maps a failed call to the client's error: transport failures tell
 // the connection to re-check now; the server's message is kept.
 func (c *Client) callErr(cc *grpc.ClientConn, what string, err error) error {
-	switch status.Code(err) {
+	switch transfer.Code(err) {
 	case codes.Unavailable:
 		c.conn.reportFailure(cc.Target(), err)
 	case codes.Canceled:
 		// The connection was closed under the call (the node was declared
 		// lost) while the caller still waited: that is unavailability.
-		if cc.GetState().String() == "SHUTDOWN" {
+		if cc.GetState() == connectivity.Shutdown {
 			c.conn.reportFailure(cc.Target(), err)
-			return fmt.Errorf("kvring %s: %w", what, transfer.FromStatus(status.Error(codes.Unavailable,
-				"connection to the kvring node was lost during the call: "+status.Convert(err).Message())))
+			return fmt.Errorf("kvring %s: %w", what, withCode(fmt.Errorf(
+				"%w: connection to the kvring node was lost during the call: %v", transfer.ErrUnavailable, transfer.FromStatus(err))))
 		}
 	}
 	return fmt.Errorf("kvring %s: %w", what, transfer.FromStatus(err))
@@ -212,8 +211,3 @@ func (c *Client) retryUnregistered(ctx context.Context, cc *grpc.ClientConn, cal
 	}
 	return call(ref)
 }
-
-// checksum is the CRC-32C kvring uses for chunk bytes.
-func checksum(p []byte) uint32 { return crc32.Checksum(p, castagnoli) }
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)

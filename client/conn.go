@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -10,20 +9,9 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/status"
 
 	"github.com/kvring/kvring/transfer"
-)
-
-var (
-	// errNotConnected is wrapped by the error ready returns while no node is connected. That error carries
-	// codes.Unavailable.
-	errNotConnected = errors.New("unavailable: not connected to any kvring node")
-	// errConnClosed is wrapped by the error ready returns after close. That error carries codes.Canceled, like
-	// grpc's own error for a closed ClientConn.
-	errConnClosed = errors.New("kvring client is closed")
 )
 
 // conn keeps one gRPC connection to some node of a kvring cluster and tells the truth about it.
@@ -137,8 +125,9 @@ func (c *conn) State() ConnState {
 }
 
 // ready returns the connection to use for a call. It never waits: while no node is connected it fails at once
-// with a codes.Unavailable error wrapping errNotConnected that says why and which attempt is under way; after
-// close it fails with a codes.Canceled error wrapping errConnClosed.
+// with an Unavailable error wrapping errNotConnected (and so transfer.ErrUnavailable) that says why and which
+// attempt is under way; after close it fails with a Canceled error wrapping errConnClosed
+// (transfer.ErrClientClosed).
 //
 // The returned ClientConn may be closed by the conn at any time after a loss; calls on it then fail and should
 // be reported with reportFailure(cc.Target(), err). cc.Target() is the node's address as given in Seeds.
@@ -151,17 +140,14 @@ func (c *conn) ready(ctx context.Context) (*grpc.ClientConn, error) {
 	case ConnConnected:
 		return snap.cc, nil
 	case ConnClosed:
-		return nil, &connError{code: codes.Canceled, sentinel: errConnClosed, msg: errConnClosed.Error()}
+		return nil, withCode(errConnClosed)
 	}
 	s := snap.state
 	cause := fmt.Sprintf("%s %s, attempt %d", s.Status, s.Addr, s.Attempt)
 	if s.LastError != "" {
 		cause = fmt.Sprintf("last error: %s; %s, attempt %d", s.LastError, s.Status, s.Attempt)
 	}
-	return nil, &connError{
-		code: codes.Unavailable, sentinel: errNotConnected,
-		msg: fmt.Sprintf("%s (%s)", errNotConnected, cause),
-	}
+	return nil, withCode(fmt.Errorf("%w (%s)", errNotConnected, cause))
 }
 
 // reportFailure tells the conn that a call to addr failed, typically with codes.Unavailable, so that it
@@ -190,15 +176,3 @@ func (c *conn) close() error {
 	})
 	return nil
 }
-
-// connError is the error ready returns: it carries a gRPC code for status.Code and the transfer table, and
-// unwraps to a sentinel for errors.Is.
-type connError struct {
-	code     codes.Code
-	sentinel error
-	msg      string
-}
-
-func (e *connError) Error() string              { return e.msg }
-func (e *connError) Unwrap() error              { return e.sentinel }
-func (e *connError) GRPCStatus() *status.Status { return status.New(e.code, e.msg) }

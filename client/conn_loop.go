@@ -13,7 +13,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-	"google.golang.org/grpc/status"
+
+	"github.com/kvring/kvring/transfer"
 )
 
 // errProbeTimeout marks a health check that got no answer in time.
@@ -135,20 +136,21 @@ func (c *conn) check(ctx context.Context, cc *grpc.ClientConn, timeout time.Dura
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	resp, err := healthpb.NewHealthClient(cc).Check(cctx, &healthpb.HealthCheckRequest{})
-	switch st := status.Convert(err); {
+	// transfer.FromStatus(err) prints as the status's message.
+	switch code := transfer.Code(err); {
 	case err == nil && resp.GetStatus() == healthpb.HealthCheckResponse_SERVING:
 		return nil
 	case err == nil:
 		return fmt.Errorf("health check: node reports %s", resp.GetStatus())
 	case ctx.Err() != nil:
 		return ctx.Err()
-	case st.Code() == codes.DeadlineExceeded: // our deadline, or the node's copy of it, which may fire first
+	case code == codes.DeadlineExceeded: // our deadline, or the node's copy of it, which may fire first
 		return fmt.Errorf("health check: %w within %s", errProbeTimeout, timeout)
-	case st.Code() == codes.Unimplemented:
-		return fmt.Errorf("health check: node does not serve grpc.health.v1.Health (not a kvring node?): %s",
-			st.Message())
+	case code == codes.Unimplemented:
+		return fmt.Errorf("health check: node does not serve grpc.health.v1.Health (not a kvring node?): %v",
+			transfer.FromStatus(err))
 	default:
-		return fmt.Errorf("health check: %s: %s", st.Code(), st.Message())
+		return fmt.Errorf("health check: %s: %v", code, transfer.FromStatus(err))
 	}
 }
 

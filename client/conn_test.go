@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"google.golang.org/grpc"
@@ -18,6 +19,9 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
+
+	"github.com/kvring/kvring/internal/testutil"
+	"github.com/kvring/kvring/transfer"
 )
 
 // logBuf collects JSON log lines; safe for concurrent use.
@@ -112,16 +116,14 @@ type testNode struct {
 	health *health.Server // nil when a custom health service was given
 }
 
-// startNode serves hs (the standard health server, SERVING, when nil) on addr. addr may be "127.0.0.1:0"; a fixed
-// address that was just freed is retried until it can be bound again.
-func startNode(t *testing.T, addr string, hs healthpb.HealthServer) *testNode {
+// startNode serves hs (the standard health server, SERVING, when nil) on a free port of 127.0.0.1, over real TCP.
+// Tests in a synctest bubble use memNet.startNode instead.
+func startNode(t *testing.T, hs healthpb.HealthServer) *testNode {
 	t.Helper()
-	var lis net.Listener
-	waitFor(t, 5*time.Second, "listening on "+addr, func() bool {
-		var err error
-		lis, err = net.Listen("tcp", addr)
-		return err == nil
-	})
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
 	n := &testNode{addr: lis.Addr().String(), srv: grpc.NewServer(), lis: lis}
 	if hs == nil {
 		n.health = health.NewServer()
@@ -151,25 +153,26 @@ func deadAddr(t *testing.T) string {
 	return addr
 }
 
-// waitFor polls cond until it holds or timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+// advance lets a synctest bubble's fake clock run for d (no real time) and then every goroutine of the bubble run
+// until it blocks. Only inside a bubble.
+func advance(d time.Duration) {
+	time.Sleep(d)
+	synctest.Wait()
 }
 
-// requireUnavailable checks that ready fails at once with Unavailable wrapping errNotConnected and mentioning want.
+// requireUnavailable checks that ready fails at once while not connected, with Unavailable wrapping
+// errNotConnected and transfer.ErrUnavailable, in a message naming want. Only inside a synctest bubble: "at once"
+// means no time passes on the bubble's fake clock, under a context that would let ready wait an hour. A ready
+// that waited for a connection or for its context would let the clock run (it jumps whenever the whole bubble
+// waits) and fail with the context's error at the latest.
 func requireUnavailable(t *testing.T, c *conn, want string) {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
 	start := time.Now()
-	cc, err := c.ready(context.Background())
-	if took := time.Since(start); took > 50*time.Millisecond {
-		t.Errorf("ready took %s while not connected, want fast failure", took)
+	cc, err := c.ready(ctx)
+	if took := time.Since(start); took != 0 {
+		t.Errorf("ready let %s of the fake clock pass while not connected, want it to fail at once", took)
 	}
 	if cc != nil || err == nil {
 		t.Fatalf("ready = %v, %v; want an error", cc, err)
@@ -177,168 +180,187 @@ func requireUnavailable(t *testing.T, c *conn, want string) {
 	if got := status.Code(err); got != codes.Unavailable {
 		t.Errorf("status.Code(ready error) = %s, want Unavailable (err: %v)", got, err)
 	}
-	if !errors.Is(err, errNotConnected) {
-		t.Errorf("ready error %q does not wrap errNotConnected", err)
+	if !errors.Is(err, errNotConnected) || !errors.Is(err, transfer.ErrUnavailable) {
+		t.Errorf("ready error %q does not wrap errNotConnected and transfer.ErrUnavailable", err)
 	}
-	if msg := err.Error(); !strings.HasPrefix(msg, "unavailable: not connected to any kvring node (") ||
+	if got := transfer.Code(err); got != codes.Unavailable {
+		t.Errorf("transfer.Code(ready error) = %s, want Unavailable", got)
+	}
+	if msg := err.Error(); !strings.HasPrefix(msg, "kvring: unavailable: not connected to any kvring node (") ||
 		!strings.Contains(msg, want) {
 		t.Errorf("ready error = %q, want the not-connected message naming %q", msg, want)
 	}
 }
 
+// The tests below that are about time (fails at once, notices within, waits, interrupts) run in a synctest bubble
+// on memNet, an in-memory network: the clock is fake, so their assertions are exact and do not depend on how
+// loaded the machine is. TestConnSkipsDeadSeed and TestConnCloseIsIdempotentAndStopsTheLoop run over real TCP.
+
+// TestConnNewNeverBlocksAndReadyFailsFastWithCause: newConn returns at once, even when its node accepts the
+// connection and never answers the health check; while not connected, ready fails at once naming the state, the
+// attempt and the last error, and the loop keeps trying.
 func TestConnNewNeverBlocksAndReadyFailsFastWithCause(t *testing.T) {
 	t.Parallel()
-	addr := deadAddr(t)
-	start := time.Now()
-	c := newTestConn(t, nil, addr)
-	if took := time.Since(start); took > 50*time.Millisecond {
-		t.Errorf("newConn took %s with no server, want it to return at once", took)
-	}
-	if s := c.State(); s.Status != ConnConnecting || s.Addr != addr {
-		t.Errorf("initial state = %+v, want connecting to %s", s, addr)
-	}
-	requireUnavailable(t, c.conn, "connecting")
+	synctest.Test(t, func(t *testing.T) {
+		var n memNet
+		hung := &hangingHealth{}
+		hung.hang.Store(true)
+		silent := n.startNode(t, "10.0.0.2:9600", hung)
+		start := time.Now()
+		h := n.newConn(t, nil, silent.addr)
+		if took := time.Since(start); took != 0 {
+			t.Errorf("newConn to a node that never answers took %s of the fake clock, want it to return at once", took)
+		}
+		requireUnavailable(t, h.conn, "connecting "+silent.addr+", attempt 1")
 
-	// The loop keeps trying, and ready names the cause and the attempt.
-	waitFor(t, 5*time.Second, "attempt 3", func() bool { return c.State().Attempt >= 3 })
-	s := c.State()
-	if s.Status != ConnConnecting || !strings.Contains(s.LastError, "connection refused") {
-		t.Errorf("state = %+v, want connecting with last error connection refused", s)
-	}
-	requireUnavailable(t, c.conn, "last error: "+addr+": health check: Unavailable")
-	requireUnavailable(t, c.conn, "connection refused")
-	requireUnavailable(t, c.conn, "connecting, attempt")
-	last := s.Attempt
-	waitFor(t, 5*time.Second, "more attempts", func() bool { return c.State().Attempt > last })
-	if n := c.logs.count("connected to kvring node"); n != 0 {
-		t.Errorf("logged %d connections with no server", n)
-	}
+		const addr = "10.0.0.1:9600" // nothing listens
+		c := n.newConn(t, nil, addr)
+		if s := c.State(); s.Status != ConnConnecting || s.Addr != addr {
+			t.Errorf("initial state = %+v, want connecting to %s", s, addr)
+		}
+		requireUnavailable(t, c.conn, "connecting")
+
+		// The loop keeps trying, and ready names the cause and the attempt.
+		within(t, 5*time.Second, "attempt 3", func() bool { return c.State().Attempt >= 3 })
+		s := c.State()
+		if s.Status != ConnConnecting || !strings.Contains(s.LastError, "connection refused") {
+			t.Errorf("state = %+v, want connecting with last error connection refused", s)
+		}
+		requireUnavailable(t, c.conn, "last error: "+addr+": health check: Unavailable")
+		requireUnavailable(t, c.conn, "connection refused")
+		requireUnavailable(t, c.conn, "connecting, attempt")
+		last := s.Attempt
+		within(t, 5*time.Second, "more attempts", func() bool { return c.State().Attempt > last })
+		if n := c.logs.count("connected to kvring node"); n != 0 {
+			t.Errorf("logged %d connections with no server", n)
+		}
+	})
 }
 
 func TestConnConnectsByItselfWhenServerStartsLater(t *testing.T) {
 	t.Parallel()
-	addr := deadAddr(t)
-	c := newTestConn(t, nil, addr)
-	waitFor(t, 5*time.Second, "a failed attempt", func() bool { return c.State().LastError != "" })
+	synctest.Test(t, func(t *testing.T) {
+		var n memNet
+		const addr = "10.0.0.1:9600"
+		c := n.newConn(t, nil, addr)
+		within(t, 5*time.Second, "a failed attempt", func() bool { return c.State().LastError != "" })
 
-	startNode(t, addr, nil)
-	waitFor(t, 5*time.Second, "connected", func() bool {
-		return c.State().Status == ConnConnected && c.logs.count("connected to kvring node") > 0
+		n.startNode(t, addr, nil)
+		within(t, 5*time.Second, "connected", func() bool {
+			return c.State().Status == ConnConnected && c.logs.count("connected to kvring node") > 0
+		})
+		cc, err := c.ready(context.Background())
+		if err != nil || cc == nil {
+			t.Fatalf("ready after connecting = %v, %v", cc, err)
+		}
+		if cc.Target() != addr {
+			t.Errorf("cc.Target() = %q, want %q", cc.Target(), addr)
+		}
+		if s := c.State(); s.Addr != addr || s.Attempt != 0 || s.LastError != "" {
+			t.Errorf("connected state = %+v", s)
+		}
+		// Ten probe rounds (ProbeInterval 200ms) later, nothing more has been logged as a state change.
+		advance(2 * time.Second)
+		if n := c.logs.count("connected to kvring node"); n != 1 {
+			t.Errorf(`"connected to kvring node" logged %d times, want 1`, n)
+		}
+		if got := c.statuses.String(); got != "connecting,connected" {
+			t.Errorf("status history = %s, want connecting,connected", got)
+		}
 	})
-	cc, err := c.ready(context.Background())
-	if err != nil || cc == nil {
-		t.Fatalf("ready after connecting = %v, %v", cc, err)
-	}
-	if cc.Target() != addr {
-		t.Errorf("cc.Target() = %q, want %q", cc.Target(), addr)
-	}
-	if s := c.State(); s.Addr != addr || s.Attempt != 0 || s.LastError != "" {
-		t.Errorf("connected state = %+v", s)
-	}
-	// Several probe rounds later, nothing more has been logged as a state change.
-	waitFor(t, 5*time.Second, "connected for 3 probe intervals", func() bool {
-		return time.Since(c.State().Since) > 600*time.Millisecond
-	})
-	if n := c.logs.count("connected to kvring node"); n != 1 {
-		t.Errorf(`"connected to kvring node" logged %d times, want 1`, n)
-	}
-	if got := c.statuses.String(); got != "connecting,connected" {
-		t.Errorf("status history = %s, want connecting,connected", got)
-	}
-}
-
-// connectedTo starts a node and a conn to it and waits until they are connected.
-func connectedTo(t *testing.T, change func(*ConnConfig)) (*testConn, *testNode) {
-	t.Helper()
-	n := startNode(t, "127.0.0.1:0", nil)
-	c := newTestConn(t, change, n.addr)
-	waitFor(t, 5*time.Second, "connected", func() bool { return c.State().Status == ConnConnected })
-	return c, n
 }
 
 func TestConnNoticesKilledServerWithinTwoSecondsWithoutCalls(t *testing.T) {
 	t.Parallel()
-	// Default probe settings: the transport watch, not a fast probe, must notice.
-	c, n := connectedTo(t, func(cfg *ConnConfig) { cfg.ProbeInterval = 0 })
-	killed := time.Now()
-	n.kill()
-	waitFor(t, 2*time.Second, "the loss", func() bool { return c.State().Status != ConnConnected })
-	t.Logf("loss noticed %s after the server was killed", time.Since(killed))
-	waitFor(t, time.Second, "the loss log", func() bool { return c.logs.count("lost connection to kvring node") > 0 })
+	synctest.Test(t, func(t *testing.T) {
+		var n memNet
+		// Default probe settings: the transport watch, not a fast probe, must notice.
+		c, node := n.connectedTo(t, func(cfg *ConnConfig) { cfg.ProbeInterval = 0 })
+		node.kill()
+		took := within(t, 2*time.Second, "the loss", func() bool { return c.State().Status != ConnConnected })
+		if first := time.Duration(float64(defaultConnProbeInterval) * (1 - defaultConnJitter)); took >= first {
+			t.Errorf("loss noticed %s after the kill, not before the first probe could run (%s): the transport watch missed it",
+				took, first)
+		}
+		within(t, time.Second, "the loss log", func() bool { return c.logs.count("lost connection to kvring node") > 0 })
 
-	s := c.State()
-	if s.Status != ConnReconnecting || s.Addr != n.addr || s.LastError == "" {
-		t.Errorf("state after loss = %+v, want reconnecting to %s with a reason", s, n.addr)
-	}
-	requireUnavailable(t, c.conn, "reconnecting, attempt")
-	waitFor(t, 5*time.Second, "attempt 3", func() bool { return c.State().Attempt >= 3 })
-	if n := c.logs.count("lost connection to kvring node"); n != 1 {
-		t.Errorf(`"lost connection to kvring node" logged %d times, want 1`, n)
-	}
-	if !strings.Contains(c.logs.String(), "connection refused") {
-		t.Errorf("log does not name the cause (connection refused)")
-	}
+		s := c.State()
+		if s.Status != ConnReconnecting || s.Addr != node.addr || s.LastError == "" {
+			t.Errorf("state after loss = %+v, want reconnecting to %s with a reason", s, node.addr)
+		}
+		requireUnavailable(t, c.conn, "reconnecting, attempt")
+		within(t, 5*time.Second, "attempt 3", func() bool { return c.State().Attempt >= 3 })
+		if n := c.logs.count("lost connection to kvring node"); n != 1 {
+			t.Errorf(`"lost connection to kvring node" logged %d times, want 1`, n)
+		}
+		if !strings.Contains(c.logs.String(), "connection refused") {
+			t.Errorf("log does not name the cause (connection refused)")
+		}
+	})
 }
 
 func TestConnReconnectsToRestartedServerOnSameAddress(t *testing.T) {
 	t.Parallel()
-	c, n := connectedTo(t, nil)
-	c.conn.reportFailure("elsewhere:1", errors.New("ignored: not the connected node"))
-	before, _ := c.ready(context.Background())
-	n.kill()
-	waitFor(t, 2*time.Second, "the loss", func() bool {
-		return c.State().Status == ConnReconnecting && c.logs.count("lost connection to kvring node") > 0
-	})
-	requireUnavailable(t, c.conn, "reconnecting")
-	// The lost connection is retired: never handed out again, left open for
-	// calls in flight, and closed at the latest when the client closes.
-	c.conn.retireMu.Lock()
-	_, retired := c.conn.retiring[before]
-	c.conn.retireMu.Unlock()
-	if !retired {
-		t.Fatal("the lost ClientConn is not being retired")
-	}
-
-	startNode(t, n.addr, nil)
-	waitFor(t, 5*time.Second, "connected again", func() bool {
-		return c.State().Status == ConnConnected && c.logs.count("connected again") > 0
-	})
-	cc, err := c.ready(context.Background())
-	if err != nil {
-		t.Fatalf("ready after reconnecting: %v", err)
-	}
-	if _, err := healthpb.NewHealthClient(cc).Check(context.Background(), &healthpb.HealthCheckRequest{}); err != nil {
-		t.Errorf("call on the new connection: %v", err)
-	}
-	for msg, want := range map[string]int{
-		"connected to kvring node": 1, "lost connection to kvring node": 1, "connected again": 1,
-	} {
-		if got := c.logs.count(msg); got != want {
-			t.Errorf("%q logged %d times, want %d", msg, got, want)
+	synctest.Test(t, func(t *testing.T) {
+		var n memNet
+		c, node := n.connectedTo(t, nil)
+		c.conn.reportFailure("elsewhere:1", errors.New("ignored: not the connected node"))
+		before, _ := c.ready(context.Background())
+		node.kill()
+		within(t, 2*time.Second, "the loss", func() bool {
+			return c.State().Status == ConnReconnecting && c.logs.count("lost connection to kvring node") > 0
+		})
+		requireUnavailable(t, c.conn, "reconnecting")
+		// The lost connection is retired: never handed out again, left open for
+		// calls in flight, and closed at the latest when the client closes.
+		c.conn.retireMu.Lock()
+		_, retired := c.conn.retiring[before]
+		c.conn.retireMu.Unlock()
+		if !retired {
+			t.Fatal("the lost ClientConn is not being retired")
 		}
-	}
-	if c.logs.count("reconnecting") < 1 {
-		t.Errorf(`no "reconnecting" line`)
-	}
-	if got := c.statuses.String(); got != "connecting,connected,reconnecting,connected" {
-		t.Errorf("status history = %s", got)
-	}
-	c.conn.close()
-	if before.GetState() != connectivity.Shutdown {
-		t.Error("the retired ClientConn outlived the client's close")
-	}
+
+		n.startNode(t, node.addr, nil)
+		within(t, 5*time.Second, "connected again", func() bool {
+			return c.State().Status == ConnConnected && c.logs.count("connected again") > 0
+		})
+		cc, err := c.ready(context.Background())
+		if err != nil {
+			t.Fatalf("ready after reconnecting: %v", err)
+		}
+		if _, err := healthpb.NewHealthClient(cc).Check(context.Background(), &healthpb.HealthCheckRequest{}); err != nil {
+			t.Errorf("call on the new connection: %v", err)
+		}
+		for msg, want := range map[string]int{
+			"connected to kvring node": 1, "lost connection to kvring node": 1, "connected again": 1,
+		} {
+			if got := c.logs.count(msg); got != want {
+				t.Errorf("%q logged %d times, want %d", msg, got, want)
+			}
+		}
+		if c.logs.count("reconnecting") < 1 {
+			t.Errorf(`no "reconnecting" line`)
+		}
+		if got := c.statuses.String(); got != "connecting,connected,reconnecting,connected" {
+			t.Errorf("status history = %s", got)
+		}
+		c.conn.close()
+		if before.GetState() != connectivity.Shutdown {
+			t.Error("the retired ClientConn outlived the client's close")
+		}
+	})
 }
 
 func TestConnSkipsDeadSeed(t *testing.T) {
 	t.Parallel()
 	dead := deadAddr(t)
-	n := startNode(t, "127.0.0.1:0", nil)
+	n := startNode(t, nil)
 	c := newTestConn(t, nil, dead, n.addr)
-	waitFor(t, 5*time.Second, "connected", func() bool { return c.State().Status == ConnConnected })
+	testutil.Eventually(t, "connected", 10*time.Second, func() bool { return c.State().Status == ConnConnected })
 	if s := c.State(); s.Addr != n.addr {
 		t.Errorf("connected to %s, want the live seed %s", s.Addr, n.addr)
 	}
-	waitFor(t, time.Second, "the log", func() bool { return c.logs.count("connected to kvring node") == 1 })
+	testutil.Eventually(t, "the log", 10*time.Second, func() bool { return c.logs.count("connected to kvring node") == 1 })
 	if !strings.Contains(c.logs.String(), dead) {
 		t.Errorf("log does not mention the failed attempt to %s", dead)
 	}
@@ -346,23 +368,29 @@ func TestConnSkipsDeadSeed(t *testing.T) {
 
 func TestConnNoticesHungNodeByProbeTimeout(t *testing.T) {
 	t.Parallel()
-	hs := &hangingHealth{}
-	n := startNode(t, "127.0.0.1:0", hs)
-	c := newTestConn(t, func(cfg *ConnConfig) {
-		cfg.ProbeInterval = 50 * time.Millisecond
-		cfg.ProbeTimeout = 100 * time.Millisecond
-	}, n.addr)
-	waitFor(t, 5*time.Second, "connected", func() bool { return c.State().Status == ConnConnected })
+	synctest.Test(t, func(t *testing.T) {
+		var n memNet
+		hs := &hangingHealth{}
+		node := n.startNode(t, "10.0.0.1:9600", hs)
+		const probeTimeout = 100 * time.Millisecond
+		c := n.newConn(t, func(cfg *ConnConfig) {
+			cfg.ProbeInterval = 50 * time.Millisecond
+			cfg.ProbeTimeout = probeTimeout
+		}, node.addr)
+		within(t, 5*time.Second, "connected", func() bool { return c.State().Status == ConnConnected })
 
-	hs.hang.Store(true) // the transport stays up; only the health check stops answering
-	hung := time.Now()
-	waitFor(t, 2*time.Second, "the loss", func() bool { return c.State().Status == ConnReconnecting })
-	t.Logf("hung node noticed after %s", time.Since(hung))
-	if s := c.State(); !strings.Contains(s.LastError, "no answer within 100ms") {
-		t.Errorf("last error = %q, want the probe timeout", s.LastError)
-	}
-	hs.hang.Store(false)
-	waitFor(t, 5*time.Second, "connected again", func() bool { return c.logs.count("connected again") == 1 })
+		hs.hang.Store(true) // the transport stays up; only the health check stops answering
+		took := within(t, 2*time.Second, "the loss", func() bool { return c.State().Status == ConnReconnecting })
+		// A check that times out on a READY transport is repeated once before the node is declared lost.
+		if took < 2*probeTimeout {
+			t.Errorf("hung node declared lost %s after it hung, before two probes could time out", took)
+		}
+		if s := c.State(); !strings.Contains(s.LastError, "no answer within 100ms") {
+			t.Errorf("last error = %q, want the probe timeout", s.LastError)
+		}
+		hs.hang.Store(false)
+		within(t, 5*time.Second, "connected again", func() bool { return c.logs.count("connected again") == 1 })
+	})
 }
 
 // hangingHealth answers SERVING, or never answers while hang is set.
@@ -381,19 +409,26 @@ func (h *hangingHealth) Check(ctx context.Context, _ *healthpb.HealthCheckReques
 
 func TestConnReportFailureRechecksAtOnce(t *testing.T) {
 	t.Parallel()
-	// With an hour between probes, only the report can make the conn look again.
-	c, n := connectedTo(t, func(cfg *ConnConfig) { cfg.ProbeInterval = time.Hour })
-	n.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
-	c.conn.reportFailure(n.addr, status.Error(codes.Unavailable, "node is draining"))
-	waitFor(t, 2*time.Second, "the loss", func() bool { return c.State().Status == ConnReconnecting })
-	if s := c.State(); !strings.Contains(s.LastError, "NOT_SERVING") {
-		t.Errorf("last error = %q, want NOT_SERVING", s.LastError)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		var n memNet
+		// With an hour between probes, only the report can make the conn look again.
+		c, node := n.connectedTo(t, func(cfg *ConnConfig) { cfg.ProbeInterval = time.Hour })
+		node.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+		c.conn.reportFailure(node.addr, status.Error(codes.Unavailable, "node is draining"))
+		if took := within(t, 2*time.Second, "the loss", func() bool { return c.State().Status == ConnReconnecting }); took != 0 {
+			t.Errorf("the reported node was checked %s after the report, want at once", took)
+		}
+		if s := c.State(); !strings.Contains(s.LastError, "NOT_SERVING") {
+			t.Errorf("last error = %q, want NOT_SERVING", s.LastError)
+		}
+	})
 }
 
 func TestConnCloseIsIdempotentAndStopsTheLoop(t *testing.T) {
 	t.Parallel()
-	c, _ := connectedTo(t, nil)
+	n := startNode(t, nil)
+	c := newTestConn(t, nil, n.addr)
+	testutil.Eventually(t, "connected", 10*time.Second, func() bool { return c.State().Status == ConnConnected })
 	cc, _ := c.ready(context.Background())
 
 	var wg sync.WaitGroup
@@ -420,8 +455,8 @@ func TestConnCloseIsIdempotentAndStopsTheLoop(t *testing.T) {
 		t.Errorf("state after close = %+v", s)
 	}
 	_, err := c.ready(context.Background())
-	if !errors.Is(err, errConnClosed) || !strings.Contains(err.Error(), "closed") ||
-		status.Code(err) != codes.Canceled {
+	if !errors.Is(err, errConnClosed) || !errors.Is(err, transfer.ErrClientClosed) ||
+		!strings.Contains(err.Error(), "closed") || status.Code(err) != codes.Canceled || transfer.Code(err) != codes.Canceled {
 		t.Errorf("ready after close = %v (code %s), want the closed error", err, status.Code(err))
 	}
 	if n := c.logs.count("kvring connection closed"); n != 1 {
@@ -434,13 +469,16 @@ func TestConnCloseIsIdempotentAndStopsTheLoop(t *testing.T) {
 
 func TestConnCloseInterruptsBackoff(t *testing.T) {
 	t.Parallel()
-	c := newTestConn(t, func(cfg *ConnConfig) { cfg.BackoffBase, cfg.BackoffMax = time.Hour, time.Hour }, deadAddr(t))
-	waitFor(t, 5*time.Second, "attempt 2 (waiting an hour)", func() bool { return c.State().Attempt == 2 })
-	start := time.Now()
-	_ = c.close()
-	if took := time.Since(start); took > time.Second {
-		t.Errorf("close took %s during a backoff wait", took)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		var n memNet
+		c := n.newConn(t, func(cfg *ConnConfig) { cfg.BackoffBase, cfg.BackoffMax = time.Hour, time.Hour }, "10.0.0.1:9600")
+		within(t, time.Second, "attempt 2 (waiting an hour)", func() bool { return c.State().Attempt == 2 })
+		start := time.Now()
+		_ = c.close()
+		if took := time.Since(start); took != 0 {
+			t.Errorf("close took %s of the fake clock during a backoff wait of an hour, want it to return at once", took)
+		}
+	})
 }
 
 func TestConnInvalidConfig(t *testing.T) {

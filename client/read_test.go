@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"google.golang.org/grpc"
@@ -17,6 +18,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/kvring/kvring/internal/testutil"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/store"
 	"github.com/kvring/kvring/transfer"
@@ -106,7 +108,7 @@ func TestGetReturnsVerifiedBytesOrAMiss(t *testing.T) {
 	t.Cleanup(func() { c.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	waitFor(t, 5*time.Second, "connected", func() bool { return c.State().Status == ConnConnected })
+	testutil.Eventually(t, "connected", 10*time.Second, func() bool { return c.State().Status == ConnConnected })
 
 	res, err := c.Get(ctx, cids[:])
 	if err != nil {
@@ -166,80 +168,85 @@ func (a *abortingCache) Put(stream grpc.BidiStreamingServer[kvringv1.PutRequest,
 // for good one it dropped without handing back, a grpc-go leak). The bytes
 // are then overwritten, as a caller reusing its buffers would (under -race a
 // gRPC writer still copying them would be reported too).
+//
+// Client and node run in a synctest bubble on memNet: "for good" is checked
+// exactly, by letting every goroutine run until it blocks and the fake clock
+// run on past every timer that could still make gRPC let go of a frame.
 func TestAFailedPutHandsTheChunkBytesBack(t *testing.T) {
 	t.Parallel()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &abortingCache{}
-	gs := grpc.NewServer(grpc.MaxRecvMsgSize(4 << 20))
-	kvringv1.RegisterCacheServer(gs, srv)
-	healthpb.RegisterHealthServer(gs, health.NewServer())
-	go gs.Serve(lis)
-	t.Cleanup(gs.Stop)
-	var (
-		mu      sync.Mutex
-		lenders = map[*transfer.Lender]bool{}
-	)
-	record := grpc.WithStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string,
-		streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-		cs, err := streamer(ctx, desc, cc, method, opts...)
-		return lendingStream{ClientStream: cs, seen: func(l *transfer.Lender) {
-			mu.Lock()
-			lenders[l] = true
-			mu.Unlock()
-		}}, err
-	})
-	c, err := New(Config{Conn: ConnConfig{Seeds: []string{lis.Addr().String()}, DialOptions: []grpc.DialOption{record}},
-		Namespace: "ns", Schema: Schema{Model: "m", TokensPerChunk: 16}, DisableRouting: true, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	waitFor(t, 5*time.Second, "connected", func() bool { return c.State().Status == ConnConnected })
-	ids := testIDs(4)
-	for round := range 12 {
-		srv.stall.Store(round%2 == 1) // odd rounds: the client's deadline ends the put
-		chunks := make([]Chunk, len(ids))
-		for i := range chunks {
-			copy(chunks[i].ID[:], ids[i])
-			chunks[i].Data = bytes.Repeat([]byte{byte(round)}, 3<<20)
+	synctest.Test(t, func(t *testing.T) {
+		var n memNet
+		srv := &abortingCache{}
+		gs := grpc.NewServer(grpc.MaxRecvMsgSize(4 << 20))
+		kvringv1.RegisterCacheServer(gs, srv)
+		healthpb.RegisterHealthServer(gs, health.NewServer())
+		lis := n.listen(t, "10.0.0.1:9600")
+		go gs.Serve(lis)
+		t.Cleanup(gs.Stop)
+		var (
+			mu      sync.Mutex
+			lenders = map[*transfer.Lender]bool{}
+		)
+		record := grpc.WithStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string,
+			streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+			cs, err := streamer(ctx, desc, cc, method, opts...)
+			return lendingStream{ClientStream: cs, seen: func(l *transfer.Lender) {
+				mu.Lock()
+				lenders[l] = true
+				mu.Unlock()
+			}}, err
+		})
+		c, err := New(Config{Conn: ConnConfig{Seeds: []string{lis.Addr().String()},
+			DialOptions: []grpc.DialOption{n.dialOption(), record}}, Namespace: "ns",
+			Schema: Schema{Model: "m", TokensPerChunk: 16}, DisableRouting: true, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-		_, err := c.Put(ctx, chunks)
-		cancel()
-		if err == nil {
-			t.Fatal("a put the node failed reported success")
-		}
-		mu.Lock()
-		if len(lenders) == 0 && !srv.stall.Load() {
-			t.Fatal("Put lent no frame to gRPC; the test proves nothing")
-		}
-		// A frame still lent now must be one gRPC dropped without handing it
-		// back (see lentTimeout): it never hands it back later either. One
-		// handed back later was still held by gRPC when Put returned.
-		held := map[*transfer.Lender]int64{}
-		for l := range lenders {
-			if n := l.Outstanding(); n != 0 {
-				held[l] = n
+		t.Cleanup(func() { c.Close() })
+		within(t, 5*time.Second, "connected", func() bool { return c.State().Status == ConnConnected })
+		ids := testIDs(4)
+		for round := range 12 {
+			srv.stall.Store(round%2 == 1) // odd rounds: the client's deadline ends the put
+			chunks := make([]Chunk, len(ids))
+			for i := range chunks {
+				copy(chunks[i].ID[:], ids[i])
+				chunks[i].Data = bytes.Repeat([]byte{byte(round)}, 3<<20)
 			}
-		}
-		if len(held) > 0 {
-			time.Sleep(2 * time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			_, err := c.Put(ctx, chunks)
+			cancel()
+			if err == nil {
+				t.Fatal("a put the node failed reported success")
+			}
+			mu.Lock()
+			if len(lenders) == 0 && !srv.stall.Load() {
+				t.Fatal("Put lent no frame to gRPC; the test proves nothing")
+			}
+			held := map[*transfer.Lender]int64{}
+			for l := range lenders {
+				held[l] = l.Outstanding()
+			}
+			mu.Unlock()
+			// A frame still lent now must be one gRPC dropped without handing it
+			// back (see lentTimeout): it never hands it back later either. One
+			// handed back later was still held by gRPC when Put returned. Later
+			// is: once every goroutine has run, and the clock has gone past
+			// lentTimeout and the deadline of any put.
+			advance(2 * lentTimeout)
+			mu.Lock()
 			for l, n := range held {
 				if now := l.Outstanding(); now < n {
 					t.Fatalf("round %d: Put returned while gRPC still held %d frames of its chunk bytes (it let go of %d later)", round, n, n-now)
 				}
 			}
+			clear(lenders)
+			mu.Unlock()
+			for i := range chunks {
+				clear(chunks[i].Data)
+			}
+			within(t, 5*time.Second, "reconnected", func() bool { return c.State().Status == ConnConnected })
 		}
-		clear(lenders)
-		mu.Unlock()
-		for i := range chunks {
-			clear(chunks[i].Data)
-		}
-		waitFor(t, 5*time.Second, "reconnected", func() bool { return c.State().Status == ConnConnected })
-	}
+	})
 }
 
 // lendingStream reports the Lender of every borrowed frame sent on it.

@@ -12,7 +12,6 @@ import (
 	"google.golang.org/grpc"
 	grpcbackoff "google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/ring"
@@ -120,7 +119,7 @@ func (c *Client) runShare(ctx context.Context, cc *grpc.ClientConn, s share,
 	if s.main {
 		return call(ctx, cc, s)
 	}
-	occ, err := c.route.pool.get(s.owner.Addr)
+	occ, err := c.route.ownerConn(s.owner.Addr)
 	if err == nil {
 		if err = call(ctx, occ, s); err == nil || !ownerFailed(ctx, err) {
 			return err
@@ -237,66 +236,14 @@ func pick[T any](s []T, idx []int) []T {
 	return out
 }
 
-// ownerPool keeps one gRPC connection per owner address, created on first use with the main connection's dial
-// options, and closes those of nodes that left the ring (keep) and all of them on close. Streams on its
-// connections must get a first answer within the answer timeout (a node that hangs is skipped, like one that is
-// down). Safe for concurrent use; no method blocks.
-type ownerPool struct {
-	opts []grpc.DialOption
-
-	mu     sync.Mutex
-	conns  map[string]*grpc.ClientConn
-	closed bool
-}
-
-func newOwnerPool(cn *conn, answerTimeout time.Duration) *ownerPool {
-	opts := append(slices.Clone(cn.dialOpts),
+// ownerDialOptions returns the options of the connections to owners (router.pool): the main connection's, gRPC's
+// reconnection paced like the main connection's, and answerWithin(answerTimeout), so that a stream on them must
+// get a first answer within the answer timeout (a node that hangs is skipped, like one that is down).
+func ownerDialOptions(cn *conn, answerTimeout time.Duration) []grpc.DialOption {
+	return append(slices.Clone(cn.dialOpts),
 		grpc.WithConnectParams(grpc.ConnectParams{MinConnectTimeout: cn.cfg.DialTimeout, Backoff: grpcbackoff.Config{
 			BaseDelay: cn.cfg.BackoffBase, Multiplier: 2, Jitter: cn.cfg.Jitter, MaxDelay: cn.cfg.BackoffMax}}),
 		grpc.WithChainStreamInterceptor(answerWithin(answerTimeout)))
-	return &ownerPool{opts: opts, conns: map[string]*grpc.ClientConn{}}
-}
-
-// get returns the connection to addr, creating it (without I/O) if needed.
-func (p *ownerPool) get(addr string) (*grpc.ClientConn, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return nil, fmt.Errorf("owner %s: %w", addr, errConnClosed)
-	}
-	if cc := p.conns[addr]; cc != nil {
-		return cc, nil
-	}
-	cc, err := grpc.NewClient(addr, p.opts...)
-	if err != nil {
-		return nil, fmt.Errorf("%w: cannot create a gRPC client for owner %s: %w", transfer.ErrUnavailable, addr, err)
-	}
-	p.conns[addr] = cc
-	return cc, nil
-}
-
-// keep closes the connections to addresses not in live. Calls in flight on them fail and fall back.
-func (p *ownerPool) keep(live map[string]bool) {
-	p.mu.Lock()
-	var gone []*grpc.ClientConn
-	for addr, cc := range p.conns {
-		if !live[addr] {
-			gone = append(gone, cc)
-			delete(p.conns, addr)
-		}
-	}
-	p.mu.Unlock()
-	for _, cc := range gone {
-		_ = cc.Close()
-	}
-}
-
-// close closes every connection; later gets fail. Idempotent.
-func (p *ownerPool) close() {
-	p.mu.Lock()
-	p.closed = true
-	p.mu.Unlock()
-	p.keep(nil)
 }
 
 // answerWithin makes a stream fail with Unavailable (saying errNoAnswer) when its first message does not arrive
@@ -347,8 +294,8 @@ func (s *answerStream) RecvMsg(m any) error {
 
 // explain turns the cancellation caused by the timer into Unavailable.
 func (s *answerStream) explain(err error) error {
-	if s.silent.Load() && status.Code(err) == codes.Canceled {
-		return status.Errorf(codes.Unavailable, "%s: %v within %s", s.addr, errNoAnswer, s.d)
+	if s.silent.Load() && transfer.Code(err) == codes.Canceled {
+		return withCode(fmt.Errorf("%w: %s: %w within %s", transfer.ErrUnavailable, s.addr, errNoAnswer, s.d))
 	}
 	return err
 }

@@ -8,16 +8,18 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"slices"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/kvring/kvring/internal/connpool"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/ring"
 	"github.com/kvring/kvring/transfer"
@@ -263,56 +265,90 @@ func (c silentCache) Get(req *kvringv1.GetRequest, s grpc.ServerStreamingServer[
 
 // TestOwnerStreamsMustAnswerInTime: a stream on an owner connection whose first message does not come within the
 // answer timeout fails with Unavailable (so its share falls back); one that answers is left alone however long
-// it then runs. A closed pool hands out nothing.
+// it then runs. In a synctest bubble on memNet, so the times are exact.
 func TestOwnerStreamsMustAnswerInTime(t *testing.T) {
 	t.Parallel()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	const answer = 200 * time.Millisecond
-	gs := grpc.NewServer()
-	kvringv1.RegisterCacheServer(gs, silentCache{slow: 2 * answer})
-	go gs.Serve(lis)
-	t.Cleanup(gs.Stop)
+	synctest.Test(t, func(t *testing.T) {
+		var n memNet
+		const answer = 200 * time.Millisecond
+		gs := grpc.NewServer()
+		kvringv1.RegisterCacheServer(gs, silentCache{slow: 2 * answer})
+		lis := n.listen(t, "10.0.0.1:9600")
+		go gs.Serve(lis)
+		t.Cleanup(gs.Stop)
+		addr := lis.Addr().String()
 
-	cn, err := newConn(ConnConfig{Seeds: []string{lis.Addr().String()}, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cn.close() })
-	pool := newOwnerPool(cn, answer)
-	cc, err := pool.get(lis.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if again, _ := pool.get(lis.Addr().String()); again != cc {
-		t.Fatal("a second get made another connection")
-	}
-	ctx := context.Background()
+		cn, err := newConn(ConnConfig{Seeds: []string{addr}, Logger: slog.New(slog.DiscardHandler),
+			DialOptions: []grpc.DialOption{n.dialOption()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cn.close() })
+		pool := connpool.New(ownerDialOptions(cn, answer)...)
+		t.Cleanup(pool.Close)
+		cc, err := pool.Get(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
 
-	start := time.Now()
-	s, err := kvringv1.NewCacheClient(cc).Get(ctx, &kvringv1.GetRequest{Ids: [][]byte{{0}}})
-	if err == nil {
-		_, err = s.Recv()
-	}
-	if status.Code(err) != codes.Unavailable || time.Since(start) > 5*time.Second {
-		t.Fatalf("silent owner: %v after %v, want Unavailable after about %v", err, time.Since(start), answer)
-	}
+		start := time.Now()
+		s, err := kvringv1.NewCacheClient(cc).Get(ctx, &kvringv1.GetRequest{Ids: [][]byte{{0}}})
+		if err == nil {
+			_, err = s.Recv()
+		}
+		took := time.Since(start)
+		if status.Code(err) != codes.Unavailable || !errors.Is(err, transfer.ErrUnavailable) || !errors.Is(err, errNoAnswer) ||
+			took < answer || took >= 2*answer {
+			t.Fatalf("silent owner: %v (%s) after %v, want Unavailable saying errNoAnswer after %v", err, status.Code(err), took, answer)
+		}
 
-	s, err = kvringv1.NewCacheClient(cc).Get(ctx, &kvringv1.GetRequest{Ids: [][]byte{{1}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m, err := s.Recv(); err != nil || m.GetEpoch() != 3 {
-		t.Fatalf("answering owner: %v %v", m, err)
-	}
-	if _, err := s.Recv(); !errors.Is(err, io.EOF) {
-		t.Fatalf("answering owner, end of stream: %v, want EOF", err)
-	}
+		start = time.Now()
+		s, err = kvringv1.NewCacheClient(cc).Get(ctx, &kvringv1.GetRequest{Ids: [][]byte{{1}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m, err := s.Recv(); err != nil || m.GetEpoch() != 3 {
+			t.Fatalf("answering owner: %v %v", m, err)
+		}
+		if _, err := s.Recv(); !errors.Is(err, io.EOF) {
+			t.Fatalf("answering owner, end of stream: %v, want EOF", err)
+		}
+		if took := time.Since(start); took < 2*answer {
+			t.Fatalf("answering owner's stream ended after %s, before it had run its course (%s)", took, 2*answer)
+		}
+	})
+}
 
-	pool.close()
-	if _, err := pool.get(lis.Addr().String()); err == nil {
-		t.Fatal("a closed pool handed out a connection")
-	}
+// TestAClosedRouterHandsOutNoOwnerConnection: closing the router shuts its owner connections down, and asking for
+// one afterwards fails like the main connection after close: Canceled, wrapping errConnClosed.
+func TestAClosedRouterHandsOutNoOwnerConnection(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var n memNet
+		cn, err := newConn(ConnConfig{Seeds: []string{"10.0.0.1:9600"}, Logger: slog.New(slog.DiscardHandler),
+			DialOptions: []grpc.DialOption{n.dialOption()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cn.close() })
+		r := newRouter(cn, slog.New(slog.DiscardHandler))
+		t.Cleanup(r.close)
+		const owner = "10.0.0.2:9600"
+		cc, err := r.ownerConn(owner)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again, _ := r.ownerConn(owner); again != cc {
+			t.Fatal("a second ownerConn made another connection")
+		}
+		r.close()
+		if s := cc.GetState(); s != connectivity.Shutdown {
+			t.Errorf("owner connection is %s after the router closed, want Shutdown", s)
+		}
+		_, err = r.ownerConn(owner)
+		if !errors.Is(err, errConnClosed) || status.Code(err) != codes.Canceled {
+			t.Fatalf("ownerConn after close: %v (%s), want the client's closed error (Canceled)", err, status.Code(err))
+		}
+	})
 }

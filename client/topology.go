@@ -14,8 +14,8 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
+	"github.com/kvring/kvring/internal/connpool"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/ring"
 	"github.com/kvring/kvring/transfer"
@@ -95,7 +95,7 @@ type topology struct {
 type router struct {
 	conn *conn
 	log  *slog.Logger
-	pool *ownerPool
+	pool *connpool.Pool // one connection per owner address (ownerDialOptions)
 
 	view atomic.Pointer[topology]
 	kick chan struct{} // cap 1: fetch the view now
@@ -114,7 +114,7 @@ func newRouter(cn *conn, log *slog.Logger) *router {
 	// An owner gets as long to answer as a node gets to connect and pass a health check.
 	answer := cn.cfg.DialTimeout + cn.cfg.ProbeTimeout
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &router{conn: cn, log: log, pool: newOwnerPool(cn, answer), kick: make(chan struct{}, 1),
+	r := &router{conn: cn, log: log, pool: connpool.New(ownerDialOptions(cn, answer)...), kick: make(chan struct{}, 1),
 		epochs: map[string]uint64{}, stop: cancel, done: make(chan struct{})}
 	r.kick <- struct{}{} // fetch at once if the connection is up already; onState prompts when it comes up
 	go r.run(ctx)
@@ -190,7 +190,7 @@ func (r *router) refresh(ctx context.Context) error {
 	tctx, cancel := context.WithTimeout(ctx, topologyTimeout)
 	defer cancel()
 	resp, err := kvringv1.NewCacheClient(cc).Topology(tctx, &kvringv1.TopologyRequest{})
-	if status.Code(err) == codes.Unimplemented {
+	if transfer.Code(err) == codes.Unimplemented {
 		r.publish(&topology{via: cc, fetched: time.Now()}, fmt.Sprintf("node %s does not serve Topology", cc.Target()))
 		return nil
 	}
@@ -256,7 +256,7 @@ func (r *router) publish(t *topology, why string) {
 	logWhy := why != "" && why != r.unusable
 	r.unusable = why
 	r.mu.Unlock()
-	r.pool.keep(live)
+	r.pool.Keep(live)
 
 	switch {
 	case logWhy:
@@ -266,11 +266,21 @@ func (r *router) publish(t *topology, why string) {
 	}
 }
 
+// ownerConn returns the pool's connection to the owner at addr. Once the router is closed it fails like the
+// main connection after close: Canceled, wrapping errConnClosed.
+func (r *router) ownerConn(addr string) (*grpc.ClientConn, error) {
+	cc, err := r.pool.Get(addr)
+	if errors.Is(err, connpool.ErrClosed) {
+		return nil, withCode(fmt.Errorf("owner %s: %w", addr, errConnClosed))
+	}
+	return cc, err
+}
+
 // close stops the loop, waits for it and closes the owner connections. Idempotent.
 func (r *router) close() {
 	r.closeOnce.Do(func() {
 		r.stop()
 		<-r.done
-		r.pool.close()
+		r.pool.Close()
 	})
 }

@@ -2,7 +2,6 @@ package loadtest
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/kvring/kvring/client"
 )
@@ -16,38 +15,22 @@ type Chunk struct {
 	Data []byte
 }
 
-// PutOutcome is the fate of one chunk given to Backend.Put.
-type PutOutcome int
+// PutOutcome is the fate of one chunk given to Backend.Put. It is the SDK's
+// client.PutStatus, whose String gives the names reports use: "stored",
+// "already_held", "rejected" and "failed"; Held says whether the backend
+// holds the chunk after the put (Stored or AlreadyHeld).
+type PutOutcome = client.PutStatus
 
 const (
 	// Stored: the backend acknowledged holding the chunk now.
-	Stored PutOutcome = iota + 1
+	Stored = client.Stored
 	// AlreadyHeld: the backend held the chunk before the put.
-	AlreadyHeld
+	AlreadyHeld = client.AlreadyHeld
 	// Rejected: the backend declined the chunk (admission policy, budget).
-	Rejected
+	Rejected = client.Rejected
 	// Failed: the backend could not store the chunk.
-	Failed
+	Failed = client.Failed
 )
-
-// String returns the outcome's name as used in reports: "stored",
-// "already_held", "rejected" or "failed".
-func (o PutOutcome) String() string {
-	switch o {
-	case Stored:
-		return "stored"
-	case AlreadyHeld:
-		return "already_held"
-	case Rejected:
-		return "rejected"
-	case Failed:
-		return "failed"
-	}
-	return fmt.Sprintf("PutOutcome(%d)", int(o))
-}
-
-// acked reports whether the backend said it holds the chunk after the put.
-func (o PutOutcome) acked() bool { return o == Stored || o == AlreadyHeld }
 
 // GetOutcome is one chunk read back. Data is the caller's to keep when Found.
 type GetOutcome struct {

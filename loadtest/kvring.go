@@ -97,16 +97,7 @@ func (k *Kvring) Put(ctx context.Context, chunks []Chunk) ([]PutOutcome, error) 
 	}
 	out := make([]PutOutcome, len(res))
 	for i, r := range res {
-		switch r.Status {
-		case client.Stored:
-			out[i] = Stored
-		case client.AlreadyHeld:
-			out[i] = AlreadyHeld
-		case client.Rejected:
-			out[i] = Rejected
-		default:
-			out[i] = Failed
-		}
+		out[i] = r.Status // one of the four: the client reports Failed for anything else
 	}
 	return out, nil
 }

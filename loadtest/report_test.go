@@ -95,3 +95,20 @@ func TestTableShowsTheTimelineWhenSomethingFailedOrAsked(t *testing.T) {
 		}
 	}
 }
+
+// TestPutOutcomesAreTheSDKsStatuses: a backend's put outcomes are the SDK's
+// PutStatus values, named in reports as the report's fields and counted as
+// held exactly when stored or already held.
+func TestPutOutcomesAreTheSDKsStatuses(t *testing.T) {
+	for o, want := range map[PutOutcome]string{Stored: "stored", AlreadyHeld: "already_held", Rejected: "rejected", Failed: "failed"} {
+		if o.String() != want {
+			t.Errorf("%d: String() = %q, want %q", int(o), o, want)
+		}
+		if held := o == Stored || o == AlreadyHeld; o.Held() != held {
+			t.Errorf("%s: Held() = %v, want %v", o, o.Held(), held)
+		}
+	}
+	if int(Stored) != 1 || int(Failed) != 4 {
+		t.Errorf("Stored..Failed = %d..%d, want 1..4 (the report's per-outcome counters are indexed by them)", int(Stored), int(Failed))
+	}
+}

@@ -376,7 +376,7 @@ func (r *run) serve(ctx context.Context, b Backend, req trace.Request, t *tally)
 			}
 			t.byOutcome[o]++
 			switch {
-			case o.acked():
+			case o.Held():
 				r.acked[plan[lo+i].key()] = struct{}{}
 				if _, ok := r.missing[plan[lo+i].key()]; ok {
 					delete(r.missing, plan[lo+i].key())

@@ -55,6 +55,7 @@ var wireErrors = []struct {
 	{ErrUnknownNamespace, codes.FailedPrecondition, "UNKNOWN_NAMESPACE"},
 	{ErrInvalidArgument, codes.InvalidArgument, "INVALID_ARGUMENT"},
 	{ErrUnavailable, codes.Unavailable, "UNAVAILABLE"},
+	{ErrClientClosed, codes.Canceled, "CLIENT_CLOSED"},
 	{context.DeadlineExceeded, codes.DeadlineExceeded, "DEADLINE_EXCEEDED"},
 	{context.Canceled, codes.Canceled, "CANCELED"},
 }

@@ -58,6 +58,7 @@ func TestEverySentinelRoundTrips(t *testing.T) {
 		{ErrUnknownNamespace, codes.FailedPrecondition, nil},
 		{ErrInvalidArgument, codes.InvalidArgument, nil},
 		{ErrUnavailable, codes.Unavailable, nil},
+		{ErrClientClosed, codes.Canceled, context.Canceled},
 		{context.DeadlineExceeded, codes.DeadlineExceeded, nil},
 		{context.Canceled, codes.Canceled, nil},
 	}

@@ -18,6 +18,10 @@ var (
 	// every owner down). Retrying later, or elsewhere, may succeed.
 	// Unavailable.
 	ErrUnavailable = errors.New("kvring: unavailable")
+	// ErrClientClosed: the SDK client was closed; every call fails with it
+	// from then on. Canceled, like grpc's own error for a closed ClientConn:
+	// the caller ended it. Only clients make it.
+	ErrClientClosed = errors.New("kvring: client is closed")
 	// ErrSchemaMismatch: the caller's namespace fingerprint differs from the
 	// registered one. FailedPrecondition.
 	ErrSchemaMismatch = errors.New("kvring: namespace schema mismatch")

@@ -3,7 +3,6 @@ package transfer
 import (
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/mem"
@@ -31,10 +30,14 @@ type OutFrame struct {
 // Lender counts the pieces of memory Borrowed OutFrames lend to gRPC, so that
 // their owner knows when gRPC no longer reads them. It is the mem.BufferPool
 // of those pieces: gRPC "returns" each to it when done. One Lender per stream
-// (or per call); safe for concurrent use. The zero value is ready.
+// (or per call); safe for concurrent use. The zero value is ready. A Lender
+// starts no goroutine.
 type Lender struct {
-	wg  sync.WaitGroup
-	out atomic.Int64
+	mu  sync.Mutex
+	out int64
+	// idle is closed when out drops to zero; a new one is made when a piece
+	// is lent while none is out. nil until the first piece is lent.
+	idle chan struct{}
 }
 
 // Get is never called for lent pieces; it allocates, as any pool may.
@@ -43,29 +46,45 @@ func (l *Lender) Get(n int) *[]byte {
 	return &b
 }
 
-// Put records that gRPC let go of one lent piece.
+// Put records that gRPC let go of one lent piece. It does not block.
 func (l *Lender) Put(*[]byte) {
-	l.out.Add(-1)
-	l.wg.Done()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.out <= 0 {
+		panic("BUG: transfer.Lender.Put without a lent piece")
+	}
+	l.out--
+	if l.out == 0 {
+		close(l.idle)
+	}
 }
 
-// Outstanding reports how many lent pieces gRPC still holds.
-func (l *Lender) Outstanding() int64 { return l.out.Load() }
+// Outstanding reports how many lent pieces gRPC still holds. It does not
+// block.
+func (l *Lender) Outstanding() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.out
+}
 
 // Wait blocks until gRPC has let go of every piece lent so far, or timeout
 // passes, and reports whether it did. gRPC lets go right after writing a
 // piece, or when it drops a canceled stream's queued data; a write blocked
 // on a peer that stopped reading holds its piece until the connection fails.
+// Wait starts no goroutine: nothing of it outlives the call, also when gRPC
+// never hands a piece back.
 func (l *Lender) Wait(timeout time.Duration) bool {
-	done := make(chan struct{})
-	go func() {
-		l.wg.Wait()
-		close(done)
-	}()
+	l.mu.Lock()
+	if l.out == 0 {
+		l.mu.Unlock()
+		return true
+	}
+	idle := l.idle
+	l.mu.Unlock()
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
-	case <-done:
+	case <-idle:
 		return true
 	case <-t.C:
 		return false
@@ -73,8 +92,12 @@ func (l *Lender) Wait(timeout time.Duration) bool {
 }
 
 func (l *Lender) lend(p []byte) mem.Buffer {
-	l.wg.Add(1)
-	l.out.Add(1)
+	l.mu.Lock()
+	if l.out == 0 {
+		l.idle = make(chan struct{})
+	}
+	l.out++
+	l.mu.Unlock()
 	return mem.NewBuffer(&p, l)
 }
 
