@@ -53,13 +53,14 @@ func (c *conn) run(ctx context.Context) {
 			continue
 		}
 
-		c.publish(ConnState{Status: ConnConnected, Addr: addr}, cc)
+		// Log first: whoever sees the state Connected finds the line already written.
 		if lostAt.IsZero() {
 			c.log.Info("connected to kvring node", "addr", addr, "attempts", attempt)
 		} else {
 			c.log.Info("connected again", "addr", addr, "after", time.Since(lostAt).Round(time.Millisecond),
 				"attempts", attempt)
 		}
+		c.publish(ConnState{Status: ConnConnected, Addr: addr}, cc)
 		err = c.watch(ctx, cc, addr)
 		if ctx.Err() != nil {
 			break
