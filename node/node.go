@@ -190,6 +190,7 @@ func (n *Node) announceActive(ctx context.Context, p *nodeParts) {
 		n.log.Warn("cannot announce the active state yet; peers will learn it by gossip", "err", err)
 	}
 	cancel()
+	p.member.RebuildNow() // apply our own update now: once Start returns, this node's view shows it active
 	n.ready.Store(true)
 	p.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	n.log.Info("node ready", "node", p.store.NodeID(), "grpc", p.grpcLis.Addr().String(), "admin", p.adminLis.Addr().String(),
