@@ -47,3 +47,6 @@ func (b *Logs) String() string {
 func (b *Logs) Logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
+
+// Count returns how many log lines contain every one of parts.
+func (b *Logs) Count(parts ...string) int { return len(b.Lines(parts...)) }

@@ -1,7 +1,6 @@
 package membership
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"fmt"
@@ -10,51 +9,22 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/kvring/kvring/internal/testutil"
 	"github.com/kvring/kvring/ring"
 )
 
-// membershipLogs collects one node's logs for assertions; safe for concurrent use.
-type membershipLogs struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *membershipLogs) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *membershipLogs) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// count returns how many log lines contain every one of parts.
-func (b *membershipLogs) count(parts ...string) int {
-	n := 0
-	for line := range strings.Lines(b.String()) {
-		if !slices.ContainsFunc(parts, func(p string) bool { return !strings.Contains(line, p) }) {
-			n++
-		}
-	}
-	return n
-}
-
 type testMembership struct {
 	*Membership
-	logs *membershipLogs
+	logs *testutil.Logs
 }
 
 // testMembershipConfig is LocalConfig with a captured logger and fake service addresses.
-func testMembershipConfig(t *testing.T, id string) (Config, *membershipLogs) {
+func testMembershipConfig(t *testing.T, id string) (Config, *testutil.Logs) {
 	t.Helper()
-	logs := &membershipLogs{}
+	logs := &testutil.Logs{}
 	cfg := LocalConfig(id)
 	cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})).With("test_node", id)
 	cfg.GRPCAddr = "127.0.0.1:9600/" + id // placeholders: nothing dials them here
@@ -69,7 +39,7 @@ func testMembershipConfig(t *testing.T, id string) (Config, *membershipLogs) {
 }
 
 // startTestMember starts a membership built from cfg and closes it when the test ends.
-func startTestMember(t *testing.T, cfg Config, logs *membershipLogs) testMembership {
+func startTestMember(t *testing.T, cfg Config, logs *testutil.Logs) testMembership {
 	t.Helper()
 	m, err := New(cfg)
 	if err != nil {
@@ -158,7 +128,7 @@ func TestMembershipThreeNodesAgreeOnRing(t *testing.T) {
 		}
 	}
 	for _, m := range ms {
-		if got := m.logs.count(`msg="member joined"`); got != 3 {
+		if got := m.logs.Count(`msg="member joined"`); got != 3 {
 			t.Errorf("%s logged %d joins, want 3", m.cfg.NodeID, got)
 		}
 	}
@@ -172,7 +142,7 @@ func TestMembershipThreeNodesAgreeOnRing(t *testing.T) {
 		i := slices.IndexFunc(ms[0].Members(), func(mi Member) bool { return mi.ID == "b" })
 		return ms[0].Members()[i].State == Active
 	})
-	if got := ms[0].logs.count(`msg="member updated"`, "member=b", "state=active"); got != 1 {
+	if got := ms[0].logs.Count(`msg="member updated"`, "member=b", "state=active"); got != 1 {
 		t.Errorf("a logged b's update %d times, want 1", got)
 	}
 	if got := ms[0].RebuildNow().Epoch(); got != epoch {
@@ -202,7 +172,7 @@ func TestMembershipLeaveRebuildsPeersRings(t *testing.T) {
 			t.Errorf("%s: c is %+v, want listed as left", m.cfg.NodeID, m.Members())
 		}
 		waitForMembership(t, m.cfg.NodeID+" logs c leaving", func() bool {
-			return m.logs.count(`msg="member left"`, "member=c", "liveness=left") == 1
+			return m.logs.Count(`msg="member left"`, "member=c", "liveness=left") == 1
 		})
 	}
 	requireSameOwners(t, ms[0].Ring(), ms[1].Ring())
@@ -218,7 +188,7 @@ func TestMembershipLeaveRebuildsPeersRings(t *testing.T) {
 	default:
 		t.Error("onRingChange was not called")
 	}
-	if got := ms[0].logs.count(`msg="ring rebuilt"`, fmt.Sprintf("epoch=%d ", ms[0].Ring().Epoch()), `members="[a b]"`); got != 1 {
+	if got := ms[0].logs.Count(`msg="ring rebuilt"`, fmt.Sprintf("epoch=%d ", ms[0].Ring().Epoch()), `members="[a b]"`); got != 1 {
 		t.Errorf("a logged the rebuild without c %d times, want 1", got)
 	}
 }
@@ -232,16 +202,16 @@ func TestMembershipRefusesPeerWithDifferentRingSettings(t *testing.T) {
 	cfg.RejoinInterval = 50 * time.Millisecond
 	odd := startTestMember(t, cfg, logs)
 
-	waitForMembership(t, "a logs the refusal", func() bool { return ms[0].logs.count(`msg="refusing peer`, "peer=odd") > 0 })
-	waitForMembership(t, "odd logs the refusal", func() bool { return odd.logs.count(`msg="refusing peer`, "peer=a") == 1 })
+	waitForMembership(t, "a logs the refusal", func() bool { return ms[0].logs.Count(`msg="refusing peer`, "peer=odd") > 0 })
+	waitForMembership(t, "odd logs the refusal", func() bool { return odd.logs.Count(`msg="refusing peer`, "peer=a") == 1 })
 	// Let odd try again a few times: each try is refused, quietly.
-	waitForMembership(t, "odd retries", func() bool { return odd.logs.count(`msg="join attempt failed"`) >= 3 })
+	waitForMembership(t, "odd retries", func() bool { return odd.logs.Count(`msg="join attempt failed"`) >= 3 })
 
 	wantFP := fmt.Sprintf("peer fingerprint %s, local fingerprint %s", cfg.Ring.Fingerprint(), ms[0].cfg.Ring.Fingerprint())
-	if got := ms[0].logs.count(`msg="refusing peer`, "peer=odd", wantFP, "level=ERROR"); got != 1 {
+	if got := ms[0].logs.Count(`msg="refusing peer`, "peer=odd", wantFP, "level=ERROR"); got != 1 {
 		t.Errorf("a logged the refusal of odd %d times, want once at ERROR with both fingerprints", got)
 	}
-	if got := odd.logs.count(`msg="cannot join seeds`, "ring settings differ", "level=WARN"); got != 1 {
+	if got := odd.logs.Count(`msg="cannot join seeds`, "ring settings differ", "level=WARN"); got != 1 {
 		t.Errorf("odd logged its failed join %d times, want once", got)
 	}
 	for _, m := range ms {
@@ -288,7 +258,7 @@ func TestMembershipJoinsSeedThatStartsLater(t *testing.T) {
 	if ids := ringMemberIDs(early.Ring()); !slices.Equal(ids, []string{"early"}) {
 		t.Fatalf("without its seed the ring is %v, want just itself", ids)
 	}
-	waitForMembership(t, "early retries", func() bool { return early.logs.count(`msg="join attempt failed"`) >= 2 })
+	waitForMembership(t, "early retries", func() bool { return early.logs.Count(`msg="join attempt failed"`) >= 2 })
 
 	seedCfg, seedLogs := testMembershipConfig(t, "seed")
 	seedCfg.GossipAddr = seedAddr
@@ -300,11 +270,11 @@ func TestMembershipJoinsSeedThatStartsLater(t *testing.T) {
 			return slices.Equal(aliveMemberIDs(m.Membership), want) && slices.Equal(ringMemberIDs(m.Ring()), want)
 		})
 	}
-	if got := early.logs.count(`msg="cannot join seeds`, "level=WARN"); got != 1 {
+	if got := early.logs.Count(`msg="cannot join seeds`, "level=WARN"); got != 1 {
 		t.Errorf("the unreachable seed was logged %d times at WARN, want once", got)
 	}
 	waitForMembership(t, "early logs the join", func() bool {
-		return early.logs.count(`msg="joined seeds"`, "after_failures=true") == 1
+		return early.logs.Count(`msg="joined seeds"`, "after_failures=true") == 1
 	})
 }
 
@@ -341,7 +311,7 @@ func TestMembershipCloseIsIdempotentAndWaits(t *testing.T) {
 	if err := m.Close(t.Context()); err != nil {
 		t.Fatalf("second close: %v", err)
 	}
-	if got := logs.count(`msg="left cluster"`); got != 1 {
+	if got := logs.Count(`msg="left cluster"`); got != 1 {
 		t.Errorf("logged leaving %d times, want 1", got)
 	}
 	if err := m.Start(t.Context()); err == nil {

@@ -12,13 +12,14 @@ import (
 
 	"github.com/hashicorp/memberlist"
 
+	"github.com/kvring/kvring/internal/testutil"
 	"github.com/kvring/kvring/ring"
 )
 
 // newTestRingState returns a ringState over a small ring, logging into the returned buffer.
-func newTestRingState(t *testing.T) (*ringState, *membershipLogs) {
+func newTestRingState(t *testing.T) (*ringState, *testutil.Logs) {
 	t.Helper()
-	logs := &membershipLogs{}
+	logs := &testutil.Logs{}
 	cfg := ring.DefaultConfig()
 	cfg.PartitionCount = 257
 	rs, err := newRingState(cfg, "a", 2*time.Minute, time.Now, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
@@ -107,7 +108,7 @@ func TestMembershipRingStateOwnershipAndEpochs(t *testing.T) {
 		{[]string{`msg="ring rebuilt"`}, 4},
 		{[]string{`msg="ring rebuilt"`, "epoch=2", `members="[a b]"`, "moved="}, 1},
 	} {
-		if got := logs.count(c.parts...); got != c.want {
+		if got := logs.Count(c.parts...); got != c.want {
 			t.Errorf("%d log lines with %q, want %d", got, c.parts, c.want)
 		}
 	}
@@ -128,7 +129,7 @@ func TestMembershipRingStateCoalescesAndNeverBlocks(t *testing.T) {
 	if r.Len() != 10 || r.Epoch() != 1 {
 		t.Fatalf("ring of %d members at epoch %d, want 10 at 1", r.Len(), r.Epoch())
 	}
-	if got := logs.count(`msg="ring rebuilt"`); got != 1 {
+	if got := logs.Count(`msg="ring rebuilt"`); got != 1 {
 		t.Errorf("%d rebuilds for one batch, want 1", got)
 	}
 }
@@ -145,7 +146,7 @@ func TestMembershipRefusalIsLoggedOncePerPeer(t *testing.T) {
 	rs.push(testMemberEvent(t, eventJoin, "odd", Joining, rs.cfg.Fingerprint())) // accepted after a fix ...
 	rs.refuse("odd", "10.0.0.9:7946", "ring settings differ: y")                 // ... and refused again later
 	rs.runOnce()
-	if got := logs.count(`msg="refusing peer`, "peer=odd", "level=ERROR", "local_fingerprint="); got != 3 {
+	if got := logs.Count(`msg="refusing peer`, "peer=odd", "level=ERROR", "local_fingerprint="); got != 3 {
 		t.Errorf("logged %d refusals, want 3", got)
 	}
 }
