@@ -189,18 +189,11 @@ func TestShutdownDrainsAPutInFlightAndReadinessGoesFalse(t *testing.T) {
 		defer cancel()
 		closed <- n.Close(cctx)
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	waitFor(t, "/readyz to answer 503, not ready, not serving, after Close began", func() bool {
 		var rd Readiness
 		code, _ := adminGet(t, admin, "GET", "/readyz", &rd)
-		if code == 503 && !rd.Ready && !rd.Serving {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/readyz still %d %+v after Close began", code, rd)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return code == 503 && !rd.Ready && !rd.Serving
+	})
 	var ci ClusterInfo
 	if code, _ := adminGet(t, admin, "GET", "/v1/cluster", &ci); code != 200 || ci.NodeID != self {
 		t.Fatalf("/v1/cluster during shutdown = %d %+v", code, ci)

@@ -70,20 +70,14 @@ func TestNodeServesMetricsOnTheAdminPort(t *testing.T) {
 	n := startNode(t, testNodeConfig(t))
 	url := "http://" + n.AdminAddr() + "/metrics"
 	var body string
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	waitFor(t, "/metrics to show this node as an active member", func() bool {
 		var code int
 		code, body = httpGet(t, url)
 		if code != http.StatusOK {
 			t.Fatalf("GET /metrics: %d %s", code, body)
 		}
-		if strings.Contains(body, `kvring_cluster_members{liveness="alive",state="active"} 1`) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("this node never showed as an active member:\n%s", body)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return strings.Contains(body, `kvring_cluster_members{liveness="alive",state="active"} 1`)
+	})
 	for _, want := range []string{
 		"kvring_store_limit_bytes 8.388608e+06",
 		"kvring_store_chunks 0",

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -84,19 +83,14 @@ func checkStoreGauges(t *testing.T, nd *testNode) series {
 	t.Helper()
 	var before, after store.Stats
 	var s series
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	// The admission policy evicts asynchronously: wait until it settles.
+	waitFor(t, "node "+nd.id+"'s store to settle", func() bool {
 		before = nd.st.Stats()
 		s = scrape(t, nd.reg)
 		after = nd.st.Stats()
 		before.ResidentBytes, after.ResidentBytes = 0, 0 // the kernel's figure, not the store's accounting
-		if fmt.Sprint(before) == fmt.Sprint(after) {
-			break // (the admission policy evicts asynchronously: wait until it settles)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("node %s: the store does not settle: %+v then %+v", nd.id, before, after)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return fmt.Sprint(before) == fmt.Sprint(after)
+	})
 	for name, want := range map[string]int64{
 		"kvring_store_limit_bytes":           before.LimitBytes,
 		"kvring_store_used_bytes":            before.UsedBytes,

@@ -51,7 +51,6 @@ var wireErrors = []struct {
 	{ErrBadFrame, codes.InvalidArgument, "BAD_FRAME"},
 	{ErrIncompleteStream, codes.InvalidArgument, "INCOMPLETE_STREAM"},
 	{ErrSchemaMismatch, codes.FailedPrecondition, "SCHEMA_MISMATCH"},
-	{ErrRingMismatch, codes.FailedPrecondition, "RING_MISMATCH"},
 	{ErrUnknownNamespace, codes.FailedPrecondition, "UNKNOWN_NAMESPACE"},
 	{ErrInvalidArgument, codes.InvalidArgument, "INVALID_ARGUMENT"},
 	{ErrUnavailable, codes.Unavailable, "UNAVAILABLE"},

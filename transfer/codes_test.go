@@ -54,7 +54,6 @@ func TestEverySentinelRoundTrips(t *testing.T) {
 		{ErrBadFrame, codes.InvalidArgument, ErrInvalidArgument},
 		{ErrIncompleteStream, codes.InvalidArgument, ErrInvalidArgument},
 		{ErrSchemaMismatch, codes.FailedPrecondition, nil},
-		{ErrRingMismatch, codes.FailedPrecondition, nil},
 		{ErrUnknownNamespace, codes.FailedPrecondition, nil},
 		{ErrInvalidArgument, codes.InvalidArgument, nil},
 		{ErrUnavailable, codes.Unavailable, nil},

@@ -25,9 +25,6 @@ var (
 	// ErrSchemaMismatch: the caller's namespace fingerprint differs from the
 	// registered one. FailedPrecondition.
 	ErrSchemaMismatch = errors.New("kvring: namespace schema mismatch")
-	// ErrRingMismatch: a peer runs with different ring settings (partition
-	// count, hash, load factor). FailedPrecondition.
-	ErrRingMismatch = errors.New("kvring: ring settings mismatch")
 	// ErrUnknownNamespace: the namespace is not registered. FailedPrecondition:
 	// the caller must register it first (see codes.go).
 	ErrUnknownNamespace = errors.New("kvring: unknown namespace")

@@ -58,16 +58,10 @@ func startTestMember(t *testing.T, cfg Config, logs *testutil.Logs) testMembersh
 	return testMembership{m, logs}
 }
 
-// waitForMembership polls cond until it holds or the deadline passes.
+// waitForMembership waits until cond holds (gossip is asynchronous).
 func waitForMembership(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.Eventually(t, what, 10*time.Second, cond)
 }
 
 func aliveMemberIDs(m *Membership) []string {
@@ -228,29 +222,46 @@ func TestMembershipRefusesPeerWithDifferentRingSettings(t *testing.T) {
 	}
 }
 
-// freeGossipPort returns a port that is free for both TCP and UDP on 127.0.0.1 right now.
-func freeGossipPort(t *testing.T) int {
+// gossipPort is a port held for a gossip listener a test starts later: TCP
+// stays held (a join attempt is refused, no other test's socket is given the
+// port), and UDP is held until release, which the test calls just before the
+// member that listens there starts.
+type gossipPort struct {
+	tcp *testutil.PortHold
+	udp net.PacketConn
+}
+
+// holdGossipPort holds a port for TCP and UDP on 127.0.0.1 until the test ends.
+func holdGossipPort(t *testing.T) *gossipPort {
 	t.Helper()
 	for range 20 {
-		tl, err := net.Listen("tcp", "127.0.0.1:0")
+		h, err := testutil.HoldPort("127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
-		port := tl.Addr().(*net.TCPAddr).Port
-		ul, err := net.ListenPacket("udp", tl.Addr().String())
-		tl.Close()
-		if err == nil {
-			ul.Close()
-			return port
+		udp, err := net.ListenPacket("udp", h.Addr())
+		if err != nil { // another socket has the UDP side: try another port
+			h.Close()
+			continue
 		}
+		g := &gossipPort{tcp: h, udp: udp}
+		t.Cleanup(func() { h.Close(); udp.Close() })
+		return g
 	}
-	t.Fatal("no free port for TCP and UDP")
-	return 0
+	t.Fatal("no port free for both TCP and UDP")
+	return nil
 }
+
+func (g *gossipPort) addr() string { return g.tcp.Addr() }
+
+// releaseUDP frees the UDP side for the member about to bind it; memberlist
+// listens on TCP with SO_REUSEADDR, so the held TCP socket does not stop it.
+func (g *gossipPort) releaseUDP() { g.udp.Close() }
 
 func TestMembershipJoinsSeedThatStartsLater(t *testing.T) {
 	t.Parallel()
-	seedAddr := fmt.Sprintf("127.0.0.1:%d", freeGossipPort(t))
+	port := holdGossipPort(t)
+	seedAddr := port.addr()
 	cfg, logs := testMembershipConfig(t, "early")
 	cfg.Join = []string{seedAddr}
 	cfg.RejoinInterval = 50 * time.Millisecond
@@ -262,6 +273,7 @@ func TestMembershipJoinsSeedThatStartsLater(t *testing.T) {
 
 	seedCfg, seedLogs := testMembershipConfig(t, "seed")
 	seedCfg.GossipAddr = seedAddr
+	port.releaseUDP()
 	seed := startTestMember(t, seedCfg, seedLogs)
 
 	want := []string{"early", "seed"}
@@ -297,7 +309,7 @@ func membershipGoroutines(m *Membership) (ringLoop, rejoinLoop bool) {
 func TestMembershipCloseIsIdempotentAndWaits(t *testing.T) {
 	t.Parallel()
 	cfg, logs := testMembershipConfig(t, "solo")
-	cfg.Join = []string{fmt.Sprintf("127.0.0.1:%d", freeGossipPort(t))} // nobody there: the rejoin loop keeps going
+	cfg.Join = []string{holdGossipPort(t).addr()} // held, nobody listens: the rejoin loop keeps going
 	cfg.RejoinInterval = 20 * time.Millisecond
 	m := startTestMember(t, cfg, logs)
 	waitForMembership(t, "both goroutines run", func() bool { a, b := membershipGoroutines(m.Membership); return a && b })
