@@ -345,3 +345,44 @@ func TestMembershipCloseIsIdempotentAndWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestMembershipPartitionedGroupsMergeThroughRejoin: two gossip groups that
+// formed apart ({c, d}, whose seed a was unreachable, and {a, b}) become one
+// cluster once the seed answers, through the rejoin loop alone, and all four
+// agree on the ring.
+func TestMembershipPartitionedGroupsMergeThroughRejoin(t *testing.T) {
+	t.Parallel()
+	port := holdGossipPort(t)
+	cCfg, cLogs := testMembershipConfig(t, "c")
+	cCfg.Join = []string{port.addr()}
+	cCfg.RejoinInterval = 50 * time.Millisecond
+	c := startTestMember(t, cCfg, cLogs)
+	dCfg, dLogs := testMembershipConfig(t, "d")
+	dCfg.Join = []string{c.GossipAddr()}
+	d := startTestMember(t, dCfg, dLogs)
+	for _, m := range []testMembership{c, d} {
+		waitForMembership(t, m.cfg.NodeID+" sees the group {c, d}", func() bool {
+			return slices.Equal(ringMemberIDs(m.Ring()), []string{"c", "d"})
+		})
+	}
+	waitForMembership(t, "c fails to reach its seed", func() bool { return c.logs.Count(`msg="join attempt failed"`) >= 1 })
+
+	aCfg, aLogs := testMembershipConfig(t, "a")
+	aCfg.GossipAddr = port.addr()
+	port.releaseUDP()
+	a := startTestMember(t, aCfg, aLogs)
+	bCfg, bLogs := testMembershipConfig(t, "b")
+	bCfg.Join = []string{a.GossipAddr()}
+	b := startTestMember(t, bCfg, bLogs)
+
+	all := []string{"a", "b", "c", "d"}
+	ms := []testMembership{a, b, c, d}
+	for _, m := range ms {
+		waitForMembership(t, m.cfg.NodeID+" sees all four alive and on its ring", func() bool {
+			return slices.Equal(aliveMemberIDs(m.Membership), all) && slices.Equal(ringMemberIDs(m.Ring()), all)
+		})
+	}
+	for _, m := range ms[1:] {
+		requireSameOwners(t, a.Ring(), m.Ring())
+	}
+}
