@@ -28,6 +28,15 @@ type Schema struct {
 	HashScheme     string
 	TPRank, TPSize uint32
 	Extra          map[string]string
+	// ChunksPerGroup is the placement group size K in chunks (see
+	// GroupKeys): above 1, a prompt's chunks are placed K at a time, so a
+	// Lookup asks a few nodes instead of one node per chunk; Put then needs
+	// every Chunk.Group, and Lookup and Get take ids that start at a
+	// prompt's first chunk. 32 (one 512-token block at 16 tokens a chunk)
+	// suits engines; see docs/placement.md. Default 0: each chunk is placed
+	// by its own id, as before groups existed. Part of the fingerprint when
+	// above 1. At most 4096.
+	ChunksPerGroup uint32
 }
 
 // Config configures a Client.
@@ -125,7 +134,7 @@ func (c *Client) Close() error {
 func (c *Client) schema() *kvringv1.NamespaceSchema {
 	s := c.cfg.Schema
 	return &kvringv1.NamespaceSchema{Model: s.Model, Dtype: s.Dtype, TokensPerChunk: s.TokensPerChunk, Layout: s.Layout,
-		HashScheme: s.HashScheme, TpRank: s.TPRank, TpSize: s.TPSize, Extra: s.Extra}
+		HashScheme: s.HashScheme, TpRank: s.TPRank, TpSize: s.TPSize, Extra: s.Extra, ChunksPerGroup: s.ChunksPerGroup}
 }
 
 // withTimeout applies CallTimeout when ctx has no deadline.

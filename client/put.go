@@ -18,6 +18,10 @@ import (
 type Chunk struct {
 	ID   ChunkID
 	Data []byte
+	// Group is the chunk's group key: the id of the first chunk of its
+	// placement group in its prompt (GroupKeys computes it). Required when
+	// the namespace's ChunksPerGroup is above 1; ignored otherwise.
+	Group ChunkID
 }
 
 // PutStatus is a chunk's fate.
@@ -81,6 +85,10 @@ func (c *Client) Put(ctx context.Context, chunks []Chunk) ([]PutResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	keys, err := c.chunkKeys(chunks)
+	if err != nil {
+		return nil, err
+	}
 	refs := make([]*kvringv1.ChunkRef, len(chunks))
 	for i, ch := range chunks {
 		refs[i] = &kvringv1.ChunkRef{Id: ch.ID[:], Size: uint64(len(ch.Data)), Crc32C: store.Checksum(ch.Data)}
@@ -88,13 +96,13 @@ func (c *Client) Put(ctx context.Context, chunks []Chunk) ([]PutResult, error) {
 	var results []PutResult
 	err = c.retryUnregistered(ctx, cc, func(ref *kvringv1.NamespaceRef) error {
 		var err error
-		results, err = c.putRouted(ctx, cc, ref, chunks, refs)
+		results, err = c.putRouted(ctx, cc, ref, chunks, refs, keys)
 		return err
 	})
 	return results, err
 }
 
-func (c *Client) put(ctx context.Context, cc *grpc.ClientConn, ref *kvringv1.NamespaceRef, chunks []Chunk, refs []*kvringv1.ChunkRef) ([]PutResult, error) {
+func (c *Client) put(ctx context.Context, cc *grpc.ClientConn, ref *kvringv1.NamespaceRef, chunks []Chunk, refs []*kvringv1.ChunkRef, keys [][]byte) ([]PutResult, error) {
 	// Frames borrow the chunks' bytes (no copy). gRPC writes them after Send
 	// returns, so put does not return while gRPC still holds any: after a
 	// result that is at once; after a failure, once gRPC has dropped the
@@ -114,7 +122,7 @@ func (c *Client) put(ctx context.Context, cc *grpc.ClientConn, ref *kvringv1.Nam
 		}
 		return nil, c.callErr(cc, "put", err)
 	}
-	if err := stream.Send(&kvringv1.PutRequest{Msg: &kvringv1.PutRequest_Begin{Begin: &kvringv1.PutBegin{Namespace: ref, Chunks: refs}}}); err != nil {
+	if err := stream.Send(&kvringv1.PutRequest{Msg: &kvringv1.PutRequest_Begin{Begin: &kvringv1.PutBegin{Namespace: ref, Chunks: refs, Groups: groupRuns(keys)}}}); err != nil {
 		return fail(err)
 	}
 	m, err := stream.Recv()

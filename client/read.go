@@ -26,7 +26,9 @@ type LookupResult struct {
 }
 
 // Lookup asks how many leading ids are held now. With pin > 0 the held
-// chunks are pinned against eviction for that long (the node caps it).
+// chunks are pinned against eviction for that long (the node caps it). When
+// the namespace groups chunks (Schema.ChunksPerGroup > 1), ids must start at
+// a prompt's first chunk: their group keys are derived from it.
 func (c *Client) Lookup(ctx context.Context, ids []ChunkID, pin time.Duration) (LookupResult, error) {
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
@@ -38,10 +40,11 @@ func (c *Client) Lookup(ctx context.Context, ids []ChunkID, pin time.Duration) (
 	for i := range ids {
 		raw[i] = ids[i][:]
 	}
+	groups := groupRuns(c.prefixKeys(ids))
 	var res LookupResult
 	err = c.retryUnregistered(ctx, cc, func(ref *kvringv1.NamespaceRef) error {
 		resp, err := kvringv1.NewCacheClient(cc).Lookup(ctx, &kvringv1.LookupRequest{Namespace: ref, Ids: raw,
-			PinTtlMs: uint32(pin / time.Millisecond)})
+			PinTtlMs: uint32(pin / time.Millisecond), Groups: groups})
 		if err != nil {
 			return c.callErr(cc, "lookup", err)
 		}
@@ -83,7 +86,9 @@ type GetResult struct {
 }
 
 // Get reads chunks. A chunk that is not held, or whose bytes fail their
-// checksum, comes back with Found false and a reason, never as data.
+// checksum, comes back with Found false and a reason, never as data. When
+// the namespace groups chunks (Schema.ChunksPerGroup > 1), ids must start at
+// a prompt's first chunk, as for Lookup; GetPlaced reads any ids.
 func (c *Client) Get(ctx context.Context, ids []ChunkID) ([]GetResult, error) {
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
@@ -95,19 +100,52 @@ func (c *Client) Get(ctx context.Context, ids []ChunkID) ([]GetResult, error) {
 	for i := range ids {
 		raw[i] = ids[i][:]
 	}
+	return c.getAll(ctx, cc, ids, raw, c.prefixKeys(ids))
+}
+
+// GetPlaced is Get for ids anywhere in their prompts: groups[i] is the group
+// key of ids[i] (see GroupKeys). It ignores groups when the namespace places
+// every chunk by its own id.
+func (c *Client) GetPlaced(ctx context.Context, ids, groups []ChunkID) ([]GetResult, error) {
+	if len(groups) != len(ids) {
+		return nil, fmt.Errorf("%w: %d group keys for %d ids", transfer.ErrInvalidArgument, len(groups), len(ids))
+	}
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	cc, err := c.conn.ready(ctx)
+	if err != nil {
+		return nil, err
+	}
+	raw := make([][]byte, len(ids))
+	var keys [][]byte
+	if c.groupSize() > 1 {
+		keys = make([][]byte, len(ids))
+	}
+	for i := range ids {
+		raw[i] = ids[i][:]
+		if keys != nil {
+			keys[i] = groups[i][:]
+		}
+	}
+	return c.getAll(ctx, cc, ids, raw, keys)
+}
+
+// getAll reads ids (raw: their bytes; keys: their ring keys or nil) over cc
+// and the owners' connections.
+func (c *Client) getAll(ctx context.Context, cc *grpc.ClientConn, ids []ChunkID, raw, keys [][]byte) ([]GetResult, error) {
 	var out []GetResult
-	err = c.retryUnregistered(ctx, cc, func(ref *kvringv1.NamespaceRef) error {
+	err := c.retryUnregistered(ctx, cc, func(ref *kvringv1.NamespaceRef) error {
 		var err error
-		out, err = c.getRouted(ctx, cc, ref, ids, raw)
+		out, err = c.getRouted(ctx, cc, ref, ids, raw, keys)
 		return err
 	})
 	return out, err
 }
 
-func (c *Client) get(ctx context.Context, cc *grpc.ClientConn, ref *kvringv1.NamespaceRef, ids []ChunkID, raw [][]byte) ([]GetResult, error) {
+func (c *Client) get(ctx context.Context, cc *grpc.ClientConn, ref *kvringv1.NamespaceRef, ids []ChunkID, raw, keys [][]byte) ([]GetResult, error) {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stream, err := kvringv1.NewCacheClient(cc).Get(sctx, &kvringv1.GetRequest{Namespace: ref, Ids: raw})
+	stream, err := kvringv1.NewCacheClient(cc).Get(sctx, &kvringv1.GetRequest{Namespace: ref, Ids: raw, Groups: groupRuns(keys)})
 	if err != nil {
 		return nil, c.callErr(cc, "get", err)
 	}

@@ -144,14 +144,19 @@ func ownerFailed(ctx context.Context, err error) bool {
 // putRouted writes chunks through their primary owners (see the top of this file), or all through cc without a
 // ring view. Same contract as put.
 func (c *Client) putRouted(ctx context.Context, cc *grpc.ClientConn, ref *kvringv1.NamespaceRef, chunks []Chunk,
-	refs []*kvringv1.ChunkRef) ([]PutResult, error) {
-	shares := c.route.split(cc, ref.GetName(), len(refs), func(i int) []byte { return refs[i].GetId() })
+	refs []*kvringv1.ChunkRef, keys [][]byte) ([]PutResult, error) {
+	shares := c.route.split(cc, ref.GetName(), len(refs), func(i int) []byte {
+		if keys == nil {
+			return refs[i].GetId()
+		}
+		return keys[i]
+	})
 	if shares == nil {
-		return c.put(ctx, cc, ref, chunks, refs)
+		return c.put(ctx, cc, ref, chunks, refs, keys)
 	}
 	out := make([]PutResult, len(chunks))
 	err := c.runShares(ctx, cc, shares, func(ctx context.Context, scc *grpc.ClientConn, s share) error {
-		res, err := c.put(ctx, scc, ref, pick(chunks, s.idx), pick(refs, s.idx))
+		res, err := c.put(ctx, scc, ref, pick(chunks, s.idx), pick(refs, s.idx), pickKeys(keys, s.idx))
 		if err != nil {
 			return err
 		}
@@ -163,7 +168,7 @@ func (c *Client) putRouted(ctx context.Context, cc *grpc.ClientConn, ref *kvring
 	if errors.Is(err, transfer.ErrInvalidArgument) {
 		// The owner named the bad field by its position in the share: let one node name it by the caller's.
 		// Resending is safe (chunks other shares stored answer already_held), and bad input is rare.
-		return c.put(ctx, cc, ref, chunks, refs)
+		return c.put(ctx, cc, ref, chunks, refs, keys)
 	}
 	if err != nil {
 		return nil, err
@@ -174,19 +179,19 @@ func (c *Client) putRouted(ctx context.Context, cc *grpc.ClientConn, ref *kvring
 // getRouted reads chunks from their primary owners (see the top of this file), or all through cc without a ring
 // view. Same contract as get.
 func (c *Client) getRouted(ctx context.Context, cc *grpc.ClientConn, ref *kvringv1.NamespaceRef, ids []ChunkID,
-	raw [][]byte) ([]GetResult, error) {
-	shares := c.route.split(cc, ref.GetName(), len(raw), func(i int) []byte { return raw[i] })
+	raw, keys [][]byte) ([]GetResult, error) {
+	shares := c.route.split(cc, ref.GetName(), len(raw), func(i int) []byte { return keyAt(keys, raw, i) })
 	if shares == nil {
-		return c.get(ctx, cc, ref, ids, raw)
+		return c.get(ctx, cc, ref, ids, raw, keys)
 	}
 	out := make([]GetResult, len(ids))
 	err := c.runShares(ctx, cc, shares, func(ctx context.Context, scc *grpc.ClientConn, s share) error {
-		res, err := c.get(ctx, scc, ref, pick(ids, s.idx), pick(raw, s.idx))
+		res, err := c.get(ctx, scc, ref, pick(ids, s.idx), pick(raw, s.idx), pickKeys(keys, s.idx))
 		if err != nil {
 			return err
 		}
 		if scc != cc {
-			c.retryMisses(ctx, cc, ref, ids, raw, s.idx, res)
+			c.retryMisses(ctx, cc, ref, ids, raw, keys, s.idx, res)
 		}
 		for k, i := range s.idx {
 			out[i] = res[k]
@@ -202,7 +207,7 @@ func (c *Client) getRouted(ctx context.Context, cc *grpc.ClientConn, ref *kvring
 // retryMisses asks cc again for the chunks of a share (positions idx of ids) that its owner did not return, and
 // puts what cc finds into res. The owner's misses stay when cc misses too or fails: they are true answers.
 func (c *Client) retryMisses(ctx context.Context, cc *grpc.ClientConn, ref *kvringv1.NamespaceRef, ids []ChunkID,
-	raw [][]byte, idx []int, res []GetResult) {
+	raw, keys [][]byte, idx []int, res []GetResult) {
 	var miss []int // positions in res
 	for k := range res {
 		if !res[k].Found {
@@ -216,7 +221,7 @@ func (c *Client) retryMisses(ctx context.Context, cc *grpc.ClientConn, ref *kvri
 	for j, k := range miss {
 		at[j] = idx[k]
 	}
-	again, err := c.get(ctx, cc, ref, pick(ids, at), pick(raw, at))
+	again, err := c.get(ctx, cc, ref, pick(ids, at), pick(raw, at), pickKeys(keys, at))
 	if err != nil {
 		return
 	}

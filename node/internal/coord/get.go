@@ -75,6 +75,10 @@ func (c *Coordinator) beginGet(req *kvringv1.GetRequest, stream grpc.ServerStrea
 	if err != nil {
 		return nil, err
 	}
+	pl, err := place(rec, req.GetIds(), req.GetGroups())
+	if err != nil {
+		return nil, err
+	}
 	rg, err := c.currentRing()
 	if err != nil {
 		return nil, err
@@ -90,8 +94,8 @@ func (c *Coordinator) beginGet(req *kvringv1.GetRequest, stream grpc.ServerStrea
 	}
 	replicas, _ := replication(rec)
 	unsettled := c.isUnsettled()
-	for i, id := range ids {
-		g.owners[i] = rg.Owners(rec.GetName(), id[:], replicas)
+	for i := range ids {
+		g.owners[i] = rg.Owners(rec.GetName(), pl.keys[i], replicas)
 		if unsettled {
 			// Shortly after a ring change a chunk may sit on a non-owner.
 			g.owners[i] = append(g.owners[i], nonOwners(rg, g.owners[i])...)

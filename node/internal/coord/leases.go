@@ -33,15 +33,26 @@ func (c *Coordinator) releaseLease(ctx context.Context, id uint64) bool {
 		return false
 	}
 	for _, m := range l.nodes {
-		if m.ID == c.cfg.Self {
-			c.local.Unpin([]uint64{id})
-			continue
-		}
-		if pc, err := c.peer(m); err == nil {
-			_, _ = pc.Unpin(ctx, &kvringv1.UnpinRequest{Caller: c.caller(), LeaseIds: []uint64{id}})
-		}
+		c.unpinOn(ctx, m, id)
 	}
 	return true
+}
+
+// unpinOn ends lease id on node m (in process for this node), bounded by
+// peerTimeout. A node that does not answer lets the lease expire by itself.
+func (c *Coordinator) unpinOn(ctx context.Context, m ring.Member, id uint64) {
+	if m.ID == c.cfg.Self {
+		c.local.Unpin([]uint64{id})
+		return
+	}
+	pc, err := c.peer(m)
+	if err != nil {
+		return
+	}
+	pctx, cancel := c.peerCtx(ctx)
+	defer cancel()
+	_, err = pc.Unpin(pctx, &kvringv1.UnpinRequest{Caller: c.caller(), LeaseIds: []uint64{id}})
+	c.peers.note(ctx, m, err)
 }
 
 // Sweep forgets the records of lookup leases that have ended (the owners'

@@ -3,6 +3,7 @@ package coord
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/kvring/kvring/node/internal/metrics"
@@ -53,23 +54,14 @@ func (c *Coordinator) askPeer(ctx context.Context, m ring.Member, ref *kvringv1.
 }
 
 // askOwners sends each plan's ids to its node (in process for this node), in
-// parallel, each bounded by peerTimeout, and returns per request position
-// whether some owner holds the id. An owner that does not answer holds
-// nothing. With pin set, the holders pin what they report.
-func (c *Coordinator) askOwners(ctx context.Context, ref *kvringv1.NamespaceRef, plans map[string]*lookupPlan, pin *kvringv1.LeasePin, size int) []bool {
+// parallel, each bounded by peerTimeout, and marks in held (indexed by
+// request position) what some owner holds. An owner that does not answer
+// holds nothing. With pin set, the holders pin what they report, and each
+// plan's pinned lists the request positions its node pinned.
+func (c *Coordinator) askOwners(ctx context.Context, ref *kvringv1.NamespaceRef, plans map[string]*lookupPlan, pin *kvringv1.LeasePin, held []bool) {
 	parallel(plans, func(p *lookupPlan) {
-		p.held, p.err, p.pinned = nil, nil, false
-		held, err := c.hasOn(ctx, p.m, ref, p.ids, pin)
-		if err != nil {
-			p.err = err
-			return
-		}
-		p.held = held
-		for _, h := range held {
-			p.pinned = p.pinned || (h && pin != nil)
-		}
+		p.held, p.err = c.hasOn(ctx, p.m, ref, p.ids, pin)
 	})
-	held := make([]bool, size)
 	for _, p := range plans {
 		if p.err != nil {
 			c.log.Debug("lookup: owner did not answer", "node", p.m.ID, "err", p.err)
@@ -78,20 +70,22 @@ func (c *Coordinator) askOwners(ctx context.Context, ref *kvringv1.NamespaceRef,
 		for k, h := range p.held {
 			if h {
 				held[p.global[k]] = true
+				if pin != nil {
+					p.pinned = append(p.pinned, p.global[k])
+				}
 			}
 		}
 	}
-	return held
 }
 
-// lookupPlan is one node's share of a lookup.
+// lookupPlan is one node's share of a lookup wave.
 type lookupPlan struct {
 	m      ring.Member
 	global []int
 	ids    [][]byte
 	held   []bool
 	err    error
-	pinned bool
+	pinned []int // request positions the node pinned
 }
 
 // addToPlans adds the id at request position i to the plan of each member.
@@ -107,24 +101,81 @@ func addToPlans(plans map[string]*lookupPlan, members []ring.Member, i int, id [
 	}
 }
 
-// lookup answers how many leading ids are held now by a reachable owner,
-// asking every owner of every id in parallel, one batch per node. With a pin
-// TTL the holders pin them under one lease id. An owner that does not answer
-// within the call's deadline counts as not holding anything.
+// lookupTx is one Lookup: the request resolved, and what its waves found.
+type lookupTx struct {
+	c         *Coordinator
+	ref       *kvringv1.NamespaceRef
+	ns        string
+	rg        *ring.Ring
+	ids       [][]byte
+	place     *placement
+	replicas  int
+	unsettled bool
+	pin       *kvringv1.LeasePin
+	held      []bool
+	asked     map[string]bool
+	pinned    map[string]*pinnedOn
+}
+
+// pinnedOn is what one node pinned under the lookup's lease.
+type pinnedOn struct {
+	m         ring.Member
+	positions []int
+}
+
+// lookup answers how many leading ids are held now by a reachable owner.
+// It asks the owners group by group in waves of doubling width (1 group,
+// then 2, 4, ...), each wave one batch per node in parallel, and stops after
+// the first wave that is not held throughout: by the prefix property no
+// later id can extend the answer. With a pin TTL the holders pin what they
+// report under one lease id, and a node that pinned past the answer pins
+// again (trimPins), so the lease pins exactly the counted chunks. An owner that does not answer within
+// the call's deadline counts as not holding anything.
 func (c *Coordinator) lookup(ctx context.Context, req *kvringv1.LookupRequest) (resp *kvringv1.LookupResponse, err error) {
 	defer metrics.ObserveSince(c.m.LookupSeconds, time.Now())
-	defer func() {
-		if err == nil {
-			c.m.Lookups.Inc()
-			c.m.LookupIDs.Add(float64(len(req.GetIds())))
-			c.m.LookupIDsMatched.Add(float64(resp.GetHeld()))
+	tx, err := c.newLookup(req)
+	if err != nil {
+		return nil, err
+	}
+	for lo, width := 0, 1; lo < len(tx.ids); width *= 2 {
+		hi := tx.place.waveEnd(lo, width)
+		tx.wave(ctx, lo, hi)
+		if leadingRun(tx.held[:hi]) < hi {
+			break
 		}
-	}()
+		lo = hi
+	}
+	n := leadingRun(tx.held)
+	if tx.pin != nil {
+		n = tx.trimPins(ctx, n)
+	}
+	resp = &kvringv1.LookupResponse{Epoch: tx.rg.Epoch(), Held: uint32(n)}
+	if nodes := tx.pinnedNodes(); len(nodes) > 0 {
+		ttl := time.Duration(tx.pin.GetTtlMs()) * time.Millisecond
+		c.recordLease(tx.pin.GetLeaseId(), nodes, ttl)
+		if n == 0 { // pins past a miss at position 0: nothing to hand out
+			c.releaseLease(ctx, tx.pin.GetLeaseId())
+		} else {
+			resp.LeaseId, resp.LeaseTtlMs = tx.pin.GetLeaseId(), tx.pin.GetTtlMs()
+		}
+	}
+	c.m.Lookups.Inc()
+	c.m.LookupIDs.Add(float64(len(tx.ids)))
+	c.m.LookupIDsMatched.Add(float64(n))
+	c.m.LookupFanout.Observe(float64(len(tx.asked)))
+	return resp, nil
+}
+
+// newLookup resolves and checks a Lookup request.
+func (c *Coordinator) newLookup(req *kvringv1.LookupRequest) (*lookupTx, error) {
 	_, rec, err := c.reg.Resolve(req.GetNamespace())
 	if err != nil {
 		return nil, err
 	}
-	ids, err := owner.ParseIDs(req.GetIds(), c.cfg.MaxBatch)
+	if _, err := owner.ParseIDs(req.GetIds(), c.cfg.MaxBatch); err != nil {
+		return nil, err
+	}
+	pl, err := place(rec, req.GetIds(), req.GetGroups())
 	if err != nil {
 		return nil, err
 	}
@@ -132,55 +183,90 @@ func (c *Coordinator) lookup(ctx context.Context, req *kvringv1.LookupRequest) (
 	if err != nil {
 		return nil, err
 	}
-	ref := nsRef(rec)
-	replicas, _ := replication(rec)
+	tx := &lookupTx{c: c, ref: nsRef(rec), ns: rec.GetName(), rg: rg, ids: req.GetIds(), place: pl,
+		held: make([]bool, len(req.GetIds())), asked: map[string]bool{}, pinned: map[string]*pinnedOn{}}
+	tx.replicas, _ = replication(rec)
 	// Shortly after a ring change (or this node's start) a chunk may sit on a
 	// non-owner, stored by a coordinator whose ring was behind: ask every
-	// member then, in the same round.
-	unsettled := c.isUnsettled()
+	// member then.
+	tx.unsettled = c.isUnsettled()
+	if ttl := min(time.Duration(req.GetPinTtlMs())*time.Millisecond, c.cfg.MaxPin); ttl > 0 {
+		tx.pin = &kvringv1.LeasePin{LeaseId: owner.NewLeaseID(), TtlMs: uint32(ttl / time.Millisecond)}
+	}
+	return tx, nil
+}
+
+// wave asks the owners of the ids at request positions [lo, hi).
+func (tx *lookupTx) wave(ctx context.Context, lo, hi int) {
 	plans := map[string]*lookupPlan{}
-	for i, id := range ids {
-		members := rg.Owners(rec.GetName(), id[:], replicas)
-		if unsettled {
-			members = rg.Members()
+	for i := lo; i < hi; i++ {
+		members := tx.rg.Owners(tx.ns, tx.place.keys[i], tx.replicas)
+		if tx.unsettled {
+			members = tx.rg.Members()
 		}
-		addToPlans(plans, members, i, req.GetIds()[i])
+		addToPlans(plans, members, i, tx.ids[i])
 	}
-	// Round 1: who holds what. Pins are taken in round 2, for the leading
-	// run only, so a lease never holds chunks the answer does not count.
-	held := c.askOwners(ctx, ref, plans, nil, len(ids))
-	n := leadingRun(held)
-	resp = &kvringv1.LookupResponse{Epoch: rg.Epoch(), Held: uint32(n)}
-	ttl := min(time.Duration(req.GetPinTtlMs())*time.Millisecond, c.cfg.MaxPin)
-	if ttl <= 0 || n == 0 {
-		return resp, nil
+	for id := range plans {
+		tx.asked[id] = true
 	}
-	pinPlans := map[string]*lookupPlan{}
-	for id, p := range plans {
-		q := &lookupPlan{m: p.m}
-		for k, g := range p.global {
-			if g < n && p.held != nil && p.held[k] {
-				q.global = append(q.global, g)
-				q.ids = append(q.ids, p.ids[k])
+	tx.c.askOwners(ctx, tx.ref, plans, tx.pin, tx.held)
+	for _, p := range plans {
+		if len(p.pinned) > 0 {
+			on := tx.pinned[p.m.ID]
+			if on == nil {
+				on = &pinnedOn{m: p.m}
+				tx.pinned[p.m.ID] = on
+			}
+			on.positions = append(on.positions, p.pinned...)
+		}
+	}
+}
+
+// trimPins makes the lease pin only the counted prefix [0, n): a node that
+// pinned past it (a chunk held after the first miss of the last wave) drops
+// the lease and pins its counted chunks again. It returns the prefix still
+// pinned: a chunk evicted in between ends it.
+func (tx *lookupTx) trimPins(ctx context.Context, n int) int {
+	var redo []*pinnedOn
+	for _, on := range tx.pinned {
+		if slices.Max(on.positions) >= n {
+			redo = append(redo, on)
+		}
+	}
+	if len(redo) == 0 {
+		return n
+	}
+	plans := map[string]*lookupPlan{}
+	for _, on := range redo {
+		tx.c.unpinOn(ctx, on.m, tx.pin.GetLeaseId())
+		delete(tx.pinned, on.m.ID)
+		for _, i := range on.positions {
+			if i < n {
+				addToPlans(plans, []ring.Member{on.m}, i, tx.ids[i])
 			}
 		}
-		if len(q.ids) > 0 {
-			pinPlans[id] = q
+	}
+	again := make([]bool, len(tx.ids))
+	copy(again, tx.held[:n])
+	for _, p := range plans {
+		for _, i := range p.global {
+			again[i] = false
 		}
 	}
-	pin := &kvringv1.LeasePin{LeaseId: owner.NewLeaseID(), TtlMs: uint32(ttl / time.Millisecond)}
-	pinned := c.askOwners(ctx, ref, pinPlans, pin, n)
-	// A chunk evicted between the rounds is not pinned: count only what is.
-	resp.Held = uint32(leadingRun(pinned))
-	var nodes []ring.Member
-	for _, p := range pinPlans {
-		if p.pinned {
-			nodes = append(nodes, p.m)
+	tx.c.askOwners(ctx, tx.ref, plans, tx.pin, again)
+	for _, p := range plans {
+		if len(p.pinned) > 0 {
+			tx.pinned[p.m.ID] = &pinnedOn{m: p.m, positions: p.pinned}
 		}
 	}
-	if len(nodes) > 0 {
-		c.recordLease(pin.GetLeaseId(), nodes, ttl)
-		resp.LeaseId, resp.LeaseTtlMs = pin.GetLeaseId(), pin.GetTtlMs()
+	return leadingRun(again[:n])
+}
+
+// pinnedNodes are the nodes that pinned something under the lookup's lease.
+func (tx *lookupTx) pinnedNodes() []ring.Member {
+	nodes := make([]ring.Member, 0, len(tx.pinned))
+	for _, on := range tx.pinned {
+		nodes = append(nodes, on.m)
 	}
-	return resp, nil
+	return nodes
 }

@@ -28,6 +28,7 @@ type putTx struct {
 	c           *Coordinator
 	ref         *kvringv1.NamespaceRef
 	chunks      []*kvringv1.ChunkRef // the engine's batch
+	keys        [][]byte             // per batch index: its ring key (the id, or its group's key)
 	replicas    int
 	minReplicas int
 	shares      map[string]*ownerShare // by node id
@@ -92,7 +93,15 @@ func (c *Coordinator) beginPut(stream putStream) (*putTx, error) {
 	if _, err := owner.ValidateChunks(begin.GetChunks(), c.local.MaxChunk(), c.cfg.MaxBatch); err != nil {
 		return nil, err
 	}
-	tx := &putTx{c: c, ref: nsRef(rec), chunks: begin.GetChunks(), shares: map[string]*ownerShare{}}
+	rawIDs := make([][]byte, len(begin.GetChunks()))
+	for i, ch := range begin.GetChunks() {
+		rawIDs[i] = ch.GetId()
+	}
+	pl, err := place(rec, rawIDs, begin.GetGroups())
+	if err != nil {
+		return nil, err
+	}
+	tx := &putTx{c: c, ref: nsRef(rec), chunks: begin.GetChunks(), keys: pl.keys, shares: map[string]*ownerShare{}}
 	tx.replicas, tx.minReplicas = replication(rec)
 	return tx, nil
 }
@@ -105,7 +114,7 @@ func (tx *putTx) place() error {
 	}
 	tx.owners = make([][]*ownerShare, len(tx.chunks))
 	for i, ch := range tx.chunks {
-		for _, m := range rg.Owners(tx.ref.GetName(), ch.GetId(), tx.replicas) {
+		for _, m := range rg.Owners(tx.ref.GetName(), tx.keys[i], tx.replicas) {
 			s := tx.shares[m.ID]
 			if s == nil {
 				s = newOwnerShare(m, tx.c.cfg.Self)

@@ -25,6 +25,10 @@ const (
 	GetUnavailable   = "unavailable"    // no owner answered
 )
 
+// fanoutBuckets count nodes: a lookup should ask a handful, a cluster-wide
+// one asks them all.
+var fanoutBuckets = []float64{1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64, 128, 256}
+
 // latencyBuckets span a loopback call (tens of µs) to a call that waits out
 // timeouts (10 s), in seconds.
 var latencyBuckets = []float64{50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3,
@@ -46,6 +50,9 @@ type Set struct {
 	Lookups          prometheus.Counter
 	LookupIDs        prometheus.Counter
 	LookupIDsMatched prometheus.Counter
+	// LookupFanout is how many distinct nodes one answered Lookup asked
+	// (both rounds together; this node counts when it is an owner).
+	LookupFanout prometheus.Observer
 
 	GetChunks *prometheus.CounterVec // result
 	GetBytes  prometheus.Counter
@@ -93,6 +100,8 @@ func New() *Set {
 			Help: "Chunks asked for in gets this node coordinated, by result (hit, miss, checksum_error, unavailable)."}, []string{"result"}),
 		GetBytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvring_get_bytes_total",
 			Help: "Payload bytes of the chunks counted as hits in kvring_get_chunks_total."}),
+		LookupFanout: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kvring_lookup_fanout",
+			Help: "Distinct nodes one answered Lookup asked (this node included when it is an owner).", Buckets: fanoutBuckets}),
 		RequestSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kvring_request_duration_seconds",
 			Help: "Time to serve an engine call (put, lookup, get), errors included.", Buckets: latencyBuckets}, []string{"op"}),
 		PeerRequestSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kvring_peer_request_duration_seconds",
@@ -128,6 +137,7 @@ func New() *Set {
 // Collectors returns every instrument, for registration.
 func (m *Set) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.PutChunks, m.PutBytes, m.PutDegraded, m.PutBusyWait.(prometheus.Collector), m.Lookups, m.LookupIDs, m.LookupIDsMatched,
+		m.LookupFanout.(prometheus.Collector),
 		m.GetChunks, m.GetBytes, m.RequestSeconds, m.PeerRequestSeconds, m.PeerBytes, m.PeerFailures,
 		m.Connections, m.ConnectionsTotal}
 }

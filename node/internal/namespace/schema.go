@@ -26,6 +26,9 @@ func Fingerprint(s *kvringv1.NamespaceSchema) []byte {
 	for _, k := range keys {
 		fmt.Fprintf(&b, "extra.%s=%s\n", k, s.GetExtra()[k])
 	}
+	if k := GroupSize(s); k > 1 { // absent at 1, so schemas from before grouping keep their fingerprint
+		fmt.Fprintf(&b, "chunks_per_group=%d\n", k)
+	}
 	sum := sha256.Sum256([]byte(b.String()))
 	return sum[:]
 }
@@ -46,6 +49,7 @@ func Diff(have, got *kvringv1.NamespaceSchema) string {
 	cmp("hash_scheme", have.GetHashScheme(), got.GetHashScheme())
 	cmp("tp_rank", have.GetTpRank(), got.GetTpRank())
 	cmp("tp_size", have.GetTpSize(), got.GetTpSize())
+	cmp("chunks_per_group", GroupSize(have), GroupSize(got))
 	keys := map[string]bool{}
 	for k := range have.GetExtra() {
 		keys[k] = true
@@ -80,11 +84,23 @@ func ValidateSchema(name string, s *kvringv1.NamespaceSchema) error {
 		return fmt.Errorf("%w: namespace %q: schema.model is required", transfer.ErrInvalidArgument, name)
 	case s.GetTokensPerChunk() == 0:
 		return fmt.Errorf("%w: namespace %q: schema.tokens_per_chunk must be positive", transfer.ErrInvalidArgument, name)
+	case s.GetChunksPerGroup() > MaxGroupSize:
+		return fmt.Errorf("%w: namespace %q: schema.chunks_per_group %d is above %d",
+			transfer.ErrInvalidArgument, name, s.GetChunksPerGroup(), MaxGroupSize)
 	case s.GetTpSize() > 0 && s.GetTpRank() >= s.GetTpSize():
 		return fmt.Errorf("%w: namespace %q: schema.tp_rank %d must be below tp_size %d",
 			transfer.ErrInvalidArgument, name, s.GetTpRank(), s.GetTpSize())
 	}
 	return nil
+}
+
+// MaxGroupSize is the largest placement group a schema may declare.
+const MaxGroupSize = 4096
+
+// GroupSize is the schema's placement group size K in chunks: 1 when the
+// schema leaves it 0 (each chunk placed by its own id).
+func GroupSize(s *kvringv1.NamespaceSchema) int {
+	return max(1, int(s.GetChunksPerGroup()))
 }
 
 // StoreName is the store's namespace for a registered namespace: the

@@ -362,7 +362,10 @@ type PutBegin struct {
 	Namespace *NamespaceRef `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	// The chunks to write, 1 to max_batch_chunks of them. Ids must be distinct within the batch (a duplicate is
 	// InvalidArgument). Each size is 1 to max_chunk_bytes (default 64 MiB).
-	Chunks        []*ChunkRef `protobuf:"bytes,2,rep,name=chunks,proto3" json:"chunks,omitempty"`
+	Chunks []*ChunkRef `protobuf:"bytes,2,rep,name=chunks,proto3" json:"chunks,omitempty"`
+	// Placement keys of the chunks, as runs in chunk order. Required when the namespace groups chunks
+	// (chunks_per_group > 1); must be empty otherwise.
+	Groups        []*GroupRun `protobuf:"bytes,3,rep,name=groups,proto3" json:"groups,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -407,6 +410,13 @@ func (x *PutBegin) GetNamespace() *NamespaceRef {
 func (x *PutBegin) GetChunks() []*ChunkRef {
 	if x != nil {
 		return x.Chunks
+	}
+	return nil
+}
+
+func (x *PutBegin) GetGroups() []*GroupRun {
+	if x != nil {
+		return x.Groups
 	}
 	return nil
 }
@@ -750,7 +760,10 @@ type LookupRequest struct {
 	Ids [][]byte `protobuf:"bytes,2,rep,name=ids,proto3" json:"ids,omitempty"`
 	// If > 0, pin the held leading chunks against eviction for this many milliseconds under a new lease. The node
 	// may cap it (see LookupResponse.lease_ttl_ms). 0: no pin.
-	PinTtlMs      uint32 `protobuf:"varint,3,opt,name=pin_ttl_ms,json=pinTtlMs,proto3" json:"pin_ttl_ms,omitempty"`
+	PinTtlMs uint32 `protobuf:"varint,3,opt,name=pin_ttl_ms,json=pinTtlMs,proto3" json:"pin_ttl_ms,omitempty"`
+	// Placement keys of the ids, as runs in id order. Required when the namespace groups chunks
+	// (chunks_per_group > 1); must be empty otherwise.
+	Groups        []*GroupRun `protobuf:"bytes,4,rep,name=groups,proto3" json:"groups,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -804,6 +817,13 @@ func (x *LookupRequest) GetPinTtlMs() uint32 {
 		return x.PinTtlMs
 	}
 	return 0
+}
+
+func (x *LookupRequest) GetGroups() []*GroupRun {
+	if x != nil {
+		return x.Groups
+	}
+	return nil
 }
 
 // LookupResponse answers a LookupRequest.
@@ -988,7 +1008,10 @@ type GetRequest struct {
 	// Target namespace and the caller's fingerprint.
 	Namespace *NamespaceRef `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	// Chunk ids to read, 1 to max_batch_chunks of them, 32 bytes each. Duplicates are allowed and read again.
-	Ids           [][]byte `protobuf:"bytes,2,rep,name=ids,proto3" json:"ids,omitempty"`
+	Ids [][]byte `protobuf:"bytes,2,rep,name=ids,proto3" json:"ids,omitempty"`
+	// Placement keys of the ids, as runs in id order. Required when the namespace groups chunks
+	// (chunks_per_group > 1); must be empty otherwise.
+	Groups        []*GroupRun `protobuf:"bytes,3,rep,name=groups,proto3" json:"groups,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1033,6 +1056,13 @@ func (x *GetRequest) GetNamespace() *NamespaceRef {
 func (x *GetRequest) GetIds() [][]byte {
 	if x != nil {
 		return x.Ids
+	}
+	return nil
+}
+
+func (x *GetRequest) GetGroups() []*GroupRun {
+	if x != nil {
+		return x.Groups
 	}
 	return nil
 }
@@ -1364,10 +1394,11 @@ const file_kvring_v1_cache_proto_rawDesc = "" +
 	"\x05begin\x18\x01 \x01(\v2\x13.kvring.v1.PutBeginH\x00R\x05begin\x12*\n" +
 	"\x04data\x18\x02 \x01(\v2\x14.kvring.v1.DataFrameH\x00R\x04data\x12%\n" +
 	"\x03end\x18\x03 \x01(\v2\x11.kvring.v1.PutEndH\x00R\x03endB\x05\n" +
-	"\x03msg\"n\n" +
+	"\x03msg\"\x9b\x01\n" +
 	"\bPutBegin\x125\n" +
 	"\tnamespace\x18\x01 \x01(\v2\x17.kvring.v1.NamespaceRefR\tnamespace\x12+\n" +
-	"\x06chunks\x18\x02 \x03(\v2\x13.kvring.v1.ChunkRefR\x06chunks\"\b\n" +
+	"\x06chunks\x18\x02 \x03(\v2\x13.kvring.v1.ChunkRefR\x06chunks\x12+\n" +
+	"\x06groups\x18\x03 \x03(\v2\x13.kvring.v1.GroupRunR\x06groups\"\b\n" +
 	"\x06PutEnd\"\x84\x01\n" +
 	"\vPutResponse\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12(\n" +
@@ -1385,12 +1416,13 @@ const file_kvring_v1_cache_proto_rawDesc = "" +
 	"\aholders\x18\x03 \x03(\v2\x12.kvring.v1.NodeRefR\aholders\x12\x1a\n" +
 	"\bdegraded\x18\x04 \x01(\bR\bdegraded\x12\x16\n" +
 	"\x06reason\x18\x05 \x01(\tR\x06reason\x12\x12\n" +
-	"\x04code\x18\x06 \x01(\rR\x04code\"v\n" +
+	"\x04code\x18\x06 \x01(\rR\x04code\"\xa3\x01\n" +
 	"\rLookupRequest\x125\n" +
 	"\tnamespace\x18\x01 \x01(\v2\x17.kvring.v1.NamespaceRefR\tnamespace\x12\x10\n" +
 	"\x03ids\x18\x02 \x03(\fR\x03ids\x12\x1c\n" +
 	"\n" +
-	"pin_ttl_ms\x18\x03 \x01(\rR\bpinTtlMs\"w\n" +
+	"pin_ttl_ms\x18\x03 \x01(\rR\bpinTtlMs\x12+\n" +
+	"\x06groups\x18\x04 \x03(\v2\x13.kvring.v1.GroupRunR\x06groups\"w\n" +
 	"\x0eLookupResponse\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x12\n" +
 	"\x04held\x18\x02 \x01(\rR\x04held\x12\x19\n" +
@@ -1401,11 +1433,12 @@ const file_kvring_v1_cache_proto_rawDesc = "" +
 	"\blease_id\x18\x01 \x01(\x06R\aleaseId\"H\n" +
 	"\x14ReleaseLeaseResponse\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x1a\n" +
-	"\breleased\x18\x02 \x01(\bR\breleased\"U\n" +
+	"\breleased\x18\x02 \x01(\bR\breleased\"\x82\x01\n" +
 	"\n" +
 	"GetRequest\x125\n" +
 	"\tnamespace\x18\x01 \x01(\v2\x17.kvring.v1.NamespaceRefR\tnamespace\x12\x10\n" +
-	"\x03ids\x18\x02 \x03(\fR\x03ids\"\x88\x01\n" +
+	"\x03ids\x18\x02 \x03(\fR\x03ids\x12+\n" +
+	"\x06groups\x18\x03 \x03(\v2\x13.kvring.v1.GroupRunR\x06groups\"\x88\x01\n" +
 	"\vGetResponse\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x120\n" +
 	"\x06header\x18\x02 \x01(\v2\x16.kvring.v1.ChunkHeaderH\x00R\x06header\x12*\n" +
@@ -1478,8 +1511,9 @@ var file_kvring_v1_cache_proto_goTypes = []any{
 	(*DataFrame)(nil),                 // 22: kvring.v1.DataFrame
 	(*NamespaceRef)(nil),              // 23: kvring.v1.NamespaceRef
 	(*ChunkRef)(nil),                  // 24: kvring.v1.ChunkRef
-	(*NodeRef)(nil),                   // 25: kvring.v1.NodeRef
-	(*ChunkHeader)(nil),               // 26: kvring.v1.ChunkHeader
+	(*GroupRun)(nil),                  // 25: kvring.v1.GroupRun
+	(*NodeRef)(nil),                   // 26: kvring.v1.NodeRef
+	(*ChunkHeader)(nil),               // 27: kvring.v1.ChunkHeader
 }
 var file_kvring_v1_cache_proto_depIdxs = []int32{
 	19, // 0: kvring.v1.RegisterNamespaceRequest.schema:type_name -> kvring.v1.NamespaceSchema
@@ -1490,36 +1524,39 @@ var file_kvring_v1_cache_proto_depIdxs = []int32{
 	5,  // 5: kvring.v1.PutRequest.end:type_name -> kvring.v1.PutEnd
 	23, // 6: kvring.v1.PutBegin.namespace:type_name -> kvring.v1.NamespaceRef
 	24, // 7: kvring.v1.PutBegin.chunks:type_name -> kvring.v1.ChunkRef
-	7,  // 8: kvring.v1.PutResponse.need:type_name -> kvring.v1.PutNeed
-	8,  // 9: kvring.v1.PutResponse.result:type_name -> kvring.v1.PutResult
-	9,  // 10: kvring.v1.PutNeed.settled:type_name -> kvring.v1.PutChunkResult
-	9,  // 11: kvring.v1.PutResult.results:type_name -> kvring.v1.PutChunkResult
-	0,  // 12: kvring.v1.PutChunkResult.status:type_name -> kvring.v1.PutStatus
-	25, // 13: kvring.v1.PutChunkResult.holders:type_name -> kvring.v1.NodeRef
-	23, // 14: kvring.v1.LookupRequest.namespace:type_name -> kvring.v1.NamespaceRef
-	23, // 15: kvring.v1.GetRequest.namespace:type_name -> kvring.v1.NamespaceRef
-	26, // 16: kvring.v1.GetResponse.header:type_name -> kvring.v1.ChunkHeader
-	22, // 17: kvring.v1.GetResponse.data:type_name -> kvring.v1.DataFrame
-	25, // 18: kvring.v1.TopologyResponse.self:type_name -> kvring.v1.NodeRef
-	25, // 19: kvring.v1.TopologyResponse.members:type_name -> kvring.v1.NodeRef
-	18, // 20: kvring.v1.TopologyResponse.ring:type_name -> kvring.v1.RingSettings
-	1,  // 21: kvring.v1.Cache.RegisterNamespace:input_type -> kvring.v1.RegisterNamespaceRequest
-	3,  // 22: kvring.v1.Cache.Put:input_type -> kvring.v1.PutRequest
-	10, // 23: kvring.v1.Cache.Lookup:input_type -> kvring.v1.LookupRequest
-	12, // 24: kvring.v1.Cache.ReleaseLease:input_type -> kvring.v1.ReleaseLeaseRequest
-	14, // 25: kvring.v1.Cache.Get:input_type -> kvring.v1.GetRequest
-	16, // 26: kvring.v1.Cache.Topology:input_type -> kvring.v1.TopologyRequest
-	2,  // 27: kvring.v1.Cache.RegisterNamespace:output_type -> kvring.v1.RegisterNamespaceResponse
-	6,  // 28: kvring.v1.Cache.Put:output_type -> kvring.v1.PutResponse
-	11, // 29: kvring.v1.Cache.Lookup:output_type -> kvring.v1.LookupResponse
-	13, // 30: kvring.v1.Cache.ReleaseLease:output_type -> kvring.v1.ReleaseLeaseResponse
-	15, // 31: kvring.v1.Cache.Get:output_type -> kvring.v1.GetResponse
-	17, // 32: kvring.v1.Cache.Topology:output_type -> kvring.v1.TopologyResponse
-	27, // [27:33] is the sub-list for method output_type
-	21, // [21:27] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	25, // 8: kvring.v1.PutBegin.groups:type_name -> kvring.v1.GroupRun
+	7,  // 9: kvring.v1.PutResponse.need:type_name -> kvring.v1.PutNeed
+	8,  // 10: kvring.v1.PutResponse.result:type_name -> kvring.v1.PutResult
+	9,  // 11: kvring.v1.PutNeed.settled:type_name -> kvring.v1.PutChunkResult
+	9,  // 12: kvring.v1.PutResult.results:type_name -> kvring.v1.PutChunkResult
+	0,  // 13: kvring.v1.PutChunkResult.status:type_name -> kvring.v1.PutStatus
+	26, // 14: kvring.v1.PutChunkResult.holders:type_name -> kvring.v1.NodeRef
+	23, // 15: kvring.v1.LookupRequest.namespace:type_name -> kvring.v1.NamespaceRef
+	25, // 16: kvring.v1.LookupRequest.groups:type_name -> kvring.v1.GroupRun
+	23, // 17: kvring.v1.GetRequest.namespace:type_name -> kvring.v1.NamespaceRef
+	25, // 18: kvring.v1.GetRequest.groups:type_name -> kvring.v1.GroupRun
+	27, // 19: kvring.v1.GetResponse.header:type_name -> kvring.v1.ChunkHeader
+	22, // 20: kvring.v1.GetResponse.data:type_name -> kvring.v1.DataFrame
+	26, // 21: kvring.v1.TopologyResponse.self:type_name -> kvring.v1.NodeRef
+	26, // 22: kvring.v1.TopologyResponse.members:type_name -> kvring.v1.NodeRef
+	18, // 23: kvring.v1.TopologyResponse.ring:type_name -> kvring.v1.RingSettings
+	1,  // 24: kvring.v1.Cache.RegisterNamespace:input_type -> kvring.v1.RegisterNamespaceRequest
+	3,  // 25: kvring.v1.Cache.Put:input_type -> kvring.v1.PutRequest
+	10, // 26: kvring.v1.Cache.Lookup:input_type -> kvring.v1.LookupRequest
+	12, // 27: kvring.v1.Cache.ReleaseLease:input_type -> kvring.v1.ReleaseLeaseRequest
+	14, // 28: kvring.v1.Cache.Get:input_type -> kvring.v1.GetRequest
+	16, // 29: kvring.v1.Cache.Topology:input_type -> kvring.v1.TopologyRequest
+	2,  // 30: kvring.v1.Cache.RegisterNamespace:output_type -> kvring.v1.RegisterNamespaceResponse
+	6,  // 31: kvring.v1.Cache.Put:output_type -> kvring.v1.PutResponse
+	11, // 32: kvring.v1.Cache.Lookup:output_type -> kvring.v1.LookupResponse
+	13, // 33: kvring.v1.Cache.ReleaseLease:output_type -> kvring.v1.ReleaseLeaseResponse
+	15, // 34: kvring.v1.Cache.Get:output_type -> kvring.v1.GetResponse
+	17, // 35: kvring.v1.Cache.Topology:output_type -> kvring.v1.TopologyResponse
+	30, // [30:36] is the sub-list for method output_type
+	24, // [24:30] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_kvring_v1_cache_proto_init() }

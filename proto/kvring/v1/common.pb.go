@@ -185,9 +185,15 @@ type NamespaceSchema struct {
 	TpSize uint32 `protobuf:"varint,7,opt,name=tp_size,json=tpSize,proto3" json:"tp_size,omitempty"`
 	// Further attributes that change the KV bytes (LoRA adapter, RoPE scaling, quantization parameters...). Part of
 	// the fingerprint, compared by key; at most 32 entries, keys and values at most 256 bytes each.
-	Extra         map[string]string `protobuf:"bytes,8,rep,name=extra,proto3" json:"extra,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Extra map[string]string `protobuf:"bytes,8,rep,name=extra,proto3" json:"extra,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Placement group size K, in chunks: a prompt's chunks are placed on the ring in groups, chunks [0, K) by the id
+	// of chunk 0, [K, 2K) by the id of chunk K, and so on, so that one lookup asks a handful of nodes instead of
+	// one node per chunk. Callers then send each chunk's group key (GroupRun) with Put, Lookup and Get. 0 and 1
+	// both mean one chunk per group: every chunk is placed by its own id and no group keys are sent (what clients
+	// that predate this field do). At most 4096. Part of the fingerprint when > 1.
+	ChunksPerGroup uint32 `protobuf:"varint,9,opt,name=chunks_per_group,json=chunksPerGroup,proto3" json:"chunks_per_group,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *NamespaceSchema) Reset() {
@@ -274,6 +280,13 @@ func (x *NamespaceSchema) GetExtra() map[string]string {
 		return x.Extra
 	}
 	return nil
+}
+
+func (x *NamespaceSchema) GetChunksPerGroup() uint32 {
+	if x != nil {
+		return x.ChunksPerGroup
+	}
+	return 0
 }
 
 // NamespaceRecord is a registered namespace as the cluster stores it. Every node keeps a copy; nodes exchange
@@ -442,6 +455,63 @@ func (x *ChunkRef) GetCrc32C() uint32 {
 	return 0
 }
 
+// GroupRun gives the placement key of a run of consecutive chunks of a request: the next `count` chunks (in
+// request order) are placed on the ring by `key`, the id of the first chunk of their placement group (see
+// NamespaceSchema.chunks_per_group). A request's runs cover its chunks exactly, in order.
+type GroupRun struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Placement key, 32 bytes: the id of the first chunk of the group these chunks belong to in their prompt.
+	Key []byte `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// How many consecutive chunks of the request this key places, >= 1.
+	Count         uint32 `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GroupRun) Reset() {
+	*x = GroupRun{}
+	mi := &file_kvring_v1_common_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GroupRun) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GroupRun) ProtoMessage() {}
+
+func (x *GroupRun) ProtoReflect() protoreflect.Message {
+	mi := &file_kvring_v1_common_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GroupRun.ProtoReflect.Descriptor instead.
+func (*GroupRun) Descriptor() ([]byte, []int) {
+	return file_kvring_v1_common_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *GroupRun) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *GroupRun) GetCount() uint32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
 // NodeRef identifies a kvring node and how to reach it.
 type NodeRef struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -455,7 +525,7 @@ type NodeRef struct {
 
 func (x *NodeRef) Reset() {
 	*x = NodeRef{}
-	mi := &file_kvring_v1_common_proto_msgTypes[4]
+	mi := &file_kvring_v1_common_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -467,7 +537,7 @@ func (x *NodeRef) String() string {
 func (*NodeRef) ProtoMessage() {}
 
 func (x *NodeRef) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_common_proto_msgTypes[4]
+	mi := &file_kvring_v1_common_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -480,7 +550,7 @@ func (x *NodeRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeRef.ProtoReflect.Descriptor instead.
 func (*NodeRef) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_common_proto_rawDescGZIP(), []int{4}
+	return file_kvring_v1_common_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *NodeRef) GetNodeId() string {
@@ -517,7 +587,7 @@ type DataFrame struct {
 
 func (x *DataFrame) Reset() {
 	*x = DataFrame{}
-	mi := &file_kvring_v1_common_proto_msgTypes[5]
+	mi := &file_kvring_v1_common_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -529,7 +599,7 @@ func (x *DataFrame) String() string {
 func (*DataFrame) ProtoMessage() {}
 
 func (x *DataFrame) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_common_proto_msgTypes[5]
+	mi := &file_kvring_v1_common_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -542,7 +612,7 @@ func (x *DataFrame) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DataFrame.ProtoReflect.Descriptor instead.
 func (*DataFrame) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_common_proto_rawDescGZIP(), []int{5}
+	return file_kvring_v1_common_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *DataFrame) GetIndex() uint32 {
@@ -584,7 +654,7 @@ type Limits struct {
 
 func (x *Limits) Reset() {
 	*x = Limits{}
-	mi := &file_kvring_v1_common_proto_msgTypes[6]
+	mi := &file_kvring_v1_common_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -596,7 +666,7 @@ func (x *Limits) String() string {
 func (*Limits) ProtoMessage() {}
 
 func (x *Limits) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_common_proto_msgTypes[6]
+	mi := &file_kvring_v1_common_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -609,7 +679,7 @@ func (x *Limits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limits.ProtoReflect.Descriptor instead.
 func (*Limits) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_common_proto_rawDescGZIP(), []int{6}
+	return file_kvring_v1_common_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Limits) GetMaxFrameBytes() uint32 {
@@ -656,7 +726,7 @@ type PeerCaller struct {
 
 func (x *PeerCaller) Reset() {
 	*x = PeerCaller{}
-	mi := &file_kvring_v1_common_proto_msgTypes[7]
+	mi := &file_kvring_v1_common_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -668,7 +738,7 @@ func (x *PeerCaller) String() string {
 func (*PeerCaller) ProtoMessage() {}
 
 func (x *PeerCaller) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_common_proto_msgTypes[7]
+	mi := &file_kvring_v1_common_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -681,7 +751,7 @@ func (x *PeerCaller) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PeerCaller.ProtoReflect.Descriptor instead.
 func (*PeerCaller) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_common_proto_rawDescGZIP(), []int{7}
+	return file_kvring_v1_common_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *PeerCaller) GetNodeId() string {
@@ -719,7 +789,7 @@ type ChunkHeader struct {
 
 func (x *ChunkHeader) Reset() {
 	*x = ChunkHeader{}
-	mi := &file_kvring_v1_common_proto_msgTypes[8]
+	mi := &file_kvring_v1_common_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -731,7 +801,7 @@ func (x *ChunkHeader) String() string {
 func (*ChunkHeader) ProtoMessage() {}
 
 func (x *ChunkHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_common_proto_msgTypes[8]
+	mi := &file_kvring_v1_common_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -744,7 +814,7 @@ func (x *ChunkHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChunkHeader.ProtoReflect.Descriptor instead.
 func (*ChunkHeader) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_common_proto_rawDescGZIP(), []int{8}
+	return file_kvring_v1_common_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ChunkHeader) GetIndex() uint32 {
@@ -789,7 +859,7 @@ const file_kvring_v1_common_proto_rawDesc = "" +
 	"\x16kvring/v1/common.proto\x12\tkvring.v1\"D\n" +
 	"\fNamespaceRef\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
-	"\vfingerprint\x18\x02 \x01(\fR\vfingerprint\"\xc9\x02\n" +
+	"\vfingerprint\x18\x02 \x01(\fR\vfingerprint\"\xf3\x02\n" +
 	"\x0fNamespaceSchema\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12\x14\n" +
 	"\x05dtype\x18\x02 \x01(\tR\x05dtype\x12(\n" +
@@ -799,7 +869,8 @@ const file_kvring_v1_common_proto_rawDesc = "" +
 	"hashScheme\x12\x17\n" +
 	"\atp_rank\x18\x06 \x01(\rR\x06tpRank\x12\x17\n" +
 	"\atp_size\x18\a \x01(\rR\x06tpSize\x12;\n" +
-	"\x05extra\x18\b \x03(\v2%.kvring.v1.NamespaceSchema.ExtraEntryR\x05extra\x1a8\n" +
+	"\x05extra\x18\b \x03(\v2%.kvring.v1.NamespaceSchema.ExtraEntryR\x05extra\x12(\n" +
+	"\x10chunks_per_group\x18\t \x01(\rR\x0echunksPerGroup\x1a8\n" +
 	"\n" +
 	"ExtraEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
@@ -816,7 +887,10 @@ const file_kvring_v1_common_proto_rawDesc = "" +
 	"\bChunkRef\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\fR\x02id\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x04R\x04size\x12\x16\n" +
-	"\x06crc32c\x18\x03 \x01(\aR\x06crc32c\"?\n" +
+	"\x06crc32c\x18\x03 \x01(\aR\x06crc32c\"2\n" +
+	"\bGroupRun\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
+	"\x05count\x18\x02 \x01(\rR\x05count\"?\n" +
 	"\aNodeRef\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1b\n" +
 	"\tgrpc_addr\x18\x02 \x01(\tR\bgrpcAddr\"M\n" +
@@ -859,26 +933,27 @@ func file_kvring_v1_common_proto_rawDescGZIP() []byte {
 }
 
 var file_kvring_v1_common_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_kvring_v1_common_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_kvring_v1_common_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_kvring_v1_common_proto_goTypes = []any{
 	(ReadStatus)(0),         // 0: kvring.v1.ReadStatus
 	(*NamespaceRef)(nil),    // 1: kvring.v1.NamespaceRef
 	(*NamespaceSchema)(nil), // 2: kvring.v1.NamespaceSchema
 	(*NamespaceRecord)(nil), // 3: kvring.v1.NamespaceRecord
 	(*ChunkRef)(nil),        // 4: kvring.v1.ChunkRef
-	(*NodeRef)(nil),         // 5: kvring.v1.NodeRef
-	(*DataFrame)(nil),       // 6: kvring.v1.DataFrame
-	(*Limits)(nil),          // 7: kvring.v1.Limits
-	(*PeerCaller)(nil),      // 8: kvring.v1.PeerCaller
-	(*ChunkHeader)(nil),     // 9: kvring.v1.ChunkHeader
-	nil,                     // 10: kvring.v1.NamespaceSchema.ExtraEntry
+	(*GroupRun)(nil),        // 5: kvring.v1.GroupRun
+	(*NodeRef)(nil),         // 6: kvring.v1.NodeRef
+	(*DataFrame)(nil),       // 7: kvring.v1.DataFrame
+	(*Limits)(nil),          // 8: kvring.v1.Limits
+	(*PeerCaller)(nil),      // 9: kvring.v1.PeerCaller
+	(*ChunkHeader)(nil),     // 10: kvring.v1.ChunkHeader
+	nil,                     // 11: kvring.v1.NamespaceSchema.ExtraEntry
 }
 var file_kvring_v1_common_proto_depIdxs = []int32{
-	10, // 0: kvring.v1.NamespaceSchema.extra:type_name -> kvring.v1.NamespaceSchema.ExtraEntry
+	11, // 0: kvring.v1.NamespaceSchema.extra:type_name -> kvring.v1.NamespaceSchema.ExtraEntry
 	2,  // 1: kvring.v1.NamespaceRecord.schema:type_name -> kvring.v1.NamespaceSchema
 	0,  // 2: kvring.v1.ChunkHeader.status:type_name -> kvring.v1.ReadStatus
 	4,  // 3: kvring.v1.ChunkHeader.chunk:type_name -> kvring.v1.ChunkRef
-	5,  // 4: kvring.v1.ChunkHeader.holder:type_name -> kvring.v1.NodeRef
+	6,  // 4: kvring.v1.ChunkHeader.holder:type_name -> kvring.v1.NodeRef
 	5,  // [5:5] is the sub-list for method output_type
 	5,  // [5:5] is the sub-list for method input_type
 	5,  // [5:5] is the sub-list for extension type_name
@@ -897,7 +972,7 @@ func file_kvring_v1_common_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kvring_v1_common_proto_rawDesc), len(file_kvring_v1_common_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   10,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
