@@ -62,6 +62,22 @@ func (c *Client) chunkKeys(chunks []Chunk) ([][]byte, error) {
 	return raw, nil
 }
 
+// placedKeys returns the ring keys given as group keys, or nil when every
+// chunk is placed by its own id.
+func (c *Client) placedKeys(ids, groups []ChunkID) ([][]byte, error) {
+	if len(groups) != len(ids) {
+		return nil, fmt.Errorf("%w: %d group keys for %d ids", transfer.ErrInvalidArgument, len(groups), len(ids))
+	}
+	if c.groupSize() == 1 {
+		return nil, nil
+	}
+	keys := make([][]byte, len(ids))
+	for i := range groups {
+		keys[i] = groups[i][:]
+	}
+	return keys, nil
+}
+
 // groupRuns encodes per-chunk ring keys as the wire's runs; nil keys give
 // no runs.
 func groupRuns(keys [][]byte) []*kvringv1.GroupRun {

@@ -30,6 +30,21 @@ type LookupResult struct {
 // the namespace groups chunks (Schema.ChunksPerGroup > 1), ids must start at
 // a prompt's first chunk: their group keys are derived from it.
 func (c *Client) Lookup(ctx context.Context, ids []ChunkID, pin time.Duration) (LookupResult, error) {
+	return c.lookup(ctx, ids, c.prefixKeys(ids), pin)
+}
+
+// LookupPlaced is Lookup for ids that start anywhere in their prompt:
+// groups[i] is the group key of ids[i] (see GroupKeys). It ignores groups
+// when the namespace places every chunk by its own id.
+func (c *Client) LookupPlaced(ctx context.Context, ids, groups []ChunkID, pin time.Duration) (LookupResult, error) {
+	keys, err := c.placedKeys(ids, groups)
+	if err != nil {
+		return LookupResult{}, err
+	}
+	return c.lookup(ctx, ids, keys, pin)
+}
+
+func (c *Client) lookup(ctx context.Context, ids []ChunkID, keys [][]byte, pin time.Duration) (LookupResult, error) {
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
 	cc, err := c.conn.ready(ctx)
@@ -40,7 +55,7 @@ func (c *Client) Lookup(ctx context.Context, ids []ChunkID, pin time.Duration) (
 	for i := range ids {
 		raw[i] = ids[i][:]
 	}
-	groups := groupRuns(c.prefixKeys(ids))
+	groups := groupRuns(keys)
 	var res LookupResult
 	err = c.retryUnregistered(ctx, cc, func(ref *kvringv1.NamespaceRef) error {
 		resp, err := kvringv1.NewCacheClient(cc).Lookup(ctx, &kvringv1.LookupRequest{Namespace: ref, Ids: raw,
@@ -107,8 +122,9 @@ func (c *Client) Get(ctx context.Context, ids []ChunkID) ([]GetResult, error) {
 // key of ids[i] (see GroupKeys). It ignores groups when the namespace places
 // every chunk by its own id.
 func (c *Client) GetPlaced(ctx context.Context, ids, groups []ChunkID) ([]GetResult, error) {
-	if len(groups) != len(ids) {
-		return nil, fmt.Errorf("%w: %d group keys for %d ids", transfer.ErrInvalidArgument, len(groups), len(ids))
+	keys, err := c.placedKeys(ids, groups)
+	if err != nil {
+		return nil, err
 	}
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
@@ -117,15 +133,8 @@ func (c *Client) GetPlaced(ctx context.Context, ids, groups []ChunkID) ([]GetRes
 		return nil, err
 	}
 	raw := make([][]byte, len(ids))
-	var keys [][]byte
-	if c.groupSize() > 1 {
-		keys = make([][]byte, len(ids))
-	}
 	for i := range ids {
 		raw[i] = ids[i][:]
-		if keys != nil {
-			keys[i] = groups[i][:]
-		}
 	}
 	return c.getAll(ctx, cc, ids, raw, keys)
 }

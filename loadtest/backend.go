@@ -13,6 +13,9 @@ type ChunkID = client.ChunkID
 type Chunk struct {
 	ID   ChunkID
 	Data []byte
+	// Group is the chunk's placement group key (client.GroupKeys); a
+	// backend that does not place by groups ignores it.
+	Group ChunkID
 }
 
 // PutOutcome is the fate of one chunk given to Backend.Put. It is the SDK's
@@ -43,11 +46,12 @@ type GetOutcome struct {
 // engines at once must be safe for concurrent use. Every method blocks until
 // the backend answers or ctx ends.
 type Backend interface {
-	// Lookup returns how many leading ids the backend holds now.
-	Lookup(ctx context.Context, ids []ChunkID) (held int, err error)
+	// Lookup returns how many leading ids the backend holds now. groups[i]
+	// is the placement group key of ids[i] (see Chunk.Group).
+	Lookup(ctx context.Context, ids, groups []ChunkID) (held int, err error)
 	// Get reads ids and returns one outcome per id, in order. The error is
-	// non-nil only when the call as a whole failed.
-	Get(ctx context.Context, ids []ChunkID) ([]GetOutcome, error)
+	// non-nil only when the call as a whole failed. groups as for Lookup.
+	Get(ctx context.Context, ids, groups []ChunkID) ([]GetOutcome, error)
 	// Put stores chunks and returns one outcome per chunk, in order. The
 	// error is non-nil only when the call as a whole failed; then no chunk
 	// counts as stored. The chunks' bytes are the caller's again once Put

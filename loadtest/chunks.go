@@ -141,6 +141,7 @@ type PlannedChunk struct {
 	Block  int64 // trace block id
 	Index  int   // chunk index inside the block
 	Tokens int
+	Group  ChunkID // placement group key (Config.ChunksPerGroup); set by the runner
 }
 
 // key names the chunk compactly (cheaper than its id in a map).

@@ -50,9 +50,9 @@ func NewKvring(cfg KvringConfig) (*Kvring, error) {
 func (k *Kvring) Client() *client.Client { return k.c }
 
 // Lookup implements Backend.
-func (k *Kvring) Lookup(ctx context.Context, ids []ChunkID) (int, error) {
+func (k *Kvring) Lookup(ctx context.Context, ids, groups []ChunkID) (int, error) {
 	k.release(ctx)
-	res, err := k.c.Lookup(ctx, ids, k.pinTTL)
+	res, err := k.c.LookupPlaced(ctx, ids, groups, k.pinTTL)
 	if err != nil {
 		return 0, err
 	}
@@ -62,8 +62,8 @@ func (k *Kvring) Lookup(ctx context.Context, ids []ChunkID) (int, error) {
 
 // Get implements Backend. A chunk the SDK reports not found (not held, no
 // owner reachable, checksum failure) is an outcome with Found false.
-func (k *Kvring) Get(ctx context.Context, ids []ChunkID) ([]GetOutcome, error) {
-	res, err := k.c.Get(ctx, ids)
+func (k *Kvring) Get(ctx context.Context, ids, groups []ChunkID) ([]GetOutcome, error) {
+	res, err := k.c.GetPlaced(ctx, ids, groups)
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +89,7 @@ func (k *Kvring) Put(ctx context.Context, chunks []Chunk) ([]PutOutcome, error) 
 	k.release(ctx)
 	in := make([]client.Chunk, len(chunks))
 	for i, c := range chunks {
-		in[i] = client.Chunk{ID: c.ID, Data: c.Data}
+		in[i] = client.Chunk{ID: c.ID, Data: c.Data, Group: c.Group}
 	}
 	res, err := k.c.Put(ctx, in)
 	if err != nil {

@@ -33,7 +33,7 @@ func NewMemory(capacity int) *Memory {
 }
 
 // Lookup implements Backend.
-func (m *Memory) Lookup(_ context.Context, ids []ChunkID) (int, error) {
+func (m *Memory) Lookup(_ context.Context, ids, _ []ChunkID) (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for i, id := range ids {
@@ -45,7 +45,7 @@ func (m *Memory) Lookup(_ context.Context, ids []ChunkID) (int, error) {
 }
 
 // Get implements Backend. The returned bytes are a copy.
-func (m *Memory) Get(_ context.Context, ids []ChunkID) ([]GetOutcome, error) {
+func (m *Memory) Get(_ context.Context, ids, _ []ChunkID) ([]GetOutcome, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := make([]GetOutcome, len(ids))

@@ -88,7 +88,7 @@ func (r *Redis) callErr(op string, err error) error {
 }
 
 // Lookup implements Backend with one pipelined EXISTS per id.
-func (r *Redis) Lookup(ctx context.Context, ids []ChunkID) (int, error) {
+func (r *Redis) Lookup(ctx context.Context, ids, _ []ChunkID) (int, error) {
 	if len(ids) == 0 {
 		return 0, nil
 	}
@@ -113,7 +113,7 @@ func (r *Redis) Lookup(ctx context.Context, ids []ChunkID) (int, error) {
 }
 
 // Get implements Backend with one MGET.
-func (r *Redis) Get(ctx context.Context, ids []ChunkID) ([]GetOutcome, error) {
+func (r *Redis) Get(ctx context.Context, ids, _ []ChunkID) ([]GetOutcome, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}

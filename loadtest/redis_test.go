@@ -86,7 +86,7 @@ func TestRedisRoundTripsAndFailsHonestlyWhenDown(t *testing.T) {
 	ctx := context.Background()
 	ids := BlockChunkIDs(7, 6)
 
-	if held, err := r.Lookup(ctx, ids); err != nil || held != 0 {
+	if held, err := r.Lookup(ctx, ids, ids); err != nil || held != 0 {
 		t.Fatalf("lookup of an empty server: %d, %v", held, err)
 	}
 	var chunks []Chunk
@@ -102,14 +102,14 @@ func TestRedisRoundTripsAndFailsHonestlyWhenDown(t *testing.T) {
 			t.Fatalf("put outcome %d: %v", i, o)
 		}
 	}
-	if held, err := r.Lookup(ctx, ids); err != nil || held != 4 {
+	if held, err := r.Lookup(ctx, ids, ids); err != nil || held != 4 {
 		t.Fatalf("lookup: %d, %v; want 4", held, err)
 	}
 	// A hole ends the held prefix.
-	if held, err := r.Lookup(ctx, []ChunkID{ids[0], ids[5], ids[1]}); err != nil || held != 1 {
+	if held, err := r.Lookup(ctx, []ChunkID{ids[0], ids[5], ids[1]}, nil); err != nil || held != 1 {
 		t.Fatalf("lookup with a hole: %d, %v; want 1", held, err)
 	}
-	got, err := r.Get(ctx, ids)
+	got, err := r.Get(ctx, ids, ids)
 	if err != nil || len(got) != len(ids) {
 		t.Fatalf("get: %d outcomes, %v", len(got), err)
 	}
@@ -127,15 +127,15 @@ func TestRedisRoundTripsAndFailsHonestlyWhenDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	if held, err := other.Lookup(ctx, ids); err != nil || held != 0 {
+	if held, err := other.Lookup(ctx, ids, ids); err != nil || held != 0 {
 		t.Fatalf("lookup in another namespace: %d, %v", held, err)
 	}
 
 	kill() // its port is closed once it has exited
-	if _, err := r.Lookup(ctx, ids); err == nil {
+	if _, err := r.Lookup(ctx, ids, ids); err == nil {
 		t.Fatal("lookup against a stopped redis succeeded")
 	}
-	if _, err := r.Get(ctx, ids); err == nil {
+	if _, err := r.Get(ctx, ids, ids); err == nil {
 		t.Fatal("get against a stopped redis succeeded")
 	}
 	if outs, err := r.Put(ctx, chunks); err == nil {

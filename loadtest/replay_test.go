@@ -116,8 +116,8 @@ type faulty struct {
 	forget  bool
 }
 
-func (f *faulty) Get(ctx context.Context, ids []ChunkID) ([]GetOutcome, error) {
-	out, err := f.Memory.Get(ctx, ids)
+func (f *faulty) Get(ctx context.Context, ids, groups []ChunkID) ([]GetOutcome, error) {
+	out, err := f.Memory.Get(ctx, ids, groups)
 	for i, id := range ids {
 		if id == f.corrupt && out[i].Found {
 			out[i].Data[0] ^= 0xff
@@ -165,9 +165,9 @@ type hiding struct {
 	failPut bool // fail the hidden chunk's put while it is hidden
 }
 
-func (h *hiding) Lookup(ctx context.Context, ids []ChunkID) (int, error) {
+func (h *hiding) Lookup(ctx context.Context, ids, groups []ChunkID) (int, error) {
 	h.lookups++
-	n, err := h.Memory.Lookup(ctx, ids)
+	n, err := h.Memory.Lookup(ctx, ids, groups)
 	if h.lookups == 2 { // request 1 only
 		for i := range n {
 			if ids[i] == h.hide {
@@ -261,18 +261,18 @@ func (o *outage) fail(lookup bool) error {
 	return errOutage
 }
 
-func (o *outage) Lookup(ctx context.Context, ids []ChunkID) (int, error) {
+func (o *outage) Lookup(ctx context.Context, ids, groups []ChunkID) (int, error) {
 	if err := o.fail(true); err != nil {
 		return 0, err
 	}
-	return o.Memory.Lookup(ctx, ids)
+	return o.Memory.Lookup(ctx, ids, groups)
 }
 
-func (o *outage) Get(ctx context.Context, ids []ChunkID) ([]GetOutcome, error) {
+func (o *outage) Get(ctx context.Context, ids, groups []ChunkID) ([]GetOutcome, error) {
 	if err := o.fail(false); err != nil {
 		return nil, err
 	}
-	return o.Memory.Get(ctx, ids)
+	return o.Memory.Get(ctx, ids, groups)
 }
 
 func (o *outage) Put(ctx context.Context, chunks []Chunk) ([]PutOutcome, error) {

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kvring/kvring/client"
 	"github.com/kvring/kvring/loadtest/trace"
 )
 
@@ -16,6 +17,11 @@ type Config struct {
 	// ChunkTokens is the number of tokens per chunk; each 512-token block is
 	// split into 512/ChunkTokens chunks. Default 16. At most 512.
 	ChunkTokens int
+	// ChunksPerGroup is the placement group size the backend's namespace
+	// declares (client.Schema.ChunksPerGroup): each chunk carries the id
+	// of the first chunk of its run of ChunksPerGroup chunks in its prompt
+	// as its group key. Default 0: every chunk is its own group.
+	ChunksPerGroup int
 	// BytesPerToken sets chunk sizes: tokens × BytesPerToken. Default 64
 	// (1 KiB chunks of 16 tokens).
 	BytesPerToken int
@@ -290,6 +296,10 @@ func (r *run) serve(ctx context.Context, b Backend, req trace.Request, t *tally)
 	for i, c := range plan {
 		ids[i] = c.ID
 	}
+	groups := client.GroupKeys(ids, r.cfg.ChunksPerGroup)
+	for i := range plan {
+		plan[i].Group = groups[i]
+	}
 
 	// held is the prefix the lookups reported held; after a failed lookup
 	// the engine knows no more, and nothing was reported missing.
@@ -297,7 +307,7 @@ func (r *run) serve(ctx context.Context, b Backend, req trace.Request, t *tally)
 	for lo := 0; lo < len(ids) && held == lo; lo += r.cfg.LookupBatch {
 		hi := min(lo+r.cfg.LookupBatch, len(ids))
 		begin := time.Now()
-		n, err := b.Lookup(ctx, ids[lo:hi])
+		n, err := b.Lookup(ctx, ids[lo:hi], groups[lo:hi])
 		r.call(t, &t.lookup, begin, hi-lo, 0, err)
 		if err != nil || n < 0 || n > hi-lo {
 			answered = false
@@ -315,7 +325,7 @@ func (r *run) serve(ctx context.Context, b Backend, req trace.Request, t *tally)
 	for lo := 0; lo < held && usable == lo; lo += r.cfg.BatchChunks {
 		hi := min(lo+r.cfg.BatchChunks, held)
 		begin := time.Now()
-		got, err := b.Get(ctx, ids[lo:hi])
+		got, err := b.Get(ctx, ids[lo:hi], groups[lo:hi])
 		n := 0
 		for _, g := range got {
 			n += len(g.Data)
@@ -356,7 +366,7 @@ func (r *run) serve(ctx context.Context, b Backend, req trace.Request, t *tally)
 		for _, c := range plan[lo:hi] {
 			n := c.Tokens * r.cfg.BytesPerToken
 			fillChunk(c.ID, buf[:n])
-			chunks = append(chunks, Chunk{ID: c.ID, Data: buf[:n:n]})
+			chunks = append(chunks, Chunk{ID: c.ID, Data: buf[:n:n], Group: c.Group})
 			buf = buf[n:]
 		}
 		begin := time.Now()
@@ -435,7 +445,7 @@ func (r *run) recheckMissing(ctx context.Context, b Backend) (found int64, sampl
 		if ctx.Err() != nil {
 			break
 		}
-		n, err := b.Lookup(ctx, []ChunkID{c.ID})
+		n, err := b.Lookup(ctx, []ChunkID{c.ID}, []ChunkID{c.Group})
 		switch {
 		case err == nil && n == 1:
 			found++

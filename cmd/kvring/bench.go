@@ -126,6 +126,9 @@ line every --progress.`,
 				if workload == "synthetic" {
 					ns += fmt.Sprintf("-synthetic-%d", synth.Seed)
 				}
+				if cfg.ChunksPerGroup > 1 {
+					ns += fmt.Sprintf("-g%d", cfg.ChunksPerGroup)
+				}
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 			defer stop()
@@ -151,7 +154,8 @@ line every --progress.`,
 			} else {
 				backends, err = connectEngines(ctx, engines, loadtest.KvringConfig{
 					Seeds: addrs, Namespace: ns, PinTTL: pin, CallTimeout: timeout,
-					Schema: client.Schema{Model: model, Dtype: dtype, TokensPerChunk: uint32(cfg.ChunkTokens)},
+					Schema: client.Schema{Model: model, Dtype: dtype, TokensPerChunk: uint32(cfg.ChunkTokens),
+						ChunksPerGroup: uint32(cfg.ChunksPerGroup)},
 					Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 				}, timeout)
 			}
@@ -238,11 +242,12 @@ line every --progress.`,
 	fs.IntVar(&synth.Conversations, "conversations", 200, "synthetic workload: conversations live at a time")
 	fs.Float64Var(&synth.ZipfS, "zipf", 1.1, "synthetic workload: Zipf exponent of system prompt and conversation popularity (> 1)")
 	fs.Float64Var(&synth.Rate, "rate", 5, "synthetic workload: arrivals per second (Poisson), before --speedup")
-	fs.StringVar(&ns, "namespace", "", "namespace of the chunks (default kvring-bench-v<generator version>-<chunk-tokens>t, with -synthetic-<seed> for the synthetic workload)")
+	fs.StringVar(&ns, "namespace", "", "namespace of the chunks (default kvring-bench-v<generator version>-<chunk-tokens>t, with -synthetic-<seed> for the synthetic workload and -g<chunks-per-group> when grouped)")
 	fs.StringVar(&model, "model", "kvring-bench", "schema: model name the namespace is registered with")
 	fs.StringVar(&dtype, "dtype", "bytes", "schema: KV data type")
 	fs.IntVar(&engines, "engines", 4, "simulated inference engines, each with its own client")
 	fs.IntVar(&cfg.ChunkTokens, "chunk-tokens", 16, "tokens per chunk (512-token blocks are split into 512/N chunks)")
+	fs.IntVar(&cfg.ChunksPerGroup, "chunks-per-group", 0, "placement group size of the namespace (0 or 1: every chunk placed by its own id; 32: one 512-token block of 16-token chunks per group, see docs/placement.md)")
 	fs.IntVar(&cfg.BytesPerToken, "bytes-per-token", 64, "chunk bytes per token")
 	fs.Float64Var(&cfg.Speedup, "speedup", 100, "time compression of the trace's arrivals; negative: send every request at once")
 	fs.IntVar(&cfg.MaxRequests, "max-requests", 0, "replay only the first N requests (0: all)")
