@@ -168,15 +168,15 @@ func FuzzOutFrameRoundTrip(f *testing.F) {
 // Input layout: byte 0 is the chunk count (1-8), then per chunk a size
 // (uvarint, capped at 4 KiB unless it is huge on purpose) and a byte whose
 // bit 0 says needed; then a failing write number; then frames, each an index
-// byte, an offset (uvarint), a length byte (times 4097 when bit 7 of the
+// byte, an offset (uvarint), a length byte (times 4113 when bit 7 of the
 // index byte is set, so lengths pass MaxFrameBytes) and a piece count.
 func FuzzAssemblerAddFrame(f *testing.F) {
 	f.Add([]byte{1, 10, 1, 255, 0, 0, 10, 1})
 	f.Add([]byte{2, 10, 1, 20, 1, 0, 0, 0, 5, 2, 0, 5, 5, 1, 1, 0, 20, 3})
 	f.Add([]byte{2, 10, 0, 4, 1, 255, 0, 0, 10, 1, 1, 0, 4, 1, 1, 0, 1, 1})
-	f.Add([]byte{1, 0x80, 0x80, 0x80, 0x01, 1, 255, 0x80, 0, 255, 1})         // a frame over MaxFrameBytes
-	f.Add([]byte{3, 5, 1, 5, 1, 5, 1, 1, 0, 0, 5, 1, 1, 0, 5, 1, 2, 3, 2, 1}) // a sink failure, a gap
-	f.Add([]byte{1, 5, 1, 255, 9, 0, 1, 1, 0, 0, 0, 1})                       // index out of range, empty frame
+	f.Add([]byte{1, 0x80, 0x80, 0x80, 0x80, 0x80, 0x20, 1, 255, 0x80, 0, 255, 1}) // a 2^40-byte chunk, a frame over MaxFrameBytes
+	f.Add([]byte{3, 5, 1, 5, 1, 5, 1, 1, 0, 0, 5, 1, 1, 0, 5, 1, 2, 3, 2, 1})     // a sink failure, a gap
+	f.Add([]byte{1, 5, 1, 255, 9, 0, 1, 1, 0, 0, 0, 1})                           // index out of range, empty frame
 	f.Fuzz(func(t *testing.T, in []byte) {
 		r := fuzzInput{b: in}
 		n := 1 + int(r.byte())%8
@@ -224,17 +224,16 @@ func FuzzAssemblerAddFrame(f *testing.F) {
 		if err := a.SetSink(uint32(n), &bufSink{}); err == nil {
 			t.Fatal("SetSink accepted an index out of range")
 		}
-		big := make([]byte, 255*4097)
 		for step := 0; !r.done() && step < 64; step++ {
 			ib := r.byte()
 			idx, off := uint32(ib&0x7f), r.uvarint()
 			ln := int(r.byte())
 			if ib&0x80 != 0 {
-				ln *= 4097
+				ln *= 4113
 			}
 			np := 1 + int(r.byte())%4
-			data := big[:ln]
-			if ln <= 4096 { // small frames carry a pattern, so misplaced bytes show
+			data := make([]byte, ln) // large frames are zeros
+			if ln <= 4096 {          // small frames carry a pattern, so misplaced bytes show
 				data = pattern(int(idx)<<20^int(off), ln)
 			}
 			var pieces [][]byte
