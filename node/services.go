@@ -77,7 +77,7 @@ func serverOptions(cfg *Config, m *metrics.Set) []grpc.ServerOption {
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: cfg.KeepaliveMinTime, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{
 			Time: cfg.KeepaliveTime, Timeout: cfg.KeepaliveTimeout,
-			// gRPC reads 0 as its default (infinity) for these three.
+			// gRPC reads 0 as no limit for idle and age.
 			MaxConnectionIdle: orNone(cfg.MaxConnIdle), MaxConnectionAge: orNone(cfg.MaxConnAge),
 			MaxConnectionAgeGrace: cfg.MaxConnAgeGrace,
 		}),
