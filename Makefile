@@ -3,7 +3,7 @@ GO ?= go
 BIN := $(CURDIR)/.bin
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: test race lint bench bench-store bench-policy bench-cluster proto verify-proto build ci
+.PHONY: test race lint fuzz bench bench-store bench-policy bench-cluster proto verify-proto build ci
 
 test:
 	$(GO) test -race ./...
@@ -19,6 +19,12 @@ lint:
 	$(GO) vet ./...
 	GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	$(BIN)/staticcheck ./...
+
+# fuzz runs every fuzz target in the module (found with go test -list) for
+# FUZZTIME each: make fuzz FUZZTIME=5m.
+FUZZTIME ?= 30s
+fuzz:
+	FUZZTIME=$(FUZZTIME) GO=$(GO) scripts/fuzz.sh
 
 # bench runs every benchmark once with figures; see docs/benchmarks.md.
 bench: bench-store bench-policy bench-cluster

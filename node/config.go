@@ -58,6 +58,58 @@ type Config struct {
 	// MaintenanceInterval is how often expired stage tokens and leases are
 	// swept. Default 5s.
 	MaintenanceInterval time.Duration
+	// MaxStreamsPerConn is the most calls (streams) one gRPC connection may
+	// have open at once; it is advertised to the client (HTTP/2
+	// SETTINGS_MAX_CONCURRENT_STREAMS), which queues further calls until
+	// one ends, and a client that ignores it has the extra streams refused.
+	// It bounds what one engine or peer connection can pin in handler
+	// goroutines and stream buffers. Default 256.
+	MaxStreamsPerConn int
+	// MaxRecvMsgBytes is the largest gRPC message the node accepts. It
+	// must hold a data frame (1 MiB and its header) and a call naming
+	// MaxBatchChunks chunks (about 64 bytes each); New checks both.
+	// Default 4 MiB.
+	MaxRecvMsgBytes int
+	// KeepaliveMinTime is the shortest interval at which clients may ping
+	// the gRPC server; a client that pings more often is sent GOAWAY
+	// (ENHANCE_YOUR_CALM, "too_many_pings") and disconnected. Pings are
+	// allowed on connections without calls, since nodes ping idle peer
+	// connections to notice a vanished peer. At most 10s, the interval at
+	// which a node pings its peers. Default 5s.
+	KeepaliveMinTime time.Duration
+	// KeepaliveTime and KeepaliveTimeout: after KeepaliveTime without
+	// activity on a connection the server pings the client, and closes the
+	// connection when no answer comes within KeepaliveTimeout, so the
+	// resources of clients that vanished are freed. Defaults 30s and 10s.
+	KeepaliveTime, KeepaliveTimeout time.Duration
+	// MaxConnIdle closes (GOAWAY, then close) a gRPC connection that has had
+	// no call in flight for this long. Engines' connections are never idle
+	// (the SDK health-checks its node every second), and a peer connection
+	// closed this way is reopened on its next call. Default 30m; negative:
+	// never.
+	MaxConnIdle time.Duration
+	// MaxConnAge, when positive, closes a gRPC connection once it is this
+	// old (±10 %), after MaxConnAgeGrace for the calls in flight; clients
+	// reconnect. Default 0: never. Long-lived connections are the normal
+	// case here: clients route by the ring, not through a load balancer
+	// that age limits would help spread connections over. MaxConnAgeGrace
+	// defaults to 1m.
+	MaxConnAge, MaxConnAgeGrace time.Duration
+	// AdminReadTimeout bounds reading a whole admin request (headers and
+	// body). Default 30s; negative: no limit. (Headers alone have 10s.)
+	AdminReadTimeout time.Duration
+	// AdminWriteTimeout bounds an admin request from the end of its headers
+	// to the end of the reply. It must exceed the longest profile asked
+	// for: /debug/pprof/profile takes 30s unless ?seconds= says otherwise,
+	// and net/http/pprof refuses durations at or past this timeout.
+	// Default 2m; negative: no limit.
+	AdminWriteTimeout time.Duration
+	// AdminIdleTimeout closes an admin keep-alive connection idle for this
+	// long. Default 2m (longer than common scrape intervals, so a
+	// Prometheus server keeps its connection).
+	AdminIdleTimeout time.Duration
+	// AdminMaxHeaderBytes bounds an admin request's headers. Default 64 KiB.
+	AdminMaxHeaderBytes int
 	// Store configures the local tier; see store.Config for its defaults.
 	// Store.DataDir defaults to "./kvring-data".
 	Store store.Config
@@ -94,6 +146,17 @@ func DefaultConfig() Config {
 		CommitTimeout:       10 * time.Second,
 		PeerTimeout:         3 * time.Second,
 		MaintenanceInterval: 5 * time.Second,
+		MaxStreamsPerConn:   256,
+		MaxRecvMsgBytes:     4 << 20,
+		KeepaliveMinTime:    5 * time.Second,
+		KeepaliveTime:       30 * time.Second,
+		KeepaliveTimeout:    10 * time.Second,
+		MaxConnIdle:         30 * time.Minute,
+		MaxConnAgeGrace:     time.Minute,
+		AdminReadTimeout:    30 * time.Second,
+		AdminWriteTimeout:   2 * time.Minute,
+		AdminIdleTimeout:    2 * time.Minute,
+		AdminMaxHeaderBytes: 64 << 10,
 		Store:               store.DefaultConfig("./kvring-data"),
 		Logger:              slog.Default(),
 		Now:                 time.Now,
@@ -129,6 +192,7 @@ func (c *Config) validate() error {
 	if c.MaintenanceInterval == 0 {
 		c.MaintenanceInterval = def.MaintenanceInterval
 	}
+	c.fillLimits(def)
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -181,6 +245,7 @@ func (c *Config) validate() error {
 	if c.MinReplicas < 1 || c.MinReplicas > c.Replication {
 		errs = append(errs, fmt.Errorf("min replicas must be in [1, replication=%d], got %d", c.Replication, c.MinReplicas))
 	}
+	errs = append(errs, c.checkLimits()...)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("invalid node configuration: %w", err)
 	}

@@ -174,13 +174,20 @@ func (n *Node) serveAll(p *nodeParts) {
 	p.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	healthpb.RegisterHealthServer(p.svc.grpc, p.health)
 	n.serve("grpc", func() error { return p.svc.grpc.Serve(p.grpcLis) })
-	p.adminSrv = &http.Server{Handler: n.adminHandler(), ReadHeaderTimeout: 10 * time.Second}
+	p.adminSrv = n.adminServer()
 	n.serve("admin", func() error {
 		if err := p.adminSrv.Serve(p.adminLis); !errors.Is(err, http.ErrServerClosed) {
 			return err
 		}
 		return nil
 	})
+}
+
+// adminServer is the admin HTTP server, with the configured limits.
+func (n *Node) adminServer() *http.Server {
+	return &http.Server{Handler: n.adminHandler(), ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout: orNone(n.cfg.AdminReadTimeout), WriteTimeout: orNone(n.cfg.AdminWriteTimeout),
+		IdleTimeout: orNone(n.cfg.AdminIdleTimeout), MaxHeaderBytes: n.cfg.AdminMaxHeaderBytes}
 }
 
 // announceActive gossips the active state and marks the node ready.

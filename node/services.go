@@ -52,26 +52,35 @@ func newServices(cfg *Config, st *store.Store, rg func() *ring.Ring, unsettled f
 		Limits: &kvringv1.Limits{MaxFrameBytes: transfer.MaxFrameBytes, MaxChunkBytes: uint64(st.MaxChunkSize()),
 			MaxBatchChunks: uint32(cfg.MaxBatchChunks), MaxLeaseTtlMs: uint32(cfg.Store.MaxPinLease / time.Millisecond)},
 		Now: cfg.Now, Metrics: m})
-	gs := grpc.NewServer(serverOptions(m)...)
+	gs := grpc.NewServer(serverOptions(cfg, m)...)
 	gs.RegisterService(transfer.StrictDecoding(&kvringv1.Cache_ServiceDesc), coord.NewService(c))
 	gs.RegisterService(transfer.StrictDecoding(&kvringv1.Peer_ServiceDesc), owner.NewService(o))
 	return &services{reg: reg, owner: o, coord: c, m: m, grpc: gs}
 }
 
-// serverOptions are the options of a node's gRPC server. transfer.Codec is
-// required: Put and Prepare receive their frames as transfer.InFrame, without
-// copying them.
-func serverOptions(m *metrics.Set) []grpc.ServerOption {
+// serverOptions are the options of a node's gRPC server, with cfg's limits.
+// transfer.Codec is required: Put and Prepare receive their frames as
+// transfer.InFrame, without copying them.
+func serverOptions(cfg *Config, m *metrics.Set) []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.ForceServerCodecV2(transfer.NewCodec()),
-		grpc.MaxRecvMsgSize(4 << 20),
+		grpc.MaxRecvMsgSize(cfg.MaxRecvMsgBytes),
 		// Frames are 1 MiB: read them in 256 KiB reads, and write them in
 		// one write(2) from a buffer held only while writing.
 		grpc.ReadBufferSize(256 << 10),
 		grpc.WriteBufferSize(1 << 20),
 		grpc.StatsHandler(metrics.ConnCounter{M: m}),
-		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
-		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
+		// Advertised to clients, and enforced: a stream past it is refused,
+		// and no more handlers than this run for one connection.
+		grpc.MaxConcurrentStreams(uint32(cfg.MaxStreamsPerConn)),
+		// Peers ping idle connections (PermitWithoutStream), every 10 s.
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: cfg.KeepaliveMinTime, PermitWithoutStream: true}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{
+			Time: cfg.KeepaliveTime, Timeout: cfg.KeepaliveTimeout,
+			// gRPC reads 0 as no limit for idle and age.
+			MaxConnectionIdle: orNone(cfg.MaxConnIdle), MaxConnectionAge: orNone(cfg.MaxConnAge),
+			MaxConnectionAgeGrace: cfg.MaxConnAgeGrace,
+		}),
 	}
 }
 

@@ -43,6 +43,12 @@ func applyConfigFile(fs *pflag.FlagSet, path string, known map[string]bool) erro
 	if err != nil {
 		return fmt.Errorf("cannot read config file: %w", err)
 	}
+	return applyConfig(fs, path, b, known)
+}
+
+// applyConfig is applyConfigFile for the file's contents b; path only names
+// the file in errors.
+func applyConfig(fs *pflag.FlagSet, path string, b []byte, known map[string]bool) error {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err != nil {
 		return fmt.Errorf("cannot parse config file %s: %w", path, err)

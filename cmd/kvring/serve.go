@@ -37,6 +37,19 @@ func newServeCmd() *cobra.Command {
 		logFormat      = "text"
 		logLevel       = "info"
 		drainTimeout   = 10 * time.Second
+
+		maxStreams     = def.MaxStreamsPerConn
+		maxRecvMsg     = byteSize(def.MaxRecvMsgBytes)
+		kaMinTime      = def.KeepaliveMinTime
+		kaTime         = def.KeepaliveTime
+		kaTimeout      = def.KeepaliveTimeout
+		maxConnIdle    = def.MaxConnIdle
+		maxConnAge     = def.MaxConnAge
+		maxConnGrace   = def.MaxConnAgeGrace
+		adminRead      = def.AdminReadTimeout
+		adminWrite     = def.AdminWriteTimeout
+		adminIdle      = def.AdminIdleTimeout
+		adminMaxHeader = byteSize(def.AdminMaxHeaderBytes)
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -71,6 +84,18 @@ finish, the store writes its catalog, and the process exits 0.`,
 			cfg.AdminAddr = adminAddr
 			cfg.EnablePprof = enablePprof
 			cfg.Logger = log
+			cfg.MaxStreamsPerConn = maxStreams
+			cfg.MaxRecvMsgBytes = int(min(maxRecvMsg, 1<<31-1))
+			cfg.KeepaliveMinTime = kaMinTime
+			cfg.KeepaliveTime = kaTime
+			cfg.KeepaliveTimeout = kaTimeout
+			cfg.MaxConnIdle = maxConnIdle
+			cfg.MaxConnAge = maxConnAge
+			cfg.MaxConnAgeGrace = maxConnGrace
+			cfg.AdminReadTimeout = adminRead
+			cfg.AdminWriteTimeout = adminWrite
+			cfg.AdminIdleTimeout = adminIdle
+			cfg.AdminMaxHeaderBytes = int(min(adminMaxHeader, 1<<31-1))
 			cfg.Store.DataDir = dataDir
 			cfg.Store.ShmDir = shmDir
 			cfg.Store.MemoryLimit = int64(memLimit)
@@ -123,6 +148,18 @@ finish, the store writes its catalog, and the process exits 0.`,
 	fs.StringVar(&logFormat, "log-format", logFormat, "log format: text or json")
 	fs.StringVar(&logLevel, "log-level", logLevel, "log level: debug, info, warn or error")
 	fs.DurationVar(&drainTimeout, "drain-timeout", drainTimeout, "how long shutdown waits for requests in flight")
+	fs.IntVar(&maxStreams, "grpc-max-streams", maxStreams, "most calls one gRPC connection may have open at once; clients queue the rest")
+	fs.Var(&maxRecvMsg, "grpc-max-recv-msg-size", "largest gRPC message accepted (must hold a 1 MiB frame and a call of --max-batch chunks)")
+	fs.DurationVar(&kaMinTime, "grpc-keepalive-min-time", kaMinTime, "clients pinging more often than this are disconnected (GOAWAY too_many_pings); at most 10s")
+	fs.DurationVar(&kaTime, "grpc-keepalive-time", kaTime, "after this long without activity the server pings a client")
+	fs.DurationVar(&kaTimeout, "grpc-keepalive-timeout", kaTimeout, "a client that does not answer a ping within this is disconnected")
+	fs.DurationVar(&maxConnIdle, "grpc-max-conn-idle", maxConnIdle, "close gRPC connections without a call in flight for this long (negative: never)")
+	fs.DurationVar(&maxConnAge, "grpc-max-conn-age", maxConnAge, "close gRPC connections this old, after --grpc-max-conn-age-grace (0: never)")
+	fs.DurationVar(&maxConnGrace, "grpc-max-conn-age-grace", maxConnGrace, "how long calls in flight may finish on a connection closed for its age")
+	fs.DurationVar(&adminRead, "admin-read-timeout", adminRead, "longest time to read an admin request (negative: no limit)")
+	fs.DurationVar(&adminWrite, "admin-write-timeout", adminWrite, "longest time to answer an admin request; must exceed pprof profile durations (negative: no limit)")
+	fs.DurationVar(&adminIdle, "admin-idle-timeout", adminIdle, "close admin keep-alive connections idle for this long")
+	fs.Var(&adminMaxHeader, "admin-max-header-size", "largest admin request header")
 	annotateEnv(fs)
 	return cmd
 }
