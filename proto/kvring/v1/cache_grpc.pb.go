@@ -52,8 +52,9 @@ type CacheClient interface {
 	// Retrying is safe because chunks are immutable; a stored chunk then answers ALREADY_HELD.
 	Put(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[PutRequest, PutResponse], error)
 	// Lookup reports how many leading ids of an ordered list are held now (sealed and readable), optionally pinning
-	// those chunks against eviction under a lease. It is the hot path: one call per prompt, fanned out to owners in
-	// parallel, one batch per node.
+	// those chunks against eviction under a lease. It is the hot path: one call per prompt. The coordinator asks the
+	// owners of the ids' placement groups in waves of 1, 2, 4, ... groups (one batch per node per wave, in parallel)
+	// and stops after the first wave that is not held throughout.
 	Lookup(ctx context.Context, in *LookupRequest, opts ...grpc.CallOption) (*LookupResponse, error)
 	// ReleaseLease ends a pin lease early. Releasing an unknown or expired lease succeeds (released = false).
 	// Leases live on the node that granted them: release on the same node; elsewhere the lease just expires.
@@ -170,8 +171,9 @@ type CacheServer interface {
 	// Retrying is safe because chunks are immutable; a stored chunk then answers ALREADY_HELD.
 	Put(grpc.BidiStreamingServer[PutRequest, PutResponse]) error
 	// Lookup reports how many leading ids of an ordered list are held now (sealed and readable), optionally pinning
-	// those chunks against eviction under a lease. It is the hot path: one call per prompt, fanned out to owners in
-	// parallel, one batch per node.
+	// those chunks against eviction under a lease. It is the hot path: one call per prompt. The coordinator asks the
+	// owners of the ids' placement groups in waves of 1, 2, 4, ... groups (one batch per node per wave, in parallel)
+	// and stops after the first wave that is not held throughout.
 	Lookup(context.Context, *LookupRequest) (*LookupResponse, error)
 	// ReleaseLease ends a pin lease early. Releasing an unknown or expired lease succeeds (released = false).
 	// Leases live on the node that granted them: release on the same node; elsewhere the lease just expires.

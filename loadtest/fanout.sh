@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# fanout.sh measures what placement groups do to lookups on a real cluster:
+# it starts NODES kvring nodes on loopback, replays the same `kvring bench`
+# workload twice, first with every chunk placed by its own id
+# (--chunks-per-group 0, each run in its own namespace) and then with groups
+# of GROUP chunks, and prints per run the nodes one lookup asked (the mean
+# of kvring_lookup_fanout over every node) and the bench's lookup latency.
+# It stops every process it started and removes its work directory.
+#
+# Usage: loadtest/fanout.sh
+# Environment:
+#   NODES         nodes to start (default 12)
+#   NODE_MEM_MB   memory limit of each node in MiB (default 32)
+#   GROUP         chunks per group of the second run (default 32)
+#   MAX_REQUESTS  requests replayed per run (default 400)
+#   BENCH_FLAGS   extra `kvring bench` flags (default: --speedup -1 --engines 4)
+#   TRACE         Mooncake trace (default the repository's synthetic trace)
+#   SETTLE_WINDOW the nodes' --settle-window (default -1s: none). Within a
+#                 node's settle window (after its start or a ring change)
+#                 every read asks every member, which would hide what
+#                 placement does; the runs start right after the nodes do.
+# Needs curl and jq.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+NODES=${NODES:-12}
+NODE_MEM_MB=${NODE_MEM_MB:-32}
+GROUP=${GROUP:-32}
+MAX_REQUESTS=${MAX_REQUESTS:-400}
+BENCH_FLAGS=${BENCH_FLAGS:---speedup -1 --engines 4}
+TRACE=${TRACE:-loadtest/trace/testdata/synthetic_trace.jsonl}
+SETTLE_WINDOW=${SETTLE_WINDOW:--1s}
+
+log() { echo "fanout: $*" >&2; }
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+	local pid
+	for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+	for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+kv="$work/kvring"
+go build -o "$kv" ./cmd/kvring
+
+used=" "
+free_port() {
+	local p
+	while :; do
+		p=$((20000 + RANDOM % 40000))
+		case "$used" in *" $p "*) continue ;; esac
+		if [ -z "$(ss -Htuan "( sport = :$p )" 2>/dev/null)" ]; then
+			used+="$p "
+			echo "$p"
+			return
+		fi
+	done
+}
+wait_http() {
+	for _ in $(seq 400); do
+		curl -sf -o /dev/null "$1" && return 0
+		sleep 0.05
+	done
+	log "$2 did not come up; its log:"
+	tail -n 30 "$work/$2.log" >&2
+	return 1
+}
+
+grpcs=() admins=() gossips=()
+for i in $(seq "$NODES"); do
+	grpcs+=("127.0.0.1:$(free_port)")
+	admins+=("127.0.0.1:$(free_port)")
+	gossips+=("127.0.0.1:$(free_port)")
+done
+for i in $(seq "$NODES"); do
+	join=()
+	[ "$i" -eq 1 ] || join=(--join "${gossips[0]}")
+	mkdir -p "$work/node$i/shm"
+	"$kv" serve --grpc-addr "${grpcs[i - 1]}" --admin-addr "${admins[i - 1]}" --gossip-addr "${gossips[i - 1]}" \
+		--data-dir "$work/node$i/data" --shm-dir "$work/node$i/shm" --memory-limit "${NODE_MEM_MB}MiB" \
+		--settle-window "$SETTLE_WINDOW" --log-level warn "${join[@]}" >>"$work/node$i.log" 2>&1 &
+	pids+=($!)
+done
+for i in $(seq "$NODES"); do
+	wait_http "http://${admins[i - 1]}/readyz" "node$i"
+done
+for _ in $(seq 400); do # until every node sees every member active
+	n=0
+	for a in "${admins[@]}"; do
+		m=$(curl -sf "http://$a/v1/cluster" | jq '[.members[] | select(.state == "active")] | length' 2>/dev/null || echo 0)
+		[ "$m" -ge "$NODES" ] && n=$((n + 1))
+	done
+	[ "$n" -eq "$NODES" ] && break
+	sleep 0.05
+done
+log "$NODES nodes up, each sees them all"
+
+fanout() { # sum and count of kvring_lookup_fanout over every node
+	local a
+	for a in "${admins[@]}"; do curl -sf "http://$a/metrics"; done |
+		awk '/^kvring_lookup_fanout_sum/ {s += $2} /^kvring_lookup_fanout_count/ {c += $2} END {printf "%s %s\n", s, c}'
+}
+
+addrs=$(IFS=,; echo "${grpcs[*]}")
+printf '%-18s %8s %12s %10s %10s %10s %9s\n' "placement" "lookups" "nodes/lookup" "lookup p50" "lookup p99" "hit ratio" "corrupt"
+for k in 0 "$GROUP"; do
+	read -r s0 c0 < <(fanout)
+	# shellcheck disable=SC2086
+	"$kv" bench --addr "$addrs" --trace "$TRACE" --max-requests "$MAX_REQUESTS" --progress 0 --json \
+		--chunks-per-group "$k" $BENCH_FLAGS >"$work/bench-$k.json" 2>"$work/bench-$k.log" ||
+		{ log "bench --chunks-per-group $k failed:"; tail -n 20 "$work/bench-$k.log" >&2; exit 1; }
+	read -r s1 c1 < <(fanout)
+	name="per chunk"
+	[ "$k" -le 1 ] || name="groups of $k"
+	jq -r --arg name "$name" --argjson s "$(awk "BEGIN {print $s1 - $s0}")" --argjson c "$(awk "BEGIN {print $c1 - $c0}")" '
+	  def f: (. * 100 | round / 100 | tostring);
+	  "\($name)\t\($c)\t\(if $c > 0 then ($s / $c | f) else "-" end)\t\(.lookup.p50_ms | f)ms\t\(.lookup.p99_ms | f)ms\t\(.chunk_hit_ratio | f)\t\(.corrupt)"
+	' "$work/bench-$k.json" | awk -F'\t' '{printf "%-18s %8s %12s %10s %10s %10s %9s\n", $1, $2, $3, $4, $5, $6, $7}'
+done
