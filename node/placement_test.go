@@ -153,7 +153,7 @@ func TestGroupedNamespaceKeepsEachGroupOnOneNode(t *testing.T) {
 func TestGroupedLookupStopsAfterTheFirstMissingWave(t *testing.T) {
 	t.Parallel()
 	tc := newTestCluster(t, 12, 16<<20)
-	const k = 8
+	const k = 32 // one group per first wave (minFirstWave ids)
 	c := groupedClient(t, tc.nodes[0].addr, k)
 	chunks := promptChunks(2, 8*k, k) // 8 groups: waves {0}, {1, 2}, {3..6}, {7}
 	if _, err := c.Put(context.Background(), chunks[:k+3]); err != nil {

@@ -124,8 +124,9 @@ type pinnedOn struct {
 }
 
 // lookup answers how many leading ids are held now by a reachable owner.
-// It asks the owners group by group in waves of doubling width (1 group,
-// then 2, 4, ...), each wave one batch per node in parallel, and stops after
+// It asks the owners group by group in waves of doubling width (the first
+// wave about minFirstWave ids, in whole groups; then twice as many groups
+// each time), each wave one batch per node in parallel, and stops after
 // the first wave that is not held throughout: by the prefix property no
 // later id can extend the answer. With a pin TTL the holders pin what they
 // report under one lease id, and a node that pinned past the answer pins
@@ -137,7 +138,7 @@ func (c *Coordinator) lookup(ctx context.Context, req *kvringv1.LookupRequest) (
 	if err != nil {
 		return nil, err
 	}
-	for lo, width := 0, 1; lo < len(tx.ids); width *= 2 {
+	for lo, width := 0, firstWave(tx.place); lo < len(tx.ids); width *= 2 {
 		hi := tx.place.waveEnd(lo, width)
 		tx.wave(ctx, lo, hi)
 		if leadingRun(tx.held[:hi]) < hi {
@@ -164,6 +165,21 @@ func (c *Coordinator) lookup(ctx context.Context, req *kvringv1.LookupRequest) (
 	c.m.LookupIDsMatched.Add(float64(n))
 	c.m.LookupFanout.Observe(float64(len(tx.asked)))
 	return resp, nil
+}
+
+// minFirstWave is the fewest ids the first wave of a lookup asks about when
+// groups are smaller: one 512-token block of 16-token chunks. In a
+// namespace without groups a wave of one id would add round trips for
+// nothing, since most prompts hold more than one chunk.
+const minFirstWave = 32
+
+// firstWave is the number of groups of a lookup's first wave.
+func firstWave(p *placement) int {
+	if p.n == 0 {
+		return 1
+	}
+	perGroup := max(1, len(p.keys)/p.n)
+	return max(1, minFirstWave/perGroup)
 }
 
 // newLookup resolves and checks a Lookup request.

@@ -53,8 +53,8 @@ type CacheClient interface {
 	Put(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[PutRequest, PutResponse], error)
 	// Lookup reports how many leading ids of an ordered list are held now (sealed and readable), optionally pinning
 	// those chunks against eviction under a lease. It is the hot path: one call per prompt. The coordinator asks the
-	// owners of the ids' placement groups in waves of 1, 2, 4, ... groups (one batch per node per wave, in parallel)
-	// and stops after the first wave that is not held throughout.
+	// owners of the ids' placement groups in waves of doubling width (the first about 32 ids; one batch per node per
+	// wave, in parallel) and stops after the first wave that is not held throughout.
 	Lookup(ctx context.Context, in *LookupRequest, opts ...grpc.CallOption) (*LookupResponse, error)
 	// ReleaseLease ends a pin lease early. Releasing an unknown or expired lease succeeds (released = false).
 	// Leases live on the node that granted them: release on the same node; elsewhere the lease just expires.
@@ -172,8 +172,8 @@ type CacheServer interface {
 	Put(grpc.BidiStreamingServer[PutRequest, PutResponse]) error
 	// Lookup reports how many leading ids of an ordered list are held now (sealed and readable), optionally pinning
 	// those chunks against eviction under a lease. It is the hot path: one call per prompt. The coordinator asks the
-	// owners of the ids' placement groups in waves of 1, 2, 4, ... groups (one batch per node per wave, in parallel)
-	// and stops after the first wave that is not held throughout.
+	// owners of the ids' placement groups in waves of doubling width (the first about 32 ids; one batch per node per
+	// wave, in parallel) and stops after the first wave that is not held throughout.
 	Lookup(context.Context, *LookupRequest) (*LookupResponse, error)
 	// ReleaseLease ends a pin lease early. Releasing an unknown or expired lease succeeds (released = false).
 	// Leases live on the node that granted them: release on the same node; elsewhere the lease just expires.
