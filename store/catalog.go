@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -27,7 +28,9 @@ var (
 // catalog is the bbolt file that keeps the node identity and, for a warm
 // restart, the segments and sealed chunks. Changes are queued by the store
 // (under its mutex) and written in batches by flush, without fsync: see the
-// package documentation for why that is safe.
+// package documentation for why that is safe. A batch whose write fails stays
+// queued, ahead of later changes, for the next flush: a change is lost only
+// if the process ends before any write succeeds.
 type catalog struct {
 	db     *bolt.DB
 	path   string
@@ -40,6 +43,13 @@ type catalog struct {
 	// kick tells the maintenance loop that changes are waiting (cap 1).
 	kick    chan struct{}
 	flushMu sync.Mutex // orders flushes
+	// failures counts failed writes; lastErr is the error of the last write,
+	// nil when it succeeded. lastErr is guarded by mu.
+	failures atomic.Uint64
+	lastErr  error
+	// writeFault, when set, fails every catalog write with it: the test hook
+	// for a disk that refuses writes. Guarded by flushMu; nil in production.
+	writeFault error
 }
 
 type catOpKind uint8
@@ -154,7 +164,9 @@ func (c *catalog) removeChunk(e *entry) {
 	c.queue(catOp{kind: opChunkDel, key: chunkKeyBytes(e.slot.seg.id, e.slot.slot)})
 }
 
-// flush writes the queued changes in one transaction. Blocks on bbolt.
+// flush writes the queued changes in one transaction. When the write fails
+// the changes stay queued, ahead of any queued since, the failure is counted
+// and health reports it until a write succeeds. Blocks on bbolt.
 func (c *catalog) flush() error {
 	c.flushMu.Lock()
 	defer c.flushMu.Unlock()
@@ -166,7 +178,25 @@ func (c *catalog) flush() error {
 		return nil
 	}
 	ops = compactOps(ops)
+	err := c.write(ops)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		c.pending = append(ops, c.pending...)
+		c.lastErr = err
+		c.failures.Add(1)
+		return err
+	}
+	c.lastErr = nil
+	return nil
+}
+
+// write applies ops in one bbolt transaction. Blocks on bbolt.
+func (c *catalog) write(ops []catOp) error {
 	err := c.db.Update(func(tx *bolt.Tx) error {
+		if c.writeFault != nil {
+			return c.writeFault
+		}
 		segs, chunks := tx.Bucket(bucketSegments), tx.Bucket(bucketChunks)
 		for _, op := range ops {
 			var err error
@@ -195,6 +225,17 @@ func (c *catalog) flush() error {
 		return fmt.Errorf("cannot write catalog at %q: %w", c.path, err)
 	}
 	return nil
+}
+
+// health is nil while the last catalog write succeeded (or none failed);
+// otherwise ErrCatalog wrapping the write's error. Never blocks on I/O.
+func (c *catalog) health() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.lastErr == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %d changes waiting: %w", ErrCatalog, len(c.pending), c.lastErr)
 }
 
 // compactOps returns ops with the same effect on the catalog, cheaper to
@@ -284,4 +325,19 @@ func (c *catalog) close() error {
 		return fmt.Errorf("cannot close catalog at %q: %w", c.path, err)
 	}
 	return nil
+}
+
+// setWriteFault makes every later catalog write fail with err (nil: succeed
+// again). Only tests call it.
+func (c *catalog) setWriteFault(err error) {
+	c.flushMu.Lock()
+	c.writeFault = err
+	c.flushMu.Unlock()
+}
+
+// pendingOps is the number of changes waiting for a catalog write.
+func (c *catalog) pendingOps() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.pending)
 }

@@ -47,6 +47,12 @@
 //     a log line. Catalog writes are batched and written without fsync: the
 //     catalog is only useful while the shared memory survives, which means the
 //     host did not reboot, which means the page cache did not lose the writes.
+//     So a sealed chunk is readable at once and survives a restart of the
+//     process once its record is written (within catalogDelay of the seal
+//     while the catalog can be written). A write that fails keeps its
+//     changes queued and is retried with backoff; Stats.CatalogErrors counts
+//     the failures and Health reports ErrCatalog until a write succeeds, so
+//     the node can stop calling itself ready meanwhile.
 //
 // All methods of Store are safe for concurrent use. A Staged handle belongs to
 // one goroutine; a View may be read from many goroutines until it is released.

@@ -33,4 +33,8 @@ var (
 	ErrIncomplete = errors.New("store: chunk bytes incomplete")
 	// ErrClosed: the store is closed.
 	ErrClosed = errors.New("store: closed")
+	// ErrCatalog: the catalog cannot be written (Health). The chunks are
+	// held and readable; their records wait and are retried, so a restart
+	// before a write succeeds would not serve them again.
+	ErrCatalog = errors.New("store: catalog cannot be written")
 )

@@ -98,7 +98,8 @@ func (s *Store) recover() (int, error) {
 		s.log.Warn("cannot remove stray segment files", "err", err)
 	}
 	if err := s.cat.flush(); err != nil {
-		return 0, err
+		// The changes stay queued; Health reports the catalog meanwhile.
+		s.log.Error("cannot write the recovered catalog; its changes are kept and retried", "err", err)
 	}
 
 	// Tell the policy about every recovered chunk. They fit the budget unless
@@ -134,7 +135,7 @@ func (s *Store) recover() (int, error) {
 		s.log.Warn("recovered chunks did not fit the memory limit and were dropped", "chunks", dropped, "limit_bytes", s.cfg.MemoryLimit)
 		recovered -= dropped
 		if err := s.cat.flush(); err != nil {
-			return 0, err
+			s.log.Error("cannot write the recovered catalog; its changes are kept and retried", "err", err)
 		}
 	}
 	return recovered, nil

@@ -38,6 +38,9 @@ type Stats struct {
 	Seals        uint64 `json:"seals"`
 	Gets         uint64 `json:"gets"`
 	Hits         uint64 `json:"hits"`
+	// CatalogErrors counts failed catalog writes (each is retried; Health
+	// reports the catalog until one succeeds).
+	CatalogErrors uint64 `json:"catalog_errors"`
 }
 
 // WasteBytes is allocator waste: slot bytes not holding payload.
@@ -70,6 +73,7 @@ func (s *Store) Stats() Stats {
 		Seals:             s.st.seals,
 		Gets:              s.st.gets,
 		Hits:              s.st.hits,
+		CatalogErrors:     s.cat.failures.Load(),
 	}
 	if !s.closed {
 		st.ResidentBytes = s.arena.residentBytes()

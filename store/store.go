@@ -154,7 +154,9 @@ func (s *Store) MaxChunkSize() int64 { return s.cfg.MaxChunkSize }
 
 // Close stops the maintenance loop, waits for calls in flight, writes the
 // catalog and unmaps the segments, keeping their files so a new Store on the
-// same DataDir serves the chunks again. Calls after Close return ErrClosed;
+// same DataDir serves the chunks again (a final catalog write that fails is
+// returned, and the chunks whose records it held are not served after a
+// restart). Calls after Close return ErrClosed;
 // the bytes of Views and Staged slots must not be touched afterwards (they
 // are unmapped). Close is idempotent; it blocks until the loop has exited.
 func (s *Store) Close() error {
