@@ -35,6 +35,13 @@ type Config struct {
 	StageLease time.Duration
 	// MaxPinLease caps the pin lease Has takes. Default 5 min.
 	MaxPinLease time.Duration
+	// MaxPinnedBytes caps the slot bytes that pin leases hold at once, over
+	// all callers: a Has whose pins would go beyond it is refused with
+	// ErrPinLimit and pins nothing, so pins can never freeze the whole
+	// budget. Zero means MemoryLimit/2, worked out at Open (so a Config from
+	// DefaultConfig follows a MemoryLimit set later); must not be negative or
+	// exceed MemoryLimit.
+	MaxPinnedBytes int64
 	// Policy names the eviction policy: PolicyLRU (default) or
 	// PolicyTinyLFU (ristretto).
 	Policy string
@@ -96,6 +103,12 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxPinLease < 0 {
 		bad("MaxPinLease must not be negative, got %v", c.MaxPinLease)
+	}
+	switch {
+	case c.MaxPinnedBytes < 0:
+		bad("MaxPinnedBytes must not be negative, got %d", c.MaxPinnedBytes)
+	case c.MemoryLimit > 0 && c.MaxPinnedBytes > c.MemoryLimit:
+		bad("MaxPinnedBytes must not exceed MemoryLimit=%d, got %d", c.MemoryLimit, c.MaxPinnedBytes)
 	}
 	if c.Policy != PolicyLRU && c.Policy != PolicyTinyLFU {
 		bad("Policy: eviction policy must be %q or %q, got %q", PolicyLRU, PolicyTinyLFU, c.Policy)

@@ -34,8 +34,13 @@
 //     the node occupies stays within the limit.
 //   - Eviction frees a slot exactly once and never under a reader: a View holds
 //     a reference, a pin lease (Has) holds a pin, a writer filling a slot through
-//     Staged.Bytes holds it until Seal or Abort. A chunk evicted by the policy
-//     while pinned stays readable until its pins end, then is freed.
+//     Staged.Bytes holds it until Seal or Abort. PolicyLRU never evicts a
+//     pinned chunk: it evicts the oldest unpinned ones, counts only those,
+//     and evicts nothing when pins leave no room (the write is then
+//     ErrNoSpace). Ristretto may choose a pinned chunk; such a chunk stays
+//     readable until its pins end, then is freed. Pins hold at most
+//     Config.MaxPinnedBytes (default half the limit): a Has that would pin
+//     more is refused with ErrPinLimit, so pins cannot freeze the budget.
 //   - Get verifies the checksum; a mismatch is reported (ErrChecksum), counted
 //     and the chunk dropped.
 //   - Close waits for calls in flight; later calls return ErrClosed (those

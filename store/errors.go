@@ -31,6 +31,10 @@ var (
 	ErrChecksum = errors.New("store: checksum mismatch")
 	// ErrIncomplete: seal of a chunk whose bytes were not all written.
 	ErrIncomplete = errors.New("store: chunk bytes incomplete")
+	// ErrPinLimit: the pins asked for would hold more than
+	// Config.MaxPinnedBytes; nothing was pinned. Retry without a pin, or
+	// later.
+	ErrPinLimit = errors.New("store: pinned bytes would exceed the pin limit")
 	// ErrClosed: the store is closed.
 	ErrClosed = errors.New("store: closed")
 	// ErrCatalog: the catalog cannot be written (Health). The chunks are

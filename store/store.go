@@ -69,6 +69,7 @@ type counters struct {
 	stagedChunks  int64
 	stagedBytes   int64 // staged payload
 	pinnedChunks  int64 // sealed entries with pins > 0
+	pinnedBytes   int64 // slot bytes of entries with pins > 0 (sealed or dead)
 	evictions     map[string]uint64
 	rejections    map[string]uint64
 	checksumErrs  uint64
@@ -85,13 +86,23 @@ func Open(cfg Config) (*Store, error) { return open(cfg, newPolicy) }
 
 // policyMaker builds a store's eviction policy; onEvict and onReject are the
 // store's callbacks.
-type policyMaker func(cfg *Config, onEvict, onReject func(*entry)) (policy, error)
+type policyMaker func(cfg *Config, onEvict evictFunc, onReject func(*entry)) (policy, error)
+
+// evictFunc is the store's eviction callback. With force unset the store
+// refuses to evict a pinned chunk and returns false: the policy must keep
+// the chunk and its cost (PolicyLRU). With force set (ristretto has already
+// dropped the chunk) a pinned chunk is marked evicted and dies when its pins
+// end; it returns true.
+type evictFunc func(e *entry, force bool) bool
 
 // open is Open with the policy built by makePolicy: newPolicy, or in tests a
 // policy whose decisions the test controls.
 func open(cfg Config, makePolicy policyMaker) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("cannot open store: %w", err)
+	}
+	if cfg.MaxPinnedBytes == 0 {
+		cfg.MaxPinnedBytes = cfg.MemoryLimit / 2
 	}
 	start := time.Now()
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
@@ -266,14 +277,17 @@ func (s *Store) unlock() {
 	}
 }
 
-// policyEvicted is the policy's eviction callback.
-func (s *Store) policyEvicted(e *entry) {
+// policyEvicted is the policy's eviction callback (an evictFunc).
+func (s *Store) policyEvicted(e *entry, force bool) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		// ristretto's Close reports every item it holds as evicted: those
 		// chunks stay in the catalog for the next Open.
-		return
+		return true
+	}
+	if e.state == stateSealed && e.pins > 0 && !force {
+		return false // the policy keeps it
 	}
 	e.policy = false
 	switch e.state {
@@ -282,11 +296,12 @@ func (s *Store) policyEvicted(e *entry) {
 	case stateSealed:
 		if e.pins > 0 {
 			e.evicted = true // dies when its pins end
-			return
+			return true
 		}
 		s.st.evictions[ReasonPolicy]++
 		s.kill(e, reasonPolicy)
 	}
+	return true
 }
 
 // policyRejected is the policy's admission-refusal callback.
