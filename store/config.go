@@ -19,6 +19,14 @@ type Config struct {
 	// MemoryLimit is the hard budget for slot bytes (payload plus allocator
 	// waste) of staged and sealed chunks. Default 1 GiB; must be positive.
 	MemoryLimit int64
+	// AllowShmOvercommit lets Open proceed when the filesystem of ShmDir is
+	// smaller than MemoryLimit. By default Open refuses that with ErrInvalid
+	// naming both sizes, since the limit could never be reached; with it set
+	// Open logs a warning, and writes beyond the filesystem's space are
+	// refused with ErrNoSpace. (Free space below the limit, with the
+	// filesystem large enough, is only a warning either way: other processes
+	// may free it.)
+	AllowShmOvercommit bool
 	// MaxChunkSize is the largest chunk accepted. Default 64 MiB, or
 	// MemoryLimit when that is smaller. It must not exceed MemoryLimit and
 	// must be below 2 GiB.

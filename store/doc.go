@@ -43,6 +43,22 @@
 //     more is refused with ErrPinLimit, so pins cannot freeze the budget.
 //   - Get verifies the checksum; a mismatch is reported (ErrChecksum), counted
 //     and the chunk dropped.
+//   - The shm filesystem must be able to hold the budget: Open refuses
+//     (ErrInvalid) a MemoryLimit larger than the filesystem of ShmDir unless
+//     Config.AllowShmOvercommit is set, and warns when its free space is
+//     smaller. Stage allocates the filesystem space under the slot
+//     (fallocate) before a byte is written, so a full filesystem is
+//     ErrNoSpace at Stage, not a SIGBUS in the copy. A fault of mapped
+//     memory during the store's own copies and checksums (Write, Seal,
+//     Check, Get, recovery) is an error wrapping ErrFault, never a crash;
+//     callers reading View.Bytes or filling Staged.Bytes touch the mapping
+//     themselves and are not covered.
+//   - A segment file deleted or truncated under the running store is found
+//     at Seal (one fstat), by a fault, or by the background check: it is
+//     marked lost, no slot is allocated in it any more, a chunk sealed into
+//     it is refused (ErrSegmentLost; a retry lands in a new segment), and
+//     Health reports ErrSegmentLost while it still holds chunks (which a
+//     restart would not serve). Stats.SegmentsLost counts such files.
 //   - Close waits for calls in flight; later calls return ErrClosed (those
 //     that return no error report false or nothing).
 //   - bbolt (Config.DataDir/catalog.db) keeps the node identity and the

@@ -23,7 +23,8 @@ func jitter(d time.Duration) time.Duration {
 }
 
 // maintain is the store's one background goroutine: it expires stage and
-// pin leases every MaintenanceInterval (with ±10 % jitter) and flushes the
+// pin leases and checks the segment files (checkSegments) every
+// MaintenanceInterval (with ±10 % jitter) and flushes the
 // catalog within catalogDelay of a change. A failed flush keeps its changes
 // and is retried with backoff (catalogRetryMin doubling to catalogRetryMax)
 // until one succeeds. Close stops it and waits for it.
@@ -55,6 +56,7 @@ func (s *Store) maintain() {
 			retryC = nil
 		case <-t.C:
 			s.ExpireNow()
+			s.checkSegments()
 			t.Reset(jitter(s.cfg.MaintenanceInterval))
 		}
 		err := s.cat.flush()

@@ -51,8 +51,8 @@ func (s *Store) recover() (int, error) {
 		ok := seg != nil && r.slot >= 0 && r.slot < seg.nslots && int64(r.size) <= seg.slotSize &&
 			r.size > 0 && seg.state[r.slot] == slotClean && ValidateNamespace(r.ns) == nil
 		if ok {
-			buf := seg.slot(r.slot)[:r.size]
-			ok = Checksum(buf) == r.crc
+			sum, err := guardedChecksum(seg.slot(r.slot)[:r.size])
+			ok = err == nil && sum == r.crc
 		}
 		if !ok {
 			if seg != nil {

@@ -43,6 +43,9 @@ type Stats struct {
 	Seals        uint64 `json:"seals"`
 	Gets         uint64 `json:"gets"`
 	Hits         uint64 `json:"hits"`
+	// SegmentsLost counts segment files found deleted or truncated under the
+	// running store (see ErrSegmentLost).
+	SegmentsLost uint64 `json:"segments_lost"`
 	// CatalogErrors counts failed catalog writes (each is retried; Health
 	// reports the catalog until one succeeds).
 	CatalogErrors uint64 `json:"catalog_errors"`
@@ -81,6 +84,7 @@ func (s *Store) Stats() Stats {
 		Gets:              s.st.gets,
 		Hits:              s.st.hits,
 		CatalogErrors:     s.cat.failures.Load(),
+		SegmentsLost:      s.st.segmentsLost,
 	}
 	if !s.closed {
 		st.ResidentBytes = s.arena.residentBytes()

@@ -18,6 +18,7 @@ const (
 	ReasonChecksum = "checksum" // its bytes no longer matched the checksum
 	ReasonAborted  = "aborted"  // the writer aborted the staged write
 	ReasonExpired  = "expired"  // the stage lease ran out
+	ReasonLost     = "lost"     // its memory faulted: its segment file was truncated
 )
 
 const (
@@ -28,6 +29,7 @@ const (
 	reasonAborted
 	reasonExpired
 	reasonRejected
+	reasonLost
 )
 
 // Store is a node's local chunk tier. Create it with Open; all methods are
@@ -43,8 +45,10 @@ type Store struct {
 	// new calls fail fast with ErrClosed.
 	gate    sync.RWMutex
 	closing atomic.Bool
-	// noPrefault is set once the kernel refused MADV_POPULATE_WRITE.
-	noPrefault atomic.Bool
+	// noPrefault is set once the kernel refused MADV_POPULATE_WRITE;
+	// noFallocate once the shm filesystem refused fallocate.
+	noPrefault  atomic.Bool
+	noFallocate atomic.Bool
 
 	mu      sync.Mutex
 	closed  bool
@@ -76,6 +80,7 @@ type counters struct {
 	stages, seals uint64
 	gets, hits    uint64
 	stageExpired  uint64
+	segmentsLost  uint64
 }
 
 // Open opens (or creates) the store of cfg.DataDir, with cfg's defaults
@@ -129,6 +134,10 @@ func open(cfg Config, makePolicy policyMaker) (*Store, error) {
 			rejections: make(map[string]uint64),
 		},
 	}
+	if err := s.checkShmSize(); err != nil {
+		cat.close()
+		return nil, fmt.Errorf("cannot open store: %w", err)
+	}
 	s.arena = newArena(cfg.ShmDir, s.nodeID, cfg.MemoryLimit, cfg.SegmentSize)
 	s.arena.onSegment = s.cat.recordSegment
 	pol, err := makePolicy(&cfg, s.policyEvicted, s.policyRejected)
@@ -144,6 +153,7 @@ func open(cfg Config, makePolicy policyMaker) (*Store, error) {
 		cat.close()
 		return nil, err
 	}
+	s.warnShmFree()
 	s.log.Info("store opened", "node", s.nodeID, "shm_dir", cfg.ShmDir, "limit_bytes", cfg.MemoryLimit,
 		"recovered_chunks", recovered, "duration", time.Since(start).Round(time.Microsecond))
 	if cfg.MaintenanceInterval > 0 {
