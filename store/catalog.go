@@ -2,19 +2,13 @@ package store
 
 import (
 	"bytes"
-	"crypto/rand"
 	"encoding/binary"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
-	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 var (
@@ -77,55 +71,6 @@ type chunkRecord struct {
 	ns   string
 }
 
-func openCatalog(dir string) (*catalog, error) {
-	path := filepath.Join(dir, "catalog.db")
-	db, err := bolt.Open(path, 0o640, &bolt.Options{Timeout: time.Second, NoSync: true, NoFreelistSync: true})
-	if err != nil {
-		if errors.Is(err, bolterrors.ErrTimeout) {
-			return nil, fmt.Errorf("cannot open catalog at %q: another process holds it", path)
-		}
-		return nil, fmt.Errorf("cannot open catalog at %q: %w", path, err)
-	}
-	c := &catalog{db: db, path: path, kick: make(chan struct{}, 1)}
-	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketMeta, bucketSegments, bucketChunks} {
-			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
-				return err
-			}
-		}
-		meta := tx.Bucket(bucketMeta)
-		if v := meta.Get(keyNextSegment); len(v) == 4 {
-			c.nextSegment = binary.BigEndian.Uint32(v)
-		}
-		if v := meta.Get(keyNodeID); v != nil {
-			c.nodeID = string(v)
-			return nil
-		}
-		var b [8]byte
-		if _, err := rand.Read(b[:]); err != nil {
-			return err
-		}
-		c.nodeID = hex.EncodeToString(b[:])
-		return meta.Put(keyNodeID, []byte(c.nodeID))
-	})
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("cannot initialise catalog at %q: %w", path, err)
-	}
-	return c, nil
-}
-
-func segKey(id uint32) (k [8]byte) {
-	binary.BigEndian.PutUint32(k[:4], id)
-	return k
-}
-
-func chunkKeyBytes(seg uint32, slot int32) (k [8]byte) {
-	binary.BigEndian.PutUint32(k[:4], seg)
-	binary.BigEndian.PutUint32(k[4:], uint32(slot))
-	return k
-}
-
 func (c *catalog) queue(op catOp) {
 	c.mu.Lock()
 	first := len(c.pending) == 0
@@ -145,18 +90,11 @@ func (c *catalog) recordSegment(seg *segment, created bool) {
 		c.queue(catOp{kind: opSegmentDel, key: segKey(seg.id)})
 		return
 	}
-	v := make([]byte, 12)
-	binary.BigEndian.PutUint64(v[:8], uint64(seg.slotSize))
-	binary.BigEndian.PutUint32(v[8:], uint32(seg.nslots))
-	c.queue(catOp{kind: opSegmentPut, key: segKey(seg.id), val: v})
+	c.queue(catOp{kind: opSegmentPut, key: segKey(seg.id), val: encodeSegmentValue(seg.slotSize, seg.nslots)})
 }
 
 func (c *catalog) addChunk(ns string, e *entry) {
-	v := make([]byte, 8+IDSize+len(ns))
-	binary.BigEndian.PutUint32(v[0:], e.size)
-	binary.BigEndian.PutUint32(v[4:], e.crc)
-	copy(v[8:], e.key.id[:])
-	copy(v[8+IDSize:], ns)
+	v := encodeChunkValue(ns, e.size, e.crc, e.key.id)
 	c.queue(catOp{kind: opChunkPut, key: chunkKeyBytes(e.slot.seg.id, e.slot.slot), val: v})
 }
 
@@ -265,40 +203,48 @@ func compactOps(ops []catOp) []catOp {
 	return append(out, chunks...)
 }
 
-// load reads every segment and chunk record.
-func (c *catalog) load() (segs map[uint32][2]int64, chunks []chunkRecord, err error) {
-	segs = make(map[uint32][2]int64)
+// load reads every segment and chunk record. A malformed record is not
+// returned: its key is queued for deletion and counted in bad.
+func (c *catalog) load() (segs []segmentRecord, chunks []chunkRecord, bad int, err error) {
+	var drop []catOp
 	err = c.db.View(func(tx *bolt.Tx) error {
 		err := tx.Bucket(bucketSegments).ForEach(func(k, v []byte) error {
-			if len(k) != 4 || len(v) != 12 {
-				return fmt.Errorf("malformed segment record %x", k)
+			r, err := decodeSegmentRecord(k, v)
+			if err != nil {
+				if len(k) == 4 {
+					drop = append(drop, catOp{kind: opSegmentDel, key: segKey(binary.BigEndian.Uint32(k))})
+				}
+				bad++
+				return nil
 			}
-			segs[binary.BigEndian.Uint32(k)] = [2]int64{int64(binary.BigEndian.Uint64(v[:8])), int64(binary.BigEndian.Uint32(v[8:]))}
+			segs = append(segs, r)
 			return nil
 		})
 		if err != nil {
 			return err
 		}
 		return tx.Bucket(bucketChunks).ForEach(func(k, v []byte) error {
-			if len(k) != 8 || len(v) < 8+IDSize {
-				return fmt.Errorf("malformed chunk record %x", k)
+			r, err := decodeChunkRecord(k, v)
+			if err != nil {
+				if len(k) == 8 {
+					var key [8]byte
+					copy(key[:], k)
+					drop = append(drop, catOp{kind: opChunkDel, key: key})
+				}
+				bad++
+				return nil
 			}
-			r := chunkRecord{
-				seg:  binary.BigEndian.Uint32(k[:4]),
-				slot: int32(binary.BigEndian.Uint32(k[4:])),
-				size: binary.BigEndian.Uint32(v[0:]),
-				crc:  binary.BigEndian.Uint32(v[4:]),
-				ns:   string(v[8+IDSize:]),
-			}
-			copy(r.id[:], v[8:8+IDSize])
 			chunks = append(chunks, r)
 			return nil
 		})
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("cannot read catalog at %q: %w", c.path, err)
+		return nil, nil, 0, fmt.Errorf("cannot read catalog at %q: %w", c.path, err)
 	}
-	return segs, chunks, nil
+	for _, op := range drop {
+		c.queue(op)
+	}
+	return segs, chunks, bad, nil
 }
 
 // reset removes every segment and chunk record (the node identity stays).

@@ -73,7 +73,12 @@
 //     while the catalog can be written). A write that fails keeps its
 //     changes queued and is retried with backoff; Stats.CatalogErrors counts
 //     the failures and Health reports ErrCatalog until a write succeeds, so
-//     the node can stop calling itself ready meanwhile.
+//     the node can stop calling itself ready meanwhile. A catalog that
+//     cannot be read (bbolt calls it invalid, panics or faults on it) does
+//     not stop the start: it is moved aside to catalog.db.corrupt-<unix>,
+//     one error line names it, and the store starts cold (keeping the node
+//     identity when its record is still readable). A malformed record is
+//     dropped on its own with a log line.
 //
 // All methods of Store are safe for concurrent use. A Staged handle belongs to
 // one goroutine; a View may be read from many goroutines until it is released.

@@ -12,17 +12,24 @@ import (
 // and removes segment files of this node that the catalog does not know.
 // It runs inside Open, before any other method can be called.
 func (s *Store) recover() (int, error) {
-	segRecs, chunkRecs, err := s.cat.load()
+	segRecs, chunkRecs, malformed, err := s.cat.load()
 	if err != nil {
 		return 0, err
+	}
+	if malformed > 0 {
+		s.log.Warn("malformed catalog records were dropped", "records", malformed)
 	}
 	a := s.arena
 	// Segment ids are never reused, across restarts too.
 	a.nextID = max(a.nextID, s.cat.nextSegment)
 	segs := make(map[uint32]*segment, len(segRecs))
 	var missing []uint32
-	for id, rec := range segRecs {
-		seg, err := openSegment(id, a.segmentPath(id), rec[0], int32(rec[1]))
+	for _, rec := range segRecs {
+		id := rec.id
+		if segs[id] != nil {
+			continue
+		}
+		seg, err := openSegment(id, a.segmentPath(id), rec.slotSize, rec.nslots)
 		if err != nil {
 			missing = append(missing, id)
 			continue

@@ -116,7 +116,7 @@ func open(cfg Config, makePolicy policyMaker) (*Store, error) {
 	if err := os.MkdirAll(cfg.ShmDir, 0o750); err != nil {
 		return nil, fmt.Errorf("cannot create shared-memory directory %q: %w", cfg.ShmDir, err)
 	}
-	cat, err := openCatalog(cfg.DataDir)
+	cat, err := openCatalog(cfg.DataDir, cfg.Logger, cfg.Now)
 	if err != nil {
 		return nil, err
 	}
