@@ -149,8 +149,9 @@ func TestFreedMemoryServesAnotherSizeClass(t *testing.T) {
 }
 
 // TestPrefaultMakesAFreshSlotResident: a write into a slot that never held a
-// chunk asks the kernel for its pages in one call first; the pages are then
-// resident, still zero, and the chunk written over them reads back intact.
+// chunk has its space allocated at Stage (fallocate) and asks the kernel for
+// its pages in one call first; the pages are then resident, still zero, and
+// the chunk written over them reads back intact.
 func TestPrefaultMakesAFreshSlotResident(t *testing.T) {
 	const size = 2 << 20
 	cfg := testConfig(t, 64<<20)
@@ -158,6 +159,7 @@ func TestPrefaultMakesAFreshSlotResident(t *testing.T) {
 	s := openTest(t, cfg)
 	id := testID(1)
 	data := payload(id, size)
+	before := s.Stats().ResidentBytes
 	w, err := s.Stage("ns", id, size, Checksum(data))
 	if err != nil {
 		t.Fatal(err)
@@ -165,7 +167,6 @@ func TestPrefaultMakesAFreshSlotResident(t *testing.T) {
 	if !w.fresh {
 		t.Fatal("the first slot of a new store is not reported fresh")
 	}
-	before := s.Stats().ResidentBytes
 	s.prefault(w.buf)
 	// A kernel before 5.14 refuses the advice: prefaulting turns off and
 	// the write below must work all the same.

@@ -97,7 +97,7 @@ func (a *arena) alloc(n int64) (r slotRef, fresh bool, err error) {
 	for len(c.dirty) > 0 {
 		r := c.dirty[len(c.dirty)-1]
 		c.dirty = c.dirty[:len(c.dirty)-1]
-		if r.seg.mem == nil || r.seg.state[r.slot] != slotDirty {
+		if r.seg.mem == nil || r.seg.lost || r.seg.state[r.slot] != slotDirty {
 			continue
 		}
 		r.seg.state[r.slot] = slotUsed
@@ -112,7 +112,7 @@ func (a *arena) alloc(n int64) (r slotRef, fresh bool, err error) {
 	}
 	for len(c.cleanSegs) > 0 {
 		seg := c.cleanSegs[len(c.cleanSegs)-1]
-		if seg.mem == nil || len(seg.clean) == 0 {
+		if seg.mem == nil || seg.lost || len(seg.clean) == 0 {
 			c.cleanSegs = c.cleanSegs[:len(c.cleanSegs)-1]
 			seg.inClean = false
 			continue
@@ -172,18 +172,27 @@ func (a *arena) addSegment(c *sizeClass, seg *segment) {
 
 // free returns a slot. Its pages stay resident for the next chunk of the same
 // class; a segment left with no used slot is released unless it is the only
-// one of its class.
+// one of its class. A slot of a lost segment gives its pages back at once,
+// and the segment is released when its last slot is freed.
 func (a *arena) free(r slotRef) {
 	seg := r.seg
 	if seg.mem == nil || seg.state[r.slot] != slotUsed {
 		panic(fmt.Sprintf("BUG: store: double free of slot %d in segment %d", r.slot, seg.id))
 	}
 	cs := seg.slotSize
-	seg.state[r.slot] = slotDirty
+	c := a.classes[cs]
 	seg.used--
 	a.used -= cs
+	if seg.lost {
+		_ = seg.punch(r.slot) // the file is going away; the pages go with it
+		seg.state[r.slot] = slotClean
+		if seg.used == 0 {
+			a.release(c, seg)
+		}
+		return
+	}
+	seg.state[r.slot] = slotDirty
 	a.dirtyFree += cs
-	c := a.classes[cs]
 	if seg.used == 0 && len(c.segs) > 1 {
 		a.release(c, seg)
 		return
@@ -211,6 +220,26 @@ func (a *arena) release(c *sizeClass, seg *segment) {
 	_ = seg.close(true)
 	if a.onSegment != nil {
 		a.onSegment(seg, false)
+	}
+}
+
+// markLost stops allocation in a segment whose file was deleted or
+// truncated: its free pages are given back now and it is released once its
+// last slot is freed (at once when it holds none).
+func (a *arena) markLost(seg *segment) {
+	if seg.lost || seg.mem == nil {
+		return
+	}
+	seg.lost = true
+	for i, st := range seg.state {
+		if st == slotDirty {
+			_ = seg.punch(int32(i))
+			seg.state[i] = slotClean
+			a.dirtyFree -= seg.slotSize
+		}
+	}
+	if seg.used == 0 {
+		a.release(a.classes[seg.slotSize], seg)
 	}
 }
 

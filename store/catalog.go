@@ -2,18 +2,13 @@ package store
 
 import (
 	"bytes"
-	"crypto/rand"
 	"encoding/binary"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"sync"
-	"time"
+	"sync/atomic"
 
 	bolt "go.etcd.io/bbolt"
-	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 var (
@@ -27,7 +22,9 @@ var (
 // catalog is the bbolt file that keeps the node identity and, for a warm
 // restart, the segments and sealed chunks. Changes are queued by the store
 // (under its mutex) and written in batches by flush, without fsync: see the
-// package documentation for why that is safe.
+// package documentation for why that is safe. A batch whose write fails stays
+// queued, ahead of later changes, for the next flush: a change is lost only
+// if the process ends before any write succeeds.
 type catalog struct {
 	db     *bolt.DB
 	path   string
@@ -40,6 +37,13 @@ type catalog struct {
 	// kick tells the maintenance loop that changes are waiting (cap 1).
 	kick    chan struct{}
 	flushMu sync.Mutex // orders flushes
+	// failures counts failed writes; lastErr is the error of the last write,
+	// nil when it succeeded. lastErr is guarded by mu.
+	failures atomic.Uint64
+	lastErr  error
+	// writeFault, when set, fails every catalog write with it: the test hook
+	// for a disk that refuses writes. Guarded by flushMu; nil in production.
+	writeFault error
 }
 
 type catOpKind uint8
@@ -67,55 +71,6 @@ type chunkRecord struct {
 	ns   string
 }
 
-func openCatalog(dir string) (*catalog, error) {
-	path := filepath.Join(dir, "catalog.db")
-	db, err := bolt.Open(path, 0o640, &bolt.Options{Timeout: time.Second, NoSync: true, NoFreelistSync: true})
-	if err != nil {
-		if errors.Is(err, bolterrors.ErrTimeout) {
-			return nil, fmt.Errorf("cannot open catalog at %q: another process holds it", path)
-		}
-		return nil, fmt.Errorf("cannot open catalog at %q: %w", path, err)
-	}
-	c := &catalog{db: db, path: path, kick: make(chan struct{}, 1)}
-	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketMeta, bucketSegments, bucketChunks} {
-			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
-				return err
-			}
-		}
-		meta := tx.Bucket(bucketMeta)
-		if v := meta.Get(keyNextSegment); len(v) == 4 {
-			c.nextSegment = binary.BigEndian.Uint32(v)
-		}
-		if v := meta.Get(keyNodeID); v != nil {
-			c.nodeID = string(v)
-			return nil
-		}
-		var b [8]byte
-		if _, err := rand.Read(b[:]); err != nil {
-			return err
-		}
-		c.nodeID = hex.EncodeToString(b[:])
-		return meta.Put(keyNodeID, []byte(c.nodeID))
-	})
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("cannot initialise catalog at %q: %w", path, err)
-	}
-	return c, nil
-}
-
-func segKey(id uint32) (k [8]byte) {
-	binary.BigEndian.PutUint32(k[:4], id)
-	return k
-}
-
-func chunkKeyBytes(seg uint32, slot int32) (k [8]byte) {
-	binary.BigEndian.PutUint32(k[:4], seg)
-	binary.BigEndian.PutUint32(k[4:], uint32(slot))
-	return k
-}
-
 func (c *catalog) queue(op catOp) {
 	c.mu.Lock()
 	first := len(c.pending) == 0
@@ -135,18 +90,11 @@ func (c *catalog) recordSegment(seg *segment, created bool) {
 		c.queue(catOp{kind: opSegmentDel, key: segKey(seg.id)})
 		return
 	}
-	v := make([]byte, 12)
-	binary.BigEndian.PutUint64(v[:8], uint64(seg.slotSize))
-	binary.BigEndian.PutUint32(v[8:], uint32(seg.nslots))
-	c.queue(catOp{kind: opSegmentPut, key: segKey(seg.id), val: v})
+	c.queue(catOp{kind: opSegmentPut, key: segKey(seg.id), val: encodeSegmentValue(seg.slotSize, seg.nslots)})
 }
 
 func (c *catalog) addChunk(ns string, e *entry) {
-	v := make([]byte, 8+IDSize+len(ns))
-	binary.BigEndian.PutUint32(v[0:], e.size)
-	binary.BigEndian.PutUint32(v[4:], e.crc)
-	copy(v[8:], e.key.id[:])
-	copy(v[8+IDSize:], ns)
+	v := encodeChunkValue(ns, e.size, e.crc, e.key.id)
 	c.queue(catOp{kind: opChunkPut, key: chunkKeyBytes(e.slot.seg.id, e.slot.slot), val: v})
 }
 
@@ -154,7 +102,9 @@ func (c *catalog) removeChunk(e *entry) {
 	c.queue(catOp{kind: opChunkDel, key: chunkKeyBytes(e.slot.seg.id, e.slot.slot)})
 }
 
-// flush writes the queued changes in one transaction. Blocks on bbolt.
+// flush writes the queued changes in one transaction. When the write fails
+// the changes stay queued, ahead of any queued since, the failure is counted
+// and health reports it until a write succeeds. Blocks on bbolt.
 func (c *catalog) flush() error {
 	c.flushMu.Lock()
 	defer c.flushMu.Unlock()
@@ -166,7 +116,25 @@ func (c *catalog) flush() error {
 		return nil
 	}
 	ops = compactOps(ops)
+	err := c.write(ops)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		c.pending = append(ops, c.pending...)
+		c.lastErr = err
+		c.failures.Add(1)
+		return err
+	}
+	c.lastErr = nil
+	return nil
+}
+
+// write applies ops in one bbolt transaction. Blocks on bbolt.
+func (c *catalog) write(ops []catOp) error {
 	err := c.db.Update(func(tx *bolt.Tx) error {
+		if c.writeFault != nil {
+			return c.writeFault
+		}
 		segs, chunks := tx.Bucket(bucketSegments), tx.Bucket(bucketChunks)
 		for _, op := range ops {
 			var err error
@@ -197,6 +165,17 @@ func (c *catalog) flush() error {
 	return nil
 }
 
+// health is nil while the last catalog write succeeded (or none failed);
+// otherwise ErrCatalog wrapping the write's error. Never blocks on I/O.
+func (c *catalog) health() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.lastErr == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %d changes waiting: %w", ErrCatalog, len(c.pending), c.lastErr)
+}
+
 // compactOps returns ops with the same effect on the catalog, cheaper to
 // apply: of the chunk operations only the last per key is kept (a chunk
 // sealed and evicted before a flush costs nothing), and they are applied in
@@ -224,40 +203,48 @@ func compactOps(ops []catOp) []catOp {
 	return append(out, chunks...)
 }
 
-// load reads every segment and chunk record.
-func (c *catalog) load() (segs map[uint32][2]int64, chunks []chunkRecord, err error) {
-	segs = make(map[uint32][2]int64)
+// load reads every segment and chunk record. A malformed record is not
+// returned: its key is queued for deletion and counted in bad.
+func (c *catalog) load() (segs []segmentRecord, chunks []chunkRecord, bad int, err error) {
+	var drop []catOp
 	err = c.db.View(func(tx *bolt.Tx) error {
 		err := tx.Bucket(bucketSegments).ForEach(func(k, v []byte) error {
-			if len(k) != 4 || len(v) != 12 {
-				return fmt.Errorf("malformed segment record %x", k)
+			r, err := decodeSegmentRecord(k, v)
+			if err != nil {
+				if len(k) == 4 {
+					drop = append(drop, catOp{kind: opSegmentDel, key: segKey(binary.BigEndian.Uint32(k))})
+				}
+				bad++
+				return nil
 			}
-			segs[binary.BigEndian.Uint32(k)] = [2]int64{int64(binary.BigEndian.Uint64(v[:8])), int64(binary.BigEndian.Uint32(v[8:]))}
+			segs = append(segs, r)
 			return nil
 		})
 		if err != nil {
 			return err
 		}
 		return tx.Bucket(bucketChunks).ForEach(func(k, v []byte) error {
-			if len(k) != 8 || len(v) < 8+IDSize {
-				return fmt.Errorf("malformed chunk record %x", k)
+			r, err := decodeChunkRecord(k, v)
+			if err != nil {
+				if len(k) == 8 {
+					var key [8]byte
+					copy(key[:], k)
+					drop = append(drop, catOp{kind: opChunkDel, key: key})
+				}
+				bad++
+				return nil
 			}
-			r := chunkRecord{
-				seg:  binary.BigEndian.Uint32(k[:4]),
-				slot: int32(binary.BigEndian.Uint32(k[4:])),
-				size: binary.BigEndian.Uint32(v[0:]),
-				crc:  binary.BigEndian.Uint32(v[4:]),
-				ns:   string(v[8+IDSize:]),
-			}
-			copy(r.id[:], v[8:8+IDSize])
 			chunks = append(chunks, r)
 			return nil
 		})
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("cannot read catalog at %q: %w", c.path, err)
+		return nil, nil, 0, fmt.Errorf("cannot read catalog at %q: %w", c.path, err)
 	}
-	return segs, chunks, nil
+	for _, op := range drop {
+		c.queue(op)
+	}
+	return segs, chunks, bad, nil
 }
 
 // reset removes every segment and chunk record (the node identity stays).
@@ -284,4 +271,19 @@ func (c *catalog) close() error {
 		return fmt.Errorf("cannot close catalog at %q: %w", c.path, err)
 	}
 	return nil
+}
+
+// setWriteFault makes every later catalog write fail with err (nil: succeed
+// again). Only tests call it.
+func (c *catalog) setWriteFault(err error) {
+	c.flushMu.Lock()
+	c.writeFault = err
+	c.flushMu.Unlock()
+}
+
+// pendingOps is the number of changes waiting for a catalog write.
+func (c *catalog) pendingOps() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.pending)
 }

@@ -19,6 +19,14 @@ type Config struct {
 	// MemoryLimit is the hard budget for slot bytes (payload plus allocator
 	// waste) of staged and sealed chunks. Default 1 GiB; must be positive.
 	MemoryLimit int64
+	// AllowShmOvercommit lets Open proceed when the filesystem of ShmDir is
+	// smaller than MemoryLimit. By default Open refuses that with ErrInvalid
+	// naming both sizes, since the limit could never be reached; with it set
+	// Open logs a warning, and writes beyond the filesystem's space are
+	// refused with ErrNoSpace. (Free space below the limit, with the
+	// filesystem large enough, is only a warning either way: other processes
+	// may free it.)
+	AllowShmOvercommit bool
 	// MaxChunkSize is the largest chunk accepted. Default 64 MiB, or
 	// MemoryLimit when that is smaller. It must not exceed MemoryLimit and
 	// must be below 2 GiB.
@@ -35,6 +43,13 @@ type Config struct {
 	StageLease time.Duration
 	// MaxPinLease caps the pin lease Has takes. Default 5 min.
 	MaxPinLease time.Duration
+	// MaxPinnedBytes caps the slot bytes that pin leases hold at once, over
+	// all callers: a Has whose pins would go beyond it is refused with
+	// ErrPinLimit and pins nothing, so pins can never freeze the whole
+	// budget. Zero means MemoryLimit/2, worked out at Open (so a Config from
+	// DefaultConfig follows a MemoryLimit set later); must not be negative or
+	// exceed MemoryLimit.
+	MaxPinnedBytes int64
 	// Policy names the eviction policy: PolicyLRU (default) or
 	// PolicyTinyLFU (ristretto).
 	Policy string
@@ -96,6 +111,12 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxPinLease < 0 {
 		bad("MaxPinLease must not be negative, got %v", c.MaxPinLease)
+	}
+	switch {
+	case c.MaxPinnedBytes < 0:
+		bad("MaxPinnedBytes must not be negative, got %d", c.MaxPinnedBytes)
+	case c.MemoryLimit > 0 && c.MaxPinnedBytes > c.MemoryLimit:
+		bad("MaxPinnedBytes must not exceed MemoryLimit=%d, got %d", c.MemoryLimit, c.MaxPinnedBytes)
 	}
 	if c.Policy != PolicyLRU && c.Policy != PolicyTinyLFU {
 		bad("Policy: eviction policy must be %q or %q, got %q", PolicyLRU, PolicyTinyLFU, c.Policy)

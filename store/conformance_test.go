@@ -402,67 +402,106 @@ func fillPast(t *testing.T, s *Store, first uint64, size, limit int, cond func()
 	}
 }
 
-func TestPinnedChunkOutlivesEvictionPressureUntilRelease(t *testing.T) {
-	t.Parallel()
-	cfg, _ := clockConfig(t, 16<<10)
-	s := openTest(t, cfg)
-	p := newSpec(1, 1000)
-	mustPut(t, s, "ns", p.id, p.data)
-	n, pin, err := s.lookup("ns", []ID{p.id}, time.Minute)
-	if err != nil || n != 1 || pin == 0 {
-		t.Fatalf("Lookup = (%d, %d, %v)", n, pin, err)
+// pressurePinned puts other chunks into s until the policy has had to
+// choose a victim among chunks older than the pinned chunk p many times
+// over, checking after each put that p stays readable. With PolicyTinyLFU it
+// stops once the policy has chosen p (it dies when its pins end); PolicyLRU
+// never evicts a pinned chunk, so it stops after evictions enough to have
+// reached p several times.
+func pressurePinned(t *testing.T, s *Store, policy string, p *chunkSpec) {
+	t.Helper()
+	cond := func() bool { return evictedWhilePinned(s, "ns", p.id) }
+	if policy == PolicyLRU {
+		slots := s.Limit() / classSize(int64(p.size))
+		cond = func() bool { return s.Stats().Evictions[ReasonPolicy] >= uint64(3*slots) }
 	}
-	if err := s.evict("ns", p.id); !errors.Is(err, ErrBusy) {
-		t.Fatalf("Evict of a pinned chunk: %v, want ErrBusy", err)
-	}
-	// Put other chunks until the policy has chosen the pinned one as a
-	// victim; it must stay readable all along.
-	fillPast(t, s, 100, 1000, 20000, func() bool { return evictedWhilePinned(s, "ns", p.id) }, func() {
+	fillPast(t, s, 100, 1000, 20000, cond, func() {
 		if !s.Contains("ns", p.id) {
 			t.Fatal("a pinned chunk was evicted")
 		}
 	})
-	readBack(t, s, "ns", p.id, p.data)
-	used := s.Stats().UsedBytes
-	if !s.Release(pin) {
-		t.Fatal("Release reported false")
+	if policy == PolicyLRU && evictedWhilePinned(s, "ns", p.id) {
+		t.Fatal("LRU evicted a pinned chunk")
+	}
+}
+
+// afterPinsEnd checks what becomes of p once its pins end: with
+// PolicyTinyLFU it was evicted while pinned and dies now, freeing its slot;
+// with PolicyLRU it is an ordinary chunk again, evicted by later pressure.
+func afterPinsEnd(t *testing.T, s *Store, policy string, p *chunkSpec, usedBefore int64) {
+	t.Helper()
+	if policy == PolicyLRU {
+		if !s.Contains("ns", p.id) || s.Stats().PinnedChunks != 0 {
+			t.Fatal("LRU dropped a chunk when its pins ended")
+		}
+		fillPast(t, s, 1<<30, 1000, 20000, func() bool { return !s.Contains("ns", p.id) }, func() {})
+		return
 	}
 	if s.Contains("ns", p.id) {
-		t.Fatal("a chunk the policy evicted while pinned is still held after Release")
+		t.Fatal("a chunk the policy evicted while pinned is still held after its pins ended")
 	}
 	st := s.Stats()
-	if st.UsedBytes != used-classSize(int64(p.size)) || st.PinnedChunks != 0 {
-		t.Fatalf("Release did not free the slot: UsedBytes %d -> %d, PinnedChunks %d", used, st.UsedBytes, st.PinnedChunks)
+	if st.UsedBytes != usedBefore-classSize(int64(p.size)) || st.PinnedChunks != 0 {
+		t.Fatalf("the end of the pins did not free the slot: UsedBytes %d -> %d, PinnedChunks %d", usedBefore, st.UsedBytes, st.PinnedChunks)
+	}
+}
+
+func TestPinnedChunkOutlivesEvictionPressureUntilRelease(t *testing.T) {
+	t.Parallel()
+	for _, policy := range []string{PolicyLRU, PolicyTinyLFU} {
+		t.Run(policy, func(t *testing.T) {
+			t.Parallel()
+			cfg, _ := clockConfig(t, 16<<10)
+			cfg.Policy = policy
+			s := openTest(t, cfg)
+			p := newSpec(1, 1000)
+			mustPut(t, s, "ns", p.id, p.data)
+			n, pin, err := s.lookup("ns", []ID{p.id}, time.Minute)
+			if err != nil || n != 1 || pin == 0 {
+				t.Fatalf("Lookup = (%d, %d, %v)", n, pin, err)
+			}
+			if err := s.evict("ns", p.id); !errors.Is(err, ErrBusy) {
+				t.Fatalf("Evict of a pinned chunk: %v, want ErrBusy", err)
+			}
+			pressurePinned(t, s, policy, p)
+			readBack(t, s, "ns", p.id, p.data)
+			used := s.Stats().UsedBytes
+			if !s.Release(pin) {
+				t.Fatal("Release reported false")
+			}
+			afterPinsEnd(t, s, policy, p, used)
+		})
 	}
 }
 
 func TestPinnedChunkOutlivesEvictionPressureUntilLeaseExpiry(t *testing.T) {
 	t.Parallel()
-	cfg, clk := clockConfig(t, 16<<10)
-	cfg.MaxPinLease = time.Minute
-	s := openTest(t, cfg)
-	p := newSpec(1, 1000)
-	mustPut(t, s, "ns", p.id, p.data)
-	// A lease longer than MaxPinLease is capped.
-	if n, pin, err := s.lookup("ns", []ID{p.id}, time.Hour); err != nil || n != 1 || pin == 0 {
-		t.Fatalf("Lookup = (%d, %d, %v)", n, pin, err)
-	}
-	fillPast(t, s, 100, 1000, 20000, func() bool { return evictedWhilePinned(s, "ns", p.id) }, func() {
-		if !s.Contains("ns", p.id) {
-			t.Fatal("a pinned chunk was evicted")
-		}
-	})
-	clk.Advance(time.Minute - time.Nanosecond)
-	if _, leases := s.ExpireNow(); leases != 0 || !s.Contains("ns", p.id) {
-		t.Fatalf("lease ended early: %d leases expired", leases)
-	}
-	readBack(t, s, "ns", p.id, p.data)
-	clk.Advance(time.Nanosecond)
-	if _, leases := s.ExpireNow(); leases != 1 {
-		t.Fatalf("ExpireNow ended %d leases, want 1", leases)
-	}
-	if s.Contains("ns", p.id) {
-		t.Fatal("a chunk evicted while pinned is still held after its lease expired")
+	for _, policy := range []string{PolicyLRU, PolicyTinyLFU} {
+		t.Run(policy, func(t *testing.T) {
+			t.Parallel()
+			cfg, clk := clockConfig(t, 16<<10)
+			cfg.Policy = policy
+			cfg.MaxPinLease = time.Minute
+			s := openTest(t, cfg)
+			p := newSpec(1, 1000)
+			mustPut(t, s, "ns", p.id, p.data)
+			// A lease longer than MaxPinLease is capped.
+			if n, pin, err := s.lookup("ns", []ID{p.id}, time.Hour); err != nil || n != 1 || pin == 0 {
+				t.Fatalf("Lookup = (%d, %d, %v)", n, pin, err)
+			}
+			pressurePinned(t, s, policy, p)
+			clk.Advance(time.Minute - time.Nanosecond)
+			if _, leases := s.ExpireNow(); leases != 0 || !s.Contains("ns", p.id) {
+				t.Fatalf("lease ended early: %d leases expired", leases)
+			}
+			readBack(t, s, "ns", p.id, p.data)
+			used := s.Stats().UsedBytes
+			clk.Advance(time.Nanosecond)
+			if _, leases := s.ExpireNow(); leases != 1 {
+				t.Fatalf("ExpireNow ended %d leases, want 1", leases)
+			}
+			afterPinsEnd(t, s, policy, p, used)
+		})
 	}
 }
 

@@ -34,10 +34,31 @@
 //     the node occupies stays within the limit.
 //   - Eviction frees a slot exactly once and never under a reader: a View holds
 //     a reference, a pin lease (Has) holds a pin, a writer filling a slot through
-//     Staged.Bytes holds it until Seal or Abort. A chunk evicted by the policy
-//     while pinned stays readable until its pins end, then is freed.
+//     Staged.Bytes holds it until Seal or Abort. PolicyLRU never evicts a
+//     pinned chunk: it evicts the oldest unpinned ones, counts only those,
+//     and evicts nothing when pins leave no room (the write is then
+//     ErrNoSpace). Ristretto may choose a pinned chunk; such a chunk stays
+//     readable until its pins end, then is freed. Pins hold at most
+//     Config.MaxPinnedBytes (default half the limit): a Has that would pin
+//     more is refused with ErrPinLimit, so pins cannot freeze the budget.
 //   - Get verifies the checksum; a mismatch is reported (ErrChecksum), counted
 //     and the chunk dropped.
+//   - The shm filesystem must be able to hold the budget: Open refuses
+//     (ErrInvalid) a MemoryLimit larger than the filesystem of ShmDir unless
+//     Config.AllowShmOvercommit is set, and warns when its free space is
+//     smaller. Stage allocates the filesystem space under the slot
+//     (fallocate) before a byte is written, so a full filesystem is
+//     ErrNoSpace at Stage, not a SIGBUS in the copy. A fault of mapped
+//     memory during the store's own copies and checksums (Write, Seal,
+//     Check, Get, recovery) is an error wrapping ErrFault, never a crash;
+//     callers reading View.Bytes or filling Staged.Bytes touch the mapping
+//     themselves and are not covered.
+//   - A segment file deleted or truncated under the running store is found
+//     at Seal (one fstat), by a fault, or by the background check: it is
+//     marked lost, no slot is allocated in it any more, a chunk sealed into
+//     it is refused (ErrSegmentLost; a retry lands in a new segment), and
+//     Health reports ErrSegmentLost while it still holds chunks (which a
+//     restart would not serve). Stats.SegmentsLost counts such files.
 //   - Close waits for calls in flight; later calls return ErrClosed (those
 //     that return no error report false or nothing).
 //   - bbolt (Config.DataDir/catalog.db) keeps the node identity and the
@@ -47,6 +68,17 @@
 //     a log line. Catalog writes are batched and written without fsync: the
 //     catalog is only useful while the shared memory survives, which means the
 //     host did not reboot, which means the page cache did not lose the writes.
+//     So a sealed chunk is readable at once and survives a restart of the
+//     process once its record is written (within catalogDelay of the seal
+//     while the catalog can be written). A write that fails keeps its
+//     changes queued and is retried with backoff; Stats.CatalogErrors counts
+//     the failures and Health reports ErrCatalog until a write succeeds, so
+//     the node can stop calling itself ready meanwhile. A catalog that
+//     cannot be read (bbolt calls it invalid, panics or faults on it) does
+//     not stop the start: it is moved aside to catalog.db.corrupt-<unix>,
+//     one error line names it, and the store starts cold (keeping the node
+//     identity when its record is still readable). A malformed record is
+//     dropped on its own with a log line.
 //
 // All methods of Store are safe for concurrent use. A Staged handle belongs to
 // one goroutine; a View may be read from many goroutines until it is released.

@@ -1,5 +1,7 @@
 package store
 
+import "sync/atomic"
+
 // entry states.
 const (
 	stateStaged uint8 = iota + 1 // slot reserved, bytes being written; not readable
@@ -29,6 +31,9 @@ type entry struct {
 	evicted bool
 	refs    int32 // readers (Views) and active writers
 	pins    int32 // pin leases
+	// pinned mirrors pins > 0 for the policy, which reads it without the
+	// store's mutex; written under that mutex.
+	pinned atomic.Bool
 }
 
 // bytes returns the chunk's bytes in shared memory.

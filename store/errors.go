@@ -31,6 +31,24 @@ var (
 	ErrChecksum = errors.New("store: checksum mismatch")
 	// ErrIncomplete: seal of a chunk whose bytes were not all written.
 	ErrIncomplete = errors.New("store: chunk bytes incomplete")
+	// ErrPinLimit: the pins asked for would hold more than
+	// Config.MaxPinnedBytes; nothing was pinned. Retry without a pin, or
+	// later.
+	ErrPinLimit = errors.New("store: pinned bytes would exceed the pin limit")
+	// ErrFault: shared memory under a chunk faulted while it was copied or
+	// read: its segment file was truncated or deleted, or the filesystem
+	// had no space for the page. It comes wrapped with ErrNoSpace (a write)
+	// or ErrChecksum (a read: the chunk is dropped), never alone.
+	ErrFault = errors.New("store: shared-memory fault")
+	// ErrSegmentLost: a segment file was deleted or truncated under the
+	// running store. Chunks written into it are refused at Seal (a retry
+	// lands in a new segment); Health reports it while it holds chunks, which
+	// a restart would not serve.
+	ErrSegmentLost = errors.New("store: segment file deleted or truncated")
 	// ErrClosed: the store is closed.
 	ErrClosed = errors.New("store: closed")
+	// ErrCatalog: the catalog cannot be written (Health). The chunks are
+	// held and readable; their records wait and are retried, so a restart
+	// before a write succeeds would not serve them again.
+	ErrCatalog = errors.New("store: catalog cannot be written")
 )

@@ -10,17 +10,38 @@ import (
 // (the chunks' bytes are in shared memory either way).
 const catalogDelay = 10 * time.Millisecond
 
+// A failed catalog write is retried after catalogRetryMin, doubling up to
+// catalogRetryMax (±10 % jitter) while it keeps failing.
+const (
+	catalogRetryMin = 50 * time.Millisecond
+	catalogRetryMax = 5 * time.Second
+)
+
+// jitter returns d ±10 %.
+func jitter(d time.Duration) time.Duration {
+	return d + time.Duration(rand.Int64N(int64(d)/5+1)) - d/10
+}
+
 // maintain is the store's one background goroutine: it expires stage and
-// pin leases every MaintenanceInterval (with ±10 % jitter) and flushes the
-// catalog within catalogDelay of a change. Close stops it and waits for it.
+// pin leases and checks the segment files (checkSegments) every
+// MaintenanceInterval (with ±10 % jitter) and flushes the
+// catalog within catalogDelay of a change. A failed flush keeps its changes
+// and is retried with backoff (catalogRetryMin doubling to catalogRetryMax)
+// until one succeeds. Close stops it and waits for it.
 func (s *Store) maintain() {
 	defer close(s.done)
-	next := func() *time.Timer {
-		d := s.cfg.MaintenanceInterval
-		return time.NewTimer(d + time.Duration(rand.Int64N(int64(d)/5+1)) - d/10)
-	}
-	t := next()
+	t := time.NewTimer(jitter(s.cfg.MaintenanceInterval))
 	defer func() { t.Stop() }()
+	var (
+		retry   *time.Timer
+		retryC  <-chan time.Time
+		backoff time.Duration
+	)
+	defer func() {
+		if retry != nil {
+			retry.Stop()
+		}
+	}()
 	for {
 		select {
 		case <-s.stop:
@@ -31,12 +52,27 @@ func (s *Store) maintain() {
 				return
 			case <-time.After(catalogDelay):
 			}
+		case <-retryC:
+			retryC = nil
 		case <-t.C:
 			s.ExpireNow()
-			t = next()
+			s.checkSegments()
+			t.Reset(jitter(s.cfg.MaintenanceInterval))
 		}
-		if err := s.cat.flush(); err != nil {
-			s.log.Error("catalog flush failed", "err", err)
+		err := s.cat.flush()
+		switch {
+		case err != nil:
+			backoff = min(max(2*backoff, catalogRetryMin), catalogRetryMax)
+			s.log.Error("catalog write failed; its changes are kept and retried", "err", err, "retry_in", backoff)
+			if retry == nil {
+				retry = time.NewTimer(jitter(backoff))
+			} else {
+				retry.Reset(jitter(backoff))
+			}
+			retryC = retry.C
+		case backoff > 0:
+			backoff, retryC = 0, nil
+			s.log.Info("catalog writes succeed again")
 		}
 	}
 }
@@ -79,7 +115,10 @@ func (s *Store) ExpireNow() (staged, leases int) {
 	return staged, leases
 }
 
-// FlushCatalog writes queued catalog changes now. Blocks on bbolt.
+// FlushCatalog writes queued catalog changes now. When the write fails the
+// changes stay queued for the next flush (the background loop retries with
+// backoff) and Health reports ErrCatalog until a write succeeds. Blocks on
+// bbolt.
 func (s *Store) FlushCatalog() error {
 	if !s.enter() {
 		return ErrClosed

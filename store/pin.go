@@ -32,6 +32,8 @@ func (s *Store) lookup(ns string, ids []ID, pinFor time.Duration) (n int, pin Pi
 // Has reports for each id whether it is held now. With pinFor > 0 (capped at
 // Config.MaxPinLease) every held one is pinned against eviction until
 // Release(pin) or until the lease expires; pin is 0 when nothing was pinned.
+// Pins that would hold more than Config.MaxPinnedBytes of slots in all are
+// refused: ErrPinLimit, and nothing is pinned.
 // Every id asked counts as an access for the eviction policy. A coordinator
 // asks each owner about its share of a request's ids this way and works out
 // the leading run itself. Safe for concurrent use; never blocks on I/O.
@@ -66,6 +68,7 @@ func (s *Store) probe(ns string, ids []ID, pinFor time.Duration, leading bool) (
 		return nil, 0, 0, err
 	}
 	var l *lease
+	var added int64 // slot bytes of entries this lease pins first
 	for i, id := range ids {
 		k.id = id
 		h := k.hash()
@@ -90,12 +93,21 @@ func (s *Store) probe(ns string, ids []ID, pinFor time.Duration, leading bool) (
 				l = &lease{expiry: s.cfg.Now().Add(pinFor).UnixNano()}
 			}
 			if e.pins == 0 {
+				added += e.slot.seg.slotSize
+				if s.st.pinnedBytes+added > s.cfg.MaxPinnedBytes {
+					s.unpinRefused(l)
+					s.mu.Unlock()
+					return nil, 0, 0, fmt.Errorf("cannot pin %d chunks of namespace %s: %w (%d of %d bytes pinned)",
+						len(ids), ns, ErrPinLimit, s.st.pinnedBytes, s.cfg.MaxPinnedBytes)
+				}
 				s.st.pinnedChunks++
+				e.pinned.Store(true)
 			}
 			e.pins++
 			l.entries = append(l.entries, e)
 		}
 	}
+	s.st.pinnedBytes += added
 	if l != nil {
 		s.nextPin++
 		pin = PinID(s.nextPin)
@@ -129,6 +141,22 @@ func (s *Store) Release(pin PinID) bool {
 	return true
 }
 
+// unpinRefused undoes the pins of a lease that was refused before its
+// pinned bytes were counted: every entry is sealed and unchanged since it
+// was pinned, under the same hold of mu. l may be nil. mu held.
+func (s *Store) unpinRefused(l *lease) {
+	if l == nil {
+		return
+	}
+	for _, e := range l.entries {
+		e.pins--
+		if e.pins == 0 {
+			s.st.pinnedChunks--
+			e.pinned.Store(false)
+		}
+	}
+}
+
 // unpin drops a lease's pins. A chunk the policy evicted while pinned dies
 // with its last pin. mu held.
 func (s *Store) unpin(l *lease) {
@@ -137,6 +165,8 @@ func (s *Store) unpin(l *lease) {
 		if e.pins > 0 {
 			continue
 		}
+		e.pinned.Store(false)
+		s.st.pinnedBytes -= e.slot.seg.slotSize
 		switch {
 		case e.state == stateSealed:
 			s.st.pinnedChunks--

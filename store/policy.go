@@ -41,7 +41,7 @@ type policy interface {
 }
 
 // newPolicy builds the policy cfg names, with a budget of cfg.MemoryLimit.
-func newPolicy(cfg *Config, onEvict, onReject func(*entry)) (policy, error) {
+func newPolicy(cfg *Config, onEvict evictFunc, onReject func(*entry)) (policy, error) {
 	switch cfg.Policy {
 	case PolicyLRU:
 		return newLRU(cfg.MemoryLimit, onEvict, onReject), nil

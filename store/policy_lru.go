@@ -4,12 +4,20 @@ import "sync"
 
 // lru is the PolicyLRU policy: a doubly linked list of the chunks it holds,
 // newest first, and a map from hash to list element. Decisions are
-// synchronous: offer evicts the oldest chunks until the new one fits and
-// calls onEvict for each before it returns, so settle and wait have nothing
-// to wait for.
+// synchronous: offer evicts the oldest chunks that are not pinned until the
+// new one fits and calls onEvict for each before it returns, so settle and
+// wait have nothing to wait for.
+//
+// Pinned chunks stay, and their cost stays counted: offer skips them (it
+// reads entry.pinned), and a chunk pinned between that choice and the
+// store's callback is refused by the callback and put back. So the room
+// offer makes is real, and a chunk is never counted as evicted while pins
+// keep its slot. When pinned chunks leave no room for the new one, nothing
+// is evicted: the store's allocation then fails with ErrNoSpace.
 type lru struct {
-	onEvict, onReject func(*entry)
-	maxCost           int64
+	onEvict  evictFunc
+	onReject func(*entry)
+	maxCost  int64
 
 	mu    sync.Mutex
 	used  int64
@@ -21,9 +29,12 @@ type lruItem struct {
 	e          *entry
 	cost       int64
 	prev, next *lruItem
+	// evicting: unlinked and its cost uncounted while offer asks the store
+	// to evict it; still in items, so forget can cancel the put-back.
+	evicting bool
 }
 
-func newLRU(maxCost int64, onEvict, onReject func(*entry)) *lru {
+func newLRU(maxCost int64, onEvict evictFunc, onReject func(*entry)) *lru {
 	l := &lru{onEvict: onEvict, onReject: onReject, maxCost: maxCost, items: make(map[uint64]*lruItem)}
 	l.head.next, l.head.prev = &l.head, &l.head
 	return l
@@ -41,13 +52,17 @@ func (l *lru) pushFront(it *lruItem) {
 	l.head.next = it
 }
 
-// offer admits e as the newest chunk, evicting the oldest until the budget
-// holds it. A chunk larger than the whole budget, or whose hash another
-// entry holds, is rejected (through onReject) and offer still returns true:
-// the decision is made.
+// offer admits e as the newest chunk, evicting the oldest unpinned chunks
+// until the budget holds it. A chunk larger than the whole budget, or whose
+// hash another entry holds, is rejected (through onReject) and offer still
+// returns true: the decision is made.
 func (l *lru) offer(e *entry, cost int64) bool {
 	l.mu.Lock()
 	it, known := l.items[e.hash]
+	if known && it.evicting {
+		delete(l.items, e.hash) // its eviction's outcome no longer matters
+		known = false
+	}
 	switch {
 	case known && it.e != e, cost > l.maxCost:
 		l.mu.Unlock()
@@ -63,19 +78,60 @@ func (l *lru) offer(e *entry, cost int64) bool {
 		l.used += cost
 	}
 	l.pushFront(it)
-	var victims []*entry
-	for l.used > l.maxCost {
-		v := l.head.prev
-		l.unlink(v)
-		delete(l.items, v.e.hash)
-		l.used -= v.cost
-		victims = append(victims, v.e)
+	victims := l.victims(it)
+	l.mu.Unlock()
+	if len(victims) == 0 {
+		return true
+	}
+	kept := make([]bool, len(victims))
+	for i, v := range victims {
+		kept[i] = !l.onEvict(v.e, false)
+	}
+	l.mu.Lock()
+	for i, v := range victims {
+		if l.items[v.e.hash] != v {
+			continue // forgotten or replaced meanwhile
+		}
+		if !kept[i] {
+			delete(l.items, v.e.hash)
+			continue
+		}
+		// Pinned after it was chosen: it stays, as the newest (a pin is a
+		// lookup), and its cost counts again.
+		v.evicting = false
+		l.used += v.cost
+		l.pushFront(v)
 	}
 	l.mu.Unlock()
-	for _, v := range victims {
-		l.onEvict(v)
-	}
 	return true
+}
+
+// victims unlinks the oldest chunks that are not pinned, other than newest,
+// whose cost brings used within maxCost, marks them evicting and returns
+// them. It takes none when pinned chunks leave no room. l.mu held.
+func (l *lru) victims(newest *lruItem) []*lruItem {
+	excess := l.used - l.maxCost
+	if excess <= 0 {
+		return nil
+	}
+	var picked []*lruItem
+	var freed int64
+	for v := l.head.prev; v != &l.head && freed < excess; v = v.prev {
+		if v == newest || v.e.pinned.Load() {
+			continue
+		}
+		picked = append(picked, v)
+		freed += v.cost
+	}
+	if freed < excess {
+		return nil
+	}
+	for _, v := range picked {
+		l.unlink(v)
+		v.evicting = true
+		l.used -= v.cost
+	}
+	return picked
 }
 
 func (l *lru) settle(*entry) {}
@@ -85,7 +141,7 @@ func (l *lru) wait() {}
 // touch makes h the newest chunk, if the policy holds it.
 func (l *lru) touch(h uint64) {
 	l.mu.Lock()
-	if it, ok := l.items[h]; ok && l.head.next != it {
+	if it, ok := l.items[h]; ok && !it.evicting && l.head.next != it {
 		l.unlink(it)
 		l.pushFront(it)
 	}
@@ -95,9 +151,11 @@ func (l *lru) touch(h uint64) {
 func (l *lru) forget(h uint64) {
 	l.mu.Lock()
 	if it, ok := l.items[h]; ok {
-		l.unlink(it)
 		delete(l.items, h)
-		l.used -= it.cost
+		if !it.evicting {
+			l.unlink(it)
+			l.used -= it.cost
+		}
 	}
 	l.mu.Unlock()
 }

@@ -27,7 +27,7 @@ type scriptedPolicy struct {
 func openScripted(t testing.TB, cfg Config) (*Store, *scriptedPolicy) {
 	t.Helper()
 	var p *scriptedPolicy
-	s, err := open(cfg, func(cfg *Config, onEvict, onReject func(*entry)) (policy, error) {
+	s, err := open(cfg, func(cfg *Config, onEvict evictFunc, onReject func(*entry)) (policy, error) {
 		p = &scriptedPolicy{policy: newLRU(cfg.MemoryLimit, onEvict, onReject), onReject: onReject, refuse: make(map[ID]bool)}
 		return p, nil
 	})

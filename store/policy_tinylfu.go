@@ -25,7 +25,7 @@ type tinyLFU struct {
 
 // newTinyLFU builds the cache. onEvict is told about each entry ristretto
 // evicts; onReject about each entry it declines to admit.
-func newTinyLFU(maxCost, expectedItems int64, onEvict, onReject func(*entry)) (*tinyLFU, error) {
+func newTinyLFU(maxCost, expectedItems int64, onEvict evictFunc, onReject func(*entry)) (*tinyLFU, error) {
 	c, err := ristretto.NewCache(&ristretto.Config[uint64, *entry]{
 		NumCounters:        max(sketchCountersPerItem*expectedItems, 1024),
 		MaxCost:            maxCost,
@@ -38,7 +38,7 @@ func newTinyLFU(maxCost, expectedItems int64, onEvict, onReject func(*entry)) (*
 		ShouldUpdate: func(cur, prev *entry) bool { return cur == prev },
 		OnEvict: func(it *ristretto.Item[*entry]) {
 			if it.Value != nil {
-				onEvict(it.Value)
+				onEvict(it.Value, true) // ristretto has dropped it already
 			}
 		},
 		OnReject: func(it *ristretto.Item[*entry]) {

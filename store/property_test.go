@@ -94,6 +94,7 @@ func TestRandomOperationsAgreeWithModel(t *testing.T) {
 
 func newPropModel(t *testing.T, seed uint64) *propModel {
 	cfg, clk := clockConfig(t, propLimit)
+	cfg.MaxPinnedBytes = propLimit // the model knows no pin limit
 	// Both policies: the invariants must hold whichever decides what stays.
 	cfg.Policy = []string{PolicyLRU, PolicyTinyLFU}[seed%2]
 	cfg.SegmentSize = 64 << 10

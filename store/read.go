@@ -32,7 +32,11 @@ type Location struct {
 // Get returns a View of the chunk after verifying its checksum: one pass over
 // the bytes at memory speed. A chunk that is not held is ErrNotFound; one
 // whose bytes fail the checksum is counted, dropped, and reported as
-// ErrChecksum. The caller must Release the View.
+// ErrChecksum. One whose memory faults (its segment file was truncated under
+// the store) is dropped (ReasonLost) and reported as ErrChecksum wrapping
+// ErrFault, and its segment is marked lost. The caller must Release the
+// View. Its bytes are a mapping of the segment file: a reader of View.Bytes
+// is not protected from a fault if the file is truncated meanwhile.
 func (s *Store) Get(ns string, id ID) (*View, error) {
 	if !s.enter() {
 		return nil, ErrClosed
@@ -76,10 +80,33 @@ func (s *Store) acquire(ns string, id ID) (*View, error) {
 }
 
 func (v *View) verify() error {
-	if sum := Checksum(v.buf); sum != v.e.crc {
+	sum, err := guardedChecksum(v.buf)
+	if err != nil {
+		return v.lost(err)
+	}
+	if sum != v.e.crc {
 		return v.corrupt(sum)
 	}
 	return nil
+}
+
+// lost drops a chunk whose memory faulted (fault wraps ErrFault) and checks
+// its segment's file.
+func (v *View) lost(fault error) error {
+	s, e := v.s, v.e
+	cause := s.faulted(e.slot.seg)
+	s.mu.Lock()
+	if e.state == stateSealed {
+		s.st.hits--
+		s.st.evictions[ReasonLost]++
+		if s.kill(e, reasonLost) {
+			s.forgetLater(e)
+		}
+	}
+	ns := s.nsNames[e.key.ns]
+	s.unlock()
+	s.log.Warn("chunk memory faulted and the chunk was dropped", "namespace", ns, "id", e.key.id.String(), "err", fault, "cause", cause)
+	return fmt.Errorf("chunk %s/%s: %w: %w", ns, e.key.id, ErrChecksum, fault)
 }
 
 func (v *View) corrupt(got uint32) error {

@@ -12,17 +12,24 @@ import (
 // and removes segment files of this node that the catalog does not know.
 // It runs inside Open, before any other method can be called.
 func (s *Store) recover() (int, error) {
-	segRecs, chunkRecs, err := s.cat.load()
+	segRecs, chunkRecs, malformed, err := s.cat.load()
 	if err != nil {
 		return 0, err
+	}
+	if malformed > 0 {
+		s.log.Warn("malformed catalog records were dropped", "records", malformed)
 	}
 	a := s.arena
 	// Segment ids are never reused, across restarts too.
 	a.nextID = max(a.nextID, s.cat.nextSegment)
 	segs := make(map[uint32]*segment, len(segRecs))
 	var missing []uint32
-	for id, rec := range segRecs {
-		seg, err := openSegment(id, a.segmentPath(id), rec[0], int32(rec[1]))
+	for _, rec := range segRecs {
+		id := rec.id
+		if segs[id] != nil {
+			continue
+		}
+		seg, err := openSegment(id, a.segmentPath(id), rec.slotSize, rec.nslots)
 		if err != nil {
 			missing = append(missing, id)
 			continue
@@ -51,8 +58,8 @@ func (s *Store) recover() (int, error) {
 		ok := seg != nil && r.slot >= 0 && r.slot < seg.nslots && int64(r.size) <= seg.slotSize &&
 			r.size > 0 && seg.state[r.slot] == slotClean && ValidateNamespace(r.ns) == nil
 		if ok {
-			buf := seg.slot(r.slot)[:r.size]
-			ok = Checksum(buf) == r.crc
+			sum, err := guardedChecksum(seg.slot(r.slot)[:r.size])
+			ok = err == nil && sum == r.crc
 		}
 		if !ok {
 			if seg != nil {
@@ -98,7 +105,8 @@ func (s *Store) recover() (int, error) {
 		s.log.Warn("cannot remove stray segment files", "err", err)
 	}
 	if err := s.cat.flush(); err != nil {
-		return 0, err
+		// The changes stay queued; Health reports the catalog meanwhile.
+		s.log.Error("cannot write the recovered catalog; its changes are kept and retried", "err", err)
 	}
 
 	// Tell the policy about every recovered chunk. They fit the budget unless
@@ -134,7 +142,7 @@ func (s *Store) recover() (int, error) {
 		s.log.Warn("recovered chunks did not fit the memory limit and were dropped", "chunks", dropped, "limit_bytes", s.cfg.MemoryLimit)
 		recovered -= dropped
 		if err := s.cat.flush(); err != nil {
-			return 0, err
+			s.log.Error("cannot write the recovered catalog; its changes are kept and retried", "err", err)
 		}
 	}
 	return recovered, nil

@@ -31,6 +31,9 @@ type segment struct {
 	used    int32   // slots in state slotUsed
 	clean   []int32 // candidate clean slots (may hold stale entries; state decides)
 	inClean bool    // listed in its class's cleanSegs
+	// lost: the file was found deleted or truncated (ErrSegmentLost). The
+	// arena allocates no more slots in it and releases it once it is empty.
+	lost bool
 }
 
 // segmentFileSize is the file length of a segment: its slots plus the guard,
@@ -110,6 +113,54 @@ func (s *segment) punch(i int32) error {
 	err := unix.Fallocate(int(s.file.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, start, end-start)
 	if err != nil {
 		return fmt.Errorf("cannot release pages of segment %q: %w", s.path, err)
+	}
+	return nil
+}
+
+// errFallocateUnsupported: the filesystem cannot allocate space ahead of
+// writes.
+var errFallocateUnsupported = errors.New("fallocate not supported")
+
+// allocate makes the filesystem back the whole pages under the first n
+// bytes of slot i with real space, so that a full filesystem is an error
+// here (wrapping ErrNoSpace) instead of a SIGBUS when the bytes are copied
+// into the mapping. Pages already backed cost a lookup each. It fails with
+// errFallocateUnsupported when the filesystem cannot do it. It blocks while
+// the kernel allocates (and zeroes) the pages; it changes no byte of the
+// slot.
+func (s *segment) allocate(i int32, n int64) error {
+	off := int64(i) * s.slotSize
+	start := off / pageSize * pageSize
+	end := roundUp(off+n, pageSize)
+	for {
+		err := unix.Fallocate(int(s.file.Fd()), 0, start, end-start)
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, unix.EINTR):
+			continue
+		case errors.Is(err, unix.ENOSPC), errors.Is(err, unix.EDQUOT):
+			return fmt.Errorf("%w: cannot allocate %d bytes in segment %q: %w", ErrNoSpace, end-start, s.path, err)
+		case errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.ENOSYS):
+			return errFallocateUnsupported
+		default:
+			return fmt.Errorf("cannot allocate %d bytes in segment %q: %w", end-start, s.path, err)
+		}
+	}
+}
+
+// checkFile reports, wrapping ErrSegmentLost, when the segment's file was
+// deleted or truncated under the store; nil when it is whole. One fstat.
+func (s *segment) checkFile() error {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(s.file.Fd()), &st); err != nil {
+		return fmt.Errorf("%w: cannot stat segment %q: %w", ErrSegmentLost, s.path, err)
+	}
+	if st.Nlink == 0 {
+		return fmt.Errorf("%w: segment %q was deleted", ErrSegmentLost, s.path)
+	}
+	if want := segmentFileSize(s.slotSize, s.nslots); st.Size < want {
+		return fmt.Errorf("%w: segment %q was truncated to %d bytes, %d expected", ErrSegmentLost, s.path, st.Size, want)
 	}
 	return nil
 }

@@ -21,6 +21,11 @@ type Stats struct {
 	StagedBytes  int64 `json:"staged_bytes"`
 	// PinnedChunks counts sealed chunks pinned by a pin lease (Has).
 	PinnedChunks int64 `json:"pinned_chunks"`
+	// PinnedBytes is the slot bytes of chunks held by pins (also chunks
+	// dropped while pinned, until their pins end); PinLimitBytes is
+	// Config.MaxPinnedBytes, the most PinnedBytes may reach.
+	PinnedBytes   int64 `json:"pinned_bytes"`
+	PinLimitBytes int64 `json:"pin_limit_bytes"`
 	// RetainedFreeBytes are free slots whose pages are still resident, kept
 	// for reuse; UsedBytes + RetainedFreeBytes stays within the limit.
 	RetainedFreeBytes int64 `json:"retained_free_bytes"`
@@ -38,6 +43,12 @@ type Stats struct {
 	Seals        uint64 `json:"seals"`
 	Gets         uint64 `json:"gets"`
 	Hits         uint64 `json:"hits"`
+	// SegmentsLost counts segment files found deleted or truncated under the
+	// running store (see ErrSegmentLost).
+	SegmentsLost uint64 `json:"segments_lost"`
+	// CatalogErrors counts failed catalog writes (each is retried; Health
+	// reports the catalog until one succeeds).
+	CatalogErrors uint64 `json:"catalog_errors"`
 }
 
 // WasteBytes is allocator waste: slot bytes not holding payload.
@@ -60,6 +71,8 @@ func (s *Store) Stats() Stats {
 		StagedChunks:      s.st.stagedChunks,
 		StagedBytes:       s.st.stagedBytes,
 		PinnedChunks:      s.st.pinnedChunks,
+		PinnedBytes:       s.st.pinnedBytes,
+		PinLimitBytes:     s.cfg.MaxPinnedBytes,
 		RetainedFreeBytes: s.arena.dirtyFree,
 		Segments:          len(s.arena.segs),
 		Evictions:         make(map[string]uint64, len(s.st.evictions)),
@@ -70,6 +83,8 @@ func (s *Store) Stats() Stats {
 		Seals:             s.st.seals,
 		Gets:              s.st.gets,
 		Hits:              s.st.hits,
+		CatalogErrors:     s.cat.failures.Load(),
+		SegmentsLost:      s.st.segmentsLost,
 	}
 	if !s.closed {
 		st.ResidentBytes = s.arena.residentBytes()

@@ -18,6 +18,7 @@ const (
 	ReasonChecksum = "checksum" // its bytes no longer matched the checksum
 	ReasonAborted  = "aborted"  // the writer aborted the staged write
 	ReasonExpired  = "expired"  // the stage lease ran out
+	ReasonLost     = "lost"     // its memory faulted: its segment file was truncated
 )
 
 const (
@@ -28,6 +29,7 @@ const (
 	reasonAborted
 	reasonExpired
 	reasonRejected
+	reasonLost
 )
 
 // Store is a node's local chunk tier. Create it with Open; all methods are
@@ -43,8 +45,10 @@ type Store struct {
 	// new calls fail fast with ErrClosed.
 	gate    sync.RWMutex
 	closing atomic.Bool
-	// noPrefault is set once the kernel refused MADV_POPULATE_WRITE.
-	noPrefault atomic.Bool
+	// noPrefault is set once the kernel refused MADV_POPULATE_WRITE;
+	// noFallocate once the shm filesystem refused fallocate.
+	noPrefault  atomic.Bool
+	noFallocate atomic.Bool
 
 	mu      sync.Mutex
 	closed  bool
@@ -69,12 +73,14 @@ type counters struct {
 	stagedChunks  int64
 	stagedBytes   int64 // staged payload
 	pinnedChunks  int64 // sealed entries with pins > 0
+	pinnedBytes   int64 // slot bytes of entries with pins > 0 (sealed or dead)
 	evictions     map[string]uint64
 	rejections    map[string]uint64
 	checksumErrs  uint64
 	stages, seals uint64
 	gets, hits    uint64
 	stageExpired  uint64
+	segmentsLost  uint64
 }
 
 // Open opens (or creates) the store of cfg.DataDir, with cfg's defaults
@@ -85,13 +91,23 @@ func Open(cfg Config) (*Store, error) { return open(cfg, newPolicy) }
 
 // policyMaker builds a store's eviction policy; onEvict and onReject are the
 // store's callbacks.
-type policyMaker func(cfg *Config, onEvict, onReject func(*entry)) (policy, error)
+type policyMaker func(cfg *Config, onEvict evictFunc, onReject func(*entry)) (policy, error)
+
+// evictFunc is the store's eviction callback. With force unset the store
+// refuses to evict a pinned chunk and returns false: the policy must keep
+// the chunk and its cost (PolicyLRU). With force set (ristretto has already
+// dropped the chunk) a pinned chunk is marked evicted and dies when its pins
+// end; it returns true.
+type evictFunc func(e *entry, force bool) bool
 
 // open is Open with the policy built by makePolicy: newPolicy, or in tests a
 // policy whose decisions the test controls.
 func open(cfg Config, makePolicy policyMaker) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("cannot open store: %w", err)
+	}
+	if cfg.MaxPinnedBytes == 0 {
+		cfg.MaxPinnedBytes = cfg.MemoryLimit / 2
 	}
 	start := time.Now()
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
@@ -100,7 +116,7 @@ func open(cfg Config, makePolicy policyMaker) (*Store, error) {
 	if err := os.MkdirAll(cfg.ShmDir, 0o750); err != nil {
 		return nil, fmt.Errorf("cannot create shared-memory directory %q: %w", cfg.ShmDir, err)
 	}
-	cat, err := openCatalog(cfg.DataDir)
+	cat, err := openCatalog(cfg.DataDir, cfg.Logger, cfg.Now)
 	if err != nil {
 		return nil, err
 	}
@@ -118,6 +134,10 @@ func open(cfg Config, makePolicy policyMaker) (*Store, error) {
 			rejections: make(map[string]uint64),
 		},
 	}
+	if err := s.checkShmSize(); err != nil {
+		cat.close()
+		return nil, fmt.Errorf("cannot open store: %w", err)
+	}
 	s.arena = newArena(cfg.ShmDir, s.nodeID, cfg.MemoryLimit, cfg.SegmentSize)
 	s.arena.onSegment = s.cat.recordSegment
 	pol, err := makePolicy(&cfg, s.policyEvicted, s.policyRejected)
@@ -133,6 +153,7 @@ func open(cfg Config, makePolicy policyMaker) (*Store, error) {
 		cat.close()
 		return nil, err
 	}
+	s.warnShmFree()
 	s.log.Info("store opened", "node", s.nodeID, "shm_dir", cfg.ShmDir, "limit_bytes", cfg.MemoryLimit,
 		"recovered_chunks", recovered, "duration", time.Since(start).Round(time.Microsecond))
 	if cfg.MaintenanceInterval > 0 {
@@ -154,7 +175,9 @@ func (s *Store) MaxChunkSize() int64 { return s.cfg.MaxChunkSize }
 
 // Close stops the maintenance loop, waits for calls in flight, writes the
 // catalog and unmaps the segments, keeping their files so a new Store on the
-// same DataDir serves the chunks again. Calls after Close return ErrClosed;
+// same DataDir serves the chunks again (a final catalog write that fails is
+// returned, and the chunks whose records it held are not served after a
+// restart). Calls after Close return ErrClosed;
 // the bytes of Views and Staged slots must not be touched afterwards (they
 // are unmapped). Close is idempotent; it blocks until the loop has exited.
 func (s *Store) Close() error {
@@ -264,14 +287,17 @@ func (s *Store) unlock() {
 	}
 }
 
-// policyEvicted is the policy's eviction callback.
-func (s *Store) policyEvicted(e *entry) {
+// policyEvicted is the policy's eviction callback (an evictFunc).
+func (s *Store) policyEvicted(e *entry, force bool) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		// ristretto's Close reports every item it holds as evicted: those
 		// chunks stay in the catalog for the next Open.
-		return
+		return true
+	}
+	if e.state == stateSealed && e.pins > 0 && !force {
+		return false // the policy keeps it
 	}
 	e.policy = false
 	switch e.state {
@@ -280,11 +306,12 @@ func (s *Store) policyEvicted(e *entry) {
 	case stateSealed:
 		if e.pins > 0 {
 			e.evicted = true // dies when its pins end
-			return
+			return true
 		}
 		s.st.evictions[ReasonPolicy]++
 		s.kill(e, reasonPolicy)
 	}
+	return true
 }
 
 // policyRejected is the policy's admission-refusal callback.

@@ -1,6 +1,9 @@
 package store
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // stageTouches is how many accesses a write counts for in the eviction
 // policy (TinyLFU's frequency sketch; LRU does not know the chunk yet).
@@ -111,8 +114,40 @@ func (s *Store) Stage(ns string, id ID, size int64, crc uint32) (*Staged, error)
 	}
 	e.slot = r
 	e.hasSlot = true
+	if err := s.allocateSlot(e); err != nil {
+		if s.kill(e, reasonRejected) {
+			s.forgetLater(e)
+		}
+		s.st.rejections[ReasonNoSpace]++
+		return nil, fmt.Errorf("cannot stage chunk %s/%s: %w", ns, id, err)
+	}
 	s.staging[e] = s.cfg.Now().Add(s.cfg.StageLease).UnixNano()
 	return &Staged{s: s, e: e, buf: e.bytes(), fresh: fresh}, nil
+}
+
+// allocateSlot has the filesystem back the pages under e's bytes with space
+// before any byte is written (segment.allocate), so that a full shm
+// filesystem is ErrNoSpace here rather than a fault during the copy. It
+// releases mu meanwhile: e is staged with a slot and no lease yet, so
+// nothing frees the slot, and Close waits for the caller. On a filesystem
+// without fallocate it logs once and does nothing from then on (a fault in
+// the copy is still caught: guardFault). mu held.
+func (s *Store) allocateSlot(e *entry) error {
+	if s.noFallocate.Load() {
+		return nil
+	}
+	seg, i := e.slot.seg, e.slot.slot
+	s.mu.Unlock()
+	err := seg.allocate(i, int64(e.size))
+	s.mu.Lock()
+	if errors.Is(err, errFallocateUnsupported) {
+		if !s.noFallocate.Swap(true) {
+			s.log.Warn("the shared-memory filesystem cannot allocate space ahead of writes; when it is full, the copy finds out",
+				"shm_dir", s.cfg.ShmDir)
+		}
+		return nil
+	}
+	return err
 }
 
 // Size is the chunk's length in bytes.
@@ -121,7 +156,10 @@ func (w *Staged) Size() int64 { return int64(len(w.buf)) }
 // Write appends p to the staged chunk, copying it into shared memory and
 // updating the checksum in the same pass. Writing past the chunk's size is
 // ErrInvalid (nothing is written); a write after the lease expired is
-// ErrLeaseExpired, after Seal or Abort ErrNotStaged.
+// ErrLeaseExpired, after Seal or Abort ErrNotStaged. A fault of the shared
+// memory during the copy (ErrFault, with ErrSegmentLost when the segment
+// file was deleted or truncated, ErrNoSpace otherwise) leaves the chunk
+// incomplete: the caller aborts it.
 func (w *Staged) Write(p []byte) (int, error) {
 	return w.WriteBuffers([][]byte{p})
 }
@@ -155,9 +193,20 @@ func (w *Staged) WriteBuffers(bufs [][]byte) (int, error) {
 		w.s.prefault(w.buf[w.written : w.written+n])
 	}
 	nt := n >= copyCRCNonTemporalMin
-	for _, p := range bufs {
-		w.crc = copyCRC32CStores(w.buf[w.written:], p, w.crc, nt)
-		w.written += int64(len(p))
+	start := w.written
+	ferr := guardFault(func() {
+		for _, p := range bufs {
+			w.crc = copyCRC32CStores(w.buf[w.written:], p, w.crc, nt)
+			w.written += int64(len(p))
+		}
+	})
+	if ferr != nil {
+		cause := w.s.faulted(w.e.slot.seg)
+		if cause == nil {
+			cause = ErrNoSpace
+		}
+		w.unhold()
+		return int(w.written - start), fmt.Errorf("cannot write chunk %s: %w: %w", w.e.key.id, cause, ferr)
 	}
 	w.unhold()
 	return int(n), nil
@@ -242,8 +291,12 @@ func (w *Staged) Check() error {
 		if !w.s.enter() {
 			return ErrClosed
 		}
-		sum = Checksum(w.buf)
+		var err error
+		sum, err = guardedChecksum(w.buf)
 		w.s.exit()
+		if err != nil {
+			return fmt.Errorf("chunk %s: %w: %w", w.e.key.id, ErrChecksum, err)
+		}
 	case w.written != int64(len(w.buf)):
 		return fmt.Errorf("chunk %s: %w: %d of %d bytes written", w.e.key.id, ErrIncomplete, w.written, len(w.buf))
 	default:
@@ -261,9 +314,11 @@ func (w *Staged) Check() error {
 // ErrChecksum, ErrIncomplete, ErrLeaseExpired (ExpireNow ended the lease) or
 // ErrRejected (the policy declined to admit the chunk, or evicted it while it
 // was staged to make room for others) the slot is freed and the chunk is not
-// held. With PolicyTinyLFU it blocks until ristretto has decided about the
-// chunk, when it has not yet; a writer that used Bytes waits for one
-// checksum pass over the slot.
+// held. A chunk whose segment file was deleted or truncated meanwhile is
+// refused (ErrSegmentLost; a retry lands in a new segment): a restart would
+// not serve it. With PolicyTinyLFU it blocks until ristretto has decided
+// about the chunk, when it has not yet; a writer that used Bytes waits for
+// one checksum pass over the slot.
 func (w *Staged) Seal() error {
 	if w == nil || w.e == nil {
 		return fmt.Errorf("cannot seal: %w (no Stage)", ErrNotStaged)
@@ -288,9 +343,16 @@ func (w *Staged) Seal() error {
 	}
 	var sum uint32
 	var verr error
+	// One fstat: a chunk in a file that is gone would be lost at restart.
+	lost := w.e.slot.seg.checkFile()
 	switch {
+	case lost != nil:
+		verr = fmt.Errorf("cannot seal chunk %s: %w", w.e.key.id, lost)
 	case w.direct:
-		sum = Checksum(w.buf)
+		var err error
+		if sum, err = guardedChecksum(w.buf); err != nil {
+			verr = fmt.Errorf("cannot seal chunk %s: %w: %w", w.e.key.id, ErrChecksum, err)
+		}
 	case w.written != int64(len(w.buf)):
 		verr = fmt.Errorf("cannot seal chunk %s: %w: %d of %d bytes written", w.e.key.id, ErrIncomplete, w.written, len(w.buf))
 	default:
@@ -305,6 +367,9 @@ func (w *Staged) Seal() error {
 
 	s.mu.Lock()
 	defer s.unlock()
+	if lost != nil {
+		s.segmentLost(w.e.slot.seg, lost)
+	}
 	w.e.refs--
 	if w.direct {
 		w.e.refs-- // the hold taken by Bytes

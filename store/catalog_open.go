@@ -1,0 +1,211 @@
+package store
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+)
+
+// errCorruptCatalog: the catalog file cannot be read as a bbolt database
+// (bbolt reports it invalid, or panics or faults while reading it).
+var errCorruptCatalog = errors.New("catalog is corrupt")
+
+// openCatalog opens (or creates) dir/catalog.db. A corrupt catalog does not
+// stop the start: it is moved aside to catalog.db.corrupt-<unix seconds>
+// (on the now clock), one error line names both paths, and a new catalog is
+// created, so the store starts cold (recovery finds no segment records and
+// removes this node's segment files). The node identity is kept when its
+// record can still be read; otherwise the node gets a new one, and segment
+// files of the old identity stay in ShmDir until removed by hand. Blocks on
+// the disk; another process holding the catalog makes it fail after one
+// second.
+func openCatalog(dir string, log *slog.Logger, now func() time.Time) (*catalog, error) {
+	path := filepath.Join(dir, "catalog.db")
+	nodeID, err := checkCatalog(path)
+	if err == nil {
+		var c *catalog
+		c, err = openCatalogFile(path, "")
+		if err == nil || !errors.Is(err, errCorruptCatalog) {
+			return c, err
+		}
+	}
+	if !errors.Is(err, errCorruptCatalog) {
+		return nil, err
+	}
+	aside, rerr := moveAside(path, now())
+	if rerr != nil {
+		return nil, fmt.Errorf("cannot move the corrupt catalog at %q aside: %w (%w)", path, rerr, err)
+	}
+	log.Error("the catalog is corrupt: moved aside, the store starts cold with no catalog",
+		"path", path, "moved_to", aside, "node_id_kept", nodeID != "", "err", err)
+	return openCatalogFile(path, nodeID)
+}
+
+// moveAside renames path to path.corrupt-<unix seconds>, with a numbered
+// suffix when that name is taken, and returns the new name.
+func moveAside(path string, now time.Time) (string, error) {
+	base := fmt.Sprintf("%s.corrupt-%d", path, now.Unix())
+	aside := base
+	for i := 1; ; i++ {
+		if _, err := os.Lstat(aside); errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		aside = fmt.Sprintf("%s.%d", base, i)
+	}
+	return aside, os.Rename(path, aside)
+}
+
+// guardCorrupt runs f, which reads a bbolt file, and turns a panic or a
+// memory fault inside it into an error wrapping errCorruptCatalog. It sets
+// the goroutine's panic-on-fault mode meanwhile and restores it.
+func guardCorrupt(f func() error) (err error) {
+	prev := debug.SetPanicOnFault(true)
+	defer func() {
+		debug.SetPanicOnFault(prev)
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: reading it panicked: %v", errCorruptCatalog, r)
+		}
+	}()
+	return f()
+}
+
+// corruptOpenError reports whether an error of bolt.Open says the file's
+// content is bad (rather than the file being locked or unreadable).
+func corruptOpenError(err error) bool {
+	return errors.Is(err, bolterrors.ErrInvalid) || errors.Is(err, bolterrors.ErrVersionMismatch) ||
+		errors.Is(err, bolterrors.ErrChecksum) || errors.Is(err, bolterrors.ErrInvalidMapping)
+}
+
+// checkCatalog reads the whole catalog at path read-only, in this
+// goroutine, so that damage is found where it can be recovered from (bbolt
+// walks the file in a goroutine of its own when it is opened for writing,
+// where a panic would end the process). It returns the node identity when
+// its record could be read, even when the rest is corrupt. A missing file is
+// fine. Blocks on the disk.
+func checkCatalog(path string) (nodeID string, err error) {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	var db *bolt.DB
+	err = guardCorrupt(func() error {
+		var err error
+		db, err = bolt.Open(path, 0o640, &bolt.Options{Timeout: time.Second, ReadOnly: true})
+		return err
+	})
+	switch {
+	case errors.Is(err, bolterrors.ErrTimeout):
+		return "", fmt.Errorf("cannot open catalog at %q: another process holds it", path)
+	case err != nil && (errors.Is(err, errCorruptCatalog) || corruptOpenError(err)):
+		return "", fmt.Errorf("%w: %w", errCorruptCatalog, err)
+	case err != nil:
+		return "", fmt.Errorf("cannot open catalog at %q: %w", path, err)
+	}
+	err = guardCorrupt(func() error {
+		return db.View(func(tx *bolt.Tx) error {
+			if meta := tx.Bucket(bucketMeta); meta != nil {
+				if id := meta.Get(keyNodeID); validNodeID(id) {
+					nodeID = string(id)
+				}
+			}
+			for _, name := range [][]byte{bucketMeta, bucketSegments, bucketChunks} {
+				if b := tx.Bucket(name); b != nil {
+					if err := b.ForEach(func(k, v []byte) error { return nil }); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+	})
+	// View rolled its transaction back, also after a panic: Close does not
+	// wait for it.
+	if cerr := db.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		return nodeID, fmt.Errorf("%w: %w", errCorruptCatalog, err)
+	}
+	return nodeID, nil
+}
+
+// validNodeID reports whether id looks like an identity openCatalogFile
+// made: 16 lowercase hex digits.
+func validNodeID(id []byte) bool {
+	if len(id) != 16 {
+		return false
+	}
+	for _, c := range id {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// openCatalogFile opens (or creates) the catalog at path for writing and
+// makes sure its buckets and node identity exist; a new identity is nodeID
+// when it is not empty, random otherwise. A panic inside bbolt is an error
+// wrapping errCorruptCatalog; the database is then not closed (bbolt may
+// hold its own locks), which leaks its descriptor and mapping. Blocks on
+// the disk.
+func openCatalogFile(path, nodeID string) (*catalog, error) {
+	var c *catalog
+	err := guardCorrupt(func() error {
+		db, err := bolt.Open(path, 0o640, &bolt.Options{Timeout: time.Second, NoSync: true, NoFreelistSync: true})
+		if err != nil {
+			if errors.Is(err, bolterrors.ErrTimeout) {
+				return fmt.Errorf("cannot open catalog at %q: another process holds it", path)
+			}
+			if corruptOpenError(err) {
+				return fmt.Errorf("%w: cannot open catalog at %q: %w", errCorruptCatalog, path, err)
+			}
+			return fmt.Errorf("cannot open catalog at %q: %w", path, err)
+		}
+		cat := &catalog{db: db, path: path, kick: make(chan struct{}, 1)}
+		err = db.Update(func(tx *bolt.Tx) error {
+			for _, b := range [][]byte{bucketMeta, bucketSegments, bucketChunks} {
+				if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+					return err
+				}
+			}
+			meta := tx.Bucket(bucketMeta)
+			if v := meta.Get(keyNextSegment); len(v) == 4 {
+				cat.nextSegment = binary.BigEndian.Uint32(v)
+			}
+			if v := meta.Get(keyNodeID); v != nil {
+				cat.nodeID = string(v)
+				return nil
+			}
+			cat.nodeID = nodeID
+			if cat.nodeID == "" {
+				var b [8]byte
+				if _, err := rand.Read(b[:]); err != nil {
+					return err
+				}
+				cat.nodeID = hex.EncodeToString(b[:])
+			}
+			return meta.Put(keyNodeID, []byte(cat.nodeID))
+		})
+		if err != nil {
+			db.Close()
+			return fmt.Errorf("cannot initialise catalog at %q: %w", path, err)
+		}
+		c = cat
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
