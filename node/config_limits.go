@@ -13,9 +13,9 @@ import (
 // nodes would disconnect each other for pinging too often.
 const peerPingInterval = 10 * time.Second
 
-// pprofProfileSeconds is the duration of /debug/pprof/profile without
+// pprofDefaultProfile is the duration of /debug/pprof/profile without
 // ?seconds=; AdminWriteTimeout must exceed it when pprof is served.
-const pprofProfileSeconds = 30 * time.Second
+const pprofDefaultProfile = 30 * time.Second
 
 // bytesPerChunkRef bounds the encoding of one ChunkRef (a 32-byte id, a
 // size, a CRC and their tags) or chunk id in a call's message.
@@ -82,9 +82,9 @@ func (c *Config) checkLimits() []error {
 	if c.AdminMaxHeaderBytes < 4<<10 {
 		errs = append(errs, fmt.Errorf("admin max header size must be at least 4096 bytes, got %d", c.AdminMaxHeaderBytes))
 	}
-	if c.EnablePprof && c.AdminWriteTimeout > 0 && c.AdminWriteTimeout <= pprofProfileSeconds {
+	if c.EnablePprof && c.AdminWriteTimeout > 0 && c.AdminWriteTimeout <= pprofDefaultProfile {
 		errs = append(errs, fmt.Errorf("admin write timeout %s is too short for pprof's default %s CPU profile: make it longer, or negative for none",
-			c.AdminWriteTimeout, pprofProfileSeconds))
+			c.AdminWriteTimeout, pprofDefaultProfile))
 	}
 	return errs
 }
