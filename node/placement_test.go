@@ -58,16 +58,30 @@ func chunkIDs(chunks []client.Chunk) []client.ChunkID {
 }
 
 // histogram returns the sample count and sum of a histogram family the
-// node exports.
+// node exports, over all its series.
 func histogram(t *testing.T, nd *testNode, family string) (count uint64, sum float64) {
+	t.Helper()
+	return histogramOf(t, nd, family, "", "")
+}
+
+// histogramOf is histogram over the series whose label has value (every
+// series when label is "").
+func histogramOf(t *testing.T, nd *testNode, family, label, value string) (count uint64, sum float64) {
 	t.Helper()
 	mfs, err := nd.reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, mf := range mfs {
-		if mf.GetName() == family {
-			for _, m := range mf.GetMetric() {
+		if mf.GetName() != family {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			match := label == ""
+			for _, l := range m.GetLabel() {
+				match = match || (l.GetName() == label && l.GetValue() == value)
+			}
+			if match {
 				count += m.GetHistogram().GetSampleCount()
 				sum += m.GetHistogram().GetSampleSum()
 			}

@@ -3,13 +3,17 @@ package node
 import (
 	"bytes"
 	"context"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/kvring/kvring/client"
+	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
+	"github.com/kvring/kvring/store"
 )
 
 // TestConcurrentPutsOfTheSameChunksAreNeverFailed: engines that store the
@@ -85,5 +89,53 @@ func TestConcurrentPutsOfTheSameChunksAreNeverFailed(t *testing.T) {
 				t.Fatalf("round %d chunk %d: found=%v reason=%q", round, i, g.Found, g.Reason)
 			}
 		}
+	}
+}
+
+// TestAPutWaitingOnAnotherWriteEndsWhenThatWriteEndsUnsealed: a put that
+// finds its chunk staged by another writer waits for it, and when that write
+// ends without sealing the chunk (declined, aborted) the put answers at once
+// with a reason saying so, instead of waiting out CommitTimeout.
+func TestAPutWaitingOnAnotherWriteEndsWhenThatWriteEndsUnsealed(t *testing.T) {
+	t.Parallel()
+	tc := newTestClusterWith(t, 2, 8<<20, func(_ int, cfg *Config) { cfg.CommitTimeout = time.Minute })
+	c := testClientWith(t, client.Config{
+		Conn: client.ConnConfig{Seeds: []string{tc.nodes[0].addr}}, Namespace: "test/model",
+		Schema: client.Schema{Model: "m", Dtype: "bf16", TokensPerChunk: 16}, DisableRouting: true, Logger: quietLogger(),
+	})
+	fp, err := c.Register(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ch client.Chunk // a chunk whose owner is node 1, so node 0 coordinates and polls it
+	for n := uint64(1); ; n++ {
+		ch = chunkOf(n, 1000)
+		if p, _ := tc.ring.Load().Primary("test/model", ch.ID[:]); p.ID == tc.nodes[1].id {
+			break
+		}
+	}
+	ref := &kvringv1.NamespaceRef{Name: "test/model", Fingerprint: fp}
+	other, need, _, err := tc.nodes[1].svc.owner.NewPrepare(ref, []*kvringv1.ChunkRef{{Id: ch.ID[:], Size: 1000, Crc32C: store.Checksum(ch.Data)}})
+	if err != nil || len(need) != 1 {
+		t.Fatalf("the other writer's stage: %v %v", err, need)
+	}
+	hasCalls := func() uint64 {
+		n, _ := histogramOf(t, tc.nodes[1], "kvring_peer_request_duration_seconds", "op", "has")
+		return n
+	}
+	before := hasCalls()
+	done := make(chan []client.PutResult, 1)
+	go func() {
+		res, err := c.Put(context.Background(), []client.Chunk{ch})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	waitFor(t, "the put to poll the owner", func() bool { return hasCalls() > before })
+	other.Abort()
+	res := <-done
+	if len(res) != 1 || res[0].Status != client.Failed || !strings.Contains(res[0].Reason, "ended without storing it") {
+		t.Fatalf("put result %+v, want failed because the other write ended unsealed", res)
 	}
 }

@@ -7,9 +7,41 @@ import (
 	"time"
 
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
+	"github.com/kvring/kvring/ring"
 	"github.com/kvring/kvring/store"
 	"github.com/kvring/kvring/transfer"
 )
+
+// stagingOn asks owner m which of ids it holds and, for the others, whether
+// a write of them is staged there now; staging is nil when m does not say.
+// Bounded by peerTimeout.
+func (c *Coordinator) stagingOn(ctx context.Context, m ring.Member, ref *kvringv1.NamespaceRef, ids [][]byte) (held, staging []bool, err error) {
+	if m.ID == c.cfg.Self {
+		held, _, err := c.local.Has(ref, ids, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		return held, c.local.Staging(ref, ids, held), nil
+	}
+	pc, err := c.peer(m)
+	if err != nil {
+		return nil, nil, err
+	}
+	pctx, cancel := c.peerCtx(ctx)
+	defer cancel()
+	resp, err := pc.Has(pctx, &kvringv1.HasRequest{Caller: c.caller(), Namespace: ref, Ids: ids, ReportStaging: true})
+	c.peers.note(ctx, m, err)
+	if err != nil {
+		return nil, nil, transfer.FromStatus(err)
+	}
+	if len(resp.GetHeld()) != len(ids) {
+		return nil, nil, fmt.Errorf("node %s answered %d of %d ids", m.ID, len(resp.GetHeld()), len(ids))
+	}
+	if len(resp.GetStaging()) != len(ids) {
+		return resp.GetHeld(), nil, nil
+	}
+	return resp.GetHeld(), resp.GetStaging(), nil
+}
 
 // isBusy reports whether an owner's vote says another writer is staging the
 // chunk right now.
@@ -18,11 +50,13 @@ func isBusy(v *kvringv1.ChunkVote) bool {
 }
 
 // awaitOtherWriters resolves busy votes: an owner that was staging a chunk
-// for another writer when this put asked is polled (Has, without pins) until
-// the chunk is held there, which turns the vote into already held, or until
-// CommitTimeout or ctx ends, which leaves it failed with a reason that says
-// so. (The other write ends within its own call: sealed, or aborted when its
-// engine goes away, after which this put's wait runs to its bound.) It runs
+// for another writer when this put asked is polled (Has, without pins,
+// reporting staging) until the chunk is held there, which turns the vote
+// into already held; until the other write ended without sealing it
+// (rejected by the owner's admission policy, aborted, its engine gone),
+// which fails the vote at once with a reason that says so; or until
+// CommitTimeout or ctx ends, which fails it too. An owner that does not
+// report staging (older version) is waited for until the bound. It runs
 // after this put's own commits, so two puts waiting on each other's chunks
 // cannot deadlock. Blocks up to CommitTimeout.
 func (c *Coordinator) awaitOtherWriters(ctx context.Context, ref *kvringv1.NamespaceRef, shares map[string]*ownerShare) {
@@ -62,15 +96,19 @@ func (c *Coordinator) awaitOtherWriters(ctx context.Context, ref *kvringv1.Names
 			for k, li := range pending {
 				ids[k] = p.chunks[li].GetId()
 			}
-			held, err := c.hasOn(ctx, p.member, ref, ids, nil)
+			held, staging, err := c.stagingOn(ctx, p.member, ref, ids)
 			if err != nil {
 				continue // the owner may answer the next time; ctx bounds the wait
 			}
 			still := pending[:0]
 			for k, li := range pending {
-				if held[k] {
+				switch {
+				case held[k]:
 					p.votes[li] = &kvringv1.ChunkVote{Index: li, Vote: kvringv1.Vote_VOTE_ALREADY_HELD}
-				} else {
+				case staging != nil && !staging[k]:
+					p.votes[li] = &kvringv1.ChunkVote{Index: li, Vote: kvringv1.Vote_VOTE_FAILED, Code: transfer.WireCode(store.ErrBusy),
+						Reason: "another write of this chunk ended without storing it (declined or aborted); retry"}
+				default:
 					still = append(still, li)
 				}
 			}

@@ -209,6 +209,19 @@ func (o *Owner) Has(ref *kvringv1.NamespaceRef, rawIDs [][]byte, pin *kvringv1.L
 	return held, ttl, nil
 }
 
+// Staging reports for every id not held whether a write of it is staged on
+// this node now. ids were checked by Has.
+func (o *Owner) Staging(ref *kvringv1.NamespaceRef, rawIDs [][]byte, held []bool) []bool {
+	ns := namespace.StoreName(ref.GetName(), ref.GetFingerprint())
+	out := make([]bool, len(rawIDs))
+	for i, raw := range rawIDs {
+		if i < len(held) && !held[i] && len(raw) == len(store.ID{}) {
+			out[i] = o.st.Staging(ns, store.ID(raw))
+		}
+	}
+	return out
+}
+
 // Unpin ends the local pins taken under coordinator leases.
 func (o *Owner) Unpin(leases []uint64) {
 	for _, l := range leases {

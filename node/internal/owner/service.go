@@ -112,7 +112,11 @@ func (s *Service) Has(ctx context.Context, req *kvringv1.HasRequest) (*kvringv1.
 	if err != nil {
 		return nil, transfer.ToStatus(err)
 	}
-	return &kvringv1.HasResponse{Epoch: s.o.Epoch(), Held: held, LeaseTtlMs: uint32(ttl / time.Millisecond)}, nil
+	resp := &kvringv1.HasResponse{Epoch: s.o.Epoch(), Held: held, LeaseTtlMs: uint32(ttl / time.Millisecond)}
+	if req.GetReportStaging() {
+		resp.Staging = s.o.Staging(req.GetNamespace(), req.GetIds(), held)
+	}
+	return resp, nil
 }
 
 // Unpin ends the pins taken under the request's leases.

@@ -1060,7 +1060,9 @@ type HasRequest struct {
 	// count.
 	Ids [][]byte `protobuf:"bytes,3,rep,name=ids,proto3" json:"ids,omitempty"`
 	// If set, pin every held chunk under the lease against eviction.
-	Pin           *LeasePin `protobuf:"bytes,4,opt,name=pin,proto3" json:"pin,omitempty"`
+	Pin *LeasePin `protobuf:"bytes,4,opt,name=pin,proto3" json:"pin,omitempty"`
+	// If set, the response reports for every id not held whether a write of it is staged now (HasResponse.staging).
+	ReportStaging bool `protobuf:"varint,5,opt,name=report_staging,json=reportStaging,proto3" json:"report_staging,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1123,6 +1125,13 @@ func (x *HasRequest) GetPin() *LeasePin {
 	return nil
 }
 
+func (x *HasRequest) GetReportStaging() bool {
+	if x != nil {
+		return x.ReportStaging
+	}
+	return false
+}
+
 // HasResponse answers a HasRequest.
 type HasResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1132,7 +1141,10 @@ type HasResponse struct {
 	// Same length as request.ids.
 	Held []bool `protobuf:"varint,2,rep,packed,name=held,proto3" json:"held,omitempty"`
 	// Granted pin duration in milliseconds; 0 when no pin was requested or nothing was held.
-	LeaseTtlMs    uint32 `protobuf:"varint,3,opt,name=lease_ttl_ms,json=leaseTtlMs,proto3" json:"lease_ttl_ms,omitempty"`
+	LeaseTtlMs uint32 `protobuf:"varint,3,opt,name=lease_ttl_ms,json=leaseTtlMs,proto3" json:"lease_ttl_ms,omitempty"`
+	// staging[i] is true iff a write of ids[i] is staged on this node now (in progress: neither sealed nor ended).
+	// Same length as request.ids, or empty from owners that predate the field (then unknown).
+	Staging       []bool `protobuf:"varint,4,rep,packed,name=staging,proto3" json:"staging,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1186,6 +1198,13 @@ func (x *HasResponse) GetLeaseTtlMs() uint32 {
 		return x.LeaseTtlMs
 	}
 	return 0
+}
+
+func (x *HasResponse) GetStaging() []bool {
+	if x != nil {
+		return x.Staging
+	}
+	return nil
 }
 
 // UnpinRequest releases pin leases on one node.
@@ -1735,18 +1754,20 @@ const file_kvring_v1_peer_proto_rawDesc = "" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\"<\n" +
 	"\bLeasePin\x12\x19\n" +
 	"\blease_id\x18\x01 \x01(\x06R\aleaseId\x12\x15\n" +
-	"\x06ttl_ms\x18\x02 \x01(\rR\x05ttlMs\"\xab\x01\n" +
+	"\x06ttl_ms\x18\x02 \x01(\rR\x05ttlMs\"\xd2\x01\n" +
 	"\n" +
 	"HasRequest\x12-\n" +
 	"\x06caller\x18\x01 \x01(\v2\x15.kvring.v1.PeerCallerR\x06caller\x125\n" +
 	"\tnamespace\x18\x02 \x01(\v2\x17.kvring.v1.NamespaceRefR\tnamespace\x12\x10\n" +
 	"\x03ids\x18\x03 \x03(\fR\x03ids\x12%\n" +
-	"\x03pin\x18\x04 \x01(\v2\x13.kvring.v1.LeasePinR\x03pin\"Y\n" +
+	"\x03pin\x18\x04 \x01(\v2\x13.kvring.v1.LeasePinR\x03pin\x12%\n" +
+	"\x0ereport_staging\x18\x05 \x01(\bR\rreportStaging\"s\n" +
 	"\vHasResponse\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x12\n" +
 	"\x04held\x18\x02 \x03(\bR\x04held\x12 \n" +
 	"\flease_ttl_ms\x18\x03 \x01(\rR\n" +
-	"leaseTtlMs\"Z\n" +
+	"leaseTtlMs\x12\x18\n" +
+	"\astaging\x18\x04 \x03(\bR\astaging\"Z\n" +
 	"\fUnpinRequest\x12-\n" +
 	"\x06caller\x18\x01 \x01(\v2\x15.kvring.v1.PeerCallerR\x06caller\x12\x1b\n" +
 	"\tlease_ids\x18\x02 \x03(\x06R\bleaseIds\"%\n" +
