@@ -108,6 +108,11 @@ type Readiness struct {
 	StoreOpen bool `json:"store_open"`
 	Joined    bool `json:"joined"`
 	Serving   bool `json:"serving"`
+	// StoreHealthy: the store keeps its promises (store.Store.Health is
+	// nil): its catalog can be written and no segment file was lost under
+	// it. StoreError says what is wrong when it is false.
+	StoreHealthy bool   `json:"store_healthy"`
+	StoreError   string `json:"store_error,omitempty"`
 }
 
 // NodeID returns the node's id ("" before Start has opened the store). It
@@ -212,8 +217,13 @@ func (n *Node) Readiness() Readiness {
 		self := p.store.NodeID()
 		rd.Joined = p.member.GossipAddr() != "" && slices.ContainsFunc(p.member.Ring().Members(),
 			func(m ring.Member) bool { return m.ID == self })
+		if err := p.store.Health(); err != nil {
+			rd.StoreError = err.Error()
+		} else {
+			rd.StoreHealthy = true
+		}
 	}
-	rd.Ready = rd.StoreOpen && rd.Joined && rd.Serving
+	rd.Ready = rd.StoreOpen && rd.Joined && rd.Serving && rd.StoreHealthy
 	rd.Status = "not ready"
 	if rd.Ready {
 		rd.Status = "ready"

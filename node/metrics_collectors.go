@@ -23,6 +23,7 @@ type storeCollector struct {
 	retainedFree, resident, segments                                *prometheus.Desc
 	evictions, rejections, checksumErrors, stageExpired             *prometheus.Desc
 	stages, seals, gets, hits                                       *prometheus.Desc
+	catalogErrors, segmentsLost, healthy                            *prometheus.Desc
 }
 
 func newStoreCollector(st *store.Store) *storeCollector {
@@ -49,6 +50,10 @@ func newStoreCollector(st *store.Store) *storeCollector {
 		seals:          d("seals_total", "Writes sealed (made readable)."),
 		gets:           d("gets_total", "Reads of the local store."),
 		hits:           d("hits_total", "Reads of the local store that found their chunk."),
+		catalogErrors: prometheus.NewDesc("kvring_catalog_errors_total",
+			"Catalog writes that failed (each is retried; readiness is off while they fail).", nil, nil),
+		segmentsLost: d("segments_lost_total", "Segment files found deleted or truncated under the running store."),
+		healthy:      d("healthy", "1 while the store keeps its promises (catalog writable, no segment lost), else 0; readiness follows it."),
 	}
 }
 
@@ -61,7 +66,7 @@ var (
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.limit, c.used, c.chunks, c.payload, c.stagedChunks, c.stagedBytes, c.pinned,
 		c.retainedFree, c.resident, c.segments, c.evictions, c.rejections, c.checksumErrors, c.stageExpired,
-		c.stages, c.seals, c.gets, c.hits} {
+		c.stages, c.seals, c.gets, c.hits, c.catalogErrors, c.segmentsLost, c.healthy} {
 		ch <- d
 	}
 }
@@ -96,6 +101,13 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.seals, s.Seals)
 	counter(c.gets, s.Gets)
 	counter(c.hits, s.Hits)
+	counter(c.catalogErrors, s.CatalogErrors)
+	counter(c.segmentsLost, s.SegmentsLost)
+	healthy := int64(1)
+	if c.st.Health() != nil {
+		healthy = 0
+	}
+	gauge(c.healthy, healthy)
 }
 
 // reasonsOf is the known reasons plus any other key of counts, sorted.
