@@ -87,56 +87,31 @@ func corruptOpenError(err error) bool {
 		errors.Is(err, bolterrors.ErrChecksum) || errors.Is(err, bolterrors.ErrInvalidMapping)
 }
 
-// checkCatalog reads the whole catalog at path read-only, in this
-// goroutine, so that damage is found where it can be recovered from (bbolt
-// walks the file in a goroutine of its own when it is opened for writing,
-// where a panic would end the process). It returns the node identity when
-// its record could be read, even when the rest is corrupt. A missing file is
-// fine. Blocks on the disk.
+// checkCatalog checks the catalog file at path (checkBoltFile) before bbolt
+// opens it for writing. It returns the node identity when its record could
+// be read, even when the rest is damaged. A missing file is fine. Blocks on
+// the disk.
 func checkCatalog(path string) (nodeID string, err error) {
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}
-	var db *bolt.DB
-	err = guardCorrupt(func() error {
-		var err error
-		db, err = bolt.Open(path, 0o640, &bolt.Options{Timeout: time.Second, ReadOnly: true})
-		return err
-	})
-	switch {
-	case errors.Is(err, bolterrors.ErrTimeout):
-		return "", fmt.Errorf("cannot open catalog at %q: another process holds it", path)
-	case err != nil && (errors.Is(err, errCorruptCatalog) || corruptOpenError(err)):
-		return "", fmt.Errorf("%w: %w", errCorruptCatalog, err)
-	case err != nil:
+	if err != nil {
 		return "", fmt.Errorf("cannot open catalog at %q: %w", path, err)
 	}
+	defer f.Close()
 	err = guardCorrupt(func() error {
-		return db.View(func(tx *bolt.Tx) error {
-			if meta := tx.Bucket(bucketMeta); meta != nil {
-				if id := meta.Get(keyNodeID); validNodeID(id) {
-					nodeID = string(id)
-				}
-			}
-			for _, name := range [][]byte{bucketMeta, bucketSegments, bucketChunks} {
-				if b := tx.Bucket(name); b != nil {
-					if err := b.ForEach(func(k, v []byte) error { return nil }); err != nil {
-						return err
-					}
-				}
-			}
-			return nil
-		})
+		var err error
+		nodeID, err = checkBoltFile(f)
+		return err
 	})
-	// View rolled its transaction back, also after a panic: Close does not
-	// wait for it.
-	if cerr := db.Close(); err == nil && cerr != nil {
-		err = cerr
+	if !validNodeID([]byte(nodeID)) {
+		nodeID = ""
 	}
-	if err != nil {
-		return nodeID, fmt.Errorf("%w: %w", errCorruptCatalog, err)
+	if err != nil && !errors.Is(err, errCorruptCatalog) {
+		err = fmt.Errorf("%w: %w", errCorruptCatalog, err)
 	}
-	return nodeID, nil
+	return nodeID, err
 }
 
 // validNodeID reports whether id looks like an identity openCatalogFile
