@@ -43,7 +43,8 @@ func segmentFileSize(slotSize int64, nslots int32) int64 {
 }
 
 // createSegment creates (or truncates) the file at path and maps it. The file
-// is sparse: pages are allocated by the kernel when first written.
+// is sparse: a slot's space is allocated when the slot is first handed out
+// (allocate), and returned when its pages are punched.
 func createSegment(id uint32, path string, slotSize int64, nslots int32) (*segment, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o660)
 	if err != nil {
