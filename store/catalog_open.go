@@ -15,6 +15,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
+	"golang.org/x/sys/unix"
 )
 
 // errCorruptCatalog: the catalog file cannot be read as a bbolt database
@@ -88,9 +89,11 @@ func corruptOpenError(err error) bool {
 }
 
 // checkCatalog checks the catalog file at path (checkBoltFile) before bbolt
-// opens it for writing. It returns the node identity when its record could
-// be read, even when the rest is damaged. A missing file is fine. Blocks on
-// the disk.
+// opens it for writing. It holds bbolt's lock on the file meanwhile (so a
+// catalog another process is writing is never judged, nor moved aside); a
+// lock still held after one second is an error. It returns the node
+// identity when its record could be read, even when the rest is damaged. A
+// missing file is fine. Blocks on the disk.
 func checkCatalog(path string) (nodeID string, err error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -99,7 +102,10 @@ func checkCatalog(path string) (nodeID string, err error) {
 	if err != nil {
 		return "", fmt.Errorf("cannot open catalog at %q: %w", path, err)
 	}
-	defer f.Close()
+	defer f.Close() // releases the lock
+	if err := lockFile(f, time.Second); err != nil {
+		return "", fmt.Errorf("cannot open catalog at %q: another process holds it (%w)", path, err)
+	}
 	err = guardCorrupt(func() error {
 		var err error
 		nodeID, err = checkBoltFile(f)
@@ -112,6 +118,20 @@ func checkCatalog(path string) (nodeID string, err error) {
 		err = fmt.Errorf("%w: %w", errCorruptCatalog, err)
 	}
 	return nodeID, err
+}
+
+// lockFile takes an exclusive flock on f, the lock bbolt takes, trying
+// every lockRetry until timeout has passed. Blocks up to timeout.
+func lockFile(f *os.File, timeout time.Duration) error {
+	const lockRetry = 50 * time.Millisecond
+	deadline := time.Now().Add(timeout)
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil || !errors.Is(err, unix.EWOULDBLOCK) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(lockRetry)
+	}
 }
 
 // validNodeID reports whether id looks like an identity openCatalogFile
