@@ -15,6 +15,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
+	"golang.org/x/sys/unix"
 )
 
 // errCorruptCatalog: the catalog file cannot be read as a bbolt database
@@ -87,56 +88,50 @@ func corruptOpenError(err error) bool {
 		errors.Is(err, bolterrors.ErrChecksum) || errors.Is(err, bolterrors.ErrInvalidMapping)
 }
 
-// checkCatalog reads the whole catalog at path read-only, in this
-// goroutine, so that damage is found where it can be recovered from (bbolt
-// walks the file in a goroutine of its own when it is opened for writing,
-// where a panic would end the process). It returns the node identity when
-// its record could be read, even when the rest is corrupt. A missing file is
-// fine. Blocks on the disk.
+// checkCatalog checks the catalog file at path (checkBoltFile) before bbolt
+// opens it for writing. It holds bbolt's lock on the file meanwhile (so a
+// catalog another process is writing is never judged, nor moved aside); a
+// lock still held after one second is an error. It returns the node
+// identity when its record could be read, even when the rest is damaged. A
+// missing file is fine. Blocks on the disk.
 func checkCatalog(path string) (nodeID string, err error) {
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}
-	var db *bolt.DB
-	err = guardCorrupt(func() error {
-		var err error
-		db, err = bolt.Open(path, 0o640, &bolt.Options{Timeout: time.Second, ReadOnly: true})
-		return err
-	})
-	switch {
-	case errors.Is(err, bolterrors.ErrTimeout):
-		return "", fmt.Errorf("cannot open catalog at %q: another process holds it", path)
-	case err != nil && (errors.Is(err, errCorruptCatalog) || corruptOpenError(err)):
-		return "", fmt.Errorf("%w: %w", errCorruptCatalog, err)
-	case err != nil:
+	if err != nil {
 		return "", fmt.Errorf("cannot open catalog at %q: %w", path, err)
 	}
+	defer f.Close() // releases the lock
+	if err := lockFile(f, time.Second); err != nil {
+		return "", fmt.Errorf("cannot open catalog at %q: another process holds it (%w)", path, err)
+	}
 	err = guardCorrupt(func() error {
-		return db.View(func(tx *bolt.Tx) error {
-			if meta := tx.Bucket(bucketMeta); meta != nil {
-				if id := meta.Get(keyNodeID); validNodeID(id) {
-					nodeID = string(id)
-				}
-			}
-			for _, name := range [][]byte{bucketMeta, bucketSegments, bucketChunks} {
-				if b := tx.Bucket(name); b != nil {
-					if err := b.ForEach(func(k, v []byte) error { return nil }); err != nil {
-						return err
-					}
-				}
-			}
-			return nil
-		})
+		var err error
+		nodeID, err = checkBoltFile(f)
+		return err
 	})
-	// View rolled its transaction back, also after a panic: Close does not
-	// wait for it.
-	if cerr := db.Close(); err == nil && cerr != nil {
-		err = cerr
+	if !validNodeID([]byte(nodeID)) {
+		nodeID = ""
 	}
-	if err != nil {
-		return nodeID, fmt.Errorf("%w: %w", errCorruptCatalog, err)
+	if err != nil && !errors.Is(err, errCorruptCatalog) {
+		err = fmt.Errorf("%w: %w", errCorruptCatalog, err)
 	}
-	return nodeID, nil
+	return nodeID, err
+}
+
+// lockFile takes an exclusive flock on f, the lock bbolt takes, trying
+// every lockRetry until timeout has passed. Blocks up to timeout.
+func lockFile(f *os.File, timeout time.Duration) error {
+	const lockRetry = 50 * time.Millisecond
+	deadline := time.Now().Add(timeout)
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil || !errors.Is(err, unix.EWOULDBLOCK) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(lockRetry)
+	}
 }
 
 // validNodeID reports whether id looks like an identity openCatalogFile

@@ -100,3 +100,55 @@ func mustRead(t *testing.T, s *Store, c *chunkSpec) {
 		t.Fatalf("Get %v: other bytes", c)
 	}
 }
+
+// A victim the store refuses to evict (it was pinned after LRU chose it)
+// is put back with its cost counted; one forgotten meanwhile (the store
+// dropped it) is not.
+func TestLRUPutsBackAVictimTheStoreRefuses(t *testing.T) {
+	t.Parallel()
+	var l *lru
+	entries := make([]*entry, 5)
+	for i := range entries {
+		entries[i] = &entry{hash: uint64(i + 1)}
+	}
+	refuse := map[*entry]bool{entries[0]: true, entries[1]: true}
+	forgetFirst := map[*entry]bool{entries[1]: true}
+	var evicted []*entry
+	l = newLRU(3000, func(e *entry, force bool) bool {
+		if force {
+			t.Fatal("LRU forced an eviction")
+		}
+		if forgetFirst[e] {
+			l.forget(e.hash) // dropped by the store while being evicted
+		}
+		if refuse[e] {
+			return false
+		}
+		evicted = append(evicted, e)
+		return true
+	}, func(*entry) { t.Fatal("LRU rejected a chunk that fits") })
+	for _, e := range entries[:3] {
+		l.offer(e, 1000)
+	}
+	l.offer(entries[3], 1000) // victim e0: refused, put back as the newest
+	if l.items[entries[0].hash] == nil || l.used != 4000 || len(evicted) != 0 {
+		t.Fatalf("after a refused eviction: e0 held %v, used %d, evicted %d; want e0 held, 4000, none",
+			l.items[entries[0].hash] != nil, l.used, len(evicted))
+	}
+	l.offer(entries[4], 1000) // victims e1 (forgotten, refused) and e2
+	if l.items[entries[1].hash] != nil {
+		t.Fatal("a victim forgotten during its eviction was put back")
+	}
+	if l.used != 3000 || len(evicted) != 1 || evicted[0] != entries[2] {
+		t.Fatalf("used %d, evicted %d; want 3000 and e2", l.used, len(evicted))
+	}
+	var n int
+	var sum int64
+	for it := l.head.next; it != &l.head; it = it.next {
+		n++
+		sum += it.cost
+	}
+	if n != len(l.items) || sum != l.used {
+		t.Fatalf("list holds %d items costing %d; map %d, used %d", n, sum, len(l.items), l.used)
+	}
+}

@@ -43,7 +43,8 @@ func segmentFileSize(slotSize int64, nslots int32) int64 {
 }
 
 // createSegment creates (or truncates) the file at path and maps it. The file
-// is sparse: pages are allocated by the kernel when first written.
+// is sparse: a slot's space is allocated when the slot is first handed out
+// (allocate), and returned when its pages are punched.
 func createSegment(id uint32, path string, slotSize int64, nslots int32) (*segment, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o660)
 	if err != nil {
@@ -121,17 +122,18 @@ func (s *segment) punch(i int32) error {
 // writes.
 var errFallocateUnsupported = errors.New("fallocate not supported")
 
-// allocate makes the filesystem back the whole pages under the first n
-// bytes of slot i with real space, so that a full filesystem is an error
-// here (wrapping ErrNoSpace) instead of a SIGBUS when the bytes are copied
-// into the mapping. Pages already backed cost a lookup each. It fails with
-// errFallocateUnsupported when the filesystem cannot do it. It blocks while
-// the kernel allocates (and zeroes) the pages; it changes no byte of the
-// slot.
-func (s *segment) allocate(i int32, n int64) error {
+// allocate makes the filesystem back the pages under slot i with real
+// space, so that a full filesystem is an error here (wrapping ErrNoSpace)
+// instead of a SIGBUS when bytes are copied into the mapping. The arena
+// accounts whole slots, so the whole slot is allocated: a later chunk of
+// the class reusing the slot (a dirty slot) finds its pages there. Pages
+// already backed cost a lookup each. It fails with errFallocateUnsupported
+// when the filesystem cannot do it. It blocks while the kernel allocates
+// (and zeroes) the pages; it changes no byte of the slot.
+func (s *segment) allocate(i int32) error {
 	off := int64(i) * s.slotSize
 	start := off / pageSize * pageSize
-	end := roundUp(off+n, pageSize)
+	end := roundUp(off+s.slotSize, pageSize)
 	for {
 		err := unix.Fallocate(int(s.file.Fd()), 0, start, end-start)
 		switch {
@@ -217,7 +219,9 @@ const prefaultMin = 64 << 10
 // bytes and allocates nothing the copy would not. Kernels before 5.14 do not
 // know the advice: the first EINVAL turns prefaulting off for the store, and
 // the copy faults the pages in as before. Any other error is ignored for the
-// same reason: the copy then takes the faults.
+// same reason: the copy then takes the faults. Prefaulting is no safeguard:
+// the space under a fresh slot is allocated at Stage (segment.allocate), and
+// a fault that still finds no page is caught by guardFault.
 func (s *Store) prefault(b []byte) {
 	if len(b) < prefaultMin || s.noPrefault.Load() {
 		return

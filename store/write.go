@@ -114,7 +114,7 @@ func (s *Store) Stage(ns string, id ID, size int64, crc uint32) (*Staged, error)
 	}
 	e.slot = r
 	e.hasSlot = true
-	if err := s.allocateSlot(e); err != nil {
+	if err := s.allocateSlot(e, fresh); err != nil {
 		if s.kill(e, reasonRejected) {
 			s.forgetLater(e)
 		}
@@ -125,20 +125,22 @@ func (s *Store) Stage(ns string, id ID, size int64, crc uint32) (*Staged, error)
 	return &Staged{s: s, e: e, buf: e.bytes(), fresh: fresh}, nil
 }
 
-// allocateSlot has the filesystem back the pages under e's bytes with space
-// before any byte is written (segment.allocate), so that a full shm
-// filesystem is ErrNoSpace here rather than a fault during the copy. It
-// releases mu meanwhile: e is staged with a slot and no lease yet, so
+// allocateSlot has the filesystem back the pages of e's fresh slot with
+// space before any byte is written (segment.allocate), so that a full shm
+// filesystem is ErrNoSpace here rather than a fault during the copy. A
+// reused (dirty) slot was allocated when it was fresh and costs nothing
+// (after a restart a recovered slot may lack pages past its old chunk; a
+// fault there is still caught by guardFault). It releases mu meanwhile: e is staged with a slot and no lease yet, so
 // nothing frees the slot, and Close waits for the caller. On a filesystem
 // without fallocate it logs once and does nothing from then on (a fault in
 // the copy is still caught: guardFault). mu held.
-func (s *Store) allocateSlot(e *entry) error {
-	if s.noFallocate.Load() {
+func (s *Store) allocateSlot(e *entry, fresh bool) error {
+	if !fresh || s.noFallocate.Load() {
 		return nil
 	}
 	seg, i := e.slot.seg, e.slot.slot
 	s.mu.Unlock()
-	err := seg.allocate(i, int64(e.size))
+	err := seg.allocate(i)
 	s.mu.Lock()
 	if errors.Is(err, errFallocateUnsupported) {
 		if !s.noFallocate.Swap(true) {
