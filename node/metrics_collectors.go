@@ -24,6 +24,7 @@ type storeCollector struct {
 	evictions, rejections, checksumErrors, stageExpired             *prometheus.Desc
 	stages, seals, gets, hits                                       *prometheus.Desc
 	catalogErrors, segmentsLost, healthy                            *prometheus.Desc
+	pinnedBytes, pinLimit                                           *prometheus.Desc
 }
 
 func newStoreCollector(st *store.Store) *storeCollector {
@@ -53,20 +54,22 @@ func newStoreCollector(st *store.Store) *storeCollector {
 		catalogErrors: prometheus.NewDesc("kvring_catalog_errors_total",
 			"Catalog writes that failed (each is retried; readiness is off while they fail).", nil, nil),
 		segmentsLost: d("segments_lost_total", "Segment files found deleted or truncated under the running store."),
+		pinnedBytes:  d("pinned_bytes", "Slot bytes of the chunks pinned by lookup leases."),
+		pinLimit:     d("pin_limit_bytes", "Most bytes lookup leases may pin at once; a pin beyond it is refused."),
 		healthy:      d("healthy", "1 while the store keeps its promises (catalog writable, no segment lost), else 0; readiness follows it."),
 	}
 }
 
 // Reasons exported even before they first happen, so their series exist.
 var (
-	evictionReasons  = []string{store.ReasonPolicy, store.ReasonExplicit, store.ReasonChecksum}
+	evictionReasons  = []string{store.ReasonPolicy, store.ReasonExplicit, store.ReasonChecksum, store.ReasonLost}
 	rejectionReasons = []string{store.ReasonPolicy, store.ReasonNoSpace}
 )
 
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.limit, c.used, c.chunks, c.payload, c.stagedChunks, c.stagedBytes, c.pinned,
 		c.retainedFree, c.resident, c.segments, c.evictions, c.rejections, c.checksumErrors, c.stageExpired,
-		c.stages, c.seals, c.gets, c.hits, c.catalogErrors, c.segmentsLost, c.healthy} {
+		c.stages, c.seals, c.gets, c.hits, c.catalogErrors, c.segmentsLost, c.healthy, c.pinnedBytes, c.pinLimit} {
 		ch <- d
 	}
 }
@@ -103,6 +106,8 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.hits, s.Hits)
 	counter(c.catalogErrors, s.CatalogErrors)
 	counter(c.segmentsLost, s.SegmentsLost)
+	gauge(c.pinnedBytes, s.PinnedBytes)
+	gauge(c.pinLimit, s.PinLimitBytes)
 	healthy := int64(1)
 	if c.st.Health() != nil {
 		healthy = 0

@@ -32,7 +32,7 @@ func (s *Store) checkShmSize() error {
 		return nil
 	}
 	if !s.cfg.AllowShmOvercommit {
-		return fmt.Errorf("%w: MemoryLimit is %d bytes but the filesystem of ShmDir %q holds %d bytes: enlarge it, lower the limit, or set AllowShmOvercommit",
+		return fmt.Errorf("%w: MemoryLimit is %d bytes but the filesystem of ShmDir %q holds %d bytes: enlarge it, lower the limit, or set AllowShmOvercommit (kvring serve --shm-overcommit)",
 			ErrInvalid, s.cfg.MemoryLimit, s.cfg.ShmDir, total)
 	}
 	s.log.Warn("the shared-memory filesystem is smaller than the memory limit; writes beyond it are refused (no space)",

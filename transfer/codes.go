@@ -32,6 +32,12 @@ const ErrorDomain = "kvring"
 //   - ErrRejected and ErrNoSpace are ResourceExhausted: the node declined to
 //     hold more. For Put they appear as a chunk's code, not a call error.
 //   - ErrChecksum is DataLoss: bytes were damaged.
+//   - ErrSegmentLost is Aborted: the file under a staged chunk was deleted or
+//     truncated, and a new write lands in another segment. (store.ErrFault
+//     always comes with one of ErrNoSpace, ErrSegmentLost or ErrChecksum,
+//     which decide the code.)
+//   - ErrPinLimit is ResourceExhausted: the node holds as many pinned bytes
+//     as it allows.
 var wireErrors = []struct {
 	err    error
 	code   codes.Code
@@ -45,6 +51,8 @@ var wireErrors = []struct {
 	{store.ErrNoSpace, codes.ResourceExhausted, "NO_SPACE"},
 	{store.ErrNotStaged, codes.FailedPrecondition, "NOT_STAGED"},
 	{store.ErrChecksum, codes.DataLoss, "CHECKSUM_MISMATCH"},
+	{store.ErrPinLimit, codes.ResourceExhausted, "PIN_LIMIT"},
+	{store.ErrSegmentLost, codes.Aborted, "SEGMENT_LOST"},
 	{store.ErrIncomplete, codes.InvalidArgument, "CHUNK_INCOMPLETE"},
 	{store.ErrInvalid, codes.InvalidArgument, "STORE_INVALID"},
 	{store.ErrClosed, codes.Unavailable, "STORE_CLOSED"},

@@ -48,6 +48,8 @@ func TestEverySentinelRoundTrips(t *testing.T) {
 		{store.ErrNoSpace, codes.ResourceExhausted, nil},
 		{store.ErrNotStaged, codes.FailedPrecondition, nil},
 		{store.ErrChecksum, codes.DataLoss, nil},
+		{store.ErrPinLimit, codes.ResourceExhausted, nil},
+		{store.ErrSegmentLost, codes.Aborted, nil},
 		{store.ErrIncomplete, codes.InvalidArgument, ErrInvalidArgument},
 		{store.ErrInvalid, codes.InvalidArgument, ErrInvalidArgument},
 		{store.ErrClosed, codes.Unavailable, ErrUnavailable},

@@ -33,6 +33,8 @@ func newServeCmd() *cobra.Command {
 		memLimit       = byteSize(def.Store.MemoryLimit)
 		maxChunk       = byteSize(def.Store.MaxChunkSize)
 		stageLease     = def.Store.StageLease
+		shmOvercommit  = def.Store.AllowShmOvercommit
+		maxPinned      = byteSize(def.Store.MaxPinnedBytes)
 		evictionPolicy = def.Store.Policy
 		logFormat      = "text"
 		logLevel       = "info"
@@ -104,6 +106,8 @@ finish, the store writes its catalog, and the process exits 0.`,
 				cfg.Store.MaxChunkSize = min(int64(maxChunk), int64(memLimit))
 			}
 			cfg.Store.StageLease = stageLease
+			cfg.Store.AllowShmOvercommit = shmOvercommit
+			cfg.Store.MaxPinnedBytes = int64(maxPinned)
 			cfg.Store.Policy = evictionPolicy
 			cfg.Store.Logger = log.With("component", "store")
 			n, err := node.New(cfg)
@@ -144,6 +148,8 @@ finish, the store writes its catalog, and the process exits 0.`,
 	fs.Var(&memLimit, "memory-limit", "memory budget for chunk bytes (e.g. 1GiB, 512MiB)")
 	fs.Var(&maxChunk, "max-chunk-size", "largest chunk accepted")
 	fs.DurationVar(&stageLease, "stage-lease", stageLease, "how long a staged write waits for its commit")
+	fs.BoolVar(&shmOvercommit, "shm-overcommit", shmOvercommit, "start even when the --shm-dir filesystem is smaller than --memory-limit (writes past its space are then rejected: no space)")
+	fs.Var(&maxPinned, "max-pinned", "most chunk bytes lookup leases may pin at once (default: half the memory limit)")
 	fs.StringVar(&evictionPolicy, "eviction-policy", evictionPolicy, "which chunks stay when memory is full: lru (least recently used goes first) or tinylfu (ristretto: frequency-based admission and eviction)")
 	fs.StringVar(&logFormat, "log-format", logFormat, "log format: text or json")
 	fs.StringVar(&logLevel, "log-level", logLevel, "log level: debug, info, warn or error")
