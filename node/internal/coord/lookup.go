@@ -64,7 +64,7 @@ func (c *Coordinator) askOwners(ctx context.Context, ref *kvringv1.NamespaceRef,
 	})
 	for _, p := range plans {
 		if p.err != nil {
-			c.log.Debug("lookup: owner did not answer", "node", p.m.ID, "err", p.err)
+			c.log.Debug("lookup: owner did not answer; its ids count as not held", "node", p.m.ID, "err", p.err)
 			continue
 		}
 		for k, h := range p.held {
