@@ -55,6 +55,11 @@ type Config struct {
 	// skipped within the engine's deadline instead of failing the call.
 	// Default 3s.
 	PeerTimeout time.Duration
+	// PutIdleTimeout ends a Put whose engine sends no message for this long
+	// while the node waits for its chunk bytes: the call fails with
+	// DeadlineExceeded and its staged chunks are freed at once, so a stalled
+	// engine holds no memory and no stream. Default 10s; negative: no limit.
+	PutIdleTimeout time.Duration
 	// MaintenanceInterval is how often expired stage tokens and leases are
 	// swept. Default 5s.
 	MaintenanceInterval time.Duration
@@ -146,6 +151,7 @@ func DefaultConfig() Config {
 		CommitTimeout:       10 * time.Second,
 		PeerTimeout:         3 * time.Second,
 		MaintenanceInterval: 5 * time.Second,
+		PutIdleTimeout:      10 * time.Second,
 		MaxStreamsPerConn:   256,
 		MaxRecvMsgBytes:     4 << 20,
 		KeepaliveMinTime:    5 * time.Second,
@@ -191,6 +197,9 @@ func (c *Config) validate() error {
 	}
 	if c.MaintenanceInterval == 0 {
 		c.MaintenanceInterval = def.MaintenanceInterval
+	}
+	if c.PutIdleTimeout == 0 {
+		c.PutIdleTimeout = def.PutIdleTimeout
 	}
 	c.fillLimits(def)
 	if c.Now == nil {

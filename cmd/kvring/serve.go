@@ -33,6 +33,7 @@ func newServeCmd() *cobra.Command {
 		memLimit       = byteSize(def.Store.MemoryLimit)
 		maxChunk       = byteSize(def.Store.MaxChunkSize)
 		stageLease     = def.Store.StageLease
+		putIdle        = def.PutIdleTimeout
 		shmOvercommit  = def.Store.AllowShmOvercommit
 		maxPinned      = byteSize(def.Store.MaxPinnedBytes)
 		evictionPolicy = def.Store.Policy
@@ -106,6 +107,7 @@ finish, the store writes its catalog, and the process exits 0.`,
 				cfg.Store.MaxChunkSize = min(int64(maxChunk), int64(memLimit))
 			}
 			cfg.Store.StageLease = stageLease
+			cfg.PutIdleTimeout = putIdle
 			cfg.Store.AllowShmOvercommit = shmOvercommit
 			cfg.Store.MaxPinnedBytes = int64(maxPinned)
 			cfg.Store.Policy = evictionPolicy
@@ -148,6 +150,7 @@ finish, the store writes its catalog, and the process exits 0.`,
 	fs.Var(&memLimit, "memory-limit", "memory budget for chunk bytes (e.g. 1GiB, 512MiB)")
 	fs.Var(&maxChunk, "max-chunk-size", "largest chunk accepted")
 	fs.DurationVar(&stageLease, "stage-lease", stageLease, "how long a staged write waits for its commit")
+	fs.DurationVar(&putIdle, "put-idle-timeout", putIdle, "end a put whose engine sends nothing for this long while its bytes are awaited, freeing what it staged (negative: no limit)")
 	fs.BoolVar(&shmOvercommit, "shm-overcommit", shmOvercommit, "start even when the --shm-dir filesystem is smaller than --memory-limit (writes past its space are then rejected: no space)")
 	fs.Var(&maxPinned, "max-pinned", "most chunk bytes lookup leases may pin at once (default: half the memory limit)")
 	fs.StringVar(&evictionPolicy, "eviction-policy", evictionPolicy, "which chunks stay when memory is full: lru (least recently used goes first) or tinylfu (ristretto: frequency-based admission and eviction)")

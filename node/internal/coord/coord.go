@@ -39,6 +39,9 @@ type Config struct {
 	// PeerTimeout bounds each exchange with one owner, so an owner that is
 	// stuck (not just down) is skipped within the engine's deadline.
 	PeerTimeout time.Duration
+	// IdleTimeout ends a put whose engine sends no message for this long
+	// in its data phase (its staged chunks are aborted). 0: no limit.
+	IdleTimeout time.Duration
 	// BroadcastTimeout bounds how long a namespace registration waits for
 	// the other members to answer.
 	BroadcastTimeout time.Duration
@@ -57,8 +60,10 @@ type Config struct {
 // Coordinator serves engines on every node: it places each chunk on its
 // owners, runs two-phase writes, fans lookups out and reads with owner
 // fallback. It holds no chunk bytes beyond the frame in flight (and one chunk
-// read from a peer while it is verified). It starts no goroutines that
-// outlive a call. Safe for concurrent use; Close closes its peer connections.
+// read from a peer while it is verified). The only goroutine that may
+// outlive a call is the receiver of a put abandoned for idleness, which
+// ends when gRPC cancels that stream; Close waits for it. Safe for
+// concurrent use; Close closes its peer connections.
 type Coordinator struct {
 	cfg   Config
 	local *owner.Owner
@@ -68,6 +73,10 @@ type Coordinator struct {
 	pool  *peerPool
 	// peers logs runs of failures to reach a peer once, not per request.
 	peers *peerFailures
+
+	// recv tracks the data-phase receivers of puts (idleWatch); Close
+	// waits for them.
+	recv sync.WaitGroup
 
 	mu     sync.Mutex
 	leases map[uint64]coordLease
@@ -81,9 +90,13 @@ func New(cfg Config) *Coordinator {
 		leases: make(map[uint64]coordLease)}
 }
 
-// Close closes the connections to peers; later peer calls fail with
-// Unavailable. Idempotent.
-func (c *Coordinator) Close() { c.pool.close() }
+// Close waits for the receivers of abandoned puts (their streams end with
+// the gRPC server, which the caller stops first) and closes the connections
+// to peers; later peer calls fail with Unavailable. Idempotent.
+func (c *Coordinator) Close() {
+	c.recv.Wait()
+	c.pool.close()
+}
 
 // RingChanged closes the connections to, and forgets the outages of, peers
 // that are no longer members of r. The node calls it after every ring

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -36,6 +37,7 @@ type putTx struct {
 	need        []uint32               // batch indexes whose bytes the engine sends
 	deferred    []uint32               // batch indexes another writer was staging on some owner
 	sinks       map[uint32]*fanoutSink
+	gate        sinkGate // closed when the put is abandoned for idleness
 }
 
 // put runs one engine Put stream: begin, need, data, end, result. Bad input
@@ -172,7 +174,7 @@ func (tx *putTx) plan() (settled []*kvringv1.PutChunkResult) {
 		switch {
 		case len(to) > 0:
 			tx.need = append(tx.need, idx)
-			tx.sinks[idx] = &fanoutSink{index: idx, shares: to, sent: tx.c.m.PeerSent}
+			tx.sinks[idx] = &fanoutSink{index: idx, shares: to, sent: tx.c.m.PeerSent, gate: &tx.gate}
 		case slices.ContainsFunc(tx.owners[i], func(s *ownerShare) bool { return s.failed == nil && isBusy(s.vote(idx)) }):
 			tx.deferred = append(tx.deferred, idx) // answered after awaitOtherWriters
 		default:
@@ -185,8 +187,11 @@ func (tx *putTx) plan() (settled []*kvringv1.PutChunkResult) {
 // receive takes the engine's frames and forwards each to the owners that
 // need it. Bad framing or a short stream aborts what the owners staged.
 func (tx *putTx) receive(stream putStream) error {
+	var last atomic.Int64
+	last.Store(tx.c.cfg.Now().UnixNano())
+	seen := func() { last.Store(tx.c.cfg.Now().UnixNano()) }
 	if len(tx.need) == 0 {
-		return drainPut(stream)
+		return tx.c.idleWatch(func() error { return drainPut(stream, seen) }, &last)
 	}
 	needed := make(map[uint32]bool, len(tx.need))
 	for _, idx := range tx.need {
@@ -196,7 +201,8 @@ func (tx *putTx) receive(stream putStream) error {
 	for idx, s := range tx.sinks {
 		_ = asm.SetSink(idx, s) // idx is needed: SetSink cannot fail
 	}
-	if err := receiveFrames(stream, asm); err != nil {
+	if err := tx.c.idleWatch(func() error { return receiveFrames(stream, asm, seen) }, &last); err != nil {
+		tx.gate.close() // an abandoned receiver forwards nothing more
 		tx.abort()
 		return err
 	}
@@ -309,11 +315,12 @@ func (tx *putTx) closeSessions() {
 // receiveFrames reads data frames until end or half-close. A stream that
 // ends with chunks still short is bad input. Frame bytes are not copied out
 // of gRPC's receive buffers: each frame goes to its sink and is released.
-func receiveFrames(stream putStream, asm *transfer.Assembler) error {
+func receiveFrames(stream putStream, asm *transfer.Assembler, seen func()) error {
 	in := transfer.InFrame{Msg: new(kvringv1.PutRequest), Field: transfer.PutDataField}
 	defer in.Release()
 	for {
 		err := stream.RecvMsg(&in)
+		seen()
 		if errors.Is(err, io.EOF) || (err == nil && in.Msg.(*kvringv1.PutRequest).GetEnd() != nil) {
 			if missing := asm.Missing(); len(missing) > 0 {
 				return fmt.Errorf("%w: the put stream ended before the bytes of chunks %v were complete", transfer.ErrIncompleteStream, missing)
@@ -337,11 +344,12 @@ func receiveFrames(stream putStream, asm *transfer.Assembler) error {
 
 // drainPut waits for the engine's end when no bytes are needed. Frames for
 // chunks nobody needs are ignored, without being copied.
-func drainPut(stream putStream) error {
+func drainPut(stream putStream, seen func()) error {
 	in := transfer.InFrame{Msg: new(kvringv1.PutRequest), Field: transfer.PutDataField}
 	defer in.Release()
 	for {
 		err := stream.RecvMsg(&in)
+		seen()
 		in.Release()
 		if errors.Is(err, io.EOF) || (err == nil && in.Msg.(*kvringv1.PutRequest).GetEnd() != nil) {
 			return nil

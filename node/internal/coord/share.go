@@ -62,6 +62,7 @@ type fanoutSink struct {
 	index  uint32 // batch index
 	shares []*ownerShare
 	sent   prometheus.Counter // bytes forwarded to peers
+	gate   *sinkGate          // closed when the put is abandoned
 }
 
 func (s *fanoutSink) Write(b []byte) (int, error) { return s.WriteBuffers([][]byte{b}) }
@@ -69,6 +70,10 @@ func (s *fanoutSink) Write(b []byte) (int, error) { return s.WriteBuffers([][]by
 // WriteBuffers forwards one frame, in pieces, to every owner that has not
 // failed. An owner's failure fails only its share; the frame counts as taken.
 func (s *fanoutSink) WriteBuffers(bufs [][]byte) (int, error) {
+	if !s.gate.enter() {
+		return 0, errIdleStream
+	}
+	defer s.gate.exit()
 	f := transfer.Frame{Data: bufs}
 	n := f.Len()
 	for _, sh := range s.shares {
