@@ -50,6 +50,13 @@ type Config struct {
 	// DefaultConfig follows a MemoryLimit set later); must not be negative or
 	// exceed MemoryLimit.
 	MaxPinnedBytes int64
+	// MaxStagedBytes caps the payload bytes of writes in progress (staged,
+	// not yet sealed or ended) at once: a Stage beyond it is refused with
+	// ErrNoSpace, so reservations that are not receiving bytes can never
+	// push out more than that share of the sealed chunks. Zero means
+	// MemoryLimit/2, worked out at Open; must not be negative or exceed
+	// MemoryLimit.
+	MaxStagedBytes int64
 	// Policy names the eviction policy: PolicyLRU (default) or
 	// PolicyTinyLFU (ristretto).
 	Policy string
@@ -113,6 +120,10 @@ func (c *Config) Validate() error {
 		bad("MaxPinLease must not be negative, got %v", c.MaxPinLease)
 	}
 	switch {
+	case c.MaxStagedBytes < 0:
+		bad("MaxStagedBytes must not be negative, got %d", c.MaxStagedBytes)
+	case c.MemoryLimit > 0 && c.MaxStagedBytes > c.MemoryLimit:
+		bad("MaxStagedBytes must not exceed MemoryLimit=%d, got %d", c.MemoryLimit, c.MaxStagedBytes)
 	case c.MaxPinnedBytes < 0:
 		bad("MaxPinnedBytes must not be negative, got %d", c.MaxPinnedBytes)
 	case c.MemoryLimit > 0 && c.MaxPinnedBytes > c.MemoryLimit:

@@ -23,6 +23,7 @@ func testConfig(t testing.TB, limit int64) Config {
 		DataDir:             t.TempDir(),
 		ShmDir:              shm,
 		MemoryLimit:         limit,
+		MaxStagedBytes:      limit, // the model tests may stage the whole budget; TestStagedBytesAreCapped checks the cap
 		MaintenanceInterval: -1,
 		Logger:              slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}

@@ -26,7 +26,7 @@ func TestRestartWithSmallerLimitDropsWhatDoesNotFit(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	cfg.MemoryLimit = 1 << 20
+	cfg.MemoryLimit, cfg.MaxStagedBytes = 1<<20, 1<<20
 	s2 := openTest(t, cfg)
 	settle(s2)
 	st := s2.Stats()

@@ -68,6 +68,12 @@ func (s *Store) Stage(ns string, id ID, size int64, crc uint32) (*Staged, error)
 		}
 		return nil, fmt.Errorf("cannot stage chunk %s/%s: %w", ns, id, ErrBusy)
 	}
+	if staged := s.st.stagedBytes; staged+size > s.cfg.MaxStagedBytes {
+		s.st.rejections[ReasonNoSpace]++
+		s.mu.Unlock()
+		return nil, fmt.Errorf("cannot stage chunk %s/%s (%d bytes): %w: writes in progress hold %d bytes, at most %d may be staged at once",
+			ns, id, size, ErrNoSpace, staged, s.cfg.MaxStagedBytes)
+	}
 	e := &entry{key: k, hash: h, size: uint32(size), crc: crc, state: stateStaged, policy: true}
 	s.idx.put(e)
 	s.staging[e] = 0 // no lease until the slot is reserved

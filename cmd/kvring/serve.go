@@ -36,6 +36,7 @@ func newServeCmd() *cobra.Command {
 		putIdle        = def.PutIdleTimeout
 		shmOvercommit  = def.Store.AllowShmOvercommit
 		maxPinned      = byteSize(def.Store.MaxPinnedBytes)
+		maxStaged      = byteSize(def.Store.MaxStagedBytes)
 		evictionPolicy = def.Store.Policy
 		logFormat      = "text"
 		logLevel       = "info"
@@ -110,6 +111,7 @@ finish, the store writes its catalog, and the process exits 0.`,
 			cfg.PutIdleTimeout = putIdle
 			cfg.Store.AllowShmOvercommit = shmOvercommit
 			cfg.Store.MaxPinnedBytes = int64(maxPinned)
+			cfg.Store.MaxStagedBytes = int64(maxStaged)
 			cfg.Store.Policy = evictionPolicy
 			cfg.Store.Logger = log.With("component", "store")
 			n, err := node.New(cfg)
@@ -152,6 +154,7 @@ finish, the store writes its catalog, and the process exits 0.`,
 	fs.DurationVar(&stageLease, "stage-lease", stageLease, "how long a staged write waits for its commit")
 	fs.DurationVar(&putIdle, "put-idle-timeout", putIdle, "end a put whose engine sends nothing for this long while its bytes are awaited, freeing what it staged (negative: no limit)")
 	fs.BoolVar(&shmOvercommit, "shm-overcommit", shmOvercommit, "start even when the --shm-dir filesystem is smaller than --memory-limit (writes past its space are then rejected: no space)")
+	fs.Var(&maxStaged, "max-staged", "most chunk bytes writes in progress may reserve at once, so stalled writes cannot push out stored chunks (default: half the memory limit)")
 	fs.Var(&maxPinned, "max-pinned", "most chunk bytes lookup leases may pin at once (default: half the memory limit)")
 	fs.StringVar(&evictionPolicy, "eviction-policy", evictionPolicy, "which chunks stay when memory is full: lru (least recently used goes first) or tinylfu (ristretto: frequency-based admission and eviction)")
 	fs.StringVar(&logFormat, "log-format", logFormat, "log format: text or json")
