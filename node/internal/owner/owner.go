@@ -186,7 +186,7 @@ func (o *Owner) Has(ref *kvringv1.NamespaceRef, rawIDs [][]byte, pin *kvringv1.L
 	if ref == nil || ref.GetName() == "" {
 		return nil, 0, fmt.Errorf("%w: namespace is required", transfer.ErrInvalidArgument)
 	}
-	ids, err := ParseIDs(rawIDs, len(rawIDs)) // the coordinator bounded the batch
+	ids, err := ParseIDs(rawIDs, o.cfg.MaxBatch) // a caller may not pin more than one call's chunks at once
 	if err != nil {
 		return nil, 0, err
 	}

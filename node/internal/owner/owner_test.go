@@ -1,6 +1,7 @@
 package owner
 
 import (
+	"errors"
 	"log/slog"
 	"strings"
 	"sync/atomic"
@@ -112,5 +113,24 @@ func TestACommitJustBeforeTheLeaseEndsSeals(t *testing.T) {
 	}
 	if !st.Contains(namespace.StoreName(ref.GetName(), ref.GetFingerprint()), id) {
 		t.Fatal("the chunk is not held after its commit")
+	}
+}
+
+// TestHasRefusesMoreIDsThanOneCall: a caller cannot check (and pin) more
+// chunks in one Has than one engine call may carry.
+func TestHasRefusesMoreIDsThanOneCall(t *testing.T) {
+	t.Parallel()
+	o, _, _ := newTestOwner(t)
+	ref := &kvringv1.NamespaceRef{Name: "ns", Fingerprint: make([]byte, 32)}
+	ids := make([][]byte, 65) // MaxBatch is 64
+	for i := range ids {
+		ids[i] = make([]byte, 32)
+		ids[i][0] = byte(i)
+	}
+	if _, _, err := o.Has(ref, ids, &kvringv1.LeasePin{LeaseId: 7, TtlMs: 1000}); !errors.Is(err, transfer.ErrInvalidArgument) {
+		t.Fatalf("Has of 65 ids: %v, want InvalidArgument", err)
+	}
+	if _, _, err := o.Has(ref, ids[:64], nil); err != nil {
+		t.Fatalf("Has of 64 ids: %v", err)
 	}
 }
