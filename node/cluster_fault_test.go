@@ -130,7 +130,7 @@ func TestCommitRefusesATokenOfAnotherChunk(t *testing.T) {
 	}
 	votes := o.EndPrepare(p)
 	tok := votes[0].GetStageToken()
-	res := o.Commit(ref, []*kvringv1.StagedChunk{{StageToken: tok, Id: b.ID[:]}})
+	res := o.Commit("", ref, []*kvringv1.StagedChunk{{StageToken: tok, Id: b.ID[:]}})
 	if res[0].GetStatus() != kvringv1.CommitStatus_COMMIT_STATUS_FAILED {
 		t.Fatalf("commit of token %d for another chunk: %v", tok, res[0])
 	}
@@ -139,7 +139,7 @@ func TestCommitRefusesATokenOfAnotherChunk(t *testing.T) {
 		t.Fatal("the other chunk is held")
 	}
 	// The right chunk still commits with its token.
-	res = o.Commit(ref, []*kvringv1.StagedChunk{{StageToken: tok, Id: a.ID[:]}})
+	res = o.Commit("", ref, []*kvringv1.StagedChunk{{StageToken: tok, Id: a.ID[:]}})
 	if res[0].GetStatus() != kvringv1.CommitStatus_COMMIT_STATUS_SEALED {
 		t.Fatalf("commit of the right chunk: %v", res[0])
 	}

@@ -47,10 +47,10 @@ func (s *localSession) send(f transfer.Frame) error { return s.p.Frame(f) }
 func (s *localSession) finish() ([]*kvringv1.ChunkVote, error) { return s.o.EndPrepare(s.p), nil }
 
 func (s *localSession) commit(_ context.Context, ref *kvringv1.NamespaceRef, chunks []*kvringv1.StagedChunk) ([]*kvringv1.CommitResult, error) {
-	return s.o.Commit(ref, chunks), nil
+	return s.o.Commit("", ref, chunks), nil
 }
 
-func (s *localSession) abort(_ context.Context, tokens []uint64) { s.o.AbortTokens(tokens) }
+func (s *localSession) abort(_ context.Context, tokens []uint64) { s.o.AbortTokens("", tokens) }
 
 func (s *localSession) close() {
 	if s.p != nil && !s.p.Done() {

@@ -47,15 +47,15 @@ type Owner struct {
 	maxChunk int64
 
 	mu        sync.Mutex
-	nextToken uint64
-	staged    map[uint64]stagedChunk
+	staged    map[uint64]stagedChunk // by stage token: random, bound to its caller
 	pins      map[uint64]leasePins // coordinator lease id → local pins
 }
 
 type stagedChunk struct {
-	w  *store.Staged
-	id store.ID
-	ns string
+	w      *store.Staged
+	id     store.ID
+	ns     string
+	caller string // the only caller that may commit or abort it (Prepare.caller)
 }
 
 type leasePins struct {
@@ -65,9 +65,7 @@ type leasePins struct {
 
 // New returns an Owner over cfg.Store. It does no I/O.
 func New(cfg Config) *Owner {
-	// Tokens start at a random point so a token from before a restart never
-	// names a chunk staged after it.
-	return &Owner{cfg: cfg, st: cfg.Store, maxChunk: cfg.Store.MaxChunkSize(), nextToken: randomUint64() >> 1,
+	return &Owner{cfg: cfg, st: cfg.Store, maxChunk: cfg.Store.MaxChunkSize(),
 		staged: make(map[uint64]stagedChunk), pins: make(map[uint64]leasePins)}
 }
 
@@ -91,34 +89,45 @@ func (o *Owner) Epoch() uint64 { return o.cfg.Epoch() }
 // MaxChunk is the largest chunk the store accepts.
 func (o *Owner) MaxChunk() int64 { return o.maxChunk }
 
-// register keeps a READY chunk until Commit or Abort and returns its token.
-func (o *Owner) register(ns string, id store.ID, w *store.Staged) uint64 {
+// register keeps a READY chunk until its caller commits or aborts it and
+// returns its token: 64 random bits, so a token can be neither guessed nor
+// named by another caller, nor survive a restart into a new chunk.
+func (o *Owner) register(ns string, id store.ID, w *store.Staged, caller string) uint64 {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.nextToken++
-	o.staged[o.nextToken] = stagedChunk{w: w, id: id, ns: ns}
-	return o.nextToken
+	for {
+		tok := randomUint64()
+		if _, taken := o.staged[tok]; !taken {
+			o.staged[tok] = stagedChunk{w: w, id: id, ns: ns, caller: caller}
+			return tok
+		}
+	}
 }
 
-// take removes and returns the chunk staged under token.
-func (o *Owner) take(token uint64) (stagedChunk, bool) {
+// take removes and returns the chunk staged under token for caller. A
+// token of another caller is left in place and reported unknown.
+func (o *Owner) take(token uint64, caller string) (stagedChunk, bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	sc, ok := o.staged[token]
+	if !ok || sc.caller != caller {
+		return stagedChunk{}, false
+	}
 	delete(o.staged, token)
 	return sc, ok
 }
 
-// Commit seals the chunks of the given tokens. A token already committed (a
-// retry) reports sealed when the chunk is held; a token whose lease the store
-// ended reports failed and is forgotten. Blocks on the catalog's group
-// commit when something was sealed.
-func (o *Owner) Commit(ref *kvringv1.NamespaceRef, chunks []*kvringv1.StagedChunk) []*kvringv1.CommitResult {
+// Commit seals the chunks of the given tokens for caller (the one their
+// prepare ran for: another caller's token is unknown). A token already
+// committed (a retry) reports sealed when the chunk is held; a token whose
+// lease the store ended reports failed and is forgotten. Blocks on the
+// catalog's group commit when something was sealed.
+func (o *Owner) Commit(caller string, ref *kvringv1.NamespaceRef, chunks []*kvringv1.StagedChunk) []*kvringv1.CommitResult {
 	res := make([]*kvringv1.CommitResult, len(chunks))
 	sealed := false
 	for i, c := range chunks {
 		var ok bool
-		res[i], ok = o.commitOne(ref, c)
+		res[i], ok = o.commitOne(caller, ref, c)
 		sealed = sealed || ok
 	}
 	if sealed {
@@ -134,13 +143,13 @@ func (o *Owner) Commit(ref *kvringv1.NamespaceRef, chunks []*kvringv1.StagedChun
 }
 
 // commitOne seals one staged chunk; sealed reports that this call sealed it.
-func (o *Owner) commitOne(ref *kvringv1.NamespaceRef, c *kvringv1.StagedChunk) (r *kvringv1.CommitResult, sealed bool) {
+func (o *Owner) commitOne(caller string, ref *kvringv1.NamespaceRef, c *kvringv1.StagedChunk) (r *kvringv1.CommitResult, sealed bool) {
 	id, idErr := store.ParseID(c.GetId())
 	var ns string
 	if ref != nil {
 		ns = namespace.StoreName(ref.GetName(), ref.GetFingerprint())
 	}
-	sc, ok := o.take(c.GetStageToken())
+	sc, ok := o.take(c.GetStageToken(), caller)
 	if ok && (idErr != nil || ref == nil || sc.id != id || sc.ns != ns) {
 		// The token names another chunk: never seal what was not asked for.
 		o.mu.Lock()
@@ -171,10 +180,11 @@ func failed(err error, reason string) *kvringv1.CommitResult {
 	return &kvringv1.CommitResult{Status: kvringv1.CommitStatus_COMMIT_STATUS_FAILED, Reason: reason, Code: transfer.WireCode(err)}
 }
 
-// AbortTokens frees the staged chunks of the given tokens.
-func (o *Owner) AbortTokens(tokens []uint64) {
+// AbortTokens frees the staged chunks of the given tokens of caller; other
+// callers' tokens are ignored.
+func (o *Owner) AbortTokens(caller string, tokens []uint64) {
 	for _, t := range tokens {
-		if sc, ok := o.take(t); ok {
+		if sc, ok := o.take(t, caller); ok {
 			sc.w.Abort()
 		}
 	}

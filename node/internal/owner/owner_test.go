@@ -80,7 +80,7 @@ func TestACommitAfterTheStageLeaseFailsAndHoldsNothing(t *testing.T) {
 	if o.Tokens() != 0 {
 		t.Fatalf("%d tokens after the store expired the slot, want 0", o.Tokens())
 	}
-	res := o.Commit(ref, []*kvringv1.StagedChunk{{StageToken: tok, Id: id[:]}})
+	res := o.Commit("", ref, []*kvringv1.StagedChunk{{StageToken: tok, Id: id[:]}})
 	if res[0].GetStatus() != kvringv1.CommitStatus_COMMIT_STATUS_FAILED {
 		t.Fatalf("commit after the lease: %v, want failed", res[0])
 	}
@@ -106,7 +106,7 @@ func TestACommitJustBeforeTheLeaseEndsSeals(t *testing.T) {
 	clock.advance(29 * time.Second)
 	st.ExpireNow()
 	for range 2 {
-		res := o.Commit(ref, []*kvringv1.StagedChunk{{StageToken: tok, Id: id[:]}})
+		res := o.Commit("", ref, []*kvringv1.StagedChunk{{StageToken: tok, Id: id[:]}})
 		if res[0].GetStatus() != kvringv1.CommitStatus_COMMIT_STATUS_SEALED {
 			t.Fatalf("commit within the lease: %v, want sealed", res[0])
 		}
@@ -132,5 +132,46 @@ func TestHasRefusesMoreIDsThanOneCall(t *testing.T) {
 	}
 	if _, _, err := o.Has(ref, ids[:64], nil); err != nil {
 		t.Fatalf("Has of 64 ids: %v", err)
+	}
+}
+
+// TestAnotherCallersTokenCanNeitherCommitNorAbort: a stage token is bound to
+// the caller whose prepare staged it; another caller's Abort leaves it and
+// its Commit fails as unknown, and the right caller still commits. Tokens
+// are random, not a sequence another caller could step through.
+func TestAnotherCallersTokenCanNeitherCommitNorAbort(t *testing.T) {
+	t.Parallel()
+	o, st, _ := newTestOwner(t)
+	ref := &kvringv1.NamespaceRef{Name: "ns", Fingerprint: make([]byte, 32)}
+	stage := func(n byte) (store.ID, uint64) {
+		var id store.ID
+		id[0] = n
+		data := []byte("chunk bytes")
+		p, _, _, err := o.NewPrepare(ref, []*kvringv1.ChunkRef{{Id: id[:], Size: uint64(len(data)), Crc32C: store.Checksum(data)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.caller = "peer 10.0.0.1:5000"
+		if err := p.Frame(transfer.Frame{Index: 0, Data: [][]byte{data}}); err != nil {
+			t.Fatal(err)
+		}
+		return id, o.EndPrepare(p)[0].GetStageToken()
+	}
+	id, tok := stage(1)
+	_, tok2 := stage(2)
+	if d := int64(tok2 - tok); d > -1000 && d < 1000 {
+		t.Fatalf("tokens %d and %d are close: guessable", tok, tok2)
+	}
+	o.AbortTokens("peer 10.0.0.2:6000", []uint64{tok})
+	res := o.Commit("peer 10.0.0.2:6000", ref, []*kvringv1.StagedChunk{{StageToken: tok, Id: id[:]}})
+	if res[0].GetStatus() != kvringv1.CommitStatus_COMMIT_STATUS_FAILED {
+		t.Fatalf("another caller's commit: %v", res[0])
+	}
+	res = o.Commit("peer 10.0.0.1:5000", ref, []*kvringv1.StagedChunk{{StageToken: tok, Id: id[:]}})
+	if res[0].GetStatus() != kvringv1.CommitStatus_COMMIT_STATUS_SEALED {
+		t.Fatalf("the staging caller's commit after another's abort: %v", res[0])
+	}
+	if !st.Contains(namespace.StoreName("ns", ref.GetFingerprint()), id) {
+		t.Fatal("the chunk is not held")
 	}
 }

@@ -21,6 +21,10 @@ type Prepare struct {
 	staged map[uint32]*store.Staged
 	asm    *transfer.Assembler
 	done   bool
+	// caller is who may commit or abort the chunks this prepare stages
+	// (see Owner.Commit): the remote address of the Peer connection, or ""
+	// for this node's own coordinator in process.
+	caller string
 }
 
 // NewPrepare starts the prepare phase of a batch: every chunk is staged. It
@@ -97,7 +101,7 @@ func (o *Owner) EndPrepare(p *Prepare) []*kvringv1.ChunkVote {
 			votes = append(votes, voteFor(idx, err))
 			continue
 		}
-		tok := o.register(p.ns, p.ids[idx], w)
+		tok := o.register(p.ns, p.ids[idx], w, p.caller)
 		votes = append(votes, &kvringv1.ChunkVote{Index: idx, Vote: kvringv1.Vote_VOTE_READY, StageToken: tok})
 	}
 	p.staged = nil

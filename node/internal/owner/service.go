@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/peer"
 
 	"github.com/kvring/kvring/node/internal/metrics"
 	"github.com/kvring/kvring/node/internal/namespace"
@@ -21,6 +22,16 @@ type Service struct {
 	kvringv1.UnimplementedPeerServer
 	o *Owner
 	m *metrics.Set
+}
+
+// callerOf names the Peer caller a stage token is bound to: the remote
+// address of its connection (a coordinator's prepare, commit and abort to
+// one owner share one connection), never "" (the in-process caller).
+func callerOf(ctx context.Context) string {
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		return "peer " + p.Addr.String()
+	}
+	return "peer unknown"
 }
 
 // NewService returns the Peer service of o.
@@ -47,6 +58,7 @@ func (s *Service) Prepare(stream grpc.BidiStreamingServer[kvringv1.PrepareReques
 	if err != nil {
 		return transfer.ToStatus(err)
 	}
+	p.caller = callerOf(stream.Context())
 	ok := false
 	defer func() {
 		if !ok {
@@ -96,12 +108,12 @@ func (s *Service) receiveFrames(stream grpc.BidiStreamingServer[kvringv1.Prepare
 // Commit seals the staged chunks the request names.
 func (s *Service) Commit(ctx context.Context, req *kvringv1.CommitRequest) (*kvringv1.CommitResponse, error) {
 	defer metrics.ObserveSince(s.m.CommitSeconds, time.Now())
-	return &kvringv1.CommitResponse{Epoch: s.o.Epoch(), Results: s.o.Commit(req.GetNamespace(), req.GetChunks())}, nil
+	return &kvringv1.CommitResponse{Epoch: s.o.Epoch(), Results: s.o.Commit(callerOf(ctx), req.GetNamespace(), req.GetChunks())}, nil
 }
 
 // Abort frees the staged chunks of the request's tokens.
 func (s *Service) Abort(ctx context.Context, req *kvringv1.AbortRequest) (*kvringv1.AbortResponse, error) {
-	s.o.AbortTokens(req.GetStageTokens())
+	s.o.AbortTokens(callerOf(ctx), req.GetStageTokens())
 	return &kvringv1.AbortResponse{Epoch: s.o.Epoch()}, nil
 }
 
