@@ -46,9 +46,9 @@ type Owner struct {
 	st       *store.Store
 	maxChunk int64
 
-	mu        sync.Mutex
-	staged    map[uint64]stagedChunk // by stage token: random, bound to its caller
-	pins      map[uint64]leasePins // coordinator lease id → local pins
+	mu     sync.Mutex
+	staged map[uint64]stagedChunk // by stage token: random, bound to its caller
+	pins   map[uint64]leasePins   // coordinator lease id → local pins
 }
 
 type stagedChunk struct {
