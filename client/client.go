@@ -72,6 +72,24 @@ type Client struct {
 
 	mu  sync.Mutex
 	ref *kvringv1.NamespaceRef // nil until registered on the current node
+	// maxChunk is the largest chunk the cluster stores (Limits from the
+	// last registration; defaultMaxChunk before): a node declaring a larger
+	// chunk in a Get is refused before anything is allocated.
+	maxChunk uint64
+}
+
+// defaultMaxChunk is the node's default largest chunk (64 MiB), the bound on
+// a read's declared size until a registration says otherwise.
+const defaultMaxChunk = 64 << 20
+
+// chunkBound is the largest chunk size a Get accepts from a node.
+func (c *Client) chunkBound() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.maxChunk == 0 {
+		return defaultMaxChunk
+	}
+	return c.maxChunk
 }
 
 // ErrSchemaMismatch: the namespace is registered with a different schema.
@@ -171,6 +189,9 @@ func (c *Client) register(ctx context.Context, cc *grpc.ClientConn) (*kvringv1.N
 	ref := &kvringv1.NamespaceRef{Name: resp.GetNamespace().GetName(), Fingerprint: resp.GetNamespace().GetFingerprint()}
 	c.mu.Lock()
 	c.ref = ref
+	if m := resp.GetLimits().GetMaxChunkBytes(); m > 0 {
+		c.maxChunk = m
+	}
 	c.mu.Unlock()
 	return ref, nil
 }

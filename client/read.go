@@ -200,6 +200,9 @@ func (c *Client) get(ctx context.Context, cc *grpc.ClientConn, ref *kvringv1.Nam
 				continue
 			}
 			want, crc, sum = h.GetChunk().GetSize(), h.GetChunk().GetCrc32C(), 0
+			if bound := c.chunkBound(); want > bound {
+				return nil, fmt.Errorf("kvring get: the node declared chunk %d of %d bytes, above the cluster's largest chunk %d", i, want, bound)
+			}
 			r.Data = make([]byte, 0, want)
 			cur = r
 			if want == 0 {

@@ -32,10 +32,13 @@ type scriptedCache struct {
 	chunks map[ChunkID][]byte
 	damage map[ChunkID]bool
 	frames []int // frame sizes, cycled
+	// declare, when set, replaces a chunk's size in its header (a lying node).
+	declare map[ChunkID]uint64
+	limits  *kvringv1.Limits
 }
 
 func (s *scriptedCache) RegisterNamespace(_ context.Context, req *kvringv1.RegisterNamespaceRequest) (*kvringv1.RegisterNamespaceResponse, error) {
-	return &kvringv1.RegisterNamespaceResponse{Epoch: 1, Created: true, Namespace: &kvringv1.NamespaceRecord{
+	return &kvringv1.RegisterNamespaceResponse{Epoch: 1, Created: true, Limits: s.limits, Namespace: &kvringv1.NamespaceRecord{
 		Name: req.GetName(), Fingerprint: bytes.Repeat([]byte{7}, 32)}}, nil
 }
 
@@ -50,9 +53,13 @@ func (s *scriptedCache) Get(req *kvringv1.GetRequest, stream grpc.ServerStreamin
 			}
 			continue
 		}
+		size := uint64(len(data))
+		if d, ok := s.declare[id]; ok {
+			size = d
+		}
 		if err := stream.Send(&kvringv1.GetResponse{Epoch: 1, Msg: &kvringv1.GetResponse_Header{Header: &kvringv1.ChunkHeader{
 			Index: uint32(i), Status: kvringv1.ReadStatus_READ_STATUS_FOUND,
-			Chunk: &kvringv1.ChunkRef{Id: raw, Size: uint64(len(data)), Crc32C: store.Checksum(data)}}}}); err != nil {
+			Chunk: &kvringv1.ChunkRef{Id: raw, Size: size, Crc32C: store.Checksum(data)}}}}); err != nil {
 			return err
 		}
 		sent := bytes.Clone(data)
@@ -260,4 +267,36 @@ func (s lendingStream) SendMsg(m any) error {
 		s.seen(f.Lender)
 	}
 	return s.ClientStream.SendMsg(m)
+}
+
+// TestGetRefusesADeclaredSizeAboveTheClustersLargestChunk: a node that
+// declares a chunk larger than the largest chunk the cluster announced at
+// registration fails the call before the client allocates anything for it.
+func TestGetRefusesADeclaredSizeAboveTheClustersLargestChunk(t *testing.T) {
+	t.Parallel()
+	ids := testIDs(1)
+	var id ChunkID
+	copy(id[:], ids[0])
+	srv := &scriptedCache{chunks: map[ChunkID][]byte{id: []byte("tiny")}, frames: []int{1 << 20},
+		declare: map[ChunkID]uint64{id: 1 << 40}, limits: &kvringv1.Limits{MaxChunkBytes: 8 << 20}}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer()
+	kvringv1.RegisterCacheServer(gs, srv)
+	healthpb.RegisterHealthServer(gs, health.NewServer())
+	go gs.Serve(lis)
+	t.Cleanup(gs.Stop)
+	c, err := New(Config{Conn: ConnConfig{Seeds: []string{lis.Addr().String()}}, Namespace: "ns",
+		Schema: Schema{Model: "m", TokensPerChunk: 16}, DisableRouting: true, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	testutil.Eventually(t, "connected", 10*time.Second, func() bool { return c.State().Status == ConnConnected })
+	_, err = c.Get(context.Background(), []ChunkID{id})
+	if err == nil || !strings.Contains(err.Error(), "above the cluster's largest chunk 8388608") {
+		t.Fatalf("get of a chunk declared 1 TiB: %v", err)
+	}
 }

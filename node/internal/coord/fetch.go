@@ -26,6 +26,8 @@ type fetchStream struct {
 	timeout time.Duration // bounds the wait for each chunk
 	broken  error
 	recv    prometheus.Counter // bytes received from the peer
+	// maxChunk bounds the size a peer may declare (this node's largest chunk).
+	maxChunk int64
 	// answered: the peer sent at least one message.
 	answered bool
 }
@@ -61,6 +63,10 @@ func (f *fetchStream) next(id store.ID) (h *kvringv1.ChunkHeader, data []byte, s
 		return nil, nil, 0, f.broken
 	}
 	size := h.GetChunk().GetSize()
+	if limit := uint64(f.maxChunk); size > limit {
+		f.broken = fmt.Errorf("node %s declared chunk %x of %d bytes, above the largest chunk %d", f.m.ID, id[:], size, limit)
+		return nil, nil, 0, f.broken
+	}
 	buf := make([]byte, 0, size)
 	for uint64(len(buf)) < size {
 		if err := f.stream.RecvMsg(&in); err != nil {
@@ -94,6 +100,6 @@ func (c *Coordinator) fetchOne(ctx context.Context, m ring.Member, ref *kvringv1
 	if err != nil {
 		return nil, nil, 0, transfer.FromStatus(err)
 	}
-	fs := &fetchStream{m: m, stream: s, recv: c.m.PeerReceived}
+	fs := &fetchStream{m: m, stream: s, recv: c.m.PeerReceived, maxChunk: c.local.MaxChunk()}
 	return fs.next(id)
 }

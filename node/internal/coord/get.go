@@ -120,7 +120,7 @@ func (g *getTx) openStreams(ctx context.Context) {
 			continue
 		}
 		sctx, scancel := context.WithCancel(ctx)
-		fs := &fetchStream{m: p, cancel: scancel, timeout: c.cfg.PeerTimeout, recv: c.m.PeerReceived}
+		fs := &fetchStream{m: p, cancel: scancel, timeout: c.cfg.PeerTimeout, recv: c.m.PeerReceived, maxChunk: c.local.MaxChunk()}
 		g.streams[p.ID] = fs
 		pc, err := c.peer(p)
 		if err == nil {
