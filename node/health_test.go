@@ -29,7 +29,7 @@ func TestReadinessFollowsStoreHealth(t *testing.T) {
 	if code, _ := adminGet(t, admin, "GET", "/readyz", &rd); code != 200 || !rd.StoreHealthy {
 		t.Fatalf("/readyz before = %d %+v", code, rd)
 	}
-	segs, err := filepath.Glob(filepath.Join(cfg.Store.ShmDir, "*"))
+	segs, err := filepath.Glob(filepath.Join(cfg.Store.ShmDir, "kvring-*", "*.seg"))
 	if err != nil || len(segs) == 0 {
 		t.Fatalf("no segment files in %s: %v", cfg.Store.ShmDir, err)
 	}

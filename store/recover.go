@@ -151,7 +151,7 @@ func (s *Store) recover() (int, error) {
 // removeStrayFiles deletes this node's segment files that no catalogued
 // segment uses (left by a crash between creating a file and cataloguing it).
 func (s *Store) removeStrayFiles(known map[uint32]*segment) error {
-	names, err := filepath.Glob(filepath.Join(s.cfg.ShmDir, s.arena.prefix+"*.seg"))
+	names, err := filepath.Glob(filepath.Join(s.arena.dir, s.arena.prefix+"*.seg"))
 	if err != nil {
 		return err
 	}

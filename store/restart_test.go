@@ -99,7 +99,7 @@ func TestRestartWithoutSegmentsDiscardsCatalogWithLogLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A host reboot empties /dev/shm.
-	segs, err := filepath.Glob(filepath.Join(cfg.ShmDir, "*.seg"))
+	segs, err := filepath.Glob(filepath.Join(cfg.ShmDir, "kvring-*", "*.seg"))
 	if err != nil || len(segs) == 0 {
 		t.Fatalf("no segment files to delete (%v)", err)
 	}

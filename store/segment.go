@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -46,7 +47,7 @@ func segmentFileSize(slotSize int64, nslots int32) int64 {
 // is sparse: a slot's space is allocated when the slot is first handed out
 // (allocate), and returned when its pages are punched.
 func createSegment(id uint32, path string, slotSize int64, nslots int32) (*segment, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o660)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("cannot create segment %q: %w", path, err)
 	}
@@ -71,7 +72,7 @@ func createSegment(id uint32, path string, slotSize int64, nslots int32) (*segme
 // openSegment maps an existing segment file after a restart. It fails when
 // the file is missing or shorter than the catalog says.
 func openSegment(id uint32, path string, slotSize int64, nslots int32) (*segment, error) {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	f, err := os.OpenFile(path, os.O_RDWR|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return nil, fmt.Errorf("cannot open segment %q: %w", path, err)
 	}

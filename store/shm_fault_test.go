@@ -148,7 +148,7 @@ func TestDeletedSegmentsStopAcknowledgingWrites(t *testing.T) {
 		before = append(before, c)
 		mustPut(t, s, "ns", c.id, c.data)
 	}
-	names, err := filepath.Glob(filepath.Join(cfg.ShmDir, "kvring-*.seg"))
+	names, err := filepath.Glob(filepath.Join(cfg.ShmDir, "kvring-*", "kvring-*.seg"))
 	if err != nil || len(names) == 0 {
 		t.Fatalf("no segment files: %v", err)
 	}

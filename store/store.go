@@ -40,6 +40,8 @@ type Store struct {
 	nodeID string
 	cat    *catalog
 	pol    policy
+	// shmLock holds the lock of the node's segment directory until Close.
+	shmLock *os.File
 
 	// gate lets Close wait for calls in flight (enter/exit); closing makes
 	// new calls fail fast with ErrClosed.
@@ -141,10 +143,15 @@ func open(cfg Config, makePolicy policyMaker) (*Store, error) {
 		cat.close()
 		return nil, fmt.Errorf("cannot open store: %w", err)
 	}
-	s.arena = newArena(cfg.ShmDir, s.nodeID, cfg.MemoryLimit, cfg.SegmentSize)
+	if s.shmLock, err = openNodeShmDir(nodeShmDir(cfg.ShmDir, s.nodeID)); err != nil {
+		cat.close()
+		return nil, fmt.Errorf("cannot open store: %w", err)
+	}
+	s.arena = newArena(nodeShmDir(cfg.ShmDir, s.nodeID), s.nodeID, cfg.MemoryLimit, cfg.SegmentSize)
 	s.arena.onSegment = s.cat.recordSegment
 	pol, err := makePolicy(&cfg, s.policyEvicted, s.policyRejected)
 	if err != nil {
+		s.shmLock.Close()
 		cat.close()
 		return nil, err
 	}
@@ -153,6 +160,7 @@ func open(cfg Config, makePolicy policyMaker) (*Store, error) {
 	if err != nil {
 		pol.close()
 		s.arena.close()
+		s.shmLock.Close()
 		cat.close()
 		return nil, err
 	}
@@ -210,6 +218,9 @@ func (s *Store) Close() error {
 	}
 	s.mu.Unlock()
 	if err := s.cat.close(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := s.shmLock.Close(); err != nil { // releases the segment directory
 		errs = append(errs, err)
 	}
 	s.log.Info("store closed", "node", s.nodeID)
