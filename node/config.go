@@ -55,6 +55,9 @@ type Config struct {
 	// skipped within the engine's deadline instead of failing the call.
 	// Default 3s.
 	PeerTimeout time.Duration
+	// MaxNamespaces is the most namespaces the cluster registers; one more
+	// is refused with ResourceExhausted. Default 1024.
+	MaxNamespaces int
 	// PutIdleTimeout ends a Put whose engine sends no message for this long
 	// while the node waits for its chunk bytes: the call fails with
 	// DeadlineExceeded and its staged chunks are freed at once, so a stalled
@@ -152,6 +155,7 @@ func DefaultConfig() Config {
 		PeerTimeout:         3 * time.Second,
 		MaintenanceInterval: 5 * time.Second,
 		PutIdleTimeout:      10 * time.Second,
+		MaxNamespaces:       1024,
 		MaxStreamsPerConn:   256,
 		MaxRecvMsgBytes:     4 << 20,
 		KeepaliveMinTime:    5 * time.Second,
@@ -197,6 +201,9 @@ func (c *Config) validate() error {
 	}
 	if c.MaintenanceInterval == 0 {
 		c.MaintenanceInterval = def.MaintenanceInterval
+	}
+	if c.MaxNamespaces == 0 {
+		c.MaxNamespaces = def.MaxNamespaces
 	}
 	if c.PutIdleTimeout == 0 {
 		c.PutIdleTimeout = def.PutIdleTimeout

@@ -35,7 +35,8 @@ type services struct {
 // no I/O; the caller serves s.grpc on a listener.
 func newServices(cfg *Config, st *store.Store, rg func() *ring.Ring, unsettled func() bool) *services {
 	m := metrics.New()
-	reg := namespace.NewRegistry()
+	reg := namespace.NewRegistryWith(namespace.RegistryConfig{MaxNamespaces: cfg.MaxNamespaces,
+		MaxReplicas: uint32(cfg.Membership.Ring.ReplicationFactor), Now: cfg.Now})
 	epoch := func() uint64 {
 		if r := rg(); r != nil {
 			return r.Epoch()

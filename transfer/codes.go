@@ -59,6 +59,7 @@ var wireErrors = []struct {
 	{ErrBadFrame, codes.InvalidArgument, "BAD_FRAME"},
 	{ErrIncompleteStream, codes.InvalidArgument, "INCOMPLETE_STREAM"},
 	{ErrSchemaMismatch, codes.FailedPrecondition, "SCHEMA_MISMATCH"},
+	{ErrResourceExhausted, codes.ResourceExhausted, "RESOURCE_EXHAUSTED"},
 	{ErrUnknownNamespace, codes.FailedPrecondition, "UNKNOWN_NAMESPACE"},
 	{ErrInvalidArgument, codes.InvalidArgument, "INVALID_ARGUMENT"},
 	{ErrUnavailable, codes.Unavailable, "UNAVAILABLE"},

@@ -56,6 +56,7 @@ func TestEverySentinelRoundTrips(t *testing.T) {
 		{ErrBadFrame, codes.InvalidArgument, ErrInvalidArgument},
 		{ErrIncompleteStream, codes.InvalidArgument, ErrInvalidArgument},
 		{ErrSchemaMismatch, codes.FailedPrecondition, nil},
+		{ErrResourceExhausted, codes.ResourceExhausted, nil},
 		{ErrUnknownNamespace, codes.FailedPrecondition, nil},
 		{ErrInvalidArgument, codes.InvalidArgument, nil},
 		{ErrUnavailable, codes.Unavailable, nil},

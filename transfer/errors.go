@@ -22,6 +22,9 @@ var (
 	// from then on. Canceled, like grpc's own error for a closed ClientConn:
 	// the caller ended it. Only clients make it.
 	ErrClientClosed = errors.New("kvring: client is closed")
+	// ErrResourceExhausted: the node holds as much of something (namespaces,
+	// say) as it allows. ResourceExhausted.
+	ErrResourceExhausted = errors.New("kvring: resource limit reached")
 	// ErrSchemaMismatch: the caller's namespace fingerprint differs from the
 	// registered one. FailedPrecondition.
 	ErrSchemaMismatch = errors.New("kvring: namespace schema mismatch")

@@ -34,6 +34,7 @@ func newServeCmd() *cobra.Command {
 		maxChunk       = byteSize(def.Store.MaxChunkSize)
 		stageLease     = def.Store.StageLease
 		putIdle        = def.PutIdleTimeout
+		maxNamespaces  = def.MaxNamespaces
 		shmOvercommit  = def.Store.AllowShmOvercommit
 		maxPinned      = byteSize(def.Store.MaxPinnedBytes)
 		maxStaged      = byteSize(def.Store.MaxStagedBytes)
@@ -109,6 +110,7 @@ finish, the store writes its catalog, and the process exits 0.`,
 			}
 			cfg.Store.StageLease = stageLease
 			cfg.PutIdleTimeout = putIdle
+			cfg.MaxNamespaces = maxNamespaces
 			cfg.Store.AllowShmOvercommit = shmOvercommit
 			cfg.Store.MaxPinnedBytes = int64(maxPinned)
 			cfg.Store.MaxStagedBytes = int64(maxStaged)
@@ -152,6 +154,7 @@ finish, the store writes its catalog, and the process exits 0.`,
 	fs.Var(&memLimit, "memory-limit", "memory budget for chunk bytes (e.g. 1GiB, 512MiB)")
 	fs.Var(&maxChunk, "max-chunk-size", "largest chunk accepted")
 	fs.DurationVar(&stageLease, "stage-lease", stageLease, "how long a staged write waits for its commit")
+	fs.IntVar(&maxNamespaces, "max-namespaces", maxNamespaces, "most namespaces the cluster registers; one more is refused")
 	fs.DurationVar(&putIdle, "put-idle-timeout", putIdle, "end a put whose engine sends nothing for this long while its bytes are awaited, freeing what it staged (negative: no limit)")
 	fs.BoolVar(&shmOvercommit, "shm-overcommit", shmOvercommit, "start even when the --shm-dir filesystem is smaller than --memory-limit (writes past its space are then rejected: no space)")
 	fs.Var(&maxStaged, "max-staged", "most chunk bytes writes in progress may reserve at once, so stalled writes cannot push out stored chunks (default: half the memory limit)")

@@ -49,9 +49,14 @@ func (r *Registry) Register(ctx context.Context, reg Registration, d Defaults, b
 	cur := r.Get(reg.Name)
 	created := false
 	if cur == nil {
-		cur, created = r.Merge(newRecord(reg, d, fp))
+		var err error
+		if cur, created, err = r.Merge(newRecord(reg, d, fp)); err != nil {
+			return nil, false, err
+		}
 		if winner := broadcast(ctx, cur); winner != nil {
-			cur, _ = r.Merge(winner)
+			if held, _, err := r.MergePeer(winner); err == nil {
+				cur = held
+			}
 			created = created && cur.GetCreatedBy() == reg.Self && string(cur.GetFingerprint()) == string(fp)
 		}
 	}
@@ -132,7 +137,7 @@ func (r *Registry) SyncFrom(ctx context.Context, peers []Lister) (learned, from 
 			continue
 		}
 		for _, rec := range recs {
-			r.Merge(rec)
+			_, _, _ = r.MergePeer(rec) // a record that fails its checks is not taken
 		}
 		return len(recs), i
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -23,12 +24,43 @@ const MaxNameLen = store.MaxNamespaceLen - 17
 // register again (the SDK does so when told the namespace is unknown), and a
 // joining node learns them from its peers.
 type Registry struct {
+	cfg  RegistryConfig
 	mu   sync.RWMutex
 	recs map[string]*kvringv1.NamespaceRecord
 }
 
-func NewRegistry() *Registry {
-	return &Registry{recs: make(map[string]*kvringv1.NamespaceRecord)}
+// RegistryConfig bounds what a Registry takes.
+type RegistryConfig struct {
+	// MaxNamespaces is the most names the registry holds; a new one beyond
+	// it is refused (ErrTooManyNamespaces). Default 1024.
+	MaxNamespaces int
+	// MaxReplicas is the largest replication factor a peer's record may
+	// carry (the ring's). Default 3.
+	MaxReplicas uint32
+	// Now is the clock peer records' creation times are checked against.
+	// Default time.Now.
+	Now func() time.Time
+}
+
+// ErrTooManyNamespaces: the registry holds MaxNamespaces names already.
+var ErrTooManyNamespaces = fmt.Errorf("%w: too many namespaces", transfer.ErrResourceExhausted)
+
+// NewRegistry returns an empty registry with the default limits.
+func NewRegistry() *Registry { return NewRegistryWith(RegistryConfig{}) }
+
+// NewRegistryWith returns an empty registry bounded by cfg (zero fields take
+// their defaults).
+func NewRegistryWith(cfg RegistryConfig) *Registry {
+	if cfg.MaxNamespaces <= 0 {
+		cfg.MaxNamespaces = 1024
+	}
+	if cfg.MaxReplicas == 0 {
+		cfg.MaxReplicas = 3
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Registry{cfg: cfg, recs: make(map[string]*kvringv1.NamespaceRecord)}
 }
 
 // Get returns the record of name, or nil.
@@ -59,18 +91,32 @@ func Wins(a, b *kvringv1.NamespaceRecord) bool {
 	return bytes.Compare(a.GetFingerprint(), b.GetFingerprint()) < 0
 }
 
-// Merge offers a record (from a client registration or a peer) and returns
-// the record this node holds for the name afterwards, and whether the offer
-// was taken.
-func (r *Registry) Merge(rec *kvringv1.NamespaceRecord) (*kvringv1.NamespaceRecord, bool) {
+// Merge offers a record (from a client registration, or a peer's that
+// MergePeer checked) and returns the record this node holds for the name
+// afterwards, and whether the offer was taken. A new name beyond
+// MaxNamespaces is ErrTooManyNamespaces.
+func (r *Registry) Merge(rec *kvringv1.NamespaceRecord) (*kvringv1.NamespaceRecord, bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	cur := r.recs[rec.GetName()]
 	if cur != nil && (proto.Equal(cur, rec) || !Wins(rec, cur)) {
-		return cur, proto.Equal(cur, rec)
+		return cur, proto.Equal(cur, rec), nil
+	}
+	if cur == nil && len(r.recs) >= r.cfg.MaxNamespaces {
+		return nil, false, fmt.Errorf("%w: this node holds %d namespaces, the most it allows; cannot add %q",
+			ErrTooManyNamespaces, len(r.recs), rec.GetName())
 	}
 	r.recs[rec.GetName()] = rec
-	return rec, true
+	return rec, true, nil
+}
+
+// MergePeer is Merge for a record a peer offers: one that fails
+// ValidateRecord is refused.
+func (r *Registry) MergePeer(rec *kvringv1.NamespaceRecord) (*kvringv1.NamespaceRecord, bool, error) {
+	if err := ValidateRecord(rec, r.cfg.MaxReplicas, r.cfg.Now()); err != nil {
+		return nil, false, err
+	}
+	return r.Merge(rec)
 }
 
 // Resolve checks a data call's namespace reference and returns the store

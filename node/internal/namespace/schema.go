@@ -1,11 +1,13 @@
 package namespace
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/store"
@@ -84,6 +86,12 @@ func ValidateSchema(name string, s *kvringv1.NamespaceSchema) error {
 		return fmt.Errorf("%w: namespace %q: schema.model is required", transfer.ErrInvalidArgument, name)
 	case s.GetTokensPerChunk() == 0:
 		return fmt.Errorf("%w: namespace %q: schema.tokens_per_chunk must be positive", transfer.ErrInvalidArgument, name)
+	case len(s.GetModel()) > 256, len(s.GetLayout()) > 256:
+		return fmt.Errorf("%w: namespace %q: schema.model and schema.layout are at most 256 bytes", transfer.ErrInvalidArgument, name)
+	case len(s.GetDtype()) > 64, len(s.GetHashScheme()) > 64:
+		return fmt.Errorf("%w: namespace %q: schema.dtype and schema.hash_scheme are at most 64 bytes", transfer.ErrInvalidArgument, name)
+	case len(s.GetExtra()) > 32:
+		return fmt.Errorf("%w: namespace %q: schema.extra has %d entries, at most 32", transfer.ErrInvalidArgument, name, len(s.GetExtra()))
 	case s.GetChunksPerGroup() > MaxGroupSize:
 		return fmt.Errorf("%w: namespace %q: schema.chunks_per_group %d is above %d",
 			transfer.ErrInvalidArgument, name, s.GetChunksPerGroup(), MaxGroupSize)
@@ -91,8 +99,42 @@ func ValidateSchema(name string, s *kvringv1.NamespaceSchema) error {
 		return fmt.Errorf("%w: namespace %q: schema.tp_rank %d must be below tp_size %d",
 			transfer.ErrInvalidArgument, name, s.GetTpRank(), s.GetTpSize())
 	}
+	for k, v := range s.GetExtra() {
+		if len(k) > 256 || len(v) > 256 {
+			return fmt.Errorf("%w: namespace %q: schema.extra keys and values are at most 256 bytes", transfer.ErrInvalidArgument, name)
+		}
+	}
 	return nil
 }
+
+// maxClockSkew is how far in the future a peer's record may say it was
+// created.
+const maxClockSkew = time.Hour
+
+// ValidateRecord checks a namespace record a peer offers: a valid schema
+// whose fingerprint is the record's, replication settings a client could
+// have registered (1 <= min_replicas <= replication_factor <= maxReplicas),
+// and a creation time after 2020 and not beyond now plus an hour. A record
+// that fails is never merged: it could not have come from a registration.
+func ValidateRecord(rec *kvringv1.NamespaceRecord, maxReplicas uint32, now time.Time) error {
+	if err := ValidateSchema(rec.GetName(), rec.GetSchema()); err != nil {
+		return err
+	}
+	rf, minR, created := rec.GetReplicationFactor(), rec.GetMinReplicas(), rec.GetCreatedUnixMs()
+	switch {
+	case !bytes.Equal(rec.GetFingerprint(), Fingerprint(rec.GetSchema())):
+		return fmt.Errorf("%w: namespace record %q: its fingerprint is not its schema's", transfer.ErrInvalidArgument, rec.GetName())
+	case rf < 1 || rf > maxReplicas || minR < 1 || minR > rf:
+		return fmt.Errorf("%w: namespace record %q: replication %d, min replicas %d (want 1 <= min <= replication <= %d)",
+			transfer.ErrInvalidArgument, rec.GetName(), rf, minR, maxReplicas)
+	case created < minCreatedUnixMs || created > now.Add(maxClockSkew).UnixMilli():
+		return fmt.Errorf("%w: namespace record %q: created at %d ms, not between 2020 and now", transfer.ErrInvalidArgument, rec.GetName(), created)
+	}
+	return nil
+}
+
+// minCreatedUnixMs is 2020-01-01T00:00:00Z: no registration is older.
+const minCreatedUnixMs = 1577836800000
 
 // MaxGroupSize is the largest placement group a schema may declare.
 const MaxGroupSize = 4096

@@ -2,10 +2,13 @@ package namespace
 
 import (
 	"encoding/hex"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
+	"github.com/kvring/kvring/transfer"
 )
 
 // TestFingerprintOfAnUngroupedSchemaIsUnchanged: a schema that leaves
@@ -33,5 +36,50 @@ func TestFingerprintOfAnUngroupedSchemaIsUnchanged(t *testing.T) {
 	}
 	if err := ValidateSchema("ns", &kvringv1.NamespaceSchema{Model: "m", TokensPerChunk: 16, ChunksPerGroup: MaxGroupSize + 1}); err == nil {
 		t.Fatal("a group size above the maximum was accepted")
+	}
+}
+
+// TestPeerRecordsThatNoRegistrationCouldMakeAreRefused: a record a peer
+// offers is merged only if a client could have registered it: its
+// fingerprint is its schema's, its replication is within the ring's, and
+// it was created after 2020 and not in the future. The registry holds at
+// most MaxNamespaces names.
+func TestPeerRecordsThatNoRegistrationCouldMakeAreRefused(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	r := NewRegistryWith(RegistryConfig{MaxNamespaces: 2, MaxReplicas: 3, Now: func() time.Time { return now }})
+	schema := &kvringv1.NamespaceSchema{Model: "m", Dtype: "bf16", TokensPerChunk: 16}
+	good := func() *kvringv1.NamespaceRecord {
+		return &kvringv1.NamespaceRecord{Name: "ns", Schema: schema, Fingerprint: Fingerprint(schema),
+			ReplicationFactor: 1, MinReplicas: 1, CreatedUnixMs: now.UnixMilli() - 1000}
+	}
+	for name, forge := range map[string]func(*kvringv1.NamespaceRecord){
+		"created at 0":          func(r *kvringv1.NamespaceRecord) { r.CreatedUnixMs = 0 },
+		"created in the future": func(r *kvringv1.NamespaceRecord) { r.CreatedUnixMs = now.Add(2 * time.Hour).UnixMilli() },
+		"foreign fingerprint":   func(r *kvringv1.NamespaceRecord) { r.Fingerprint = make([]byte, 32) },
+		"replication 9":         func(r *kvringv1.NamespaceRecord) { r.ReplicationFactor, r.MinReplicas = 9, 1 },
+		"min above replication": func(r *kvringv1.NamespaceRecord) { r.MinReplicas = 2 },
+		"no schema":             func(r *kvringv1.NamespaceRecord) { r.Schema = nil },
+	} {
+		rec := good()
+		forge(rec)
+		if _, _, err := r.MergePeer(rec); !errors.Is(err, transfer.ErrInvalidArgument) {
+			t.Errorf("%s: %v, want InvalidArgument", name, err)
+		}
+	}
+	if r.Get("ns") != nil {
+		t.Fatal("a forged record was merged")
+	}
+	if _, ok, err := r.MergePeer(good()); err != nil || !ok {
+		t.Fatalf("a good record: %v %v", ok, err)
+	}
+	other := good()
+	other.Name = "ns2"
+	if _, _, err := r.MergePeer(other); err != nil {
+		t.Fatal(err)
+	}
+	third := good()
+	third.Name = "ns3"
+	if _, _, err := r.MergePeer(third); !errors.Is(err, ErrTooManyNamespaces) || !errors.Is(err, transfer.ErrResourceExhausted) {
+		t.Fatalf("a third namespace past the cap of 2: %v", err)
 	}
 }

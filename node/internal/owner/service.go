@@ -180,7 +180,10 @@ func (s *Service) PutNamespace(ctx context.Context, req *kvringv1.PutNamespaceRe
 	if rec == nil || rec.GetName() == "" || len(rec.GetFingerprint()) == 0 {
 		return nil, transfer.ToStatus(fmt.Errorf("%w: namespace record with a name and fingerprint is required", transfer.ErrInvalidArgument))
 	}
-	held, accepted := s.o.cfg.Registry.Merge(rec)
+	held, accepted, err := s.o.cfg.Registry.MergePeer(rec)
+	if err != nil {
+		return nil, transfer.ToStatus(err)
+	}
 	return &kvringv1.PutNamespaceResponse{Epoch: s.o.Epoch(), Namespace: held, Accepted: accepted}, nil
 }
 
