@@ -90,7 +90,7 @@ func (a *arena) slotsPerSegment(cs int64) int32 {
 func (a *arena) alloc(n int64) (r slotRef, fresh bool, err error) {
 	cs := classSize(n)
 	if a.used+cs > a.limit {
-		return slotRef{}, false, fmt.Errorf("%w: %d bytes needed, %d of %d in use", ErrNoSpace, cs, a.used, a.limit)
+		return slotRef{}, false, fmt.Errorf("%w in the memory budget: %d bytes needed, %d of %d in use", ErrNoSpace, cs, a.used, a.limit)
 	}
 	c := a.class(cs)
 	// A free slot whose pages are resident costs nothing new.

@@ -14,9 +14,11 @@ var (
 	// ErrRejected: the eviction policy declined to admit the chunk, or evicted
 	// it before its seal. Not held; not a failure of the system.
 	ErrRejected = errors.New("store: rejected by the admission policy")
-	// ErrNoSpace: the memory budget has no room (the rest is staged, pinned or
-	// held by readers).
-	ErrNoSpace = errors.New("store: memory budget exhausted")
+	// ErrNoSpace: no room for the chunk: the memory budget is full (the rest
+	// is staged, pinned or held by readers), writes in progress hold all
+	// they may, or the shared-memory filesystem is out of space. The message
+	// says which.
+	ErrNoSpace = errors.New("store: no space")
 	// ErrInvalid: bad input (empty or oversized chunk, malformed namespace or id,
 	// a write past the end of a slot, a negative pin lease) or a Config that
 	// cannot work. The message names the field.

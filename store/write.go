@@ -211,7 +211,7 @@ func (w *Staged) WriteBuffers(bufs [][]byte) (int, error) {
 	if ferr != nil {
 		cause := w.s.faulted(w.e.slot.seg)
 		if cause == nil {
-			cause = ErrNoSpace
+			cause = fmt.Errorf("%w on the shared-memory filesystem for the chunk's pages", ErrNoSpace)
 		}
 		w.unhold()
 		return int(w.written - start), fmt.Errorf("cannot write chunk %s: %w: %w", w.e.key.id, cause, ferr)

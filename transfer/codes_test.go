@@ -151,7 +151,7 @@ func TestStatusErrorsPassThrough(t *testing.T) {
 		t.Fatalf("Code = %v, want ResourceExhausted", Code(wrapped))
 	}
 	again := FromStatus(overTheWire(t, ToStatus(wrapped)))
-	if !errors.Is(again, store.ErrNoSpace) || again.Error() != "owner node-b: cannot stage: store: memory budget exhausted" {
+	if !errors.Is(again, store.ErrNoSpace) || again.Error() != "owner node-b: cannot stage: store: no space" {
 		t.Fatalf("passed-on error: %q, ErrNoSpace %v", again, errors.Is(again, store.ErrNoSpace))
 	}
 }

@@ -96,7 +96,11 @@ func (p *Prepare) Done() bool { return p.done }
 func (o *Owner) EndPrepare(p *Prepare) []*kvringv1.ChunkVote {
 	votes := make([]*kvringv1.ChunkVote, 0, len(p.staged))
 	for idx, w := range p.staged {
-		if err := w.Check(); err != nil {
+		err := p.asm.Err(idx) // the slot refused bytes (no space, a fault, its lease): that is the chunk's fate
+		if err == nil {
+			err = w.Check()
+		}
+		if err != nil {
 			w.Abort()
 			votes = append(votes, voteFor(idx, err))
 			continue
