@@ -21,7 +21,9 @@ type Error struct {
 	Message string `json:"message"`
 }
 
-func (e *Error) Error() string { return fmt.Sprintf("kvring local socket: code %d: %s", e.Code, e.Message) }
+func (e *Error) Error() string {
+	return fmt.Sprintf("kvring local socket: code %d: %s", e.Code, e.Message)
+}
 
 // ErrClosed: the client was closed.
 var ErrClosed = errors.New("kvring local socket: client closed")
