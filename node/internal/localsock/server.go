@@ -114,6 +114,11 @@ func (s *Server) Close() error {
 	s.mu.Unlock()
 	s.wg.Wait()
 	s.tab.closeAll()
+	if s.cfg.Cluster != nil {
+		if cerr := s.cfg.Cluster.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("cannot close the local socket %q: %w", s.cfg.Path, err)
 	}
