@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+
+	"github.com/cespare/xxhash/v2"
 )
 
 // Blob is a slot reserved in the shared-memory arena outside the chunk
@@ -21,15 +23,18 @@ type Blob struct {
 	s     *Store
 	ref   slotRef
 	size  int64
-	freed bool // guarded by s.mu
+	h     uint64 // the policy's placeholder for the blob
+	freed bool   // guarded by s.mu
 }
 
 // CreateBlob reserves a slot of size bytes (1 to MaxChunkSize) for a blob
 // and has the filesystem back its pages, so that writing it through any
 // mapping cannot fault for lack of space. The slot's previous contents are
-// not cleared. Errors: ErrInvalid (size), ErrNoSpace (the budget or the
-// filesystem has no room; no chunk is evicted to make it), ErrClosed. It
-// blocks while the kernel allocates the pages.
+// not cleared. The eviction policy charges the blob as a pinned chunk of
+// its slot's size (it evicts chunks to make room and never evicts the
+// blob). Errors: ErrInvalid (size), ErrNoSpace (the budget or the
+// filesystem has no room: the rest is blobs, pinned or staged), ErrClosed.
+// It blocks while the policy evicts and the kernel allocates the pages.
 func (s *Store) CreateBlob(size int64) (*Blob, error) {
 	if size <= 0 || size > s.cfg.MaxChunkSize {
 		return nil, fmt.Errorf("%w: blob size must be 1 to %d bytes, got %d", ErrInvalid, s.cfg.MaxChunkSize, size)
@@ -38,18 +43,36 @@ func (s *Store) CreateBlob(size int64) (*Blob, error) {
 		return nil, ErrClosed
 	}
 	defer s.exit()
+	// The policy charges the blob like a chunk (a pinned placeholder entry,
+	// never a victim), so chunks are evicted to make room for blobs and
+	// the policy's budget leaves room for them.
+	cost := classSize(size)
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return nil, ErrClosed
 	}
-	r, _, err := s.arena.alloc(size)
+	s.blobs.placeholders++
+	h := xxhash.Sum64String(fmt.Sprintf("kvring-blob-placeholder-%d", s.blobs.placeholders))
+	s.mu.Unlock()
+	e := &entry{hash: h, policy: true}
+	e.pinned.Store(true)
+	if s.pol.offer(e, cost) {
+		s.pol.wait()
+	}
+	s.mu.Lock()
+	var r slotRef
+	err := ErrClosed
+	if !s.closed {
+		r, _, err = s.arena.alloc(size)
+	}
 	if err != nil {
 		s.st.rejections[ReasonNoSpace]++
 		s.mu.Unlock()
+		s.pol.forget(h)
 		return nil, fmt.Errorf("cannot create a blob of %d bytes: %w", size, err)
 	}
-	b := &Blob{s: s, ref: r, size: size}
+	b := &Blob{s: s, ref: r, size: size, h: h}
 	s.blobs.count++
 	s.blobs.bytes += size
 	s.mu.Unlock()
@@ -70,10 +93,11 @@ func (s *Store) CreateBlob(size int64) (*Blob, error) {
 }
 
 // blobCounters are the live blobs and their payload bytes, guarded by the
-// store's mu.
+// store's mu; placeholders numbers the policy's placeholder entries.
 type blobCounters struct {
-	count int64
-	bytes int64
+	count        int64
+	bytes        int64
+	placeholders uint64
 }
 
 // Size is the blob's length in bytes.
@@ -128,14 +152,16 @@ func (b *Blob) Free() {
 func (b *Blob) free() {
 	s := b.s
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if b.freed || s.closed {
+		s.mu.Unlock()
 		return
 	}
 	b.freed = true
 	s.blobs.count--
 	s.blobs.bytes -= b.size
 	s.arena.free(b.ref)
+	s.mu.Unlock()
+	s.pol.forget(b.h)
 }
 
 // SegmentFile returns a duplicate of segment id's file descriptor, for

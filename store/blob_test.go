@@ -54,3 +54,26 @@ func TestBlobCountsInTheBudgetUntilFreed(t *testing.T) {
 		t.Fatalf("stats after Free: %+v", st)
 	}
 }
+
+// A blob that does not fit beside the chunks held has the policy evict the
+// oldest chunks to make room, as a chunk's Stage does.
+func TestBlobEvictsChunksToMakeRoom(t *testing.T) {
+	s := openTest(t, testConfig(t, 4<<20))
+	for i := range uint64(4) {
+		data := payload(testID(i), 1<<20)
+		if err := s.put("ns", testID(i), data, Checksum(data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := s.CreateBlob(1 << 20)
+	if err != nil {
+		t.Fatalf("CreateBlob with the budget full of chunks: %v", err)
+	}
+	defer b.Free()
+	if s.Contains("ns", testID(0)) || !s.Contains("ns", testID(3)) {
+		t.Fatal("the oldest chunk was not the one evicted")
+	}
+	if st := s.Stats(); st.UsedBytes > st.LimitBytes {
+		t.Fatalf("used %d over the limit %d", st.UsedBytes, st.LimitBytes)
+	}
+}
