@@ -34,6 +34,10 @@ type Config struct {
 	// internals and a CPU profile costs CPU while it runs, so an operator
 	// turns them on to investigate.
 	EnablePprof bool
+	// Socket configures the local Unix socket (Vineyard IPC and kvring's
+	// extensions; docs/vineyard.md). Default: off (Socket.Path ""). The
+	// serve command turns it on at ./kvring.sock.
+	Socket SocketConfig
 	// Membership configures gossip (address, seeds, ring settings). NodeID,
 	// GRPCAddr, AdminAddr and OnRingChange are filled by the node. Default
 	// membership.DefaultConfig() with Ring.ReplicationFactor 3; a zero

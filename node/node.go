@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/kvring/kvring/node/internal/localsock"
 	"github.com/kvring/kvring/node/membership"
 	"github.com/kvring/kvring/ring"
 	"github.com/kvring/kvring/store"
@@ -53,6 +54,7 @@ type nodeParts struct {
 	unmetrics func() // unregisters the node's metrics
 	health    *health.Server
 	adminSrv  *http.Server
+	socket    *localsock.Server // nil when the local socket is off
 }
 
 // New checks cfg and returns a node that is not started. It does no I/O.
@@ -98,6 +100,9 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		return fmt.Errorf("cannot start node: %w", err)
 	}
 	if err := n.wire(p, mcfg); err != nil {
+		return fmt.Errorf("cannot start node: %w", err)
+	}
+	if err := n.openSocket(p); err != nil {
 		return fmt.Errorf("cannot start node: %w", err)
 	}
 	n.parts.Store(p)
@@ -369,6 +374,12 @@ func (n *Node) closeLocked(ctx context.Context) error {
 // them; listeners that no server took are closed.
 func (n *Node) stopServers(ctx context.Context, p *nodeParts) []error {
 	var errs []error
+	if p.socket != nil {
+		// First: requests in flight on it may still call the gRPC server.
+		if err := p.socket.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	switch {
 	case p.svc != nil && p.grpcLis != nil:
 		done := make(chan struct{})

@@ -41,6 +41,10 @@
 //     readable until its pins end, then is freed. Pins hold at most
 //     Config.MaxPinnedBytes (default half the limit): a Has that would pin
 //     more is refused with ErrPinLimit, so pins cannot freeze the budget.
+//   - Blobs (CreateBlob, blob.go) are slots outside the index and the policy,
+//     for the local socket's Vineyard blobs: they count in the budget until
+//     Free, are never evicted, and are forgotten by a restart. SegmentFile
+//     hands out a duplicate descriptor of the segment that holds one.
 //   - Get verifies the checksum; a mismatch is reported (ErrChecksum), counted
 //     and the chunk dropped.
 //   - The shm filesystem must be able to hold the budget: Open refuses

@@ -19,6 +19,10 @@ type Stats struct {
 	// StagedChunks and StagedBytes count staged writes (payload bytes).
 	StagedChunks int64 `json:"staged_chunks"`
 	StagedBytes  int64 `json:"staged_bytes"`
+	// Blobs and BlobBytes count blobs of the local socket (CreateBlob) and
+	// their payload bytes; their slots are part of UsedBytes.
+	Blobs     int64 `json:"blobs"`
+	BlobBytes int64 `json:"blob_bytes"`
 	// PinnedChunks counts sealed chunks pinned by a pin lease (Has).
 	PinnedChunks int64 `json:"pinned_chunks"`
 	// PinnedBytes is the slot bytes of chunks held by pins (also chunks
@@ -52,7 +56,9 @@ type Stats struct {
 }
 
 // WasteBytes is allocator waste: slot bytes not holding payload.
-func (st Stats) WasteBytes() int64 { return st.UsedBytes - st.PayloadBytes - st.StagedBytes }
+func (st Stats) WasteBytes() int64 {
+	return st.UsedBytes - st.PayloadBytes - st.StagedBytes - st.BlobBytes
+}
 
 // Stats returns a snapshot of the accounting. It takes the store's lock
 // briefly and asks the kernel about each segment.
@@ -70,6 +76,8 @@ func (s *Store) Stats() Stats {
 		PayloadBytes:      s.st.payloadBytes,
 		StagedChunks:      s.st.stagedChunks,
 		StagedBytes:       s.st.stagedBytes,
+		Blobs:             s.blobs.count,
+		BlobBytes:         s.blobs.bytes,
 		PinnedChunks:      s.st.pinnedChunks,
 		PinnedBytes:       s.st.pinnedBytes,
 		PinLimitBytes:     s.cfg.MaxPinnedBytes,

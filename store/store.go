@@ -62,6 +62,7 @@ type Store struct {
 	nextPin uint64
 	st      counters
 	staging map[*entry]int64 // entries in stateStaged → lease end (unix ns)
+	blobs   blobCounters     // live blobs (blob.go)
 	forgets []uint64         // keys the policy must forget once mu is released
 
 	stop chan struct{}

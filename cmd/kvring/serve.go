@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -55,6 +56,8 @@ func newServeCmd() *cobra.Command {
 		adminWrite     = def.AdminWriteTimeout
 		adminIdle      = def.AdminIdleTimeout
 		adminMaxHeader = byteSize(def.AdminMaxHeaderBytes)
+		socketPath     = "./kvring.sock"
+		socketMode     = "0660"
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -101,6 +104,10 @@ finish, the store writes its catalog, and the process exits 0.`,
 			cfg.AdminWriteTimeout = adminWrite
 			cfg.AdminIdleTimeout = adminIdle
 			cfg.AdminMaxHeaderBytes = int(min(adminMaxHeader, 1<<31-1))
+			cfg.Socket.Path = socketPath
+			if cfg.Socket.Mode, err = parseSocketMode(socketMode); err != nil {
+				return err
+			}
 			cfg.Store.DataDir = dataDir
 			cfg.Store.ShmDir = shmDir
 			cfg.Store.MemoryLimit = int64(memLimit)
@@ -175,6 +182,17 @@ finish, the store writes its catalog, and the process exits 0.`,
 	fs.DurationVar(&adminWrite, "admin-write-timeout", adminWrite, "longest time to answer an admin request; must exceed pprof profile durations (negative: no limit)")
 	fs.DurationVar(&adminIdle, "admin-idle-timeout", adminIdle, "close admin keep-alive connections idle for this long")
 	fs.Var(&adminMaxHeader, "admin-max-header-size", "largest admin request header")
+	fs.StringVar(&socketPath, "socket", socketPath, `local Unix socket for engines on this host (Vineyard IPC and kvring extensions); "" turns it off; containers use /var/run/vineyard.sock`)
+	fs.StringVar(&socketMode, "socket-mode", socketMode, "permission bits of the socket file, in octal")
 	annotateEnv(fs)
 	return cmd
+}
+
+// parseSocketMode parses --socket-mode: octal permission bits.
+func parseSocketMode(s string) (os.FileMode, error) {
+	m, err := strconv.ParseUint(s, 8, 32)
+	if err != nil || m == 0 || m > 0o777 {
+		return 0, fmt.Errorf("--socket-mode %q: want octal permission bits such as 0660", s)
+	}
+	return os.FileMode(m), nil
 }

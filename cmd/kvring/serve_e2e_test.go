@@ -106,7 +106,8 @@ func startKvring(t *testing.T, env []string, args ...string) *proc {
 		t.Fatalf("cannot build kvring: %v", err)
 	}
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
+	// No local socket unless the test asks: nodes share the working directory.
+	cmd.Env = append(append(os.Environ(), "KVRING_SOCKET="), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,163 @@
+package local
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+)
+
+// Namespace names a registered namespace: its name and schema fingerprint.
+type Namespace struct {
+	Name        string
+	Fingerprint []byte
+}
+
+// Schema is a namespace's schema (see proto NamespaceSchema).
+type Schema struct {
+	Model          string            `json:"model,omitempty"`
+	Dtype          string            `json:"dtype,omitempty"`
+	TokensPerChunk uint32            `json:"tokens_per_chunk,omitempty"`
+	Layout         string            `json:"layout,omitempty"`
+	HashScheme     string            `json:"hash_scheme,omitempty"`
+	TPRank         uint32            `json:"tp_rank,omitempty"`
+	TPSize         uint32            `json:"tp_size,omitempty"`
+	ChunksPerGroup uint32            `json:"chunks_per_group,omitempty"`
+	Extra          map[string]string `json:"extra,omitempty"`
+}
+
+// RegisterNamespace registers name with schema (or checks it matches the
+// registered one) and returns the namespace to use in chunk calls.
+// replication and minReplicas 0 take the node's defaults.
+func (c *Client) RegisterNamespace(name string, schema Schema, replication, minReplicas uint32) (Namespace, error) {
+	var r struct {
+		Name        string `json:"name"`
+		Fingerprint string `json:"fingerprint"`
+	}
+	err := c.Call(map[string]any{"type": "kvring_register_namespace_request", "name": name, "schema": schema,
+		"replication_factor": replication, "min_replicas": minReplicas}, &r)
+	if err != nil {
+		return Namespace{}, err
+	}
+	fp, err := hex.DecodeString(r.Fingerprint)
+	if err != nil {
+		return Namespace{}, fmt.Errorf("register namespace: bad fingerprint %q", r.Fingerprint)
+	}
+	return Namespace{Name: r.Name, Fingerprint: fp}, nil
+}
+
+func (ns Namespace) fields(m map[string]any) map[string]any {
+	m["namespace"] = ns.Name
+	m["fingerprint"] = hex.EncodeToString(ns.Fingerprint)
+	return m
+}
+
+func hexIDs(ids [][32]byte) []string {
+	out := make([]string, len(ids))
+	for i := range ids {
+		out[i] = hex.EncodeToString(ids[i][:])
+	}
+	return out
+}
+
+// Holder is a node that holds a published chunk.
+type Holder struct {
+	NodeID   string `json:"node_id"`
+	GRPCAddr string `json:"grpc_addr"`
+}
+
+// PublishResult is the outcome of publishing one chunk: Status is
+// "stored", "already_held", "rejected" or "failed" (with Reason).
+type PublishResult struct {
+	ID       string   `json:"id"`
+	Status   string   `json:"status"`
+	Holders  []Holder `json:"holders"`
+	Degraded bool     `json:"degraded"`
+	Reason   string   `json:"reason"`
+}
+
+// Held reports whether some node holds the chunk now.
+func (r PublishResult) Held() bool { return r.Status == "stored" || r.Status == "already_held" }
+
+// Publish writes sealed blobs as the cluster chunks ids (blobs[i] holds
+// the bytes of ids[i]) through the node's two-phase write. groups, when the
+// namespace groups chunks, is each id's group key; nil otherwise.
+func (c *Client) Publish(ns Namespace, ids [][32]byte, blobs []uint64, groups [][32]byte) ([]PublishResult, error) {
+	req := ns.fields(map[string]any{"type": "kvring_publish_request", "ids": hexIDs(ids), "blobs": blobs})
+	if groups != nil {
+		req["groups"] = hexIDs(groups)
+	}
+	var r struct {
+		Results []PublishResult `json:"results"`
+	}
+	if err := c.Call(req, &r); err != nil {
+		return nil, err
+	}
+	return r.Results, nil
+}
+
+// LookupResult is the held prefix of a lookup and its pin lease (0: none).
+type LookupResult struct {
+	Held       int    `json:"held"`
+	LeaseID    uint64 `json:"lease_id"`
+	LeaseTTLMs uint32 `json:"lease_ttl_ms"`
+}
+
+// Lookup counts how many leading ids are held now; pinTTLMs > 0 pins them
+// under a lease that ReleaseLease (or the connection's end) releases.
+func (c *Client) Lookup(ns Namespace, ids [][32]byte, groups [][32]byte, pinTTLMs uint32) (LookupResult, error) {
+	req := ns.fields(map[string]any{"type": "kvring_lookup_request", "ids": hexIDs(ids), "pin_ttl_ms": pinTTLMs})
+	if groups != nil {
+		req["groups"] = hexIDs(groups)
+	}
+	var r LookupResult
+	err := c.Call(req, &r)
+	return r, err
+}
+
+// ReleaseLease ends a lookup lease.
+func (c *Client) ReleaseLease(lease uint64) (bool, error) {
+	var r struct {
+		Released bool `json:"released"`
+	}
+	err := c.Call(map[string]any{"type": "kvring_release_lease_request", "lease_id": lease}, &r)
+	return r.Released, err
+}
+
+// ChunkResult is one chunk of GetChunks: Blob (referenced until Release of
+// its ID) when found, else the Reason.
+type ChunkResult struct {
+	ID     string `json:"id"`
+	Found  bool   `json:"found"`
+	BlobID uint64 `json:"blob_id"`
+	Reason string `json:"reason"`
+	Blob   *Blob  `json:"-"`
+}
+
+// GetChunks reads cluster chunks into blobs of the node's shared memory
+// and returns them through this client's mappings, one result per id.
+func (c *Client) GetChunks(ns Namespace, ids [][32]byte, groups [][32]byte) ([]ChunkResult, error) {
+	req := ns.fields(map[string]any{"type": "kvring_get_request", "ids": hexIDs(ids)})
+	if groups != nil {
+		req["groups"] = hexIDs(groups)
+	}
+	bs, raw, err := c.blobCall(req)
+	if err != nil {
+		return nil, err
+	}
+	var r struct {
+		Results []ChunkResult `json:"results"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return nil, fmt.Errorf("cannot decode kvring_get_reply: %w", err)
+	}
+	byID := make(map[uint64]*Blob, len(bs))
+	for _, b := range bs {
+		byID[b.ID] = b
+	}
+	for i := range r.Results {
+		if r.Results[i].Found {
+			r.Results[i].Blob = byID[r.Results[i].BlobID]
+		}
+	}
+	return r.Results, nil
+}

@@ -1,0 +1,143 @@
+package localsock
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+)
+
+// conn is one client connection. Its maps are guarded by the table's
+// mutex (connection close and other connections' deletes touch them);
+// registered and sent belong to the connection's goroutine.
+type conn struct {
+	s  *Server
+	nc *net.UnixConn
+
+	registered bool
+	sent       map[uint32]bool // segments whose descriptor this connection was sent
+
+	refs    map[uint64]int   // blob id → references this connection holds
+	created map[uint64]*blob // unsealed blobs it created
+	leases  map[uint64]bool  // lookup leases taken through it (released when it goes)
+}
+
+func newConn(s *Server, nc *net.UnixConn) *conn {
+	return &conn{s: s, nc: nc, sent: make(map[uint32]bool), refs: make(map[uint64]int),
+		created: make(map[uint64]*blob), leases: make(map[uint64]bool)}
+}
+
+// reply is what a handler answers: the JSON reply and the segments whose
+// descriptors follow it, in order.
+type reply struct {
+	body map[string]any
+	raw  json.RawMessage // the reply already encoded, in place of body
+	segs []uint32
+}
+
+// serve reads requests and answers them in turn until the client goes,
+// sends exit_request or a frame that cannot be read, or the server closes.
+// Then it releases what the connection held.
+func (c *conn) serve() {
+	defer c.cleanup()
+	var buf bytes.Buffer
+	for {
+		body, err := readFrame(c.nc, &buf, c.s.cfg.FrameTimeout)
+		if err != nil {
+			if errors.Is(err, errTooLong) {
+				c.writeError(invalid("%v", err))
+			} else if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				c.s.log.Debug("local socket connection ended", "err", err)
+			}
+			return
+		}
+		req, rerr := parseRequest(body)
+		if buf.Cap() > 1<<20 {
+			buf = bytes.Buffer{} // do not keep a large request's buffer
+		}
+		if rerr != nil {
+			if !c.writeError(rerr) {
+				return
+			}
+			continue
+		}
+		if req.typ == "exit_request" {
+			return
+		}
+		rep, herr := c.handle(req)
+		if herr != nil {
+			if !c.writeError(herr) {
+				return
+			}
+			continue
+		}
+		var v any = rep.body
+		if rep.raw != nil {
+			v = rep.raw
+		}
+		if err := writeFrame(c.nc, v, c.s.cfg.WriteTimeout); err != nil {
+			return
+		}
+		if !c.sendSegments(rep.segs) {
+			return
+		}
+	}
+}
+
+// writeError writes an error reply; false when the connection is broken.
+func (c *conn) writeError(err error) bool {
+	var re *replyError
+	if !errors.As(err, &re) {
+		re = errorf(codeUnknownError, "%v", err)
+	}
+	return writeFrame(c.nc, re, c.s.cfg.WriteTimeout) == nil
+}
+
+// sendSegments passes the descriptors of segs, in order.
+func (c *conn) sendSegments(segs []uint32) bool {
+	for _, id := range segs {
+		f, _, err := c.s.cfg.Store.SegmentFile(id)
+		if err != nil {
+			c.s.log.Warn("cannot pass a segment to a local client; closing its connection", "segment", id, "err", err)
+			return false
+		}
+		err = sendFD(c.nc, f, c.s.cfg.WriteTimeout)
+		f.Close()
+		if err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// newSegments returns the segments of the payloads whose descriptors this
+// connection has not been sent, in payload order, and marks them sent.
+func (c *conn) newSegments(bs []*blob) []uint32 {
+	var segs []uint32
+	for _, b := range bs {
+		if b.size == 0 {
+			continue
+		}
+		id := b.location().Segment
+		if !c.sent[id] {
+			c.sent[id] = true
+			segs = append(segs, id)
+		}
+	}
+	return segs
+}
+
+// cleanup closes the connection and releases what it held.
+func (c *conn) cleanup() {
+	c.nc.Close()
+	t := c.s.tab
+	t.mu.Lock()
+	t.forget(c)
+	leases := c.leases
+	c.leases = nil
+	t.mu.Unlock()
+	if len(leases) > 0 && c.s.cfg.Cluster != nil {
+		c.releaseLeases(leases)
+	}
+}

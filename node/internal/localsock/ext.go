@@ -1,0 +1,459 @@
+package localsock
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+
+	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
+	"github.com/kvring/kvring/store"
+)
+
+// extension returns the handler of a kvring extension message, nil for an
+// unknown type.
+func extension(typ string) handler {
+	switch typ {
+	case "kvring_register_namespace_request":
+		return (*conn).registerNamespace
+	case "kvring_publish_request":
+		return (*conn).publish
+	case "kvring_lookup_request":
+		return (*conn).lookup
+	case "kvring_release_lease_request":
+		return (*conn).releaseLease
+	case "kvring_get_request":
+		return (*conn).getChunks
+	}
+	return nil
+}
+
+func (c *conn) cluster() (Cluster, error) {
+	if c.s.cfg.Cluster == nil {
+		return nil, errorf(codeNotImplemented, "this node serves no cluster extensions on its socket")
+	}
+	return c.s.cfg.Cluster, nil
+}
+
+func (c *conn) ctx() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.CallTimeout)
+	go func() {
+		select {
+		case <-c.s.done: // the server closes: give up at once
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+// clusterError turns an error of the cluster into an error reply.
+func clusterError(what string, err error) error {
+	var re *replyError
+	if errors.As(err, &re) {
+		return re
+	}
+	return errorf(codeUnknownError, "cannot %s: %v", what, err)
+}
+
+func (c *conn) registerNamespace(r request) (reply, error) {
+	cl, err := c.cluster()
+	if err != nil {
+		return reply{}, err
+	}
+	name, _, err := r.str("name")
+	if err != nil {
+		return reply{}, err
+	}
+	sch, _, err := r.object("schema")
+	if err != nil {
+		return reply{}, err
+	}
+	schema := &kvringv1.NamespaceSchema{}
+	str := func(k string) string { s, _ := sch[k].(string); return s }
+	num := func(k string) (uint32, error) {
+		v, ok := sch[k]
+		if !ok {
+			return 0, nil
+		}
+		n, isNum := v.(interface{ String() string })
+		u, err := strconv.ParseUint(fmt.Sprint(n), 10, 32)
+		if !isNum || err != nil {
+			return 0, invalid("kvring_register_namespace_request: schema.%s must be an unsigned integer", k)
+		}
+		return uint32(u), nil
+	}
+	schema.Model, schema.Dtype, schema.Layout, schema.HashScheme = str("model"), str("dtype"), str("layout"), str("hash_scheme")
+	for k, dst := range map[string]*uint32{"tokens_per_chunk": &schema.TokensPerChunk, "tp_rank": &schema.TpRank,
+		"tp_size": &schema.TpSize, "chunks_per_group": &schema.ChunksPerGroup} {
+		if *dst, err = num(k); err != nil {
+			return reply{}, err
+		}
+	}
+	if extra, ok := sch["extra"].(map[string]any); ok {
+		schema.Extra = make(map[string]string, len(extra))
+		for k, v := range extra {
+			schema.Extra[k] = fmt.Sprint(v)
+		}
+	}
+	rf, _, err := r.optU64("replication_factor")
+	if err != nil {
+		return reply{}, err
+	}
+	minR, _, err := r.optU64("min_replicas")
+	if err != nil {
+		return reply{}, err
+	}
+	ctx, cancel := c.ctx()
+	defer cancel()
+	resp, err := cl.RegisterNamespace(ctx, &kvringv1.RegisterNamespaceRequest{Name: name, Schema: schema,
+		ReplicationFactor: uint32(min(rf, 1<<31)), MinReplicas: uint32(min(minR, 1<<31))})
+	if err != nil {
+		return reply{}, clusterError("register the namespace", err)
+	}
+	rec := resp.GetNamespace()
+	body := ok("kvring_register_namespace_reply")
+	body["name"] = rec.GetName()
+	body["fingerprint"] = hex.EncodeToString(rec.GetFingerprint())
+	body["created"] = resp.GetCreated()
+	body["replication_factor"] = rec.GetReplicationFactor()
+	body["min_replicas"] = rec.GetMinReplicas()
+	body["epoch"] = resp.GetEpoch()
+	return reply{body: body}, nil
+}
+
+// namespaceRef reads "namespace" and "fingerprint" (hex).
+func namespaceRef(r request) (*kvringv1.NamespaceRef, error) {
+	name, _, err := r.str("namespace")
+	if err != nil {
+		return nil, err
+	}
+	fps, _, err := r.str("fingerprint")
+	if err != nil {
+		return nil, err
+	}
+	fp, err := hex.DecodeString(fps)
+	if err != nil {
+		return nil, invalid("%s: fingerprint must be hex: %v", r.typ, err)
+	}
+	if name == "" {
+		return nil, invalid("%s: field %q is required", r.typ, "namespace")
+	}
+	return &kvringv1.NamespaceRef{Name: name, Fingerprint: fp}, nil
+}
+
+// chunkIDs reads an array of 64-character hex chunk ids.
+func chunkIDs(r request, name string) ([][]byte, error) {
+	ss, err := r.strs(name)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]byte, len(ss))
+	for i, s := range ss {
+		id, err := store.ParseHexID(s)
+		if err != nil {
+			return nil, invalid("%s: %s[%d]: %v", r.typ, name, i, err)
+		}
+		out[i] = id[:]
+	}
+	return out, nil
+}
+
+// groupRuns turns per-id group keys into runs; nil keys: no groups.
+func groupRuns(keys [][]byte) []*kvringv1.GroupRun {
+	var runs []*kvringv1.GroupRun
+	for _, k := range keys {
+		if n := len(runs); n > 0 && string(runs[n-1].Key) == string(k) {
+			runs[n-1].Count++
+			continue
+		}
+		runs = append(runs, &kvringv1.GroupRun{Key: k, Count: 1})
+	}
+	return runs
+}
+
+// groups reads the optional "groups" array: one group key per id.
+func groups(r request, n int) ([]*kvringv1.GroupRun, error) {
+	if !r.has("groups") {
+		return nil, nil
+	}
+	keys, err := chunkIDs(r, "groups")
+	if err != nil {
+		return nil, err
+	}
+	if len(keys) != n {
+		return nil, invalid("%s: groups has %d keys for %d ids", r.typ, len(keys), n)
+	}
+	return groupRuns(keys), nil
+}
+
+var putStatus = map[kvringv1.PutStatus]string{kvringv1.PutStatus_PUT_STATUS_STORED: "stored",
+	kvringv1.PutStatus_PUT_STATUS_ALREADY_HELD: "already_held", kvringv1.PutStatus_PUT_STATUS_REJECTED: "rejected",
+	kvringv1.PutStatus_PUT_STATUS_FAILED: "failed"}
+
+// publish writes sealed blobs as cluster chunks, through the same
+// two-phase write as a gRPC Put: {namespace, fingerprint, ids[], blobs[],
+// groups[]?} → one result per chunk.
+func (c *conn) publish(r request) (reply, error) {
+	cl, err := c.cluster()
+	if err != nil {
+		return reply{}, err
+	}
+	ref, err := namespaceRef(r)
+	if err != nil {
+		return reply{}, err
+	}
+	ids, err := chunkIDs(r, "ids")
+	if err != nil {
+		return reply{}, err
+	}
+	blobIDs, _, err := r.u64s("blobs")
+	if err != nil {
+		return reply{}, err
+	}
+	if len(ids) == 0 || len(ids) != len(blobIDs) {
+		return reply{}, invalid("kvring_publish_request: %d ids and %d blobs; want one blob per id, at least one", len(ids), len(blobIDs))
+	}
+	runs, err := groups(r, len(ids))
+	if err != nil {
+		return reply{}, err
+	}
+	// Hold a reference to each blob while its bytes are read.
+	t := c.s.tab
+	t.mu.Lock()
+	bs := make([]*blob, len(blobIDs))
+	for i, id := range blobIDs {
+		b := t.lookupBlob(id)
+		switch {
+		case b == nil || b.size == 0:
+			t.mu.Unlock()
+			c.dropTemp(bs[:i])
+			return reply{}, errorf(codeObjectNotExists, "kvring_publish_request: blobs[%d] %s does not exist (or is empty)", i, objectName(id))
+		case !b.sealed:
+			t.mu.Unlock()
+			c.dropTemp(bs[:i])
+			return reply{}, errorf(codeObjectNotSealed, "kvring_publish_request: blobs[%d] %s is not sealed", i, objectName(id))
+		}
+		t.addRef(c, b)
+		bs[i] = b
+	}
+	t.mu.Unlock()
+	lent := false
+	defer func() {
+		if !lent {
+			c.dropTemp(bs)
+		}
+	}()
+	refs := make([]*kvringv1.ChunkRef, len(bs))
+	data := make([][]byte, len(bs))
+	for i, b := range bs {
+		if b.mem == nil {
+			return reply{}, errorf(codeObjectIsBlob, "kvring_publish_request: blobs[%d] is a chunk read with kvring_get, not a blob to publish", i)
+		}
+		sum, err := b.mem.Checksum()
+		if err != nil {
+			return reply{}, errorf(codeUnknownError, "kvring_publish_request: cannot read blobs[%d]: %v", i, err)
+		}
+		refs[i] = &kvringv1.ChunkRef{Id: ids[i], Size: uint64(b.size), Crc32C: sum}
+		data[i] = b.bytes()
+	}
+	ctx, cancel := c.ctx()
+	defer cancel()
+	out, err := cl.Put(ctx, &kvringv1.PutBegin{Namespace: ref, Chunks: refs, Groups: runs}, data)
+	lent = out.Lent // the transport may still read the blobs: keep them referenced
+	if err != nil {
+		return reply{}, clusterError("publish", err)
+	}
+	results := make([]any, len(ids))
+	for i := range results {
+		results[i] = map[string]any{"id": hex.EncodeToString(ids[i]), "status": "failed", "reason": "the node sent no result for this chunk"}
+	}
+	for _, res := range out.Results {
+		i := int(res.GetIndex())
+		if i >= len(results) {
+			continue
+		}
+		holders := make([]any, 0, len(res.GetHolders()))
+		for _, h := range res.GetHolders() {
+			holders = append(holders, map[string]any{"node_id": h.GetNodeId(), "grpc_addr": h.GetGrpcAddr()})
+		}
+		status := putStatus[res.GetStatus()]
+		if status == "" {
+			status = "failed"
+		}
+		results[i] = map[string]any{"id": hex.EncodeToString(ids[i]), "status": status, "holders": holders,
+			"degraded": res.GetDegraded(), "reason": res.GetReason()}
+	}
+	body := ok("kvring_publish_reply")
+	body["epoch"] = out.Epoch
+	body["results"] = results
+	return reply{body: body}, nil
+}
+
+// dropTemp drops one reference to each blob.
+func (c *conn) dropTemp(bs []*blob) {
+	t := c.s.tab
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, b := range bs {
+		if b != nil {
+			t.dropRefs(c, b, 1)
+		}
+	}
+}
+
+func (c *conn) lookup(r request) (reply, error) {
+	cl, err := c.cluster()
+	if err != nil {
+		return reply{}, err
+	}
+	ref, err := namespaceRef(r)
+	if err != nil {
+		return reply{}, err
+	}
+	ids, err := chunkIDs(r, "ids")
+	if err != nil {
+		return reply{}, err
+	}
+	runs, err := groups(r, len(ids))
+	if err != nil {
+		return reply{}, err
+	}
+	pin, _, err := r.optU64("pin_ttl_ms")
+	if err != nil {
+		return reply{}, err
+	}
+	ctx, cancel := c.ctx()
+	defer cancel()
+	resp, err := cl.Lookup(ctx, &kvringv1.LookupRequest{Namespace: ref, Ids: ids, Groups: runs, PinTtlMs: uint32(min(pin, 1<<31))})
+	if err != nil {
+		return reply{}, clusterError("look up", err)
+	}
+	if resp.GetLeaseId() != 0 {
+		t := c.s.tab
+		t.mu.Lock()
+		c.leases[resp.GetLeaseId()] = true
+		t.mu.Unlock()
+	}
+	body := ok("kvring_lookup_reply")
+	body["epoch"] = resp.GetEpoch()
+	body["held"] = resp.GetHeld()
+	body["lease_id"] = resp.GetLeaseId()
+	body["lease_ttl_ms"] = resp.GetLeaseTtlMs()
+	return reply{body: body}, nil
+}
+
+func (c *conn) releaseLease(r request) (reply, error) {
+	cl, err := c.cluster()
+	if err != nil {
+		return reply{}, err
+	}
+	lease, err := r.u64("lease_id")
+	if err != nil {
+		return reply{}, err
+	}
+	ctx, cancel := c.ctx()
+	defer cancel()
+	released, err := cl.ReleaseLease(ctx, lease)
+	if err != nil {
+		return reply{}, clusterError("release the lease", err)
+	}
+	t := c.s.tab
+	t.mu.Lock()
+	delete(c.leases, lease)
+	t.mu.Unlock()
+	body := ok("kvring_release_lease_reply")
+	body["released"] = released
+	return reply{body: body}, nil
+}
+
+// releaseLeases ends the leases of a connection that went away.
+func (c *conn) releaseLeases(leases map[uint64]bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.CallTimeout)
+	defer cancel()
+	for l := range leases {
+		c.s.cfg.Cluster.ReleaseLease(ctx, l)
+	}
+}
+
+// getChunks reads cluster chunks into blobs of this node's shared memory:
+// {namespace, fingerprint, ids[], groups[]?} → payloads of the chunks found
+// (each referenced by this connection until released) and one result per
+// id: {id, found, blob_id, reason}.
+func (c *conn) getChunks(r request) (reply, error) {
+	cl, err := c.cluster()
+	if err != nil {
+		return reply{}, err
+	}
+	ref, err := namespaceRef(r)
+	if err != nil {
+		return reply{}, err
+	}
+	ids, err := chunkIDs(r, "ids")
+	if err != nil {
+		return reply{}, err
+	}
+	if len(ids) == 0 {
+		return reply{}, invalid("kvring_get_request: ids is empty")
+	}
+	runs, err := groups(r, len(ids))
+	if err != nil {
+		return reply{}, err
+	}
+	mems := make([]*store.Blob, len(ids))
+	results := make([]map[string]any, len(ids))
+	for i := range ids {
+		results[i] = map[string]any{"id": hex.EncodeToString(ids[i]), "found": false, "reason": "no answer for this chunk"}
+	}
+	ctx, cancel := c.ctx()
+	defer cancel()
+	gerr := cl.Get(ctx, &kvringv1.GetRequest{Namespace: ref, Ids: ids, Groups: runs},
+		func(i int, size int64) ([]byte, error) {
+			m, err := c.s.cfg.Store.CreateBlob(size)
+			if err != nil {
+				return nil, err
+			}
+			mems[i] = m
+			return m.Bytes(), nil
+		},
+		func(i int, h *kvringv1.ChunkHeader, found bool, reason string) {
+			if !found && mems[i] != nil {
+				mems[i].Free()
+				mems[i] = nil
+			}
+			results[i]["found"] = found
+			results[i]["reason"] = reason
+		})
+	if gerr != nil {
+		for i, m := range mems {
+			if m != nil {
+				m.Free()
+				mems[i] = nil
+			}
+		}
+		return reply{}, clusterError("get chunks", gerr)
+	}
+	// Register the blobs found: referenced by this connection, hidden
+	// (deleted) so they are freed when released.
+	t := c.s.tab
+	t.mu.Lock()
+	var bs []*blob
+	for i, m := range mems {
+		if m == nil {
+			continue
+		}
+		b := t.addBlob(c, m, nil, m.Size(), true)
+		b.deleted = true
+		results[i]["blob_id"] = b.id
+		bs = append(bs, b)
+	}
+	t.mu.Unlock()
+	rep := c.buffersReply("kvring_get_reply", bs)
+	res := make([]any, len(results))
+	for i := range results {
+		res[i] = results[i]
+	}
+	rep.body["results"] = res
+	return rep, nil
+}

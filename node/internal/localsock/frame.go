@@ -1,0 +1,72 @@
+package localsock
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// errTooLong: a frame's length is over MaxMessageBytes.
+var errTooLong = errors.New("message too long")
+
+// readFrame reads one request: an 8-byte little-endian length, then that
+// many bytes. It waits for the length without a deadline (an engine keeps
+// its connection idle between requests) and gives the body frameTimeout.
+// The body is read as it arrives, so a length the peer never sends costs
+// no memory. buf is reused.
+func readFrame(c *net.UnixConn, buf *bytes.Buffer, frameTimeout time.Duration) ([]byte, error) {
+	var hdr [8]byte
+	if _, err := io.ReadFull(c, hdr[:1]); err != nil {
+		return nil, err
+	}
+	c.SetReadDeadline(time.Now().Add(frameTimeout))
+	defer c.SetReadDeadline(time.Time{})
+	if _, err := io.ReadFull(c, hdr[1:]); err != nil {
+		return nil, fmt.Errorf("cannot read a frame's length: %w", err)
+	}
+	n := binary.LittleEndian.Uint64(hdr[:])
+	if n > MaxMessageBytes {
+		return nil, fmt.Errorf("%w: a frame of %d bytes, over the limit of %d", errTooLong, n, MaxMessageBytes)
+	}
+	buf.Reset()
+	if got, err := io.CopyN(buf, c, int64(n)); err != nil {
+		return nil, fmt.Errorf("cannot read a frame of %d bytes (got %d): %w", n, got, err)
+	}
+	return buf.Bytes(), nil
+}
+
+// writeFrame writes v as one JSON frame within timeout.
+func writeFrame(c *net.UnixConn, v any, timeout time.Duration) error {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("BUG: cannot encode a reply: %w", err)
+	}
+	msg := make([]byte, 8+len(body))
+	binary.LittleEndian.PutUint64(msg, uint64(len(body)))
+	copy(msg[8:], body)
+	c.SetWriteDeadline(time.Now().Add(timeout))
+	defer c.SetWriteDeadline(time.Time{})
+	if _, err := c.Write(msg); err != nil {
+		return fmt.Errorf("cannot write a reply: %w", err)
+	}
+	return nil
+}
+
+// sendFD passes one descriptor: one data byte with an SCM_RIGHTS message,
+// as the Vineyard clients expect (one recvmsg per descriptor).
+func sendFD(c *net.UnixConn, f *os.File, timeout time.Duration) error {
+	c.SetWriteDeadline(time.Now().Add(timeout))
+	defer c.SetWriteDeadline(time.Time{})
+	if _, _, err := c.WriteMsgUnix([]byte{0}, unix.UnixRights(int(f.Fd())), nil); err != nil {
+		return fmt.Errorf("cannot pass a segment descriptor: %w", err)
+	}
+	return nil
+}
