@@ -79,7 +79,7 @@ func (s *Store) CreateBlob(size int64) (*Blob, error) {
 	// Nothing frees the slot meanwhile: only Free does, and Close waits
 	// for this call (enter).
 	if !s.noFallocate.Load() {
-		err := r.seg.allocate(r.slot, size)
+		err := r.seg.allocate(r.slot)
 		if errors.Is(err, errFallocateUnsupported) {
 			s.noFallocate.Store(true)
 			err = nil
