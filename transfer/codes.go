@@ -53,6 +53,8 @@ var wireErrors = []struct {
 	{ErrSchemaMismatch, codes.FailedPrecondition, "SCHEMA_MISMATCH"},
 	{ErrUnknownNamespace, codes.FailedPrecondition, "UNKNOWN_NAMESPACE"},
 	{ErrInvalidArgument, codes.InvalidArgument, "INVALID_ARGUMENT"},
+	{ErrUnauthenticated, codes.Unauthenticated, "UNAUTHENTICATED"},
+	{ErrPermissionDenied, codes.PermissionDenied, "PERMISSION_DENIED"},
 	{ErrUnavailable, codes.Unavailable, "UNAVAILABLE"},
 	{ErrClientClosed, codes.Canceled, "CLIENT_CLOSED"},
 	{context.DeadlineExceeded, codes.DeadlineExceeded, "DEADLINE_EXCEEDED"},
@@ -76,6 +78,11 @@ var codeOnlyErrors = map[codes.Code]error{
 	codes.NotFound:      store.ErrNotFound,
 	codes.AlreadyExists: store.ErrAlreadyHeld,
 	codes.DataLoss:      store.ErrChecksum,
+	// gRPC itself answers Unauthenticated for a per-RPC credential it cannot
+	// send (a token without transport security when the credential demands
+	// it), and a proxy may refuse with either code.
+	codes.Unauthenticated:  ErrUnauthenticated,
+	codes.PermissionDenied: ErrPermissionDenied,
 }
 
 // lookup returns the table row err matches, or false.
