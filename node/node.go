@@ -53,6 +53,7 @@ type nodeParts struct {
 	unmetrics func() // unregisters the node's metrics
 	health    *health.Server
 	adminSrv  *http.Server
+	sec       *security // credentials read at start (security.go)
 }
 
 // New checks cfg and returns a node that is not started. It does no I/O.
@@ -90,6 +91,9 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		return fmt.Errorf("cannot start node: %w", err)
 	}
 	if err := n.listen(ctx, p); err != nil {
+		return fmt.Errorf("cannot start node: %w", err)
+	}
+	if err := n.secure(p); err != nil {
 		return fmt.Errorf("cannot start node: %w", err)
 	}
 	t := time.Now()
@@ -144,6 +148,9 @@ func (n *Node) listen(ctx context.Context, p *nodeParts) (err error) {
 func (n *Node) membershipConfig(ctx context.Context, p *nodeParts) (membership.Config, error) {
 	mcfg := n.cfg.Membership
 	mcfg.NodeID = p.store.NodeID()
+	if p.sec != nil && len(p.sec.gossipKeys) > 0 {
+		mcfg.Keys = p.sec.gossipKeys
+	}
 	var err error
 	if mcfg.GRPCAddr, err = n.advertisedGRPC(ctx, p.grpcLis, mcfg); err != nil {
 		return mcfg, err
@@ -162,7 +169,7 @@ func (n *Node) wire(p *nodeParts, mcfg membership.Config) (err error) {
 	if p.member, err = membership.New(mcfg); err != nil {
 		return err
 	}
-	p.svc = newServices(&n.cfg, p.store, p.member.Ring, p.member.Unsettled)
+	p.svc = newServices(&n.cfg, p.store, p.member.Ring, p.member.Unsettled, p.sec)
 	p.unmetrics, err = registerAll(n.cfg.Registerer, nodeCollectors(p.svc, p.store, p.member.Members, p.member.Ring)...)
 	return err
 }
