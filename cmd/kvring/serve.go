@@ -50,6 +50,7 @@ func newServeCmd() *cobra.Command {
 		adminWrite     = def.AdminWriteTimeout
 		adminIdle      = def.AdminIdleTimeout
 		adminMaxHeader = byteSize(def.AdminMaxHeaderBytes)
+		security       node.SecurityConfig
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -106,6 +107,7 @@ finish, the store writes its catalog, and the process exits 0.`,
 			cfg.Store.StageLease = stageLease
 			cfg.Store.Policy = evictionPolicy
 			cfg.Store.Logger = log.With("component", "store")
+			cfg.Security = security
 			n, err := node.New(cfg)
 			if err != nil {
 				return err
@@ -115,6 +117,7 @@ finish, the store writes its catalog, and the process exits 0.`,
 			if err := n.Start(ctx); err != nil {
 				return err
 			}
+			reloadOnHangup(ctx, n, log)
 			<-ctx.Done()
 			stop()
 			log.Info("shutting down", "drain_timeout", drainTimeout)
@@ -160,6 +163,7 @@ finish, the store writes its catalog, and the process exits 0.`,
 	fs.DurationVar(&adminWrite, "admin-write-timeout", adminWrite, "longest time to answer an admin request; must exceed pprof profile durations (negative: no limit)")
 	fs.DurationVar(&adminIdle, "admin-idle-timeout", adminIdle, "close admin keep-alive connections idle for this long")
 	fs.Var(&adminMaxHeader, "admin-max-header-size", "largest admin request header")
+	registerServeSecurity(fs, &security)
 	annotateEnv(fs)
 	return cmd
 }
