@@ -4,29 +4,13 @@ import (
 	"bytes"
 	"encoding/base64"
 	"fmt"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/kvring/kvring/internal/testutil"
 )
 
 func testKey(b byte, n int) []byte { return bytes.Repeat([]byte{b}, n) }
-
-// awaitProbesEnded waits, when the test's members are closed, for memberlist
-// probes they started just before shutting down: memberlist does not wait
-// for them, and one waits for its ack up to the probe interval, longer than
-// goleak looks. Registered first, it runs after every member's Close.
-func awaitProbesEnded(t *testing.T) {
-	t.Cleanup(func() {
-		testutil.Eventually(t, "memberlist probes to end", 5*time.Second, func() bool {
-			buf := make([]byte, 1<<20)
-			return !strings.Contains(string(buf[:runtime.Stack(buf, true)]), "memberlist.(*Memberlist).probeNode")
-		})
-	})
-}
 
 // TestMembershipRefusesMemberWithWrongGossipKey: two members with the same
 // key form a cluster; a third with another key, and a fourth with none, try
@@ -34,7 +18,6 @@ func awaitProbesEnded(t *testing.T) {
 // each host's refusal once, at ERROR, however often they retry.
 func TestMembershipRefusesMemberWithWrongGossipKey(t *testing.T) {
 	t.Parallel()
-	awaitProbesEnded(t)
 	key := testKey(1, 32)
 	var ms []testMembership
 	for i, id := range []string{"a", "b"} {
@@ -89,7 +72,6 @@ func TestMembershipRefusesMemberWithWrongGossipKey(t *testing.T) {
 // [new].
 func TestMembershipRotatesGossipKeysWithoutASplit(t *testing.T) {
 	t.Parallel()
-	awaitProbesEnded(t)
 	oldKey, newKey := testKey(3, 16), testKey(4, 24)
 	steps := [][][]byte{{oldKey}, {oldKey, newKey}, {newKey, oldKey}, {newKey}}
 	for i := range 3 {
