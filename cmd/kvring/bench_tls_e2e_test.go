@@ -52,7 +52,7 @@ func BenchmarkClusterTLS(b *testing.B) {
 		}
 	}
 	b.Run("put", func(b *testing.B) {
-		if want := 2 * (tlsCl.putBytes.Load() + int64(b.N)*benchBatch*benchChunkSize); want > benchMaxPutBytes {
+		if want := tlsCl.putBytes.Load() + int64(b.N)*benchBatch*benchChunkSize; want > benchMaxPutBytes {
 			b.Fatalf("this run would write %d MiB, more than the clusters are sized for: use a smaller -benchtime", want>>20)
 		}
 		mbps, plainMBps := runBenchInterleaved(b, putTo(tlsCl), putTo(plain), nil)
