@@ -95,6 +95,14 @@ func (c *Client) chunkBound() uint64 {
 // ErrSchemaMismatch: the namespace is registered with a different schema.
 var ErrSchemaMismatch = transfer.ErrSchemaMismatch
 
+// ErrUnauthenticated: the node refused the call for want of a valid token
+// (ConnConfig.Token); the message names what was missing.
+var ErrUnauthenticated = transfer.ErrUnauthenticated
+
+// ErrPermissionDenied: the node accepted the token, but it does not allow
+// the client's namespace.
+var ErrPermissionDenied = transfer.ErrPermissionDenied
+
 // New validates cfg and starts connecting in the background. It never
 // blocks.
 func New(cfg Config) (*Client, error) {

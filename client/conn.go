@@ -90,8 +90,13 @@ func newConn(cfg ConnConfig) (*conn, error) {
 	// chunks on loopback. transfer.Codec, which Put and Get need to move
 	// chunk bytes without copies, comes after the caller's options so that
 	// none replaces it.
+	secOpts, err := cfg.securityOptions()
+	if err != nil {
+		return nil, err
+	}
 	opts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithWriteBufferSize(1 << 20)}, cfg.DialOptions...)
+		grpc.WithWriteBufferSize(1 << 20)}, secOpts...)
+	opts = append(opts, cfg.DialOptions...)
 	opts = append(opts, grpc.WithDefaultCallOptions(grpc.ForceCodecV2(transfer.NewCodec())))
 	// grpc.NewClient does no I/O: creating (and dropping) one client per seed checks targets and options now,
 	// so that a bad option is a config error rather than an endless series of failed attempts.

@@ -51,6 +51,20 @@ type ConnConfig struct {
 	// Logger receives one line per state change and per connection attempt. Default slog.Default().
 	Logger *slog.Logger
 
+	// TLSCAFile, when set, makes the client speak TLS and verify nodes' certificates against this CA (PEM): the
+	// cluster CA of nodes run with --tls-ca. Default "": plaintext.
+	TLSCAFile string
+	// TLSCertFile and TLSKeyFile are an optional client certificate and key (PEM) presented to nodes; they need
+	// TLSCAFile. Nodes do not require one from engines (tokens authenticate engines), and a certificate the
+	// cluster CA signed with the serverAuth usage is a node identity: give engines tokens instead.
+	TLSCertFile, TLSKeyFile string
+	// TLSServerName, when set, is the name expected in every node's certificate instead of the host dialled
+	// (nodes are reached at the addresses they advertise, usually IPs). Default "".
+	TLSServerName string
+	// Token is a bearer token sent with every call (the node's --auth-tokens-file lists it with the namespace
+	// prefixes it allows). Without TLS it travels in clear, and New logs a warning. Default "": none.
+	Token string
+
 	// DialOptions are appended to the client's own options (insecure transport credentials, a 1 MiB write
 	// buffer), so they can override them, e.g. with TLS credentials. The codec (transfer.Codec) cannot be
 	// replaced. Interceptors and stats handlers see data frames as *transfer.OutFrame and *transfer.InFrame,

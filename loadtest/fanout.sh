@@ -81,7 +81,7 @@ for i in $(seq "$NODES"); do
 	[ "$i" -eq 1 ] || join=(--join "${gossips[0]}")
 	mkdir -p "$work/node$i/shm"
 	"$kv" serve --grpc-addr "${grpcs[i - 1]}" --admin-addr "${admins[i - 1]}" --gossip-addr "${gossips[i - 1]}" \
-		--data-dir "$work/node$i/data" --shm-dir "$work/node$i/shm" --memory-limit "${NODE_MEM_MB}MiB" \
+		--data-dir "$work/node$i/data" --shm-dir "$work/node$i/shm" --socket "$work/node$i/kvring.sock" --memory-limit "${NODE_MEM_MB}MiB" \
 		--settle-window "$SETTLE_WINDOW" --log-level warn "${join[@]}" >>"$work/node$i.log" 2>&1 &
 	pids+=($!)
 done

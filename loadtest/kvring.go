@@ -24,6 +24,10 @@ type KvringConfig struct {
 	CallTimeout time.Duration
 	// Logger receives the SDK's connection log. Default slog.Default().
 	Logger *slog.Logger
+	// Conn holds the connection's other settings (TLS, token); its Seeds and
+	// Logger are replaced by the fields above. Default: zero, plaintext
+	// without a token.
+	Conn client.ConnConfig
 }
 
 // Kvring is a Backend over one kvring SDK client, as one engine would hold
@@ -38,7 +42,9 @@ type Kvring struct {
 // NewKvring creates the client; it does not block (the client connects in the
 // background and the first call waits for it).
 func NewKvring(cfg KvringConfig) (*Kvring, error) {
-	c, err := client.New(client.Config{Conn: client.ConnConfig{Seeds: cfg.Seeds, Logger: cfg.Logger},
+	conn := cfg.Conn
+	conn.Seeds, conn.Logger = cfg.Seeds, cfg.Logger
+	c, err := client.New(client.Config{Conn: conn,
 		Namespace: cfg.Namespace, Schema: cfg.Schema, CallTimeout: cfg.CallTimeout, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err

@@ -54,7 +54,11 @@ func (n *Node) adminHandler() http.Handler {
 			writeError(w, http.StatusServiceUnavailable, "node has not started")
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string][]NamespaceInfo{"namespaces": n.Namespaces()})
+		ns := n.Namespaces()
+		if !n.adminAuthenticated() {
+			hideFingerprints(ns)
+		}
+		writeJSON(w, http.StatusOK, map[string][]NamespaceInfo{"namespaces": ns})
 	})
 	if n.cfg.EnablePprof {
 		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
@@ -63,7 +67,7 @@ func (n *Node) adminHandler() http.Handler {
 		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	}
-	return jsonNoRoute(mux)
+	return n.adminAuth(jsonNoRoute(mux))
 }
 
 // jsonNoRoute serves mux, turning its plain-text "404 page not found" and

@@ -83,7 +83,7 @@ func newTestClusterWith(t *testing.T, n int, limit int64, change func(i int, cfg
 			t.Fatal(err)
 		}
 		nd := &testNode{id: st.NodeID(), addr: lis.Addr().String(), st: st, lis: lis, reg: cfg.Registerer.(*prometheus.Registry)}
-		nd.svc = newServices(&cfg, st, tc.ring.Load, tc.unsettled.Load)
+		nd.svc = newServices(&cfg, st, tc.ring.Load, tc.unsettled.Load, nil)
 		nd.reg.MustRegister(nodeCollectors(nd.svc, st, nil, tc.ring.Load)...)
 		nd.gs = nd.svc.grpc
 		healthpb.RegisterHealthServer(nd.gs, health.NewServer())

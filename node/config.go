@@ -122,6 +122,9 @@ type Config struct {
 	AdminIdleTimeout time.Duration
 	// AdminMaxHeaderBytes bounds an admin request's headers. Default 64 KiB.
 	AdminMaxHeaderBytes int
+	// Security names the node's credentials (TLS, cluster key, tokens, gossip
+	// and admin keys); see SecurityConfig. Default: none, as open as before.
+	Security SecurityConfig
 	// Store configures the local tier; see store.Config for its defaults.
 	// Store.DataDir defaults to "./kvring-data".
 	Store store.Config
@@ -266,6 +269,7 @@ func (c *Config) validate() error {
 		errs = append(errs, fmt.Errorf("min replicas must be in [1, replication=%d], got %d", c.Replication, c.MinReplicas))
 	}
 	errs = append(errs, c.checkLimits()...)
+	errs = append(errs, c.Security.validate()...)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("invalid node configuration: %w", err)
 	}

@@ -76,13 +76,15 @@ type RingMember struct {
 
 // NamespaceInfo is a registered namespace (GET /v1/namespaces).
 type NamespaceInfo struct {
-	Name              string          `json:"name"`
-	Schema            NamespaceSchema `json:"schema"`
-	Fingerprint       string          `json:"fingerprint"` // hex SHA-256 of the schema
-	ReplicationFactor uint32          `json:"replication_factor"`
-	MinReplicas       uint32          `json:"min_replicas"`
-	Created           time.Time       `json:"created"`
-	CreatedBy         string          `json:"created_by"`
+	Name   string          `json:"name"`
+	Schema NamespaceSchema `json:"schema"`
+	// Fingerprint is the hex SHA-256 of the schema; the admin API shows it
+	// only to callers with the admin token (omitted otherwise).
+	Fingerprint       string    `json:"fingerprint,omitempty"`
+	ReplicationFactor uint32    `json:"replication_factor"`
+	MinReplicas       uint32    `json:"min_replicas"`
+	Created           time.Time `json:"created"`
+	CreatedBy         string    `json:"created_by"`
 }
 
 // NamespaceSchema is a namespace's KV layout, as its first client registered

@@ -55,6 +55,7 @@ type nodeParts struct {
 	health    *health.Server
 	adminSrv  *http.Server
 	socket    *localsock.Server // nil when the local socket is off
+	sec       *security         // credentials read at start (security.go)
 }
 
 // New checks cfg and returns a node that is not started. It does no I/O.
@@ -92,6 +93,9 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		return fmt.Errorf("cannot start node: %w", err)
 	}
 	if err := n.listen(ctx, p); err != nil {
+		return fmt.Errorf("cannot start node: %w", err)
+	}
+	if err := n.secure(p); err != nil {
 		return fmt.Errorf("cannot start node: %w", err)
 	}
 	t := time.Now()
@@ -149,6 +153,9 @@ func (n *Node) listen(ctx context.Context, p *nodeParts) (err error) {
 func (n *Node) membershipConfig(ctx context.Context, p *nodeParts) (membership.Config, error) {
 	mcfg := n.cfg.Membership
 	mcfg.NodeID = p.store.NodeID()
+	if p.sec != nil && len(p.sec.gossipKeys) > 0 {
+		mcfg.Keys = p.sec.gossipKeys
+	}
 	var err error
 	if mcfg.GRPCAddr, err = n.advertisedGRPC(ctx, p.grpcLis, mcfg); err != nil {
 		return mcfg, err
@@ -167,7 +174,7 @@ func (n *Node) wire(p *nodeParts, mcfg membership.Config) (err error) {
 	if p.member, err = membership.New(mcfg); err != nil {
 		return err
 	}
-	p.svc = newServices(&n.cfg, p.store, p.member.Ring, p.member.Unsettled)
+	p.svc = newServices(&n.cfg, p.store, p.member.Ring, p.member.Unsettled, p.sec)
 	p.unmetrics, err = registerAll(n.cfg.Registerer, nodeCollectors(p.svc, p.store, p.member.Members, p.member.Ring)...)
 	return err
 }

@@ -33,7 +33,9 @@ type services struct {
 // around st. self is the node's id; rg returns the current ring view and
 // unsettled whether reads should also ask non-owners (nil: never). It does
 // no I/O; the caller serves s.grpc on a listener.
-func newServices(cfg *Config, st *store.Store, rg func() *ring.Ring, unsettled func() bool) *services {
+//
+// sec authenticates calls and peer connections (nil: no security).
+func newServices(cfg *Config, st *store.Store, rg func() *ring.Ring, unsettled func() bool, sec *security) *services {
 	m := metrics.New()
 	reg := namespace.NewRegistryWith(namespace.RegistryConfig{MaxNamespaces: cfg.MaxNamespaces,
 		MaxReplicas: uint32(cfg.Membership.Ring.ReplicationFactor), Now: cfg.Now})
@@ -52,8 +54,8 @@ func newServices(cfg *Config, st *store.Store, rg func() *ring.Ring, unsettled f
 			MaxReplicas: uint32(cfg.Membership.Ring.ReplicationFactor)},
 		Limits: &kvringv1.Limits{MaxFrameBytes: transfer.MaxFrameBytes, MaxChunkBytes: uint64(st.MaxChunkSize()),
 			MaxBatchChunks: uint32(cfg.MaxBatchChunks), MaxLeaseTtlMs: uint32(cfg.Store.MaxPinLease / time.Millisecond)},
-		Now: cfg.Now, Metrics: m})
-	gs := grpc.NewServer(serverOptions(cfg, m)...)
+		Now: cfg.Now, Metrics: m, PeerDialOptions: sec.peerDialOptions()})
+	gs := grpc.NewServer(append(serverOptions(cfg, m), sec.serverOptions()...)...)
 	gs.RegisterService(transfer.StrictDecoding(&kvringv1.Cache_ServiceDesc), coord.NewService(c))
 	gs.RegisterService(transfer.StrictDecoding(&kvringv1.Peer_ServiceDesc), owner.NewService(o))
 	return &services{reg: reg, owner: o, coord: c, m: m, grpc: gs}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/kvring/kvring/node/internal/localsock"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
@@ -26,6 +25,7 @@ import (
 // without a copy on the way out). The connection is made on first use.
 type socketCluster struct {
 	addr string
+	dial []grpc.DialOption // credentials of this node's own listener (security.localDialOptions)
 
 	mu  sync.Mutex
 	cc  *grpc.ClientConn
@@ -34,22 +34,23 @@ type socketCluster struct {
 
 // newSocketCluster is the Cluster of the local socket's extensions.
 func newSocketCluster(_ *Node, p *nodeParts) localsock.Cluster {
+	opts := p.sec.localDialOptions()
 	addr := p.grpcLis.Addr().String()
 	if host, port, err := net.SplitHostPort(addr); err == nil {
 		if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
 			addr = net.JoinHostPort("127.0.0.1", port)
 		}
 	}
-	return &socketCluster{addr: addr}
+	return &socketCluster{addr: addr, dial: opts}
 }
 
 func (s *socketCluster) cache() (kvringv1.CacheClient, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cc == nil && s.err == nil {
-		s.cc, s.err = grpc.NewClient(s.addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		s.cc, s.err = grpc.NewClient(s.addr, append(s.dial,
 			grpc.WithDefaultCallOptions(grpc.ForceCodecV2(transfer.NewCodec())),
-			grpc.WithReadBufferSize(256<<10), grpc.WithWriteBufferSize(1<<20))
+			grpc.WithReadBufferSize(256<<10), grpc.WithWriteBufferSize(1<<20))...)
 		if s.err != nil {
 			s.err = fmt.Errorf("cannot connect to this node's gRPC server at %s: %w", s.addr, s.err)
 		}

@@ -62,6 +62,8 @@ var wireErrors = []struct {
 	{ErrResourceExhausted, codes.ResourceExhausted, "RESOURCE_EXHAUSTED"},
 	{ErrUnknownNamespace, codes.FailedPrecondition, "UNKNOWN_NAMESPACE"},
 	{ErrInvalidArgument, codes.InvalidArgument, "INVALID_ARGUMENT"},
+	{ErrUnauthenticated, codes.Unauthenticated, "UNAUTHENTICATED"},
+	{ErrPermissionDenied, codes.PermissionDenied, "PERMISSION_DENIED"},
 	{ErrUnavailable, codes.Unavailable, "UNAVAILABLE"},
 	{ErrClientClosed, codes.Canceled, "CLIENT_CLOSED"},
 	{context.DeadlineExceeded, codes.DeadlineExceeded, "DEADLINE_EXCEEDED"},
@@ -85,6 +87,11 @@ var codeOnlyErrors = map[codes.Code]error{
 	codes.NotFound:      store.ErrNotFound,
 	codes.AlreadyExists: store.ErrAlreadyHeld,
 	codes.DataLoss:      store.ErrChecksum,
+	// gRPC itself answers Unauthenticated for a per-RPC credential it cannot
+	// send (a token without transport security when the credential demands
+	// it), and a proxy may refuse with either code.
+	codes.Unauthenticated:  ErrUnauthenticated,
+	codes.PermissionDenied: ErrPermissionDenied,
 }
 
 // lookup returns the table row err matches, or false.

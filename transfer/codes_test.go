@@ -59,6 +59,8 @@ func TestEverySentinelRoundTrips(t *testing.T) {
 		{ErrResourceExhausted, codes.ResourceExhausted, nil},
 		{ErrUnknownNamespace, codes.FailedPrecondition, nil},
 		{ErrInvalidArgument, codes.InvalidArgument, nil},
+		{ErrUnauthenticated, codes.Unauthenticated, nil},
+		{ErrPermissionDenied, codes.PermissionDenied, nil},
 		{ErrUnavailable, codes.Unavailable, nil},
 		{ErrClientClosed, codes.Canceled, context.Canceled},
 		{context.DeadlineExceeded, codes.DeadlineExceeded, nil},

@@ -37,4 +37,14 @@ var (
 	// store.ErrInvalid and the rest of that code's sentinels on the client
 	// side.
 	ErrInvalidArgument = errors.New("kvring: invalid argument")
+	// ErrUnauthenticated: the call carries no credential, or one the node
+	// does not accept (a client without a valid bearer token, a peer call
+	// without a node certificate or the cluster key). The message names what
+	// was missing. Unauthenticated.
+	ErrUnauthenticated = errors.New("kvring: unauthenticated")
+	// ErrPermissionDenied: the caller's credential is valid but does not
+	// allow this call (a token whose namespace prefixes do not cover the
+	// namespace, a certificate that is not a node certificate). The message
+	// names what was refused. PermissionDenied.
+	ErrPermissionDenied = errors.New("kvring: permission denied")
 )

@@ -21,6 +21,7 @@ type adminFlags struct {
 	addr    string
 	json    bool
 	timeout time.Duration
+	sec     adminSecurity
 }
 
 func (a *adminFlags) register(fs *pflag.FlagSet) {
@@ -28,6 +29,7 @@ func (a *adminFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&a.addr, "admin", a.addr, "admin address (HOST:PORT) of any kvring node")
 	fs.BoolVar(&a.json, "json", false, "print the node's JSON answer instead of a table")
 	fs.DurationVar(&a.timeout, "timeout", a.timeout, "how long to wait for the node's answer")
+	a.sec.register(fs)
 }
 
 // get fetches an admin endpoint and returns its JSON body. Every error is one
@@ -44,7 +46,14 @@ func (a *adminFlags) get(ctx context.Context, path string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bad admin address %q: %s", a.addr, oneLine(err.Error()))
 	}
-	resp, err := http.DefaultClient.Do(req)
+	if a.sec.token != "" {
+		req.Header.Set("Authorization", "Bearer "+a.sec.token)
+	}
+	hc, err := a.sec.httpClient()
+	if err != nil {
+		return nil, err
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("cannot reach kvring node at %s: %s", a.addr, netCause(err, a.timeout))
 	}

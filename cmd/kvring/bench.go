@@ -43,6 +43,8 @@ func newBenchCmd() *cobra.Command {
 		backendName   string
 		redisAddr     string
 		cpuProfile    string
+		clientSec     clientSecurity
+		adminSec      adminSecurity
 	)
 	cmd := &cobra.Command{
 		Use:   "bench --addr HOST:PORT[,HOST:PORT...] [--trace PATH] [flags]",
@@ -152,7 +154,10 @@ line every --progress.`,
 				backends, err = connectRedisEngines(ctx, engines, loadtest.RedisConfig{
 					Addr: redisAddr, Namespace: ns, CallTimeout: timeout})
 			} else {
+				var conn client.ConnConfig
+				clientSec.apply(&conn)
 				backends, err = connectEngines(ctx, engines, loadtest.KvringConfig{
+					Conn:  conn,
 					Seeds: addrs, Namespace: ns, PinTTL: pin, CallTimeout: timeout,
 					Schema: client.Schema{Model: model, Dtype: dtype, TokensPerChunk: uint32(cfg.ChunkTokens),
 						ChunksPerGroup: uint32(cfg.ChunksPerGroup)},
@@ -175,7 +180,7 @@ line every --progress.`,
 					}
 					return map[string]uint64{"lru": n}, nil
 				}
-				return evictions(ctx, admins, timeout)
+				return evictions(ctx, admins, timeout, adminSec)
 			}
 			before, err := evictionsOf(ctx)
 			if err != nil {
@@ -234,6 +239,8 @@ line every --progress.`,
 	fs.StringVar(&backendName, "backend", "kvring", "backend under test: kvring (--addr) or redis (--redis-addr)")
 	fs.StringVar(&redisAddr, "redis-addr", "127.0.0.1:6379", "address (HOST:PORT) of the redis-server for --backend redis")
 	fs.StringSliceVar(&addrs, "addr", []string{"127.0.0.1:9600"}, "gRPC addresses (HOST:PORT, comma-separated) of kvring nodes")
+	clientSec.register(fs)
+	adminSec.register(fs)
 	fs.StringSliceVar(&admins, "admin", nil, "admin addresses (HOST:PORT, comma-separated) of every node, to report evictions")
 	fs.StringVar(&workload, "workload", "mooncake", "mooncake (replay --trace) or synthetic (shared system prompts and multi-turn conversations with Zipf popularity, generated from --seed)")
 	fs.StringVar(&tracePath, "trace", defaultBenchTrace, "Mooncake-format trace (JSON lines), for --workload mooncake")
@@ -328,13 +335,13 @@ func connectRedisEngines(ctx context.Context, n int, rc loadtest.RedisConfig) ([
 
 // evictions sums the eviction counters of the nodes at admins by reason; nil
 // when admins is empty.
-func evictions(ctx context.Context, admins []string, timeout time.Duration) (map[string]uint64, error) {
+func evictions(ctx context.Context, admins []string, timeout time.Duration, sec adminSecurity) (map[string]uint64, error) {
 	if len(admins) == 0 {
 		return nil, nil
 	}
 	sum := make(map[string]uint64)
 	for _, addr := range admins {
-		af := adminFlags{addr: addr, timeout: timeout}
+		af := adminFlags{addr: addr, timeout: timeout, sec: sec}
 		body, err := af.get(ctx, "/v1/stats")
 		if err != nil {
 			return nil, err

@@ -899,6 +899,13 @@ type benchCluster struct {
 // serve flags, and a client connected to them.
 func startBenchCluster(b testing.TB, memoryLimit string, extra ...string) *benchCluster {
 	b.Helper()
+	return startBenchClusterConn(b, memoryLimit, client.ConnConfig{}, extra...)
+}
+
+// startBenchClusterConn is startBenchCluster with the client's connection
+// settings (TLS, token) taken from conn; its Seeds are the cluster's.
+func startBenchClusterConn(b testing.TB, memoryLimit string, conn client.ConnConfig, extra ...string) *benchCluster {
+	b.Helper()
 	n1 := startBenchNode(b, memoryLimit, extra...)
 	n2 := startBenchNode(b, memoryLimit, append([]string{"--join", n1.gossip}, extra...)...)
 	n3 := startBenchNode(b, memoryLimit, append([]string{"--join", n1.gossip}, extra...)...)
@@ -911,8 +918,9 @@ func startBenchCluster(b testing.TB, memoryLimit string, extra ...string) *bench
 		}
 		return true
 	})
+	conn.Seeds = []string{n1.grpc, n2.grpc, n3.grpc}
 	c, err := client.New(client.Config{
-		Conn:        client.ConnConfig{Seeds: []string{n1.grpc, n2.grpc, n3.grpc}},
+		Conn:        conn,
 		Namespace:   "bench/llama",
 		Schema:      client.Schema{Model: "llama-8b", Dtype: "bf16", TokensPerChunk: 16, Layout: "nhd"},
 		CallTimeout: 2 * time.Minute,

@@ -25,6 +25,7 @@ type dataFlags struct {
 	replication uint32
 	minReplicas uint32
 	timeout     time.Duration
+	sec         clientSecurity
 }
 
 func (d *dataFlags) register(fs *pflag.FlagSet) {
@@ -38,6 +39,7 @@ func (d *dataFlags) register(fs *pflag.FlagSet) {
 	fs.Uint32Var(&d.replication, "replication", 0, "replication factor if this command registers the namespace (0: the cluster's default)")
 	fs.Uint32Var(&d.minReplicas, "min-replicas", 0, "min replicas if this command registers the namespace (0: the cluster's default)")
 	fs.DurationVar(&d.timeout, "timeout", d.timeout, "how long to wait for the connection, and for each call")
+	d.sec.register(fs)
 }
 
 // connect creates an SDK client and waits up to --timeout for it to connect.
@@ -52,17 +54,19 @@ func (d *dataFlags) connect(ctx context.Context) (*client.Client, error) {
 		return nil, fmt.Errorf("--timeout must be positive, got %s", d.timeout)
 	}
 	changed := make(chan struct{}, 1)
-	c, err := client.New(client.Config{
-		Conn: client.ConnConfig{
-			Seeds:       []string{d.addr},
-			DialTimeout: min(2*time.Second, max(d.timeout/2, 100*time.Millisecond)),
-			OnStateChange: func(client.ConnState) {
-				select {
-				case changed <- struct{}{}:
-				default:
-				}
-			},
+	conn := client.ConnConfig{
+		Seeds:       []string{d.addr},
+		DialTimeout: min(2*time.Second, max(d.timeout/2, 100*time.Millisecond)),
+		OnStateChange: func(client.ConnState) {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
 		},
+	}
+	d.sec.apply(&conn)
+	c, err := client.New(client.Config{
+		Conn:              conn,
 		Namespace:         d.namespace,
 		Schema:            client.Schema{Model: d.model, Dtype: d.dtype, TokensPerChunk: d.tokens, Layout: d.layout},
 		ReplicationFactor: d.replication, MinReplicas: d.minReplicas,

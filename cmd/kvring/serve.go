@@ -58,6 +58,7 @@ func newServeCmd() *cobra.Command {
 		adminMaxHeader = byteSize(def.AdminMaxHeaderBytes)
 		socketPath     = "./kvring.sock"
 		socketMode     = "0660"
+		security       node.SecurityConfig
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -123,6 +124,7 @@ finish, the store writes its catalog, and the process exits 0.`,
 			cfg.Store.MaxStagedBytes = int64(maxStaged)
 			cfg.Store.Policy = evictionPolicy
 			cfg.Store.Logger = log.With("component", "store")
+			cfg.Security = security
 			n, err := node.New(cfg)
 			if err != nil {
 				return err
@@ -132,6 +134,7 @@ finish, the store writes its catalog, and the process exits 0.`,
 			if err := n.Start(ctx); err != nil {
 				return err
 			}
+			reloadOnHangup(ctx, n, log)
 			<-ctx.Done()
 			stop()
 			log.Info("shutting down", "drain_timeout", drainTimeout)
@@ -184,6 +187,7 @@ finish, the store writes its catalog, and the process exits 0.`,
 	fs.Var(&adminMaxHeader, "admin-max-header-size", "largest admin request header")
 	fs.StringVar(&socketPath, "socket", socketPath, `local Unix socket for engines on this host (Vineyard IPC and kvring extensions); "" turns it off; containers use /var/run/vineyard.sock`)
 	fs.StringVar(&socketMode, "socket-mode", socketMode, "permission bits of the socket file, in octal")
+	registerServeSecurity(fs, &security)
 	annotateEnv(fs)
 	return cmd
 }

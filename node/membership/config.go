@@ -55,6 +55,11 @@ type Config struct {
 	AdminAddr string
 	// Timing holds memberlist's failure-detection and gossip timings. Default DefaultGossipTiming().
 	Timing GossipTiming
+	// Keys encrypt and authenticate gossip (memberlist's keyring, AES-GCM): each 16, 24 or 32 bytes; the
+	// first encrypts what this node sends, every one is tried on what it receives, so keys can be rotated
+	// without a split (keyring.go). Messages that no key opens, and plaintext ones, are dropped, and their
+	// sender is logged once. Default none: gossip is plaintext and anyone who reaches the port may join.
+	Keys [][]byte
 	// Logger receives membership logs (memberlist's own lines carry source=memberlist). Default
 	// slog.Default().
 	Logger *slog.Logger
@@ -194,6 +199,9 @@ func (c *Config) validate() error {
 		errs = append(errs, fmt.Errorf("gossip timings must not be negative: %+v", *t))
 	}
 	if err := c.Ring.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := checkKeys(c.Keys); err != nil {
 		errs = append(errs, err)
 	}
 	if c.NodeID != "" {

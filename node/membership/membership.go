@@ -112,7 +112,10 @@ func (m *Membership) Start(ctx context.Context) error {
 	mc.TCPTimeout = m.cfg.Timing.TCPTimeout
 	d := memberDelegate{meta: &m.meta, rs: m.rs, fingerprint: m.cfg.Ring.Fingerprint()}
 	mc.Delegate, mc.Events, mc.Alive, mc.Merge = d, d, d, d
-	mc.Logger = log.New(memberlistLog{m.log.With("source", "memberlist")}, "", 0)
+	mc.Logger = log.New(newKeyErrorLog(m.log, memberlistLog{m.log.With("source", "memberlist")}), "", 0)
+	if mc.Keyring, err = newKeyring(m.cfg.Keys); err != nil {
+		return fmt.Errorf("cannot start gossip: %w", err)
+	}
 	mc.LogOutput = nil
 
 	m.rs.rebuildMu.Lock()

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc"
+
 	"github.com/kvring/kvring/node/internal/metrics"
 	"github.com/kvring/kvring/node/internal/namespace"
 	"github.com/kvring/kvring/node/internal/owner"
@@ -55,6 +57,9 @@ type Config struct {
 	// node passes the same clock to the store.
 	Now     func() time.Time
 	Metrics *metrics.Set
+	// PeerDialOptions are added to the options of the connections to peers:
+	// the node's TLS credentials and cluster key (node/security.go).
+	PeerDialOptions []grpc.DialOption
 }
 
 // Coordinator serves engines on every node: it places each chunk on its
@@ -86,7 +91,7 @@ type Coordinator struct {
 // first use.
 func New(cfg Config) *Coordinator {
 	return &Coordinator{cfg: cfg, local: cfg.Owner, reg: cfg.Registry, log: cfg.Log, m: cfg.Metrics,
-		pool: newPeerPool(), peers: newPeerFailures(cfg.Log, cfg.Now, cfg.Metrics.PeerFailures),
+		pool: newPeerPool(cfg.PeerDialOptions...), peers: newPeerFailures(cfg.Log, cfg.Now, cfg.Metrics.PeerFailures),
 		leases: make(map[uint64]coordLease)}
 }
 

@@ -17,8 +17,10 @@ import (
 // the node stops. Safe for concurrent use.
 type peerPool struct{ p *connpool.Pool }
 
-func newPeerPool() *peerPool {
-	return &peerPool{p: connpool.New(
+// newPeerPool makes the pool; extra options (TLS credentials, the cluster
+// key) come after the defaults, so they replace the insecure transport.
+func newPeerPool(extra ...grpc.DialOption) *peerPool {
+	return &peerPool{p: connpool.New(append([]grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		// A peer that vanished without closing its connections is noticed
 		// within ~15 s even with no call in flight.
@@ -26,8 +28,8 @@ func newPeerPool() *peerPool {
 		// The Prepare stream sends frames as transfer.OutFrame: the codec is
 		// not optional.
 		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(transfer.NewCodec())),
-		grpc.WithWriteBufferSize(1<<20),
-	)}
+		grpc.WithWriteBufferSize(1 << 20),
+	}, extra...)...)}
 }
 
 // client returns the Peer client for addr; errors wrap transfer.ErrUnavailable.
