@@ -53,3 +53,10 @@ ci:
 .PHONY: bench-compare
 bench-compare:
 	loadtest/compare.sh
+
+# image builds the container image (deploy/Dockerfile) with docker, podman or
+# buildah, whichever is installed: make image IMAGE=kvring:dev. IMAGE_FROM=prebuilt
+# compiles on this machine and pulls no base image; see deploy/build-image.sh.
+.PHONY: image
+image:
+	deploy/build-image.sh

@@ -23,10 +23,6 @@ import (
 	"github.com/kvring/kvring/store"
 )
 
-// defaultBenchTrace is the Mooncake trace shipped with the repository,
-// relative to its root.
-const defaultBenchTrace = "loadtest/trace/testdata/synthetic_trace.jsonl"
-
 func newBenchCmd() *cobra.Command {
 	var (
 		addrs, admins []string
@@ -49,7 +45,8 @@ func newBenchCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench --addr HOST:PORT[,HOST:PORT...] [--trace PATH] [flags]",
 		Short: "Replay a Mooncake trace against a running cluster and report hit ratio, throughput and latency",
-		Long: `Replay a Mooncake-format trace (--trace) against the cluster at --addr with
+		Long: `Replay a Mooncake-format trace (--trace; by default the Mooncake FAST'25
+synthetic trace, built into the binary) against the cluster at --addr with
 --engines simulated inference engines, each its own SDK client; requests go to
 the engines round-robin at their arrival times compressed by --speedup.
 
@@ -102,7 +99,12 @@ line every --progress.`,
 			var err error
 			switch workload {
 			case "mooncake":
-				reqs, err = trace.ReadFile(tracePath)
+				if tracePath == "" {
+					// Built into the binary: bench needs no file around it (a container image, a Job).
+					reqs, err = trace.ReadBuiltinSynthetic()
+				} else {
+					reqs, err = trace.ReadFile(tracePath)
+				}
 				if err != nil {
 					return fmt.Errorf("cannot read trace: %w", err)
 				}
@@ -243,7 +245,7 @@ line every --progress.`,
 	adminSec.register(fs)
 	fs.StringSliceVar(&admins, "admin", nil, "admin addresses (HOST:PORT, comma-separated) of every node, to report evictions")
 	fs.StringVar(&workload, "workload", "mooncake", "mooncake (replay --trace) or synthetic (shared system prompts and multi-turn conversations with Zipf popularity, generated from --seed)")
-	fs.StringVar(&tracePath, "trace", defaultBenchTrace, "Mooncake-format trace (JSON lines), for --workload mooncake")
+	fs.StringVar(&tracePath, "trace", "", "Mooncake-format trace (JSON lines), for --workload mooncake (default: the "+trace.BuiltinSyntheticName+")")
 	fs.Int64Var(&synth.Seed, "seed", 1, "synthetic workload: random seed (the same seed gives the same requests)")
 	fs.IntVar(&synth.SystemPrompts, "system-prompts", 20, "synthetic workload: distinct system prompts")
 	fs.IntVar(&synth.Conversations, "conversations", 200, "synthetic workload: conversations live at a time")

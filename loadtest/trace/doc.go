@@ -13,6 +13,6 @@
 // figures weigh each block by its token count (see [Request.BlockTokenCount]).
 //
 // The package does no I/O beyond [ReadFile], reads no clock and keeps no
-// package-level state. Functions are safe for concurrent use on distinct or unshared
+// package-level state other than the read-only trace behind [ReadBuiltinSynthetic]. Functions are safe for concurrent use on distinct or unshared
 // arguments; the simulators ([LRU]) are not safe for concurrent use.
 package trace

@@ -28,10 +28,14 @@ type Config struct {
 	// non-link-local address (IPv4 preferred; 127.0.0.1 if it has none). An empty or 0 port means the bound port; with GossipAddr port 0
 	// the bound port is always advertised.
 	AdvertiseAddr string
-	// Join lists seed gossip addresses ("host:port"; host names are resolved on every attempt, so a
-	// Kubernetes headless-Service name works). A seed that is down is not fatal: joining is retried. Default
+	// Join lists seed gossip addresses ("host:port", or "host" for this node's gossip port). A host name is
+	// resolved on every attempt and every address behind it is joined, so a Kubernetes headless-Service name
+	// reaches every pod it lists. A seed that is down is not fatal: joining is retried. Default
 	// none: the node starts a cluster of its own (until someone joins it).
 	Join []string
+	// Resolver resolves the host names of Join (on every join attempt; every address a name resolves to is
+	// joined) and of AdvertiseAddr. Default net.DefaultResolver.
+	Resolver Resolver
 	// RejoinInterval is how often the seeds are joined again, with ±20% jitter, so a split cluster heals;
 	// a round is skipped when every seed is already a member. Until a join succeeds, retries back off from
 	// 1s up to RejoinInterval. Default 30s.
@@ -100,9 +104,9 @@ func DefaultGossipTiming() GossipTiming {
 	}
 }
 
-// DefaultConfig returns the defaults: gossip on ":7946", no seeds, rejoin every 30s, broadcast
-// timeout 5s, a settle window of 2m, ring.DefaultConfig(), LAN timings, slog.Default(). NodeID must still be
-// set.
+// DefaultConfig returns the defaults: gossip on ":7946", no seeds, net.DefaultResolver, rejoin every 30s,
+// broadcast timeout 5s, a settle window of 2m, ring.DefaultConfig(), LAN timings, slog.Default(). NodeID must
+// still be set.
 func DefaultConfig() Config {
 	return Config{
 		GossipAddr:       ":7946",
@@ -111,6 +115,7 @@ func DefaultConfig() Config {
 		SettleWindow:     2 * time.Minute,
 		Ring:             ring.DefaultConfig(),
 		Timing:           DefaultGossipTiming(),
+		Resolver:         net.DefaultResolver,
 		Logger:           slog.Default(),
 		Now:              time.Now,
 	}
@@ -143,6 +148,9 @@ func (c *Config) validate() error {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.Resolver == nil {
+		c.Resolver = d.Resolver
 	}
 	if c.GossipAddr == "" {
 		c.GossipAddr = d.GossipAddr
@@ -266,7 +274,7 @@ func (c *Config) advertiseIP(ctx context.Context, bind netip.AddrPort) (netip.Ad
 		if ip, err := netip.ParseAddr(host); err == nil {
 			return ip.Unmap(), port, nil
 		}
-		ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		ips, err := c.Resolver.LookupNetIP(ctx, "ip", host)
 		if err != nil || len(ips) == 0 {
 			return netip.Addr{}, 0, fmt.Errorf("cannot resolve advertise address %q: %w", c.AdvertiseAddr, err)
 		}

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
-	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -261,20 +260,29 @@ func (m *Membership) rejoinLoop(ctx context.Context) {
 	}
 }
 
-// rejoinOnce joins the seeds that are not members yet (all of them skipped: nothing to do) and logs the
-// outcome: the first failure of a run of failures at Warn, the rest at Debug, recovery at Info. It blocks
+// rejoinOnce resolves the seeds again and joins every address behind them that is not a member yet (all of
+// them members: nothing to do), and logs the outcome: the first failure of a run of failures at Warn, the rest at Debug, recovery at Info. It blocks
 // for the join (about Timing.TCPTimeout per unreachable seed address).
 func (m *Membership) rejoinOnce(ctx context.Context) {
 	ml := m.ml.Load()
 	if ml == nil || ctx.Err() != nil {
 		return
 	}
-	missing := m.seedsNotMembers(ctx)
+	missing, resolveErr := m.seedsToJoin(ctx)
 	if len(missing) == 0 {
-		m.noteJoin(nil, 0, nil)
+		// A seed that did not resolve is a failed attempt (retried with backoff); every address a member
+		// is nothing to do.
+		if resolveErr != nil {
+			m.noteJoin(m.cfg.Join, 0, resolveErr)
+		} else {
+			m.noteJoin(nil, 0, nil)
+		}
 		return
 	}
 	n, err := ml.Join(missing)
+	if err != nil {
+		err = errors.Join(err, resolveErr)
+	}
 	m.noteJoin(missing, n, err)
 }
 
@@ -306,50 +314,6 @@ func (m *Membership) noteJoin(seeds []string, contacted int, err error) {
 	default:
 		m.log.Debug("rejoined seeds", "seeds", seeds, "contacted", contacted)
 	}
-}
-
-// seedsNotMembers returns the seeds none of whose addresses is an alive member's gossip address. A seed that
-// cannot be resolved counts as missing (the join reports the error). It reads the member table, not
-// memberlist.Members, whose Nodes memberlist keeps rewriting.
-func (m *Membership) seedsNotMembers(ctx context.Context) []string {
-	alive := make(map[netip.AddrPort]bool)
-	for _, mi := range m.rs.members() {
-		if ap, err := netip.ParseAddrPort(mi.GossipAddr); err == nil && mi.Liveness == Alive {
-			alive[netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())] = true
-		}
-	}
-	var missing []string
-	for _, s := range m.cfg.Join {
-		if !slices.ContainsFunc(m.resolveSeed(ctx, s), func(a netip.AddrPort) bool { return alive[a] }) {
-			missing = append(missing, s)
-		}
-	}
-	return missing
-}
-
-// resolveSeed returns the addresses of a seed ("host:port", or "host" for this node's gossip port).
-func (m *Membership) resolveSeed(ctx context.Context, seed string) []netip.AddrPort {
-	host, portStr, err := net.SplitHostPort(seed)
-	port := uint64(m.bindPort)
-	if err != nil {
-		host = seed
-	} else if port, err = strconv.ParseUint(portStr, 10, 16); err != nil {
-		return nil
-	}
-	if ip, err := netip.ParseAddr(host); err == nil {
-		return []netip.AddrPort{netip.AddrPortFrom(ip.Unmap(), uint16(port))}
-	}
-	ctx, cancel := context.WithTimeout(ctx, m.cfg.Timing.TCPTimeout)
-	defer cancel()
-	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
-	if err != nil {
-		return nil
-	}
-	out := make([]netip.AddrPort, len(ips))
-	for i, ip := range ips {
-		out[i] = netip.AddrPortFrom(ip.Unmap(), uint16(port))
-	}
-	return out
 }
 
 // localMeta is this node's metadata and its encoding, which NodeMeta hands to memberlist.

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kvring/kvring/deploy"
+	"github.com/kvring/kvring/node/membership"
+)
+
+// deployDir is deploy/kubernetes, from this package's directory.
+var deployDir = filepath.Join("..", "..", "deploy", "kubernetes")
+
+// pendingFlags are settings the manifests already give for flags another change adds; until the flag
+// exists, kvring ignores its KVRING_* variable, and these tests say so instead of failing.
+var pendingFlags = map[string]string{"socket": "the local socket (--socket)"}
+
+// subcommand returns the command of root called name.
+func subcommand(t *testing.T, root *cobra.Command, name string) *cobra.Command {
+	t.Helper()
+	for _, c := range root.Commands() {
+		if c.Name() == name {
+			return c
+		}
+	}
+	t.Fatalf("no subcommand %q", name)
+	return nil
+}
+
+// TestDeployManifestArgsAndEnvParseWithServeFlags: the StatefulSet's container arguments, its environment
+// (downward API and $(VAR) expanded as the kubelet does) and the ConfigMap's file are accepted by the real
+// `kvring serve` flag set, and the settings they give match the ports, probes and grace period of the
+// manifests. Not parallel: it sets KVRING_* variables, as the pod's environment does.
+func TestDeployManifestArgsAndEnvParseWithServeFlags(t *testing.T) {
+	m, err := deploy.Load(deployDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := m.StatefulSet.Spec.Template.Spec
+	c, err := deploy.Container(&spec, "kvring")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := deploy.ExpandEnv(c, map[string]string{"metadata.name": "kvring-1", "status.podIP": "10.1.2.3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgText, err := m.ServeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := filepath.Join(t.TempDir(), "kvring.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	root := newRootCmd()
+	serve := subcommand(t, root, "serve")
+	if len(c.Args) == 0 || c.Args[0] != "serve" || len(c.Command) != 0 {
+		t.Fatalf("container command %q args %q, want the image's entrypoint with args [serve ...]", c.Command, c.Args)
+	}
+	if err := serve.ParseFlags(c.Args[1:]); err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range env {
+		name, val, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, envPrefix) {
+			continue
+		}
+		flag := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(name, envPrefix), "_", "-"))
+		if serve.Flags().Lookup(flag) == nil {
+			if what, ok := pendingFlags[flag]; ok {
+				t.Logf("%s sets %s, which this build lacks (ignored until it exists)", name, what)
+				continue
+			}
+			t.Errorf("%s names no `kvring serve` flag", name)
+		}
+		if name == "KVRING_CONFIG" {
+			val = cfgPath
+		}
+		t.Setenv(name, val)
+	}
+	if err := loadFlags(serve); err != nil {
+		t.Fatalf("kvring serve rejects the manifests' settings: %v", err)
+	}
+	get := func(name string) string { return serve.Flags().Lookup(name).Value.String() }
+	ports := map[string]int32{}
+	for _, p := range c.Ports {
+		ports[p.Name] = p.ContainerPort
+	}
+	for flag, want := range map[string]string{
+		"advertise-addr": "10.1.2.3:9600", "gossip-advertise-addr": "10.1.2.3:7946", "data-dir": "/var/lib/kvring/kvring-1",
+		"grpc-addr": ":9600", "gossip-addr": ":7946", "admin-addr": ":9602", "join": "[kvring-peers:7946]", "shm-dir": "/dev/shm",
+	} {
+		if got := get(flag); got != want {
+			t.Errorf("--%s = %q, want %q", flag, got, want)
+		}
+	}
+	if ports["grpc"] != 9600 || ports["gossip"] != 7946 || ports["gossip-udp"] != 7946 || ports["admin"] != 9602 {
+		t.Errorf("container ports %v do not match the listeners", ports)
+	}
+	for _, p := range []struct {
+		name, path string
+		probe      *corev1.Probe
+	}{{"readiness", "/readyz", c.ReadinessProbe}, {"liveness", "/healthz", c.LivenessProbe}, {"startup", "/healthz", c.StartupProbe}} {
+		if pr := p.probe; pr == nil || pr.HTTPGet == nil || pr.HTTPGet.Path != p.path || pr.HTTPGet.Port.String() != "admin" {
+			t.Errorf("%s probe %+v, want GET %s on the admin port", p.name, pr, p.path)
+		}
+	}
+	// The grace period covers the preStop pause, the drain and the goodbye broadcast.
+	drain, err := time.ParseDuration(get("drain-timeout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Lifecycle == nil || c.Lifecycle.PreStop == nil || c.Lifecycle.PreStop.Sleep == nil {
+		t.Fatal("no preStop sleep")
+	}
+	preStop := time.Duration(c.Lifecycle.PreStop.Sleep.Seconds) * time.Second
+	need := preStop + drain + membership.DefaultConfig().BroadcastTimeout
+	if grace := time.Duration(*spec.TerminationGracePeriodSeconds) * time.Second; grace <= need {
+		t.Errorf("terminationGracePeriodSeconds %v, want more than preStop %v + drain %v + broadcast %v", grace, preStop, drain,
+			membership.DefaultConfig().BroadcastTimeout)
+	}
+}
+
+// TestDeployBenchJobArgsParse: the benchmark Job's arguments are accepted by `kvring bench`, which needs no
+// trace file (the built-in trace) and reaches the cluster through the client Service.
+func TestDeployBenchJobArgsParse(t *testing.T) {
+	t.Parallel()
+	m, err := deploy.Load(filepath.Join(deployDir, "bench"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := deploy.Container(&m.Job.Spec.Template.Spec, "bench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bench := subcommand(t, newRootCmd(), "bench")
+	if len(c.Args) == 0 || c.Args[0] != "bench" {
+		t.Fatalf("job args %q, want bench ...", c.Args)
+	}
+	if err := bench.ParseFlags(c.Args[1:]); err != nil {
+		t.Fatal(err)
+	}
+	if got := bench.Flags().Lookup("addr").Value.String(); got != "[kvring:9600]" {
+		t.Errorf("--addr %s, want the client Service kvring:9600", got)
+	}
+	if got := bench.Flags().Lookup("trace").Value.String(); got != "" {
+		t.Errorf("--trace %q: the image has no trace file; use the built-in one", got)
+	}
+}
