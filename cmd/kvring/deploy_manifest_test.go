@@ -17,9 +17,6 @@ import (
 // deployDir is deploy/kubernetes, from this package's directory.
 var deployDir = filepath.Join("..", "..", "deploy", "kubernetes")
 
-// pendingFlags are settings the manifests already give for flags another change adds; until the flag
-// exists, kvring ignores its KVRING_* variable, and these tests say so instead of failing.
-var pendingFlags = map[string]string{"socket": "the local socket (--socket)"}
 
 // subcommand returns the command of root called name.
 func subcommand(t *testing.T, root *cobra.Command, name string) *cobra.Command {
@@ -74,10 +71,6 @@ func TestDeployManifestArgsAndEnvParseWithServeFlags(t *testing.T) {
 		}
 		flag := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(name, envPrefix), "_", "-"))
 		if serve.Flags().Lookup(flag) == nil {
-			if what, ok := pendingFlags[flag]; ok {
-				t.Logf("%s sets %s, which this build lacks (ignored until it exists)", name, what)
-				continue
-			}
 			t.Errorf("%s names no `kvring serve` flag", name)
 		}
 		if name == "KVRING_CONFIG" {

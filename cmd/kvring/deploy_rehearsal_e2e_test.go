@@ -125,7 +125,7 @@ type rehearsal struct {
 	c     *corev1.Container
 	ports *rehearsalPorts
 	pods  [rehearsalPods]*e2eNode
-	sock  string // the hostPath socket directory
+	sock  map[int]string // ordinal → its host's socket directory (hostPath)
 }
 
 // replacer rewrites a pod's settings from the pod's network and file system to the rehearsal's.
@@ -173,7 +173,13 @@ func (r *rehearsal) startPod(ord int) *e2eNode {
 			shm = shmDir(t)
 			mounts[vm.MountPath] = shm
 		case "socket":
-			mounts[vm.MountPath] = r.sock
+			// A hostPath: one directory per Kubernetes node, and the
+			// StatefulSet puts one pod on each; a replaced pod finds its
+			// predecessor's stale socket there and replaces it.
+			if r.sock[ord] == "" {
+				r.sock[ord] = t.TempDir()
+			}
+			mounts[vm.MountPath] = r.sock[ord]
 		default:
 			t.Fatalf("volume mount %q: the rehearsal does not know it", vm.Name)
 		}
@@ -314,7 +320,7 @@ func TestDeployStatefulSetRehearsalRollingRestartUnderBench(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &rehearsal{t: t, m: m, c: c, ports: holdRehearsalPorts(t), sock: t.TempDir()}
+	r := &rehearsal{t: t, m: m, c: c, ports: holdRehearsalPorts(t), sock: map[int]string{}}
 	svc := startServiceProxy(t)
 	for ord := range rehearsalPods {
 		svc.set(ord, r.startPod(ord).grpc)

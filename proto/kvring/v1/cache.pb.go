@@ -365,7 +365,13 @@ type PutBegin struct {
 	Chunks []*ChunkRef `protobuf:"bytes,2,rep,name=chunks,proto3" json:"chunks,omitempty"`
 	// Placement keys of the chunks, as runs in chunk order. Required when the namespace groups chunks
 	// (chunks_per_group > 1); must be empty otherwise.
-	Groups        []*GroupRun `protobuf:"bytes,3,rep,name=groups,proto3" json:"groups,omitempty"`
+	Groups []*GroupRun `protobuf:"bytes,3,rep,name=groups,proto3" json:"groups,omitempty"`
+	// Eager: the client sends every chunk's bytes right after begin, without waiting for PutNeed, and the node
+	// answers with one PutResult carrying every chunk's outcome (no PutNeed): one round trip instead of two. Bytes
+	// of chunks that need none (already held, declined) are discarded unread. The two-phase guarantee is the same:
+	// nothing is reported stored before min_replicas owners sealed it. A node that predates the field sends PutNeed
+	// first and ignores the bytes it did not ask for, so a client must accept a PutNeed before the result.
+	Eager         bool `protobuf:"varint,4,opt,name=eager,proto3" json:"eager,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -419,6 +425,13 @@ func (x *PutBegin) GetGroups() []*GroupRun {
 		return x.Groups
 	}
 	return nil
+}
+
+func (x *PutBegin) GetEager() bool {
+	if x != nil {
+		return x.Eager
+	}
+	return false
 }
 
 // PutEnd closes the data phase of a Put batch.
@@ -1394,11 +1407,12 @@ const file_kvring_v1_cache_proto_rawDesc = "" +
 	"\x05begin\x18\x01 \x01(\v2\x13.kvring.v1.PutBeginH\x00R\x05begin\x12*\n" +
 	"\x04data\x18\x02 \x01(\v2\x14.kvring.v1.DataFrameH\x00R\x04data\x12%\n" +
 	"\x03end\x18\x03 \x01(\v2\x11.kvring.v1.PutEndH\x00R\x03endB\x05\n" +
-	"\x03msg\"\x9b\x01\n" +
+	"\x03msg\"\xb1\x01\n" +
 	"\bPutBegin\x125\n" +
 	"\tnamespace\x18\x01 \x01(\v2\x17.kvring.v1.NamespaceRefR\tnamespace\x12+\n" +
 	"\x06chunks\x18\x02 \x03(\v2\x13.kvring.v1.ChunkRefR\x06chunks\x12+\n" +
-	"\x06groups\x18\x03 \x03(\v2\x13.kvring.v1.GroupRunR\x06groups\"\b\n" +
+	"\x06groups\x18\x03 \x03(\v2\x13.kvring.v1.GroupRunR\x06groups\x12\x14\n" +
+	"\x05eager\x18\x04 \x01(\bR\x05eager\"\b\n" +
 	"\x06PutEnd\"\x84\x01\n" +
 	"\vPutResponse\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12(\n" +
