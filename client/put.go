@@ -122,17 +122,26 @@ func (c *Client) put(ctx context.Context, cc *grpc.ClientConn, ref *kvringv1.Nam
 		}
 		return nil, c.callErr(cc, "put", err)
 	}
-	if err := stream.Send(&kvringv1.PutRequest{Msg: &kvringv1.PutRequest_Begin{Begin: &kvringv1.PutBegin{Namespace: ref, Chunks: refs, Groups: groupRuns(keys)}}}); err != nil {
+	eager := c.eager(chunks)
+	if err := stream.Send(&kvringv1.PutRequest{Msg: &kvringv1.PutRequest_Begin{Begin: &kvringv1.PutBegin{
+		Namespace: ref, Chunks: refs, Groups: groupRuns(keys), Eager: eager}}}); err != nil {
 		return fail(err)
 	}
-	m, err := stream.Recv()
-	if err != nil {
-		return nil, c.callErr(cc, "put", err)
-	}
-	c.route.observe(cc.Target(), m.GetEpoch())
-	need := m.GetNeed()
-	if need == nil {
-		return nil, fmt.Errorf("kvring put: the node answered without saying which chunks it needs")
+	var need *kvringv1.PutNeed
+	if eager {
+		need = &kvringv1.PutNeed{Need: make([]uint32, len(chunks))} // every chunk's bytes, unasked
+		for i := range need.Need {
+			need.Need[i] = uint32(i)
+		}
+	} else {
+		m, err := stream.Recv()
+		if err != nil {
+			return nil, c.callErr(cc, "put", err)
+		}
+		c.route.observe(cc.Target(), m.GetEpoch())
+		if need = m.GetNeed(); need == nil {
+			return nil, fmt.Errorf("kvring put: the node answered without saying which chunks it needs")
+		}
 	}
 	out := make([]PutResult, len(chunks))
 	for i := range out {
@@ -173,11 +182,19 @@ func (c *Client) put(ctx context.Context, cc *grpc.ClientConn, ref *kvringv1.Nam
 	if err := stream.CloseSend(); err != nil {
 		return fail(err)
 	}
-	// The node always ends with a result (empty when nothing was needed).
-	m, err = stream.Recv()
+	// The node always ends with a result (empty when nothing was needed). A
+	// node that predates eager puts sends its need first, unasked for here.
+	m, err := stream.Recv()
+	if err == nil && eager && m.GetNeed() != nil {
+		for _, r := range m.GetNeed().GetSettled() {
+			take(r)
+		}
+		m, err = stream.Recv()
+	}
 	if err != nil {
 		return nil, c.callErr(cc, "put", err)
 	}
+	c.route.observe(cc.Target(), m.GetEpoch())
 	for _, r := range m.GetResult().GetResults() {
 		take(r)
 	}
@@ -188,6 +205,26 @@ func (c *Client) put(ctx context.Context, cc *grpc.ClientConn, ref *kvringv1.Nam
 		}
 	}
 	return out, nil
+}
+
+// eager reports whether a put of chunks sends their bytes without waiting
+// for the node to say which it needs (one round trip instead of two): when
+// they add up to at most Config.EagerPutBytes. Bytes of chunks the cluster
+// already holds then cross the network for nothing, so large batches, where
+// that costs more than a round trip, keep the need exchange.
+func (c *Client) eager(chunks []Chunk) bool {
+	limit := c.cfg.EagerPutBytes
+	if limit < 0 {
+		return false
+	}
+	total := 0
+	for _, ch := range chunks {
+		total += len(ch.Data)
+		if total > limit {
+			return false
+		}
+	}
+	return true
 }
 
 // lentTimeout bounds how long put waits for gRPC to let go of a failed

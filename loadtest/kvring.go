@@ -24,6 +24,10 @@ type KvringConfig struct {
 	CallTimeout time.Duration
 	// Logger receives the SDK's connection log. Default slog.Default().
 	Logger *slog.Logger
+	// EagerPutBytes is client.Config.EagerPutBytes: puts up to this many
+	// bytes skip the need exchange. Default 0: the SDK's default (1 MiB);
+	// negative: never.
+	EagerPutBytes int
 	// Conn holds the connection's other settings (TLS, token); its Seeds and
 	// Logger are replaced by the fields above. Default: zero, plaintext
 	// without a token.
@@ -45,7 +49,8 @@ func NewKvring(cfg KvringConfig) (*Kvring, error) {
 	conn := cfg.Conn
 	conn.Seeds, conn.Logger = cfg.Seeds, cfg.Logger
 	c, err := client.New(client.Config{Conn: conn,
-		Namespace: cfg.Namespace, Schema: cfg.Schema, CallTimeout: cfg.CallTimeout, Logger: cfg.Logger})
+		Namespace: cfg.Namespace, Schema: cfg.Schema, CallTimeout: cfg.CallTimeout, Logger: cfg.Logger,
+		EagerPutBytes: cfg.EagerPutBytes})
 	if err != nil {
 		return nil, err
 	}

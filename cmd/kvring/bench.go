@@ -34,6 +34,7 @@ func newBenchCmd() *cobra.Command {
 		engines       int
 		pin, timeout  time.Duration
 		progress      time.Duration
+		eagerPut      int
 		jsonOut       bool
 		showTimeline  bool
 		backendName   string
@@ -160,7 +161,7 @@ line every --progress.`,
 				clientSec.apply(&conn)
 				backends, err = connectEngines(ctx, engines, loadtest.KvringConfig{
 					Conn:  conn,
-					Seeds: addrs, Namespace: ns, PinTTL: pin, CallTimeout: timeout,
+					Seeds: addrs, Namespace: ns, PinTTL: pin, CallTimeout: timeout, EagerPutBytes: eagerPut,
 					Schema: client.Schema{Model: model, Dtype: dtype, TokensPerChunk: uint32(cfg.ChunkTokens),
 						ChunksPerGroup: uint32(cfg.ChunksPerGroup)},
 					Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
@@ -256,6 +257,7 @@ line every --progress.`,
 	fs.StringVar(&dtype, "dtype", "bytes", "schema: KV data type")
 	fs.IntVar(&engines, "engines", 4, "simulated inference engines, each with its own client")
 	fs.IntVar(&cfg.ChunkTokens, "chunk-tokens", 16, "tokens per chunk (512-token blocks are split into 512/N chunks)")
+	fs.IntVar(&eagerPut, "eager-put-bytes", 0, "puts of at most this many bytes send their chunks without waiting for the node's need (0: the SDK's default, 1 MiB; negative: never)")
 	fs.IntVar(&cfg.ChunksPerGroup, "chunks-per-group", 0, "placement group size of the namespace (0 or 1: every chunk placed by its own id; 32: one 512-token block of 16-token chunks per group, see docs/placement.md)")
 	fs.IntVar(&cfg.BytesPerToken, "bytes-per-token", 64, "chunk bytes per token")
 	fs.Float64Var(&cfg.Speedup, "speedup", 100, "time compression of the trace's arrivals; negative: send every request at once")

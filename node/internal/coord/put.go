@@ -30,6 +30,7 @@ type putTx struct {
 	ref         *kvringv1.NamespaceRef
 	chunks      []*kvringv1.ChunkRef // the engine's batch
 	keys        [][]byte             // per batch index: its ring key (the id, or its group's key)
+	eager       bool                 // the engine sends every chunk's bytes without a need message (PutBegin.eager)
 	replicas    int
 	minReplicas int
 	shares      map[string]*ownerShare // by node id
@@ -40,7 +41,9 @@ type putTx struct {
 	gate        sinkGate // closed when the put is abandoned for idleness
 }
 
-// put runs one engine Put stream: begin, need, data, end, result. Bad input
+// put runs one engine Put stream: begin, need, data, end, result; or, for an
+// eager engine, begin, data, end, result (the need exchange skipped: bytes
+// nobody needs are discarded as they arrive). Bad input
 // ends the call with InvalidArgument; an unknown namespace or a schema
 // mismatch with FailedPrecondition; everything about a chunk's fate is in its
 // result.
@@ -57,9 +60,11 @@ func (c *Coordinator) put(stream putStream) error {
 	defer tx.closeSessions()
 	tx.prepare(ctx)
 	settled := tx.plan()
-	if err := stream.Send(&kvringv1.PutResponse{Epoch: c.epoch(), Msg: &kvringv1.PutResponse_Need{
-		Need: &kvringv1.PutNeed{Need: tx.need, Settled: settled}}}); err != nil {
-		return err
+	if !tx.eager { // an eager engine sends every chunk's bytes without asking, and hears only the result
+		if err := stream.Send(&kvringv1.PutResponse{Epoch: c.epoch(), Msg: &kvringv1.PutResponse_Need{
+			Need: &kvringv1.PutNeed{Need: tx.need, Settled: settled}}}); err != nil {
+			return err
+		}
 	}
 	c.countPut(settled, tx.chunks)
 	if err := tx.receive(stream); err != nil {
@@ -71,6 +76,9 @@ func (c *Coordinator) put(stream putStream) error {
 	c.awaitOtherWriters(ctx, tx.ref, tx.shares)
 	results := tx.results()
 	c.countPut(results, tx.chunks)
+	if tx.eager {
+		results = append(settled, results...)
+	}
 	return stream.Send(&kvringv1.PutResponse{Epoch: c.epoch(), Msg: &kvringv1.PutResponse_Result{
 		Result: &kvringv1.PutResult{Results: results}}})
 }
@@ -103,7 +111,7 @@ func (c *Coordinator) beginPut(stream putStream) (*putTx, error) {
 	if err != nil {
 		return nil, err
 	}
-	tx := &putTx{c: c, ref: nsRef(rec), chunks: begin.GetChunks(), keys: pl.keys, shares: map[string]*ownerShare{}}
+	tx := &putTx{c: c, ref: nsRef(rec), chunks: begin.GetChunks(), keys: pl.keys, eager: begin.GetEager(), shares: map[string]*ownerShare{}}
 	tx.replicas, tx.minReplicas = replication(rec)
 	return tx, nil
 }
