@@ -17,7 +17,6 @@ import (
 // deployDir is deploy/kubernetes, from this package's directory.
 var deployDir = filepath.Join("..", "..", "deploy", "kubernetes")
 
-
 // subcommand returns the command of root called name.
 func subcommand(t *testing.T, root *cobra.Command, name string) *cobra.Command {
 	t.Helper()
