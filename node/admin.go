@@ -60,6 +60,7 @@ func (n *Node) adminHandler() http.Handler {
 		}
 		writeJSON(w, http.StatusOK, map[string][]NamespaceInfo{"namespaces": ns})
 	})
+	n.registerActions(mux)
 	if n.cfg.EnablePprof {
 		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)

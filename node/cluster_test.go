@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -42,7 +43,11 @@ type testCluster struct {
 	ring  atomic.Pointer[ring.Ring]
 	// unsettled is what the coordinators' unsettled reports (see membership.Config.SettleWindow).
 	unsettled atomic.Bool
+	// draining holds the ids of the members the coordinators see draining.
+	draining sync.Map
 }
+
+func (tc *testCluster) isDraining(id string) bool { _, ok := tc.draining.Load(id); return ok }
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
@@ -83,7 +88,7 @@ func newTestClusterWith(t *testing.T, n int, limit int64, change func(i int, cfg
 			t.Fatal(err)
 		}
 		nd := &testNode{id: st.NodeID(), addr: lis.Addr().String(), st: st, lis: lis, reg: cfg.Registerer.(*prometheus.Registry)}
-		nd.svc = newServices(&cfg, st, tc.ring.Load, tc.unsettled.Load, nil)
+		nd.svc = newServices(&cfg, st, clusterView{ring: tc.ring.Load, unsettled: tc.unsettled.Load, draining: tc.isDraining}, nil)
 		nd.reg.MustRegister(nodeCollectors(nd.svc, st, nil, tc.ring.Load)...)
 		nd.gs = nd.svc.grpc
 		healthpb.RegisterHealthServer(nd.gs, health.NewServer())

@@ -59,6 +59,11 @@ type Config struct {
 	// skipped within the engine's deadline instead of failing the call.
 	// Default 3s.
 	PeerTimeout time.Duration
+	// AdminActions allows the admin API's write actions (drain, undrain,
+	// drop a namespace, evict a chunk) on a node without an admin token.
+	// With an admin token they are allowed to whoever presents it. Default
+	// false: without a token the admin API only reads.
+	AdminActions bool
 	// MaxNamespaces is the most namespaces the cluster registers; one more
 	// is refused with ResourceExhausted. Default 1024.
 	MaxNamespaces int

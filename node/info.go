@@ -6,8 +6,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kvring/kvring/node/internal/namespace"
 	"github.com/kvring/kvring/node/membership"
 	"github.com/kvring/kvring/ring"
+	"github.com/kvring/kvring/store"
 )
 
 // This file holds the read-only views of a running node that the admin API
@@ -85,6 +87,10 @@ type NamespaceInfo struct {
 	MinReplicas       uint32    `json:"min_replicas"`
 	Created           time.Time `json:"created"`
 	CreatedBy         string    `json:"created_by"`
+	// Chunks and Bytes are what this node holds of the namespace (Bytes:
+	// the memory its chunks take, slots included).
+	Chunks int64 `json:"chunks"`
+	Bytes  int64 `json:"bytes"`
 }
 
 // NamespaceSchema is a namespace's KV layout, as its first client registered
@@ -115,6 +121,9 @@ type Readiness struct {
 	// it. StoreError says what is wrong when it is false.
 	StoreHealthy bool   `json:"store_healthy"`
 	StoreError   string `json:"store_error,omitempty"`
+	// Draining: an operator asked the node to drain (it takes no new
+	// chunks, so load balancers should send engines elsewhere).
+	Draining bool `json:"draining"`
 }
 
 // NodeID returns the node's id ("" before Start has opened the store). It
@@ -188,9 +197,14 @@ func (n *Node) Namespaces() []NamespaceInfo {
 		return nil
 	}
 	recs := p.svc.reg.List()
+	usage := map[string]store.NamespaceUsage{}
+	for _, u := range p.store.Namespaces() {
+		usage[u.Namespace] = u
+	}
 	out := make([]NamespaceInfo, 0, len(recs))
 	for _, rec := range recs {
 		s := rec.GetSchema()
+		u := usage[namespace.StoreName(rec.GetName(), rec.GetFingerprint())]
 		out = append(out, NamespaceInfo{
 			Name: rec.GetName(),
 			Schema: NamespaceSchema{
@@ -202,6 +216,8 @@ func (n *Node) Namespaces() []NamespaceInfo {
 			MinReplicas:       rec.GetMinReplicas(),
 			Created:           time.UnixMilli(rec.GetCreatedUnixMs()).UTC(),
 			CreatedBy:         rec.GetCreatedBy(),
+			Chunks:            u.Chunks,
+			Bytes:             u.SlotBytes,
 		})
 	}
 	return out
@@ -225,7 +241,8 @@ func (n *Node) Readiness() Readiness {
 			rd.StoreHealthy = true
 		}
 	}
-	rd.Ready = rd.StoreOpen && rd.Joined && rd.Serving && rd.StoreHealthy
+	rd.Draining = n.draining.Load()
+	rd.Ready = rd.StoreOpen && rd.Joined && rd.Serving && rd.StoreHealthy && !rd.Draining
 	rd.Status = "not ready"
 	if rd.Ready {
 		rd.Status = "ready"

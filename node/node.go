@@ -27,7 +27,8 @@ type Node struct {
 	cfg Config
 	log *slog.Logger
 
-	ready atomic.Bool
+	ready    atomic.Bool
+	draining atomic.Bool // an operator asked this node to drain (POST /v1/drain)
 	// parts is published once by Start, when every part exists, and never
 	// replaced: the getters and the admin API read it without a lock.
 	parts atomic.Pointer[nodeParts]
@@ -174,7 +175,7 @@ func (n *Node) wire(p *nodeParts, mcfg membership.Config) (err error) {
 	if p.member, err = membership.New(mcfg); err != nil {
 		return err
 	}
-	p.svc = newServices(&n.cfg, p.store, p.member.Ring, p.member.Unsettled, p.sec)
+	p.svc = newServices(&n.cfg, p.store, clusterView{ring: p.member.Ring, unsettled: p.member.Unsettled, draining: p.member.Draining}, p.sec)
 	p.unmetrics, err = registerAll(n.cfg.Registerer, nodeCollectors(p.svc, p.store, p.member.Members, p.member.Ring)...)
 	return err
 }

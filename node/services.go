@@ -29,13 +29,21 @@ type services struct {
 	grpc  *grpc.Server
 }
 
+// clusterView is what the services read of the cluster: the ring, whether
+// it changed lately (unsettled: reads also ask non-owners; nil: never), and
+// who drains (nil: nobody). None may block.
+type clusterView struct {
+	ring      func() *ring.Ring
+	unsettled func() bool
+	draining  func(id string) bool
+}
+
 // newServices wires the services of a node with validated configuration cfg
-// around st. self is the node's id; rg returns the current ring view and
-// unsettled whether reads should also ask non-owners (nil: never). It does
-// no I/O; the caller serves s.grpc on a listener.
-//
-// sec authenticates calls and peer connections (nil: no security).
-func newServices(cfg *Config, st *store.Store, rg func() *ring.Ring, unsettled func() bool, sec *security) *services {
+// around st and view. It does no I/O; the caller serves s.grpc on a
+// listener. sec authenticates calls and peer connections (nil: no
+// security).
+func newServices(cfg *Config, st *store.Store, view clusterView, sec *security) *services {
+	rg, unsettled := view.ring, view.unsettled
 	m := metrics.New()
 	reg := namespace.NewRegistryWith(namespace.RegistryConfig{MaxNamespaces: cfg.MaxNamespaces,
 		MaxReplicas: uint32(cfg.Membership.Ring.ReplicationFactor), Now: cfg.Now})
@@ -47,7 +55,7 @@ func newServices(cfg *Config, st *store.Store, rg func() *ring.Ring, unsettled f
 	}
 	o := owner.New(owner.Config{Store: st, Log: cfg.Logger.With("component", "owner"), Registry: reg, Epoch: epoch,
 		MaxBatch: cfg.MaxBatchChunks, MaxPin: cfg.Store.MaxPinLease, Now: cfg.Now, Metrics: m})
-	c := coord.New(coord.Config{Self: st.NodeID(), Ring: rg, Unsettled: unsettled, Owner: o, Registry: reg,
+	c := coord.New(coord.Config{Self: st.NodeID(), Ring: rg, Unsettled: unsettled, Draining: view.draining, Owner: o, Registry: reg,
 		Log: cfg.Logger.With("component", "coordinator"), MaxBatch: cfg.MaxBatchChunks, CommitTimeout: cfg.CommitTimeout,
 		PeerTimeout: cfg.PeerTimeout, BroadcastTimeout: cfg.CommitTimeout, IdleTimeout: max(cfg.PutIdleTimeout, 0), MaxPin: cfg.Store.MaxPinLease,
 		Defaults: namespace.Defaults{Replicas: uint32(cfg.Replication), MinReplicas: uint32(cfg.MinReplicas),

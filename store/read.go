@@ -188,7 +188,7 @@ func (s *Store) Contains(ns string, id ID) bool {
 
 // evict removes a chunk. It stops being readable at once; its slot is freed
 // when its last View is released. A pinned chunk is not evicted: ErrBusy.
-// A chunk that is not held is ErrNotFound. Only tests call it.
+// A chunk that is not held is ErrNotFound. Evict is its exported form.
 func (s *Store) evict(ns string, id ID) error {
 	if !s.enter() {
 		return ErrClosed

@@ -36,15 +36,25 @@ func (a *adminFlags) register(fs *pflag.FlagSet) {
 // line naming the address: the node cannot be reached (and why), or it
 // answered with an error.
 func (a *adminFlags) get(ctx context.Context, path string) ([]byte, error) {
-	base := a.addr
+	return a.call(ctx, http.MethodGet, a.addr, path)
+}
+
+// call sends method path to the admin API at addr (a.addr, or another
+// member's admin address with a.addr's scheme), with get's errors.
+func (a *adminFlags) call(ctx context.Context, method, addr, path string) ([]byte, error) {
+	base := addr
 	if !strings.Contains(base, "://") {
-		base = "http://" + base
+		scheme := "http://"
+		if strings.HasPrefix(a.addr, "https://") {
+			scheme = "https://"
+		}
+		base = scheme + base
 	}
 	ctx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(base, "/")+path, nil)
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(base, "/")+path, nil)
 	if err != nil {
-		return nil, fmt.Errorf("bad admin address %q: %s", a.addr, oneLine(err.Error()))
+		return nil, fmt.Errorf("bad admin address %q: %s", addr, oneLine(err.Error()))
 	}
 	if a.sec.token != "" {
 		req.Header.Set("Authorization", "Bearer "+a.sec.token)
@@ -55,24 +65,24 @@ func (a *adminFlags) get(ctx context.Context, path string) ([]byte, error) {
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("cannot reach kvring node at %s: %s", a.addr, netCause(err, a.timeout))
+		return nil, fmt.Errorf("cannot reach kvring node at %s: %s", addr, netCause(err, a.timeout))
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return nil, fmt.Errorf("kvring node at %s: cannot read the answer to GET %s: %s", a.addr, path, netCause(err, a.timeout))
+		return nil, fmt.Errorf("kvring node at %s: cannot read the answer to %s %s: %s", addr, method, path, netCause(err, a.timeout))
 	}
 	if resp.StatusCode != http.StatusOK {
 		var e struct {
 			Error string `json:"error"`
 		}
 		if json.Unmarshal(body, &e) == nil && e.Error != "" {
-			return nil, fmt.Errorf("kvring node at %s: GET %s: %s: %s", a.addr, path, resp.Status, oneLine(e.Error))
+			return nil, fmt.Errorf("kvring node at %s: %s %s: %s: %s", addr, method, path, resp.Status, oneLine(e.Error))
 		}
-		return nil, fmt.Errorf("kvring node at %s: GET %s: %s (is this a kvring admin address?)", a.addr, path, resp.Status)
+		return nil, fmt.Errorf("kvring node at %s: %s %s: %s (is this a kvring admin address?)", addr, method, path, resp.Status)
 	}
 	if !json.Valid(body) {
-		return nil, fmt.Errorf("kvring node at %s: GET %s: the answer is not JSON (is this a kvring admin address?)", a.addr, path)
+		return nil, fmt.Errorf("kvring node at %s: %s %s: the answer is not JSON (is this a kvring admin address?)", addr, method, path)
 	}
 	return body, nil
 }

@@ -21,7 +21,8 @@ func newRootCmd() *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())
 	})
-	root.AddCommand(newServeCmd(), newMembersCmd(), newRingCmd(), newStatsCmd(), newPutCmd(), newGetCmd(), newLookupCmd(), newBenchCmd(), newShmCmd())
+	root.AddCommand(newServeCmd(), newMembersCmd(), newRingCmd(), newStatsCmd(), newPutCmd(), newGetCmd(), newLookupCmd(), newBenchCmd(), newShmCmd(),
+		newDrainCmd(true), newDrainCmd(false), newNamespacesCmd(), newDropNamespaceCmd(), newEvictCmd())
 	return root
 }
 

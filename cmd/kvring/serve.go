@@ -36,6 +36,7 @@ func newServeCmd() *cobra.Command {
 		stageLease     = def.Store.StageLease
 		putIdle        = def.PutIdleTimeout
 		maxNamespaces  = def.MaxNamespaces
+		adminActions   = def.AdminActions
 		shmOvercommit  = def.Store.AllowShmOvercommit
 		maxPinned      = byteSize(def.Store.MaxPinnedBytes)
 		maxStaged      = byteSize(def.Store.MaxStagedBytes)
@@ -119,6 +120,7 @@ finish, the store writes its catalog, and the process exits 0.`,
 			cfg.Store.StageLease = stageLease
 			cfg.PutIdleTimeout = putIdle
 			cfg.MaxNamespaces = maxNamespaces
+			cfg.AdminActions = adminActions
 			cfg.Store.AllowShmOvercommit = shmOvercommit
 			cfg.Store.MaxPinnedBytes = int64(maxPinned)
 			cfg.Store.MaxStagedBytes = int64(maxStaged)
@@ -164,6 +166,7 @@ finish, the store writes its catalog, and the process exits 0.`,
 	fs.Var(&memLimit, "memory-limit", "memory budget for chunk bytes (e.g. 1GiB, 512MiB)")
 	fs.Var(&maxChunk, "max-chunk-size", "largest chunk accepted")
 	fs.DurationVar(&stageLease, "stage-lease", stageLease, "how long a staged write waits for its commit")
+	fs.BoolVar(&adminActions, "admin-actions", adminActions, "allow the admin API's write actions (drain, undrain, drop-namespace, evict) without an admin token; with --admin-token-file they need the token instead")
 	fs.IntVar(&maxNamespaces, "max-namespaces", maxNamespaces, "most namespaces the cluster registers; one more is refused")
 	fs.DurationVar(&putIdle, "put-idle-timeout", putIdle, "end a put whose engine sends nothing for this long while its bytes are awaited, freeing what it staged (negative: no limit)")
 	fs.BoolVar(&shmOvercommit, "shm-overcommit", shmOvercommit, "start even when the --shm-dir filesystem is smaller than --memory-limit (writes past its space are then rejected: no space)")

@@ -226,6 +226,14 @@ func (m *Membership) Unsettled() bool { return m.rs.unsettled() }
 // ones that died or left in the last 10 minutes.
 func (m *Membership) Members() []Member { return m.rs.members() }
 
+// Draining reports whether member id is alive and draining: it keeps what
+// it holds and serves reads, but takes no new chunks as an owner. It does not
+// block.
+func (m *Membership) Draining(id string) bool {
+	d := m.rs.draining.Load()
+	return d != nil && (*d)[id]
+}
+
 // RebuildNow applies pending membership events and rebuilds the ring synchronously; for tests.
 func (m *Membership) RebuildNow() *ring.Ring { return m.rs.runOnce() }
 

@@ -122,6 +122,10 @@ type ringState struct {
 
 	tableMu sync.Mutex // guards table
 	table   map[string]*Member
+
+	// draining holds the ids of alive members that are draining, replaced
+	// (never changed) after each batch of events: writes skip them.
+	draining atomic.Pointer[map[string]bool]
 }
 
 func newRingState(cfg ring.Config, self string, settle time.Duration, now func() time.Time, log *slog.Logger) (*ringState, error) {
@@ -223,6 +227,13 @@ func (rs *ringState) runOnce() *ring.Ring {
 			delete(rs.table, id)
 		}
 	}
+	draining := map[string]bool{}
+	for _, m := range rs.table {
+		if m.Liveness == Alive && m.State == Draining {
+			draining[m.ID] = true
+		}
+	}
+	rs.draining.Store(&draining)
 	var owners []ring.Member
 	for _, m := range rs.table {
 		if ownsPartitions(m) {

@@ -41,6 +41,10 @@ type Config struct {
 	// PeerTimeout bounds each exchange with one owner, so an owner that is
 	// stuck (not just down) is skipped within the engine's deadline.
 	PeerTimeout time.Duration
+	// Draining reports whether a member drains (it takes no new chunks as
+	// an owner; writes go to the next owners, reads ask both). Optional: nil
+	// means no member drains. It must not block.
+	Draining func(id string) bool
 	// IdleTimeout ends a put whose engine sends no message for this long
 	// in its data phase (its staged chunks are aborted). 0: no limit.
 	IdleTimeout time.Duration

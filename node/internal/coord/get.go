@@ -95,7 +95,7 @@ func (c *Coordinator) beginGet(req *kvringv1.GetRequest, stream grpc.ServerStrea
 	replicas, _ := replication(rec)
 	unsettled := c.isUnsettled()
 	for i := range ids {
-		g.owners[i] = rg.Owners(rec.GetName(), pl.keys[i], replicas)
+		g.owners[i] = c.readOwners(rg, rec.GetName(), pl.keys[i], replicas)
 		if unsettled {
 			// Shortly after a ring change a chunk may sit on a non-owner.
 			g.owners[i] = append(g.owners[i], nonOwners(rg, g.owners[i])...)

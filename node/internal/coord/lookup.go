@@ -216,7 +216,7 @@ func (c *Coordinator) newLookup(req *kvringv1.LookupRequest) (*lookupTx, error) 
 func (tx *lookupTx) wave(ctx context.Context, lo, hi int) {
 	plans := map[string]*lookupPlan{}
 	for i := lo; i < hi; i++ {
-		members := tx.rg.Owners(tx.ns, tx.place.keys[i], tx.replicas)
+		members := tx.c.readOwners(tx.rg, tx.ns, tx.place.keys[i], tx.replicas)
 		if tx.unsettled {
 			members = tx.rg.Members()
 		}

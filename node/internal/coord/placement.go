@@ -3,9 +3,11 @@ package coord
 import (
 	"bytes"
 	"fmt"
+	"slices"
 
 	"github.com/kvring/kvring/node/internal/namespace"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
+	"github.com/kvring/kvring/ring"
 	"github.com/kvring/kvring/transfer"
 )
 
@@ -79,4 +81,41 @@ func (p *placement) waveEnd(lo, width int) int {
 		hi++
 	}
 	return hi
+}
+
+// writeOwners returns the r owners a new chunk placed by key is written to:
+// the first r members in the key's ring order that are not draining (a
+// draining member keeps what it holds but takes no new chunks). Fewer than r
+// when fewer members take chunks; none when every member drains.
+func (c *Coordinator) writeOwners(rg *ring.Ring, ns string, key []byte, r int) []ring.Member {
+	owners := rg.Owners(ns, key, r)
+	if c.cfg.Draining == nil || !slices.ContainsFunc(owners, func(m ring.Member) bool { return c.cfg.Draining(m.ID) }) {
+		return owners
+	}
+	out := make([]ring.Member, 0, r)
+	for _, m := range rg.Owners(ns, key, rg.Len()) {
+		if !c.cfg.Draining(m.ID) {
+			out = append(out, m)
+			if len(out) == r {
+				break
+			}
+		}
+	}
+	return out
+}
+
+// readOwners returns the members that may hold a chunk placed by key: its r
+// owners and, while some of them drain, the members written to in their
+// stead (writeOwners).
+func (c *Coordinator) readOwners(rg *ring.Ring, ns string, key []byte, r int) []ring.Member {
+	owners := rg.Owners(ns, key, r)
+	if c.cfg.Draining == nil || !slices.ContainsFunc(owners, func(m ring.Member) bool { return c.cfg.Draining(m.ID) }) {
+		return owners
+	}
+	for _, m := range c.writeOwners(rg, ns, key, r) {
+		if !slices.ContainsFunc(owners, func(o ring.Member) bool { return o.ID == m.ID }) {
+			owners = append(owners, m)
+		}
+	}
+	return owners
 }

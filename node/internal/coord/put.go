@@ -124,7 +124,7 @@ func (tx *putTx) place() error {
 	}
 	tx.owners = make([][]*ownerShare, len(tx.chunks))
 	for i, ch := range tx.chunks {
-		for _, m := range rg.Owners(tx.ref.GetName(), tx.keys[i], tx.replicas) {
+		for _, m := range tx.c.writeOwners(rg, tx.ref.GetName(), tx.keys[i], tx.replicas) {
 			s := tx.shares[m.ID]
 			if s == nil {
 				s = newOwnerShare(m, tx.c.cfg.Self)

@@ -14,6 +14,10 @@ import (
 // owner's policy or budget declined) or failed (with every owner's reason).
 func (tx *putTx) result(idx uint32) *kvringv1.PutChunkResult {
 	r := &kvringv1.PutChunkResult{Index: idx}
+	if len(tx.owners[idx]) == 0 {
+		r.Status, r.Reason = kvringv1.PutStatus_PUT_STATUS_FAILED, "no member takes new chunks: every member is draining"
+		return r
+	}
 	var reasons []string
 	newly, allRejected := false, true
 	for _, s := range tx.owners[idx] {

@@ -53,6 +53,9 @@ type Set struct {
 	// LookupFanout is how many distinct nodes one answered Lookup asked
 	// (both rounds together; this node counts when it is an owner).
 	LookupFanout prometheus.Observer
+	// AdminActions counts the admin API's write actions by action and
+	// result (ok, refused, error).
+	AdminActions *prometheus.CounterVec
 
 	GetChunks *prometheus.CounterVec // result
 	GetBytes  prometheus.Counter
@@ -100,6 +103,8 @@ func New() *Set {
 			Help: "Chunks asked for in gets this node coordinated, by result (hit, miss, checksum_error, unavailable)."}, []string{"result"}),
 		GetBytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvring_get_bytes_total",
 			Help: "Payload bytes of the chunks counted as hits in kvring_get_chunks_total."}),
+		AdminActions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvring_admin_actions_total",
+			Help: "Admin API actions (drain, undrain, drop-namespace, evict) by result: ok, refused, error."}, []string{"action", "result"}),
 		LookupFanout: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kvring_lookup_fanout",
 			Help: "Distinct nodes one answered Lookup asked (this node included when it is an owner).", Buckets: fanoutBuckets}),
 		RequestSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kvring_request_duration_seconds",
@@ -137,7 +142,7 @@ func New() *Set {
 // Collectors returns every instrument, for registration.
 func (m *Set) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.PutChunks, m.PutBytes, m.PutDegraded, m.PutBusyWait.(prometheus.Collector), m.Lookups, m.LookupIDs, m.LookupIDsMatched,
-		m.LookupFanout.(prometheus.Collector),
+		m.LookupFanout.(prometheus.Collector), m.AdminActions,
 		m.GetChunks, m.GetBytes, m.RequestSeconds, m.PeerRequestSeconds, m.PeerBytes, m.PeerFailures,
 		m.Connections, m.ConnectionsTotal}
 }

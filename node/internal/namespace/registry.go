@@ -110,6 +110,15 @@ func (r *Registry) Merge(rec *kvringv1.NamespaceRecord) (*kvringv1.NamespaceReco
 	return rec, true, nil
 }
 
+// Delete forgets the record of name and returns it (nil when unknown).
+func (r *Registry) Delete(name string) *kvringv1.NamespaceRecord {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rec := r.recs[name]
+	delete(r.recs, name)
+	return rec
+}
+
 // MergePeer is Merge for a record a peer offers: one that fails
 // ValidateRecord is refused.
 func (r *Registry) MergePeer(rec *kvringv1.NamespaceRecord) (*kvringv1.NamespaceRecord, bool, error) {

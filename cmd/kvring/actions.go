@@ -1,0 +1,244 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sort"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kvring/kvring/node"
+)
+
+// The admin API's write actions: drain and undrain act on the node at
+// --admin; namespaces and drop-namespace ask every alive member (from that
+// node's member table); evict acts on one node. The nodes allow them with
+// an admin token (--admin-token) or when started with --admin-actions.
+
+func newDrainCmd(on bool) *cobra.Command {
+	var af adminFlags
+	use, short, path := "drain", "Drain a node: it keeps serving what it holds but takes no new chunks, and reports not ready", "/v1/drain"
+	if !on {
+		use, short, path = "undrain", "Undo drain: the node takes new chunks and reports ready again", "/v1/undrain"
+	}
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := loadFlags(cmd); err != nil {
+				return err
+			}
+			body, err := af.call(cmd.Context(), http.MethodPost, af.addr, path)
+			if err != nil {
+				return err
+			}
+			if af.json {
+				_, err := cmd.OutOrStdout().Write(body)
+				return err
+			}
+			var st node.DrainState
+			if err := af.decode(body, &st); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "node %s draining: %v\n", st.Node, st.Draining)
+			return nil
+		},
+	}
+	af.register(cmd.Flags())
+	annotateEnv(cmd.Flags())
+	return cmd
+}
+
+// aliveMembers returns the admin addresses of the alive members the node at
+// af.addr knows.
+func aliveMembers(cmd *cobra.Command, af *adminFlags) ([]node.ClusterMember, error) {
+	body, err := af.get(cmd.Context(), "/v1/cluster")
+	if err != nil {
+		return nil, err
+	}
+	var info node.ClusterInfo
+	if err := af.decode(body, &info); err != nil {
+		return nil, err
+	}
+	var out []node.ClusterMember
+	for _, m := range info.Members {
+		if m.Liveness == "alive" {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+func newNamespacesCmd() *cobra.Command {
+	var af adminFlags
+	cmd := &cobra.Command{
+		Use:   "namespaces",
+		Short: "List the namespaces with the chunks and bytes every alive member holds of each",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := loadFlags(cmd); err != nil {
+				return err
+			}
+			members, err := aliveMembers(cmd, &af)
+			if err != nil {
+				return err
+			}
+			type total struct {
+				info          node.NamespaceInfo
+				chunks, bytes int64
+				nodes         int
+			}
+			all := map[string]*total{}
+			var failed []error
+			for _, m := range members {
+				body, err := af.call(cmd.Context(), http.MethodGet, m.AdminAddr, "/v1/namespaces")
+				if err != nil {
+					failed = append(failed, err)
+					continue
+				}
+				var resp struct {
+					Namespaces []node.NamespaceInfo `json:"namespaces"`
+				}
+				if err := af.decode(body, &resp); err != nil {
+					failed = append(failed, err)
+					continue
+				}
+				for _, ns := range resp.Namespaces {
+					t := all[ns.Name]
+					if t == nil {
+						t = &total{info: ns}
+						all[ns.Name] = t
+					}
+					t.chunks += ns.Chunks
+					t.bytes += ns.Bytes
+					t.nodes++
+				}
+			}
+			names := make([]string, 0, len(all))
+			for n := range all {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			tw := newTable(cmd.OutOrStdout())
+			fmt.Fprintf(tw, "NAMESPACE\tMODEL\tCHUNKS\tMEMORY\tREPLICATION\tNODES\n")
+			for _, n := range names {
+				t := all[n]
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d/%d\t%d of %d\n", n, t.info.Schema.Model, t.chunks, humanBytes(t.bytes),
+					t.info.MinReplicas, t.info.ReplicationFactor, t.nodes, len(members))
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if len(failed) > 0 {
+				return fmt.Errorf("%d of %d members did not answer (the figures leave them out); first: %v", len(failed), len(members), failed[0])
+			}
+			return nil
+		},
+	}
+	af.register(cmd.Flags())
+	annotateEnv(cmd.Flags())
+	return cmd
+}
+
+func newDropNamespaceCmd() *cobra.Command {
+	var af adminFlags
+	cmd := &cobra.Command{
+		Use:   "drop-namespace NAME",
+		Short: "Remove a namespace and every chunk of it from every alive member, printing what each freed",
+		Long: `Remove namespace NAME from every alive member (as the node at --admin lists them):
+its registry record and its chunks (chunks pinned by a lookup go when their lease
+ends). Engines of the namespace get "not registered" on their next call and
+register again if they mean to. Members that do not answer are reported and
+the command exits non-zero; run it again once they are back.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := loadFlags(cmd); err != nil {
+				return err
+			}
+			members, err := aliveMembers(cmd, &af)
+			if err != nil {
+				return err
+			}
+			path := "/v1/namespaces/" + url.PathEscape(args[0])
+			var failed []error
+			var drops []node.DroppedNamespace
+			for _, m := range members {
+				body, err := af.call(cmd.Context(), http.MethodDelete, m.AdminAddr, path)
+				if err != nil {
+					failed = append(failed, err)
+					continue
+				}
+				var d node.DroppedNamespace
+				if err := af.decode(body, &d); err != nil {
+					failed = append(failed, err)
+					continue
+				}
+				drops = append(drops, d)
+			}
+			if err := printDrops(cmd.OutOrStdout(), drops, af.json); err != nil {
+				return err
+			}
+			dropped := len(drops)
+			if len(failed) > 0 {
+				return fmt.Errorf("namespace %q dropped on %d of %d members; first failure: %v", args[0], dropped, len(members), failed[0])
+			}
+			return nil
+		},
+	}
+	af.register(cmd.Flags())
+	annotateEnv(cmd.Flags())
+	return cmd
+}
+
+// printDrops prints what each node freed: a table, or a JSON array.
+func printDrops(w io.Writer, drops []node.DroppedNamespace, asJSON bool) error {
+	if asJSON {
+		if drops == nil {
+			drops = []node.DroppedNamespace{}
+		}
+		return json.NewEncoder(w).Encode(drops)
+	}
+	tw := newTable(w)
+	fmt.Fprintf(tw, "NODE\tCHUNKS FREED\tMEMORY FREED\tPINNED (GO WHEN THEIR LEASE ENDS)\n")
+	for _, d := range drops {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\n", d.Node, d.Chunks, humanBytes(d.Bytes), d.PinnedChunks)
+	}
+	return tw.Flush()
+}
+
+func newEvictCmd() *cobra.Command {
+	var af adminFlags
+	var ns, id string
+	cmd := &cobra.Command{
+		Use:   "evict --namespace NAME --id HEX",
+		Short: "Remove one chunk from the node at --admin (to debug a bad chunk)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := loadFlags(cmd); err != nil {
+				return err
+			}
+			if ns == "" || id == "" {
+				return fmt.Errorf("evict needs --namespace and --id")
+			}
+			body, err := af.call(cmd.Context(), http.MethodDelete, af.addr, "/v1/namespaces/"+url.PathEscape(ns)+"/chunks/"+url.PathEscape(id))
+			if err != nil {
+				return err
+			}
+			if af.json {
+				_, err := cmd.OutOrStdout().Write(body)
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "evicted chunk %s of namespace %s\n", id, ns)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&ns, "namespace", "", "namespace of the chunk")
+	cmd.Flags().StringVar(&id, "id", "", "chunk id, 64 hex characters")
+	af.register(cmd.Flags())
+	annotateEnv(cmd.Flags())
+	return cmd
+}

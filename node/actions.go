@@ -1,0 +1,169 @@
+package node
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/kvring/kvring/node/internal/namespace"
+	"github.com/kvring/kvring/node/membership"
+	"github.com/kvring/kvring/store"
+)
+
+// The admin API's write actions act on this node only; the CLI fans a
+// cluster-wide action (drop-namespace) out to every member. Each is allowed
+// when an admin token is configured (and presented: adminAuth checks it) or
+// when Config.AdminActions is set; it is logged once with who asked and
+// counted in kvring_admin_actions_total.
+
+// errActionsOff refuses a write action on a node that allows none.
+var errActionsOff = errors.New("admin actions are off on this node: configure an admin token (--admin-token-file) or start it with --admin-actions")
+
+// actionError is a refusal with its HTTP status.
+type actionError struct {
+	status int
+	msg    string
+}
+
+func (e *actionError) Error() string { return e.msg }
+
+func refuse(status int, format string, args ...any) error {
+	return &actionError{status: status, msg: fmt.Sprintf(format, args...)}
+}
+
+// registerActions adds the write routes to mux.
+func (n *Node) registerActions(mux *http.ServeMux) {
+	mux.HandleFunc("POST /v1/drain", n.action("drain", func(r *http.Request) (any, error) {
+		return n.setDraining(r.Context(), true)
+	}))
+	mux.HandleFunc("POST /v1/undrain", n.action("undrain", func(r *http.Request) (any, error) {
+		return n.setDraining(r.Context(), false)
+	}))
+	mux.HandleFunc("DELETE /v1/namespaces/{name}", n.action("drop-namespace", func(r *http.Request) (any, error) {
+		return n.DropNamespace(r.PathValue("name"))
+	}))
+	mux.HandleFunc("DELETE /v1/namespaces/{name}/chunks/{id}", n.action("evict", func(r *http.Request) (any, error) {
+		return n.evictChunk(r.PathValue("name"), r.PathValue("id"))
+	}))
+}
+
+// action wraps a write action: the permission check, one log line naming
+// who asked, the metric, and a JSON answer.
+func (n *Node) action(name string, do func(r *http.Request) (any, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		p := n.parts.Load()
+		result, status := "ok", http.StatusOK
+		var out any
+		var err error
+		switch {
+		case p == nil:
+			err = refuse(http.StatusServiceUnavailable, "node has not started")
+		case !n.cfg.AdminActions && !n.adminAuthenticated():
+			err = refuse(http.StatusForbidden, "%s", errActionsOff.Error())
+		default:
+			out, err = do(r)
+		}
+		var ae *actionError
+		switch {
+		case errors.As(err, &ae):
+			result, status = "refused", ae.status
+		case err != nil:
+			result, status = "error", http.StatusInternalServerError
+		}
+		if p != nil {
+			p.svc.m.AdminActions.WithLabelValues(name, result).Inc()
+		}
+		n.log.Info("admin action", "action", name, "path", r.URL.Path, "remote", r.RemoteAddr, "result", result, "err", err)
+		if err != nil {
+			writeError(w, status, err.Error())
+			return
+		}
+		writeJSON(w, status, out)
+	}
+}
+
+// DrainState answers drain and undrain.
+type DrainState struct {
+	Node     string `json:"node"`
+	Draining bool   `json:"draining"`
+}
+
+// setDraining announces the draining (or active) state: a draining node keeps
+// what it holds and serves reads but takes no new chunks as an owner
+// (writes go to the next owners), and reports not ready. Blocks for the
+// gossip broadcast, bounded by ctx.
+func (n *Node) setDraining(ctx context.Context, on bool) (any, error) {
+	p := n.parts.Load()
+	if !n.Ready() && !n.draining.Load() {
+		return nil, refuse(http.StatusServiceUnavailable, "node is not serving")
+	}
+	state := membership.Active
+	if on {
+		state = membership.Draining
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := p.member.SetState(ctx, state); err != nil {
+		return nil, fmt.Errorf("cannot announce the %s state: %w", state, err)
+	}
+	p.member.RebuildNow() // this node's own view follows at once
+	n.draining.Store(on)
+	return DrainState{Node: p.store.NodeID(), Draining: on}, nil
+}
+
+// DroppedNamespace is what dropping a namespace freed on this node.
+type DroppedNamespace struct {
+	Node      string `json:"node"`
+	Namespace string `json:"namespace"`
+	// Chunks and Bytes were freed at once (Bytes: their memory, slots
+	// included); PinnedChunks go when their lookup leases end.
+	Chunks       int64 `json:"chunks"`
+	Bytes        int64 `json:"bytes"`
+	PinnedChunks int64 `json:"pinned_chunks"`
+}
+
+// DropNamespace removes namespace name from this node: its registry record
+// and every chunk of it the store holds (pinned ones when their pins end).
+// Engines of the namespace then get FailedPrecondition ("not registered") on
+// their next call here, and register again if they mean to. An unknown
+// name is refused (404).
+func (n *Node) DropNamespace(name string) (DroppedNamespace, error) {
+	p := n.parts.Load()
+	out := DroppedNamespace{Node: p.store.NodeID(), Namespace: name}
+	rec := p.svc.reg.Delete(name)
+	if rec == nil {
+		return out, refuse(http.StatusNotFound, "namespace %q is not registered on this node", name)
+	}
+	freed, err := p.store.DropNamespace(namespace.StoreName(name, rec.GetFingerprint()))
+	if err != nil && !errors.Is(err, store.ErrNotFound) { // ErrNotFound: it never held a chunk here
+		return out, err
+	}
+	out.Chunks, out.Bytes, out.PinnedChunks = freed.Chunks, freed.SlotBytes, freed.Pinned
+	return out, nil
+}
+
+// evictChunk removes one chunk of a registered namespace from this node.
+func (n *Node) evictChunk(name, hexID string) (any, error) {
+	p := n.parts.Load()
+	rec := p.svc.reg.Get(name)
+	if rec == nil {
+		return nil, refuse(http.StatusNotFound, "namespace %q is not registered on this node", name)
+	}
+	raw, err := hex.DecodeString(hexID)
+	if err != nil || len(raw) != len(store.ID{}) {
+		return nil, refuse(http.StatusBadRequest, "chunk id %q: want 64 hex characters", hexID)
+	}
+	id := store.ID(raw)
+	switch err := p.store.Evict(namespace.StoreName(name, rec.GetFingerprint()), id); {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, refuse(http.StatusNotFound, "chunk %s of namespace %q is not held on this node", hexID, name)
+	case errors.Is(err, store.ErrBusy):
+		return nil, refuse(http.StatusConflict, "chunk %s is pinned by a lookup lease; try again when it ends", hexID)
+	case err != nil:
+		return nil, err
+	}
+	return map[string]string{"node": p.store.NodeID(), "namespace": name, "evicted": hexID}, nil
+}
