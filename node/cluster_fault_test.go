@@ -120,6 +120,9 @@ func TestCommitRefusesATokenOfAnotherChunk(t *testing.T) {
 	tc := newTestCluster(t, 1, 8<<20)
 	o := tc.nodes[0].svc.owner
 	ref := &kvringv1.NamespaceRef{Name: "ns", Fingerprint: make([]byte, 32)}
+	if _, _, err := tc.nodes[0].svc.reg.Merge(&kvringv1.NamespaceRecord{Name: "ns", Fingerprint: ref.GetFingerprint()}); err != nil {
+		t.Fatal(err)
+	}
 	a, b := chunkOf(1, 100), chunkOf(2, 100)
 	p, need, _, err := o.NewPrepare(ref, []*kvringv1.ChunkRef{{Id: a.ID[:], Size: 100, Crc32C: store.Checksum(a.Data)}})
 	if err != nil || len(need) != 1 {

@@ -39,3 +39,35 @@ func TestAForgedNamespaceRecordDoesNotLockOutTheRealClient(t *testing.T) {
 		t.Fatalf("the real client after the forgery: %v %+v", err, res)
 	}
 }
+
+// TestAPutTeachesAnOwnerThatMissedTheRegistration: an owner that does not
+// know a namespace (it missed the broadcast) refuses to stage into it; the
+// coordinator offers it the record and the put is stored there.
+func TestAPutTeachesAnOwnerThatMissedTheRegistration(t *testing.T) {
+	t.Parallel()
+	tc := newTestCluster(t, 2, 8<<20)
+	c := testClientWith(t, client.Config{
+		Conn: client.ConnConfig{Seeds: []string{tc.nodes[0].addr}}, Namespace: "test/model",
+		Schema: client.Schema{Model: "m", Dtype: "bf16", TokensPerChunk: 16}, DisableRouting: true, Logger: quietLogger(),
+	})
+	if _, err := c.Register(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if tc.nodes[1].svc.reg.Delete("test/model") == nil {
+		t.Fatal("node 1 never learned the namespace")
+	}
+	var ch client.Chunk // owned by node 1
+	for n := uint64(1); ; n++ {
+		ch = chunkOf(n, 1000)
+		if p, _ := tc.ring.Load().Primary("test/model", ch.ID[:]); p.ID == tc.nodes[1].id {
+			break
+		}
+	}
+	res, err := c.Put(context.Background(), []client.Chunk{ch})
+	if err != nil || res[0].Status != client.Stored || res[0].Holders[0].ID != tc.nodes[1].id {
+		t.Fatalf("put to an owner that missed the registration: %v %+v", err, res)
+	}
+	if tc.nodes[1].svc.reg.Get("test/model") == nil {
+		t.Fatal("node 1 was not taught the namespace")
+	}
+}

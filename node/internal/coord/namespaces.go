@@ -45,6 +45,21 @@ func (c *Coordinator) broadcast(ctx context.Context, rec *kvringv1.NamespaceReco
 
 // offer sends rec to member m under bctx and returns m's record when it
 // wins over rec. ctx is the engine's call, for the outage log.
+// teach offers this node's record of namespace name to member m, which
+// answered that it does not know it (it missed the registration's broadcast
+// and the start-up sync), and reports whether there was a record to offer:
+// then asking m again is worth it. Bounded by BroadcastTimeout.
+func (c *Coordinator) teach(ctx context.Context, m ring.Member, name string) bool {
+	rec := c.reg.Get(name)
+	if rec == nil || m.ID == c.cfg.Self {
+		return false
+	}
+	bctx, cancel := context.WithTimeout(ctx, c.cfg.BroadcastTimeout)
+	defer cancel()
+	c.offer(ctx, bctx, m, rec)
+	return true
+}
+
 func (c *Coordinator) offer(ctx, bctx context.Context, m ring.Member, rec *kvringv1.NamespaceRecord) *kvringv1.NamespaceRecord {
 	pc, err := c.peer(m)
 	if err != nil {

@@ -137,18 +137,32 @@ func (tx *putTx) place() error {
 	return nil
 }
 
+// begin opens a prepare session with s's owner and sends it s's chunks.
+func (tx *putTx) begin(ctx context.Context, s *ownerShare) ([]uint32, []*kvringv1.ChunkVote, error) {
+	if s.sess != nil {
+		s.sess.close()
+	}
+	sess, err := tx.c.session(s.member)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.sess = sess
+	need, votes, err := sess.begin(ctx, tx.ref, s.chunks)
+	if err != nil {
+		return nil, nil, transfer.FromStatus(err)
+	}
+	return need, votes, nil
+}
+
 // prepare, phase 1: every owner stages its share and says what it needs.
 func (tx *putTx) prepare(ctx context.Context) {
 	parallel(tx.shares, func(s *ownerShare) {
-		sess, err := tx.c.session(s.member)
+		need, votes, err := tx.begin(ctx, s)
+		if errors.Is(err, transfer.ErrUnknownNamespace) && tx.c.teach(ctx, s.member, tx.ref.GetName()) {
+			need, votes, err = tx.begin(ctx, s) // the owner missed the registration: it knows it now
+		}
 		if err != nil {
 			s.fail(err)
-			return
-		}
-		s.sess = sess
-		need, votes, err := sess.begin(ctx, tx.ref, s.chunks)
-		if err != nil {
-			s.fail(transfer.FromStatus(err))
 			return
 		}
 		for _, n := range need {

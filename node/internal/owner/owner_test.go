@@ -1,6 +1,7 @@
 package owner
 
 import (
+	"bytes"
 	"errors"
 	"log/slog"
 	"strings"
@@ -33,7 +34,12 @@ func newTestOwner(t *testing.T) (*Owner, *store.Store, *testClock) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	o := New(Config{Store: st, Log: slog.New(slog.DiscardHandler), Registry: namespace.NewRegistry(),
+	reg := namespace.NewRegistry()
+	// The tests write under namespace "ns" with a zero fingerprint: known here.
+	if _, _, err := reg.Merge(&kvringv1.NamespaceRecord{Name: "ns", Fingerprint: make([]byte, 32)}); err != nil {
+		t.Fatal(err)
+	}
+	o := New(Config{Store: st, Log: slog.New(slog.DiscardHandler), Registry: reg,
 		Epoch: func() uint64 { return 1 }, MaxBatch: 64, MaxPin: time.Minute, Now: clock.now, Metrics: metrics.New()})
 	return o, st, clock
 }
@@ -173,5 +179,25 @@ func TestAnotherCallersTokenCanNeitherCommitNorAbort(t *testing.T) {
 	}
 	if !st.Contains(namespace.StoreName("ns", ref.GetFingerprint()), id) {
 		t.Fatal("the chunk is not held")
+	}
+}
+
+// TestPrepareWritesOnlyIntoRegisteredNamespaces: a prepare under a name
+// this node does not know, or under another fingerprint, stages nothing.
+func TestPrepareWritesOnlyIntoRegisteredNamespaces(t *testing.T) {
+	t.Parallel()
+	o, st, _ := newTestOwner(t)
+	data := []byte("bytes")
+	var id store.ID
+	chunks := []*kvringv1.ChunkRef{{Id: id[:], Size: uint64(len(data)), Crc32C: store.Checksum(data)}}
+	if _, _, _, err := o.NewPrepare(&kvringv1.NamespaceRef{Name: "unknown", Fingerprint: make([]byte, 32)}, chunks); !errors.Is(err, transfer.ErrUnknownNamespace) {
+		t.Fatalf("prepare into an unknown namespace: %v", err)
+	}
+	other := bytes.Repeat([]byte{1}, 32)
+	if _, _, _, err := o.NewPrepare(&kvringv1.NamespaceRef{Name: "ns", Fingerprint: other}, chunks); !errors.Is(err, transfer.ErrSchemaMismatch) {
+		t.Fatalf("prepare under another fingerprint: %v", err)
+	}
+	if s := st.Stats(); s.StagedChunks != 0 {
+		t.Fatalf("%d chunks staged", s.StagedChunks)
 	}
 }

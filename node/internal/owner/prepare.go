@@ -2,7 +2,6 @@ package owner
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/kvring/kvring/node/internal/namespace"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
@@ -32,8 +31,11 @@ type Prepare struct {
 // (already held, rejected, failed). Bad input is ErrInvalidArgument naming the
 // field. Blocks briefly on the store's admission policy.
 func (o *Owner) NewPrepare(ref *kvringv1.NamespaceRef, chunks []*kvringv1.ChunkRef) (*Prepare, []uint32, []*kvringv1.ChunkVote, error) {
-	if ref == nil || ref.GetName() == "" {
-		return nil, nil, nil, fmt.Errorf("%w: namespace is required", transfer.ErrInvalidArgument)
+	// Chunks are written only into namespaces this node knows, under the
+	// registered fingerprint (a coordinator that finds the namespace unknown
+	// here offers its record and asks again).
+	if _, _, err := o.cfg.Registry.Resolve(ref); err != nil {
+		return nil, nil, nil, err
 	}
 	ids, err := ValidateChunks(chunks, o.maxChunk, o.cfg.MaxBatch)
 	if err != nil {
