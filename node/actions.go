@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"time"
 
@@ -41,6 +42,9 @@ func (n *Node) registerActions(mux *http.ServeMux) {
 	}))
 	mux.HandleFunc("POST /v1/undrain", n.action("undrain", func(r *http.Request) (any, error) {
 		return n.setDraining(r.Context(), false)
+	}))
+	mux.HandleFunc("DELETE /v1/members/{id}", n.action("forget", func(r *http.Request) (any, error) {
+		return n.forget(r.Context(), r.PathValue("id"), r.URL.Query().Get("force") == "true")
 	}))
 	mux.HandleFunc("DELETE /v1/namespaces/{name}", n.action("drop-namespace", func(r *http.Request) (any, error) {
 		return n.DropNamespace(r.PathValue("name"))
@@ -112,6 +116,49 @@ func (n *Node) setDraining(ctx context.Context, on bool) (any, error) {
 	p.member.RebuildNow() // this node's own view follows at once
 	n.draining.Store(on)
 	return DrainState{Node: p.store.NodeID(), Draining: on}, nil
+}
+
+// Forgotten answers a forget.
+type Forgotten struct {
+	Node      string `json:"node"`
+	Forgotten string `json:"forgotten"`
+	RingEpoch uint64 `json:"ring_epoch"`
+}
+
+// forget removes member id from this node's ring at once. A member whose
+// gRPC address still accepts connections is alive: refused unless force.
+func (n *Node) forget(ctx context.Context, id string, force bool) (any, error) {
+	p := n.parts.Load()
+	var target *membership.Member
+	for _, m := range p.member.Members() {
+		if m.ID == id {
+			target = &m
+		}
+	}
+	switch {
+	case id == p.store.NodeID():
+		return nil, refuse(http.StatusConflict, "member %s is this node: it cannot forget itself", id)
+	case target == nil:
+		return nil, refuse(http.StatusNotFound, "no member %s in this node's member table", id)
+	case !force && answers(ctx, target.GRPCAddr):
+		return nil, refuse(http.StatusConflict, "member %s answers at %s: it is alive; forget it anyway with force (kvring forget --force)", id, target.GRPCAddr)
+	}
+	if err := p.member.Forget(id); err != nil {
+		return nil, err
+	}
+	return Forgotten{Node: p.store.NodeID(), Forgotten: id, RingEpoch: p.member.Ring().Epoch()}, nil
+}
+
+// answers reports whether addr accepts a TCP connection within a second.
+func answers(ctx context.Context, addr string) bool {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	c, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
 }
 
 // DroppedNamespace is what dropping a namespace freed on this node.

@@ -242,3 +242,52 @@ func newEvictCmd() *cobra.Command {
 	annotateEnv(cmd.Flags())
 	return cmd
 }
+
+func newForgetCmd() *cobra.Command {
+	var af adminFlags
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "forget NODE_ID",
+		Short: "Remove a dead member from every member's ring at once, instead of waiting for gossip",
+		Long: `Remove member NODE_ID from the ring of every other alive member (as the node at
+--admin lists them), at once: gossip takes seconds to declare a killed node dead,
+and writes to it fail meanwhile. A member whose gRPC address still answers is
+alive and is refused unless --force. A forgotten member owns nothing until it
+joins the cluster again (a restart).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := loadFlags(cmd); err != nil {
+				return err
+			}
+			members, err := aliveMembers(cmd, &af)
+			if err != nil {
+				return err
+			}
+			path := "/v1/members/" + url.PathEscape(args[0])
+			if force {
+				path += "?force=true"
+			}
+			var failed []error
+			done := 0
+			for _, m := range members {
+				if m.ID == args[0] {
+					continue
+				}
+				if _, err := af.call(cmd.Context(), http.MethodDelete, m.AdminAddr, path); err != nil {
+					failed = append(failed, err)
+					continue
+				}
+				done++
+				fmt.Fprintf(cmd.OutOrStdout(), "%s forgot %s\n", m.ID, args[0])
+			}
+			if len(failed) > 0 {
+				return fmt.Errorf("member %s forgotten by %d of %d members; first failure: %v", args[0], done, done+len(failed), failed[0])
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&force, "force", false, "forget the member even though it answers (it then owns nothing until it restarts)")
+	af.register(cmd.Flags())
+	annotateEnv(cmd.Flags())
+	return cmd
+}

@@ -150,3 +150,47 @@ func TestAdminActionsDrainAndDropANamespace(t *testing.T) {
 		t.Fatalf("drop of an unknown namespace: %v", r)
 	}
 }
+
+// TestForgetAKilledMemberRebuildsTheRingsAtOnce: forgetting a live member is
+// refused with the reason; once it is SIGKILLed, `kvring forget` takes it
+// off every other member's ring before the command returns (gossip would
+// take seconds), and the member owns partitions again after it restarts.
+func TestForgetAKilledMemberRebuildsTheRingsAtOnce(t *testing.T) {
+	t.Parallel()
+	n1 := startNode(t, t.TempDir(), shmDir(t), "127.0.0.1:0", "127.0.0.1:0", "--admin-actions")
+	n2 := startNode(t, t.TempDir(), shmDir(t), "127.0.0.1:0", "127.0.0.1:0", "--admin-actions", "--join", n1.gossip)
+	n3 := startNode(t, t.TempDir(), shmDir(t), "127.0.0.1:0", "127.0.0.1:0", "--admin-actions", "--join", n1.gossip)
+	ringMember := func(n *e2eNode, id string) bool {
+		var info struct {
+			Members []struct {
+				ID         string `json:"id"`
+				RingMember bool   `json:"ring_member"`
+			} `json:"members"`
+		}
+		if code, err := getJSON(n.admin, "/v1/cluster", &info); err != nil || code != 200 {
+			t.Fatalf("GET /v1/cluster of %s: %d %v", n.id, code, err)
+		}
+		for _, m := range info.Members {
+			if m.ID == id {
+				return m.RingMember
+			}
+		}
+		return false
+	}
+	testutil.Eventually(t, "n2 on every ring", 30*time.Second, func() bool {
+		return ringMember(n1, n2.id) && ringMember(n3, n2.id)
+	})
+	r := runCLI(t, nil, "forget", n2.id, "--admin", n1.admin)
+	if r.code == 0 || !strings.Contains(r.stderr, "it is alive") {
+		t.Fatalf("forget of a live member: %v", r)
+	}
+	n2.kill(t)
+	mustCLI(t, nil, "forget", n2.id, "--admin", n1.admin)
+	if ringMember(n1, n2.id) || ringMember(n3, n2.id) {
+		t.Fatal("the killed member is still on a ring after forget returned")
+	}
+	n2 = restartNode(t, n2, "--admin-actions", "--join", n1.gossip)
+	testutil.Eventually(t, "the restarted member back on every ring", 30*time.Second, func() bool {
+		return ringMember(n1, n2.id) && ringMember(n3, n2.id)
+	})
+}

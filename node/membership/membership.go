@@ -226,6 +226,35 @@ func (m *Membership) Unsettled() bool { return m.rs.unsettled() }
 // ones that died or left in the last 10 minutes.
 func (m *Membership) Members() []Member { return m.rs.members() }
 
+// Forget removes member id from this node's ring at once, instead of
+// waiting for gossip to declare it dead: it owns nothing here until it joins
+// the cluster again (a restart). The ring is rebuilt before Forget returns.
+// It refuses this node itself and a member it does not know. It does not
+// tell other members: the caller asks each (kvring forget does).
+func (m *Membership) Forget(id string) error {
+	if id == m.cfg.NodeID {
+		return fmt.Errorf("cannot forget member %s: it is this node", id)
+	}
+	m.rs.tableMu.Lock()
+	_, known := m.rs.table[id]
+	if known {
+		if m.rs.forgotten == nil {
+			m.rs.forgotten = map[string]bool{}
+		}
+		m.rs.forgotten[id] = true
+	}
+	m.rs.tableMu.Unlock()
+	if !known {
+		return fmt.Errorf("cannot forget member %s: %w", id, ErrUnknownMember)
+	}
+	m.rs.log.Warn("member forgotten by an operator: it owns no partitions here until it joins again", "member", id)
+	m.rs.runOnce()
+	return nil
+}
+
+// ErrUnknownMember: no member by that id is in the member table.
+var ErrUnknownMember = errors.New("no such member")
+
 // Draining reports whether member id is alive and draining: it keeps what
 // it holds and serves reads, but takes no new chunks as an owner. It does not
 // block.

@@ -120,8 +120,11 @@ type ringState struct {
 
 	rebuildMu sync.Mutex // serialises runOnce
 
-	tableMu sync.Mutex // guards table
+	tableMu sync.Mutex // guards table and forgotten
 	table   map[string]*Member
+	// forgotten holds the members an operator removed from the ring
+	// (Membership.Forget): they own nothing until they join again.
+	forgotten map[string]bool
 
 	// draining holds the ids of alive members that are draining, replaced
 	// (never changed) after each batch of events: writes skip them.
@@ -236,7 +239,7 @@ func (rs *ringState) runOnce() *ring.Ring {
 	rs.draining.Store(&draining)
 	var owners []ring.Member
 	for _, m := range rs.table {
-		if ownsPartitions(m) {
+		if ownsPartitions(m) && !rs.forgotten[m.ID] {
 			owners = append(owners, ring.Member{ID: m.ID, Addr: m.GRPCAddr})
 		}
 	}
@@ -283,8 +286,14 @@ func (rs *ringState) apply(ev memberEvent, now time.Time) {
 	}
 	switch ev.kind {
 	case eventJoin:
+		if rs.forgotten[m.ID] {
+			delete(rs.forgotten, m.ID) // it joined again: it owns partitions again
+		}
 		rs.log.Info("member joined", attrs...)
 	case eventUpdate:
+		if known && !old.BootTime.Equal(m.BootTime) {
+			delete(rs.forgotten, m.ID) // restarted: it owns partitions again
+		}
 		if !known {
 			rs.log.Info("member joined", attrs...)
 			break
