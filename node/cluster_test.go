@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -205,9 +206,10 @@ func TestConfirmedWritesAreReadableFromEveryCoordinator(t *testing.T) {
 }
 
 // TestWritesStayHonestWhenAnOwnerIsDown: with one of three nodes dead (still
-// in the ring), R=2 writes succeed degraded where one owner is gone, every
-// stored chunk reads back, and lookups never count a chunk only the dead node
-// holds.
+// in the ring), R=2 writes where one owner is gone are stored on two live
+// nodes (the other owner and, in the dead one's place, the next member in
+// ring order), every stored chunk reads back, and lookups never count a
+// chunk only the dead node holds.
 func TestWritesStayHonestWhenAnOwnerIsDown(t *testing.T) {
 	t.Parallel()
 	tc := newTestCluster(t, 3, 64<<20)
@@ -227,25 +229,22 @@ func TestWritesStayHonestWhenAnOwnerIsDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	degraded := 0
+	substituted := 0
 	for i, r := range res {
-		if r.Status != client.Stored {
-			t.Fatalf("chunk %d: %+v, want stored", i, r)
+		if r.Status != client.Stored || r.Degraded || len(r.Holders) != 2 {
+			t.Fatalf("chunk %d: %+v, want stored on two live nodes", i, r)
 		}
 		for _, h := range r.Holders {
 			if h.ID == dead.id {
 				t.Fatalf("chunk %d reported held by the dead node", i)
 			}
 		}
-		if r.Degraded {
-			degraded++
-			if len(r.Holders) != 1 || r.Reason == "" {
-				t.Fatalf("degraded chunk %d: %+v", i, r)
-			}
+		if slices.ContainsFunc(tc.ring.Load().Owners("test/model", chunks[i].ID[:], 2), func(m ring.Member) bool { return m.ID == dead.id }) {
+			substituted++
 		}
 	}
-	if degraded == 0 {
-		t.Fatal("no write was degraded although a third of the owners are down")
+	if substituted == 0 {
+		t.Fatal("the dead node owns none of the chunks; the test proves nothing")
 	}
 	ids := make([]client.ChunkID, len(chunks))
 	for i := range chunks {
@@ -287,4 +286,53 @@ func (tc *testCluster) useMembers(t *testing.T, members []ring.Member) {
 		t.Fatal(err)
 	}
 	tc.ring.Store(r)
+}
+
+// TestR1WritesToADownOwnerAreStoredInItsPlace: with an owner down but still
+// in the ring (gossip has not declared it dead), an R=1 write of its chunks
+// is stored on the next member in ring order, reported with that holder,
+// and counted by lookups and read back meanwhile.
+func TestR1WritesToADownOwnerAreStoredInItsPlace(t *testing.T) {
+	t.Parallel()
+	tc := newTestCluster(t, 3, 64<<20)
+	c := testClientWith(t, client.Config{Conn: client.ConnConfig{Seeds: []string{tc.nodes[0].addr}}, Namespace: "test/model",
+		Schema: client.Schema{Model: "m", Dtype: "bf16", TokensPerChunk: 16}, ReplicationFactor: 1, MinReplicas: 1,
+		DisableRouting: true, Logger: quietLogger()})
+	dead := tc.nodes[2]
+	dead.stop()
+	var chunks []client.Chunk
+	var ids []client.ChunkID
+	owned := 0
+	for i := uint64(0); i < 30; i++ {
+		ch := chunkOf(7000+i, 10_000)
+		chunks, ids = append(chunks, ch), append(ids, ch.ID)
+		if p, _ := tc.ring.Load().Primary("test/model", ch.ID[:]); p.ID == dead.id {
+			owned++
+		}
+	}
+	if owned == 0 {
+		t.Fatal("the dead node owns none of the chunks; the test proves nothing")
+	}
+	res, err := c.Put(context.Background(), chunks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		if r.Status != client.Stored || len(r.Holders) != 1 || r.Holders[0].ID == dead.id {
+			t.Fatalf("chunk %d: %+v, want stored on one live node", i, r)
+		}
+	}
+	lr, err := c.Lookup(context.Background(), ids, 0)
+	if err != nil || lr.Held != len(ids) {
+		t.Fatalf("lookup: %+v %v, want all %d held", lr, err, len(ids))
+	}
+	got, err := c.Get(context.Background(), ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, g := range got {
+		if !g.Found || !bytes.Equal(g.Data, chunks[i].Data) {
+			t.Fatalf("chunk %d: found %v (%s)", i, g.Found, g.Reason)
+		}
+	}
 }

@@ -108,6 +108,18 @@ func (t *peerFailures) keep(live map[string]bool) {
 // unreachable returns how many peers are in an outage now.
 func (t *peerFailures) unreachable() int { return int(t.nDown.Load()) }
 
+// isDown reports whether the peer id is in an outage (its last call could
+// not reach it). It does not block beyond a short lock.
+func (t *peerFailures) isDown(id string) bool {
+	if t.nDown.Load() == 0 {
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, down := t.down[id]
+	return down
+}
+
 // note records the outcome of an exchange with peer m made under ctx: nil is
 // a success; an error that says the peer could not be reached or did not
 // answer in time is a failure, unless ctx itself ended (the engine gave up:

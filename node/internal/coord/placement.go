@@ -105,16 +105,30 @@ func (c *Coordinator) writeOwners(rg *ring.Ring, ns string, key []byte, r int) [
 }
 
 // readOwners returns the members that may hold a chunk placed by key: its r
-// owners and, while some of them drain, the members written to in their
-// stead (writeOwners).
+// owners and, while some of them drain or are known to be down, the members
+// written to in their stead (writeOwners, substitute): the first members
+// after them in ring order until r of the set neither drain nor are down.
 func (c *Coordinator) readOwners(rg *ring.Ring, ns string, key []byte, r int) []ring.Member {
 	owners := rg.Owners(ns, key, r)
-	if c.cfg.Draining == nil || !slices.ContainsFunc(owners, func(m ring.Member) bool { return c.cfg.Draining(m.ID) }) {
+	unusable := func(m ring.Member) bool {
+		return (c.cfg.Draining != nil && c.cfg.Draining(m.ID)) || c.peers.isDown(m.ID)
+	}
+	live := 0
+	for _, m := range owners {
+		if !unusable(m) {
+			live++
+		}
+	}
+	if live == len(owners) {
 		return owners
 	}
-	for _, m := range c.writeOwners(rg, ns, key, r) {
-		if !slices.ContainsFunc(owners, func(o ring.Member) bool { return o.ID == m.ID }) {
+	for _, m := range rg.Owners(ns, key, rg.Len())[len(owners):] {
+		if live >= r {
+			break
+		}
+		if !unusable(m) {
 			owners = append(owners, m)
+			live++
 		}
 	}
 	return owners

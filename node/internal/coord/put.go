@@ -14,6 +14,7 @@ import (
 	"github.com/kvring/kvring/node/internal/metrics"
 	"github.com/kvring/kvring/node/internal/owner"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
+	"github.com/kvring/kvring/ring"
 	"github.com/kvring/kvring/store"
 	"github.com/kvring/kvring/transfer"
 )
@@ -31,6 +32,7 @@ type putTx struct {
 	chunks      []*kvringv1.ChunkRef // the engine's batch
 	keys        [][]byte             // per batch index: its ring key (the id, or its group's key)
 	eager       bool                 // the engine sends every chunk's bytes without a need message (PutBegin.eager)
+	ring        *ring.Ring           // the ring the chunks were placed on
 	replicas    int
 	minReplicas int
 	shares      map[string]*ownerShare // by node id
@@ -59,6 +61,7 @@ func (c *Coordinator) put(stream putStream) error {
 	}
 	defer tx.closeSessions()
 	tx.prepare(ctx)
+	tx.substitute(ctx, tx.ring)
 	settled := tx.plan()
 	if !tx.eager { // an eager engine sends every chunk's bytes without asking, and hears only the result
 		if err := stream.Send(&kvringv1.PutResponse{Epoch: c.epoch(), Msg: &kvringv1.PutResponse_Need{
@@ -122,6 +125,7 @@ func (tx *putTx) place() error {
 	if err != nil {
 		return err
 	}
+	tx.ring = rg
 	tx.owners = make([][]*ownerShare, len(tx.chunks))
 	for i, ch := range tx.chunks {
 		for _, m := range tx.c.writeOwners(rg, tx.ref.GetName(), tx.keys[i], tx.replicas) {
@@ -155,8 +159,11 @@ func (tx *putTx) begin(ctx context.Context, s *ownerShare) ([]uint32, []*kvringv
 }
 
 // prepare, phase 1: every owner stages its share and says what it needs.
-func (tx *putTx) prepare(ctx context.Context) {
-	parallel(tx.shares, func(s *ownerShare) {
+func (tx *putTx) prepare(ctx context.Context) { tx.prepareShares(ctx, tx.shares) }
+
+// prepareShares runs phase 1 for the given shares.
+func (tx *putTx) prepareShares(ctx context.Context, shares map[string]*ownerShare) {
+	parallel(shares, func(s *ownerShare) {
 		need, votes, err := tx.begin(ctx, s)
 		if errors.Is(err, transfer.ErrUnknownNamespace) && tx.c.teach(ctx, s.member, tx.ref.GetName()) {
 			need, votes, err = tx.begin(ctx, s) // the owner missed the registration: it knows it now
