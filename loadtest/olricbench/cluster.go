@@ -21,7 +21,10 @@ type ClusterConfig struct {
 	Nodes int
 	// MemoryPerNode is each node's DMap memory bound in bytes (Olric's
 	// DMaps.MaxInuse, with LRU eviction), the counterpart of a kvring
-	// node's --memory-limit. Default 256 MiB.
+	// node's --memory-limit. Olric splits it evenly over the partitions the
+	// node owns (271 in all) and evicts within a partition once its share is
+	// in use: at 256 MiB a partition holds about one 2 MiB value. Default
+	// 256 MiB.
 	MemoryPerNode int
 	// TableSize is the size of the kvstore engine's tables in bytes. A value
 	// must fit in one table with its key and entry header, so it bounds the

@@ -63,6 +63,7 @@ type PhaseResult struct {
 	Size, Ops  int
 	Elapsed    time.Duration
 	Errors     int // failed calls and chunks not stored, not found or of the wrong length
+	FirstError string
 	P50, P99   time.Duration
 }
 
@@ -109,16 +110,27 @@ func RunPerCall(ctx context.Context, e Engines, ns string, block int64, size, op
 			}
 		}
 	}
-	put = runPhase(ctx, engines, e.Name, "put", size, ops, func(b loadtest.Backend, i int) bool {
+	put = runPhase(ctx, engines, e.Name, "put", size, ops, func(b loadtest.Backend, i int) error {
 		out, err := b.Put(ctx, []loadtest.Chunk{{ID: ids[i], Data: data[i], Group: ids[i]}})
-		return err == nil && len(out) == 1 && out[0].Held()
-	})
-	get = runPhase(ctx, engines, e.Name, "get", size, ops, func(b loadtest.Backend, i int) bool {
-		out, err := b.Get(ctx, ids[i:i+1], ids[i:i+1])
-		if err != nil || len(out) != 1 || !out[0].Found || len(out[0].Data) != size {
-			return false
+		switch {
+		case err != nil:
+			return err
+		case len(out) != 1 || !out[0].Held():
+			return fmt.Errorf("put of chunk %d: %v", i, out)
 		}
-		return i%16 != 0 || loadtest.VerifyChunk(ids[i], out[0].Data)
+		return nil
+	})
+	get = runPhase(ctx, engines, e.Name, "get", size, ops, func(b loadtest.Backend, i int) error {
+		out, err := b.Get(ctx, ids[i:i+1], ids[i:i+1])
+		switch {
+		case err != nil:
+			return err
+		case len(out) != 1 || !out[0].Found:
+			return fmt.Errorf("chunk %d not found", i)
+		case len(out[0].Data) != size || (i%16 == 0 && !loadtest.VerifyChunk(ids[i], out[0].Data)):
+			return fmt.Errorf("chunk %d read back corrupt (%d bytes)", i, len(out[0].Data))
+		}
+		return nil
 	})
 	return put, get, ctx.Err()
 }
@@ -126,8 +138,9 @@ func RunPerCall(ctx context.Context, e Engines, ns string, block int64, size, op
 // runPhase calls do for indices 0..ops-1, handed out to the engines in
 // order, and times it.
 func runPhase(ctx context.Context, engines []loadtest.Backend, system, op string, size, ops int,
-	do func(b loadtest.Backend, i int) bool) PhaseResult {
+	do func(b loadtest.Backend, i int) error) PhaseResult {
 	var next, errs atomic.Int64
+	var first atomic.Pointer[string]
 	lat := make([]time.Duration, ops)
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -141,8 +154,10 @@ func runPhase(ctx context.Context, engines []loadtest.Backend, system, op string
 					return
 				}
 				t0 := time.Now()
-				if !do(b, i) {
+				if err := do(b, i); err != nil {
 					errs.Add(1)
+					msg := err.Error()
+					first.CompareAndSwap(nil, &msg)
 				}
 				lat[i] = time.Since(t0)
 			}
@@ -150,6 +165,9 @@ func runPhase(ctx context.Context, engines []loadtest.Backend, system, op string
 	}
 	wg.Wait()
 	r := PhaseResult{System: system, Op: op, Size: size, Ops: ops, Elapsed: time.Since(start), Errors: int(errs.Load())}
+	if p := first.Load(); p != nil {
+		r.FirstError = *p
+	}
 	slices.Sort(lat)
 	r.P50, r.P99 = lat[len(lat)/2], lat[min(len(lat)-1, len(lat)*99/100)]
 	return r
@@ -238,7 +256,17 @@ func WriteRows(w io.Writer, rows []Row) error {
 			r.Kvring.GBps(), r.Olric.GBps(), r.Ratio(), ms(r.Kvring.P50), ms(r.Olric.P50), ms(r.Kvring.P99), ms(r.Olric.P99),
 			r.Kvring.Errors, r.Olric.Errors)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range rows {
+		for _, p := range []PhaseResult{r.Kvring, r.Olric} {
+			if p.FirstError != "" {
+				fmt.Fprintf(w, "round %d %s %s %s: %d errors, the first: %s\n", r.Round, p.System, r.Op, sizeName(r.Size), p.Errors, p.FirstError)
+			}
+		}
+	}
+	return nil
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond)) }

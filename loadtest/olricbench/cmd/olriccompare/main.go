@@ -29,7 +29,7 @@ func main() {
 	flag.IntVar(&cfg.Ops, "ops", 128, "puts (and gets) per size, system and round")
 	flag.IntVar(&cfg.Workers, "workers", 4, "engines calling in parallel, each with its own client")
 	flag.IntVar(&cfg.Rounds, "rounds", 3, "rounds; each runs both systems, in alternating order")
-	flag.IntVar(&memMiB, "memory-mib", 512, "memory per node in MiB: kvring --memory-limit, Olric DMaps.MaxInuse")
+	flag.IntVar(&memMiB, "memory-mib", 1024, "memory per node in MiB: kvring --memory-limit, Olric DMaps.MaxInuse (which Olric splits evenly over the partitions a node owns)")
 	flag.IntVar(&tableMiB, "olric-table-mib", 4, "Olric kvstore tableSize in MiB (must exceed the largest value)")
 	flag.StringVar(&sizes, "sizes", "256KiB,2MiB", "value sizes, comma-separated, in KiB or MiB")
 	flag.Parse()
