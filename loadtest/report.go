@@ -60,8 +60,10 @@ type Report struct {
 	// from their id. Must be 0.
 	Corrupt int64 `json:"corrupt"`
 	// MissingAfterAck counts chunks the backend acknowledged holding (stored
-	// or already held) that a later lookup or get reported missing. Each
-	// loss counts once until the chunk is acknowledged again. Evictions
+	// or already held) that a lookup or get begun after the ack (after the
+	// acknowledging put call returned) reported missing; a call that began
+	// before the ack raced with the put and counts for nothing. Each loss
+	// counts once until the chunk is acknowledged again. Evictions
 	// explain such losses; Evictions (when known) lets a reader judge.
 	MissingAfterAck int64 `json:"missing_after_ack"`
 	// MissingFoundLater counts the chunks of MissingAfterAck found held

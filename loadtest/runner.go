@@ -135,7 +135,7 @@ func ReplayMooncake(ctx context.Context, reqs []trace.Request, backends []Backen
 	rep.IdealBlockHitRatio = sum.UnboundedHitRatio
 	rep.IdealChunkHitRatio, rep.IdealTokenHitRatio = idealChunkRatios(reqs, cfg.ChunkTokens)
 
-	r := &run{cfg: cfg, acked: make(map[chunkKey]struct{}), missing: make(map[chunkKey]PlannedChunk)}
+	r := newRun(cfg)
 	queues := make([]chan trace.Request, len(backends))
 	tallies := make([]tally, len(backends))
 	start := time.Now()
@@ -206,9 +206,16 @@ type run struct {
 	errors       atomic.Int64 // failed calls
 	failedChunks atomic.Int64
 
-	mu      sync.Mutex
-	acked   map[chunkKey]struct{}     // chunks the backend acknowledged holding
-	missing map[chunkKey]PlannedChunk // reported missing after an ack, not acknowledged since
+	mu sync.Mutex
+	// ackedAt holds the chunks the backend acknowledged holding, each with
+	// the instant the put call that acknowledged it returned.
+	ackedAt map[chunkKey]time.Time
+	// missedAt holds the chunks a call reported missing while no ack of
+	// theirs was recorded, each with the instant the latest such call began:
+	// an engine's ack is recorded a moment after its put returned, so a
+	// call that began after the put returned may report its miss first.
+	missedAt map[chunkKey]time.Time
+	missing  map[chunkKey]PlannedChunk // reported missing after an ack, not acknowledged since
 	// foundAgain counts chunks of missing a later put found already held.
 	foundAgain int64
 
@@ -217,6 +224,11 @@ type run struct {
 	// than in generating the bytes. A backend's Put reads the chunks only
 	// until it returns.
 	putBufs sync.Pool
+}
+
+func newRun(cfg Config) *run {
+	return &run{cfg: cfg, ackedAt: make(map[chunkKey]time.Time), missedAt: make(map[chunkKey]time.Time),
+		missing: make(map[chunkKey]PlannedChunk)}
 }
 
 func (r *run) progress(total int, start time.Time) Progress {
@@ -304,6 +316,7 @@ func (r *run) serve(ctx context.Context, b Backend, req trace.Request, t *tally)
 	// held is the prefix the lookups reported held; after a failed lookup
 	// the engine knows no more, and nothing was reported missing.
 	held, answered := 0, true
+	var lookupBegin time.Time // when the lookup that answered "not held" began
 	for lo := 0; lo < len(ids) && held == lo; lo += r.cfg.LookupBatch {
 		hi := min(lo+r.cfg.LookupBatch, len(ids))
 		begin := time.Now()
@@ -314,9 +327,12 @@ func (r *run) serve(ctx context.Context, b Backend, req trace.Request, t *tally)
 			break
 		}
 		held += n
+		if held < hi {
+			lookupBegin = begin
+		}
 	}
 	if answered && held < len(plan) {
-		r.lost(plan[held], t)
+		r.lost(plan[held], lookupBegin, t)
 	}
 
 	// Get the held prefix; the usable prefix ends at the first chunk that
@@ -340,7 +356,7 @@ func (r *run) serve(ctx context.Context, b Backend, req trace.Request, t *tally)
 			switch {
 			case !g.Found:
 				t.getMisses++
-				r.lost(c, t)
+				r.lost(c, begin, t)
 			case len(g.Data) != c.Tokens*r.cfg.BytesPerToken || !VerifyChunk(c.ID, g.Data):
 				t.corrupt++
 			case usable == lo+i:
@@ -371,6 +387,7 @@ func (r *run) serve(ctx context.Context, b Backend, req trace.Request, t *tally)
 		}
 		begin := time.Now()
 		outs, err := b.Put(ctx, chunks)
+		ackAt := time.Now() // the put's acks happened by now
 		r.putBufs.Put(bp)
 		tb := r.call(t, &t.put, begin, hi-lo, size, err)
 		if err != nil || len(outs) != len(chunks) {
@@ -387,14 +404,7 @@ func (r *run) serve(ctx context.Context, b Backend, req trace.Request, t *tally)
 			t.byOutcome[o]++
 			switch {
 			case o.Held():
-				r.acked[plan[lo+i].key()] = struct{}{}
-				if _, ok := r.missing[plan[lo+i].key()]; ok {
-					delete(r.missing, plan[lo+i].key())
-					if o == AlreadyHeld {
-						// Missing earlier, held all along: it was unreachable.
-						r.foundAgain++
-					}
-				}
+				r.ackLocked(plan[lo+i], o, ackAt, t)
 				tb.putBytes += int64(len(chunks[i].Data))
 			case o == Rejected:
 				tb.rejected++
@@ -460,16 +470,57 @@ func (r *run) recheckMissing(ctx context.Context, b Backend) (found int64, sampl
 	return found, sample
 }
 
-// lost notes that c was reported missing: when the backend had acknowledged
-// it, that is a loss to explain (by an eviction, or not).
-func (r *run) lost(c PlannedChunk, t *tally) {
+// lost notes that a call that began at began reported c missing. When the
+// backend had acknowledged c before that call began, that is a loss to
+// explain (by an eviction, or not), counted once until c is acknowledged
+// again. A call that began before the ack may rightly have missed c (it
+// raced with the put), so it counts for nothing.
+func (r *run) lost(c PlannedChunk, began time.Time, t *tally) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, ok := r.acked[c.key()]; ok {
-		delete(r.acked, c.key())
-		r.missing[c.key()] = c
-		t.missingAfterAck++
+	k := c.key()
+	at, ok := r.ackedAt[k]
+	if !ok {
+		// No ack recorded yet; one may be recorded with an earlier instant.
+		if prev, seen := r.missedAt[k]; !seen || began.After(prev) {
+			r.missedAt[k] = began
+		}
+		return
 	}
+	if !began.Before(at) {
+		r.missedAfterAckLocked(c, t)
+	}
+}
+
+// ackLocked records that the backend acknowledged holding c (o is Stored or
+// AlreadyHeld) in a put call that returned at at. A miss already reported by
+// a call that began at or after at is a loss after the ack. r.mu must be held.
+func (r *run) ackLocked(c PlannedChunk, o PutOutcome, at time.Time, t *tally) {
+	k := c.key()
+	if _, ok := r.missing[k]; ok {
+		delete(r.missing, k)
+		if o == AlreadyHeld {
+			// Missing earlier, held all along: it was unreachable.
+			r.foundAgain++
+		}
+	}
+	missed, ok := r.missedAt[k]
+	delete(r.missedAt, k)
+	if ok && !missed.Before(at) {
+		r.missedAfterAckLocked(c, t)
+		return
+	}
+	if _, ok := r.ackedAt[k]; !ok { // the first ack since the last miss counts
+		r.ackedAt[k] = at
+	}
+}
+
+// missedAfterAckLocked counts c missing after its ack and forgets the ack.
+// r.mu must be held.
+func (r *run) missedAfterAckLocked(c PlannedChunk, t *tally) {
+	delete(r.ackedAt, c.key())
+	r.missing[c.key()] = c
+	t.missingAfterAck++
 }
 
 // idealChunkRatios returns the chunk and token hit ratios of an unbounded
