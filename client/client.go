@@ -81,6 +81,9 @@ type Client struct {
 	// last registration; defaultMaxChunk before): a node declaring a larger
 	// chunk in a Get is refused before anything is allocated.
 	maxChunk uint64
+	// leases are the lookup leases an owner granted (not the connected
+	// node), to release them there; ended ones are dropped as new ones come.
+	leases map[uint64]leaseGrant
 }
 
 // defaultMaxChunk is the node's default largest chunk (64 MiB), the bound on

@@ -58,12 +58,29 @@ func (c *Client) lookup(ctx context.Context, ids []ChunkID, keys [][]byte, pin t
 	groups := groupRuns(keys)
 	var res LookupResult
 	err = c.retryUnregistered(ctx, cc, func(ref *kvringv1.NamespaceRef) error {
-		resp, err := kvringv1.NewCacheClient(cc).Lookup(ctx, &kvringv1.LookupRequest{Namespace: ref, Ids: raw,
-			PinTtlMs: uint32(pin / time.Millisecond), Groups: groups})
-		if err != nil {
-			return c.callErr(cc, "lookup", err)
+		req := &kvringv1.LookupRequest{Namespace: ref, Ids: raw, PinTtlMs: uint32(pin / time.Millisecond), Groups: groups}
+		via := cc
+		var resp *kvringv1.LookupResponse
+		var err error
+		if len(raw) > 0 {
+			if occ := c.lookupConn(cc, ref.GetName(), keyAt(keys, raw, 0)); occ != nil {
+				resp, err = kvringv1.NewCacheClient(occ).Lookup(ctx, req)
+				if err = transfer.FromStatus(err); err == nil {
+					via = occ
+				} else if !ownerFailed(ctx, err) {
+					return c.callErr(occ, "lookup", err)
+				}
+			}
 		}
-		c.route.observe(cc.Target(), resp.GetEpoch())
+		if via == cc {
+			if resp, err = kvringv1.NewCacheClient(cc).Lookup(ctx, req); err != nil {
+				return c.callErr(cc, "lookup", err)
+			}
+		}
+		c.route.observe(via.Target(), resp.GetEpoch())
+		if resp.GetLeaseId() != 0 && via != cc {
+			c.leaseAt(resp.GetLeaseId(), via.Target(), time.Duration(resp.GetLeaseTtlMs())*time.Millisecond)
+		}
 		if int(resp.GetHeld()) > len(ids) {
 			return fmt.Errorf("kvring lookup: the node reported %d of %d ids held", resp.GetHeld(), len(ids))
 		}
@@ -82,6 +99,15 @@ func (c *Client) ReleaseLease(ctx context.Context, lease uint64) error {
 	cc, err := c.conn.ready(ctx)
 	if err != nil {
 		return err
+	}
+	if addr := c.leaseNode(lease); addr != "" && c.route != nil {
+		if occ, err := c.route.ownerConn(addr); err == nil {
+			_, err = kvringv1.NewCacheClient(occ).ReleaseLease(ctx, &kvringv1.ReleaseLeaseRequest{LeaseId: lease})
+			if err == nil {
+				return nil
+			}
+			return c.callErr(occ, "release lease", err)
+		}
 	}
 	if _, err := kvringv1.NewCacheClient(cc).ReleaseLease(ctx, &kvringv1.ReleaseLeaseRequest{LeaseId: lease}); err != nil {
 		return c.callErr(cc, "release lease", err)

@@ -421,3 +421,48 @@ func TestRoutedBadInputNamesTheCallersPosition(t *testing.T) {
 		t.Fatalf("duplicate ids: %v, want InvalidArgument naming chunks[9] and chunks[4]", err)
 	}
 }
+
+// TestRoutedLookupGoesToTheFirstGroupsOwner: with a ring view, a lookup goes
+// straight to the primary owner of its first id's placement key, which
+// answers it from its own store; a lease it grants is released there.
+func TestRoutedLookupGoesToTheFirstGroupsOwner(t *testing.T) {
+	t.Parallel()
+	tc := newTestCluster(t, 3, 16<<20)
+	c := routedClient(t, tc.nodes[0].addr, 1, 1, func(cfg *client.Config) { cfg.Schema.ChunksPerGroup = 32 })
+	var chunks []client.Chunk
+	var owner *testNode
+	for seed := uint64(1); owner == nil || owner == tc.nodes[0]; seed++ {
+		chunks = promptChunks(seed, 32, 32)
+		p, err := tc.ring.Load().Primary("test/model", chunks[0].ID[:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, nd := range tc.nodes {
+			if nd.id == p.ID {
+				owner = nd
+			}
+		}
+	}
+	if _, err := c.Put(context.Background(), chunks); err != nil {
+		t.Fatal(err)
+	}
+	lookups := func(nd *testNode) float64 { return counterSum(t, nd, "kvring_lookups_total") }
+	viaBefore, ownerBefore := lookups(tc.nodes[0]), lookups(owner)
+	lr, err := c.Lookup(context.Background(), chunkIDs(chunks), time.Minute)
+	if err != nil || lr.Held != 32 || lr.Lease == 0 {
+		t.Fatalf("lookup: %+v %v", lr, err)
+	}
+	if lookups(owner) != ownerBefore+1 || lookups(tc.nodes[0]) != viaBefore {
+		t.Fatalf("the owner answered %v lookups and the connected node %v, want 1 and 0",
+			lookups(owner)-ownerBefore, lookups(tc.nodes[0])-viaBefore)
+	}
+	if n := owner.st.Stats().PinnedChunks; n != 32 {
+		t.Fatalf("%d chunks pinned on the owner, want 32", n)
+	}
+	if err := c.ReleaseLease(context.Background(), lr.Lease); err != nil {
+		t.Fatal(err)
+	}
+	if n := owner.st.Stats().PinnedChunks; n != 0 {
+		t.Fatalf("%d chunks still pinned after the release", n)
+	}
+}
