@@ -17,7 +17,7 @@ See python/README.md.
 from .chunkid import CHUNK_ID_SIZE, ROOT, chunk_ids, group_keys, next_chunk_id
 from .client import Chunk, Client, GetResult, LookupResult, Node, PutResult, PutStatus, Schema, Stats
 from .conn import ConnConfig, ConnState, ConnStatus, TLS
-from .crc32c import crc32c
+from .checksum import crc32c
 from .errors import (
     Aborted,
     AlreadyExists,

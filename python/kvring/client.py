@@ -17,7 +17,7 @@ import grpc
 from . import _wire
 from .chunkid import group_keys
 from .conn import ConnConfig, Conn, ConnState, TLS
-from .crc32c import crc32c
+from .checksum import crc32c
 from .errors import (
     Cancelled,
     InvalidArgument,

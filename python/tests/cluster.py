@@ -18,6 +18,10 @@ REPO = Path(__file__).resolve().parents[2]
 READY = re.compile(r'msg="node ready" node=(\S+) grpc=(\S+) admin=(\S+) gossip=(\S+)')
 
 
+class Fatal(Exception):
+    """Raised by a wait_for condition that can never become true: wait_for lets it through at once."""
+
+
 def wait_for(cond: Callable[[], object], timeout: float = 10.0, what: str = "condition", interval: float = 0.02):
     """Poll cond until it returns a truthy value (returned) or timeout seconds pass (AssertionError)."""
     deadline = time.monotonic() + timeout
@@ -27,6 +31,8 @@ def wait_for(cond: Callable[[], object], timeout: float = 10.0, what: str = "con
             v = cond()
             if v:
                 return v
+        except Fatal:
+            raise
         except Exception as exc:  # noqa: BLE001 - keep polling; report the last error
             last_exc = exc
         if time.monotonic() > deadline:
@@ -90,7 +96,7 @@ class Node:
 
         def ready():
             if self.proc.poll() is not None:
-                raise RuntimeError(f"node {self.name} exited with {self.proc.returncode}:\n{self.log()}")
+                raise Fatal(f"node {self.name} exited with {self.proc.returncode}:\n{self.log()}")
             return READY.search(self.log())
 
         m = wait_for(ready, timeout, f"node {self.name} to be ready")

@@ -29,10 +29,13 @@ def binary(tmp_root):
 @pytest.fixture(scope="session")
 def cluster(binary, tmp_root):
     """Two nodes that form one ring (shared by the tests; each test uses its own namespace)."""
-    a = Node(binary, tmp_root, "a", extra=["--max-chunk-size", "48MiB"]).start()
-    b = Node(binary, tmp_root, "b", extra=["--max-chunk-size", "48MiB"], join=a.gossip).start()
+    a = Node(binary, tmp_root, "a", extra=["--max-chunk-size", "48MiB"])
+    b = Node(binary, tmp_root, "b", extra=["--max-chunk-size", "48MiB"])
     nodes = [a, b]
     try:
+        a.start()
+        b.join = a.gossip
+        b.start()
         yield nodes
     finally:
         for n in nodes:
@@ -45,9 +48,9 @@ def make_node(binary, tmp_root):
     made = []
 
     def make(extra=None, join=None):
-        n = Node(binary, tmp_root, f"n-{uuid.uuid4().hex[:8]}", extra=extra, join=join).start()
-        made.append(n)
-        return n
+        n = Node(binary, tmp_root, f"n-{uuid.uuid4().hex[:8]}", extra=extra, join=join)
+        made.append(n)  # cleaned up even if it fails to start
+        return n.start()
 
     yield make
     for n in made:
