@@ -3,10 +3,19 @@ GO ?= go
 BIN := $(CURDIR)/.bin
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: test race lint fuzz bench bench-store bench-policy bench-cluster proto verify-proto build ci
+.PHONY: test test-go test-python race lint fuzz bench bench-store bench-policy bench-cluster bench-python proto verify-proto build ci
 
-test:
+# PYTHON is Debian's interpreter, with python3-grpcio, python3-protobuf, python3-pytest and python3-numpy.
+PYTHON ?= /usr/bin/python3
+
+test: test-go test-python
+
+test-go:
 	$(GO) test -race ./...
+
+# test-python runs the Python client's tests (python/tests) against real nodes built from ./cmd/kvring.
+test-python:
+	cd python && $(PYTHON) -m pytest
 
 # race is the same as test: the suite always runs under the race detector.
 race: test
@@ -38,6 +47,10 @@ bench-policy:
 bench-cluster:
 	$(GO) test -run '^$$' -bench 'Cluster(Put|Get)' -benchtime 32x -count 3 ./cmd/kvring/
 	$(GO) test -run '^$$' -bench ClusterLookup -benchtime 3000x -count 3 ./cmd/kvring/
+
+# bench-python compares the Python client with the Go SDK on one cluster (docs/benchmarks.md).
+bench-python:
+	$(PYTHON) python/bench/bench.py
 
 proto:
 	scripts/proto/gen.sh

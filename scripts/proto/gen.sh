@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
-# Regenerates the Go code for proto/kvring/v1/*.proto with pinned generators (see versions.sh).
+# Regenerates the Go and Python code for proto/kvring/v1/*.proto with pinned generators (see versions.sh).
 #
-# Usage: scripts/proto/gen.sh [OUT_ROOT]
+# Usage: scripts/proto/gen.sh [OUT_ROOT [PY_OUT_ROOT]]
 #   OUT_ROOT defaults to <repo>/proto; files land in OUT_ROOT/kvring/v1/*.pb.go (paths=source_relative).
-#   verify.sh passes a temporary directory.
+#   PY_OUT_ROOT defaults to <repo>/python; files land in PY_OUT_ROOT/kvring/v1/*_pb2.py, *_pb2.pyi and
+#   *_pb2_grpc.py (the Python package kvring, python/, imports them as kvring.v1).
+#   verify.sh passes temporary directories.
 #
 # Environment:
 #   PROTOC          protoc binary to use (default: protoc on PATH). Its --version must match versions.sh.
 #   PROTO_BIN_DIR   where protoc-gen-go and protoc-gen-go-grpc are installed (default: <repo>/.bin).
+#   GRPC_PYTHON_PLUGIN  gRPC's Python plugin (default: /usr/bin/grpc_python_plugin, Debian's
+#                   protobuf-compiler-grpc; its package version must match versions.sh).
 #
-# If protoc is missing and apt-get is available as root, protobuf-compiler is installed from Debian.
+# If protoc or the gRPC Python plugin is missing and apt-get is available as root, protobuf-compiler and
+# protobuf-compiler-grpc are installed from Debian.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -18,6 +23,8 @@ root="$(cd "$here/../.." && pwd)"
 . "$here/versions.sh"
 
 out_root="${1:-$root/proto}"
+py_out_root="${2:-$root/python}"
+grpc_python_plugin="${GRPC_PYTHON_PLUGIN:-/usr/bin/grpc_python_plugin}"
 bin_dir="${PROTO_BIN_DIR:-$root/.bin}"
 protoc="${PROTOC:-protoc}"
 
@@ -38,6 +45,23 @@ if [ "$protoc_got" != "$PROTOC_VERSION_WANT" ]; then
 	die "protoc version mismatch: want \"$PROTOC_VERSION_WANT\", got \"$protoc_got\" from $(command -v "$protoc").
   The generated code records the protoc version, so a different protoc makes verify fail.
   Use Debian bookworm's protobuf-compiler (3.21.12) or point PROTOC at that build."
+fi
+
+# --- gRPC's Python plugin (Debian's protobuf-compiler-grpc) -------------------------------------------------------
+if [ ! -x "$grpc_python_plugin" ]; then
+	if [ -z "${GRPC_PYTHON_PLUGIN:-}" ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+		echo "proto/gen: grpc_python_plugin not found; installing Debian's protobuf-compiler-grpc" >&2
+		apt-get update -qq >&2
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq protobuf-compiler-grpc >&2
+	else
+		die "$grpc_python_plugin not found: install Debian's protobuf-compiler-grpc or set GRPC_PYTHON_PLUGIN"
+	fi
+fi
+# The plugin has no --version: when it is Debian's, the package version says which it is.
+if [ -z "${GRPC_PYTHON_PLUGIN:-}" ] && command -v dpkg-query >/dev/null 2>&1; then
+	grpc_py_got="$(dpkg-query -W -f='${Version}' protobuf-compiler-grpc 2>/dev/null || true)"
+	[ "$grpc_py_got" = "$GRPC_PYTHON_PLUGIN_DEB_VERSION" ] ||
+		die "protobuf-compiler-grpc version mismatch: want \"$GRPC_PYTHON_PLUGIN_DEB_VERSION\", got \"$grpc_py_got\""
 fi
 
 # --- Go plugins, installed into bin_dir (no global state) --------------------------------------------------------
@@ -81,3 +105,15 @@ find "$out_root/kvring/v1" -maxdepth 1 -name '*.pb.go' -delete
 	"${protos[@]}"
 
 echo "proto/gen: generated $(cd "$out_root/kvring/v1" && ls -- *.pb.go | tr '\n' ' ')in $out_root/kvring/v1" >&2
+
+# Python: protoc's own generator (messages and .pyi type stubs) and gRPC's plugin (service stubs). protoc 3.21's
+# output runs on python3-protobuf >= 3.20 (Debian bookworm: 4.21.12) and embeds no runtime version check.
+mkdir -p "$py_out_root/kvring/v1"
+find "$py_out_root/kvring/v1" -maxdepth 1 \( -name '*_pb2.py' -o -name '*_pb2.pyi' -o -name '*_pb2_grpc.py' \) -delete
+"$protoc" \
+	-I . \
+	--plugin=protoc-gen-grpc_python="$grpc_python_plugin" \
+	--python_out="$py_out_root" --pyi_out="$py_out_root" --grpc_python_out="$py_out_root" \
+	"${protos[@]}"
+
+echo "proto/gen: generated $(cd "$py_out_root/kvring/v1" && ls -- *_pb2* | tr '\n' ' ')in $py_out_root/kvring/v1" >&2

@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""Python client vs Go SDK: put and get throughput on the same cluster, in one run.
+
+Starts a cluster of real nodes (the kvring binary built from this repository, or $KVRING_BIN), then for each chunk
+size runs the Go SDK (python/bench/gosdk, built here) and this package on the same workload: `--chunks` random
+chunks put in batches of `--batch`, then read back `--rounds` times. Prints a markdown table of GB/s and the
+Python/Go ratios (docs/benchmarks.md records them).
+
+    /usr/bin/python3 python/bench/bench.py [--nodes 1] [--sizes 2097152,262144]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [os.path.join(HERE, ".."), os.path.join(HERE, "..", "tests")]
+
+import kvring  # noqa: E402
+from cluster import REPO, Node, kvring_binary, wait_for  # noqa: E402
+
+
+def py_bench(seeds: list[str], ns: str, size: int, count: int, batch: int, rounds: int) -> list[dict]:
+    c = kvring.Client(seeds, ns, kvring.Schema(model="bench", dtype="bf16", tokens_per_chunk=16))
+    try:
+        wait_for(lambda: c.state.status is kvring.ConnStatus.CONNECTED, 10, "python client to connect")
+        c.register()
+        chunks = [kvring.Chunk(os.urandom(32), os.urandom(size)) for _ in range(count)]
+        ids = [ch.id for ch in chunks]
+        t = time.perf_counter()
+        for i in range(0, count, batch):
+            for r in c.put(chunks[i : i + batch]):
+                if r.status != kvring.PutStatus.STORED:
+                    raise RuntimeError(f"put: {r.status} {r.reason}")
+        put_s = time.perf_counter() - t
+        # get: fresh bytes objects; get_into: reused caller buffers (what an engine does)
+        out = []
+        for op in ("get", "get_into"):
+            bufs = [bytearray(size) for _ in range(batch)]
+            t = time.perf_counter()
+            for _ in range(rounds):
+                for i in range(0, count, batch):
+                    part = ids[i : i + batch]
+                    if op == "get":
+                        got = c.get(part)
+                        ok = all(g is not None for g in got)
+                    else:
+                        ok = all(n == size for n in c.get_into(part, bufs[: len(part)]))
+                    if not ok:
+                        raise RuntimeError(f"{op}: a chunk was missing")
+            s = time.perf_counter() - t
+            out.append({"op": op, "size": size, "secs": s, "gbps": size * count * rounds / s / 1e9})
+        return [{"op": "put", "size": size, "secs": put_s, "gbps": size * count / put_s / 1e9}] + out
+    finally:
+        c.close()
+
+
+def go_bench(gobin: str, seeds: list[str], ns: str, size: int, count: int, batch: int, rounds: int, no_routing: bool) -> list[dict]:
+    args = [gobin, "-seeds", ",".join(seeds), "-namespace", ns, "-size", str(size), "-chunks", str(count),
+            "-batch", str(batch), "-rounds", str(rounds)]
+    if no_routing:
+        args.append("-no-routing")
+    return json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--nodes", type=int, default=1)
+    ap.add_argument("--sizes", default=f"{2 << 20},{256 << 10}")
+    ap.add_argument("--bytes", type=int, default=256 << 20, help="bytes put per size and client")
+    ap.add_argument("--batch", type=int, default=4)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=3, help="runs per client; the best is kept")
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="kvring-pybench-") as root:
+        binary = kvring_binary(root)
+        gobin = os.path.join(root, "gosdk")
+        subprocess.run(["go", "build", "-o", gobin, "./python/bench/gosdk"], cwd=REPO, check=True)
+        nodes = []
+        try:
+            for i in range(a.nodes):
+                n = Node(binary, root, f"b{i}", extra=["--memory-limit", "4GiB"], join=nodes[0].gossip if nodes else None)
+                nodes.append(n)
+                n.start()
+            seeds = [nodes[0].grpc]
+            rows = []
+            for size in [int(s) for s in a.sizes.split(",")]:
+                count = max(a.batch, a.bytes // size)
+                best: dict[tuple[str, str], float] = {}
+                for rep in range(a.repeat):
+                    runs = [("go", False), ("python", None)] + ([("go-unrouted", True)] if a.nodes > 1 else [])
+                    for who, no_route in runs:
+                        ns = f"bench/{who}/{size}/{rep}/{os.getpid()}"
+                        if who == "python":
+                            res = py_bench(seeds, ns, size, count, a.batch, a.rounds)
+                        else:
+                            res = go_bench(gobin, seeds, ns, size, count, a.batch, a.rounds, bool(no_route))
+                        for r in res:
+                            k = (who, r["op"])
+                            best[k] = max(best.get(k, 0.0), r["gbps"])
+                rows.append((size, count, best))
+        finally:
+            for n in nodes:
+                n.cleanup()
+    print(f"nodes={a.nodes} batch={a.batch} rounds={a.rounds} repeat={a.repeat} (best of) "
+          f"crc32c={kvring.checksum.IMPLEMENTATION}")
+    print("| chunk | op | Go SDK GB/s | Python GB/s | Python / Go |")
+    print("|---|---|---|---|---|")
+    for size, count, best in rows:
+        label = f"{size >> 20} MiB" if size >= 1 << 20 else f"{size >> 10} KiB"
+        for op, pyop in (("put", "put"), ("get", "get"), ("get", "get_into")):
+            g, p = best[("go", op)], best[("python", pyop)]
+            name = op if pyop == op else f"get (Python get_into)"
+            print(f"| {label} | {name} | {g:.2f} | {p:.2f} | {p / g:.2f}x |")
+        if ("go-unrouted", "put") in best:
+            for op in ("put", "get"):
+                g = best[("go-unrouted", op)]
+                print(f"| {label} | {op}, Go SDK unrouted | {g:.2f} | {best[('python', op)]:.2f} | "
+                      f"{best[('python', op)] / g:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,701 @@
+"""The kvring client: put, lookup and get prefix chunks with the same promises as the Go SDK (client/*.go).
+
+Every call goes to the node the background connection loop (:mod:`kvring.conn`) is connected to, which coordinates
+it (the Python client does not route chunks to their primary owners yet: the answers are the same, each byte just
+crosses one more hop). The namespace is registered on first use and again whenever a node says it does not know it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+from typing import Any, Iterator, Mapping, NamedTuple, Optional, Sequence, Union
+
+import grpc
+
+from . import _wire
+from .chunkid import group_keys
+from .conn import ConnConfig, Conn, ConnState, TLS
+from .checksum import crc32c
+from .errors import (
+    Cancelled,
+    InvalidArgument,
+    KvringError,
+    ProtocolError,
+    Unavailable,
+    UnknownNamespace,
+    from_rpc_error,
+)
+from .v1 import cache_pb2, cache_pb2_grpc, common_pb2
+
+__all__ = [
+    "Schema",
+    "Chunk",
+    "PutStatus",
+    "PutResult",
+    "Node",
+    "LookupResult",
+    "GetResult",
+    "Stats",
+    "Client",
+]
+
+log = logging.getLogger("kvring")
+
+Buffer = Any  # any object with the buffer protocol: bytes, bytearray, memoryview, numpy arrays...
+
+_DEFAULT_MAX_CHUNK = 64 << 20
+
+
+@dataclasses.dataclass(frozen=True)
+class Schema:
+    """The KV layout of a namespace. Two clients with different schemas under one namespace name are refused
+    (:class:`~kvring.SchemaMismatch` naming the differing fields) instead of silently missing each other's chunks.
+
+    The defaults are the Go SDK's zero values, so a Go and a Python engine that set the same fields agree.
+    ``chunks_per_group`` K above 1 places a prompt's chunks K at a time (see :func:`kvring.group_keys`); then every
+    put chunk needs its group key, and :meth:`Client.lookup` / :meth:`Client.get` take ids that start at a prompt's
+    first chunk. 32 suits engines (docs/placement.md).
+    """
+
+    model: str
+    dtype: str
+    tokens_per_chunk: int = 16
+    chunks_per_group: int = 0
+    layout: str = ""
+    hash_scheme: str = ""
+    tp_rank: int = 0
+    tp_size: int = 0
+    extra: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    def to_proto(self) -> common_pb2.NamespaceSchema:
+        return common_pb2.NamespaceSchema(
+            model=self.model,
+            dtype=self.dtype,
+            tokens_per_chunk=self.tokens_per_chunk,
+            layout=self.layout,
+            hash_scheme=self.hash_scheme,
+            tp_rank=self.tp_rank,
+            tp_size=self.tp_size,
+            extra=dict(self.extra),
+            chunks_per_group=self.chunks_per_group,
+        )
+
+
+@dataclasses.dataclass
+class Chunk:
+    """One chunk to store. ``data`` is any C-contiguous buffer-protocol object; it is only read, and only during
+    :meth:`Client.put` (the client keeps no reference afterwards). ``group`` is the chunk's group key, required
+    when the namespace groups chunks."""
+
+    id: bytes
+    data: Buffer
+    group: Optional[bytes] = None
+
+
+class PutStatus:
+    """A chunk's fate, as a string constant."""
+
+    STORED = "stored"
+    """At least min_replicas nodes hold the chunk now (holders)."""
+    ALREADY_HELD = "already_held"
+    """The cluster held it before; no bytes were needed."""
+    REJECTED = "rejected"
+    """No node holds it: the owners' admission policy or memory budget declined it. Not a system error."""
+    FAILED = "failed"
+    """No node (or fewer than min_replicas) holds it; reason says why."""
+
+
+_STATUS = {1: PutStatus.STORED, 2: PutStatus.ALREADY_HELD, 3: PutStatus.REJECTED, 4: PutStatus.FAILED}
+
+
+class Node(NamedTuple):
+    """A kvring node: its id and gRPC address."""
+
+    id: str
+    addr: str
+
+
+@dataclasses.dataclass
+class PutResult:
+    """The cluster's answer for one chunk of a put."""
+
+    id: bytes
+    status: str
+    holders: list[Node] = dataclasses.field(default_factory=list)
+    degraded: bool = False
+    """Held by fewer nodes than the replication factor."""
+    reason: str = ""
+    code: Optional[grpc.StatusCode] = None
+    """For rejected and failed: the gRPC code classifying the cause (RESOURCE_EXHAUSTED, UNAVAILABLE...)."""
+
+    @property
+    def held(self) -> bool:
+        """Whether the cluster holds the chunk after the put."""
+        return self.status in (PutStatus.STORED, PutStatus.ALREADY_HELD)
+
+
+class LookupResult(NamedTuple):
+    """How much of a prefix the cluster holds now. ``lease`` pins ``ids[:held]`` until ``lease_ttl`` seconds pass
+    or :meth:`Client.release_lease`; 0 when nothing was pinned."""
+
+    held: int
+    lease: int = 0
+    lease_ttl: float = 0.0
+    epoch: int = 0
+
+
+@dataclasses.dataclass
+class GetResult:
+    """One chunk read back: ``data`` (checksum verified) when found, else None and a reason."""
+
+    id: bytes
+    found: bool = False
+    data: Optional[bytes] = None
+    size: int = 0
+    holder: Optional[Node] = None
+    reason: str = "the node sent no answer for this chunk"
+
+
+@dataclasses.dataclass
+class Stats:
+    """Counters of one client. Read without locking; approximate under concurrency."""
+
+    checksum_mismatches: int = 0
+    """Chunks whose bytes failed their CRC-32C on read (each was reported a miss)."""
+    degraded_puts: int = 0
+    """Chunks stored or already held with fewer holders than the replication factor."""
+
+
+ChunkLike = Union[Chunk, tuple]
+
+
+class Client:
+    """A client of a kvring cluster. Safe for concurrent use from many threads.
+
+    Construction validates the arguments and starts connecting in the background; it never blocks and never fails
+    because the cluster is unreachable. While no node is connected, every call raises :class:`~kvring.Unavailable`
+    at once, naming the cause; calls work again by themselves once a node is back. Each call blocks until the node
+    answers or ``call_timeout`` seconds pass (:class:`~kvring.DeadlineExceeded`).
+
+    Args:
+        seeds: gRPC addresses (host:port) of kvring nodes, tried in turn.
+        namespace: the namespace of this engine's chunks (e.g. ``"llama-8b/tp0of1"``).
+        schema: the KV layout; see :class:`Schema`.
+        replication: replication factor, used when this client is first to register the namespace (0: the
+            cluster's default).
+        min_replicas: fewest holders for a write to count, on first registration (0: the cluster's default).
+        token: bearer token sent with every call.
+        tls: TLS settings (:class:`~kvring.TLS`); None for plaintext.
+        call_timeout: seconds a call may take. Default 10.
+        eager_put_bytes: a put whose chunks add up to at most this many bytes sends them without first asking which
+            the cluster needs (one round trip instead of two). Default 1 MiB; negative: never.
+        conn: further connection settings (:class:`~kvring.ConnConfig` fields: backoff, probes, callbacks).
+    """
+
+    def __init__(
+        self,
+        seeds: Sequence[str],
+        namespace: str,
+        schema: Schema,
+        *,
+        replication: int = 0,
+        min_replicas: int = 0,
+        token: Optional[str] = None,
+        tls: Optional[TLS] = None,
+        call_timeout: float = 10.0,
+        eager_put_bytes: int = 1 << 20,
+        **conn: Any,
+    ) -> None:
+        if not namespace:
+            raise ValueError("namespace is required")
+        if not schema.model or schema.tokens_per_chunk <= 0:
+            raise ValueError("schema needs at least model and a positive tokens_per_chunk")
+        if isinstance(seeds, str):
+            seeds = [seeds]
+        self.namespace = namespace
+        self.schema = schema
+        self.replication = replication
+        self.min_replicas = min_replicas
+        self.call_timeout = call_timeout
+        self.eager_put_bytes = eager_put_bytes
+        self.stats = Stats()
+        self._lock = threading.Lock()
+        self._ref: Optional[common_pb2.NamespaceRef] = None
+        self._max_chunk = _DEFAULT_MAX_CHUNK
+        self._stubs: dict[int, tuple[grpc.Channel, Any]] = {}
+        self._conn = Conn(ConnConfig(seeds=list(seeds), tls=tls, token=token, **conn))
+
+    # --- lifecycle ------------------------------------------------------------------------------------------
+
+    @property
+    def state(self) -> ConnState:
+        """The connection state now (status, addr, attempt, last_error, since). Never blocks."""
+        return self._conn.state
+
+    def close(self) -> None:
+        """Stop the background connection thread and close the channels. Idempotent; blocks briefly."""
+        self._conn.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # --- plumbing -------------------------------------------------------------------------------------------
+
+    def _stub(self) -> tuple[Any, Any, Any, str]:
+        """(cache stub, Put and Get callables with the fast frame codecs, addr) of the connected node, or raise
+        Unavailable at once."""
+        ch, addr = self._conn.ready()
+        with self._lock:
+            hit = self._stubs.get(id(ch))
+            if hit is None or hit[0] is not ch:
+                stub = cache_pb2_grpc.CacheStub(ch)
+                put = ch.stream_stream(
+                    "/kvring.v1.Cache/Put",
+                    request_serializer=_wire.serialize_put,
+                    response_deserializer=cache_pb2.PutResponse.FromString,
+                )
+                get = ch.unary_stream(
+                    "/kvring.v1.Cache/Get",
+                    request_serializer=cache_pb2.GetRequest.SerializeToString,
+                    response_deserializer=_wire.deserialize_get,
+                )
+                self._stubs = {id(ch): (ch, (stub, put, get))}
+                hit = self._stubs[id(ch)]
+        stub, put, get = hit[1]
+        return stub, put, get, addr
+
+    def _call_err(self, exc: grpc.RpcError, addr: str, what: str) -> KvringError:
+        err = from_rpc_error(exc, what)
+        if isinstance(err, Unavailable):
+            self._conn.report_failure(addr)
+            if not err.reason:  # gRPC's own transport errors ("Socket closed"): say which node, and what it means
+                err = Unavailable(f"kvring {what}: node {addr} unavailable: {exc.details()}", code=err.code,
+                                  reason=err.reason)
+        elif isinstance(err, Cancelled) and self._conn.state.addr == addr:
+            # the channel was closed under the call (node declared lost): that is unavailability
+            self._conn.report_failure(addr)
+            err = Unavailable(f"kvring {what}: connection to the kvring node was lost during the call: {err.message}")
+        return err
+
+    def register(self) -> bytes:
+        """Register the namespace (or check this client's schema against the registered one) and return the
+        schema fingerprint. Calls register by themselves when needed. Blocks for one round trip."""
+        stub, _, _, addr = self._stub()
+        return self._register(stub, addr).fingerprint
+
+    def _register(self, stub: Any, addr: str) -> common_pb2.NamespaceRef:
+        req = cache_pb2.RegisterNamespaceRequest(
+            name=self.namespace,
+            schema=self.schema.to_proto(),
+            replication_factor=self.replication,
+            min_replicas=self.min_replicas,
+        )
+        try:
+            resp = stub.RegisterNamespace(req, timeout=self.call_timeout, metadata=self._conn.metadata or None)
+        except grpc.RpcError as exc:
+            raise self._call_err(exc, addr, "register namespace") from None
+        ref = common_pb2.NamespaceRef(name=resp.namespace.name, fingerprint=resp.namespace.fingerprint)
+        with self._lock:
+            self._ref = ref
+            if resp.limits.max_chunk_bytes:
+                self._max_chunk = resp.limits.max_chunk_bytes
+        return ref
+
+    def _retry_unregistered(self, stub: Any, addr: str, call: Any) -> Any:
+        """Run call(ref) once more after re-registering when the node says the namespace is unknown."""
+        with self._lock:
+            ref = self._ref
+        if ref is None:
+            ref = self._register(stub, addr)
+        try:
+            return call(ref)
+        except UnknownNamespace:
+            pass
+        return call(self._register(stub, addr))
+
+    def _group_size(self) -> int:
+        return max(1, int(self.schema.chunks_per_group))
+
+    def _prefix_runs(self, ids: Sequence[bytes]) -> list[common_pb2.GroupRun]:
+        if self._group_size() == 1:
+            return []
+        return _runs(group_keys(ids, self._group_size()))
+
+    def _placed_runs(self, ids: Sequence[bytes], groups: Sequence[bytes]) -> list[common_pb2.GroupRun]:
+        if len(groups) != len(ids):
+            raise InvalidArgument(f"kvring: invalid argument: {len(groups)} group keys for {len(ids)} ids")
+        if self._group_size() == 1:
+            return []
+        return _runs(groups)
+
+    # --- lookup ---------------------------------------------------------------------------------------------
+
+    def lookup(self, ids: Sequence[bytes], pin: Optional[float] = None) -> LookupResult:
+        """How many leading ``ids`` the cluster holds now. With ``pin`` (seconds) the held chunks are pinned against
+        eviction for that long under a lease (the node caps it). When the namespace groups chunks, ``ids`` must
+        start at a prompt's first chunk; :meth:`lookup_placed` takes ids from anywhere. Blocks for one round trip."""
+        return self._lookup(list(ids), self._prefix_runs(ids), pin)
+
+    def lookup_placed(self, ids: Sequence[bytes], groups: Sequence[bytes], pin: Optional[float] = None) -> LookupResult:
+        """:meth:`lookup` for ids anywhere in their prompt: ``groups[i]`` is the group key of ``ids[i]``."""
+        return self._lookup(list(ids), self._placed_runs(ids, groups), pin)
+
+    def _lookup(self, ids: list[bytes], runs: list[common_pb2.GroupRun], pin: Optional[float]) -> LookupResult:
+        stub, _, _, addr = self._stub()
+        pin_ms = int(pin * 1000) if pin else 0
+
+        def call(ref: common_pb2.NamespaceRef) -> LookupResult:
+            req = cache_pb2.LookupRequest(namespace=ref, ids=ids, pin_ttl_ms=pin_ms, groups=runs)
+            try:
+                r = stub.Lookup(req, timeout=self.call_timeout, metadata=self._conn.metadata or None)
+            except grpc.RpcError as exc:
+                raise self._call_err(exc, addr, "lookup") from None
+            if r.held > len(ids):
+                raise ProtocolError(f"kvring lookup: the node reported {r.held} of {len(ids)} ids held")
+            return LookupResult(r.held, r.lease_id, r.lease_ttl_ms / 1000.0, r.epoch)
+
+        return self._retry_unregistered(stub, addr, call)
+
+    def release_lease(self, lease: int) -> bool:
+        """End a lookup's pins early; returns whether the lease was live. A lease granted by another node, or
+        already expired, is left to expire (False). Blocks for one round trip."""
+        stub, _, _, addr = self._stub()
+        try:
+            r = stub.ReleaseLease(
+                cache_pb2.ReleaseLeaseRequest(lease_id=lease), timeout=self.call_timeout, metadata=self._conn.metadata or None
+            )
+        except grpc.RpcError as exc:
+            raise self._call_err(exc, addr, "release lease") from None
+        return r.released
+
+    # --- put ------------------------------------------------------------------------------------------------
+
+    def put(self, chunks: Sequence[ChunkLike]) -> list[PutResult]:
+        """Store chunks with a two-phase confirmed write; one result per chunk, in order.
+
+        Each chunk is a :class:`Chunk` or a tuple ``(id, data)`` / ``(id, data, group)``; ``data`` is any
+        C-contiguous buffer-protocol object (bytes, memoryview, numpy array, ``tensor.numpy()``), sent from where it
+        lies and not kept after the call returns. Raises only when the call as a whole failed (not connected, bad
+        input, schema mismatch, timeout); then some chunks may be stored, and retrying is safe (a stored chunk then
+        answers already_held). Blocks for one or two round trips plus the transfer.
+        """
+        if not chunks:
+            return []
+        norm: list[tuple[bytes, memoryview, Optional[bytes]]] = []
+        for i, c in enumerate(chunks):
+            if isinstance(c, Chunk):
+                cid, data, group = c.id, c.data, c.group
+            else:
+                cid, data, group = (tuple(c) + (None,))[:3]
+            try:
+                mv = memoryview(data)
+            except TypeError:
+                raise TypeError(f"chunks[{i}].data: want a buffer-protocol object, got {type(data).__name__}") from None
+            if not mv.c_contiguous:
+                raise ValueError(f"chunks[{i}].data: the buffer is not C-contiguous (use numpy.ascontiguousarray)")
+            norm.append((bytes(cid), mv.cast("B") if mv.format != "B" or mv.ndim != 1 else mv, group))
+        runs: list[common_pb2.GroupRun] = []
+        if self._group_size() > 1:
+            keys = []
+            for i, (_, _, g) in enumerate(norm):
+                if not g:
+                    raise InvalidArgument(
+                        f"kvring: invalid argument: chunk {i} has no group key: namespace {self.namespace!r} places "
+                        f"chunks in groups of {self._group_size()} (see kvring.group_keys)"
+                    )
+                keys.append(bytes(g))
+            runs = _runs(keys)
+        refs = [common_pb2.ChunkRef(id=cid, size=len(mv), crc32c=crc32c(mv)) for cid, mv, _ in norm]
+        stub, put, _, addr = self._stub()
+        eager = self._eager(norm)
+        return self._retry_unregistered(stub, addr, lambda ref: self._put(put, addr, ref, norm, refs, runs, eager))
+
+    def _eager(self, norm: list[tuple[bytes, memoryview, Optional[bytes]]]) -> bool:
+        if self.eager_put_bytes < 0:
+            return False
+        total = 0
+        for _, mv, _ in norm:
+            total += len(mv)
+            if total > self.eager_put_bytes:
+                return False
+        return True
+
+    def _put(
+        self,
+        put: Any,
+        addr: str,
+        ref: common_pb2.NamespaceRef,
+        norm: list[tuple[bytes, memoryview, Optional[bytes]]],
+        refs: list[common_pb2.ChunkRef],
+        runs: list[common_pb2.GroupRun],
+        eager: bool,
+    ) -> list[PutResult]:
+        n = len(norm)
+        need_box: list[Optional[Sequence[int]]] = [None]
+        need_ready = threading.Event()
+        done = threading.Event()
+
+        def requests() -> Iterator[Union[bytes, cache_pb2.PutRequest]]:
+            yield cache_pb2.PutRequest(begin=cache_pb2.PutBegin(namespace=ref, chunks=refs, groups=runs, eager=eager))
+            if eager:
+                need: Sequence[int] = range(n)
+            else:
+                need_ready.wait()
+                if done.is_set() or need_box[0] is None:
+                    return
+                need = need_box[0]
+            for idx in need:
+                mv = norm[idx][1]
+                size = len(mv)
+                off = 0
+                while off < size:
+                    if done.is_set():
+                        return
+                    end = min(off + _wire.MAX_FRAME_BYTES, size)
+                    yield _wire.put_data_frame(idx, off, mv[off:end])
+                    off = end
+            yield cache_pb2.PutRequest(end=cache_pb2.PutEnd())
+
+        out = [PutResult(id=norm[i][0], status="") for i in range(n)]
+        seen = [False] * n
+
+        def take(r: cache_pb2.PutChunkResult) -> None:
+            i = r.index
+            if i >= n:
+                return
+            seen[i] = True
+            res = out[i]
+            res.status = _STATUS.get(r.status, "")
+            res.degraded = r.degraded
+            res.reason = r.reason
+            res.code = _code(r.code)
+            res.holders = [Node(h.node_id, h.grpc_addr) for h in r.holders]
+
+        responses = put(requests(), timeout=self.call_timeout, metadata=self._conn.metadata or None)
+        try:
+            result = None
+            for m in responses:
+                which = m.WhichOneof("msg")
+                if which == "need":
+                    for r in m.need.settled:
+                        take(r)
+                    if not eager:
+                        for idx in m.need.need:
+                            if idx >= n:
+                                raise ProtocolError(f"kvring put: the node asked for chunk {idx} of {n}")
+                        need_box[0] = list(m.need.need)
+                        need_ready.set()
+                elif which == "result":
+                    result = m.result
+                    break
+            if result is None:
+                raise ProtocolError("kvring put: the node ended the call without a result")
+            for r in result.results:
+                take(r)
+        except grpc.RpcError as exc:
+            raise self._call_err(exc, addr, "put") from None
+        finally:
+            done.set()
+            need_ready.set()
+            responses.cancel()
+        for i, ok in enumerate(seen):
+            res = out[i]
+            if not ok or not res.status:
+                res.status, res.holders, res.reason = PutStatus.FAILED, [], "the node sent no result for this chunk"
+            if res.degraded and res.held:
+                self.stats.degraded_puts += 1
+        return out
+
+    # --- get ------------------------------------------------------------------------------------------------
+
+    def read(self, ids: Sequence[bytes]) -> list[GetResult]:
+        """Read chunks with their holder and miss reasons. A chunk that is not held, or whose bytes fail their
+        checksum, comes back with ``found`` False and a reason, never as data. ``ids`` start at a prompt's first
+        chunk when the namespace groups chunks (:meth:`read_placed` otherwise). Blocks until every chunk is in."""
+        return self._read(list(ids), self._prefix_runs(ids), None)
+
+    def read_placed(self, ids: Sequence[bytes], groups: Sequence[bytes]) -> list[GetResult]:
+        """:meth:`read` for ids anywhere in their prompt: ``groups[i]`` is the group key of ``ids[i]``."""
+        return self._read(list(ids), self._placed_runs(ids, groups), None)
+
+    def get(self, ids: Sequence[bytes]) -> list[Optional[bytes]]:
+        """The bytes of each chunk (checksum verified), or None for a miss. The bytes are new objects the caller
+        owns. See :meth:`read` for reasons and :meth:`get_into` to fill buffers the caller owns."""
+        return [r.data if r.found else None for r in self.read(ids)]
+
+    def get_placed(self, ids: Sequence[bytes], groups: Sequence[bytes]) -> list[Optional[bytes]]:
+        """:meth:`get` for ids anywhere in their prompt: ``groups[i]`` is the group key of ``ids[i]``."""
+        return [r.data if r.found else None for r in self.read_placed(ids, groups)]
+
+    def get_into(self, ids: Sequence[bytes], buffers: Sequence[Buffer], groups: Optional[Sequence[bytes]] = None) -> list[Optional[int]]:
+        """Read chunks straight into buffers the caller owns: ``buffers[i]`` (any writable C-contiguous
+        buffer-protocol object, e.g. a numpy array or ``tensor.numpy()``) receives chunk ``ids[i]``.
+
+        Returns per chunk the number of bytes written, or None for a miss (not held, failed its checksum, or larger
+        than its buffer). A buffer of a miss may hold partial or damaged bytes: only the returned sizes count. The
+        client keeps no reference to the buffers after the call. ``groups`` as in :meth:`read_placed`.
+        """
+        if len(buffers) != len(ids):
+            raise ValueError(f"{len(buffers)} buffers for {len(ids)} ids")
+        views = []
+        for i, b in enumerate(buffers):
+            mv = memoryview(b)
+            if mv.readonly:
+                raise ValueError(f"buffers[{i}] is read-only")
+            if not mv.c_contiguous:
+                raise ValueError(f"buffers[{i}] is not C-contiguous")
+            views.append(mv.cast("B") if mv.format != "B" or mv.ndim != 1 else mv)
+        runs = self._placed_runs(ids, groups) if groups is not None else self._prefix_runs(ids)
+        res = self._read(list(ids), runs, views)
+        return [r.size if r.found else None for r in res]
+
+    def _read(self, ids: list[bytes], runs: list[common_pb2.GroupRun], views: Optional[list[memoryview]]) -> list[GetResult]:
+        if not ids:
+            return []
+        stub, _, get, addr = self._stub()
+        return self._retry_unregistered(stub, addr, lambda ref: self._get(get, addr, ref, ids, runs, views))
+
+    def _get(
+        self,
+        get: Any,
+        addr: str,
+        ref: common_pb2.NamespaceRef,
+        ids: list[bytes],
+        runs: list[common_pb2.GroupRun],
+        views: Optional[list[memoryview]],
+    ) -> list[GetResult]:
+        n = len(ids)
+        out = [GetResult(id=ids[i]) for i in range(n)]
+        with self._lock:
+            bound = self._max_chunk
+        stream = get(
+            cache_pb2.GetRequest(namespace=ref, ids=ids, groups=runs), timeout=self.call_timeout,
+            metadata=self._conn.metadata or None,
+        )
+        cur: Optional[GetResult] = None
+        cur_i = 0
+        want = got = 0
+        crc = 0
+        frames: list[memoryview] = []
+        dst: Optional[memoryview] = None
+        try:
+            for m in stream:
+                if isinstance(m, _wire.DataFrame):
+                    if cur is None or m.index != cur_i or m.offset != got or got + len(m.data) > want or not len(m.data):
+                        raise ProtocolError("kvring get: malformed frame from the node")
+                    data = m.data
+                    crc = crc32c(data, crc)
+                    if dst is not None:
+                        dst[got : got + len(data)] = data
+                    elif views is None:
+                        frames.append(data)
+                    got += len(data)
+                    if got == want:
+                        self._finish(cur, crc, frames, dst, views)
+                        cur, frames = None, []
+                    continue
+                h = m.header
+                if m.WhichOneof("msg") != "header":
+                    raise ProtocolError("kvring get: the node sent a message without header or data")
+                if cur is not None:
+                    raise ProtocolError(f"kvring get: the node started chunk {h.index} before finishing the previous one")
+                i = h.index
+                if i >= n:
+                    raise ProtocolError(f"kvring get: the node answered for chunk {i} of {n}")
+                r = out[i]
+                if h.HasField("holder"):
+                    r.holder = Node(h.holder.node_id, h.holder.grpc_addr)
+                if h.status != common_pb2.READ_STATUS_FOUND:
+                    r.reason = h.reason or "not held"
+                    continue
+                want, got, crc = h.chunk.size, 0, h.chunk.crc32c
+                if want > bound:
+                    raise ProtocolError(
+                        f"kvring get: the node declared chunk {i} of {want} bytes, above the cluster's largest chunk {bound}"
+                    )
+                r.size = want
+                r._crc = h.chunk.crc32c  # type: ignore[attr-defined]
+                crc = 0
+                cur, cur_i, dst = r, i, None
+                if views is not None:
+                    if want > len(views[i]):
+                        r.reason = f"chunk of {want} bytes does not fit its buffer of {len(views[i])} bytes"
+                        raise _TooSmall(i)
+                    dst = views[i]
+                if want == 0:
+                    self._finish(cur, crc, frames, dst, views)
+                    cur = None
+        except _TooSmall:
+            stream.cancel()
+            # The rest of the stream is lost with the cancel: read the others again without the small buffer.
+            return self._refill_after_small(ids, runs, views, out)
+        except grpc.RpcError as exc:
+            raise self._call_err(exc, addr, "get") from None
+        finally:
+            stream.cancel()
+        if cur is not None:
+            cur.reason = "the stream ended inside the chunk"
+        return out
+
+    def _finish(self, r: GetResult, crc: int, frames: list[memoryview], dst: Optional[memoryview], views: Any) -> None:
+        if crc != r._crc:  # type: ignore[attr-defined]
+            self.stats.checksum_mismatches += 1
+            log.warning("kvring get: chunk %s failed its checksum (declared %#010x, computed %#010x): reported a miss",
+                        r.id.hex(), r._crc, crc)  # type: ignore[attr-defined]
+            r.found, r.data, r.reason = False, None, "bytes failed their checksum"
+            return
+        r.found, r.reason = True, ""
+        if views is None:
+            r.data = b"".join(frames) if len(frames) != 1 else bytes(frames[0])
+
+    def _refill_after_small(self, ids: list[bytes], runs: list[common_pb2.GroupRun], views: Any, out: list[GetResult]) -> list[GetResult]:
+        # Rare path: a buffer too small. Read every chunk not yet complete again, one at a time, skipping the
+        # ones that do not fit (their reason stays).
+        for i, r in enumerate(out):
+            if r.found or r.reason.startswith("chunk of "):
+                continue
+            key = _run_key(runs, i)
+            sub = [common_pb2.GroupRun(key=key, count=1)] if key is not None else []
+            one = self._read([ids[i]], sub, [views[i]])[0]
+            one.id = ids[i]
+            out[i] = one
+        return out
+
+
+class _TooSmall(Exception):
+    pass
+
+
+def _run_key(runs: list[common_pb2.GroupRun], i: int) -> Optional[bytes]:
+    pos = 0
+    for r in runs:
+        if i < pos + r.count:
+            return r.key
+        pos += r.count
+    return None
+
+
+def _runs(keys: Sequence[bytes]) -> list[common_pb2.GroupRun]:
+    runs: list[common_pb2.GroupRun] = []
+    last = None
+    for k in keys:
+        k = bytes(k)
+        if runs and k == last:
+            runs[-1].count += 1
+            continue
+        runs.append(common_pb2.GroupRun(key=k, count=1))
+        last = k
+    return runs
+
+
+def _code(v: int) -> Optional[grpc.StatusCode]:
+    if not v:
+        return None
+    from .errors import CODE_BY_NUMBER  # noqa: PLC0415
+
+    return CODE_BY_NUMBER.get(v)

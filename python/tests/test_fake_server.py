@@ -1,0 +1,156 @@
+"""The client against a fake node written here: damaged bytes are never returned, ErrorInfo reasons map to the
+right exceptions, and a node that forgot the namespace gets it registered again."""
+
+from concurrent import futures
+import os
+import threading
+
+import grpc
+import pytest
+
+import kvring
+from cluster import wait_for
+from conftest import connected
+from kvring.v1 import cache_pb2, cache_pb2_grpc, common_pb2
+
+FINGERPRINT = bytes(range(32))
+
+
+def status_details(code: grpc.StatusCode, message: str, reason: str) -> bytes:
+    """A serialized google.rpc.Status with a kvring ErrorInfo, as the Go node sends (built by hand: no googleapis
+    protos needed)."""
+
+    def ld(num, payload):
+        return bytes([num << 3 | 2]) + _varint(len(payload)) + payload
+
+    info = ld(1, reason.encode()) + ld(2, b"kvring")
+    any_ = ld(1, b"type.googleapis.com/google.rpc.ErrorInfo") + ld(2, info)
+    return bytes([0x08]) + _varint(code.value[0]) + ld(2, message.encode()) + ld(3, any_)
+
+
+def _varint(v):
+    out = bytearray()
+    while v > 0x7F:
+        out.append(v & 0x7F | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+class FakeCache(cache_pb2_grpc.CacheServicer):
+    def __init__(self):
+        self.registrations = 0
+        self.forget_once = False
+        self.fail_lookup = None  # (code, message, reason)
+        self.chunks = {}  # id -> (bytes, declared crc)
+        self.lock = threading.Lock()
+
+    def RegisterNamespace(self, request, context):
+        with self.lock:
+            self.registrations += 1
+        rec = common_pb2.NamespaceRecord(name=request.name, schema=request.schema, fingerprint=FINGERPRINT)
+        return cache_pb2.RegisterNamespaceResponse(epoch=1, namespace=rec, limits=common_pb2.Limits(max_chunk_bytes=1 << 26))
+
+    def Lookup(self, request, context):
+        if self.forget_once:
+            self.forget_once = False
+            self._abort(context, grpc.StatusCode.FAILED_PRECONDITION, f'unknown namespace "{request.namespace.name}"',
+                        "UNKNOWN_NAMESPACE")
+        if self.fail_lookup:
+            self._abort(context, *self.fail_lookup)
+        held = 0
+        for i in request.ids:
+            if i not in self.chunks:
+                break
+            held += 1
+        return cache_pb2.LookupResponse(epoch=1, held=held)
+
+    def Get(self, request, context):
+        for idx, i in enumerate(request.ids):
+            if i not in self.chunks:
+                yield cache_pb2.GetResponse(epoch=1, header=common_pb2.ChunkHeader(
+                    index=idx, status=common_pb2.READ_STATUS_NOT_FOUND, chunk=common_pb2.ChunkRef(id=i), reason="not held here"))
+                continue
+            data, crc = self.chunks[i]
+            yield cache_pb2.GetResponse(epoch=1, header=common_pb2.ChunkHeader(
+                index=idx, status=common_pb2.READ_STATUS_FOUND, chunk=common_pb2.ChunkRef(id=i, size=len(data), crc32c=crc),
+                holder=common_pb2.NodeRef(node_id="fake", grpc_addr="fake:1")))
+            for off in range(0, len(data), 1 << 20):
+                yield cache_pb2.GetResponse(epoch=1, data=common_pb2.DataFrame(index=idx, offset=off, data=data[off:off + (1 << 20)]))
+
+    @staticmethod
+    def _abort(context, code, message, reason):
+        context.set_trailing_metadata((("grpc-status-details-bin", status_details(code, message, reason)),))
+        context.abort(code, message)
+
+
+def _health(request, context):
+    return b"\x08\x01"  # SERVING
+
+
+@pytest.fixture
+def fake():
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+    svc = FakeCache()
+    cache_pb2_grpc.add_CacheServicer_to_server(svc, server)
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("grpc.health.v1.Health", {
+        "Check": grpc.unary_unary_rpc_method_handler(_health),
+    }),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    yield svc, f"127.0.0.1:{port}"
+    server.stop(None)
+
+
+def test_checksum_damage_is_a_counted_miss_never_data(fake, client_for):
+    svc, addr = fake
+    good, bad, big_bad = os.urandom(32), os.urandom(32), os.urandom(32)
+    svc.chunks[good] = (b"intact bytes", kvring.crc32c(b"intact bytes"))
+    svc.chunks[bad] = (b"damaged bytes", kvring.crc32c(b"damaged bytez"))
+    payload = os.urandom((2 << 20) + 3)
+    svc.chunks[big_bad] = (payload, kvring.crc32c(payload) ^ 1)
+    c = client_for([addr], "fake/ns")
+    wait_for(lambda: connected(c))
+    assert c.get([good, bad, big_bad, os.urandom(32)]) == [b"intact bytes", None, None, None]
+    assert c.stats.checksum_mismatches == 2
+    res = c.read([bad])
+    assert not res[0].found and res[0].data is None and "checksum" in res[0].reason
+    buf = bytearray(len(payload))
+    assert c.get_into([big_bad, good], [buf, bytearray(100)]) == [None, len(b"intact bytes")]
+    assert c.stats.checksum_mismatches == 4
+
+
+def test_forgotten_namespace_is_registered_again(fake, client_for):
+    svc, addr = fake
+    c = client_for([addr], "fake/ns")
+    wait_for(lambda: connected(c))
+    assert c.lookup([os.urandom(32)]).held == 0
+    assert svc.registrations == 1
+    svc.forget_once = True
+    assert c.lookup([os.urandom(32)]).held == 0
+    assert svc.registrations == 2
+
+
+@pytest.mark.parametrize("code,reason,exc", [
+    (grpc.StatusCode.FAILED_PRECONDITION, "SCHEMA_MISMATCH", kvring.SchemaMismatch),
+    (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_ARGUMENT", kvring.InvalidArgument),
+    (grpc.StatusCode.INVALID_ARGUMENT, "BAD_FRAME", kvring.InvalidArgument),
+    (grpc.StatusCode.RESOURCE_EXHAUSTED, "PIN_LIMIT", kvring.ResourceExhausted),
+    (grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED", kvring.PermissionDenied),
+    (grpc.StatusCode.UNAUTHENTICATED, "UNAUTHENTICATED", kvring.Unauthenticated),
+    (grpc.StatusCode.ABORTED, "BUSY", kvring.Aborted),
+    (grpc.StatusCode.FAILED_PRECONDITION, "", kvring.FailedPrecondition),  # no ErrorInfo: by code alone
+    (grpc.StatusCode.INTERNAL, "", kvring.Internal),
+])
+def test_error_reasons_map_to_exceptions_keeping_the_message(fake, client_for, code, reason, exc):
+    svc, addr = fake
+    c = client_for([addr], "fake/ns")
+    wait_for(lambda: connected(c))
+    msg = "lookup.ids[3]: the server's own words"
+    svc.fail_lookup = (code, msg, reason or "SOMETHING_NEW")
+    with pytest.raises(exc) as ei:
+        c.lookup([os.urandom(32)])
+    assert ei.value.message == "kvring lookup: " + msg
+    assert ei.value.code == code
+    if reason:
+        assert ei.value.reason == reason
