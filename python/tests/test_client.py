@@ -144,8 +144,8 @@ def test_rejected_when_the_owners_have_no_space(make_node, client_for, namespace
     # 12 MiB is more than --max-staged (half the memory limit) allows
     res = c.put([(ids[0], os.urandom(12 << 20)), (ids[1], b"small")])
     assert res[0].status == kvring.PutStatus.REJECTED and not res[0].held and res[0].reason, res[0]
-    # the node may classify the cause (PutChunkResult.code); this one leaves it 0 today
-    assert res[0].code in (None, kvring.ResourceExhausted.default_code)
+    # the node classifies the cause (PutChunkResult.code): no space is RESOURCE_EXHAUSTED
+    assert res[0].code == kvring.ResourceExhausted.default_code, res[0]
     assert "no space" in res[0].reason
     assert res[1].status == kvring.PutStatus.STORED
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/kvring/kvring/node/internal/metrics"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
+	"github.com/kvring/kvring/transfer"
 )
 
 // result decides the fate of the chunk at batch index idx from its owners'
@@ -24,6 +25,9 @@ func (tx *putTx) result(idx uint32) *kvringv1.PutChunkResult {
 		if s.failed != nil {
 			reasons = append(reasons, s.failed.Error())
 			allRejected = false
+			if r.Code == 0 {
+				r.Code = transfer.WireCode(s.cause)
+			}
 			continue
 		}
 		holder := &kvringv1.NodeRef{NodeId: s.member.ID, GrpcAddr: s.member.Addr}
@@ -38,6 +42,9 @@ func (tx *putTx) result(idx uint32) *kvringv1.PutChunkResult {
 			r.Holders = append(r.Holders, holder)
 		case kvringv1.Vote_VOTE_REJECTED:
 			reasons = append(reasons, fmt.Sprintf("node %s: %s", s.member.ID, v.GetReason()))
+			if r.Code == 0 {
+				r.Code = v.GetCode() // REJECTED or NO_SPACE: the client can tell them apart
+			}
 		case kvringv1.Vote_VOTE_READY:
 			reasons = append(reasons, fmt.Sprintf("node %s: voted ready but was not committed", s.member.ID))
 			allRejected = false
@@ -48,10 +55,14 @@ func (tx *putTx) result(idx uint32) *kvringv1.PutChunkResult {
 			}
 			reasons = append(reasons, fmt.Sprintf("node %s: %s", s.member.ID, reason))
 			allRejected = false
+			if r.Code == 0 {
+				r.Code = v.GetCode()
+			}
 		}
 	}
 	switch {
 	case len(r.Holders) >= tx.minReplicas:
+		r.Code = 0 // held: a rejection by some owner is only a reason
 		r.Status = kvringv1.PutStatus_PUT_STATUS_ALREADY_HELD
 		if newly {
 			r.Status = kvringv1.PutStatus_PUT_STATUS_STORED
