@@ -73,6 +73,33 @@ func aliveMembers(cmd *cobra.Command, af *adminFlags) ([]node.ClusterMember, err
 	return out, nil
 }
 
+// fanOut sends method path to every alive member the node at af.addr lists,
+// except skip, one after the other, and hands each answer to each. It
+// returns how many members answered and the failures, one per member that
+// did not (or whose answer each refused).
+func fanOut(cmd *cobra.Command, af *adminFlags, method, path, skip string,
+	each func(m node.ClusterMember, body []byte) error) (answered int, failed []error, err error) {
+	members, err := aliveMembers(cmd, af)
+	if err != nil {
+		return 0, nil, err
+	}
+	for _, m := range members {
+		if m.ID == skip {
+			continue
+		}
+		body, err := af.call(cmd.Context(), method, m.AdminAddr, path)
+		if err == nil {
+			err = each(m, body)
+		}
+		if err != nil {
+			failed = append(failed, err)
+			continue
+		}
+		answered++
+	}
+	return answered, failed, nil
+}
+
 func newNamespacesCmd() *cobra.Command {
 	var af adminFlags
 	cmd := &cobra.Command{
@@ -83,29 +110,18 @@ func newNamespacesCmd() *cobra.Command {
 			if err := loadFlags(cmd); err != nil {
 				return err
 			}
-			members, err := aliveMembers(cmd, &af)
-			if err != nil {
-				return err
-			}
 			type total struct {
 				info          node.NamespaceInfo
 				chunks, bytes int64
 				nodes         int
 			}
 			all := map[string]*total{}
-			var failed []error
-			for _, m := range members {
-				body, err := af.call(cmd.Context(), http.MethodGet, m.AdminAddr, "/v1/namespaces")
-				if err != nil {
-					failed = append(failed, err)
-					continue
-				}
+			answered, failed, err := fanOut(cmd, &af, http.MethodGet, "/v1/namespaces", "", func(_ node.ClusterMember, body []byte) error {
 				var resp struct {
 					Namespaces []node.NamespaceInfo `json:"namespaces"`
 				}
 				if err := af.decode(body, &resp); err != nil {
-					failed = append(failed, err)
-					continue
+					return err
 				}
 				for _, ns := range resp.Namespaces {
 					t := all[ns.Name]
@@ -117,7 +133,12 @@ func newNamespacesCmd() *cobra.Command {
 					t.bytes += ns.Bytes
 					t.nodes++
 				}
+				return nil
+			})
+			if err != nil {
+				return err
 			}
+			members := answered + len(failed)
 			names := make([]string, 0, len(all))
 			for n := range all {
 				names = append(names, n)
@@ -128,13 +149,13 @@ func newNamespacesCmd() *cobra.Command {
 			for _, n := range names {
 				t := all[n]
 				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d/%d\t%d of %d\n", n, t.info.Schema.Model, t.chunks, humanBytes(t.bytes),
-					t.info.MinReplicas, t.info.ReplicationFactor, t.nodes, len(members))
+					t.info.MinReplicas, t.info.ReplicationFactor, t.nodes, members)
 			}
 			if err := tw.Flush(); err != nil {
 				return err
 			}
 			if len(failed) > 0 {
-				return fmt.Errorf("%d of %d members did not answer (the figures leave them out); first: %v", len(failed), len(members), failed[0])
+				return fmt.Errorf("%d of %d members did not answer (the figures leave them out); first: %v", len(failed), members, failed[0])
 			}
 			return nil
 		},
@@ -159,32 +180,24 @@ the command exits non-zero; run it again once they are back.`,
 			if err := loadFlags(cmd); err != nil {
 				return err
 			}
-			members, err := aliveMembers(cmd, &af)
+			var drops []node.DroppedNamespace
+			dropped, failed, err := fanOut(cmd, &af, http.MethodDelete, "/v1/namespaces/"+url.PathEscape(args[0]), "",
+				func(_ node.ClusterMember, body []byte) error {
+					var d node.DroppedNamespace
+					if err := af.decode(body, &d); err != nil {
+						return err
+					}
+					drops = append(drops, d)
+					return nil
+				})
 			if err != nil {
 				return err
-			}
-			path := "/v1/namespaces/" + url.PathEscape(args[0])
-			var failed []error
-			var drops []node.DroppedNamespace
-			for _, m := range members {
-				body, err := af.call(cmd.Context(), http.MethodDelete, m.AdminAddr, path)
-				if err != nil {
-					failed = append(failed, err)
-					continue
-				}
-				var d node.DroppedNamespace
-				if err := af.decode(body, &d); err != nil {
-					failed = append(failed, err)
-					continue
-				}
-				drops = append(drops, d)
 			}
 			if err := printDrops(cmd.OutOrStdout(), drops, af.json); err != nil {
 				return err
 			}
-			dropped := len(drops)
 			if len(failed) > 0 {
-				return fmt.Errorf("namespace %q dropped on %d of %d members; first failure: %v", args[0], dropped, len(members), failed[0])
+				return fmt.Errorf("namespace %q dropped on %d of %d members; first failure: %v", args[0], dropped, dropped+len(failed), failed[0])
 			}
 			return nil
 		},
@@ -259,26 +272,16 @@ joins the cluster again (a restart).`,
 			if err := loadFlags(cmd); err != nil {
 				return err
 			}
-			members, err := aliveMembers(cmd, &af)
-			if err != nil {
-				return err
-			}
 			path := "/v1/members/" + url.PathEscape(args[0])
 			if force {
 				path += "?force=true"
 			}
-			var failed []error
-			done := 0
-			for _, m := range members {
-				if m.ID == args[0] {
-					continue
-				}
-				if _, err := af.call(cmd.Context(), http.MethodDelete, m.AdminAddr, path); err != nil {
-					failed = append(failed, err)
-					continue
-				}
-				done++
+			done, failed, err := fanOut(cmd, &af, http.MethodDelete, path, args[0], func(m node.ClusterMember, _ []byte) error {
 				fmt.Fprintf(cmd.OutOrStdout(), "%s forgot %s\n", m.ID, args[0])
+				return nil
+			})
+			if err != nil {
+				return err
 			}
 			if len(failed) > 0 {
 				return fmt.Errorf("member %s forgotten by %d of %d members; first failure: %v", args[0], done, done+len(failed), failed[0])
