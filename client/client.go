@@ -63,8 +63,8 @@ type Config struct {
 	// ring view (Cache.Topology) after connecting, when a node's epoch
 	// changes and every ~10s, and sends each chunk's Put and Get straight to
 	// its primary owner, falling back to the connected node when an owner
-	// cannot take it (see Routing and route.go). Lookup always goes through
-	// the connected node.
+	// cannot take it (see Routing and route.go). A Lookup goes to the
+	// primary owner of its first id's placement key (lookup_route.go).
 	DisableRouting bool
 }
 

@@ -21,7 +21,8 @@ import (
 // Routing: with a ring view (topology.go), Put and Get split a batch by each id's primary owner and send every
 // share straight to that owner, which coordinates it itself, over one connection per owner, in parallel; the
 // answers are merged back into the caller's order. The share of the node the client is connected to goes over
-// the main connection. Lookup always goes over the main connection.
+// the main connection. A Lookup goes whole to the primary owner of its first id's placement key
+// (lookup_route.go).
 //
 // Fallback, per share: when the owner cannot take it (unreachable, no answer within the owner's answer timeout,
 // deadline or cancellation not caused by the caller, the namespace unknown there, Topology/Put/Get not
