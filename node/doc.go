@@ -32,6 +32,10 @@
 //     Errors are joined.
 //   - One clock (Config.Now) drives the store's leases, the lease records of
 //     owner and coordinator and the membership's settle window.
+//   - The admin API reads by default; its write actions (drain, forget,
+//     drop a namespace, evict: actions.go) need the admin token or
+//     Config.AdminActions. Readiness is off while the node drains or its
+//     store is unhealthy (Readiness).
 //
 // This package does not hold chunk bytes itself: the store does, and the
 // owner and the coordinator move them.
