@@ -76,6 +76,8 @@ func (c *conn) closeRetired() {
 type connSnapshot struct {
 	state ConnState
 	cc    *grpc.ClientConn
+	// next is closed when the snapshot is replaced (ready waits on it).
+	next chan struct{}
 }
 
 // newConn validates cfg and starts connecting in the background. It never blocks and fails only for an invalid
@@ -141,6 +143,9 @@ func (c *conn) ready(ctx context.Context) (*grpc.ClientConn, error) {
 		return nil, err
 	}
 	snap := c.cur.Load()
+	if s := snap.state; s.Status == ConnReconnecting && s.Attempt == 1 {
+		snap = c.awaitFirstAttempt(ctx, snap)
+	}
 	switch snap.state.Status {
 	case ConnConnected:
 		return snap.cc, nil
@@ -153,6 +158,33 @@ func (c *conn) ready(ctx context.Context) (*grpc.ClientConn, error) {
 		cause = fmt.Sprintf("last error: %s; %s, attempt %d", s.LastError, s.Status, s.Attempt)
 	}
 	return nil, withCode(fmt.Errorf("%w (%s)", errNotConnected, cause))
+}
+
+// awaitFirstAttempt waits, at most DialTimeout (one attempt's bound) and
+// while ctx lasts, for the first attempt to reconnect after a loss to end,
+// and returns the state then. A node that restarts or hands its engines over
+// (a rolling restart; the seed a load balancer in front of several nodes)
+// so costs a call a short wait instead of an error; once that attempt has
+// failed, calls fail at once until the connection is back.
+func (c *conn) awaitFirstAttempt(ctx context.Context, snap *connSnapshot) *connSnapshot {
+	if snap.next == nil {
+		return snap
+	}
+	t := time.NewTimer(c.cfg.DialTimeout)
+	defer t.Stop()
+	for {
+		select {
+		case <-snap.next:
+			snap = c.cur.Load()
+			if s := snap.state; s.Status != ConnReconnecting || s.Attempt != 1 || snap.next == nil {
+				return snap
+			}
+		case <-t.C:
+			return c.cur.Load()
+		case <-ctx.Done():
+			return c.cur.Load()
+		}
+	}
 }
 
 // reportFailure tells the conn that a call to addr failed, typically with codes.Unavailable, so that it

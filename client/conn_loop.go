@@ -107,7 +107,10 @@ func (c *conn) publish(s ConnState, cc *grpc.ClientConn) {
 	if s.Status != old.Status {
 		s.Since = time.Now()
 	}
-	c.cur.Store(&connSnapshot{state: s, cc: cc})
+	prev := c.cur.Swap(&connSnapshot{state: s, cc: cc, next: make(chan struct{})})
+	if prev.next != nil {
+		close(prev.next)
+	}
 	c.notify(s)
 }
 

@@ -501,3 +501,46 @@ func TestConnInvalidConfig(t *testing.T) {
 		}
 	}
 }
+
+// slowHealth answers health checks SERVING after a delay of the bubble's
+// clock: a node that takes a while to accept a new connection.
+type slowHealth struct {
+	healthpb.UnimplementedHealthServer
+	delay time.Duration
+}
+
+func (h slowHealth) Check(context.Context, *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+	time.Sleep(h.delay)
+	return &healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_SERVING}, nil
+}
+
+// TestConnACallDuringTheFirstReconnectWaitsForIt: right after the connected
+// node went away, while the first attempt to reconnect is under way (here to
+// a node now answering on the same address, as behind a load balancer in a
+// rolling restart), a call waits for that attempt and gets the new
+// connection instead of failing; calls fail at once only after an attempt
+// failed (TestConnNoticesKilledServerWithinTwoSecondsWithoutCalls).
+func TestConnACallDuringTheFirstReconnectWaitsForIt(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var n memNet
+		c, node := n.connectedTo(t, nil)
+		// The address now leads to another node (a load balancer's next
+		// endpoint), slow to accept; the connected node starts draining.
+		_ = node.lis.Close()
+		n.startNode(t, node.addr, slowHealth{delay: 300 * time.Millisecond})
+		node.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+		within(t, 3*time.Second, "the loss", func() bool { return c.State().Status == ConnReconnecting })
+		if s := c.State(); s.Attempt != 1 {
+			t.Fatalf("state %+v, want the first attempt under way", s)
+		}
+		start := time.Now()
+		cc, err := c.ready(context.Background())
+		if err != nil || cc == nil {
+			t.Fatalf("a call during the first reconnect: %v, want the new connection", err)
+		}
+		if took := time.Since(start); took <= 0 || took > 300*time.Millisecond {
+			t.Fatalf("the call waited %s of the bubble's clock, want the attempt's (≤ 300ms)", took)
+		}
+	})
+}

@@ -466,17 +466,12 @@ func TestDeployStatefulSetRehearsalRollingRestartUnderBench(t *testing.T) {
 			t.Errorf("kvring-%d: /readyz %d %v", ord, code, err)
 		}
 	}
-	// Zero failed calls needs a drain that moves engines off a node before it stops serving, which kvring
-	// does not have yet: an engine whose connection runs through the stopping pod sees its calls fail
-	// fast (Unavailable, NOT_SERVING) until its client reconnects through the Service. Measured: 6 failed
-	// calls (2 lookups, 4 puts) of about 2,000 with 4 engines. The bound is a few calls per engine and
-	// replaced pod.
-	engines, err := strconv.Atoi(flagValue(jc.Args, "--engines"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if limit := int64(3 * engines * rehearsalPods); failedCalls > limit {
-		t.Errorf("%d failed calls during the rolling restart, want at most %d", failedCalls, limit)
+	// Zero failed calls: a stopping pod reports NOT_SERVING (preStop, then SIGTERM) while it still answers
+	// the calls it has; the engine's client notices, and a call made while its first reconnection through
+	// the Service is under way waits for that reconnection instead of failing (client conn.ready). Before
+	// that wait, this run saw 6 to 43 failed calls.
+	if failedCalls > 0 {
+		t.Errorf("%d failed calls during the rolling restart, want none", failedCalls)
 	}
 }
 
