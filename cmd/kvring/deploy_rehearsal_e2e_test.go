@@ -474,13 +474,3 @@ func TestDeployStatefulSetRehearsalRollingRestartUnderBench(t *testing.T) {
 		t.Errorf("%d failed calls during the rolling restart, want none", failedCalls)
 	}
 }
-
-// flagValue returns the value after flag in args, or "".
-func flagValue(args []string, flag string) string {
-	for i, a := range args {
-		if a == flag && i+1 < len(args) {
-			return args[i+1]
-		}
-	}
-	return ""
-}
