@@ -155,7 +155,7 @@ func (f *OutFrame) marshal() (mem.BufferSlice, error) {
 		}
 		return out, nil
 	}
-	pool := mem.DefaultBufferPool()
+	pool := frameBuffers // overwritten whole below: no need for gRPC's clearing
 	buf := pool.Get(len(hdr) + int(n))
 	b := append((*buf)[:0], hdr...)
 	for _, p := range f.Data {

@@ -90,7 +90,10 @@ func (c *Coordinator) beginGet(req *kvringv1.GetRequest, stream grpc.ServerStrea
 		if h != nil {
 			return stream.Send(&kvringv1.GetResponse{Epoch: epoch, Msg: &kvringv1.GetResponse_Header{Header: h}})
 		}
-		return stream.Send(&kvringv1.GetResponse{Epoch: epoch, Msg: &kvringv1.GetResponse_Data{Data: f}})
+		// A frame goes out as a transfer.OutFrame: one copy into an uncleared
+		// buffer, no protobuf (the engine reads the epoch from headers).
+		return stream.SendMsg(&transfer.OutFrame{Field: transfer.GetDataField, Index: f.GetIndex(), Offset: f.GetOffset(),
+			Data: [][]byte{f.GetData()}})
 	}
 	replicas, _ := replication(rec)
 	unsettled := c.isUnsettled()

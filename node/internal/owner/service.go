@@ -155,7 +155,10 @@ func (s *Service) Fetch(req *kvringv1.FetchRequest, stream grpc.ServerStreamingS
 		if h != nil {
 			return stream.Send(&kvringv1.FetchResponse{Epoch: o.Epoch(), Msg: &kvringv1.FetchResponse_Header{Header: h}})
 		}
-		if err := stream.Send(&kvringv1.FetchResponse{Epoch: o.Epoch(), Msg: &kvringv1.FetchResponse_Data{Data: f}}); err != nil {
+		// As a transfer.OutFrame: one copy into an uncleared buffer, no
+		// protobuf (the coordinator reads the epoch from headers).
+		if err := stream.SendMsg(&transfer.OutFrame{Field: transfer.FetchDataField, Index: f.GetIndex(), Offset: f.GetOffset(),
+			Data: [][]byte{f.GetData()}}); err != nil {
 			return err
 		}
 		s.m.PeerSent.Add(float64(len(f.GetData())))
