@@ -155,6 +155,9 @@ func testConcurrentOperationsKeepInvariants(t *testing.T, policy string) {
 				ids = append(ids, universe[rng.IntN(len(universe))].id)
 			}
 			n, pin, err := s.lookup(concNS, ids, time.Hour)
+			if errors.Is(err, ErrPinLimit) {
+				return nil // the other workers' pins hold MaxPinnedBytes: refused, nothing pinned
+			}
 			if err != nil {
 				return fmt.Errorf("Lookup: %w", err)
 			}
