@@ -131,17 +131,7 @@ type GetResult struct {
 // the namespace groups chunks (Schema.ChunksPerGroup > 1), ids must start at
 // a prompt's first chunk, as for Lookup; GetPlaced reads any ids.
 func (c *Client) Get(ctx context.Context, ids []ChunkID) ([]GetResult, error) {
-	ctx, cancel := c.withTimeout(ctx)
-	defer cancel()
-	cc, err := c.conn.ready(ctx)
-	if err != nil {
-		return nil, err
-	}
-	raw := make([][]byte, len(ids))
-	for i := range ids {
-		raw[i] = ids[i][:]
-	}
-	return c.getAll(ctx, cc, ids, raw, c.prefixKeys(ids))
+	return c.getKeys(ctx, ids, c.prefixKeys(ids))
 }
 
 // GetPlaced is Get for ids anywhere in their prompts: groups[i] is the group
@@ -152,6 +142,12 @@ func (c *Client) GetPlaced(ctx context.Context, ids, groups []ChunkID) ([]GetRes
 	if err != nil {
 		return nil, err
 	}
+	return c.getKeys(ctx, ids, keys)
+}
+
+// getKeys reads ids (keys: their ring keys, or nil when each id is its own)
+// over the connected node and the owners' connections.
+func (c *Client) getKeys(ctx context.Context, ids []ChunkID, keys [][]byte) ([]GetResult, error) {
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
 	cc, err := c.conn.ready(ctx)
@@ -162,14 +158,8 @@ func (c *Client) GetPlaced(ctx context.Context, ids, groups []ChunkID) ([]GetRes
 	for i := range ids {
 		raw[i] = ids[i][:]
 	}
-	return c.getAll(ctx, cc, ids, raw, keys)
-}
-
-// getAll reads ids (raw: their bytes; keys: their ring keys or nil) over cc
-// and the owners' connections.
-func (c *Client) getAll(ctx context.Context, cc *grpc.ClientConn, ids []ChunkID, raw, keys [][]byte) ([]GetResult, error) {
 	var out []GetResult
-	err := c.retryUnregistered(ctx, cc, func(ref *kvringv1.NamespaceRef) error {
+	err = c.retryUnregistered(ctx, cc, func(ref *kvringv1.NamespaceRef) error {
 		var err error
 		out, err = c.getRouted(ctx, cc, ref, ids, raw, keys)
 		return err

@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/kvring/kvring/internal/testutil"
 )
 
 // fakeClock is a Config.Now that moves only when the test says so.
@@ -24,23 +25,8 @@ func newFakeClock() *fakeClock {
 func (c *fakeClock) Now() time.Time          { return time.Unix(0, c.ns.Load()) }
 func (c *fakeClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
 
-// syncBuffer is a bytes.Buffer safe for a logger used from many goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
+// syncBuffer is a log sink safe for a logger used from many goroutines.
+type syncBuffer = testutil.Logs
 
 // clockConfig is testConfig with a fake clock.
 func clockConfig(t testing.TB, limit int64) (Config, *fakeClock) {

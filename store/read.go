@@ -171,7 +171,11 @@ func (v *View) release() {
 }
 
 // Contains reports whether the chunk is held (sealed and readable) now.
-func (s *Store) Contains(ns string, id ID) bool {
+func (s *Store) Contains(ns string, id ID) bool { return s.inState(ns, id, stateSealed) }
+
+// inState reports whether (ns, id) is in the index in state st. It takes the
+// mutex briefly; false after Close.
+func (s *Store) inState(ns string, id ID, st uint8) bool {
 	if !s.enter() {
 		return false
 	}
@@ -183,7 +187,7 @@ func (s *Store) Contains(ns string, id ID) bool {
 		return false
 	}
 	e := s.idx.get(k, k.hash())
-	return e != nil && e.state == stateSealed
+	return e != nil && e.state == st
 }
 
 // evict removes a chunk. It stops being readable at once; its slot is freed

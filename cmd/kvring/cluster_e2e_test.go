@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -80,22 +79,7 @@ func (n *e2eNode) stats(t *testing.T) nodeStats {
 }
 
 // logBuffer collects a client's log lines.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type logBuffer = testutil.Logs
 
 func newEngine(t *testing.T, seeds []string, rf, minR uint32) (*client.Client, *logBuffer) {
 	t.Helper()

@@ -67,22 +67,11 @@ func (c *Coordinator) get(req *kvringv1.GetRequest, stream grpc.ServerStreamingS
 
 // beginGet checks the request and places every id.
 func (c *Coordinator) beginGet(req *kvringv1.GetRequest, stream grpc.ServerStreamingServer[kvringv1.GetResponse]) (*getTx, error) {
-	ns, rec, err := c.reg.Resolve(req.GetNamespace())
+	rr, err := c.resolveRead(req.GetNamespace(), req.GetIds(), req.GetGroups())
 	if err != nil {
 		return nil, err
 	}
-	ids, err := owner.ParseIDs(req.GetIds(), c.cfg.MaxBatch)
-	if err != nil {
-		return nil, err
-	}
-	pl, err := place(rec, req.GetIds(), req.GetGroups())
-	if err != nil {
-		return nil, err
-	}
-	rg, err := c.currentRing()
-	if err != nil {
-		return nil, err
-	}
+	ns, rec, ids, pl, rg := rr.ns, rr.rec, rr.ids, rr.place, rr.ring
 	epoch := rg.Epoch()
 	g := &getTx{c: c, ctx: stream.Context(), ns: ns, ref: nsRef(rec), ids: ids, owners: make([][]ring.Member, len(ids)),
 		streams: map[string]*fetchStream{}}

@@ -184,22 +184,12 @@ func firstWave(p *placement) int {
 
 // newLookup resolves and checks a Lookup request.
 func (c *Coordinator) newLookup(req *kvringv1.LookupRequest) (*lookupTx, error) {
-	_, rec, err := c.reg.Resolve(req.GetNamespace())
+	rr, err := c.resolveRead(req.GetNamespace(), req.GetIds(), req.GetGroups())
 	if err != nil {
 		return nil, err
 	}
-	if _, err := owner.ParseIDs(req.GetIds(), c.cfg.MaxBatch); err != nil {
-		return nil, err
-	}
-	pl, err := place(rec, req.GetIds(), req.GetGroups())
-	if err != nil {
-		return nil, err
-	}
-	rg, err := c.currentRing()
-	if err != nil {
-		return nil, err
-	}
-	tx := &lookupTx{c: c, ref: nsRef(rec), ns: rec.GetName(), rg: rg, ids: req.GetIds(), place: pl,
+	rec := rr.rec
+	tx := &lookupTx{c: c, ref: nsRef(rec), ns: rec.GetName(), rg: rr.ring, ids: req.GetIds(), place: rr.place,
 		held: make([]bool, len(req.GetIds())), asked: map[string]bool{}, pinned: map[string]*pinnedOn{}}
 	tx.replicas, _ = replication(rec)
 	// Shortly after a ring change (or this node's start) a chunk may sit on a

@@ -6,8 +6,10 @@ import (
 	"slices"
 
 	"github.com/kvring/kvring/node/internal/namespace"
+	"github.com/kvring/kvring/node/internal/owner"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/ring"
+	"github.com/kvring/kvring/store"
 	"github.com/kvring/kvring/transfer"
 )
 
@@ -67,6 +69,38 @@ func place(rec *kvringv1.NamespaceRecord, ids [][]byte, runs []*kvringv1.GroupRu
 		return nil, fmt.Errorf("%w: the groups cover %d of %d ids", transfer.ErrInvalidArgument, i, len(ids))
 	}
 	return p, nil
+}
+
+// readRequest is a read's (Lookup, Get) namespace, ids and placement,
+// checked, with the ring they are placed on.
+type readRequest struct {
+	ns    string // store namespace
+	rec   *kvringv1.NamespaceRecord
+	ids   []store.ID
+	place *placement
+	ring  *ring.Ring
+}
+
+// resolveRead checks a read's namespace reference, ids (1 to MaxBatch, 32
+// bytes each) and group runs, and takes the current ring.
+func (c *Coordinator) resolveRead(ref *kvringv1.NamespaceRef, raw [][]byte, runs []*kvringv1.GroupRun) (*readRequest, error) {
+	ns, rec, err := c.reg.Resolve(ref)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := owner.ParseIDs(raw, c.cfg.MaxBatch)
+	if err != nil {
+		return nil, err
+	}
+	pl, err := place(rec, raw, runs)
+	if err != nil {
+		return nil, err
+	}
+	rg, err := c.currentRing()
+	if err != nil {
+		return nil, err
+	}
+	return &readRequest{ns: ns, rec: rec, ids: ids, place: pl, ring: rg}, nil
 }
 
 // waveEnd is the request position where the lookup wave that starts at
