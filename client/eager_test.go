@@ -4,17 +4,11 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
-	"net"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/health"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
-	"github.com/kvring/kvring/internal/testutil"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 )
 
@@ -67,23 +61,7 @@ func (s *needFirstCache) Put(stream grpc.BidiStreamingServer[kvringv1.PutRequest
 func TestEagerPutsAreSmallAndWorkWithOlderNodes(t *testing.T) {
 	t.Parallel()
 	srv := &needFirstCache{}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gs := grpc.NewServer()
-	kvringv1.RegisterCacheServer(gs, srv)
-	healthpb.RegisterHealthServer(gs, health.NewServer())
-	go gs.Serve(lis)
-	t.Cleanup(gs.Stop)
-	c, err := New(Config{Conn: ConnConfig{Seeds: []string{lis.Addr().String()}}, Namespace: "ns",
-		Schema: Schema{Model: "m", TokensPerChunk: 16}, DisableRouting: true, EagerPutBytes: 64 << 10,
-		Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	testutil.Eventually(t, "connected", 10*time.Second, func() bool { return c.State().Status == ConnConnected })
+	c := fakeNodeClient(t, srv, func(cfg *Config) { cfg.EagerPutBytes = 64 << 10 })
 	for _, tt := range []struct {
 		size  int
 		eager bool

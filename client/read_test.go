@@ -97,25 +97,9 @@ func TestGetReturnsVerifiedBytesOrAMiss(t *testing.T) {
 		damage: map[ChunkID]bool{cids[1]: true},
 		frames: []int{1 << 20, 12_345, 1, 700_000},
 	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gs := grpc.NewServer(grpc.MaxRecvMsgSize(4 << 20))
-	kvringv1.RegisterCacheServer(gs, srv)
-	healthpb.RegisterHealthServer(gs, health.NewServer())
-	go gs.Serve(lis)
-	t.Cleanup(gs.Stop)
-
-	c, err := New(Config{Conn: ConnConfig{Seeds: []string{lis.Addr().String()}}, Namespace: "ns",
-		Schema: Schema{Model: "m", TokensPerChunk: 16}, DisableRouting: true, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c := fakeNodeClient(t, srv, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	testutil.Eventually(t, "connected", 10*time.Second, func() bool { return c.State().Status == ConnConnected })
 
 	res, err := c.Get(ctx, cids[:])
 	if err != nil {
@@ -279,24 +263,37 @@ func TestGetRefusesADeclaredSizeAboveTheClustersLargestChunk(t *testing.T) {
 	copy(id[:], ids[0])
 	srv := &scriptedCache{chunks: map[ChunkID][]byte{id: []byte("tiny")}, frames: []int{1 << 20},
 		declare: map[ChunkID]uint64{id: 1 << 40}, limits: &kvringv1.Limits{MaxChunkBytes: 8 << 20}}
+	c := fakeNodeClient(t, srv, nil)
+	_, err := c.Get(context.Background(), []ChunkID{id})
+	if err == nil || !strings.Contains(err.Error(), "above the cluster's largest chunk 8388608") {
+		t.Fatalf("get of a chunk declared 1 TiB: %v", err)
+	}
+}
+
+// fakeNodeClient serves srv (with a SERVING health service) on 127.0.0.1
+// and returns a client of namespace "ns" connected to it, routing off;
+// change, if set, adjusts the client's config first.
+func fakeNodeClient(t *testing.T, srv kvringv1.CacheServer, change func(*Config)) *Client {
+	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	gs := grpc.NewServer()
+	gs := grpc.NewServer(grpc.MaxRecvMsgSize(4 << 20))
 	kvringv1.RegisterCacheServer(gs, srv)
 	healthpb.RegisterHealthServer(gs, health.NewServer())
 	go gs.Serve(lis)
 	t.Cleanup(gs.Stop)
-	c, err := New(Config{Conn: ConnConfig{Seeds: []string{lis.Addr().String()}}, Namespace: "ns",
-		Schema: Schema{Model: "m", TokensPerChunk: 16}, DisableRouting: true, Logger: slog.New(slog.DiscardHandler)})
+	cfg := Config{Conn: ConnConfig{Seeds: []string{lis.Addr().String()}}, Namespace: "ns",
+		Schema: Schema{Model: "m", TokensPerChunk: 16}, DisableRouting: true, Logger: slog.New(slog.DiscardHandler)}
+	if change != nil {
+		change(&cfg)
+	}
+	c, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
 	testutil.Eventually(t, "connected", 10*time.Second, func() bool { return c.State().Status == ConnConnected })
-	_, err = c.Get(context.Background(), []ChunkID{id})
-	if err == nil || !strings.Contains(err.Error(), "above the cluster's largest chunk 8388608") {
-		t.Fatalf("get of a chunk declared 1 TiB: %v", err)
-	}
+	return c
 }
