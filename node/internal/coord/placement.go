@@ -99,6 +99,12 @@ func (c *Coordinator) writeOwners(rg *ring.Ring, ns string, key []byte, r int) [
 	return out
 }
 
+// Owners returns the members a chunk placed by key on rg belongs on now:
+// its write owners (writeOwners). The hand-off moves chunks to them.
+func (c *Coordinator) Owners(rg *ring.Ring, ns string, key []byte, r int) []ring.Member {
+	return c.writeOwners(rg, ns, key, r)
+}
+
 // readOwners returns the members that may hold a chunk placed by key: its r
 // owners and, while some of them drain or are known to be down, the members
 // written to in their stead (writeOwners, substitute): the first members
