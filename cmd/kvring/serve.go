@@ -46,6 +46,7 @@ func newServeCmd() *cobra.Command {
 		drainTimeout   = 30 * time.Second
 		shutdownTime   = 10 * time.Second
 		handoffRate    = byteSize(def.HandoffRate)
+		handoffSweep   = def.HandoffSweep
 
 		maxStreams     = def.MaxStreamsPerConn
 		maxRecvMsg     = byteSize(def.MaxRecvMsgBytes)
@@ -93,6 +94,7 @@ process exits 0.`,
 			cfg.Membership.RejoinInterval = rejoin
 			cfg.Membership.SettleWindow = settle
 			cfg.HandoffRate = int64(handoffRate)
+			cfg.HandoffSweep = handoffSweep
 			if handoffRate == 0 {
 				cfg.HandoffRate = -1 // no cap
 			}
@@ -194,6 +196,7 @@ process exits 0.`,
 	fs.StringVar(&logLevel, "log-level", logLevel, "log level: debug, info, warn or error")
 	fs.DurationVar(&drainTimeout, "drain-timeout", drainTimeout, "on SIGTERM, how long the node hands its chunks to their next owners before it leaves (0: leave at once)")
 	fs.DurationVar(&shutdownTime, "shutdown-timeout", shutdownTime, "on SIGTERM, how long the node waits for requests in flight after it left the cluster")
+	fs.DurationVar(&handoffSweep, "handoff-sweep", handoffSweep, "how often the node checks, unprompted, that its chunks are on their owners with enough replicas (negative: only after ring changes)")
 	fs.Var(&handoffRate, "handoff-rate", "most bytes per second the node copies to other nodes when it hands chunks off or re-replicates them (e.g. 256MiB; 0: no cap)")
 	fs.IntVar(&maxStreams, "grpc-max-streams", maxStreams, "most calls one gRPC connection may have open at once; clients queue the rest")
 	fs.Var(&maxRecvMsg, "grpc-max-recv-msg-size", "largest gRPC message accepted (must hold a 1 MiB frame and a call of --max-batch chunks)")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/kvring/kvring/node/internal/namespace"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
@@ -27,37 +28,56 @@ type CopyChunk struct {
 	Place store.ID // its group's key (used when the namespace places by groups)
 }
 
-// Has asks member m which of ids of namespace rec it holds sealed now.
-// Blocks for at most PeerTimeout.
-func (c *Coordinator) Has(ctx context.Context, m ring.Member, rec *kvringv1.NamespaceRecord, ids [][]byte) ([]bool, error) {
+// Has asks member m which of ids of namespace rec it holds sealed now,
+// pinning them there under pin (nil: no pin; the pins keep m from evicting
+// them until Unpin or the granted time, which it returns, runs out). Blocks
+// for at most PeerTimeout.
+func (c *Coordinator) Has(ctx context.Context, m ring.Member, rec *kvringv1.NamespaceRecord, ids [][]byte, pin *kvringv1.LeasePin) ([]bool, time.Duration, error) {
 	pc, err := c.peer(m)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	ctx, cancel := c.peerCtx(ctx)
 	defer cancel()
-	resp, err := pc.Has(ctx, &kvringv1.HasRequest{Caller: c.caller(), Namespace: nsRef(rec), Ids: ids})
+	req := &kvringv1.HasRequest{Caller: c.caller(), Namespace: nsRef(rec), Ids: ids, Pin: pin}
+	resp, err := pc.Has(ctx, req)
 	if errors.Is(transfer.FromStatus(err), transfer.ErrUnknownNamespace) && c.teach(ctx, m, rec.GetName()) {
-		resp, err = pc.Has(ctx, &kvringv1.HasRequest{Caller: c.caller(), Namespace: nsRef(rec), Ids: ids})
+		resp, err = pc.Has(ctx, req)
 	}
 	c.peers.note(ctx, m, err)
 	if err != nil {
-		return nil, fmt.Errorf("node %s (%s): %w", m.ID, m.Addr, transfer.FromStatus(err))
+		return nil, 0, fmt.Errorf("node %s (%s): %w", m.ID, m.Addr, transfer.FromStatus(err))
 	}
 	if len(resp.GetHeld()) != len(ids) {
-		return nil, fmt.Errorf("node %s answered %d of %d ids", m.ID, len(resp.GetHeld()), len(ids))
+		return nil, 0, fmt.Errorf("node %s answered %d of %d ids", m.ID, len(resp.GetHeld()), len(ids))
 	}
-	return resp.GetHeld(), nil
+	return resp.GetHeld(), time.Duration(resp.GetLeaseTtlMs()) * time.Millisecond, nil
+}
+
+// Unpin releases the pins Has took on member m under leases. Best effort:
+// pins also end with their time. Blocks for at most PeerTimeout.
+func (c *Coordinator) Unpin(ctx context.Context, m ring.Member, leases []uint64) {
+	pc, err := c.peer(m)
+	if err != nil {
+		return
+	}
+	ctx, cancel := c.peerCtx(ctx)
+	defer cancel()
+	_, err = pc.Unpin(ctx, &kvringv1.UnpinRequest{Caller: c.caller(), LeaseIds: leases})
+	c.peers.note(ctx, m, err)
 }
 
 // Copy writes chunks (at most MaxBatch, of namespace rec) to member m, a
-// peer, and returns per chunk nil when m holds it sealed now (copied, or
-// it had it already) or why not: store.ErrRejected (m's policy or budget
-// declined it), store.ErrBusy (another writer is storing it there), or
-// another error. Blocks on the exchange with m, each step bounded by
+// peer, and returns per chunk nil when this copy was sealed there, or why
+// not: store.ErrAlreadyHeld (m had it: ask Has to confirm it with a pin),
+// store.ErrRejected (m's policy or budget declined it), store.ErrBusy
+// (another writer is storing it there), or another error. Blocks on the exchange with m, each step bounded by
 // PeerTimeout, the commit by CommitTimeout.
 func (c *Coordinator) Copy(ctx context.Context, m ring.Member, rec *kvringv1.NamespaceRecord, chunks []CopyChunk) []error {
 	errs := make([]error, len(chunks))
+	for i := range errs {
+		errs[i] = fmt.Errorf("node %s did not answer for the chunk", m.ID)
+	}
 	refs := make([]*kvringv1.ChunkRef, len(chunks))
 	keys := make([][]byte, len(chunks))
 	for i, ch := range chunks {
@@ -70,9 +90,7 @@ func (c *Coordinator) Copy(ctx context.Context, m ring.Member, rec *kvringv1.Nam
 	}
 	fail := func(err error) []error {
 		for i := range errs {
-			if errs[i] == nil {
-				errs[i] = err
-			}
+			errs[i] = err
 		}
 		return errs
 	}
@@ -165,13 +183,13 @@ func sendChunk(sess putSession, index uint32, b []byte) error {
 	return nil
 }
 
-// voteErr is a prepare vote as Copy reports it: nil for a chunk the owner
-// holds already, store.ErrRejected or store.ErrBusy wrapped with the
+// voteErr is a prepare vote as Copy reports it: store.ErrAlreadyHeld for a
+// chunk the owner holds already, store.ErrRejected or store.ErrBusy wrapped with the
 // owner's reason, or an error with the reason.
 func voteErr(v *kvringv1.ChunkVote) error {
 	switch {
 	case v.GetVote() == kvringv1.Vote_VOTE_ALREADY_HELD:
-		return nil
+		return store.ErrAlreadyHeld
 	case v.GetVote() == kvringv1.Vote_VOTE_REJECTED:
 		return fmt.Errorf("%w: %s", store.ErrRejected, v.GetReason())
 	case isBusy(v):

@@ -14,10 +14,13 @@ import (
 
 // Peers is how the Mover reaches other members: the coordinator.
 type Peers interface {
-	// Has reports which of ids member m holds sealed now.
-	Has(ctx context.Context, m ring.Member, rec *kvringv1.NamespaceRecord, ids [][]byte) ([]bool, error)
-	// Copy writes chunks to m; per chunk nil when m holds it sealed now.
+	// Has reports which of ids member m holds sealed now, pinning them
+	// there under pin, and the time the pins were granted for.
+	Has(ctx context.Context, m ring.Member, rec *kvringv1.NamespaceRecord, ids [][]byte, pin *kvringv1.LeasePin) ([]bool, time.Duration, error)
+	// Copy writes chunks to m; per chunk nil when this copy was sealed there.
 	Copy(ctx context.Context, m ring.Member, rec *kvringv1.NamespaceRecord, chunks []coord.CopyChunk) []error
+	// Unpin releases the pins Has took on m under leases.
+	Unpin(ctx context.Context, m ring.Member, leases []uint64)
 }
 
 // Config configures a Mover. Fields without a default are required.
@@ -45,7 +48,8 @@ type Config struct {
 	// chunks with too few holders after changes no ring change reveals (an
 	// owner that was unreachable came back). Default 1m; negative: never.
 	Sweep time.Duration
-	// Batch is the most chunks per Has or Copy call. Default 128.
+	// Batch is the most chunks per Has or Copy call (a batch also holds at
+	// most 64 MiB). Default 1024.
 	Batch int
 	// Now is the pacing clock; Sleep waits on it. Defaults: time.Now, a timer.
 	Now   func() time.Time
@@ -67,7 +71,7 @@ func (c *Config) setDefaults() {
 		c.Sweep = time.Minute
 	}
 	if c.Batch <= 0 {
-		c.Batch = 128
+		c.Batch = 1024
 	}
 	if c.Now == nil {
 		c.Now = time.Now

@@ -93,16 +93,21 @@ func (m *Mover) loop(ctx context.Context) {
 
 // Drain runs passes until no chunk this node holds belongs on another node
 // (it drains: every chunk does), no member is left to take them, or ctx
-// ends, and returns the last pass's statistics: Pending counts what could
-// not be handed off.
+// ends. It returns the last pass's statistics with Copied, CopiedBytes,
+// Evicted and FailedCopies summed over the passes: Pending counts what
+// could not be handed off.
 func (m *Mover) Drain(ctx context.Context) PassStats {
+	var sum PassStats
 	for {
 		st := m.Pass(ctx)
+		sum.add(st)
+		sum.Evicted += st.Evicted
+		st.Copied, st.CopiedBytes, st.FailedCopies, st.Evicted, st.Errors = sum.Copied, sum.CopiedBytes, sum.FailedCopies, sum.Evicted, sum.Errors
 		if st.Pending == st.NoOwner || ctx.Err() != nil {
 			return st
 		}
 		if m.cfg.Sleep(ctx, min(m.cfg.Retry, time.Second)) != nil {
-			return m.Status().Last
+			return st
 		}
 	}
 }

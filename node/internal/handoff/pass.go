@@ -2,34 +2,66 @@ package handoff
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/kvring/kvring/node/internal/coord"
 	"github.com/kvring/kvring/node/internal/namespace"
+	"github.com/kvring/kvring/node/internal/owner"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/ring"
 	"github.com/kvring/kvring/store"
 )
 
 // maxCopyBytes bounds the bytes of one Copy call, so pacing stays smooth
-// and a failed call wastes little.
-const maxCopyBytes = 32 << 20
+// and a failed call wastes little; maxBatchBytes bounds a batch, and so
+// the bytes its pins hold on every owner at once.
+const (
+	maxCopyBytes  = 32 << 20
+	maxBatchBytes = 64 << 20
+)
+
+// Eviction safety. Two nodes whose ring views disagree can each hold a
+// chunk the other thinks it owns; if each evicted its copy after seeing the
+// other's, the chunk would be lost. So a holding is confirmed only (a) by
+// a copy this pass sealed there, or (b) by Has with a pin under the pass's
+// lease, which keeps that copy from being evicted until the pass unpins it,
+// after its own evictions. Of two such nodes, the one that settles first
+// finds its copy pinned by the other and keeps it.
+
+// pinFor is the pin a pass asks for on the holders it confirms; the owner
+// may grant less. A confirmation is used only while its pin lasts, with
+// pinMargin to spare.
+const (
+	pinFor    = 2 * time.Minute
+	pinMargin = 5 * time.Second
+)
+
+// forever marks a holding that needs no pin (this node's, or sealed by this
+// pass's copy).
+var forever = time.Unix(1<<62, 0)
 
 // item is one chunk this node holds whose owners a pass checks.
 type item struct {
-	rec     *kvringv1.NamespaceRecord
-	h       store.HeldChunk
-	owners  []ring.Member
-	holds   []bool // per owner: holds it sealed (this node: true)
-	leaving bool   // this node is none of its owners
+	rec    *kvringv1.NamespaceRecord
+	h      store.HeldChunk
+	owners []ring.Member
+	// until is, per owner, until when its holding the chunk is confirmed
+	// (zero: not confirmed; see Eviction safety).
+	until   []time.Time
+	leaving bool // this node is none of its owners
+	settled bool // a batch decided its fate
 }
 
 // target is one member and the chunks it should hold.
 type target struct {
-	m     ring.Member
-	items []*item
-	slot  []int // per item: the member's position in item.owners
+	m      ring.Member
+	items  []*item
+	slot   []int // per item: the member's position in item.owners
+	pinned bool  // Has pinned chunks there under the pass's lease
 }
 
 // Pass runs one hand-off pass now (waiting for one in progress) and returns
@@ -43,13 +75,27 @@ func (m *Mover) Pass(ctx context.Context) PassStats {
 	if st.Misplaced > 0 {
 		m.announce(ctx, true)
 	}
-	for _, t := range targets(items, m.cfg.Self) {
-		if ctx.Err() != nil {
-			break
+	down := map[string]bool{} // members this pass could not ask: not asked again
+	for lo := 0; lo < len(items) && ctx.Err() == nil; {
+		hi, bytes := lo+1, items[lo].h.Size
+		for hi < len(items) && hi-lo < m.cfg.Batch && items[hi].rec == items[lo].rec && bytes+items[hi].h.Size <= maxBatchBytes {
+			bytes += items[hi].h.Size
+			hi++
 		}
-		m.serve(ctx, t, &st)
+		m.batch(ctx, items[lo:hi], down, &st)
+		lo = hi
 	}
-	m.settle(items, &st)
+	if ctx.Err() != nil { // stopped early (a drain ran out of time): what was not reached stays here
+		for _, it := range items {
+			if it.leaving && m.cfg.Store.Contains(it.h.Namespace, it.h.ID) && !it.settled {
+				st.Pending++
+			}
+		}
+	}
+	for id := range down {
+		st.Unreachable = append(st.Unreachable, id)
+	}
+	slices.Sort(st.Unreachable)
 	if st.Pending == 0 {
 		m.announce(ctx, false)
 	}
@@ -91,9 +137,9 @@ func (m *Mover) plan(st *PassStats) ([]*item, *ring.Ring) {
 		if self >= 0 && len(owners) == 1 && replicas(rec) == 1 {
 			continue // its only owner holds it
 		}
-		it := &item{rec: rec, h: h, owners: owners, holds: make([]bool, len(owners)), leaving: self < 0}
+		it := &item{rec: rec, h: h, owners: owners, until: make([]time.Time, len(owners)), leaving: self < 0}
 		if self >= 0 {
-			it.holds[self] = true
+			it.until[self] = forever
 		} else {
 			st.Misplaced++
 		}
@@ -128,41 +174,57 @@ func targets(items []*item, self string) []*target {
 	return out
 }
 
-// serve asks t's member which of its chunks it holds and copies it the
-// others, one namespace and one batch at a time.
-func (m *Mover) serve(ctx context.Context, t *target, st *PassStats) {
-	for lo := 0; lo < len(t.items); {
-		hi := lo + 1
-		for hi < len(t.items) && hi-lo < m.cfg.Batch && t.items[hi].rec == t.items[lo].rec {
-			hi++
+// batch confirms or copies a batch of items (one namespace) on every
+// owner, evicts what every owner now holds, and releases the pins it took:
+// pins last one batch, so a hand-off never pins more than a batch's bytes.
+func (m *Mover) batch(ctx context.Context, items []*item, down map[string]bool, st *PassStats) {
+	lease := &kvringv1.LeasePin{LeaseId: owner.NewLeaseID(), TtlMs: uint32(pinFor / time.Millisecond)}
+	ts := targets(items, m.cfg.Self)
+	// The members are served at once: each target writes only its own
+	// slots of the items' until and its own statistics.
+	stats := make([]PassStats, len(ts))
+	ok := make([]bool, len(ts))
+	var wg sync.WaitGroup
+	for i, t := range ts {
+		if down[t.m.ID] || ctx.Err() != nil {
+			ok[i] = true // not asked: not newly down
+			continue
 		}
-		if !m.serveBatch(ctx, t, lo, hi, st) {
-			st.Unreachable = append(st.Unreachable, t.m.ID)
-			return
-		}
-		lo = hi
+		wg.Go(func() { ok[i] = m.serveTarget(ctx, t, lease, &stats[i]) })
 	}
+	wg.Wait()
+	for i, t := range ts {
+		if !ok[i] {
+			down[t.m.ID] = true
+		}
+		st.add(stats[i])
+	}
+	m.settle(items, st)
+	m.unpin(ts, lease.GetLeaseId())
 }
 
-// serveBatch checks and copies t.items[lo:hi] (one namespace). It returns
-// false when the member could not be asked.
-func (m *Mover) serveBatch(ctx context.Context, t *target, lo, hi int, st *PassStats) bool {
-	rec := t.items[lo].rec
-	ids := make([][]byte, 0, hi-lo)
-	for _, it := range t.items[lo:hi] {
+// serveTarget asks t's member which of its chunks it holds, pinning them,
+// and copies it the others. It returns false when the member could not be
+// asked.
+func (m *Mover) serveTarget(ctx context.Context, t *target, lease *kvringv1.LeasePin, st *PassStats) bool {
+	rec := t.items[0].rec
+	ids := make([][]byte, 0, len(t.items))
+	for _, it := range t.items {
 		ids = append(ids, it.h.ID[:])
 	}
-	has, err := m.cfg.Peers.Has(ctx, t.m, rec, ids)
+	asked := m.cfg.Now()
+	has, ttl, err := m.cfg.Peers.Has(ctx, t.m, rec, ids, lease)
 	if err != nil {
 		st.noteError(err)
 		return false
 	}
+	t.pinned = ttl > 0
 	var missing []int
 	for j, ok := range has {
 		if ok {
-			t.items[lo+j].holds[t.slot[lo+j]] = true
+			t.items[j].until[t.slot[j]] = asked.Add(ttl)
 		} else {
-			missing = append(missing, lo+j)
+			missing = append(missing, j)
 		}
 	}
 	m.copyTo(ctx, t, rec, missing, st)
@@ -199,12 +261,15 @@ func (m *Mover) copyTo(ctx context.Context, t *target, rec *kvringv1.NamespaceRe
 		release(batch)
 		for j, err := range errs {
 			p := pos[j]
+			if errors.Is(err, store.ErrAlreadyHeld) {
+				continue // held there since Has asked: the next pass confirms it with a pin
+			}
 			if err != nil {
 				st.FailedCopies++
 				st.noteError(err)
 				continue
 			}
-			t.items[p].holds[t.slot[p]] = true
+			t.items[p].until[t.slot[p]] = forever
 			st.Copied++
 			st.CopiedBytes += t.items[p].h.Size
 		}
@@ -217,20 +282,25 @@ func release(batch []coord.CopyChunk) {
 	}
 }
 
-// settle evicts the misplaced chunks every owner now holds and counts what
-// is left.
+// settle evicts the misplaced chunks every owner is confirmed to hold and
+// counts what is left.
 func (m *Mover) settle(items []*item, st *PassStats) {
+	safe := m.cfg.Now().Add(pinMargin)
 	for _, it := range items {
+		it.settled = true
 		n := 0
-		for _, h := range it.holds {
-			if h {
+		for _, u := range it.until {
+			if u.After(safe) {
 				n++
 			}
 		}
 		switch {
 		case it.leaving && len(it.owners) > 0 && n == len(it.owners):
-			if m.cfg.Store.Evict(it.h.Namespace, it.h.ID) == nil {
+			switch err := m.cfg.Store.Evict(it.h.Namespace, it.h.ID); {
+			case err == nil:
 				st.Evicted++
+			case errors.Is(err, store.ErrBusy): // pinned by a lookup lease, or by another node's hand-off
+				st.Pending++
 			}
 		case it.leaving:
 			st.Pending++
@@ -239,6 +309,17 @@ func (m *Mover) settle(items []*item, st *PassStats) {
 			}
 		case n < replicas(it.rec):
 			st.Underreplicated++
+		}
+	}
+}
+
+// unpin releases the pass's pins, after its evictions.
+func (m *Mover) unpin(ts []*target, lease uint64) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, t := range ts {
+		if t.pinned {
+			m.cfg.Peers.Unpin(ctx, t.m, []uint64{lease})
 		}
 	}
 }

@@ -48,6 +48,18 @@ type PassStats struct {
 	Errors []string `json:"errors,omitempty"`
 }
 
+// add adds the copy counts and errors of a part of a pass.
+func (s *PassStats) add(o PassStats) {
+	s.Copied += o.Copied
+	s.CopiedBytes += o.CopiedBytes
+	s.FailedCopies += o.FailedCopies
+	for _, e := range o.Errors {
+		if len(s.Errors) < maxErrors {
+			s.Errors = append(s.Errors, e)
+		}
+	}
+}
+
 // undone reports whether the pass left work to try again soon.
 func (s PassStats) undone() bool {
 	return s.Pending > 0 || s.FailedCopies > 0 || len(s.Unreachable) > 0
