@@ -362,7 +362,10 @@ func TestDeployStatefulSetRehearsalRollingRestartUnderBench(t *testing.T) {
 	for i, a := range jc.Args {
 		args[i] = rep.Replace(a)
 	}
-	args = append(args, "--json", "--speedup", "2", "--bytes-per-token", "16", "--duration", "240s", "--progress", "1s")
+	args = append(args, "--json", "--speedup", "2", "--bytes-per-token", "16", "--duration", "240s",
+		// The whole suite runs at once under the race detector on two cores while the pods hand their chunks
+		// off: a call's deadline is the machine's, not the cluster's, to miss.
+		"--timeout", "30s", "--progress", "1s")
 	bin, err := buildBinary()
 	if err != nil {
 		t.Fatal(err)
