@@ -287,6 +287,10 @@ class Conn:
         extra = f" last_err={last_err}" if last_err else ""
         log.log(level, "%s addr=%s attempt=%d delay=%.3fs%s", msg, addr, attempt, delay, extra)
 
+    def new_channel(self, addr: str) -> grpc.Channel:
+        """A new channel to addr with this connection's credentials and options (the client's owner channels)."""
+        return self._new_channel(addr)
+
     def _new_channel(self, addr: str) -> grpc.Channel:
         if self._creds is not None:
             return grpc.secure_channel(addr, self._creds, options=self._options)
