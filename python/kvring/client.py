@@ -10,6 +10,7 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import logging
+import os
 import threading
 import time
 from typing import Any, Callable, Iterator, Mapping, NamedTuple, Optional, Sequence, Union
@@ -25,11 +26,28 @@ from .errors import (
     InvalidArgument,
     KvringError,
     ProtocolError,
+    ResourceExhausted,
     Unavailable,
     UnknownNamespace,
     from_rpc_error,
 )
+from .local import LocalPath
+from .localsock import Broken
 from .route import AnswerTimer, Router, RoutingState, Share, owner_failed
+from .types import (  # re-exported
+    _DEFAULT_MAX_CHUNK,
+    _STATUS,
+    Buffer,
+    Chunk,
+    ChunkLike,
+    GetResult,
+    LookupResult,
+    Node,
+    PutResult,
+    PutStatus,
+    Schema,
+    Stats,
+)
 from .v1 import cache_pb2, cache_pb2_grpc, common_pb2
 
 __all__ = [
@@ -46,132 +64,7 @@ __all__ = [
 
 log = logging.getLogger("kvring")
 
-Buffer = Any  # any object with the buffer protocol: bytes, bytearray, memoryview, numpy arrays...
-
-_DEFAULT_MAX_CHUNK = 64 << 20
-
-
-@dataclasses.dataclass(frozen=True)
-class Schema:
-    """The KV layout of a namespace. Two clients with different schemas under one namespace name are refused
-    (:class:`~kvring.SchemaMismatch` naming the differing fields) instead of silently missing each other's chunks.
-
-    The defaults are the Go SDK's zero values, so a Go and a Python engine that set the same fields agree.
-    ``chunks_per_group`` K above 1 places a prompt's chunks K at a time (see :func:`kvring.group_keys`); then every
-    put chunk needs its group key, and :meth:`Client.lookup` / :meth:`Client.get` take ids that start at a prompt's
-    first chunk. 32 suits engines (docs/placement.md).
-    """
-
-    model: str
-    dtype: str
-    tokens_per_chunk: int = 16
-    chunks_per_group: int = 0
-    layout: str = ""
-    hash_scheme: str = ""
-    tp_rank: int = 0
-    tp_size: int = 0
-    extra: Mapping[str, str] = dataclasses.field(default_factory=dict)
-
-    def to_proto(self) -> common_pb2.NamespaceSchema:
-        return common_pb2.NamespaceSchema(
-            model=self.model,
-            dtype=self.dtype,
-            tokens_per_chunk=self.tokens_per_chunk,
-            layout=self.layout,
-            hash_scheme=self.hash_scheme,
-            tp_rank=self.tp_rank,
-            tp_size=self.tp_size,
-            extra=dict(self.extra),
-            chunks_per_group=self.chunks_per_group,
-        )
-
-
-@dataclasses.dataclass
-class Chunk:
-    """One chunk to store. ``data`` is any C-contiguous buffer-protocol object; it is only read, and only during
-    :meth:`Client.put` (the client keeps no reference afterwards). ``group`` is the chunk's group key, required
-    when the namespace groups chunks."""
-
-    id: bytes
-    data: Buffer
-    group: Optional[bytes] = None
-
-
-class PutStatus:
-    """A chunk's fate, as a string constant."""
-
-    STORED = "stored"
-    """At least min_replicas nodes hold the chunk now (holders)."""
-    ALREADY_HELD = "already_held"
-    """The cluster held it before; no bytes were needed."""
-    REJECTED = "rejected"
-    """No node holds it: the owners' admission policy or memory budget declined it. Not a system error."""
-    FAILED = "failed"
-    """No node (or fewer than min_replicas) holds it; reason says why."""
-
-
-_STATUS = {1: PutStatus.STORED, 2: PutStatus.ALREADY_HELD, 3: PutStatus.REJECTED, 4: PutStatus.FAILED}
-
-
-class Node(NamedTuple):
-    """A kvring node: its id and gRPC address."""
-
-    id: str
-    addr: str
-
-
-@dataclasses.dataclass
-class PutResult:
-    """The cluster's answer for one chunk of a put."""
-
-    id: bytes
-    status: str
-    holders: list[Node] = dataclasses.field(default_factory=list)
-    degraded: bool = False
-    """Held by fewer nodes than the replication factor."""
-    reason: str = ""
-    code: Optional[grpc.StatusCode] = None
-    """For rejected and failed: the gRPC code classifying the cause (RESOURCE_EXHAUSTED, UNAVAILABLE...)."""
-
-    @property
-    def held(self) -> bool:
-        """Whether the cluster holds the chunk after the put."""
-        return self.status in (PutStatus.STORED, PutStatus.ALREADY_HELD)
-
-
-class LookupResult(NamedTuple):
-    """How much of a prefix the cluster holds now. ``lease`` pins ``ids[:held]`` until ``lease_ttl`` seconds pass
-    or :meth:`Client.release_lease`; 0 when nothing was pinned."""
-
-    held: int
-    lease: int = 0
-    lease_ttl: float = 0.0
-    epoch: int = 0
-
-
-@dataclasses.dataclass
-class GetResult:
-    """One chunk read back: ``data`` (checksum verified) when found, else None and a reason."""
-
-    id: bytes
-    found: bool = False
-    data: Optional[bytes] = None
-    size: int = 0
-    holder: Optional[Node] = None
-    reason: str = "the node sent no answer for this chunk"
-
-
-@dataclasses.dataclass
-class Stats:
-    """Counters of one client. Read without locking; approximate under concurrency."""
-
-    checksum_mismatches: int = 0
-    """Chunks whose bytes failed their CRC-32C on read (each was reported a miss)."""
-    degraded_puts: int = 0
-    """Chunks stored or already held with fewer holders than the replication factor."""
-
-
-ChunkLike = Union[Chunk, tuple]
+_LOCAL = "\x00local"  # the lease table's name for leases granted through the local socket
 
 
 class Client:
@@ -197,6 +90,10 @@ class Client:
         routing: send each chunk's put and get straight to its primary owner, and a lookup to the owner of its first
             key, by the ring view fetched from the cluster (Cache.Topology), falling back to the connected node when
             an owner cannot take it; False sends every call through the connected node. Default True, as the Go SDK.
+        socket: path of the local socket of a kvring node on this host (docs/vineyard.md). While it exists and
+            answers, put, lookup and get go through it (chunk bytes through shared memory) instead of gRPC, with the
+            same results; when it is missing or breaks, over gRPC. Default: ``$KVRING_SOCKET``, else none; ``""``
+            turns it off.
         conn: further connection settings (:class:`~kvring.ConnConfig` fields: backoff, probes, callbacks).
     """
 
@@ -213,6 +110,7 @@ class Client:
         call_timeout: float = 10.0,
         eager_put_bytes: int = 1 << 20,
         routing: bool = True,
+        socket: Optional[str] = None,
         **conn: Any,
     ) -> None:
         if not namespace:
@@ -235,6 +133,11 @@ class Client:
         self._leases: dict[int, tuple[str, float]] = {}  # lease -> (owner addr, expiry) for leases owners granted
         self._executor: Optional[concurrent.futures.ThreadPoolExecutor] = None
         self._router: Optional[Router] = None
+        if socket is None:
+            socket = os.environ.get("KVRING_SOCKET", "")
+        self._local: Optional[LocalPath] = (
+            LocalPath(socket, namespace, schema, replication, min_replicas, call_timeout) if socket else None
+        )
         if routing:
             user = conn.get("on_state_change")
 
@@ -278,6 +181,8 @@ class Client:
         """Stop the background threads and close the channels. Idempotent; blocks briefly."""
         if self._router is not None:
             self._router.close()
+        if self._local is not None:
+            self._local.close()
         self._conn.close()
         with self._lock:
             ex, self._executor = self._executor, None
@@ -439,9 +344,18 @@ class Client:
         return self._lookup(ids, self._placed_keys(ids, groups), pin)
 
     def _lookup(self, ids: list[bytes], keys: Optional[list[bytes]], pin: Optional[float]) -> LookupResult:
+        pin_ms = int(pin * 1000) if pin else 0
+        if self._local is not None and ids:
+            try:
+                res = self._local.lookup(ids, keys, pin_ms)
+                self.stats.socket_calls += 1
+                if res.lease:
+                    self._lease_at(res.lease, _LOCAL, res.lease_ttl)
+                return res
+            except Broken:
+                pass
         main = self._target()
         deadline = time.monotonic() + self.call_timeout
-        pin_ms = int(pin * 1000) if pin else 0
         runs = _runs(keys) if keys is not None else []
 
         def call(ref: common_pb2.NamespaceRef) -> LookupResult:
@@ -493,9 +407,15 @@ class Client:
     def release_lease(self, lease: int) -> bool:
         """End a lookup's pins early; returns whether the lease was live. The release goes to the node that granted
         the lease. A lease already expired is left alone (False). Blocks for one round trip."""
-        main = self._target()
         with self._lock:
             addr = self._leases.pop(lease, ("", 0.0))[0]
+        if addr == _LOCAL:
+            assert self._local is not None
+            try:
+                return self._local.release_lease(lease)
+            except Broken:
+                return False  # the connection that held the lease is gone, and with it the lease
+        main = self._target()
         t = main
         if addr and self._router is not None:
             try:
@@ -546,6 +466,14 @@ class Client:
                         f"chunks in groups of {self._group_size()} (see kvring.group_keys)"
                     )
                 keys.append(bytes(g))
+        if self._local is not None:
+            try:
+                out = self._local.put(norm, keys)
+                self.stats.socket_calls += 1
+                self.stats.degraded_puts += sum(1 for r in out if r.degraded and r.held)
+                return out
+            except (Broken, ResourceExhausted):
+                pass  # no socket, or no room for the blobs on this node: the cluster decides over gRPC
         refs = [common_pb2.ChunkRef(id=cid, size=len(mv), crc32c=crc32c(mv)) for cid, mv, _ in norm]
         main = self._target()
         deadline = time.monotonic() + self.call_timeout
@@ -733,6 +661,13 @@ class Client:
     def _read(self, ids: list[bytes], keys: Optional[list[bytes]], views: Optional[list[memoryview]]) -> list[GetResult]:
         if not ids:
             return []
+        if self._local is not None:
+            try:
+                out = self._local.read(ids, keys, views)
+                self.stats.socket_calls += 1
+                return out
+            except Broken:
+                pass
         main = self._target()
         deadline = time.monotonic() + self.call_timeout
         return self._retry_unregistered(main.stub, main.addr,
