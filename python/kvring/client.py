@@ -13,7 +13,7 @@ import logging
 import os
 import threading
 import time
-from typing import Any, Callable, Iterator, Mapping, NamedTuple, Optional, Sequence, Union
+from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple, Optional, Sequence, Union
 
 import grpc
 
@@ -227,11 +227,10 @@ class Client:
         """Run call for every share in parallel, each on its owner's channel (main for the main share) and, when the
         owner cannot take it, once more on main. call publishes its results only when it returns. The first error
         of a share that failed for good is raised once every share has ended."""
-        assert self._router is not None
         router = self._router
 
         def run(s: Share) -> None:
-            if s.main:
+            if s.main or router is None:
                 return call(main, s, None)
             try:
                 return call(self._owner_target(s.owner.addr), s, router.answer_timeout)
@@ -474,26 +473,27 @@ class Client:
                 return out
             except (Broken, ResourceExhausted):
                 pass  # no socket, or no room for the blobs on this node: the cluster decides over gRPC
-        refs = [common_pb2.ChunkRef(id=cid, size=len(mv), crc32c=crc32c(mv)) for cid, mv, _ in norm]
         main = self._target()
         deadline = time.monotonic() + self.call_timeout
+        refs = _Refs(norm)
         return self._retry_unregistered(main.stub, main.addr,
                                         lambda ref: self._put_routed(main, ref, norm, refs, keys, deadline))
 
     def _put_routed(self, main: "_Target", ref: common_pb2.NamespaceRef,
-                    norm: list[tuple[bytes, memoryview, Optional[bytes]]], refs: list[common_pb2.ChunkRef],
+                    norm: list[tuple[bytes, memoryview, Optional[bytes]]], refs: "_Refs",
                     keys: Optional[list[bytes]], deadline: float) -> list[PutResult]:
         """Put each chunk through its primary owner (module route), or all through main without a view."""
+        n = len(norm)
         shares = None
         if self._router is not None:
             shares = self._router.split(main.channel, ref.name, keys if keys is not None else [c[0] for c in norm])
         if shares is None:
-            return self._put(main, ref, norm, refs, _runs(keys) if keys else [], deadline, None)
-        out: list[Optional[PutResult]] = [None] * len(norm)
+            return self._put(main, ref, norm, refs.of(range(n)), _runs(keys) if keys else [], deadline, None)
+        out: list[Optional[PutResult]] = [None] * n
 
         def call(t: _Target, s: Share, answer: Optional[float]) -> None:
             sub_keys = [keys[i] for i in s.idx] if keys is not None else None
-            res = self._put(t, ref, [norm[i] for i in s.idx], [refs[i] for i in s.idx],
+            res = self._put(t, ref, [norm[i] for i in s.idx], refs.of(s.idx),
                             _runs(sub_keys) if sub_keys else [], deadline, answer)
             for k, i in enumerate(s.idx):
                 out[i] = res[k]
@@ -501,9 +501,9 @@ class Client:
         try:
             self._run_shares(main, shares, deadline, call)
         except InvalidArgument:
-            # The owner named the bad field by its position in the share: let one node name it by the caller's.
+            # A node named the bad field by its position in a share: let one node name it by the caller's.
             # Resending is safe (chunks other shares stored answer already_held), and bad input is rare.
-            return self._put(main, ref, norm, refs, _runs(keys) if keys else [], deadline, None)
+            return self._put(main, ref, norm, refs.of(range(n)), _runs(keys) if keys else [], deadline, None)
         return out  # type: ignore[return-value]
 
     def _eager(self, norm: list[tuple[bytes, memoryview, Optional[bytes]]]) -> bool:
@@ -825,6 +825,27 @@ class Client:
 
 class _TooSmall(Exception):
     pass
+
+
+class _Refs:
+    """The ChunkRefs of a put's chunks, each checksum computed once, when a stream first needs it (the CRC-32C
+    releases the GIL, so streams running side by side compute theirs in parallel)."""
+
+    __slots__ = ("_norm", "_refs")
+
+    def __init__(self, norm: Sequence[tuple[bytes, memoryview, Any]]) -> None:
+        self._norm = norm
+        self._refs: list[Optional[common_pb2.ChunkRef]] = [None] * len(norm)
+
+    def of(self, idx: Iterable[int]) -> list[common_pb2.ChunkRef]:
+        out = []
+        for i in idx:
+            r = self._refs[i]
+            if r is None:
+                cid, mv, _ = self._norm[i]
+                r = self._refs[i] = common_pb2.ChunkRef(id=cid, size=len(mv), crc32c=crc32c(mv))
+            out.append(r)
+        return out
 
 
 class _Target(NamedTuple):
