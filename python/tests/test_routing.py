@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import re
+import signal
+import time
 import urllib.request
 
 import pytest
@@ -129,3 +131,26 @@ def test_routing_can_be_turned_off(cluster, client_for, namespace):
     ids = [os.urandom(32) for _ in range(4)]
     assert all(r.held for r in c.put([(i, b"abc") for i in ids]))
     assert c.get(ids) == [b"abc"] * 4
+
+
+def test_an_owner_that_hangs_is_skipped_after_the_answer_timeout(make_node, client_for, namespace):
+    x = make_node()
+    y = make_node(join=x.gossip)
+    # answer timeout = dial_timeout + probe_timeout = 1 s
+    c = routed_client(client_for, [x.grpc], namespace, dial_timeout=0.5, probe_timeout=0.5, call_timeout=20)
+    ring = c.routing.ring
+    mine = owned_by(ring, namespace, x.id, 2)
+    theirs = owned_by(ring, namespace, y.id, 2)
+    assert all(r.held for r in c.put([kvring.Chunk(cid, b"h" * 512) for cid in mine + theirs]))
+    os.kill(y.proc.pid, signal.SIGSTOP)  # y keeps its connections but answers nothing
+    try:
+        t = time.monotonic()
+        got = c.read(mine + theirs)
+        took = time.monotonic() - t
+    finally:
+        os.kill(y.proc.pid, signal.SIGCONT)
+    assert took >= 1.0, "the owner's share cannot have been given up before the answer timeout"
+    assert took < 20, "the call went on to its deadline"
+    assert [g.found for g in got[:2]] == [True, True] and all(g.data == b"h" * 512 for g in got[:2])
+    for g in got[2:]:  # y's chunks: x coordinated them (y silent), so a miss with a reason, or found elsewhere
+        assert g.found or g.reason
