@@ -81,6 +81,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--repeat", type=int, default=3, help="runs per client; the best is kept")
     ap.add_argument("--no-socket", action="store_true", help="skip the Python client over the local socket")
+    ap.add_argument("--software-crc", action="store_true",
+                    help="also run the Python client over gRPC with the crc32c package's software CRC (A/B)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="kvring-pybench-") as root:
         binary = kvring_binary(root)
@@ -102,12 +104,21 @@ def main() -> None:
                 for rep in range(a.repeat):
                     runs = [("go", False), ("python", None)] + ([("go-unrouted", True)] if a.nodes > 1 else [])
                     runs += [] if a.no_socket else [("python-socket", None)]
+                    runs += [("python-swcrc", None)] if a.software_crc else []
                     for who, no_route in runs:
                         ns = f"bench/{who}/{size}/{rep}/{os.getpid()}"
                         if who == "python":
                             res = py_bench(seeds, ns, size, count, a.batch, a.rounds)
                         elif who == "python-socket":
                             res = py_bench(seeds, ns, size, count, a.batch, a.rounds, socket=sock)
+                        elif who == "python-swcrc":
+                            import crc32c as pkg  # noqa: PLC0415 - python3-crc32c
+
+                            hw, kvring.client.crc32c = kvring.client.crc32c, lambda d, c=0: pkg.crc32c(d, c)
+                            try:
+                                res = py_bench(seeds, ns, size, count, a.batch, a.rounds)
+                            finally:
+                                kvring.client.crc32c = hw
                         else:
                             res = go_bench(gobin, seeds, ns, size, count, a.batch, a.rounds, bool(no_route))
                         for r in res:
@@ -129,6 +140,11 @@ def main() -> None:
             sk = best.get(("python-socket", pyop))
             tail = f" {sk:.2f} | {sk / p:.2f}x |" if sk else " - | - |"
             print(f"| {label} | {name} | {g:.2f} | {p:.2f} | {p / g:.2f}x |{tail}")
+        if ("python-swcrc", "put") in best:
+            for op in ("put", "get"):
+                p = best[("python-swcrc", op)]
+                print(f"| {label} | {op}, Python with the software CRC | {best[('go', op)]:.2f} | {p:.2f} | "
+                      f"{p / best[('go', op)]:.2f}x | - | - |")
         if ("go-unrouted", "put") in best:
             for op in ("put", "get"):
                 g = best[("go-unrouted", op)]
