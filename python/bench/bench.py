@@ -27,11 +27,15 @@ import kvring  # noqa: E402
 from cluster import REPO, Node, kvring_binary, wait_for  # noqa: E402
 
 
-def py_bench(seeds: list[str], ns: str, size: int, count: int, batch: int, rounds: int, socket: str = "") -> list[dict]:
-    c = kvring.Client(seeds, ns, kvring.Schema(model="bench", dtype="bf16", tokens_per_chunk=16), socket=socket)
+def py_bench(seeds: list[str], ns: str, size: int, count: int, batch: int, rounds: int, socket: str = "",
+             routing: bool = True, nodes: int = 1) -> list[dict]:
+    c = kvring.Client(seeds, ns, kvring.Schema(model="bench", dtype="bf16", tokens_per_chunk=16), socket=socket,
+                      routing=routing)
     try:
         wait_for(lambda: c.state.status is kvring.ConnStatus.CONNECTED, 10, "python client to connect")
         c.register()
+        if routing:  # the ring view a long-running engine has
+            wait_for(lambda: len(c.refresh_routing().members) == nodes, 10, "the ring view")
         chunks = [kvring.Chunk(os.urandom(32), os.urandom(size)) for _ in range(count)]
         ids = [ch.id for ch in chunks]
         t = time.perf_counter()
@@ -105,18 +109,21 @@ def main() -> None:
                     runs = [("go", False), ("python", None)] + ([("go-unrouted", True)] if a.nodes > 1 else [])
                     runs += [] if a.no_socket else [("python-socket", None)]
                     runs += [("python-swcrc", None)] if a.software_crc else []
+                    runs += [("python-unrouted", None)] if a.nodes > 1 else []
                     for who, no_route in runs:
                         ns = f"bench/{who}/{size}/{rep}/{os.getpid()}"
                         if who == "python":
-                            res = py_bench(seeds, ns, size, count, a.batch, a.rounds)
+                            res = py_bench(seeds, ns, size, count, a.batch, a.rounds, nodes=a.nodes)
+                        elif who == "python-unrouted":
+                            res = py_bench(seeds, ns, size, count, a.batch, a.rounds, routing=False)
                         elif who == "python-socket":
-                            res = py_bench(seeds, ns, size, count, a.batch, a.rounds, socket=sock)
+                            res = py_bench(seeds, ns, size, count, a.batch, a.rounds, socket=sock, nodes=a.nodes)
                         elif who == "python-swcrc":
                             import crc32c as pkg  # noqa: PLC0415 - python3-crc32c
 
                             hw, kvring.client.crc32c = kvring.client.crc32c, lambda d, c=0: pkg.crc32c(d, c)
                             try:
-                                res = py_bench(seeds, ns, size, count, a.batch, a.rounds)
+                                res = py_bench(seeds, ns, size, count, a.batch, a.rounds, nodes=a.nodes)
                             finally:
                                 kvring.client.crc32c = hw
                         else:
@@ -147,9 +154,8 @@ def main() -> None:
                       f"{p / best[('go', op)]:.2f}x | - | - |")
         if ("go-unrouted", "put") in best:
             for op in ("put", "get"):
-                g = best[("go-unrouted", op)]
-                print(f"| {label} | {op}, Go SDK unrouted | {g:.2f} | {best[('python', op)]:.2f} | "
-                      f"{best[('python', op)] / g:.2f}x | - | - |")
+                g, p = best[("go-unrouted", op)], best[("python-unrouted", op)]
+                print(f"| {label} | {op}, both unrouted | {g:.2f} | {p:.2f} | {p / g:.2f}x | - | - |")
 
 
 if __name__ == "__main__":
