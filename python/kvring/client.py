@@ -255,6 +255,12 @@ class Client:
         if first is not None:
             raise first
 
+    def _answer_timer(self, call: Any, answer: Optional[float], addr: str) -> Optional[AnswerTimer]:
+        """A timer that gives up call when no first message came within answer seconds (owners), or None."""
+        if answer is None or self._router is None:
+            return None
+        return AnswerTimer(self._router.watchdog, call, answer, addr)
+
     def _pool(self) -> concurrent.futures.ThreadPoolExecutor:
         with self._lock:
             if self._executor is None:
@@ -571,7 +577,7 @@ class Client:
             res.holders = [Node(h.node_id, h.grpc_addr) for h in r.holders]
 
         responses = t.put(requests(), timeout=_left(deadline), metadata=self._conn.metadata or None)
-        timer = AnswerTimer(responses, answer, addr) if answer is not None else None
+        timer = self._answer_timer(responses, answer, addr)
         try:
             result = None
             for m in responses:
@@ -725,7 +731,7 @@ class Client:
             cache_pb2.GetRequest(namespace=ref, ids=ids, groups=runs), timeout=_left(deadline),
             metadata=self._conn.metadata or None,
         )
-        timer = AnswerTimer(stream, answer, addr) if answer is not None else None
+        timer = self._answer_timer(stream, answer, addr)
         first = True
         cur: Optional[GetResult] = None
         cur_i = 0

@@ -15,6 +15,7 @@ client cannot use (a ring fingerprint this port does not compute) routes nothing
 from __future__ import annotations
 
 import dataclasses
+import heapq
 import logging
 import random
 import threading
@@ -112,6 +113,7 @@ class Router:
         self._kick = threading.Event()
         self._kick.set()  # fetch at once if the connection is up already
         self._stop = threading.Event()
+        self.watchdog = Watchdog()
         self._thread = threading.Thread(target=self._run, name="kvring-route", daemon=True)
         self._thread.start()
 
@@ -277,15 +279,66 @@ class Router:
             pool, self._pool, self._stubs = self._pool, {}, {}
         for ch in pool.values():
             ch.close()
+        self.watchdog.close()
+
+
+class Watchdog:
+    """One thread that runs callbacks at deadlines, for every call's answer timeout (a thread per call would cost
+    more than many a call). Callbacks run on the watchdog's thread and must not block."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._heap: list[tuple[float, int, list]] = []
+        self._seq = 0
+        self._stop = False
+        self._thread = threading.Thread(target=self._run, name="kvring-watchdog", daemon=True)
+        self._thread.start()
+
+    def schedule(self, delay: float, fn: Callable[[], None]) -> list:
+        """Run fn after delay seconds unless the returned entry is cancelled first (``entry[0] = None``)."""
+        entry: list = [fn]
+        with self._cond:
+            self._seq += 1
+            heapq.heappush(self._heap, (time.monotonic() + delay, self._seq, entry))
+            if self._heap[0][2] is entry:
+                self._cond.notify()
+        return entry
+
+    def _run(self) -> None:
+        with self._cond:
+            while not self._stop:
+                if not self._heap:
+                    self._cond.wait()
+                    continue
+                at, _, entry = self._heap[0]
+                left = at - time.monotonic()
+                if left > 0:
+                    self._cond.wait(left)
+                    continue
+                heapq.heappop(self._heap)
+                fn, entry[0] = entry[0], None
+                if fn is not None:
+                    try:
+                        fn()
+                    except Exception:  # noqa: BLE001 - a callback must not kill the watchdog
+                        log.exception("kvring watchdog callback failed")
+
+    def close(self) -> None:
+        with self._cond:
+            self._stop = True
+            self._heap.clear()
+            self._cond.notify()
+        if threading.current_thread() is not self._thread:
+            self._thread.join()
 
 
 class AnswerTimer:
     """Cancels a call whose first message does not arrive within d seconds (a node that hangs is treated like one
     that is down): :meth:`answered` on the first message; :meth:`explain` turns the cancellation into Unavailable."""
 
-    __slots__ = ("fired", "_t", "_addr", "_d")
+    __slots__ = ("fired", "_entry", "_addr", "_d")
 
-    def __init__(self, call: Any, d: float, addr: str) -> None:
+    def __init__(self, watchdog: Watchdog, call: Any, d: float, addr: str) -> None:
         self.fired = False
         self._addr, self._d = addr, d
 
@@ -293,12 +346,10 @@ class AnswerTimer:
             self.fired = True
             call.cancel()
 
-        self._t = threading.Timer(d, fire)
-        self._t.daemon = True
-        self._t.start()
+        self._entry = watchdog.schedule(d, fire)
 
     def answered(self) -> None:
-        self._t.cancel()
+        self._entry[0] = None
 
     def explain(self, err: KvringError) -> KvringError:
         if self.fired and isinstance(err, Cancelled):
