@@ -8,12 +8,11 @@ registered on first use and again whenever a node says it does not know it.
 from __future__ import annotations
 
 import concurrent.futures
-import dataclasses
 import logging
 import os
 import threading
 import time
-from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple, Optional, Sequence, Union
+from typing import Any, Callable, Iterable, Iterator, NamedTuple, Optional, Sequence, Union
 
 import grpc
 

@@ -14,7 +14,7 @@ import pytest
 
 import kvring
 from cluster import wait_for
-from conftest import SCHEMA, connected
+from conftest import connected
 
 GROUPED = kvring.Schema(model="test-model", dtype="bf16", tokens_per_chunk=16, chunks_per_group=4)
 
