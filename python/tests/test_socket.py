@@ -120,3 +120,21 @@ def test_without_the_socket_calls_go_over_grpc_and_take_it_up_when_it_returns(ma
     wait_for(through_socket, 10, "puts through the socket again")
     assert s.get(fresh) == [b"w" * 1000] * 3
     assert s.stats.socket_calls == calls + 2
+
+
+def test_socket_puts_land_on_the_same_owners_as_routed_grpc_puts(make_node, client_for, namespace, sock_path):
+    a = make_node(extra=["--socket", sock_path])
+    b = make_node(join=a.gossip)
+    g = client_for([a.grpc], namespace, socket="")
+    wait_for(lambda: connected(g) and len(g.refresh_routing().members) == 2, 15, "a ring view of two members")
+    ring = g.routing.ring
+    s = client_for([a.grpc], namespace, socket=sock_path)
+    ids = [os.urandom(32) for _ in range(8)]
+    res = s.put([(i, os.urandom(2000)) for i in ids])
+    assert s.stats.socket_calls == 1
+    assert {ring.primary(namespace, i).id for i in ids} == {a.id, b.id}, "want chunks owned by both nodes"
+    for i, r in zip(ids, res):
+        assert r.status == kvring.PutStatus.STORED
+        assert [h.id for h in r.holders] == [ring.primary(namespace, i).id]
+    assert [x.found for x in g.read(ids)] == [True] * 8  # routed gRPC reads find them at their owners
+    assert s.get(ids) == g.get(ids)
