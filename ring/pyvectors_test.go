@@ -1,6 +1,6 @@
 package ring
 
-//go:generate go test -run ^TestPythonRingVectors$ -update-python-vectors .
+//go:generate go test -run TestPythonRingVectors -update-python-vectors .
 
 import (
 	"bytes"
