@@ -72,9 +72,17 @@ func (m *Mover) Pass(ctx context.Context) PassStats {
 	m.setRunning(true)
 	st := PassStats{Started: m.cfg.Now()}
 	items, rg := m.plan(&st)
-	if st.Misplaced > 0 {
-		m.announce(ctx, true)
-	}
+	// Readers must know this node hands off before it evicts anything, not
+	// before it copies: the gossip broadcast (which waits for a peer's ack)
+	// runs while the first batch copies, and every settle waits for it.
+	announced, misplaced := make(chan struct{}), st.Misplaced > 0
+	go func() {
+		defer close(announced)
+		if misplaced {
+			m.announce(ctx, true)
+		}
+	}()
+	defer func() { <-announced }()
 	down := map[string]bool{} // members this pass could not ask: not asked again
 	for lo := 0; lo < len(items) && ctx.Err() == nil; {
 		hi, bytes := lo+1, items[lo].h.Size
@@ -82,7 +90,7 @@ func (m *Mover) Pass(ctx context.Context) PassStats {
 			bytes += items[hi].h.Size
 			hi++
 		}
-		m.batch(ctx, items[lo:hi], down, &st)
+		m.batch(ctx, items[lo:hi], down, announced, &st)
 		lo = hi
 	}
 	if ctx.Err() != nil { // stopped early (a drain ran out of time): what was not reached stays here
@@ -96,13 +104,14 @@ func (m *Mover) Pass(ctx context.Context) PassStats {
 		st.Unreachable = append(st.Unreachable, id)
 	}
 	slices.Sort(st.Unreachable)
-	if st.Pending == 0 {
-		m.announce(ctx, false)
-	}
 	if rg != nil {
 		st.Epoch = rg.Epoch()
 	}
 	st.Ended = m.cfg.Now()
+	<-announced
+	if st.Pending == 0 {
+		m.announce(ctx, false)
+	}
 	m.finish(st)
 	return st
 }
@@ -177,7 +186,7 @@ func targets(items []*item, self string) []*target {
 // batch confirms or copies a batch of items (one namespace) on every
 // owner, evicts what every owner now holds, and releases the pins it took:
 // pins last one batch, so a hand-off never pins more than a batch's bytes.
-func (m *Mover) batch(ctx context.Context, items []*item, down map[string]bool, st *PassStats) {
+func (m *Mover) batch(ctx context.Context, items []*item, down map[string]bool, announced <-chan struct{}, st *PassStats) {
 	lease := &kvringv1.LeasePin{LeaseId: owner.NewLeaseID(), TtlMs: uint32(pinFor / time.Millisecond)}
 	ts := targets(items, m.cfg.Self)
 	// The members are served at once: each target writes only its own
@@ -199,6 +208,7 @@ func (m *Mover) batch(ctx context.Context, items []*item, down map[string]bool, 
 		}
 		st.add(stats[i])
 	}
+	<-announced
 	m.settle(items, st)
 	m.unpin(ts, lease.GetLeaseId())
 }
