@@ -289,3 +289,78 @@ func TestARollingRestartUnderLoadLosesNothing(t *testing.T) {
 	})
 	checkHeld(t, c, stored)
 }
+
+// TestPutsInFlightWhenAnR2OwnerIsKilledAreStored: three nodes, R=2, four
+// engines streaming puts of 256 KiB chunks; one node is SIGKILLed while
+// they run. Every put returns within its deadline with a result per chunk,
+// stored on the live nodes (degraded or not), never failed for the dead
+// owner's sake; after the node restarts the engines go on storing.
+func TestPutsInFlightWhenAnR2OwnerIsKilledAreStored(t *testing.T) {
+	t.Parallel()
+	nodes := startHandoffCluster(t, 3)
+	victim := nodes[2]
+	var (
+		mu     sync.Mutex
+		bad    []string
+		stored atomic.Int64
+		next   atomic.Uint64
+		stop   = make(chan struct{})
+		wg     sync.WaitGroup
+		down   atomic.Bool // the victim is dead: a put begun now must not name it
+	)
+	for range 4 {
+		c, _ := newEngine(t, []string{nodes[0].grpc, nodes[1].grpc}, 2, 1)
+		testutil.Eventually(t, "the engine to connect", 10*time.Second, func() bool { return c.State().Status == client.ConnConnected })
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				var batch []client.Chunk
+				for range 4 {
+					batch = append(batch, e2eChunk(40000+next.Add(1), 256<<10))
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+				deadBefore := down.Load()
+				res, err := c.Put(ctx, batch)
+				cancel()
+				mu.Lock()
+				if err != nil {
+					bad = append(bad, "put: "+err.Error())
+				}
+				for _, r := range res {
+					if r.Status != client.Stored {
+						bad = append(bad, fmt.Sprintf("chunk %v: %s", r.Status, r.Reason))
+						continue
+					}
+					stored.Add(1)
+					for _, h := range r.Holders {
+						if h.ID == victim.id && deadBefore && down.Load() {
+							bad = append(bad, "a dead node reported as a holder")
+						}
+					}
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	testutil.Eventually(t, "puts to be stored before the kill", 30*time.Second, func() bool { return stored.Load() >= 200 })
+	victim.kill(t)
+	down.Store(true)
+	before := stored.Load()
+	testutil.Eventually(t, "puts to go on after the kill", 30*time.Second, func() bool { return stored.Load() >= before+400 })
+	down.Store(false)
+	again := restartNode(t, victim, append(noSettle, "--join", nodes[0].gossip)...)
+	waitRing(t, nodes[0], nodes[1], again)
+	before = stored.Load()
+	testutil.Eventually(t, "puts to go on after the restart", 30*time.Second, func() bool { return stored.Load() >= before+400 })
+	close(stop)
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(bad) > 0 {
+		t.Fatalf("%d puts or chunks failed around the kill, first: %s", len(bad), bad[0])
+	}
+}
