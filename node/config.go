@@ -75,7 +75,8 @@ type Config struct {
 	PutIdleTimeout time.Duration
 	// HandoffRate caps the bytes per second this node copies to other nodes
 	// when it hands chunks off (after a ring change, while it drains) or
-	// re-replicates them, so foreground traffic keeps its latency. Default
+	// re-replicates them, so foreground traffic keeps its latency; each
+	// chunk counts 32 KiB more than its size (its fixed cost). Default
 	// 256 MiB/s; negative: no cap.
 	HandoffRate int64
 	// HandoffRetry is how soon a hand-off pass that left work undone (an

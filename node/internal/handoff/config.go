@@ -48,8 +48,12 @@ type Config struct {
 	// chunks with too few holders after changes no ring change reveals (an
 	// owner that was unreachable came back). Default 1m; negative: never.
 	Sweep time.Duration
+	// Quiet is how long the loop waits after a kick for the ring to stop
+	// changing before it runs a pass (at most five times as long in all).
+	// Default 1s; negative: no wait. Drain and Pass do not wait.
+	Quiet time.Duration
 	// Batch is the most chunks per Has or Copy call (a batch also holds at
-	// most 64 MiB). Default 1024.
+	// most 16 MiB). Default 1024.
 	Batch int
 	// Now is the pacing clock; Sleep waits on it. Defaults: time.Now, a timer.
 	Now   func() time.Time
@@ -69,6 +73,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Sweep == 0 {
 		c.Sweep = time.Minute
+	}
+	if c.Quiet == 0 {
+		c.Quiet = time.Second
 	}
 	if c.Batch <= 0 {
 		c.Batch = 1024

@@ -72,13 +72,18 @@ func (m *Mover) loop(ctx context.Context) {
 			t = time.NewTimer(wait)
 			timer = t.C
 		}
+		kicked := false
 		select {
 		case <-ctx.Done():
 		case <-m.kick:
+			kicked = true
 		case <-timer:
 		}
 		if t != nil {
 			t.Stop()
+		}
+		if kicked {
+			m.quiet(ctx)
 		}
 		if ctx.Err() != nil {
 			return
@@ -88,6 +93,31 @@ func (m *Mover) loop(ctx context.Context) {
 		if st.undone() {
 			wait = m.cfg.Retry
 		}
+	}
+}
+
+// quiet waits until no kick has come for Config.Quiet, at most 5 Quiet in
+// all: ring changes come in bursts (a node that starts sees its peers one
+// by one), and a pass on a ring that is still forming moves chunks twice.
+func (m *Mover) quiet(ctx context.Context) {
+	if m.cfg.Quiet <= 0 {
+		return
+	}
+	end := time.NewTimer(5 * m.cfg.Quiet)
+	defer end.Stop()
+	for {
+		t := time.NewTimer(m.cfg.Quiet)
+		select {
+		case <-m.kick:
+			t.Stop()
+			continue
+		case <-t.C:
+		case <-end.C:
+			t.Stop()
+		case <-ctx.Done():
+			t.Stop()
+		}
+		return
 	}
 }
 

@@ -18,11 +18,19 @@ import (
 
 // maxCopyBytes bounds the bytes of one Copy call, so pacing stays smooth
 // and a failed call wastes little; maxBatchBytes bounds a batch, and so
-// the bytes its pins hold on every owner at once.
+// the bytes its pins hold on every owner at once (a small node's pin limit
+// is half its memory: pins must leave room for the engines' own).
 const (
-	maxCopyBytes  = 32 << 20
-	maxBatchBytes = 64 << 20
+	maxCopyBytes  = 16 << 20
+	maxBatchBytes = 16 << 20
 )
+
+// chunkCost is what a copy costs per chunk besides its bytes, as the pacer
+// counts it: staging, a frame, a vote and a seal cost about as much CPU as
+// moving 32 KiB, so small chunks are paced by their number (at the default
+// 256 MiB/s, at most about 8,000 chunks a second) and large ones by their
+// bytes.
+const chunkCost = 32 << 10
 
 // Eviction safety. Two nodes whose ring views disagree can each hold a
 // chunk the other thinks it owns; if each evicted its copy after seeing the
@@ -263,7 +271,7 @@ func (m *Mover) copyTo(ctx context.Context, t *target, rec *kvringv1.NamespaceRe
 		if len(batch) == 0 {
 			return
 		}
-		if err := m.pace.wait(ctx, bytes); err != nil {
+		if err := m.pace.wait(ctx, bytes+int64(len(batch))*chunkCost); err != nil {
 			release(batch)
 			return
 		}
