@@ -45,10 +45,13 @@ func (n *Node) Leave(ctx context.Context) (DrainResult, error) {
 	st := p.mover.Drain(ctx)
 	args := []any{"handed_off", st.Copied, "evicted", st.Evicted, "left_behind", st.Pending, "no_owner", st.NoOwner,
 		"unreachable", st.Unreachable}
-	if st.Pending > 0 {
-		n.log.Warn("drain ended with chunks not handed off; they leave with this node", append(args, "err", ctx.Err())...)
-	} else {
+	switch {
+	case st.Pending == 0:
 		n.log.Info("drain done: every chunk this node held is with its owners", args...)
+	case st.Pending == st.NoOwner:
+		n.log.Info("drain: no other member takes chunks; they stay in this node's store (served again if it restarts on its data directory)", args...)
+	default:
+		n.log.Warn("drain ended with chunks not handed off; they stay in this node's store and leave the cluster with it", append(args, "err", ctx.Err())...)
 	}
 	return st, nil
 }

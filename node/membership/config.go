@@ -45,9 +45,11 @@ type Config struct {
 	BroadcastTimeout time.Duration
 	// SettleWindow is how long after a ring change, or after this node starts, reads also ask members that
 	// do not own a chunk: while gossip converges a coordinator with another view may have stored chunks
-	// where the converged ring does not look (see ringState.unsettled). Longer is safer for reads after
-	// joins and failures, shorter makes lookups cheaper sooner (during the window every lookup asks every
-	// member). Default 2m; negative: never (reads ask owners only).
+	// where the converged ring does not look (see ringState.unsettled), until the holder's hand-off moves
+	// them (reads also ask non-owners while any member gossips that it hands off, whatever the window).
+	// Longer is safer for reads right after joins and failures, shorter makes lookups cheaper sooner
+	// (during the window every lookup asks every member). Default 15s; negative: never (reads ask owners
+	// only, except during hand-offs).
 	SettleWindow time.Duration
 	// Ring holds the cluster-wide ring settings. Peers whose settings differ (ring.Config.Fingerprint) are
 	// refused. Default ring.DefaultConfig().
@@ -105,14 +107,14 @@ func DefaultGossipTiming() GossipTiming {
 }
 
 // DefaultConfig returns the defaults: gossip on ":7946", no seeds, net.DefaultResolver, rejoin every 30s,
-// broadcast timeout 5s, a settle window of 2m, ring.DefaultConfig(), LAN timings, slog.Default(). NodeID must
+// broadcast timeout 5s, a settle window of 15s, ring.DefaultConfig(), LAN timings, slog.Default(). NodeID must
 // still be set.
 func DefaultConfig() Config {
 	return Config{
 		GossipAddr:       ":7946",
 		RejoinInterval:   30 * time.Second,
 		BroadcastTimeout: 5 * time.Second,
-		SettleWindow:     2 * time.Minute,
+		SettleWindow:     15 * time.Second,
 		Ring:             ring.DefaultConfig(),
 		Timing:           DefaultGossipTiming(),
 		Resolver:         net.DefaultResolver,
