@@ -1,7 +1,6 @@
 package client
 
 import (
-	"bytes"
 	"fmt"
 
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
@@ -80,17 +79,7 @@ func (c *Client) placedKeys(ids, groups []ChunkID) ([][]byte, error) {
 
 // groupRuns encodes per-chunk ring keys as the wire's runs; nil keys give
 // no runs.
-func groupRuns(keys [][]byte) []*kvringv1.GroupRun {
-	var runs []*kvringv1.GroupRun
-	for _, k := range keys {
-		if n := len(runs); n > 0 && bytes.Equal(runs[n-1].Key, k) {
-			runs[n-1].Count++
-			continue
-		}
-		runs = append(runs, &kvringv1.GroupRun{Key: k, Count: 1})
-	}
-	return runs
-}
+func groupRuns(keys [][]byte) []*kvringv1.GroupRun { return transfer.GroupRuns(keys) }
 
 // keyAt returns the ring key of position i: keys[i], or the id itself
 // when keys is nil.

@@ -71,7 +71,7 @@ func BenchmarkHandoffForegroundP99(b *testing.B) {
 func runHandoff(b *testing.B, rate int64, fg func(c *client.Client, busy func() bool)) (int64, time.Duration) {
 	b.Helper()
 	cfgA := benchNodeConfig(b, rate)
-	a := startNodeB(b, cfgA)
+	a := startNode(b, cfgA)
 	ca := benchClient(b, a.GRPCAddr())
 	for lo := 0; lo < handoffChunks; lo += 16 {
 		var batch []client.Chunk
@@ -85,7 +85,7 @@ func runHandoff(b *testing.B, rate int64, fg func(c *client.Client, busy func() 
 	before, _ := a.Handoff()
 	cfgB := benchNodeConfig(b, rate)
 	cfgB.Membership.Join = []string{a.GossipAddr()}
-	nb := startNodeB(b, cfgB)
+	nb := startNode(b, cfgB)
 	done := func() bool {
 		st, _ := a.Handoff()
 		return st.Passes > before.Passes && !st.Running && st.CopiedBytes > 0 && st.Last.Pending == 0
@@ -104,19 +104,6 @@ func benchNodeConfig(b *testing.B, rate int64) Config {
 	cfg.HandoffRate = rate
 	cfg.Membership.SettleWindow = -1
 	return cfg
-}
-
-func startNodeB(b *testing.B, cfg Config) *Node {
-	b.Helper()
-	n, err := New(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := n.Start(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { n.Close(context.Background()) })
-	return n
 }
 
 func benchClient(b *testing.B, addr string) *client.Client {

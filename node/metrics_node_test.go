@@ -33,7 +33,7 @@ func testNodeConfig(t testing.TB) Config {
 	return cfg
 }
 
-func startNode(t *testing.T, cfg Config) *Node {
+func startNode(t testing.TB, cfg Config) *Node {
 	t.Helper()
 	n, err := New(cfg)
 	if err != nil {

@@ -86,7 +86,7 @@ func (c *Coordinator) Copy(ctx context.Context, m ring.Member, rec *kvringv1.Nam
 	}
 	var runs []*kvringv1.GroupRun
 	if namespace.GroupSize(rec.GetSchema()) > 1 {
-		runs = namespace.Runs(keys)
+		runs = transfer.GroupRuns(keys)
 	}
 	fail := func(err error) []error {
 		for i := range errs {

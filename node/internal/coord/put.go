@@ -12,7 +12,6 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/kvring/kvring/node/internal/metrics"
-	"github.com/kvring/kvring/node/internal/namespace"
 	"github.com/kvring/kvring/node/internal/owner"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/ring"
@@ -170,7 +169,7 @@ func (tx *putTx) runs(s *ownerShare) []*kvringv1.GroupRun {
 	for j, i := range s.toBatch {
 		keys[j] = tx.keys[i]
 	}
-	return namespace.Runs(keys)
+	return transfer.GroupRuns(keys)
 }
 
 // prepare, phase 1: every owner stages its share and says what it needs.

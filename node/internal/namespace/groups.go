@@ -70,17 +70,3 @@ func ResolveGroups(rec *kvringv1.NamespaceRecord, ids [][]byte, runs []*kvringv1
 	}
 	return g, nil
 }
-
-// Runs encodes per-position keys as group runs (adjacent equal keys share
-// one run). The runs alias keys.
-func Runs(keys [][]byte) []*kvringv1.GroupRun {
-	var runs []*kvringv1.GroupRun
-	for _, k := range keys {
-		if n := len(runs); n > 0 && bytes.Equal(runs[n-1].Key, k) {
-			runs[n-1].Count++
-			continue
-		}
-		runs = append(runs, &kvringv1.GroupRun{Key: k, Count: 1})
-	}
-	return runs
-}
