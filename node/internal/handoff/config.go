@@ -53,7 +53,7 @@ type Config struct {
 	// Default 1s; negative: no wait. Drain and Pass do not wait.
 	Quiet time.Duration
 	// Batch is the most chunks per Has or Copy call (a batch also holds at
-	// most 16 MiB). Default 1024.
+	// most 8 MiB; two batches run at once). Default 1024.
 	Batch int
 	// Now is the pacing clock; Sleep waits on it. Defaults: time.Now, a timer.
 	Now   func() time.Time

@@ -17,12 +17,14 @@ import (
 )
 
 // maxCopyBytes bounds the bytes of one Copy call, so pacing stays smooth
-// and a failed call wastes little; maxBatchBytes bounds a batch, and so
-// the bytes its pins hold on every owner at once (a small node's pin limit
-// is half its memory: pins must leave room for the engines' own).
+// and a failed call wastes little; maxBatchBytes bounds a batch, and with
+// batchWorkers the bytes a pass's pins hold on an owner at once (16 MiB: a
+// small node's pin limit is half its memory, and pins must leave room for
+// the engines' own).
 const (
-	maxCopyBytes  = 16 << 20
-	maxBatchBytes = 16 << 20
+	maxCopyBytes  = 8 << 20
+	maxBatchBytes = 8 << 20
+	batchWorkers  = 2
 )
 
 // chunkCost is what a copy costs per chunk besides its bytes, as the pacer
@@ -91,25 +93,13 @@ func (m *Mover) Pass(ctx context.Context) PassStats {
 		}
 	}()
 	defer func() { <-announced }()
-	down := map[string]bool{} // members this pass could not ask: not asked again
-	for lo := 0; lo < len(items) && ctx.Err() == nil; {
-		hi, bytes := lo+1, items[lo].h.Size
-		for hi < len(items) && hi-lo < m.cfg.Batch && items[hi].rec == items[lo].rec && bytes+items[hi].h.Size <= maxBatchBytes {
-			bytes += items[hi].h.Size
-			hi++
-		}
-		m.batch(ctx, items[lo:hi], down, announced, &st)
-		lo = hi
-	}
+	m.batches(ctx, items, announced, &st)
 	if ctx.Err() != nil { // stopped early (a drain ran out of time): what was not reached stays here
 		for _, it := range items {
 			if it.leaving && m.cfg.Store.Contains(it.h.Namespace, it.h.ID) && !it.settled {
 				st.Pending++
 			}
 		}
-	}
-	for id := range down {
-		st.Unreachable = append(st.Unreachable, id)
 	}
 	slices.Sort(st.Unreachable)
 	if rg != nil {
@@ -191,10 +181,53 @@ func targets(items []*item, self string) []*target {
 	return out
 }
 
+// batches cuts the items into batches of one namespace (at most Batch
+// chunks and maxBatchBytes) and runs them, batchWorkers at a time: one
+// batch's copy overlaps the next one's Has and the settling of another.
+// Members that could not be asked are not asked again in this pass.
+func (m *Mover) batches(ctx context.Context, items []*item, announced <-chan struct{}, st *PassStats) {
+	var (
+		mu   sync.Mutex
+		down = map[string]bool{}
+		work = make(chan []*item)
+		wg   sync.WaitGroup
+	)
+	isDown := func(id string) bool { mu.Lock(); defer mu.Unlock(); return down[id] }
+	for range batchWorkers {
+		wg.Go(func() {
+			for b := range work {
+				part, lost := m.batch(ctx, b, isDown, announced)
+				mu.Lock()
+				st.merge(part)
+				for _, id := range lost {
+					if !down[id] {
+						down[id] = true
+						st.Unreachable = append(st.Unreachable, id)
+					}
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for lo := 0; lo < len(items) && ctx.Err() == nil; {
+		hi, bytes := lo+1, items[lo].h.Size
+		for hi < len(items) && hi-lo < m.cfg.Batch && items[hi].rec == items[lo].rec && bytes+items[hi].h.Size <= maxBatchBytes {
+			bytes += items[hi].h.Size
+			hi++
+		}
+		work <- items[lo:hi]
+		lo = hi
+	}
+	close(work)
+	wg.Wait()
+}
+
 // batch confirms or copies a batch of items (one namespace) on every
 // owner, evicts what every owner now holds, and releases the pins it took:
-// pins last one batch, so a hand-off never pins more than a batch's bytes.
-func (m *Mover) batch(ctx context.Context, items []*item, down map[string]bool, announced <-chan struct{}, st *PassStats) {
+// pins last one batch, so a hand-off never pins more than batchWorkers
+// batches' bytes. It returns the batch's statistics and the members it
+// could not ask.
+func (m *Mover) batch(ctx context.Context, items []*item, isDown func(string) bool, announced <-chan struct{}) (st PassStats, lost []string) {
 	lease := &kvringv1.LeasePin{LeaseId: owner.NewLeaseID(), TtlMs: uint32(pinFor / time.Millisecond)}
 	ts := targets(items, m.cfg.Self)
 	// The members are served at once: each target writes only its own
@@ -203,7 +236,7 @@ func (m *Mover) batch(ctx context.Context, items []*item, down map[string]bool, 
 	ok := make([]bool, len(ts))
 	var wg sync.WaitGroup
 	for i, t := range ts {
-		if down[t.m.ID] || ctx.Err() != nil {
+		if isDown(t.m.ID) || ctx.Err() != nil {
 			ok[i] = true // not asked: not newly down
 			continue
 		}
@@ -212,13 +245,14 @@ func (m *Mover) batch(ctx context.Context, items []*item, down map[string]bool, 
 	wg.Wait()
 	for i, t := range ts {
 		if !ok[i] {
-			down[t.m.ID] = true
+			lost = append(lost, t.m.ID)
 		}
 		st.add(stats[i])
 	}
 	<-announced
-	m.settle(items, st)
+	m.settle(items, &st)
 	m.unpin(ts, lease.GetLeaseId())
+	return st, lost
 }
 
 // serveTarget asks t's member which of its chunks it holds, pinning them,

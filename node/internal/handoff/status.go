@@ -60,6 +60,16 @@ func (s *PassStats) add(o PassStats) {
 	}
 }
 
+// merge adds a batch's statistics: the copy counts and errors, and what
+// settling counted.
+func (s *PassStats) merge(o PassStats) {
+	s.add(o)
+	s.Evicted += o.Evicted
+	s.Pending += o.Pending
+	s.NoOwner += o.NoOwner
+	s.Underreplicated += o.Underreplicated
+}
+
 // undone reports whether the pass left work to try again soon.
 func (s PassStats) undone() bool {
 	return s.Pending > 0 || s.FailedCopies > 0 || len(s.Unreachable) > 0
