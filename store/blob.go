@@ -25,6 +25,13 @@ type Blob struct {
 	size  int64
 	h     uint64 // the policy's placeholder for the blob
 	freed bool   // guarded by s.mu
+	// chunk is the entry the slot was handed to (StageChunk): the blob
+	// holds a reader's reference to it. staging: StageChunk is deciding;
+	// freeWanted: Free came meanwhile and StageChunk frees the blob when it
+	// is done. Guarded by s.mu.
+	chunk      *entry
+	staging    bool
+	freeWanted bool
 }
 
 // CreateBlob reserves a slot of size bytes (1 to MaxChunkSize) for a blob
@@ -156,12 +163,33 @@ func (b *Blob) free() {
 		s.mu.Unlock()
 		return
 	}
+	if b.staging {
+		b.freeWanted = true // StageChunk frees it when it has decided
+		s.mu.Unlock()
+		return
+	}
+	forget := b.freeLocked()
+	s.mu.Unlock()
+	if forget {
+		s.pol.forget(b.h)
+	}
+}
+
+// freeLocked frees the blob: its slot, or its reference to the chunk the
+// slot became. It reports whether the policy must forget the blob's
+// placeholder. mu held.
+func (b *Blob) freeLocked() (forgetPlaceholder bool) {
+	s := b.s
 	b.freed = true
+	if e := b.chunk; e != nil {
+		e.refs--
+		s.maybeFree(e)
+		return false
+	}
 	s.blobs.count--
 	s.blobs.bytes -= b.size
 	s.arena.free(b.ref)
-	s.mu.Unlock()
-	s.pol.forget(b.h)
+	return true
 }
 
 // SegmentFile returns a duplicate of segment id's file descriptor, for
