@@ -138,3 +138,24 @@ func (s *Store) offerPlaceholder(b *Blob) {
 		s.pol.wait()
 	}
 }
+
+// Complete reports whether every byte of the staged chunk is in its slot
+// already (StageChunk, or Write of the whole chunk): no more bytes may be
+// written.
+func (w *Staged) Complete() bool { return w != nil && w.written == int64(len(w.buf)) }
+
+// Read runs f with the blob's bytes under a fault guard: if another process
+// truncated the segment file, the fault is an error wrapping ErrFault, not
+// a crash. f must not keep the slice, must not hand it to other goroutines
+// while it runs, and must leave no lock held if it stops half-way. Blocks
+// as long as f; ErrClosed after Close.
+func (b *Blob) Read(f func([]byte)) error {
+	if !b.s.enter() {
+		return ErrClosed
+	}
+	defer b.s.exit()
+	if err := guardFault(func() { f(b.Bytes()) }); err != nil {
+		return fmt.Errorf("cannot read blob: %w", err)
+	}
+	return nil
+}

@@ -193,8 +193,9 @@ var putStatus = map[kvringv1.PutStatus]string{kvringv1.PutStatus_PUT_STATUS_STOR
 	kvringv1.PutStatus_PUT_STATUS_FAILED: "failed"}
 
 // publish writes sealed blobs as cluster chunks, through the same
-// two-phase write as a gRPC Put: {namespace, fingerprint, ids[], blobs[],
-// groups[]?} → one result per chunk.
+// two-phase write as a gRPC Put (when this node owns a chunk, the blob's
+// slot becomes it): {namespace, fingerprint, ids[], blobs[], groups[]?} →
+// one result per chunk.
 func (c *conn) publish(r request) (reply, error) {
 	cl, err := c.cluster()
 	if err != nil {
@@ -239,14 +240,9 @@ func (c *conn) publish(r request) (reply, error) {
 		bs[i] = b
 	}
 	t.mu.Unlock()
-	lent := false
-	defer func() {
-		if !lent {
-			c.dropTemp(bs)
-		}
-	}()
+	defer c.dropTemp(bs)
 	refs := make([]*kvringv1.ChunkRef, len(bs))
-	data := make([][]byte, len(bs))
+	mems := make([]*store.Blob, len(bs))
 	for i, b := range bs {
 		if b.mem == nil {
 			return reply{}, errorf(codeObjectIsBlob, "kvring_publish_request: blobs[%d] is a chunk read with kvring_get, not a blob to publish", i)
@@ -256,12 +252,11 @@ func (c *conn) publish(r request) (reply, error) {
 			return reply{}, errorf(codeUnknownError, "kvring_publish_request: cannot read blobs[%d]: %v", i, err)
 		}
 		refs[i] = &kvringv1.ChunkRef{Id: ids[i], Size: uint64(b.size), Crc32C: sum}
-		data[i] = b.bytes()
+		mems[i] = b.mem
 	}
 	ctx, cancel := c.ctx()
 	defer cancel()
-	out, err := cl.Put(ctx, &kvringv1.PutBegin{Namespace: ref, Chunks: refs, Groups: runs}, data)
-	lent = out.Lent // the transport may still read the blobs: keep them referenced
+	out, err := cl.Publish(ctx, &kvringv1.PutBegin{Namespace: ref, Chunks: refs, Groups: runs}, mems)
 	if err != nil {
 		return reply{}, clusterError("publish", err)
 	}
