@@ -32,6 +32,10 @@ type Blob struct {
 	chunk      *entry
 	staging    bool
 	freeWanted bool
+	// sum is the checksum the last Checksum computed (summed: it ran).
+	// Guarded by s.mu.
+	sum    uint32
+	summed bool
 }
 
 // CreateBlob reserves a slot of size bytes (1 to MaxChunkSize) for a blob
@@ -69,9 +73,9 @@ func (s *Store) CreateBlob(size int64) (*Blob, error) {
 	}
 	s.mu.Lock()
 	var r slotRef
-	err := ErrClosed
+	fresh, err := false, ErrClosed
 	if !s.closed {
-		r, _, err = s.arena.alloc(size)
+		r, fresh, err = s.arena.alloc(size)
 	}
 	if err != nil {
 		s.st.rejections[ReasonNoSpace]++
@@ -84,8 +88,8 @@ func (s *Store) CreateBlob(size int64) (*Blob, error) {
 	s.blobs.bytes += size
 	s.mu.Unlock()
 	// Nothing frees the slot meanwhile: only Free does, and Close waits
-	// for this call (enter).
-	if !s.noFallocate.Load() {
+	// for this call (enter). A reused slot was allocated when it was fresh.
+	if fresh && !s.noFallocate.Load() {
 		err := r.seg.allocate(r.slot)
 		if errors.Is(err, errFallocateUnsupported) {
 			s.noFallocate.Store(true)
@@ -95,6 +99,11 @@ func (s *Store) CreateBlob(size int64) (*Blob, error) {
 			b.free()
 			return nil, fmt.Errorf("cannot create a blob of %d bytes: %w", size, err)
 		}
+	}
+	if fresh {
+		// Map the new pages into the store's mapping now, in one call: its
+		// checksum of the blob then takes no page faults.
+		s.prefault(b.Bytes())
 	}
 	return b, nil
 }
@@ -132,7 +141,8 @@ func (b *Blob) Location() Location {
 
 // Checksum returns the CRC-32C of the blob's bytes, reading the mapping
 // under a fault guard: a segment truncated by another process is an error
-// wrapping ErrFault, not a crash. One pass over the bytes.
+// wrapping ErrFault, not a crash. One pass over the bytes; the blob
+// remembers the sum for StageChunk.
 func (b *Blob) Checksum() (uint32, error) {
 	if !b.s.enter() {
 		return 0, ErrClosed
@@ -142,6 +152,9 @@ func (b *Blob) Checksum() (uint32, error) {
 	if err != nil {
 		return 0, fmt.Errorf("cannot checksum blob: %w", err)
 	}
+	b.s.mu.Lock()
+	b.sum, b.summed = sum, true
+	b.s.mu.Unlock()
 	return sum, nil
 }
 

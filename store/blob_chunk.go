@@ -12,10 +12,13 @@ var ErrBlobStaged = errors.New("store: blob already staged as a chunk")
 // StageChunk turns the blob's slot into the staged chunk (ns, id) whose
 // CRC-32C is crc, without a copy: the slot is the chunk's from now on, and
 // the returned Staged is complete (Check and Seal succeed unless the lease
-// ends or the policy evicts it first; Write refuses more bytes). The blob
-// checksums its bytes once here, under a fault guard: a mismatch is
-// ErrChecksum, a truncated segment ErrChecksum wrapping ErrFault; the blob
-// is unchanged then.
+// ends or the policy evicts it first; Write refuses more bytes). crc is
+// checked against the sum the blob's last Checksum computed, or, when it
+// has not run, against one pass over the bytes under a fault guard: a
+// mismatch is ErrChecksum, a truncated segment ErrChecksum wrapping
+// ErrFault; the blob is unchanged then. (Passing the sum on from Checksum
+// loses nothing: a process that can write the blob between the two calls
+// can write the chunk after StageChunk too, and Get verifies every read.)
 //
 // Memory accounting moves with the slot: the blob's bytes leave
 // Stats.BlobBytes and count as a staged chunk (Stats.StagedBytes), then as
@@ -38,9 +41,14 @@ func (b *Blob) StageChunk(ns string, id ID, crc uint32) (*Staged, error) {
 	}
 	defer s.exit()
 	size := b.size
-	sum, err := guardedChecksum(b.Bytes())
-	if err != nil {
-		return nil, fmt.Errorf("cannot stage chunk %s/%s from a blob: %w: %w", ns, id, ErrChecksum, err)
+	s.mu.Lock()
+	sum, summed := b.sum, b.summed
+	s.mu.Unlock()
+	if !summed {
+		var err error
+		if sum, err = guardedChecksum(b.Bytes()); err != nil {
+			return nil, fmt.Errorf("cannot stage chunk %s/%s from a blob: %w: %w", ns, id, ErrChecksum, err)
+		}
 	}
 	if sum != crc {
 		return nil, fmt.Errorf("cannot stage chunk %s/%s from a blob: %w: bytes have %08x, expected %08x", ns, id, ErrChecksum, sum, crc)

@@ -83,19 +83,33 @@ func (c *Client) blobCall(req any) ([]*Blob, json.RawMessage, error) {
 // CreateBlob creates an unsealed blob of size bytes; write its Data, then
 // Seal it. An unsealed blob is freed when the connection goes away.
 func (c *Client) CreateBlob(size int64) (*Blob, error) {
-	bs, _, err := c.blobCall(map[string]any{"type": "create_buffer_request", "size": size})
+	bs, ps, err := c.createCall(map[string]any{"type": "create_buffer_request", "size": size})
 	if err != nil {
 		return nil, err
 	}
 	if len(bs) != 1 {
 		return nil, fmt.Errorf("create_buffer: the node described %d blobs", len(bs))
 	}
+	c.populate(ps[0])
 	return bs[0], nil
+}
+
+// createCall is blobCall for create_buffer(s): it also returns the payloads.
+func (c *Client) createCall(req any) ([]*Blob, []Payload, error) {
+	bs, raw, err := c.blobCall(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	ps, err := payloadsOf(raw)
+	return bs, ps, err
 }
 
 // CreateBlobs creates one unsealed blob per size in one request.
 func (c *Client) CreateBlobs(sizes []int64) ([]*Blob, error) {
-	bs, _, err := c.blobCall(map[string]any{"type": "create_buffers_request", "num": len(sizes), "sizes": sizes})
+	bs, ps, err := c.createCall(map[string]any{"type": "create_buffers_request", "num": len(sizes), "sizes": sizes})
+	for _, p := range ps {
+		c.populate(p)
+	}
 	return bs, err
 }
 

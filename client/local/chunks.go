@@ -82,7 +82,24 @@ func (r PublishResult) Held() bool { return r.Status == "stored" || r.Status == 
 // the bytes of ids[i]) through the node's two-phase write. groups, when the
 // namespace groups chunks, is each id's group key; nil otherwise.
 func (c *Client) Publish(ns Namespace, ids [][32]byte, blobs []uint64, groups [][32]byte) ([]PublishResult, error) {
+	return c.publish(ns, ids, blobs, groups, false)
+}
+
+// PublishAndDelete is Publish followed, in the same request, by Release and
+// Delete of each blob: the blobs' bytes live on as the chunks where this
+// node holds them (their slots became the chunks), and their memory is
+// freed otherwise. Blob.Data must not be used afterwards. The blobs are
+// deleted whatever the results (and when the request fails after reading
+// them).
+func (c *Client) PublishAndDelete(ns Namespace, ids [][32]byte, blobs []uint64, groups [][32]byte) ([]PublishResult, error) {
+	return c.publish(ns, ids, blobs, groups, true)
+}
+
+func (c *Client) publish(ns Namespace, ids [][32]byte, blobs []uint64, groups [][32]byte, consume bool) ([]PublishResult, error) {
 	req := ns.fields(map[string]any{"type": "kvring_publish_request", "ids": hexIDs(ids), "blobs": blobs})
+	if consume {
+		req["consume"] = true
+	}
 	if groups != nil {
 		req["groups"] = hexIDs(groups)
 	}

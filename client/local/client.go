@@ -47,6 +47,9 @@ type Client struct {
 	nc     *net.UnixConn
 	closed bool
 	maps   map[int64][]byte // store_fd → mapping of the whole segment file
+	// populated: per mapped segment, a bit per page this client populated
+	// (populate.go).
+	populated map[int64][]uint64
 }
 
 // Dial connects to the socket at cfg.Path and registers. It blocks until
@@ -60,7 +63,7 @@ func Dial(ctx context.Context, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot connect to the local socket %q: %w", cfg.Path, err)
 	}
-	cl := &Client{cfg: cfg, nc: c.(*net.UnixConn), maps: make(map[int64][]byte)}
+	cl := &Client{cfg: cfg, nc: c.(*net.UnixConn), maps: make(map[int64][]byte), populated: make(map[int64][]uint64)}
 	var rep struct {
 		InstanceID uint64 `json:"instance_id"`
 		StoreMatch bool   `json:"store_match"`
@@ -93,6 +96,7 @@ func (c *Client) Close() error {
 		unix.Munmap(m)
 		delete(c.maps, k)
 	}
+	clear(c.populated)
 	return err
 }
 

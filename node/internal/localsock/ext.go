@@ -220,6 +220,10 @@ func (c *conn) publish(r request) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
+	consume, err := r.boolean("consume")
+	if err != nil {
+		return reply{}, err
+	}
 	// Hold a reference to each blob while its bytes are read.
 	t := c.s.tab
 	t.mu.Lock()
@@ -241,6 +245,9 @@ func (c *conn) publish(r request) (reply, error) {
 	}
 	t.mu.Unlock()
 	defer c.dropTemp(bs)
+	if consume {
+		defer c.consume(bs)
+	}
 	refs := make([]*kvringv1.ChunkRef, len(bs))
 	mems := make([]*store.Blob, len(bs))
 	for i, b := range bs {
@@ -284,6 +291,24 @@ func (c *conn) publish(r request) (reply, error) {
 	body["epoch"] = out.Epoch
 	body["results"] = results
 	return reply{body: body}, nil
+}
+
+// consume deletes the blobs of a publish with consume set and drops one
+// reference of c to each (the one create_buffer gave it), as del_data and
+// release would: a blob whose slot became a chunk lives on as the chunk,
+// the others are freed once no connection holds them.
+func (c *conn) consume(bs []*blob) {
+	t := c.s.tab
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, b := range bs {
+		if b != nil && c.refs[b.id] > 1 { // the publish holds one more until dropTemp
+			t.dropRefs(c, b, 1)
+		}
+		if b != nil && !b.deleted {
+			t.deleteBlob(b)
+		}
+	}
 }
 
 // dropTemp drops one reference to each blob.
