@@ -146,29 +146,43 @@ type ChunkResult struct {
 	ID     string `json:"id"`
 	Found  bool   `json:"found"`
 	BlobID uint64 `json:"blob_id"`
+	// CRC32C is the chunk's CRC-32C (Castagnoli) when found. A chunk the
+	// node holds is handed out in place without a checksum pass: verify
+	// its bytes against it when they must be proven intact.
+	CRC32C uint32 `json:"crc32c"`
 	Reason string `json:"reason"`
 	Blob   *Blob  `json:"-"`
 }
 
-// GetChunks reads cluster chunks into blobs of the node's shared memory
-// and returns them through this client's mappings, one result per id.
+// GetChunks returns cluster chunks as blobs through this client's
+// mappings, one result per id: a chunk the node holds is its own slot
+// (no copy), the others are fetched from their owners into blobs of the
+// node's memory first. Each blob found is referenced until Release of its
+// ID; its bytes must not be written.
 func (c *Client) GetChunks(ns Namespace, ids [][32]byte, groups [][32]byte) ([]ChunkResult, error) {
 	req := ns.fields(map[string]any{"type": "kvring_get_request", "ids": hexIDs(ids)})
 	if groups != nil {
 		req["groups"] = hexIDs(groups)
 	}
-	bs, raw, err := c.blobCall(req)
+	var r struct {
+		Payloads []Payload     `json:"payloads"`
+		Results  []ChunkResult `json:"results"`
+	}
+	_, err := c.roundTrip(req, func(raw json.RawMessage) ([]Payload, error) {
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return nil, fmt.Errorf("cannot decode kvring_get_reply: %w", err)
+		}
+		return r.Payloads, nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	var r struct {
-		Results []ChunkResult `json:"results"`
-	}
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return nil, fmt.Errorf("cannot decode kvring_get_reply: %w", err)
-	}
-	byID := make(map[uint64]*Blob, len(bs))
-	for _, b := range bs {
+	byID := make(map[uint64]*Blob, len(r.Payloads))
+	for _, p := range r.Payloads {
+		b, err := c.blob(p)
+		if err != nil {
+			return nil, err
+		}
 		byID[b.ID] = b
 	}
 	for i := range r.Results {

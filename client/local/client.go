@@ -1,6 +1,7 @@
 package local
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -144,7 +145,9 @@ func (c *Client) roundTrip(req any, payloads func(json.RawMessage) ([]Payload, e
 		return nil, err
 	}
 	var e Error
-	if json.Unmarshal(raw, &struct {
+	// Replies carry a "type"; error replies do not (only they are decoded
+	// twice).
+	if !bytes.Contains(raw, []byte(`"type"`)) && json.Unmarshal(raw, &struct {
 		Code    *int    `json:"code"`
 		Message *string `json:"message"`
 		Type    *string `json:"type"`

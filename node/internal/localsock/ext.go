@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/kvring/kvring/node/internal/namespace"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/store"
 )
@@ -397,10 +398,13 @@ func (c *conn) releaseLeases(leases map[uint64]bool) {
 	}
 }
 
-// getChunks reads cluster chunks into blobs of this node's shared memory:
-// {namespace, fingerprint, ids[], groups[]?} → payloads of the chunks found
-// (each referenced by this connection until released) and one result per
-// id: {id, found, blob_id, reason}.
+// getChunks hands out cluster chunks as blobs: {namespace, fingerprint,
+// ids[], groups[]?} → payloads of the chunks found (each referenced by this
+// connection until released) and one result per id: {id, found, blob_id,
+// crc32c, reason}. A chunk this node holds is handed out in place (its
+// slot, without a copy or a checksum pass: lent, see store.Lend); the
+// others are read from their owners into new blobs of this node's memory,
+// verified on arrival.
 func (c *conn) getChunks(r request) (reply, error) {
 	cl, err := c.cluster()
 	if err != nil {
@@ -417,53 +421,57 @@ func (c *conn) getChunks(r request) (reply, error) {
 	if len(ids) == 0 {
 		return reply{}, invalid("kvring_get_request: ids is empty")
 	}
-	runs, err := groups(r, len(ids))
-	if err != nil {
-		return reply{}, err
+	var keys [][]byte
+	if r.has("groups") {
+		if keys, err = chunkIDs(r, "groups"); err != nil {
+			return reply{}, err
+		}
+		if len(keys) != len(ids) {
+			return reply{}, invalid("%s: groups has %d keys for %d ids", r.typ, len(keys), len(ids))
+		}
 	}
-	mems := make([]*store.Blob, len(ids))
 	results := make([]map[string]any, len(ids))
 	for i := range ids {
 		results[i] = map[string]any{"id": hex.EncodeToString(ids[i]), "found": false, "reason": "no answer for this chunk"}
 	}
-	ctx, cancel := c.ctx()
-	defer cancel()
-	gerr := cl.Get(ctx, &kvringv1.GetRequest{Namespace: ref, Ids: ids, Groups: runs},
-		func(i int, size int64) ([]byte, error) {
-			m, err := c.s.cfg.Store.CreateBlob(size)
-			if err != nil {
-				return nil, err
-			}
-			mems[i] = m
-			return m.Bytes(), nil
-		},
-		func(i int, h *kvringv1.ChunkHeader, found bool, reason string) {
-			if !found && mems[i] != nil {
-				mems[i].Free()
-				mems[i] = nil
-			}
-			results[i]["found"] = found
-			results[i]["reason"] = reason
-		})
-	if gerr != nil {
-		for i, m := range mems {
-			if m != nil {
-				m.Free()
-				mems[i] = nil
+	views, remote := c.lendHeld(ref, ids)
+	mems := make([]*store.Blob, len(ids))
+	if len(remote) > 0 {
+		sub := &kvringv1.GetRequest{Namespace: ref}
+		var subKeys [][]byte
+		for _, i := range remote {
+			sub.Ids = append(sub.Ids, ids[i])
+			if keys != nil {
+				subKeys = append(subKeys, keys[i])
 			}
 		}
-		return reply{}, clusterError("get chunks", gerr)
+		sub.Groups = groupRuns(subKeys)
+		if err := c.fetch(cl, sub, remote, mems, results); err != nil {
+			for _, v := range views {
+				if v != nil {
+					v.Release()
+				}
+			}
+			return reply{}, err
+		}
 	}
 	// Register the blobs found: referenced by this connection, hidden
 	// (deleted) so they are freed when released.
 	t := c.s.tab
 	t.mu.Lock()
 	var bs []*blob
-	for i, m := range mems {
-		if m == nil {
+	for i := range ids {
+		var b *blob
+		switch {
+		case views[i] != nil:
+			b = t.addBlob(c, nil, views[i], views[i].Location().Size, true)
+			results[i]["found"], results[i]["reason"] = true, ""
+			results[i]["crc32c"] = views[i].Checksum()
+		case mems[i] != nil:
+			b = t.addBlob(c, mems[i], nil, mems[i].Size(), true)
+		default:
 			continue
 		}
-		b := t.addBlob(c, m, nil, m.Size(), true)
 		b.deleted = true
 		results[i]["blob_id"] = b.id
 		bs = append(bs, b)
@@ -476,4 +484,60 @@ func (c *conn) getChunks(r request) (reply, error) {
 	}
 	rep.body["results"] = res
 	return rep, nil
+}
+
+// lendHeld lends the chunks of ids this node holds (views[i]) and returns
+// the indexes of the others.
+func (c *conn) lendHeld(ref *kvringv1.NamespaceRef, ids [][]byte) (views []*store.View, remote []int) {
+	views = make([]*store.View, len(ids))
+	ns := namespace.StoreName(ref.GetName(), ref.GetFingerprint())
+	for i, raw := range ids {
+		id, err := store.ParseID(raw)
+		if err == nil {
+			views[i], err = c.s.cfg.Store.Lend(ns, id)
+		}
+		if err != nil {
+			views[i] = nil
+			remote = append(remote, i)
+		}
+	}
+	return views, remote
+}
+
+// fetch reads the chunks of req (at indexes idx of the caller's batch) from
+// the cluster into new blobs, mems[idx[k]], and fills their results.
+func (c *conn) fetch(cl Cluster, req *kvringv1.GetRequest, idx []int, mems []*store.Blob, results []map[string]any) error {
+	ctx, cancel := c.ctx()
+	defer cancel()
+	gerr := cl.Get(ctx, req,
+		func(k int, size int64) ([]byte, error) {
+			m, err := c.s.cfg.Store.CreateBlob(size)
+			if err != nil {
+				return nil, err
+			}
+			mems[idx[k]] = m
+			return m.Bytes(), nil
+		},
+		func(k int, h *kvringv1.ChunkHeader, found bool, reason string) {
+			i := idx[k]
+			if !found && mems[i] != nil {
+				mems[i].Free()
+				mems[i] = nil
+			}
+			results[i]["found"] = found
+			results[i]["reason"] = reason
+			if found {
+				results[i]["crc32c"] = h.GetChunk().GetCrc32C()
+			}
+		})
+	if gerr != nil {
+		for i, m := range mems {
+			if m != nil {
+				m.Free()
+				mems[i] = nil
+			}
+		}
+		return clusterError("get chunks", gerr)
+	}
+	return nil
 }
