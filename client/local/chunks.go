@@ -82,7 +82,7 @@ func (r PublishResult) Held() bool { return r.Status == "stored" || r.Status == 
 // the bytes of ids[i]) through the node's two-phase write. groups, when the
 // namespace groups chunks, is each id's group key; nil otherwise.
 func (c *Client) Publish(ns Namespace, ids [][32]byte, blobs []uint64, groups [][32]byte) ([]PublishResult, error) {
-	return c.publish(ns, ids, blobs, groups, false)
+	return c.publish(ns, ids, blobs, groups, false, false)
 }
 
 // PublishAndDelete is Publish followed, in the same request, by Release and
@@ -92,13 +92,23 @@ func (c *Client) Publish(ns Namespace, ids [][32]byte, blobs []uint64, groups []
 // deleted whatever the results (and when the request fails after reading
 // them).
 func (c *Client) PublishAndDelete(ns Namespace, ids [][32]byte, blobs []uint64, groups [][32]byte) ([]PublishResult, error) {
-	return c.publish(ns, ids, blobs, groups, true)
+	return c.publish(ns, ids, blobs, groups, true, false)
 }
 
-func (c *Client) publish(ns Namespace, ids [][32]byte, blobs []uint64, groups [][32]byte, consume bool) ([]PublishResult, error) {
+// SealPublishAndDelete is PublishAndDelete of blobs this client created and
+// wrote but did not seal: the node seals them first, in the same request
+// (one request for a whole batch instead of one seal each).
+func (c *Client) SealPublishAndDelete(ns Namespace, ids [][32]byte, blobs []uint64, groups [][32]byte) ([]PublishResult, error) {
+	return c.publish(ns, ids, blobs, groups, true, true)
+}
+
+func (c *Client) publish(ns Namespace, ids [][32]byte, blobs []uint64, groups [][32]byte, consume, seal bool) ([]PublishResult, error) {
 	req := ns.fields(map[string]any{"type": "kvring_publish_request", "ids": hexIDs(ids), "blobs": blobs})
 	if consume {
 		req["consume"] = true
+	}
+	if seal {
+		req["seal"] = true
 	}
 	if groups != nil {
 		req["groups"] = hexIDs(groups)

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/kvring/kvring/client/local"
 	"github.com/kvring/kvring/internal/testutil"
+	"github.com/kvring/kvring/loadtest"
 )
 
 // usedBytes scrapes the node's kvring_store_used_bytes metric.
@@ -189,4 +191,40 @@ func TestSocketEnginesShareChunksAcrossTheCluster(t *testing.T) {
 	if err != nil || !got[0].Found || !bytes.Equal(got[0].Blob.Data, away.data) {
 		t.Fatalf("the chunk node 3 held before its restart, read through the same client: %+v %v", got, err)
 	}
+}
+
+// TestBenchReplaysThroughTheSocket: kvring bench --socket replays the trace
+// through a node's local socket with verified reads and the report of a
+// gRPC replay: the same requests, chunks and ideal hit ratio, no corrupt or
+// missing chunk; a second replay finds every chunk.
+func TestBenchReplaysThroughTheSocket(t *testing.T) {
+	t.Parallel()
+	sockPath := filepath.Join(t.TempDir(), "n.sock")
+	n := startNode(t, t.TempDir(), shmDir(t), "127.0.0.1:0", "127.0.0.1:0", "--socket", sockPath)
+	tracePath := filepath.Join("..", "..", "loadtest", "trace", "testdata", "synthetic_trace.jsonl")
+	common := []string{"bench", "--admin", n.admin, "--trace", tracePath, "--max-requests", "20", "--speedup", "-1",
+		"--engines", "2", "--json"}
+	run := func(args ...string) loadtest.Report {
+		t.Helper()
+		r := mustCLI(t, nil, append(slices.Clone(common), args...)...)
+		var rep loadtest.Report
+		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+			t.Fatalf("bench --json printed no report: %v: %v", err, r)
+		}
+		if rep.RequestsDone != 20 || rep.Corrupt != 0 || rep.Failed != 0 || rep.MissingAfterAck != 0 || rep.Evictions == nil {
+			t.Fatalf("report: %+v", rep)
+		}
+		return rep
+	}
+	grpc := run("--addr", n.grpc, "--namespace", "over-grpc")
+	sock := run("--socket", sockPath, "--namespace", "over-socket")
+	if sock.Backend != "kvring socket "+sockPath || sock.Stored != grpc.Stored || sock.IdealChunkHitRatio != grpc.IdealChunkHitRatio ||
+		sock.ChunkHitRatio != grpc.ChunkHitRatio || sock.ChunkHits != grpc.ChunkHits {
+		t.Fatalf("socket replay %+v, gRPC replay %+v: want the same outcome", sock, grpc)
+	}
+	if again := run("--socket", sockPath, "--namespace", "over-socket"); again.ChunkHitRatio != 1 || again.Stored != 0 {
+		t.Fatalf("second socket replay: hit ratio %v, stored %d", again.ChunkHitRatio, again.Stored)
+	}
+	r := runCLI(t, nil, append(slices.Clone(common), "--socket", filepath.Join(t.TempDir(), "none.sock"))...)
+	checkOneLineFailure(t, r, "local socket")
 }

@@ -195,8 +195,10 @@ var putStatus = map[kvringv1.PutStatus]string{kvringv1.PutStatus_PUT_STATUS_STOR
 
 // publish writes sealed blobs as cluster chunks, through the same
 // two-phase write as a gRPC Put (when this node owns a chunk, the blob's
-// slot becomes it): {namespace, fingerprint, ids[], blobs[], groups[]?} →
-// one result per chunk.
+// slot becomes it): {namespace, fingerprint, ids[], blobs[], groups[]?,
+// seal?, consume?} → one result per chunk. seal first seals the blobs this
+// connection created and has not sealed; consume deletes the blobs
+// afterwards (see consume).
 func (c *conn) publish(r request) (reply, error) {
 	cl, err := c.cluster()
 	if err != nil {
@@ -225,6 +227,10 @@ func (c *conn) publish(r request) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
+	seal, err := r.boolean("seal")
+	if err != nil {
+		return reply{}, err
+	}
 	// Hold a reference to each blob while its bytes are read.
 	t := c.s.tab
 	t.mu.Lock()
@@ -236,6 +242,10 @@ func (c *conn) publish(r request) (reply, error) {
 			t.mu.Unlock()
 			c.dropTemp(bs[:i])
 			return reply{}, errorf(codeObjectNotExists, "kvring_publish_request: blobs[%d] %s does not exist (or is empty)", i, objectName(id))
+		case !b.sealed && seal && b.creator == c:
+			b.sealed = true // as seal_request would
+			delete(c.created, b.id)
+			b.creator = nil
 		case !b.sealed:
 			t.mu.Unlock()
 			c.dropTemp(bs[:i])
