@@ -106,17 +106,20 @@ func (s *Socket) Get(_ context.Context, ids, groups []ChunkID) ([]GetOutcome, er
 		return nil, err
 	}
 	out := make([]GetOutcome, len(ids))
-	var rerr error
+	var release []uint64
 	for i, r := range res {
 		if i >= len(out) || !r.Found || r.Blob == nil {
 			continue
 		}
 		out[i] = GetOutcome{Found: true, Data: append([]byte(nil), r.Blob.Data...)}
-		if err := s.c.Release(r.BlobID); err != nil && rerr == nil {
-			rerr = err
+		release = append(release, r.BlobID)
+	}
+	if len(release) > 0 {
+		if _, err := s.c.ReleaseAll(release); err != nil {
+			return out, err
 		}
 	}
-	return out, rerr
+	return out, nil
 }
 
 // Put implements Backend: create the blobs (one request), write each

@@ -131,6 +131,16 @@ func (c *Client) Release(id uint64) error {
 	return c.Call(map[string]any{"type": "release_request", "object_id": id}, nil)
 }
 
+// ReleaseAll drops one reference to each blob of ids in one request
+// (kvring_release_request) and returns how many this connection held.
+func (c *Client) ReleaseAll(ids []uint64) (int, error) {
+	var r struct {
+		Released int `json:"released"`
+	}
+	err := c.Call(map[string]any{"type": "kvring_release_request", "ids": ids}, &r)
+	return r.Released, err
+}
+
 // IncreaseRefs takes one more reference to each blob of ids.
 func (c *Client) IncreaseRefs(ids []uint64) error {
 	return c.Call(map[string]any{"type": "increase_reference_count_request", "ids": ids}, nil)

@@ -26,6 +26,8 @@ func extension(typ string) handler {
 		return (*conn).releaseLease
 	case "kvring_get_request":
 		return (*conn).getChunks
+	case "kvring_release_request":
+		return (*conn).releaseMany
 	}
 	return nil
 }
@@ -550,4 +552,27 @@ func (c *conn) fetch(cl Cluster, req *kvringv1.GetRequest, idx []int, mems []*st
 		return clusterError("get chunks", gerr)
 	}
 	return nil
+}
+
+// releaseMany drops one of c's references to each blob of ids (as
+// release_request does for one): {ids[]} → {released: how many c held}.
+// Ids c holds no reference to are skipped.
+func (c *conn) releaseMany(r request) (reply, error) {
+	ids, _, err := r.u64s("ids")
+	if err != nil {
+		return reply{}, err
+	}
+	t := c.s.tab
+	t.mu.Lock()
+	n := 0
+	for _, id := range ids {
+		if b := t.blobs[id]; b != nil && c.refs[id] > 0 {
+			t.dropRefs(c, b, 1)
+			n++
+		}
+	}
+	t.mu.Unlock()
+	body := ok("kvring_release_reply")
+	body["released"] = n
+	return reply{body: body}, nil
 }
