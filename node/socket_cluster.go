@@ -119,8 +119,8 @@ func (s *socketCluster) Get(ctx context.Context, req *kvringv1.GetRequest, alloc
 		case cur == nil:
 		case filled != len(cur):
 			done(curIdx, curHdr, false, fmt.Sprintf("the stream ended after %d of %d bytes", filled, len(cur)))
-		case store.Checksum(cur) != curHdr.GetChunk().GetCrc32C():
-			done(curIdx, curHdr, false, "the bytes failed their checksum")
+		case !sumMatches(cur, curHdr.GetChunk().GetCrc32C()):
+			done(curIdx, curHdr, false, "the bytes failed their checksum (or their memory faulted)")
 		default:
 			done(curIdx, curHdr, true, "")
 		}
@@ -159,7 +159,19 @@ func (s *socketCluster) Get(ctx context.Context, req *kvringv1.GetRequest, alloc
 			if f.GetOffset() != uint64(filled) || filled+len(f.GetData()) > len(cur) {
 				return fmt.Errorf("chunk %d: a frame at offset %d does not follow byte %d", curIdx, f.GetOffset(), filled)
 			}
-			filled += copy(cur[filled:], f.GetData())
+			// The blob's segment was handed to a local client, which may
+			// truncate it: copy under a fault guard.
+			if err := store.Guarded(func() { filled += copy(cur[filled:], f.GetData()) }); err != nil {
+				return fmt.Errorf("chunk %d: cannot write its blob: %w", curIdx, err)
+			}
 		}
 	}
+}
+
+// sumMatches reports whether a blob's bytes, read under a fault guard,
+// have the CRC-32C want (false when the memory faulted).
+func sumMatches(b []byte, want uint32) bool {
+	var sum uint32
+	err := store.Guarded(func() { sum = store.Checksum(b) })
+	return err == nil && sum == want
 }

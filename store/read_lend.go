@@ -1,5 +1,7 @@
 package store
 
+import "fmt"
+
 // Lend returns a View of the chunk without the checksum pass of Get, for
 // handing the chunk's memory to a process on the same host that reads it
 // itself (the local socket's kvring_get): one pass over the bytes fewer,
@@ -16,3 +18,24 @@ func (s *Store) Lend(ns string, id ID) (*View, error) {
 	defer s.exit()
 	return s.acquire(ns, id)
 }
+
+// Read runs f with the chunk's bytes under a fault guard: if a process the
+// segment was handed to truncates the file meanwhile, the fault is an error
+// wrapping ErrFault instead of a crash of this process. f must not keep
+// the slice or hand it to other goroutines while it runs, and must leave
+// no lock held if it stops half-way (a fault unwinds it like a panic).
+// Blocks as long as f.
+func (v *View) Read(f func([]byte)) error {
+	if err := guardFault(func() { f(v.buf) }); err != nil {
+		return fmt.Errorf("cannot read chunk %s: %w", v.e.key.id, err)
+	}
+	return nil
+}
+
+// Guarded runs f, which reads or writes the mapping of a segment handed to
+// another process (a blob's or a lent chunk's bytes), under a fault guard:
+// a fault on that memory (the file was truncated) is an error wrapping
+// ErrFault instead of a crash. f must not start goroutines that touch the
+// mapping and must leave no lock held if it stops half-way. Any other
+// panic passes through. Blocks as long as f.
+func Guarded(f func()) error { return guardFault(f) }
