@@ -19,8 +19,8 @@ import (
 
 // BenchmarkSocketPutVsGRPC puts chunks into one node two ways in the same
 // run, alternating: through the local socket (create a blob, write the
-// chunk into the mapping, seal, publish to the node as owner deleting the
-// blob in the same request: three requests, the blob's slot becomes the
+// chunk into the mapping, then seal it, publish it to the node as owner and
+// delete it in one request: two requests, the blob's slot becomes the
 // chunk) and through the gRPC SDK (client.Put to the same node). The
 // node's budget (128 MiB) is cycled through both paths before the timer
 // starts. It reports each path's MB/s and socket/grpc, the speed-up.
@@ -32,7 +32,9 @@ func BenchmarkSocketPutVsGRPC(b *testing.B) {
 	}
 }
 
-func benchSocketPut(b *testing.B, size int) {
+// startBenchNode starts a single node with a local socket and a store of
+// limit bytes in a fresh /dev/shm directory, for the benchmarks.
+func startBenchNode(b *testing.B, limit int64) (*Node, Config) {
 	shm, err := os.MkdirTemp("/dev/shm", "kvring-node-bench-")
 	if err != nil {
 		shm = b.TempDir()
@@ -41,7 +43,7 @@ func benchSocketPut(b *testing.B, size int) {
 	cfg := DefaultConfig()
 	cfg.GRPCAddr, cfg.AdminAddr = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.Membership = membership.LocalConfig("")
-	cfg.Store = store.Config{DataDir: b.TempDir(), ShmDir: shm, MemoryLimit: 128 << 20}
+	cfg.Store = store.Config{DataDir: b.TempDir(), ShmDir: shm, MemoryLimit: limit}
 	cfg.Logger = quietLogger()
 	cfg.Membership.Logger = cfg.Logger
 	cfg.Socket.Path = filepath.Join(b.TempDir(), "kvring.sock")
@@ -53,6 +55,11 @@ func benchSocketPut(b *testing.B, size int) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { n.Close(context.Background()) })
+	return n, cfg
+}
+
+func benchSocketPut(b *testing.B, size int) {
+	n, cfg := startBenchNode(b, 128<<20)
 
 	schema := client.Schema{Model: "m", Dtype: "bf16", TokensPerChunk: 16}
 	sdk, err := client.New(client.Config{Conn: client.ConnConfig{Seeds: []string{n.GRPCAddr()}}, Namespace: "bench/model",
@@ -81,7 +88,7 @@ func benchSocketPut(b *testing.B, size int) {
 		binary.LittleEndian.PutUint64(k[1:], uint64(i))
 		return sha256.Sum256(k[:])
 	}
-	var steps [4]time.Duration // create, copy, seal, publish
+	var steps [3]time.Duration // create, copy, seal+publish
 	sockPut := func(i int) {
 		binary.LittleEndian.PutUint64(src, uint64(i)) // distinct bytes per chunk
 		t0 := time.Now()
@@ -92,15 +99,11 @@ func benchSocketPut(b *testing.B, size int) {
 		t1 := time.Now()
 		copy(blob.Data, src)
 		t2 := time.Now()
-		if err := sock.Seal(blob.ID); err != nil {
-			b.Fatal(err)
-		}
-		t3 := time.Now()
-		res, err := sock.PublishAndDelete(ns, [][32]byte{idOf('s', i)}, []uint64{blob.ID}, nil)
+		res, err := sock.SealPublishAndDelete(ns, [][32]byte{idOf('s', i)}, []uint64{blob.ID}, nil)
 		if err != nil || res[0].Status != "stored" {
 			b.Fatalf("socket publish: %+v %v", res, err)
 		}
-		for k, d := range []time.Duration{t1.Sub(t0), t2.Sub(t1), t3.Sub(t2), time.Since(t3)} {
+		for k, d := range []time.Duration{t1.Sub(t0), t2.Sub(t1), time.Since(t2)} {
 			steps[k] += d
 		}
 	}
@@ -120,7 +123,7 @@ func benchSocketPut(b *testing.B, size int) {
 		grpcPut(-1 - i)
 	}
 	var sockTime, grpcTime time.Duration
-	steps = [4]time.Duration{}
+	steps = [3]time.Duration{}
 	b.SetBytes(int64(2 * size))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -134,7 +137,7 @@ func benchSocketPut(b *testing.B, size int) {
 	}
 	b.StopTimer()
 	per := func(d time.Duration) time.Duration { return (d / time.Duration(b.N)).Round(time.Microsecond) }
-	b.Logf("socket put, mean per chunk: create %v, copy %v, seal %v, publish %v", per(steps[0]), per(steps[1]), per(steps[2]), per(steps[3]))
+	b.Logf("socket put, mean per chunk: create %v, copy %v, seal+publish %v", per(steps[0]), per(steps[1]), per(steps[2]))
 	b.Logf("segments mapped by the socket client: %d; store segments: %d", sock.Segments(), n.Store().Stats().Segments)
 	mb := float64(size) * float64(b.N) / 1e6
 	b.ReportMetric(mb/sockTime.Seconds(), "socket-MB/s")
@@ -147,26 +150,7 @@ func benchSocketPut(b *testing.B, size int) {
 //
 //	go test -run '^$' -bench SocketRoundTrip ./node/
 func BenchmarkSocketRoundTrip(b *testing.B) {
-	shm, err := os.MkdirTemp("/dev/shm", "kvring-node-bench-")
-	if err != nil {
-		shm = b.TempDir()
-	}
-	b.Cleanup(func() { os.RemoveAll(shm) })
-	cfg := DefaultConfig()
-	cfg.GRPCAddr, cfg.AdminAddr = "127.0.0.1:0", "127.0.0.1:0"
-	cfg.Membership = membership.LocalConfig("")
-	cfg.Store = store.Config{DataDir: b.TempDir(), ShmDir: shm, MemoryLimit: 64 << 20}
-	cfg.Logger = quietLogger()
-	cfg.Membership.Logger = cfg.Logger
-	cfg.Socket.Path = filepath.Join(b.TempDir(), "kvring.sock")
-	n, err := New(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := n.Start(b.Context()); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { n.Close(context.Background()) })
+	_, cfg := startBenchNode(b, 64<<20)
 	sock, err := local.Dial(b.Context(), local.Config{Path: cfg.Socket.Path})
 	if err != nil {
 		b.Fatal(err)
@@ -197,26 +181,7 @@ func BenchmarkSocketGetHeld(b *testing.B) {
 }
 
 func benchSocketGet(b *testing.B, size, batch int) {
-	shm, err := os.MkdirTemp("/dev/shm", "kvring-node-bench-")
-	if err != nil {
-		shm = b.TempDir()
-	}
-	b.Cleanup(func() { os.RemoveAll(shm) })
-	cfg := DefaultConfig()
-	cfg.GRPCAddr, cfg.AdminAddr = "127.0.0.1:0", "127.0.0.1:0"
-	cfg.Membership = membership.LocalConfig("")
-	cfg.Store = store.Config{DataDir: b.TempDir(), ShmDir: shm, MemoryLimit: 128 << 20}
-	cfg.Logger = quietLogger()
-	cfg.Membership.Logger = cfg.Logger
-	cfg.Socket.Path = filepath.Join(b.TempDir(), "kvring.sock")
-	n, err := New(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := n.Start(b.Context()); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { n.Close(context.Background()) })
+	_, cfg := startBenchNode(b, 128<<20)
 	sock, err := local.Dial(b.Context(), local.Config{Path: cfg.Socket.Path})
 	if err != nil {
 		b.Fatal(err)

@@ -11,6 +11,25 @@ import (
 	"github.com/kvring/kvring/client/local"
 )
 
+// socketNode starts a node with a local socket, connects a client to it and
+// registers namespace name (the node's defaults) through it.
+func socketNode(t *testing.T, name string) (*Node, *local.Client, local.Namespace) {
+	t.Helper()
+	cfg := testNodeConfig(t)
+	cfg.Socket.Path = filepath.Join(t.TempDir(), "kvring.sock")
+	n := startNode(t, cfg)
+	c, err := local.Dial(t.Context(), local.Config{Path: cfg.Socket.Path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	ns, err := c.RegisterNamespace(name, local.Schema{Model: "m", Dtype: "bf16", TokensPerChunk: 16}, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n, c, ns
+}
+
 // TestSocketPublishMakesTheBlobTheChunk: a blob published to this node as
 // owner becomes the chunk without a copy: the node's used bytes grew with
 // the blob and stay as they are at the publish (the bytes move from blob to
@@ -19,18 +38,7 @@ import (
 // leaves the chunk readable and the blob gone.
 func TestSocketPublishMakesTheBlobTheChunk(t *testing.T) {
 	t.Parallel()
-	cfg := testNodeConfig(t)
-	cfg.Socket.Path = filepath.Join(t.TempDir(), "kvring.sock")
-	n := startNode(t, cfg)
-	c, err := local.Dial(t.Context(), local.Config{Path: cfg.Socket.Path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ns, err := c.RegisterNamespace("zero-copy", local.Schema{Model: "m", Dtype: "bf16", TokensPerChunk: 16}, 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	n, c, ns := socketNode(t, "zero-copy")
 	const size = 1 << 20
 	before := n.Store().Stats()
 	b, err := c.CreateBlob(size)

@@ -63,32 +63,12 @@ func (b *Blob) StageChunk(ns string, id ID, crc uint32) (*Staged, error) {
 		s.mu.Unlock()
 		return nil, fmt.Errorf("cannot stage chunk %s/%s: %w", ns, id, ErrBlobStaged)
 	}
-	k, _, err := s.key(ns, id, true)
+	e, err := s.addStaged(ns, id, size, crc)
 	if err != nil {
 		s.mu.Unlock()
 		return nil, err
 	}
-	h := k.hash()
-	if e := s.idx.get(k, h); e != nil {
-		sealed := e.state == stateSealed
-		s.mu.Unlock()
-		if sealed {
-			return nil, fmt.Errorf("cannot stage chunk %s/%s: %w", ns, id, ErrAlreadyHeld)
-		}
-		return nil, fmt.Errorf("cannot stage chunk %s/%s: %w", ns, id, ErrBusy)
-	}
-	if staged := s.st.stagedBytes; staged+size > s.cfg.MaxStagedBytes {
-		s.st.rejections[ReasonNoSpace]++
-		s.mu.Unlock()
-		return nil, fmt.Errorf("cannot stage chunk %s/%s (%d bytes): %w: writes in progress hold %d bytes, at most %d may be staged at once",
-			ns, id, size, ErrNoSpace, staged, s.cfg.MaxStagedBytes)
-	}
-	e := &entry{key: k, hash: h, size: uint32(size), crc: crc, state: stateStaged, policy: true}
-	s.idx.put(e)
-	s.staging[e] = 0 // no lease until the slot is handed over
-	s.st.stagedChunks++
-	s.st.stagedBytes += size
-	s.st.stages++
+	h := e.hash
 	b.chunk = e // claimed: a concurrent StageChunk or Free waits for the outcome
 	b.staging = true
 	s.mu.Unlock()
