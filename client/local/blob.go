@@ -60,10 +60,10 @@ func payloadsOf(raw json.RawMessage) ([]Payload, error) {
 }
 
 // blobCall sends req, receives the descriptors its reply announces and
-// returns the described blobs and the raw reply.
-func (c *Client) blobCall(req any) ([]*Blob, json.RawMessage, error) {
+// returns the described blobs and their payloads.
+func (c *Client) blobCall(req any) ([]*Blob, []Payload, error) {
 	var ps []Payload
-	raw, err := c.roundTrip(req, func(raw json.RawMessage) ([]Payload, error) {
+	_, err := c.roundTrip(req, func(raw json.RawMessage) ([]Payload, error) {
 		var err error
 		ps, err = payloadsOf(raw)
 		return ps, err
@@ -77,13 +77,13 @@ func (c *Client) blobCall(req any) ([]*Blob, json.RawMessage, error) {
 			return nil, nil, err
 		}
 	}
-	return bs, raw, nil
+	return bs, ps, nil
 }
 
 // CreateBlob creates an unsealed blob of size bytes; write its Data, then
 // Seal it. An unsealed blob is freed when the connection goes away.
 func (c *Client) CreateBlob(size int64) (*Blob, error) {
-	bs, ps, err := c.createCall(map[string]any{"type": "create_buffer_request", "size": size})
+	bs, ps, err := c.blobCall(map[string]any{"type": "create_buffer_request", "size": size})
 	if err != nil {
 		return nil, err
 	}
@@ -94,19 +94,9 @@ func (c *Client) CreateBlob(size int64) (*Blob, error) {
 	return bs[0], nil
 }
 
-// createCall is blobCall for create_buffer(s): it also returns the payloads.
-func (c *Client) createCall(req any) ([]*Blob, []Payload, error) {
-	bs, raw, err := c.blobCall(req)
-	if err != nil {
-		return nil, nil, err
-	}
-	ps, err := payloadsOf(raw)
-	return bs, ps, err
-}
-
 // CreateBlobs creates one unsealed blob per size in one request.
 func (c *Client) CreateBlobs(sizes []int64) ([]*Blob, error) {
-	bs, ps, err := c.createCall(map[string]any{"type": "create_buffers_request", "num": len(sizes), "sizes": sizes})
+	bs, ps, err := c.blobCall(map[string]any{"type": "create_buffers_request", "num": len(sizes), "sizes": sizes})
 	for _, p := range ps {
 		c.populate(p)
 	}
