@@ -280,30 +280,45 @@ func (c *conn) publish(r request) (reply, error) {
 	if err != nil {
 		return reply{}, clusterError("publish", err)
 	}
-	results := make([]any, len(ids))
+	results := make([]publishResult, len(ids))
 	for i := range results {
-		results[i] = map[string]any{"id": hex.EncodeToString(ids[i]), "status": "failed", "reason": "the node sent no result for this chunk"}
+		results[i] = publishResult{ID: hex.EncodeToString(ids[i]), Status: "failed", Holders: []holder{},
+			Reason: "the node sent no result for this chunk"}
 	}
 	for _, res := range out.Results {
 		i := int(res.GetIndex())
 		if i >= len(results) {
 			continue
 		}
-		holders := make([]any, 0, len(res.GetHolders()))
+		holders := make([]holder, 0, len(res.GetHolders()))
 		for _, h := range res.GetHolders() {
-			holders = append(holders, map[string]any{"node_id": h.GetNodeId(), "grpc_addr": h.GetGrpcAddr()})
+			holders = append(holders, holder{NodeID: h.GetNodeId(), GRPCAddr: h.GetGrpcAddr()})
 		}
 		status := putStatus[res.GetStatus()]
 		if status == "" {
 			status = "failed"
 		}
-		results[i] = map[string]any{"id": hex.EncodeToString(ids[i]), "status": status, "holders": holders,
-			"degraded": res.GetDegraded(), "reason": res.GetReason()}
+		results[i] = publishResult{ID: results[i].ID, Status: status, Holders: holders, Degraded: res.GetDegraded(), Reason: res.GetReason()}
 	}
 	body := ok("kvring_publish_reply")
 	body["epoch"] = out.Epoch
 	body["results"] = results
 	return reply{body: body}, nil
+}
+
+// publishResult is one chunk's result in kvring_publish_reply.
+type publishResult struct {
+	ID       string   `json:"id"`
+	Status   string   `json:"status"`
+	Holders  []holder `json:"holders"`
+	Degraded bool     `json:"degraded"`
+	Reason   string   `json:"reason"`
+}
+
+// holder is a node holding a published chunk.
+type holder struct {
+	NodeID   string `json:"node_id"`
+	GRPCAddr string `json:"grpc_addr"`
 }
 
 // consume deletes the blobs of a publish with consume set and drops one
