@@ -167,9 +167,9 @@ func BenchmarkSocketRoundTrip(b *testing.B) {
 // BenchmarkSocketGetHeld reads chunks this node holds through the local
 // socket: kvring_get of a batch (the chunks are handed out in place), every
 // byte read through the client's mapping (reused: the segments are mapped
-// once per connection), then one release per chunk. It reports the
-// effective read rate, GB/s of chunk bytes read per second of the whole
-// loop.
+// once per connection), then one kvring_release_request for the batch. It
+// reports the effective read rate, GB/s of chunk bytes read per second of
+// the whole loop.
 //
 //	go test -run '^$' -bench SocketGetHeld ./node/
 func BenchmarkSocketGetHeld(b *testing.B) {
@@ -217,14 +217,16 @@ func benchSocketGet(b *testing.B, size, batch int) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		release := make([]uint64, 0, len(got))
 		for _, r := range got {
 			if !r.Found {
 				b.Fatalf("get: %+v", r)
 			}
 			sink += sumWords(r.Blob.Data)
-			if err := sock.Release(r.BlobID); err != nil {
-				b.Fatal(err)
-			}
+			release = append(release, r.BlobID)
+		}
+		if n, err := sock.ReleaseAll(release); err != nil || n != len(release) {
+			b.Fatalf("release: %d of %d, %v", n, len(release), err)
 		}
 	}
 	if sink == 1 {
