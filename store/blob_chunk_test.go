@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"errors"
+	"os"
 	"testing"
 )
 
@@ -133,4 +134,40 @@ func TestBlobStagedAsChunkRefusals(t *testing.T) {
 	if st := s.Stats(); st.UsedBytes != classSize(1024) || st.StagedBytes != 0 {
 		t.Fatalf("stats after the blob's Free: %+v", st)
 	}
+}
+
+// A process the segment was handed to truncates it: reading a blob or a
+// lent chunk through Blob.Read, View.Read or Guarded, and staging the blob
+// as a chunk, fail with ErrFault instead of crashing the process.
+func TestTruncatedSegmentUnderABlobFailsItsReaders(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t, 8<<20)
+	cfg.SegmentSize = 1 << 20
+	s := openTest(t, cfg)
+	id := testID(9)
+	mustPut(t, s, "ns", id, payload(id, 100<<10))
+	v, err := s.Lend("ns", id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Release()
+	b := filledBlob(t, s, testID(10), 100<<10)
+	defer b.Free()
+	if b.Location().Segment != v.Location().Segment {
+		t.Skip("the blob and the chunk landed in different segments")
+	}
+	if err := os.Truncate(s.arena.segmentPath(v.Location().Segment), 0); err != nil {
+		t.Fatal(err)
+	}
+	var sum uint64
+	read := func(p []byte) {
+		for _, c := range p {
+			sum += uint64(c)
+		}
+	}
+	wantErr(t, b.Read(read), ErrFault)
+	wantErr(t, v.Read(read), ErrFault)
+	wantErr(t, Guarded(func() { read(b.Bytes()) }), ErrFault)
+	_, err = b.StageChunk("ns", testID(10), Checksum(payload(testID(10), 100<<10)))
+	wantErr(t, err, ErrFault)
 }
