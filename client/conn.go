@@ -143,7 +143,7 @@ func (c *conn) ready(ctx context.Context) (*grpc.ClientConn, error) {
 		return nil, err
 	}
 	snap := c.cur.Load()
-	if s := snap.state; s.Status == ConnReconnecting && s.Attempt == 1 {
+	if s := snap.state; s.Status == ConnReconnecting && s.Attempt <= len(c.cfg.Seeds) {
 		snap = c.awaitFirstAttempt(ctx, snap)
 	}
 	switch snap.state.Status {
@@ -161,10 +161,11 @@ func (c *conn) ready(ctx context.Context) (*grpc.ClientConn, error) {
 }
 
 // awaitFirstAttempt waits, at most DialTimeout (one attempt's bound) and
-// while ctx lasts, for the first attempt to reconnect after a loss to end,
-// and returns the state then. A node that restarts or hands its engines over
-// (a rolling restart; the seed a load balancer in front of several nodes)
-// so costs a call a short wait instead of an error; once that attempt has
+// while ctx lasts, for the first round of attempts to reconnect after a
+// loss (each seed once, without backoff) to end, and returns the state
+// then. A node that restarts or hands its engines over (a rolling restart;
+// the seed a load balancer in front of several nodes, or the next seed)
+// so costs a call a short wait instead of an error; once that round has
 // failed, calls fail at once until the connection is back.
 func (c *conn) awaitFirstAttempt(ctx context.Context, snap *connSnapshot) *connSnapshot {
 	if snap.next == nil {
@@ -176,7 +177,7 @@ func (c *conn) awaitFirstAttempt(ctx context.Context, snap *connSnapshot) *connS
 		select {
 		case <-snap.next:
 			snap = c.cur.Load()
-			if s := snap.state; s.Status != ConnReconnecting || s.Attempt != 1 || snap.next == nil {
+			if s := snap.state; s.Status != ConnReconnecting || s.Attempt > len(c.cfg.Seeds) || snap.next == nil {
 				return snap
 			}
 		case <-t.C:

@@ -20,11 +20,17 @@ import (
 // errProbeTimeout marks a health check that got no answer in time.
 var errProbeTimeout = errors.New("no answer")
 
+// errNotServing marks a node that answers but reports it does not serve
+// (it drains before it stops, or has not started serving).
+var errNotServing = errors.New("node reports")
+
 // run is the connection loop, the only goroutine a conn starts besides the transport watcher of watch. It is the
 // only writer of c.cur after newConn, so each state change is published and logged exactly once, here.
 //
-// Attempts go to the seeds in turn, starting with the first; after a loss, with the node just lost. The first
-// attempt, and the first after a loss, start at once; attempt n+1 waits backoff.delay(n).
+// Attempts go to the seeds in turn, starting with the first; after a loss, with the node just lost (it may be
+// restarting on its address), unless it said it does not serve (it drains before it stops): then with the next
+// seed. The first round of attempts over the seeds, and the first after a loss, go at once; attempts of round r
+// wait backoff.delay(r).
 func (c *conn) run(ctx context.Context) {
 	defer close(c.done)
 	var (
@@ -40,7 +46,11 @@ func (c *conn) run(ctx context.Context) {
 	for ctx.Err() == nil {
 		attempt++
 		addr = c.cfg.Seeds[idx]
-		delay := c.backoff.delay(attempt-1, rand.Float64())
+		// The first round over the seeds goes at once; backoff grows per round.
+		delay := time.Duration(0)
+		if round := (attempt - 1) / len(c.cfg.Seeds); round > 0 {
+			delay = c.backoff.delay(round, rand.Float64())
+		}
 		c.publish(ConnState{Status: status, Addr: addr, Attempt: attempt, LastError: connErrText(lastErr)}, nil)
 		c.logAttempt(status, addr, attempt, delay, lastErr)
 		if !connSleep(ctx, delay) {
@@ -69,6 +79,9 @@ func (c *conn) run(ctx context.Context) {
 		// Publish before closing, so that ready stops handing out cc before it is closed.
 		c.publish(ConnState{Status: status, Addr: addr, Attempt: 1, LastError: connErrText(lastErr)}, nil)
 		c.log.Warn("lost connection to kvring node", "addr", addr, "err", err)
+		if errors.Is(err, errNotServing) {
+			idx = (idx + 1) % len(c.cfg.Seeds) // it drains: go on to the next seed at once
+		}
 		// A draining node still answers the calls it has: leave them time.
 		c.retire(cc)
 		cc = nil
@@ -145,7 +158,7 @@ func (c *conn) check(ctx context.Context, cc *grpc.ClientConn, timeout time.Dura
 	case err == nil && resp.GetStatus() == healthpb.HealthCheckResponse_SERVING:
 		return nil
 	case err == nil:
-		return fmt.Errorf("health check: node reports %s", resp.GetStatus())
+		return fmt.Errorf("health check: %w %s", errNotServing, resp.GetStatus())
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case code == codes.DeadlineExceeded: // our deadline, or the node's copy of it, which may fire first

@@ -35,6 +35,9 @@ type Config struct {
 	// Duration stops dispatching new requests once it has passed; requests
 	// in progress finish. Default 0: no cap.
 	Duration time.Duration
+	// Stop, when closed, stops dispatching new requests as Duration does
+	// (kvring bench closes it on the first SIGINT). Optional.
+	Stop <-chan struct{}
 	// BatchChunks caps the chunks in one Get or Put call. Default 512.
 	BatchChunks int
 	// LookupBatch caps the ids in one Lookup call; a longer prompt is looked
@@ -274,6 +277,9 @@ func (r *run) dispatch(ctx context.Context, reqs []trace.Request, queues []chan 
 				case <-deadline:
 					r.stopped.Store(true)
 					return
+				case <-r.cfg.Stop:
+					r.stopped.Store(true)
+					return
 				case <-ctx.Done():
 					return
 				}
@@ -283,17 +289,22 @@ func (r *run) dispatch(ctx context.Context, reqs []trace.Request, queues []chan 
 		case <-deadline:
 			r.stopped.Store(true)
 			return
+		case <-r.cfg.Stop:
+			r.stopped.Store(true)
+			return
 		case <-ctx.Done():
 			return
 		default:
 		}
 		queues[i%len(queues)] <- req
 	}
-	if deadline != nil {
+	if deadline != nil || r.cfg.Stop != nil {
 		// Stop the engines' backlog at the cap too.
 		go func() {
 			select {
 			case <-deadline:
+				r.stopped.Store(true)
+			case <-r.cfg.Stop:
 				r.stopped.Store(true)
 			case <-ctx.Done():
 			}

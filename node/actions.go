@@ -115,6 +115,7 @@ func (n *Node) setDraining(ctx context.Context, on bool) (any, error) {
 	}
 	p.member.RebuildNow() // this node's own view follows at once
 	n.draining.Store(on)
+	p.mover.Kick() // draining: its chunks go to the next owners; undrained: they may come back
 	return DrainState{Node: p.store.NodeID(), Draining: on}, nil
 }
 

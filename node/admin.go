@@ -41,6 +41,14 @@ func (n *Node) adminHandler() http.Handler {
 		}
 		writeJSON(w, http.StatusOK, info)
 	})
+	mux.HandleFunc("GET /v1/handoff", func(w http.ResponseWriter, r *http.Request) {
+		st, ok := n.Handoff()
+		if !ok {
+			writeError(w, http.StatusServiceUnavailable, "node has not started")
+			return
+		}
+		writeJSON(w, http.StatusOK, st)
+	})
 	mux.HandleFunc("GET /v1/ring", func(w http.ResponseWriter, r *http.Request) {
 		info, ok := n.RingInfo()
 		if !ok {

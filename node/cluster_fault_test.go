@@ -126,7 +126,7 @@ func TestCommitRefusesATokenOfAnotherChunk(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, b := chunkOf(1, 100), chunkOf(2, 100)
-	p, need, _, err := o.NewPrepare(ref, []*kvringv1.ChunkRef{{Id: a.ID[:], Size: 100, Crc32C: store.Checksum(a.Data)}})
+	p, need, _, err := o.NewPrepare(ref, []*kvringv1.ChunkRef{{Id: a.ID[:], Size: 100, Crc32C: store.Checksum(a.Data)}}, nil)
 	if err != nil || len(need) != 1 {
 		t.Fatal(err, need)
 	}

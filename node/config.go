@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/kvring/kvring/node/internal/handoff"
 	"github.com/kvring/kvring/node/membership"
 	"github.com/kvring/kvring/ring"
 	"github.com/kvring/kvring/store"
@@ -72,6 +73,19 @@ type Config struct {
 	// DeadlineExceeded and its staged chunks are freed at once, so a stalled
 	// engine holds no memory and no stream. Default 10s; negative: no limit.
 	PutIdleTimeout time.Duration
+	// HandoffRate caps the bytes per second this node copies to other nodes
+	// when it hands chunks off (after a ring change, while it drains) or
+	// re-replicates them, so foreground traffic keeps its latency; each
+	// chunk counts 32 KiB more than its size (its fixed cost). Default
+	// 256 MiB/s; negative: no cap.
+	HandoffRate int64
+	// HandoffRetry is how soon a hand-off pass that left work undone (an
+	// owner unreachable, a copy refused) runs again. Default 5s.
+	HandoffRetry time.Duration
+	// HandoffSweep is how often a hand-off pass runs with nothing prompting
+	// it, to re-replicate chunks after changes no ring change shows.
+	// Default 1m; negative: only on ring changes.
+	HandoffSweep time.Duration
 	// MaintenanceInterval is how often expired stage tokens and leases are
 	// swept. Default 5s.
 	MaintenanceInterval time.Duration
@@ -167,6 +181,9 @@ func DefaultConfig() Config {
 		PeerTimeout:         3 * time.Second,
 		MaintenanceInterval: 5 * time.Second,
 		PutIdleTimeout:      10 * time.Second,
+		HandoffRate:         handoff.DefaultRate,
+		HandoffRetry:        5 * time.Second,
+		HandoffSweep:        time.Minute,
 		MaxNamespaces:       1024,
 		MaxStreamsPerConn:   256,
 		MaxRecvMsgBytes:     4 << 20,
@@ -219,6 +236,15 @@ func (c *Config) validate() error {
 	}
 	if c.PutIdleTimeout == 0 {
 		c.PutIdleTimeout = def.PutIdleTimeout
+	}
+	if c.HandoffRate == 0 {
+		c.HandoffRate = def.HandoffRate
+	}
+	if c.HandoffRetry <= 0 {
+		c.HandoffRetry = def.HandoffRetry
+	}
+	if c.HandoffSweep == 0 {
+		c.HandoffSweep = def.HandoffSweep
 	}
 	c.fillLimits(def)
 	if c.Now == nil {

@@ -10,6 +10,8 @@
 //     IPC and kvring's extensions, served in process by the coordinator:
 //     publish, lookups, registration; a get of chunks held elsewhere through
 //     this node's own Cache service: socket_cluster.go);
+//   - node/internal/handoff: the mover, which copies chunks to their owners
+//     after ring changes and drains (Leave);
 //   - node/internal/metrics: the instruments they update.
 //
 // newServices (services.go) is the one place owner, coordinator and registry
@@ -26,7 +28,11 @@
 //     getters and the admin API read them without waiting for Start or Close.
 //     If any step fails, what was opened is closed again and the error names
 //     the step.
-//   - Close is idempotent. It marks the node not ready, leaves the cluster,
+//   - Leave (before Close, on SIGTERM) drains: the node gossips draining and
+//     hands every chunk it holds to the chunks' next owners, within the
+//     context's deadline.
+//   - Close is idempotent. It marks the node not ready, stops the hand-off,
+//     leaves the cluster,
 //     stops the listeners (letting in-flight requests finish within the
 //     context's deadline), closes the peer connections and the store (so its
 //     catalog is written), and waits for every goroutine the node started.

@@ -16,7 +16,7 @@ import (
 )
 
 // testNodeConfig is a single-host node configuration on free ports.
-func testNodeConfig(t *testing.T) Config {
+func testNodeConfig(t testing.TB) Config {
 	t.Helper()
 	shm, err := os.MkdirTemp("/dev/shm", "kvring-node-test-")
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/kvring/kvring/node/internal/handoff"
 	"github.com/kvring/kvring/node/internal/localsock"
 	"github.com/kvring/kvring/node/membership"
 	"github.com/kvring/kvring/ring"
@@ -56,7 +57,8 @@ type nodeParts struct {
 	health    *health.Server
 	adminSrv  *http.Server
 	socket    *localsock.Server // nil when the local socket is off
-	sec       *security         // credentials read at start (security.go)
+	mover     *handoff.Mover
+	sec       *security // credentials read at start (security.go)
 }
 
 // New checks cfg and returns a node that is not started. It does no I/O.
@@ -119,6 +121,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	n.wg.Go(func() { n.maintain(p.svc) })
 	n.wg.Go(func() { n.syncNamespaces(p.svc) })
 	n.announceActive(ctx, p)
+	p.mover.Start()
 	return nil
 }
 
@@ -165,6 +168,7 @@ func (n *Node) membershipConfig(ctx context.Context, p *nodeParts) (membership.C
 	mcfg.OnRingChange = func(_, r *ring.Ring) {
 		if q := n.parts.Load(); q != nil {
 			q.svc.coord.RingChanged(r)
+			q.mover.Kick()
 		}
 	}
 	return mcfg, nil
@@ -176,7 +180,12 @@ func (n *Node) wire(p *nodeParts, mcfg membership.Config) (err error) {
 		return err
 	}
 	p.svc = newServices(&n.cfg, p.store, clusterView{ring: p.member.Ring, unsettled: p.member.Unsettled, draining: p.member.Draining}, p.sec)
-	p.unmetrics, err = registerAll(n.cfg.Registerer, nodeCollectors(p.svc, p.store, p.member.Members, p.member.Ring)...)
+	p.mover = handoff.New(handoff.Config{Self: p.store.NodeID(), Store: p.store, Registry: p.svc.reg, Ring: p.member.Ring,
+		Owners: p.svc.coord.Owners, Peers: p.svc.coord, Announce: p.member.SetHandingOff, Rate: n.cfg.HandoffRate,
+		Retry: n.cfg.HandoffRetry, Sweep: n.cfg.HandoffSweep, Batch: min(n.cfg.MaxBatchChunks, 1024),
+		Log: n.cfg.Logger.With("component", "handoff")})
+	p.unmetrics, err = registerAll(n.cfg.Registerer, append(nodeCollectors(p.svc, p.store, p.member.Members, p.member.Ring),
+		p.mover.Collectors()...)...)
 	return err
 }
 
@@ -349,6 +358,9 @@ func (n *Node) closeLocked(ctx context.Context) error {
 	}
 	if p.health != nil {
 		p.health.Shutdown() // clients see NOT_SERVING and move on
+	}
+	if p.mover != nil {
+		p.mover.Close() // before the peer connections it copies over close
 	}
 	if p.member != nil {
 		// Peers notice a node that could not say goodbye through failure

@@ -115,7 +115,7 @@ func TestAPutWaitingOnAnotherWriteEndsWhenThatWriteEndsUnsealed(t *testing.T) {
 		}
 	}
 	ref := &kvringv1.NamespaceRef{Name: "test/model", Fingerprint: fp}
-	other, need, _, err := tc.nodes[1].svc.owner.NewPrepare(ref, []*kvringv1.ChunkRef{{Id: ch.ID[:], Size: 1000, Crc32C: store.Checksum(ch.Data)}})
+	other, need, _, err := tc.nodes[1].svc.owner.NewPrepare(ref, []*kvringv1.ChunkRef{{Id: ch.ID[:], Size: 1000, Crc32C: store.Checksum(ch.Data)}}, nil)
 	if err != nil || len(need) != 1 {
 		t.Fatalf("the other writer's stage: %v %v", err, need)
 	}

@@ -321,7 +321,9 @@ func TestRoutingSkipsAnOwnerThatHangs(t *testing.T) {
 		t.Fatalf("put with a hanging owner: %v", err)
 	}
 	for i, r := range res {
-		if r.Status != client.Stored || slices.ContainsFunc(r.Holders, func(h client.Node) bool { return h.ID == hung.ID }) {
+		// already_held: a share resent through the connected node after a
+		// real owner was slow to answer (a loaded machine) finds it stored.
+		if !r.Status.Held() || slices.ContainsFunc(r.Holders, func(h client.Node) bool { return h.ID == hung.ID }) {
 			t.Fatalf("chunk %d: %+v", i, r)
 		}
 	}

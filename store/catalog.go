@@ -69,6 +69,9 @@ type chunkRecord struct {
 	crc  uint32
 	id   ID
 	ns   string
+	// place is the chunk's placement group key (nil: placed by its id, or
+	// recorded before placement keys were kept).
+	place *ID
 }
 
 func (c *catalog) queue(op catOp) {
@@ -94,7 +97,7 @@ func (c *catalog) recordSegment(seg *segment, created bool) {
 }
 
 func (c *catalog) addChunk(ns string, e *entry) {
-	v := encodeChunkValue(ns, e.size, e.crc, e.key.id)
+	v := encodeChunkValue(ns, e.size, e.crc, e.key.id, e.place)
 	c.queue(catOp{kind: opChunkPut, key: chunkKeyBytes(e.slot.seg.id, e.slot.slot), val: v})
 }
 

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 )
@@ -61,13 +62,24 @@ func decodeSegmentRecord(k, v []byte) (segmentRecord, error) {
 	return r, nil
 }
 
-// encodeChunkValue returns the value of a chunk record.
-func encodeChunkValue(ns string, size, crc uint32, id ID) []byte {
-	v := make([]byte, 8+IDSize+len(ns))
+// encodeChunkValue returns the value of a chunk record: size, crc, id,
+// namespace and, for a chunk placed on the ring by a group key (place
+// non-nil), a zero byte and that key. A namespace never contains a
+// zero byte (ValidateNamespace), so records written before placement keys
+// existed decode unchanged, with no key.
+func encodeChunkValue(ns string, size, crc uint32, id ID, place *ID) []byte {
+	n := 8 + IDSize + len(ns)
+	if place != nil {
+		n += 1 + IDSize
+	}
+	v := make([]byte, n)
 	binary.BigEndian.PutUint32(v[0:], size)
 	binary.BigEndian.PutUint32(v[4:], crc)
 	copy(v[8:], id[:])
 	copy(v[8+IDSize:], ns)
+	if place != nil {
+		copy(v[8+IDSize+len(ns)+1:], place[:])
+	}
 	return v
 }
 
@@ -81,9 +93,18 @@ func decodeChunkRecord(k, v []byte) (chunkRecord, error) {
 		slot: int32(binary.BigEndian.Uint32(k[4:])),
 		size: binary.BigEndian.Uint32(v[0:]),
 		crc:  binary.BigEndian.Uint32(v[4:]),
-		ns:   string(v[8+IDSize:]),
 	}
 	copy(r.id[:], v[8:8+IDSize])
+	rest := v[8+IDSize:]
+	if z := bytes.IndexByte(rest, 0); z >= 0 {
+		if len(rest)-z-1 != IDSize {
+			return chunkRecord{}, fmt.Errorf("malformed chunk record %x: placement key of %d bytes", k, len(rest)-z-1)
+		}
+		r.place = new(ID)
+		copy(r.place[:], rest[z+1:])
+		rest = rest[:z]
+	}
+	r.ns = string(rest)
 	if r.slot < 0 || r.slot >= maxSegmentSlots || r.size == 0 || int64(r.size) > maxSlotSize {
 		return chunkRecord{}, fmt.Errorf("malformed chunk record %x: slot %d, size %d", k, r.slot, r.size)
 	}

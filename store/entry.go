@@ -13,12 +13,15 @@ const (
 // The store's mutex guards every field; the bytes of the slot belong to the
 // entry's writer while staged and are immutable once sealed.
 type entry struct {
-	key     chunkKey
-	hash    uint64
-	next    *entry // next entry with the same hash (collision chain)
-	slot    slotRef
-	size    uint32
-	crc     uint32
+	key  chunkKey
+	hash uint64
+	next *entry // next entry with the same hash (collision chain)
+	slot slotRef
+	size uint32
+	crc  uint32
+	// place is the key of the chunk's placement group on the ring, for a
+	// namespace placed by groups (SetPlacement); nil otherwise.
+	place   *ID
 	state   uint8
 	reason  uint8 // why a dead entry died (a reason* constant)
 	hasSlot bool  // slot is allocated and not yet returned to the arena

@@ -140,8 +140,9 @@ line every --progress.`,
 					ns += fmt.Sprintf("-g%d", cfg.ChunksPerGroup)
 				}
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
-			defer stop()
+			ctx, stopSending, done := interruptible(cmd.Context())
+			defer done()
+			cfg.Stop = stopSending
 			if cpuProfile != "" {
 				f, err := os.Create(cpuProfile)
 				if err != nil {
@@ -466,4 +467,31 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// interruptible returns a context that the second SIGINT cancels, and a
+// channel the first SIGINT closes: the bench then stops sending new requests,
+// lets the calls in flight finish and reports. Call done when the bench
+// ends: it stops the signal goroutine.
+func interruptible(parent context.Context) (ctx context.Context, stop <-chan struct{}, done func()) {
+	ctx, cancel := context.WithCancel(parent)
+	stopCh := make(chan struct{})
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt)
+	go func() {
+		defer signal.Stop(sigs)
+		select {
+		case <-sigs:
+			close(stopCh)
+			fmt.Fprintln(os.Stderr, "bench: interrupted: no new requests; waiting for the calls in flight (interrupt again to abort)")
+		case <-ctx.Done():
+			return
+		}
+		select {
+		case <-sigs:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, stopCh, cancel
 }

@@ -104,8 +104,13 @@ func TestDeployManifestArgsAndEnvParseWithServeFlags(t *testing.T) {
 			t.Errorf("%s probe %+v, want GET %s on the admin port", p.name, pr, p.path)
 		}
 	}
-	// The grace period covers the preStop pause, the drain and the goodbye broadcast.
+	// The grace period covers the preStop pause, the drain (hand-off), the goodbye broadcast and the calls
+	// in flight.
 	drain, err := time.ParseDuration(get("drain-timeout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shutdown, err := time.ParseDuration(get("shutdown-timeout"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,10 +118,10 @@ func TestDeployManifestArgsAndEnvParseWithServeFlags(t *testing.T) {
 		t.Fatal("no preStop sleep")
 	}
 	preStop := time.Duration(c.Lifecycle.PreStop.Sleep.Seconds) * time.Second
-	need := preStop + drain + membership.DefaultConfig().BroadcastTimeout
+	need := preStop + drain + shutdown + membership.DefaultConfig().BroadcastTimeout
 	if grace := time.Duration(*spec.TerminationGracePeriodSeconds) * time.Second; grace <= need {
-		t.Errorf("terminationGracePeriodSeconds %v, want more than preStop %v + drain %v + broadcast %v", grace, preStop, drain,
-			membership.DefaultConfig().BroadcastTimeout)
+		t.Errorf("terminationGracePeriodSeconds %v, want more than preStop %v + drain %v + shutdown %v + broadcast %v", grace,
+			preStop, drain, shutdown, membership.DefaultConfig().BroadcastTimeout)
 	}
 }
 

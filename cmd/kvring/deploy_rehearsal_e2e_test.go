@@ -343,7 +343,8 @@ func TestDeployStatefulSetRehearsalRollingRestartUnderBench(t *testing.T) {
 	testutil.Eventually(t, "the three pods to form one cluster through the headless name", 30*time.Second, whole)
 
 	// The bench Job, its Services mapped to the rehearsal's, and paced for the test: small chunks, a
-	// duration that covers the rolling restart.
+	// duration longer than the rolling restart (each pod hands its chunks off before it exits), ended by
+	// SIGINT once the cluster is whole again.
 	jm, err := deploy.Load(filepath.Join(deployDir, "bench"))
 	if err != nil {
 		t.Fatal(err)
@@ -361,7 +362,10 @@ func TestDeployStatefulSetRehearsalRollingRestartUnderBench(t *testing.T) {
 	for i, a := range jc.Args {
 		args[i] = rep.Replace(a)
 	}
-	args = append(args, "--json", "--speedup", "5", "--bytes-per-token", "16", "--duration", "45s", "--progress", "1s")
+	args = append(args, "--json", "--speedup", "2", "--bytes-per-token", "16", "--duration", "240s",
+		// The whole suite runs at once under the race detector on two cores while the pods hand their chunks
+		// off: a call's deadline is the machine's, not the cluster's, to miss.
+		"--timeout", "30s", "--progress", "1s")
 	bin, err := buildBinary()
 	if err != nil {
 		t.Fatal(err)
@@ -421,8 +425,11 @@ func TestDeployStatefulSetRehearsalRollingRestartUnderBench(t *testing.T) {
 		if err := old.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
+		signalled := time.Now()
 		select {
 		case <-old.done:
+			t.Logf("kvring-%d exited %v after SIGTERM: %s", ord, time.Since(signalled).Round(time.Millisecond),
+				lineContaining(old.logs(), "drain "))
 		case <-time.After(grace - preStop):
 			t.Fatalf("kvring-%d did not exit within the grace period after SIGTERM:\n%s", ord, old.logs())
 		}
@@ -438,6 +445,9 @@ func TestDeployStatefulSetRehearsalRollingRestartUnderBench(t *testing.T) {
 	default:
 	}
 	testutil.Eventually(t, "the cluster to be whole again with the three new pods", 30*time.Second, whole)
+	if err := bench.Process.Signal(os.Interrupt); err != nil { // it stops sending and reports
+		t.Fatal(err)
+	}
 	select {
 	case err := <-benchDone:
 		if _, ok := err.(*exec.ExitError); err != nil && !ok {

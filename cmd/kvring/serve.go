@@ -43,7 +43,10 @@ func newServeCmd() *cobra.Command {
 		evictionPolicy = def.Store.Policy
 		logFormat      = "text"
 		logLevel       = "info"
-		drainTimeout   = 10 * time.Second
+		drainTimeout   = 30 * time.Second
+		shutdownTime   = 10 * time.Second
+		handoffRate    = byteSize(def.HandoffRate)
+		handoffSweep   = def.HandoffSweep
 
 		maxStreams     = def.MaxStreamsPerConn
 		maxRecvMsg     = byteSize(def.MaxRecvMsgBytes)
@@ -68,8 +71,11 @@ func newServeCmd() *cobra.Command {
 (--memory-limit is KVRING_MEMORY_LIMIT) or in the YAML file named by --config, whose
 keys are flag names (memory-limit: 4GiB, join: [a, b]). A flag on the command line
 wins over the environment, which wins over the file.
-SIGINT or SIGTERM stop the node cleanly: readiness goes false, requests in flight
-finish, the store writes its catalog, and the process exits 0.`,
+SIGINT or SIGTERM stop the node cleanly: readiness and gRPC health go false,
+the node drains (it takes no new chunks and hands every chunk it holds to the
+chunks' next owners, for up to --drain-timeout), leaves the cluster, requests
+in flight finish (--shutdown-timeout), the store writes its catalog, and the
+process exits 0.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := loadFlags(cmd); err != nil {
@@ -87,6 +93,11 @@ finish, the store writes its catalog, and the process exits 0.`,
 			cfg.Membership.Join = join
 			cfg.Membership.RejoinInterval = rejoin
 			cfg.Membership.SettleWindow = settle
+			cfg.HandoffRate = int64(handoffRate)
+			cfg.HandoffSweep = handoffSweep
+			if handoffRate == 0 {
+				cfg.HandoffRate = -1 // no cap
+			}
 			cfg.Membership.Logger = log.With("component", "membership")
 			cfg.Replication = replication
 			cfg.MinReplicas = minReplicas
@@ -139,8 +150,16 @@ finish, the store writes its catalog, and the process exits 0.`,
 			reloadOnHangup(ctx, n, log)
 			<-ctx.Done()
 			stop()
-			log.Info("shutting down", "drain_timeout", drainTimeout)
-			cctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+			log.Info("shutting down", "drain_timeout", drainTimeout, "shutdown_timeout", shutdownTime)
+			if drainTimeout > 0 {
+				dctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+				_, err := n.Leave(dctx)
+				cancel()
+				if err != nil {
+					log.Warn("cannot drain before leaving", "err", err)
+				}
+			}
+			cctx, cancel := context.WithTimeout(context.Background(), shutdownTime)
 			defer cancel()
 			if err := n.Close(cctx); err != nil {
 				return fmt.Errorf("shutdown: %w", err)
@@ -175,7 +194,10 @@ finish, the store writes its catalog, and the process exits 0.`,
 	fs.StringVar(&evictionPolicy, "eviction-policy", evictionPolicy, "which chunks stay when memory is full: lru (least recently used goes first) or tinylfu (ristretto: frequency-based admission and eviction)")
 	fs.StringVar(&logFormat, "log-format", logFormat, "log format: text or json")
 	fs.StringVar(&logLevel, "log-level", logLevel, "log level: debug, info, warn or error")
-	fs.DurationVar(&drainTimeout, "drain-timeout", drainTimeout, "how long shutdown waits for requests in flight")
+	fs.DurationVar(&drainTimeout, "drain-timeout", drainTimeout, "on SIGTERM, how long the node hands its chunks to their next owners before it leaves (0: leave at once)")
+	fs.DurationVar(&shutdownTime, "shutdown-timeout", shutdownTime, "on SIGTERM, how long the node waits for requests in flight after it left the cluster")
+	fs.DurationVar(&handoffSweep, "handoff-sweep", handoffSweep, "how often the node checks, unprompted, that its chunks are on their owners with enough replicas (negative: only after ring changes)")
+	fs.Var(&handoffRate, "handoff-rate", "most bytes per second the node copies to other nodes when it hands chunks off or re-replicates them (e.g. 256MiB; 0: no cap)")
 	fs.IntVar(&maxStreams, "grpc-max-streams", maxStreams, "most calls one gRPC connection may have open at once; clients queue the rest")
 	fs.Var(&maxRecvMsg, "grpc-max-recv-msg-size", "largest gRPC message accepted (must hold a 1 MiB frame and a call of --max-batch chunks)")
 	fs.DurationVar(&kaMinTime, "grpc-keepalive-min-time", kaMinTime, "clients pinging more often than this are disconnected (GOAWAY too_many_pings); at most 10s")

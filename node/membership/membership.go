@@ -215,11 +215,32 @@ func (m *Membership) broadcastTimeout(ctx context.Context) time.Duration {
 	return max(t, time.Millisecond)
 }
 
+// SetHandingOff gossips whether this node is moving chunks to their owners:
+// while any member is, every member's reads also ask non-owners (Unsettled).
+// It waits like SetState; before Start or after Close it only changes the
+// metadata.
+func (m *Membership) SetHandingOff(ctx context.Context, on bool) error {
+	m.lifeMu.Lock()
+	defer m.lifeMu.Unlock()
+	if err := m.meta.update(func(nm *nodeMeta) { nm.HandingOff = on }); err != nil {
+		return err
+	}
+	ml := m.ml.Load()
+	if ml == nil || m.closed {
+		return nil
+	}
+	if err := ml.UpdateNode(m.broadcastTimeout(ctx)); err != nil {
+		return fmt.Errorf("cannot announce hand-off %v: %w", on, err)
+	}
+	return nil
+}
+
 // Ring returns the current ring snapshot: never nil (empty at epoch 0 before Start), never blocks.
 func (m *Membership) Ring() *ring.Ring { return m.rs.ring() }
 
 // Unsettled reports whether reads should also ask non-owners: the ring
-// changed, or this node started, recently (see Config.SettleWindow).
+// changed, or this node started, recently (see Config.SettleWindow), or a
+// member is handing chunks off (SetHandingOff).
 func (m *Membership) Unsettled() bool { return m.rs.unsettled() }
 
 // Members returns a copy of the members this node knows, sorted by ID, this node included: alive ones, and

@@ -64,6 +64,8 @@ var (
 //	bytes 2-9   boot time, unix milliseconds, int64 big-endian
 //	then four strings, each a uvarint length and the bytes:
 //	            node id, gRPC address, admin address, ring settings fingerprint
+//	then        one byte of flags (bit 0: handing off — the node holds chunks that belong on other
+//	            owners and is moving them); absent in metadata from earlier releases (no flags).
 //	then        nothing yet. A decoder ignores bytes after the fields it knows, so later revisions may
 //	            append fields without a version bump; the version changes only when a field is removed or
 //	            its meaning changes (decoders refuse versions they do not know).
@@ -76,7 +78,11 @@ type nodeMeta struct {
 	State       State
 	BootTime    time.Time // millisecond precision on the wire
 	Fingerprint string    // ring.Config.Fingerprint of the node's ring settings
+	HandingOff  bool      // the node is moving chunks to their owners (flags bit 0)
 }
+
+// metaFlagHandingOff is bit 0 of the flags byte.
+const metaFlagHandingOff = 1
 
 // encode returns the version-1 encoding, or an error wrapping errMetaTooLarge or errMetaInvalid.
 func (m nodeMeta) encode() ([]byte, error) {
@@ -86,7 +92,7 @@ func (m nodeMeta) encode() ([]byte, error) {
 	if !m.State.valid() {
 		return nil, fmt.Errorf("cannot encode node meta: unknown state %d: %w", uint8(m.State), errMetaInvalid)
 	}
-	size := 10
+	size := 11 // version, state, boot time, flags
 	for _, s := range [...]string{m.NodeID, m.GRPCAddr, m.AdminAddr, m.Fingerprint} {
 		size += uvarintLen(uint64(len(s))) + len(s)
 	}
@@ -101,7 +107,11 @@ func (m nodeMeta) encode() ([]byte, error) {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)
 	}
-	return b, nil
+	var flags byte
+	if m.HandingOff {
+		flags |= metaFlagHandingOff
+	}
+	return append(b, flags), nil
 }
 
 // decodeMeta parses node metadata. It rejects unknown versions (errMetaVersion) and truncated or inconsistent
@@ -135,6 +145,9 @@ func decodeMeta(b []byte) (nodeMeta, error) {
 		}
 		*dst = string(rest[k : k+int(n)])
 		rest = rest[k+int(n):]
+	}
+	if len(rest) > 0 {
+		m.HandingOff = rest[0]&metaFlagHandingOff != 0
 	}
 	if m.NodeID == "" {
 		return nodeMeta{}, fmt.Errorf("cannot decode node meta: empty node id: %w", errMetaInvalid)

@@ -97,17 +97,37 @@ func TestMembershipMetaRejectsUnknownVersion(t *testing.T) {
 	}
 }
 
+func TestMembershipMetaCarriesHandingOff(t *testing.T) {
+	t.Parallel()
+	for _, on := range []bool{false, true} {
+		m := sampleNodeMeta()
+		m.HandingOff = on
+		b, err := m.encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := decodeMeta(b)
+		if err != nil || got.HandingOff != on {
+			t.Fatalf("handing off %v: decoded %+v, %v", on, got, err)
+		}
+	}
+}
+
 func TestMembershipMetaRejectsMalformed(t *testing.T) {
 	t.Parallel()
 	good, err := sampleNodeMeta().encode()
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Every strict prefix is truncated.
-	for n := range len(good) {
+	// Every strict prefix is truncated, except the one without the flags
+	// byte: metadata of an earlier release, which had none.
+	for n := range len(good) - 1 {
 		if _, err := decodeMeta(good[:n]); err == nil {
 			t.Fatalf("prefix of %d bytes decoded without error", n)
 		}
+	}
+	if m, err := decodeMeta(good[:len(good)-1]); err != nil || m.HandingOff {
+		t.Fatalf("metadata without flags: %+v, %v; want decoded, not handing off", m, err)
 	}
 	bad := bytes.Clone(good)
 	bad[1] = 9 // unknown state

@@ -51,6 +51,7 @@ type Member struct {
 	GRPCAddr   string    // gRPC address (ring member Addr)
 	AdminAddr  string    // admin HTTP address
 	State      State     // the member's own state, from its metadata
+	HandingOff bool      // it is moving chunks to their owners (from its metadata)
 	BootTime   time.Time // when the member started gossiping
 	GossipAddr string    // host:port of its gossip
 	Liveness   Liveness
@@ -129,6 +130,9 @@ type ringState struct {
 	// draining holds the ids of alive members that are draining, replaced
 	// (never changed) after each batch of events: writes skip them.
 	draining atomic.Pointer[map[string]bool]
+	// handingOff is whether some alive member gossips that it is moving
+	// chunks to their owners; replaced by every rebuild.
+	handingOff atomic.Bool
 }
 
 func newRingState(cfg ring.Config, self string, settle time.Duration, now func() time.Time, log *slog.Logger) (*ringState, error) {
@@ -155,9 +159,14 @@ func (rs *ringState) ring() *ring.Ring { return rs.cur.Load() }
 // converges, a coordinator whose ring is behind (or ahead) stores chunks where
 // the converged ring does not look, and a node that just started cannot know
 // the rings the others had. During the window a lookup asks every member about
-// the ids past the run the owners hold, and a get falls back to every member;
-// after it such chunks are unreachable copies until evicted.
+// the ids past the run the owners hold, and a get falls back to every member.
+// Reads stay unsettled after the window while some member gossips that it is
+// handing chunks off (their owners do not hold them yet); the hand-off moves
+// stray chunks to their owners.
 func (rs *ringState) unsettled() bool {
+	if rs.handingOff.Load() {
+		return true
+	}
 	return rs.settle > 0 && rs.now().Sub(time.Unix(0, rs.changedAt.Load())) < rs.settle
 }
 
@@ -231,12 +240,15 @@ func (rs *ringState) runOnce() *ring.Ring {
 		}
 	}
 	draining := map[string]bool{}
+	handingOff := false
 	for _, m := range rs.table {
 		if m.Liveness == Alive && m.State == Draining {
 			draining[m.ID] = true
 		}
+		handingOff = handingOff || (m.Liveness == Alive && m.HandingOff)
 	}
 	rs.draining.Store(&draining)
+	rs.handingOff.Store(handingOff)
 	var owners []ring.Member
 	for _, m := range rs.table {
 		if ownsPartitions(m) && !rs.forgotten[m.ID] {
@@ -277,7 +289,7 @@ func (rs *ringState) apply(ev memberEvent, now time.Time) {
 	old, known := rs.table[ev.name]
 	m := &Member{
 		ID: ev.name, GRPCAddr: meta.GRPCAddr, AdminAddr: meta.AdminAddr, State: meta.State,
-		BootTime: meta.BootTime, GossipAddr: ev.gossipAddr, Liveness: Alive, Since: now,
+		HandingOff: meta.HandingOff, BootTime: meta.BootTime, GossipAddr: ev.gossipAddr, Liveness: Alive, Since: now,
 	}
 	attrs := []any{"member", m.ID, "grpc", m.GRPCAddr, "admin", m.AdminAddr, "gossip", m.GossipAddr,
 		"state", m.State}
@@ -298,11 +310,11 @@ func (rs *ringState) apply(ev memberEvent, now time.Time) {
 			rs.log.Info("member joined", attrs...)
 			break
 		}
-		if old.Liveness == Alive && old.State == m.State && old.GRPCAddr == m.GRPCAddr &&
+		if old.Liveness == Alive && old.State == m.State && old.HandingOff == m.HandingOff && old.GRPCAddr == m.GRPCAddr &&
 			old.AdminAddr == m.AdminAddr && old.GossipAddr == m.GossipAddr && old.BootTime.Equal(m.BootTime) {
 			return // nothing this node tracks changed
 		}
-		rs.log.Info("member updated", append(attrs, "old_state", old.State)...)
+		rs.log.Info("member updated", append(attrs, "old_state", old.State, "handing_off", m.HandingOff)...)
 	case eventLeave:
 		m.Liveness = Dead
 		if m.State == Leaving || (known && old.State == Leaving) {

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Python client vs Go SDK: put and get throughput on the same cluster, in one run.
 
-Starts a cluster of real nodes (the kvring binary built from this repository, or $KVRING_BIN), then for each chunk
-size runs the Go SDK (python/bench/gosdk, built here) and this package on the same workload: `--chunks` random
-chunks put in batches of `--batch`, then read back `--rounds` times. Prints a markdown table of GB/s and the
-Python/Go ratios (docs/benchmarks.md records them).
+Starts a cluster of real nodes (the kvring binary built from this repository, or $KVRING_BIN; the first node serves
+its local socket), then for each chunk size runs the Go SDK (python/bench/gosdk, built here), this package over
+gRPC and this package over the first node's local socket on the same workload: `--bytes` of random chunks put in
+batches of `--batch`, then read back `--rounds` times. Prints a markdown table of GB/s with the Python/Go ratio
+over gRPC and the socket/gRPC ratio of the Python client (docs/benchmarks.md records them).
 
     /usr/bin/python3 python/bench/bench.py [--nodes 1] [--sizes 2097152,262144]
 """
@@ -26,11 +27,15 @@ import kvring  # noqa: E402
 from cluster import REPO, Node, kvring_binary, wait_for  # noqa: E402
 
 
-def py_bench(seeds: list[str], ns: str, size: int, count: int, batch: int, rounds: int) -> list[dict]:
-    c = kvring.Client(seeds, ns, kvring.Schema(model="bench", dtype="bf16", tokens_per_chunk=16))
+def py_bench(seeds: list[str], ns: str, size: int, count: int, batch: int, rounds: int, socket: str = "",
+             routing: bool = True, nodes: int = 1) -> list[dict]:
+    c = kvring.Client(seeds, ns, kvring.Schema(model="bench", dtype="bf16", tokens_per_chunk=16), socket=socket,
+                      routing=routing)
     try:
         wait_for(lambda: c.state.status is kvring.ConnStatus.CONNECTED, 10, "python client to connect")
         c.register()
+        if routing:  # the ring view a long-running engine has
+            wait_for(lambda: len(c.refresh_routing().members) == nodes, 10, "the ring view")
         chunks = [kvring.Chunk(os.urandom(32), os.urandom(size)) for _ in range(count)]
         ids = [ch.id for ch in chunks]
         t = time.perf_counter()
@@ -56,6 +61,8 @@ def py_bench(seeds: list[str], ns: str, size: int, count: int, batch: int, round
                         raise RuntimeError(f"{op}: a chunk was missing")
             s = time.perf_counter() - t
             out.append({"op": op, "size": size, "secs": s, "gbps": size * count * rounds / s / 1e9})
+        if socket and c.stats.socket_calls != count // batch * (1 + 2 * rounds):
+            raise RuntimeError(f"only {c.stats.socket_calls} calls went through the socket")
         return [{"op": "put", "size": size, "secs": put_s, "gbps": size * count / put_s / 1e9}] + out
     finally:
         c.close()
@@ -77,6 +84,9 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--repeat", type=int, default=3, help="runs per client; the best is kept")
+    ap.add_argument("--no-socket", action="store_true", help="skip the Python client over the local socket")
+    ap.add_argument("--software-crc", action="store_true",
+                    help="also run the Python client over gRPC with the crc32c package's software CRC (A/B)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="kvring-pybench-") as root:
         binary = kvring_binary(root)
@@ -84,8 +94,10 @@ def main() -> None:
         subprocess.run(["go", "build", "-o", gobin, "./python/bench/gosdk"], cwd=REPO, check=True)
         nodes = []
         try:
+            sock = os.path.join(root, "kvring.sock")
             for i in range(a.nodes):
-                n = Node(binary, root, f"b{i}", extra=["--memory-limit", "4GiB"], join=nodes[0].gossip if nodes else None)
+                extra = ["--memory-limit", "6GiB"] + (["--socket", sock] if i == 0 else [])
+                n = Node(binary, root, f"b{i}", extra=extra, join=nodes[0].gossip if nodes else None)
                 nodes.append(n)
                 n.start()
             seeds = [nodes[0].grpc]
@@ -95,10 +107,25 @@ def main() -> None:
                 best: dict[tuple[str, str], float] = {}
                 for rep in range(a.repeat):
                     runs = [("go", False), ("python", None)] + ([("go-unrouted", True)] if a.nodes > 1 else [])
+                    runs += [] if a.no_socket else [("python-socket", None)]
+                    runs += [("python-swcrc", None)] if a.software_crc else []
+                    runs += [("python-unrouted", None)] if a.nodes > 1 else []
                     for who, no_route in runs:
                         ns = f"bench/{who}/{size}/{rep}/{os.getpid()}"
                         if who == "python":
-                            res = py_bench(seeds, ns, size, count, a.batch, a.rounds)
+                            res = py_bench(seeds, ns, size, count, a.batch, a.rounds, nodes=a.nodes)
+                        elif who == "python-unrouted":
+                            res = py_bench(seeds, ns, size, count, a.batch, a.rounds, routing=False)
+                        elif who == "python-socket":
+                            res = py_bench(seeds, ns, size, count, a.batch, a.rounds, socket=sock, nodes=a.nodes)
+                        elif who == "python-swcrc":
+                            import crc32c as pkg  # noqa: PLC0415 - python3-crc32c
+
+                            hw, kvring.client.crc32c = kvring.client.crc32c, lambda d, c=0: pkg.crc32c(d, c)
+                            try:
+                                res = py_bench(seeds, ns, size, count, a.batch, a.rounds, nodes=a.nodes)
+                            finally:
+                                kvring.client.crc32c = hw
                         else:
                             res = go_bench(gobin, seeds, ns, size, count, a.batch, a.rounds, bool(no_route))
                         for r in res:
@@ -110,19 +137,25 @@ def main() -> None:
                 n.cleanup()
     print(f"nodes={a.nodes} batch={a.batch} rounds={a.rounds} repeat={a.repeat} (best of) "
           f"crc32c={kvring.checksum.IMPLEMENTATION}")
-    print("| chunk | op | Go SDK GB/s | Python GB/s | Python / Go |")
-    print("|---|---|---|---|---|")
+    print("| chunk | op | Go SDK GB/s | Python gRPC GB/s | Python / Go | Python socket GB/s | socket / gRPC |")
+    print("|---|---|---|---|---|---|---|")
     for size, count, best in rows:
         label = f"{size >> 20} MiB" if size >= 1 << 20 else f"{size >> 10} KiB"
         for op, pyop in (("put", "put"), ("get", "get"), ("get", "get_into")):
             g, p = best[("go", op)], best[("python", pyop)]
-            name = op if pyop == op else f"get (Python get_into)"
-            print(f"| {label} | {name} | {g:.2f} | {p:.2f} | {p / g:.2f}x |")
+            name = op if pyop == op else "get (Python get_into)"
+            sk = best.get(("python-socket", pyop))
+            tail = f" {sk:.2f} | {sk / p:.2f}x |" if sk else " - | - |"
+            print(f"| {label} | {name} | {g:.2f} | {p:.2f} | {p / g:.2f}x |{tail}")
+        if ("python-swcrc", "put") in best:
+            for op in ("put", "get"):
+                p = best[("python-swcrc", op)]
+                print(f"| {label} | {op}, Python with the software CRC | {best[('go', op)]:.2f} | {p:.2f} | "
+                      f"{p / best[('go', op)]:.2f}x | - | - |")
         if ("go-unrouted", "put") in best:
             for op in ("put", "get"):
-                g = best[("go-unrouted", op)]
-                print(f"| {label} | {op}, Go SDK unrouted | {g:.2f} | {best[('python', op)]:.2f} | "
-                      f"{best[('python', op)] / g:.2f}x |")
+                g, p = best[("go-unrouted", op)], best[("python-unrouted", op)]
+                print(f"| {label} | {op}, both unrouted | {g:.2f} | {p:.2f} | {p / g:.2f}x | - | - |")
 
 
 if __name__ == "__main__":

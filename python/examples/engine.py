@@ -4,9 +4,10 @@
 For each prompt: tokens -> chunk ids -> lookup (how many leading chunks the cluster holds) -> get the held chunks
 straight into the KV tensor -> "compute" the missing chunks (random tensors stand in for the model's prefill) ->
 put them. Prints what it reused and what it stored. Prompts share a system prefix, so later prompts reuse chunks
-that earlier ones stored.
+that earlier ones stored. With --socket (or $KVRING_SOCKET) naming a node's local socket on this host, chunk
+bytes go through the node's shared memory instead of gRPC.
 
-    /usr/bin/python3 python/examples/engine.py --seeds 127.0.0.1:9600
+    /usr/bin/python3 python/examples/engine.py --seeds 127.0.0.1:9600 [--socket ./kvring.sock]
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ def main() -> None:
     ap.add_argument("--seeds", default="127.0.0.1:9600", help="comma-separated gRPC addresses of kvring nodes")
     ap.add_argument("--namespace", default="example-llama/tp0of1")
     ap.add_argument("--prompts", type=int, default=5)
+    ap.add_argument("--socket", default=None, help="local socket of a node on this host (default: $KVRING_SOCKET)")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
@@ -40,7 +42,8 @@ def main() -> None:
                            chunks_per_group=CHUNKS_PER_GROUP, layout="example:" + "x".join(map(str, KV_SHAPE)))
     rng = np.random.default_rng(0)
     system_prompt = rng.integers(0, 32000, size=40 * TOKENS_PER_CHUNK)  # shared by every request
-    with kvring.Client(seeds=args.seeds.split(","), namespace=args.namespace, schema=schema) as client:
+    with kvring.Client(seeds=args.seeds.split(","), namespace=args.namespace, schema=schema,
+                       socket=args.socket) as client:
         deadline = time.monotonic() + 10
         while client.state.status is not kvring.ConnStatus.CONNECTED:  # an engine would just start serving
             if time.monotonic() > deadline:
@@ -69,6 +72,8 @@ def main() -> None:
             print(f"prompt {p}: {len(tokens)} tokens, {len(ids)} chunks: reused {reused}, computed {len(ids) - reused}, "
                   f"stored {stored}, already held {held}, not stored {len(lost)}"
                   + (f" ({lost[0].status}: {lost[0].reason})" if lost else ""))
+        print(f"transport: {client.stats.socket_calls} calls through the local socket; gRPC calls routed by a ring of "
+              f"{len(client.routing.members)} members")
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ See python/README.md.
 from .chunkid import CHUNK_ID_SIZE, ROOT, chunk_ids, group_keys, next_chunk_id
 from .client import Chunk, Client, GetResult, LookupResult, Node, PutResult, PutStatus, Schema, Stats
 from .conn import ConnConfig, ConnState, ConnStatus, TLS
+from .route import RoutingState
 from .checksum import crc32c
 from .errors import (
     Aborted,
@@ -61,6 +62,7 @@ __all__ = [
     "ConnState",
     "ConnStatus",
     "TLS",
+    "RoutingState",
     "KvringError",
     "Unavailable",
     "InvalidArgument",

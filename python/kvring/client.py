@@ -1,16 +1,18 @@
 """The kvring client: put, lookup and get prefix chunks with the same promises as the Go SDK (client/*.go).
 
-Every call goes to the node the background connection loop (:mod:`kvring.conn`) is connected to, which coordinates
-it (the Python client does not route chunks to their primary owners yet: the answers are the same, each byte just
-crosses one more hop). The namespace is registered on first use and again whenever a node says it does not know it.
+Calls go to the node the background connection loop (:mod:`kvring.conn`) is connected to, or, with a ring view
+(:mod:`kvring.route`), straight to each chunk's primary owner, as the Go SDK routes them. The namespace is
+registered on first use and again whenever a node says it does not know it.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import concurrent.futures
 import logging
+import os
 import threading
-from typing import Any, Iterator, Mapping, NamedTuple, Optional, Sequence, Union
+import time
+from typing import Any, Callable, Iterable, Iterator, NamedTuple, Optional, Sequence, Union
 
 import grpc
 
@@ -23,9 +25,27 @@ from .errors import (
     InvalidArgument,
     KvringError,
     ProtocolError,
+    ResourceExhausted,
     Unavailable,
     UnknownNamespace,
     from_rpc_error,
+)
+from .local import LocalPath
+from .localsock import Broken
+from .route import AnswerTimer, Router, RoutingState, Share, owner_failed
+from .types import (  # re-exported
+    _DEFAULT_MAX_CHUNK,
+    _STATUS,
+    Buffer,
+    Chunk,
+    ChunkLike,
+    GetResult,
+    LookupResult,
+    Node,
+    PutResult,
+    PutStatus,
+    Schema,
+    Stats,
 )
 from .v1 import cache_pb2, cache_pb2_grpc, common_pb2
 
@@ -43,132 +63,7 @@ __all__ = [
 
 log = logging.getLogger("kvring")
 
-Buffer = Any  # any object with the buffer protocol: bytes, bytearray, memoryview, numpy arrays...
-
-_DEFAULT_MAX_CHUNK = 64 << 20
-
-
-@dataclasses.dataclass(frozen=True)
-class Schema:
-    """The KV layout of a namespace. Two clients with different schemas under one namespace name are refused
-    (:class:`~kvring.SchemaMismatch` naming the differing fields) instead of silently missing each other's chunks.
-
-    The defaults are the Go SDK's zero values, so a Go and a Python engine that set the same fields agree.
-    ``chunks_per_group`` K above 1 places a prompt's chunks K at a time (see :func:`kvring.group_keys`); then every
-    put chunk needs its group key, and :meth:`Client.lookup` / :meth:`Client.get` take ids that start at a prompt's
-    first chunk. 32 suits engines (docs/placement.md).
-    """
-
-    model: str
-    dtype: str
-    tokens_per_chunk: int = 16
-    chunks_per_group: int = 0
-    layout: str = ""
-    hash_scheme: str = ""
-    tp_rank: int = 0
-    tp_size: int = 0
-    extra: Mapping[str, str] = dataclasses.field(default_factory=dict)
-
-    def to_proto(self) -> common_pb2.NamespaceSchema:
-        return common_pb2.NamespaceSchema(
-            model=self.model,
-            dtype=self.dtype,
-            tokens_per_chunk=self.tokens_per_chunk,
-            layout=self.layout,
-            hash_scheme=self.hash_scheme,
-            tp_rank=self.tp_rank,
-            tp_size=self.tp_size,
-            extra=dict(self.extra),
-            chunks_per_group=self.chunks_per_group,
-        )
-
-
-@dataclasses.dataclass
-class Chunk:
-    """One chunk to store. ``data`` is any C-contiguous buffer-protocol object; it is only read, and only during
-    :meth:`Client.put` (the client keeps no reference afterwards). ``group`` is the chunk's group key, required
-    when the namespace groups chunks."""
-
-    id: bytes
-    data: Buffer
-    group: Optional[bytes] = None
-
-
-class PutStatus:
-    """A chunk's fate, as a string constant."""
-
-    STORED = "stored"
-    """At least min_replicas nodes hold the chunk now (holders)."""
-    ALREADY_HELD = "already_held"
-    """The cluster held it before; no bytes were needed."""
-    REJECTED = "rejected"
-    """No node holds it: the owners' admission policy or memory budget declined it. Not a system error."""
-    FAILED = "failed"
-    """No node (or fewer than min_replicas) holds it; reason says why."""
-
-
-_STATUS = {1: PutStatus.STORED, 2: PutStatus.ALREADY_HELD, 3: PutStatus.REJECTED, 4: PutStatus.FAILED}
-
-
-class Node(NamedTuple):
-    """A kvring node: its id and gRPC address."""
-
-    id: str
-    addr: str
-
-
-@dataclasses.dataclass
-class PutResult:
-    """The cluster's answer for one chunk of a put."""
-
-    id: bytes
-    status: str
-    holders: list[Node] = dataclasses.field(default_factory=list)
-    degraded: bool = False
-    """Held by fewer nodes than the replication factor."""
-    reason: str = ""
-    code: Optional[grpc.StatusCode] = None
-    """For rejected and failed: the gRPC code classifying the cause (RESOURCE_EXHAUSTED, UNAVAILABLE...)."""
-
-    @property
-    def held(self) -> bool:
-        """Whether the cluster holds the chunk after the put."""
-        return self.status in (PutStatus.STORED, PutStatus.ALREADY_HELD)
-
-
-class LookupResult(NamedTuple):
-    """How much of a prefix the cluster holds now. ``lease`` pins ``ids[:held]`` until ``lease_ttl`` seconds pass
-    or :meth:`Client.release_lease`; 0 when nothing was pinned."""
-
-    held: int
-    lease: int = 0
-    lease_ttl: float = 0.0
-    epoch: int = 0
-
-
-@dataclasses.dataclass
-class GetResult:
-    """One chunk read back: ``data`` (checksum verified) when found, else None and a reason."""
-
-    id: bytes
-    found: bool = False
-    data: Optional[bytes] = None
-    size: int = 0
-    holder: Optional[Node] = None
-    reason: str = "the node sent no answer for this chunk"
-
-
-@dataclasses.dataclass
-class Stats:
-    """Counters of one client. Read without locking; approximate under concurrency."""
-
-    checksum_mismatches: int = 0
-    """Chunks whose bytes failed their CRC-32C on read (each was reported a miss)."""
-    degraded_puts: int = 0
-    """Chunks stored or already held with fewer holders than the replication factor."""
-
-
-ChunkLike = Union[Chunk, tuple]
+_LOCAL = "\x00local"  # the lease table's name for leases granted through the local socket
 
 
 class Client:
@@ -191,6 +86,13 @@ class Client:
         call_timeout: seconds a call may take. Default 10.
         eager_put_bytes: a put whose chunks add up to at most this many bytes sends them without first asking which
             the cluster needs (one round trip instead of two). Default 1 MiB; negative: never.
+        routing: send each chunk's put and get straight to its primary owner, and a lookup to the owner of its first
+            key, by the ring view fetched from the cluster (Cache.Topology), falling back to the connected node when
+            an owner cannot take it; False sends every call through the connected node. Default True, as the Go SDK.
+        socket: path of the local socket of a kvring node on this host (docs/vineyard.md). While it exists and
+            answers, put, lookup and get go through it (chunk bytes through shared memory) instead of gRPC, with the
+            same results; when it is missing or breaks, over gRPC. Default: ``$KVRING_SOCKET``, else none; ``""``
+            turns it off.
         conn: further connection settings (:class:`~kvring.ConnConfig` fields: backoff, probes, callbacks).
     """
 
@@ -206,6 +108,8 @@ class Client:
         tls: Optional[TLS] = None,
         call_timeout: float = 10.0,
         eager_put_bytes: int = 1 << 20,
+        routing: bool = True,
+        socket: Optional[str] = None,
         **conn: Any,
     ) -> None:
         if not namespace:
@@ -225,7 +129,30 @@ class Client:
         self._ref: Optional[common_pb2.NamespaceRef] = None
         self._max_chunk = _DEFAULT_MAX_CHUNK
         self._stubs: dict[int, tuple[grpc.Channel, Any]] = {}
-        self._conn = Conn(ConnConfig(seeds=list(seeds), tls=tls, token=token, **conn))
+        self._leases: dict[int, tuple[str, float]] = {}  # lease -> (owner addr, expiry) for leases owners granted
+        self._executor: Optional[concurrent.futures.ThreadPoolExecutor] = None
+        self._router: Optional[Router] = None
+        if socket is None:
+            socket = os.environ.get("KVRING_SOCKET", "")
+        self._local: Optional[LocalPath] = (
+            LocalPath(socket, namespace, schema, replication, min_replicas, call_timeout) if socket else None
+        )
+        if routing:
+            user = conn.get("on_state_change")
+
+            def on_state(st: ConnState) -> None:
+                if user is not None:
+                    user(st)
+                r = self._router
+                if r is not None:
+                    r.on_state(st)
+
+            conn["on_state_change"] = on_state
+        cfg = ConnConfig(seeds=list(seeds), tls=tls, token=token, **conn)
+        self._conn = Conn(cfg)
+        if routing:
+            # An owner gets as long to answer as a node gets to connect and pass a health check.
+            self._router = Router(self._conn, cfg.dial_timeout + cfg.probe_timeout)
 
     # --- lifecycle ------------------------------------------------------------------------------------------
 
@@ -234,9 +161,32 @@ class Client:
         """The connection state now (status, addr, attempt, last_error, since). Never blocks."""
         return self._conn.state
 
+    @property
+    def routing(self) -> RoutingState:
+        """The ring view the client routes by now. Never blocks."""
+        if self._router is None:
+            return RoutingState(enabled=False)
+        return self._router.state()
+
+    def refresh_routing(self) -> RoutingState:
+        """Fetch the ring view from the connected node now and return it once in use. The client does this by
+        itself after connecting, when a node's replies carry a new epoch and every ~10 s. Blocks for one call."""
+        if self._router is None:
+            raise KvringError("kvring: routing is disabled (Client(routing=False))")
+        self._router.refresh()
+        return self._router.state()
+
     def close(self) -> None:
-        """Stop the background connection thread and close the channels. Idempotent; blocks briefly."""
+        """Stop the background threads and close the channels. Idempotent; blocks briefly."""
+        if self._router is not None:
+            self._router.close()
+        if self._local is not None:
+            self._local.close()
         self._conn.close()
+        with self._lock:
+            ex, self._executor = self._executor, None
+        if ex is not None:
+            ex.shutdown(wait=False)
 
     def __enter__(self) -> "Client":
         return self
@@ -249,25 +199,72 @@ class Client:
     def _stub(self) -> tuple[Any, Any, Any, str]:
         """(cache stub, Put and Get callables with the fast frame codecs, addr) of the connected node, or raise
         Unavailable at once."""
+        t = self._target()
+        return t.stub, t.put, t.get, t.addr
+
+    def _target(self) -> "_Target":
+        """The connected node's channel and callables, or raise Unavailable at once."""
         ch, addr = self._conn.ready()
         with self._lock:
             hit = self._stubs.get(id(ch))
             if hit is None or hit[0] is not ch:
-                stub = cache_pb2_grpc.CacheStub(ch)
-                put = ch.stream_stream(
-                    "/kvring.v1.Cache/Put",
-                    request_serializer=_wire.serialize_put,
-                    response_deserializer=cache_pb2.PutResponse.FromString,
-                )
-                get = ch.unary_stream(
-                    "/kvring.v1.Cache/Get",
-                    request_serializer=cache_pb2.GetRequest.SerializeToString,
-                    response_deserializer=_wire.deserialize_get,
-                )
-                self._stubs = {id(ch): (ch, (stub, put, get))}
+                self._stubs = {id(ch): (ch, _Target.make(ch, addr))}
                 hit = self._stubs[id(ch)]
-        stub, put, get = hit[1]
-        return stub, put, get, addr
+        return hit[1]
+
+    def _owner_target(self, addr: str) -> "_Target":
+        assert self._router is not None
+        ch = self._router.owner_channel(addr, self._conn.new_channel)
+        return self._router.stubs(ch, lambda c: _Target.make(c, addr))
+
+    def _observe(self, addr: str, epoch: int) -> None:
+        if self._router is not None and epoch:
+            self._router.observe(addr, epoch)
+
+    def _run_shares(self, main: "_Target", shares: list[Share], deadline: float,
+                    call: Callable[["_Target", Share, Optional[float]], None]) -> None:
+        """Run call for every share in parallel, each on its owner's channel (main for the main share) and, when the
+        owner cannot take it, once more on main. call publishes its results only when it returns. The first error
+        of a share that failed for good is raised once every share has ended."""
+        router = self._router
+
+        def run(s: Share) -> None:
+            if s.main or router is None:
+                return call(main, s, None)
+            try:
+                return call(self._owner_target(s.owner.addr), s, router.answer_timeout)
+            except KvringError as err:
+                if not owner_failed(err, deadline):
+                    raise
+                log.debug("kvring owner cannot take its share; sending it through the connected node owner=%s "
+                          "addr=%s chunks=%d err=%s", s.owner.id, s.owner.addr, len(s.idx), err)
+            return call(main, s, None)
+
+        futures = [self._pool().submit(run, s) for s in shares[1:]]
+        first: Optional[BaseException] = None
+        try:
+            run(shares[0])
+        except BaseException as exc:  # noqa: BLE001 - raised below, after the other shares end
+            first = exc
+        for f in futures:
+            try:
+                f.result()
+            except BaseException as exc:  # noqa: BLE001
+                first = first or exc
+        if first is not None:
+            raise first
+
+    def _answer_timer(self, call: Any, answer: Optional[float], addr: str) -> Optional[AnswerTimer]:
+        """A timer that gives up call when no first message came within answer seconds (owners), or None."""
+        if answer is None or self._router is None:
+            return None
+        return AnswerTimer(self._router.watchdog, call, answer, addr)
+
+    def _pool(self) -> concurrent.futures.ThreadPoolExecutor:
+        with self._lock:
+            if self._executor is None:
+                self._executor = concurrent.futures.ThreadPoolExecutor(16, thread_name_prefix="kvring-share")
+            return self._executor
 
     def _call_err(self, exc: grpc.RpcError, addr: str, what: str) -> KvringError:
         err = from_rpc_error(exc, what)
@@ -321,56 +318,120 @@ class Client:
     def _group_size(self) -> int:
         return max(1, int(self.schema.chunks_per_group))
 
-    def _prefix_runs(self, ids: Sequence[bytes]) -> list[common_pb2.GroupRun]:
+    def _prefix_keys(self, ids: Sequence[bytes]) -> Optional[list[bytes]]:
+        """The placement keys of ids that start at a prompt's first chunk, or None when each id is its own key."""
         if self._group_size() == 1:
-            return []
-        return _runs(group_keys(ids, self._group_size()))
+            return None
+        return [bytes(k) for k in group_keys(ids, self._group_size())]
 
-    def _placed_runs(self, ids: Sequence[bytes], groups: Sequence[bytes]) -> list[common_pb2.GroupRun]:
+    def _placed_keys(self, ids: Sequence[bytes], groups: Sequence[bytes]) -> Optional[list[bytes]]:
         if len(groups) != len(ids):
             raise InvalidArgument(f"kvring: invalid argument: {len(groups)} group keys for {len(ids)} ids")
         if self._group_size() == 1:
-            return []
-        return _runs(groups)
+            return None
+        return [bytes(g) for g in groups]
 
     # --- lookup ---------------------------------------------------------------------------------------------
 
     def lookup(self, ids: Sequence[bytes], pin: Optional[float] = None) -> LookupResult:
         """How many leading ``ids`` the cluster holds now. With ``pin`` (seconds) the held chunks are pinned against
         eviction for that long under a lease (the node caps it). When the namespace groups chunks, ``ids`` must
-        start at a prompt's first chunk; :meth:`lookup_placed` takes ids from anywhere. Blocks for one round trip."""
-        return self._lookup(list(ids), self._prefix_runs(ids), pin)
+        start at a prompt's first chunk; :meth:`lookup_placed` takes ids from anywhere. Goes to the primary owner
+        of the first id's placement key (the connected node when that owner cannot take it). Blocks for one round
+        trip."""
+        ids = [bytes(i) for i in ids]
+        return self._lookup(ids, self._prefix_keys(ids), pin)
 
     def lookup_placed(self, ids: Sequence[bytes], groups: Sequence[bytes], pin: Optional[float] = None) -> LookupResult:
         """:meth:`lookup` for ids anywhere in their prompt: ``groups[i]`` is the group key of ``ids[i]``."""
-        return self._lookup(list(ids), self._placed_runs(ids, groups), pin)
+        ids = [bytes(i) for i in ids]
+        return self._lookup(ids, self._placed_keys(ids, groups), pin)
 
-    def _lookup(self, ids: list[bytes], runs: list[common_pb2.GroupRun], pin: Optional[float]) -> LookupResult:
-        stub, _, _, addr = self._stub()
+    def _lookup(self, ids: list[bytes], keys: Optional[list[bytes]], pin: Optional[float]) -> LookupResult:
         pin_ms = int(pin * 1000) if pin else 0
+        if self._local is not None and ids:
+            try:
+                res = self._local.lookup(ids, keys, pin_ms)
+                self.stats.socket_calls += 1
+                if res.lease:
+                    self._lease_at(res.lease, _LOCAL, res.lease_ttl)
+                return res
+            except Broken:
+                pass
+        main = self._target()
+        deadline = time.monotonic() + self.call_timeout
+        runs = _runs(keys) if keys is not None else []
 
         def call(ref: common_pb2.NamespaceRef) -> LookupResult:
             req = cache_pb2.LookupRequest(namespace=ref, ids=ids, pin_ttl_ms=pin_ms, groups=runs)
-            try:
-                r = stub.Lookup(req, timeout=self.call_timeout, metadata=self._conn.metadata or None)
-            except grpc.RpcError as exc:
-                raise self._call_err(exc, addr, "lookup") from None
+            r = None
+            via = main
+            owner = self._lookup_owner(main, ref.name, (keys or ids)[0]) if ids else None
+            if owner is not None:
+                try:
+                    r = owner.stub.Lookup(req, timeout=_left(deadline), metadata=self._conn.metadata or None)
+                    via = owner
+                except grpc.RpcError as exc:
+                    err = self._call_err(exc, owner.addr, "lookup")
+                    if not owner_failed(err, deadline):
+                        raise err from None
+            if r is None:
+                try:
+                    r = main.stub.Lookup(req, timeout=_left(deadline), metadata=self._conn.metadata or None)
+                except grpc.RpcError as exc:
+                    raise self._call_err(exc, main.addr, "lookup") from None
+            self._observe(via.addr, r.epoch)
+            if r.lease_id and via is not main:
+                self._lease_at(r.lease_id, via.addr, r.lease_ttl_ms / 1000.0)
             if r.held > len(ids):
                 raise ProtocolError(f"kvring lookup: the node reported {r.held} of {len(ids)} ids held")
             return LookupResult(r.held, r.lease_id, r.lease_ttl_ms / 1000.0, r.epoch)
 
-        return self._retry_unregistered(stub, addr, call)
+        return self._retry_unregistered(main.stub, main.addr, call)
+
+    def _lookup_owner(self, main: "_Target", namespace: str, key: bytes) -> Optional["_Target"]:
+        """The primary owner of key when a lookup should go there rather than over main."""
+        if self._router is None:
+            return None
+        shares = self._router.split(main.channel, namespace, [key])
+        if not shares or shares[0].main:
+            return None
+        try:
+            return self._owner_target(shares[0].owner.addr)
+        except KvringError:
+            return None
+
+    def _lease_at(self, lease: int, addr: str, ttl: float) -> None:
+        now = time.monotonic()
+        with self._lock:
+            for k in [k for k, (_, exp) in self._leases.items() if exp < now]:
+                del self._leases[k]
+            self._leases[lease] = (addr, now + ttl)
 
     def release_lease(self, lease: int) -> bool:
-        """End a lookup's pins early; returns whether the lease was live. A lease granted by another node, or
-        already expired, is left to expire (False). Blocks for one round trip."""
-        stub, _, _, addr = self._stub()
+        """End a lookup's pins early; returns whether the lease was live. The release goes to the node that granted
+        the lease. A lease already expired is left alone (False). Blocks for one round trip."""
+        with self._lock:
+            addr = self._leases.pop(lease, ("", 0.0))[0]
+        if addr == _LOCAL:
+            assert self._local is not None
+            try:
+                return self._local.release_lease(lease)
+            except Broken:
+                return False  # the connection that held the lease is gone, and with it the lease
+        main = self._target()
+        t = main
+        if addr and self._router is not None:
+            try:
+                t = self._owner_target(addr)
+            except KvringError:
+                t = main
         try:
-            r = stub.ReleaseLease(
+            r = t.stub.ReleaseLease(
                 cache_pb2.ReleaseLeaseRequest(lease_id=lease), timeout=self.call_timeout, metadata=self._conn.metadata or None
             )
         except grpc.RpcError as exc:
-            raise self._call_err(exc, addr, "release lease") from None
+            raise self._call_err(exc, t.addr, "release lease") from None
         return r.released
 
     # --- put ------------------------------------------------------------------------------------------------
@@ -399,7 +460,7 @@ class Client:
             if not mv.c_contiguous:
                 raise ValueError(f"chunks[{i}].data: the buffer is not C-contiguous (use numpy.ascontiguousarray)")
             norm.append((bytes(cid), mv.cast("B") if mv.format != "B" or mv.ndim != 1 else mv, group))
-        runs: list[common_pb2.GroupRun] = []
+        keys: Optional[list[bytes]] = None
         if self._group_size() > 1:
             keys = []
             for i, (_, _, g) in enumerate(norm):
@@ -409,11 +470,46 @@ class Client:
                         f"chunks in groups of {self._group_size()} (see kvring.group_keys)"
                     )
                 keys.append(bytes(g))
-            runs = _runs(keys)
-        refs = [common_pb2.ChunkRef(id=cid, size=len(mv), crc32c=crc32c(mv)) for cid, mv, _ in norm]
-        stub, put, _, addr = self._stub()
-        eager = self._eager(norm)
-        return self._retry_unregistered(stub, addr, lambda ref: self._put(put, addr, ref, norm, refs, runs, eager))
+        if self._local is not None:
+            try:
+                out = self._local.put(norm, keys)
+                self.stats.socket_calls += 1
+                self.stats.degraded_puts += sum(1 for r in out if r.degraded and r.held)
+                return out
+            except (Broken, ResourceExhausted):
+                pass  # no socket, or no room for the blobs on this node: the cluster decides over gRPC
+        main = self._target()
+        deadline = time.monotonic() + self.call_timeout
+        refs = _Refs(norm)
+        return self._retry_unregistered(main.stub, main.addr,
+                                        lambda ref: self._put_routed(main, ref, norm, refs, keys, deadline))
+
+    def _put_routed(self, main: "_Target", ref: common_pb2.NamespaceRef,
+                    norm: list[tuple[bytes, memoryview, Optional[bytes]]], refs: "_Refs",
+                    keys: Optional[list[bytes]], deadline: float) -> list[PutResult]:
+        """Put each chunk through its primary owner (module route), or all through main without a view."""
+        n = len(norm)
+        shares = None
+        if self._router is not None:
+            shares = self._router.split(main.channel, ref.name, keys if keys is not None else [c[0] for c in norm])
+        if shares is None:
+            return self._put(main, ref, norm, refs.of(range(n)), _runs(keys) if keys else [], deadline, None)
+        out: list[Optional[PutResult]] = [None] * n
+
+        def call(t: _Target, s: Share, answer: Optional[float]) -> None:
+            sub_keys = [keys[i] for i in s.idx] if keys is not None else None
+            res = self._put(t, ref, [norm[i] for i in s.idx], refs.of(s.idx),
+                            _runs(sub_keys) if sub_keys else [], deadline, answer)
+            for k, i in enumerate(s.idx):
+                out[i] = res[k]
+
+        try:
+            self._run_shares(main, shares, deadline, call)
+        except InvalidArgument:
+            # A node named the bad field by its position in a share: let one node name it by the caller's.
+            # Resending is safe (chunks other shares stored answer already_held), and bad input is rare.
+            return self._put(main, ref, norm, refs.of(range(n)), _runs(keys) if keys else [], deadline, None)
+        return out  # type: ignore[return-value]
 
     def _eager(self, norm: list[tuple[bytes, memoryview, Optional[bytes]]]) -> bool:
         if self.eager_put_bytes < 0:
@@ -427,15 +523,18 @@ class Client:
 
     def _put(
         self,
-        put: Any,
-        addr: str,
+        t: "_Target",
         ref: common_pb2.NamespaceRef,
         norm: list[tuple[bytes, memoryview, Optional[bytes]]],
         refs: list[common_pb2.ChunkRef],
         runs: list[common_pb2.GroupRun],
-        eager: bool,
+        deadline: float,
+        answer: Optional[float],
     ) -> list[PutResult]:
+        """One Put call on t's channel. answer: seconds the first reply may take (owners), or None."""
         n = len(norm)
+        addr = t.addr
+        eager = self._eager(norm)
         need_box: list[Optional[Sequence[int]]] = [None]
         need_ready = threading.Event()
         done = threading.Event()
@@ -476,10 +575,14 @@ class Client:
             res.code = _code(r.code)
             res.holders = [Node(h.node_id, h.grpc_addr) for h in r.holders]
 
-        responses = put(requests(), timeout=self.call_timeout, metadata=self._conn.metadata or None)
+        responses = t.put(requests(), timeout=_left(deadline), metadata=self._conn.metadata or None)
+        timer = self._answer_timer(responses, answer, addr)
         try:
             result = None
             for m in responses:
+                if timer is not None:
+                    timer.answered()
+                self._observe(addr, m.epoch)
                 which = m.WhichOneof("msg")
                 if which == "need":
                     for r in m.need.settled:
@@ -498,8 +601,11 @@ class Client:
             for r in result.results:
                 take(r)
         except grpc.RpcError as exc:
-            raise self._call_err(exc, addr, "put") from None
+            err = self._call_err(exc, addr, "put")
+            raise (timer.explain(err) if timer is not None else err) from None
         finally:
+            if timer is not None:
+                timer.answered()
             done.set()
             need_ready.set()
             responses.cancel()
@@ -517,11 +623,13 @@ class Client:
         """Read chunks with their holder and miss reasons. A chunk that is not held, or whose bytes fail their
         checksum, comes back with ``found`` False and a reason, never as data. ``ids`` start at a prompt's first
         chunk when the namespace groups chunks (:meth:`read_placed` otherwise). Blocks until every chunk is in."""
-        return self._read(list(ids), self._prefix_runs(ids), None)
+        ids = [bytes(i) for i in ids]
+        return self._read(ids, self._prefix_keys(ids), None)
 
     def read_placed(self, ids: Sequence[bytes], groups: Sequence[bytes]) -> list[GetResult]:
         """:meth:`read` for ids anywhere in their prompt: ``groups[i]`` is the group key of ``ids[i]``."""
-        return self._read(list(ids), self._placed_runs(ids, groups), None)
+        ids = [bytes(i) for i in ids]
+        return self._read(ids, self._placed_keys(ids, groups), None)
 
     def get(self, ids: Sequence[bytes]) -> list[Optional[bytes]]:
         """The bytes of each chunk (checksum verified), or None for a miss. The bytes are new objects the caller
@@ -550,33 +658,80 @@ class Client:
             if not mv.c_contiguous:
                 raise ValueError(f"buffers[{i}] is not C-contiguous")
             views.append(mv.cast("B") if mv.format != "B" or mv.ndim != 1 else mv)
-        runs = self._placed_runs(ids, groups) if groups is not None else self._prefix_runs(ids)
-        res = self._read(list(ids), runs, views)
+        ids = [bytes(i) for i in ids]
+        keys = self._placed_keys(ids, groups) if groups is not None else self._prefix_keys(ids)
+        res = self._read(ids, keys, views)
         return [r.size if r.found else None for r in res]
 
-    def _read(self, ids: list[bytes], runs: list[common_pb2.GroupRun], views: Optional[list[memoryview]]) -> list[GetResult]:
+    def _read(self, ids: list[bytes], keys: Optional[list[bytes]], views: Optional[list[memoryview]]) -> list[GetResult]:
         if not ids:
             return []
-        stub, _, get, addr = self._stub()
-        return self._retry_unregistered(stub, addr, lambda ref: self._get(get, addr, ref, ids, runs, views))
+        if self._local is not None:
+            try:
+                out = self._local.read(ids, keys, views)
+                self.stats.socket_calls += 1
+                return out
+            except Broken:
+                pass
+        main = self._target()
+        deadline = time.monotonic() + self.call_timeout
+        return self._retry_unregistered(main.stub, main.addr,
+                                        lambda ref: self._get_routed(main, ref, ids, keys, views, deadline))
+
+    def _get_routed(self, main: "_Target", ref: common_pb2.NamespaceRef, ids: list[bytes], keys: Optional[list[bytes]],
+                    views: Optional[list[memoryview]], deadline: float) -> list[GetResult]:
+        """Read each chunk from its primary owner (module route), or all through main without a view; the chunks
+        an owner misses are asked of main again."""
+        shares = self._router.split(main.channel, ref.name, keys if keys is not None else ids) if self._router else None
+        if shares is None:
+            return self._get(main, ref, ids, keys, views, deadline, None)
+        out: list[Optional[GetResult]] = [None] * len(ids)
+
+        def pick(xs: Optional[list], idx: list[int]) -> Optional[list]:
+            return [xs[i] for i in idx] if xs is not None else None
+
+        def call(t: _Target, s: Share, answer: Optional[float]) -> None:
+            res = self._get(t, ref, pick(ids, s.idx), pick(keys, s.idx), pick(views, s.idx), deadline, answer)
+            if t is not main:
+                miss = [k for k, r in enumerate(res) if not r.found]
+                if miss:
+                    at = [s.idx[k] for k in miss]
+                    try:
+                        again = self._get(main, ref, pick(ids, at), pick(keys, at), pick(views, at), deadline, None)
+                    except KvringError:
+                        again = []  # the owner's misses stay: they are true answers
+                    for j, r in enumerate(again):
+                        if r.found:
+                            res[miss[j]] = r
+            for k, i in enumerate(s.idx):
+                out[i] = res[k]
+
+        self._run_shares(main, shares, deadline, call)
+        return out  # type: ignore[return-value]
 
     def _get(
         self,
-        get: Any,
-        addr: str,
+        t: "_Target",
         ref: common_pb2.NamespaceRef,
         ids: list[bytes],
-        runs: list[common_pb2.GroupRun],
+        keys: Optional[list[bytes]],
         views: Optional[list[memoryview]],
+        deadline: float,
+        answer: Optional[float],
     ) -> list[GetResult]:
+        """One Get call on t's channel. answer: seconds the first reply may take (owners), or None."""
         n = len(ids)
+        addr = t.addr
+        runs = _runs(keys) if keys else []
         out = [GetResult(id=ids[i]) for i in range(n)]
         with self._lock:
             bound = self._max_chunk
-        stream = get(
-            cache_pb2.GetRequest(namespace=ref, ids=ids, groups=runs), timeout=self.call_timeout,
+        stream = t.get(
+            cache_pb2.GetRequest(namespace=ref, ids=ids, groups=runs), timeout=_left(deadline),
             metadata=self._conn.metadata or None,
         )
+        timer = self._answer_timer(stream, answer, addr)
+        first = True
         cur: Optional[GetResult] = None
         cur_i = 0
         want = got = 0
@@ -585,6 +740,11 @@ class Client:
         dst: Optional[memoryview] = None
         try:
             for m in stream:
+                if first:
+                    first = False
+                    if timer is not None:
+                        timer.answered()
+                    self._observe(addr, m.epoch)
                 if isinstance(m, _wire.DataFrame):
                     if cur is None or m.index != cur_i or m.offset != got or got + len(m.data) > want or not len(m.data):
                         raise ProtocolError("kvring get: malformed frame from the node")
@@ -633,10 +793,13 @@ class Client:
         except _TooSmall:
             stream.cancel()
             # The rest of the stream is lost with the cancel: read the others again without the small buffer.
-            return self._refill_after_small(ids, runs, views, out)
+            return self._refill_after_small(ids, keys, views, out)
         except grpc.RpcError as exc:
-            raise self._call_err(exc, addr, "get") from None
+            err = self._call_err(exc, addr, "get")
+            raise (timer.explain(err) if timer is not None else err) from None
         finally:
+            if timer is not None:
+                timer.answered()
             stream.cancel()
         if cur is not None:
             cur.reason = "the stream ended inside the chunk"
@@ -653,15 +816,13 @@ class Client:
         if views is None:
             r.data = b"".join(frames) if len(frames) != 1 else bytes(frames[0])
 
-    def _refill_after_small(self, ids: list[bytes], runs: list[common_pb2.GroupRun], views: Any, out: list[GetResult]) -> list[GetResult]:
+    def _refill_after_small(self, ids: list[bytes], keys: Optional[list[bytes]], views: Any, out: list[GetResult]) -> list[GetResult]:
         # Rare path: a buffer too small. Read every chunk not yet complete again, one at a time, skipping the
         # ones that do not fit (their reason stays).
         for i, r in enumerate(out):
             if r.found or r.reason.startswith("chunk of "):
                 continue
-            key = _run_key(runs, i)
-            sub = [common_pb2.GroupRun(key=key, count=1)] if key is not None else []
-            one = self._read([ids[i]], sub, [views[i]])[0]
+            one = self._read([ids[i]], [keys[i]] if keys else None, [views[i]])[0]
             one.id = ids[i]
             out[i] = one
         return out
@@ -671,13 +832,54 @@ class _TooSmall(Exception):
     pass
 
 
-def _run_key(runs: list[common_pb2.GroupRun], i: int) -> Optional[bytes]:
-    pos = 0
-    for r in runs:
-        if i < pos + r.count:
-            return r.key
-        pos += r.count
-    return None
+class _Refs:
+    """The ChunkRefs of a put's chunks, each checksum computed once, when a stream first needs it (the CRC-32C
+    releases the GIL, so streams running side by side compute theirs in parallel)."""
+
+    __slots__ = ("_norm", "_refs")
+
+    def __init__(self, norm: Sequence[tuple[bytes, memoryview, Any]]) -> None:
+        self._norm = norm
+        self._refs: list[Optional[common_pb2.ChunkRef]] = [None] * len(norm)
+
+    def of(self, idx: Iterable[int]) -> list[common_pb2.ChunkRef]:
+        out = []
+        for i in idx:
+            r = self._refs[i]
+            if r is None:
+                cid, mv, _ = self._norm[i]
+                r = self._refs[i] = common_pb2.ChunkRef(id=cid, size=len(mv), crc32c=crc32c(mv))
+            out.append(r)
+        return out
+
+
+class _Target(NamedTuple):
+    """A node's channel and the callables the client calls it with."""
+
+    channel: Any
+    addr: str
+    stub: Any
+    put: Any  # Cache.Put with pre-encoded data frames
+    get: Any  # Cache.Get with data frames decoded in place
+
+    @staticmethod
+    def make(ch: Any, addr: str) -> "_Target":
+        put = ch.stream_stream(
+            "/kvring.v1.Cache/Put",
+            request_serializer=_wire.serialize_put,
+            response_deserializer=cache_pb2.PutResponse.FromString,
+        )
+        get = ch.unary_stream(
+            "/kvring.v1.Cache/Get",
+            request_serializer=cache_pb2.GetRequest.SerializeToString,
+            response_deserializer=_wire.deserialize_get,
+        )
+        return _Target(ch, addr, cache_pb2_grpc.CacheStub(ch), put, get)
+
+
+def _left(deadline: float) -> float:
+    """Seconds left until deadline (time.monotonic()), at least 1 ms so that gRPC reports the deadline itself."""
+    return max(deadline - time.monotonic(), 0.001)
 
 
 def _runs(keys: Sequence[bytes]) -> list[common_pb2.GroupRun]:

@@ -24,3 +24,21 @@ def test_check_value():
     assert mod.crc32c_python(b"123456789") == 0xE3069283
     assert mod.crc32c(b"123456789") == 0xE3069283
     assert mod._numpy_impl()(b"123456789" * 1000) == mod.crc32c_python(b"123456789" * 1000)
+
+
+def test_hardware_instruction_path_matches_the_reference():
+    from kvring import _crc32c_hw
+
+    hw = _crc32c_hw.load(mod.crc32c_python)
+    if hw is None:
+        pytest.skip("no SSE 4.2 or no executable mapping here")
+    for size in (0, 1, 7, 8, 9, 4095, 1 << 20, (2 << 20) + 3):
+        data = os.urandom(size)
+        want = mod.crc32c_python(data) if size < 1 << 16 else mod._numpy_impl()(data)
+        assert hw(data) == want
+        assert hw(memoryview(data)[size // 2 :], hw(memoryview(data)[: size // 2])) == want  # continuation
+        assert hw(bytearray(data)) == want
+        if size % 2 == 0:
+            assert hw(np.frombuffer(data, dtype=np.uint16)) == want
+    with pytest.raises(BufferError):
+        hw(memoryview(os.urandom(64))[::2])  # not contiguous

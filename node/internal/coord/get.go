@@ -28,6 +28,7 @@ type getTx struct {
 	ref     *kvringv1.NamespaceRef
 	ids     []store.ID
 	owners  [][]ring.Member         // per id: owners in ring order (then non-owners while unsettled)
+	again   [][]ring.Member         // per id, while unsettled: the owners, asked again after a miss everywhere
 	streams map[string]*fetchStream // remote primary owner id → its stream
 	send    owner.SendFunc          // to the engine
 }
@@ -89,8 +90,16 @@ func (c *Coordinator) beginGet(req *kvringv1.GetRequest, stream grpc.ServerStrea
 	for i := range ids {
 		g.owners[i] = c.readOwners(rg, rec.GetName(), pl.keys[i], replicas)
 		if unsettled {
-			// Shortly after a ring change a chunk may sit on a non-owner.
-			g.owners[i] = append(g.owners[i], nonOwners(rg, g.owners[i])...)
+			// Shortly after a ring change a chunk may sit on a non-owner, or be
+			// on its way from one to its owner: the hand-off copies it before
+			// it evicts it, so an owner asked before the copy and a non-owner
+			// asked after the evict both miss it, and the owner asked again
+			// has it.
+			if g.again == nil {
+				g.again = make([][]ring.Member, len(ids))
+			}
+			g.again[i] = g.owners[i]
+			g.owners[i] = append(slices.Clip(g.owners[i]), nonOwners(rg, g.owners[i])...)
 		}
 	}
 	return g, nil
@@ -138,8 +147,12 @@ func (g *getTx) noteStreams() {
 // has it, or a miss saying why none could.
 func (g *getTx) serve(idx uint32, id store.ID) error {
 	var miss chunkMiss
-	for k, m := range g.owners[idx] {
-		sent, err := g.tryOwner(k, m, idx, id, &miss)
+	asked := g.owners[idx]
+	if g.again != nil {
+		asked = append(slices.Clip(asked), g.again[idx]...)
+	}
+	for k, m := range asked {
+		sent, err := g.tryOwner(k, m, idx, id, &miss) // k > 0 past the primary: a one-chunk Fetch
 		if err != nil {
 			return err
 		}
@@ -149,7 +162,7 @@ func (g *getTx) serve(idx uint32, id store.ID) error {
 		}
 	}
 	status, result := kvringv1.ReadStatus_READ_STATUS_NOT_FOUND, metrics.GetMiss
-	if miss.unavailable == len(g.owners[idx]) {
+	if miss.unavailable == len(asked) {
 		status, result = kvringv1.ReadStatus_READ_STATUS_UNAVAILABLE, metrics.GetUnavailable
 	}
 	if miss.badSum {

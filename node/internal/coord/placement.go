@@ -1,8 +1,6 @@
 package coord
 
 import (
-	"bytes"
-	"fmt"
 	"slices"
 
 	"github.com/kvring/kvring/node/internal/namespace"
@@ -10,7 +8,6 @@ import (
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/ring"
 	"github.com/kvring/kvring/store"
-	"github.com/kvring/kvring/transfer"
 )
 
 // placement says where on the ring each chunk of a request goes: by its
@@ -18,57 +15,21 @@ import (
 // (the id of the first chunk of its placement group, sent by the client as
 // runs) when the namespace groups them.
 type placement struct {
-	keys  [][]byte // ring key per request position; aliases the request
-	group []int    // group ordinal per request position, non-decreasing from 0
-	n     int      // number of groups
+	keys    [][]byte // ring key per request position; aliases the request
+	group   []int    // group ordinal per request position, non-decreasing from 0
+	n       int      // number of groups
+	grouped bool     // the keys are group keys, to be sent on to the owners
 }
 
 // place resolves the placement keys of ids from the request's runs and
-// checks them: runs are required exactly when the namespace groups chunks,
-// each key is 32 bytes, and the runs cover the ids exactly. Adjacent runs
-// with one key are one group.
+// checks them (namespace.ResolveGroups: runs are required exactly when the
+// namespace groups chunks).
 func place(rec *kvringv1.NamespaceRecord, ids [][]byte, runs []*kvringv1.GroupRun) (*placement, error) {
-	k := namespace.GroupSize(rec.GetSchema())
-	p := &placement{keys: make([][]byte, len(ids)), group: make([]int, len(ids))}
-	if k == 1 {
-		if len(runs) > 0 {
-			return nil, fmt.Errorf("%w: namespace %q places every chunk by its own id: the request must not carry groups",
-				transfer.ErrInvalidArgument, rec.GetName())
-		}
-		for i, id := range ids {
-			p.keys[i], p.group[i] = id, i
-		}
-		p.n = len(ids)
-		return p, nil
+	g, err := namespace.ResolveGroups(rec, ids, runs, false)
+	if err != nil {
+		return nil, err
 	}
-	if len(runs) == 0 {
-		return nil, fmt.Errorf("%w: namespace %q places chunks in groups of %d: the request must carry each chunk's group key (groups)",
-			transfer.ErrInvalidArgument, rec.GetName(), k)
-	}
-	i := 0
-	var last []byte
-	for r, run := range runs {
-		key, count := run.GetKey(), int(run.GetCount())
-		switch {
-		case len(key) != 32:
-			return nil, fmt.Errorf("%w: groups[%d].key is %d bytes, want 32", transfer.ErrInvalidArgument, r, len(key))
-		case count < 1 || count > len(ids)-i:
-			return nil, fmt.Errorf("%w: groups[%d].count %d: the runs must cover the %d ids exactly",
-				transfer.ErrInvalidArgument, r, count, len(ids))
-		}
-		if r == 0 || !bytes.Equal(key, last) {
-			p.n++
-		}
-		last = key
-		for range count {
-			p.keys[i], p.group[i] = key, p.n-1
-			i++
-		}
-	}
-	if i != len(ids) {
-		return nil, fmt.Errorf("%w: the groups cover %d of %d ids", transfer.ErrInvalidArgument, i, len(ids))
-	}
-	return p, nil
+	return &placement{keys: g.Keys, group: g.Of, n: g.N, grouped: g.Grouped}, nil
 }
 
 // readRequest is a read's (Lookup, Get) namespace, ids and placement,
@@ -136,6 +97,12 @@ func (c *Coordinator) writeOwners(rg *ring.Ring, ns string, key []byte, r int) [
 		}
 	}
 	return out
+}
+
+// Owners returns the members a chunk placed by key on rg belongs on now:
+// its write owners (writeOwners). The hand-off moves chunks to them.
+func (c *Coordinator) Owners(rg *ring.Ring, ns string, key []byte, r int) []ring.Member {
+	return c.writeOwners(rg, ns, key, r)
 }
 
 // readOwners returns the members that may hold a chunk placed by key: its r

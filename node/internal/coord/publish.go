@@ -89,8 +89,8 @@ type blobSession struct {
 	slotted map[uint32]bool // share indexes whose slot is their blob's
 }
 
-func (s *blobSession) begin(_ context.Context, ref *kvringv1.NamespaceRef, chunks []*kvringv1.ChunkRef) ([]uint32, []*kvringv1.ChunkVote, error) {
-	p, need, votes, err := s.o.NewPrepareFrom(ref, chunks, s.slot)
+func (s *blobSession) begin(_ context.Context, ref *kvringv1.NamespaceRef, chunks []*kvringv1.ChunkRef, runs []*kvringv1.GroupRun) ([]uint32, []*kvringv1.ChunkVote, error) {
+	p, need, votes, err := s.o.NewPrepareFrom(ref, chunks, runs, s.slot)
 	s.p = p
 	return need, votes, err
 }

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/kvring/kvring/node/internal/metrics"
+	"github.com/kvring/kvring/node/internal/namespace"
 	"github.com/kvring/kvring/node/internal/owner"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/ring"
@@ -31,6 +32,7 @@ type putTx struct {
 	ref         *kvringv1.NamespaceRef
 	chunks      []*kvringv1.ChunkRef // the engine's batch
 	keys        [][]byte             // per batch index: its ring key (the id, or its group's key)
+	grouped     bool                 // keys are group keys: the owners are sent them
 	eager       bool                 // the engine sends every chunk's bytes without a need message (PutBegin.eager)
 	ring        *ring.Ring           // the ring the chunks were placed on
 	replicas    int
@@ -120,7 +122,7 @@ func (c *Coordinator) newPutTx(begin *kvringv1.PutBegin) (*putTx, error) {
 	if err != nil {
 		return nil, err
 	}
-	tx := &putTx{c: c, ref: nsRef(rec), chunks: begin.GetChunks(), keys: pl.keys, eager: begin.GetEager(), shares: map[string]*ownerShare{}}
+	tx := &putTx{c: c, ref: nsRef(rec), chunks: begin.GetChunks(), keys: pl.keys, grouped: pl.grouped, eager: begin.GetEager(), shares: map[string]*ownerShare{}}
 	tx.replicas, tx.minReplicas = replication(rec)
 	return tx, nil
 }
@@ -157,11 +159,24 @@ func (tx *putTx) begin(ctx context.Context, s *ownerShare) ([]uint32, []*kvringv
 		return nil, nil, err
 	}
 	s.sess = sess
-	need, votes, err := sess.begin(ctx, tx.ref, s.chunks)
+	need, votes, err := sess.begin(ctx, tx.ref, s.chunks, tx.runs(s))
 	if err != nil {
 		return nil, nil, transfer.FromStatus(err)
 	}
 	return need, votes, nil
+}
+
+// runs are the placement keys of s's chunks for its owner (nil when the
+// namespace places chunks by their ids).
+func (tx *putTx) runs(s *ownerShare) []*kvringv1.GroupRun {
+	if !tx.grouped {
+		return nil
+	}
+	keys := make([][]byte, len(s.toBatch))
+	for j, i := range s.toBatch {
+		keys[j] = tx.keys[i]
+	}
+	return namespace.Runs(keys)
 }
 
 // prepare, phase 1: every owner stages its share and says what it needs.

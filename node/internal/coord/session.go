@@ -20,7 +20,8 @@ import (
 // finish (votes), commit or abort. Indexes are the owner's own (positions in
 // the chunks it was given). Not safe for concurrent use.
 type putSession interface {
-	begin(ctx context.Context, ref *kvringv1.NamespaceRef, chunks []*kvringv1.ChunkRef) (need []uint32, votes []*kvringv1.ChunkVote, err error)
+	// runs are the chunks' placement keys (empty: placed by their ids).
+	begin(ctx context.Context, ref *kvringv1.NamespaceRef, chunks []*kvringv1.ChunkRef, runs []*kvringv1.GroupRun) (need []uint32, votes []*kvringv1.ChunkVote, err error)
 	// send passes one frame on; its bytes are not kept after it returns.
 	send(f transfer.Frame) error
 	finish() ([]*kvringv1.ChunkVote, error)
@@ -36,8 +37,8 @@ type localSession struct {
 	p *owner.Prepare
 }
 
-func (s *localSession) begin(_ context.Context, ref *kvringv1.NamespaceRef, chunks []*kvringv1.ChunkRef) ([]uint32, []*kvringv1.ChunkVote, error) {
-	p, need, votes, err := s.o.NewPrepare(ref, chunks)
+func (s *localSession) begin(_ context.Context, ref *kvringv1.NamespaceRef, chunks []*kvringv1.ChunkRef, runs []*kvringv1.GroupRun) ([]uint32, []*kvringv1.ChunkVote, error) {
+	p, need, votes, err := s.o.NewPrepare(ref, chunks, runs)
 	s.p = p
 	return need, votes, err
 }
@@ -75,7 +76,7 @@ func (s *remoteSession) watch() func() bool {
 	return time.AfterFunc(s.timeout, s.cancel).Stop
 }
 
-func (s *remoteSession) begin(ctx context.Context, ref *kvringv1.NamespaceRef, chunks []*kvringv1.ChunkRef) ([]uint32, []*kvringv1.ChunkVote, error) {
+func (s *remoteSession) begin(ctx context.Context, ref *kvringv1.NamespaceRef, chunks []*kvringv1.ChunkRef, runs []*kvringv1.GroupRun) ([]uint32, []*kvringv1.ChunkVote, error) {
 	sctx, cancel := context.WithCancel(ctx)
 	s.cancel = cancel
 	defer s.watch()()
@@ -85,7 +86,7 @@ func (s *remoteSession) begin(ctx context.Context, ref *kvringv1.NamespaceRef, c
 	}
 	s.stream = stream
 	if err := stream.Send(&kvringv1.PrepareRequest{Msg: &kvringv1.PrepareRequest_Begin{Begin: &kvringv1.PrepareBegin{
-		Caller: s.caller, Namespace: ref, Chunks: chunks}}}); err != nil {
+		Caller: s.caller, Namespace: ref, Chunks: chunks, Groups: runs}}}); err != nil {
 		return nil, nil, recvErr(stream, err)
 	}
 	m, err := stream.Recv()

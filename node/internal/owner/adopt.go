@@ -19,10 +19,10 @@ type SlotFunc func(i int, ns string, id store.ID, crc uint32) (*store.Staged, er
 // NewPrepareFrom is NewPrepare for a batch some of whose chunks are already
 // in this node's shared memory: slot gives them their slots without a copy.
 // Those chunks are among the needed indexes it returns (they are voted on
-// and committed like the others) but need no frames: frames sent for them
-// are discarded unread.
-func (o *Owner) NewPrepareFrom(ref *kvringv1.NamespaceRef, chunks []*kvringv1.ChunkRef, slot SlotFunc) (*Prepare, []uint32, []*kvringv1.ChunkVote, error) {
-	return o.newPrepare(ref, chunks, slot)
+// and committed like the others, and keep their placement keys like them)
+// but need no frames: frames sent for them are discarded unread.
+func (o *Owner) NewPrepareFrom(ref *kvringv1.NamespaceRef, chunks []*kvringv1.ChunkRef, runs []*kvringv1.GroupRun, slot SlotFunc) (*Prepare, []uint32, []*kvringv1.ChunkVote, error) {
+	return o.newPrepare(ref, chunks, runs, slot)
 }
 
 // slotOf stages chunk i: slot's complete slot when it gives one, else a new

@@ -47,7 +47,7 @@ func newTestOwner(t *testing.T) (*Owner, *store.Store, *testClock) {
 // stageReady runs a prepare phase for one chunk and returns its READY token.
 func stageReady(t *testing.T, o *Owner, ref *kvringv1.NamespaceRef, id store.ID, data []byte) uint64 {
 	t.Helper()
-	p, need, _, err := o.NewPrepare(ref, []*kvringv1.ChunkRef{{Id: id[:], Size: uint64(len(data)), Crc32C: store.Checksum(data)}})
+	p, need, _, err := o.NewPrepare(ref, []*kvringv1.ChunkRef{{Id: id[:], Size: uint64(len(data)), Crc32C: store.Checksum(data)}}, nil)
 	if err != nil || len(need) != 1 {
 		t.Fatalf("prepare: need %v, %v", need, err)
 	}
@@ -153,7 +153,7 @@ func TestAnotherCallersTokenCanNeitherCommitNorAbort(t *testing.T) {
 		var id store.ID
 		id[0] = n
 		data := []byte("chunk bytes")
-		p, _, _, err := o.NewPrepare(ref, []*kvringv1.ChunkRef{{Id: id[:], Size: uint64(len(data)), Crc32C: store.Checksum(data)}})
+		p, _, _, err := o.NewPrepare(ref, []*kvringv1.ChunkRef{{Id: id[:], Size: uint64(len(data)), Crc32C: store.Checksum(data)}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -190,11 +190,11 @@ func TestPrepareWritesOnlyIntoRegisteredNamespaces(t *testing.T) {
 	data := []byte("bytes")
 	var id store.ID
 	chunks := []*kvringv1.ChunkRef{{Id: id[:], Size: uint64(len(data)), Crc32C: store.Checksum(data)}}
-	if _, _, _, err := o.NewPrepare(&kvringv1.NamespaceRef{Name: "unknown", Fingerprint: make([]byte, 32)}, chunks); !errors.Is(err, transfer.ErrUnknownNamespace) {
+	if _, _, _, err := o.NewPrepare(&kvringv1.NamespaceRef{Name: "unknown", Fingerprint: make([]byte, 32)}, chunks, nil); !errors.Is(err, transfer.ErrUnknownNamespace) {
 		t.Fatalf("prepare into an unknown namespace: %v", err)
 	}
 	other := bytes.Repeat([]byte{1}, 32)
-	if _, _, _, err := o.NewPrepare(&kvringv1.NamespaceRef{Name: "ns", Fingerprint: other}, chunks); !errors.Is(err, transfer.ErrSchemaMismatch) {
+	if _, _, _, err := o.NewPrepare(&kvringv1.NamespaceRef{Name: "ns", Fingerprint: other}, chunks, nil); !errors.Is(err, transfer.ErrSchemaMismatch) {
 		t.Fatalf("prepare under another fingerprint: %v", err)
 	}
 	if s := st.Stats(); s.StagedChunks != 0 {

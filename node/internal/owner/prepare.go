@@ -17,6 +17,7 @@ type Prepare struct {
 	st     *store.Store
 	ns     string // store namespace
 	ids    []store.ID
+	keys   [][]byte // placement group key per index (nil: placed by ids)
 	staged map[uint32]*store.Staged
 	asm    *transfer.Assembler
 	done   bool
@@ -28,27 +29,42 @@ type Prepare struct {
 
 // NewPrepare starts the prepare phase of a batch: every chunk is staged. It
 // returns the indexes whose bytes are needed and the votes of the others
-// (already held, rejected, failed). Bad input is ErrInvalidArgument naming the
-// field. Blocks briefly on the store's admission policy.
-func (o *Owner) NewPrepare(ref *kvringv1.NamespaceRef, chunks []*kvringv1.ChunkRef) (*Prepare, []uint32, []*kvringv1.ChunkVote, error) {
-	return o.newPrepare(ref, chunks, nil)
+// (already held, rejected, failed). runs are the chunks' placement keys when
+// the namespace places chunks by groups: each chunk keeps its key, for the
+// hand-off (without them such chunks are stored but never handed off). Bad
+// input is ErrInvalidArgument naming the field. Blocks briefly on the store's
+// admission policy.
+func (o *Owner) NewPrepare(ref *kvringv1.NamespaceRef, chunks []*kvringv1.ChunkRef, runs []*kvringv1.GroupRun) (*Prepare, []uint32, []*kvringv1.ChunkVote, error) {
+	return o.newPrepare(ref, chunks, runs, nil)
 }
 
 // newPrepare is NewPrepare; slot, when not nil, may give a chunk its slot
 // complete (see NewPrepareFrom).
-func (o *Owner) newPrepare(ref *kvringv1.NamespaceRef, chunks []*kvringv1.ChunkRef, slot SlotFunc) (*Prepare, []uint32, []*kvringv1.ChunkVote, error) {
+func (o *Owner) newPrepare(ref *kvringv1.NamespaceRef, chunks []*kvringv1.ChunkRef, runs []*kvringv1.GroupRun, slot SlotFunc) (*Prepare, []uint32, []*kvringv1.ChunkVote, error) {
 	// Chunks are written only into namespaces this node knows, under the
 	// registered fingerprint (a coordinator that finds the namespace unknown
 	// here offers its record and asks again).
-	if _, _, err := o.cfg.Registry.Resolve(ref); err != nil {
+	_, rec, err := o.cfg.Registry.Resolve(ref)
+	if err != nil {
 		return nil, nil, nil, err
 	}
 	ids, err := ValidateChunks(chunks, o.maxChunk, o.cfg.MaxBatch)
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	raw := make([][]byte, len(chunks))
+	for i, c := range chunks {
+		raw[i] = c.GetId()
+	}
+	groups, err := namespace.ResolveGroups(rec, raw, runs, true)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	p := &Prepare{st: o.st, ns: namespace.StoreName(ref.GetName(), ref.GetFingerprint()), ids: ids,
 		staged: make(map[uint32]*store.Staged)}
+	if groups.Grouped {
+		p.keys = groups.Keys
+	}
 	need, votes := p.stage(chunks, slot)
 	return p, need, votes, nil
 }
@@ -64,6 +80,9 @@ func (p *Prepare) stage(chunks []*kvringv1.ChunkRef, slot SlotFunc) (need []uint
 			votes = append(votes, voteFor(idx, err))
 			continue
 		}
+		if p.keys != nil {
+			w.SetPlacement(store.ID(p.keys[i]))
+		}
 		p.staged[idx] = w
 		if !w.Complete() {
 			needed[idx] = true
@@ -72,7 +91,9 @@ func (p *Prepare) stage(chunks []*kvringv1.ChunkRef, slot SlotFunc) (need []uint
 	}
 	p.asm = transfer.NewAssembler(chunks, needed)
 	for idx, w := range p.staged {
-		_ = p.asm.SetSink(idx, w) // idx is needed: SetSink cannot fail
+		if needed[idx] {
+			_ = p.asm.SetSink(idx, w) // idx is needed: SetSink cannot fail
+		}
 	}
 	return need, votes
 }

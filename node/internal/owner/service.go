@@ -54,7 +54,7 @@ func (s *Service) Prepare(stream grpc.BidiStreamingServer[kvringv1.PrepareReques
 	if begin == nil {
 		return transfer.ToStatus(fmt.Errorf("%w: the first prepare message must be begin", transfer.ErrInvalidArgument))
 	}
-	p, need, votes, err := o.NewPrepare(begin.GetNamespace(), begin.GetChunks())
+	p, need, votes, err := o.NewPrepare(begin.GetNamespace(), begin.GetChunks(), begin.GetGroups())
 	if err != nil {
 		return transfer.ToStatus(err)
 	}

@@ -274,7 +274,12 @@ type PrepareBegin struct {
 	Chunks []*ChunkRef `protobuf:"bytes,3,rep,name=chunks,proto3" json:"chunks,omitempty"`
 	// How long staged slots live without Commit, in milliseconds. 0: the owner's default (30000). The owner may cap
 	// it.
-	StageTtlMs    uint32 `protobuf:"varint,4,opt,name=stage_ttl_ms,json=stageTtlMs,proto3" json:"stage_ttl_ms,omitempty"`
+	StageTtlMs uint32 `protobuf:"varint,4,opt,name=stage_ttl_ms,json=stageTtlMs,proto3" json:"stage_ttl_ms,omitempty"`
+	// Placement keys of the chunks, as in PutBegin.groups, when the namespace places chunks by groups
+	// (NamespaceSchema.chunks_per_group > 1); empty otherwise. The owner keeps each chunk's key with it, so that it
+	// can hand the chunk to the chunk's owners when the ring changes. A grouped chunk prepared without one is stored
+	// all the same, but never handed off (where it belongs is unknown).
+	Groups        []*GroupRun `protobuf:"bytes,5,rep,name=groups,proto3" json:"groups,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -335,6 +340,13 @@ func (x *PrepareBegin) GetStageTtlMs() uint32 {
 		return x.StageTtlMs
 	}
 	return 0
+}
+
+func (x *PrepareBegin) GetGroups() []*GroupRun {
+	if x != nil {
+		return x.Groups
+	}
+	return nil
 }
 
 // PrepareEnd closes the data phase of a Prepare batch.
@@ -1706,13 +1718,14 @@ const file_kvring_v1_peer_proto_rawDesc = "" +
 	"\x05begin\x18\x01 \x01(\v2\x17.kvring.v1.PrepareBeginH\x00R\x05begin\x12*\n" +
 	"\x04data\x18\x02 \x01(\v2\x14.kvring.v1.DataFrameH\x00R\x04data\x12)\n" +
 	"\x03end\x18\x03 \x01(\v2\x15.kvring.v1.PrepareEndH\x00R\x03endB\x05\n" +
-	"\x03msg\"\xc3\x01\n" +
+	"\x03msg\"\xf0\x01\n" +
 	"\fPrepareBegin\x12-\n" +
 	"\x06caller\x18\x01 \x01(\v2\x15.kvring.v1.PeerCallerR\x06caller\x125\n" +
 	"\tnamespace\x18\x02 \x01(\v2\x17.kvring.v1.NamespaceRefR\tnamespace\x12+\n" +
 	"\x06chunks\x18\x03 \x03(\v2\x13.kvring.v1.ChunkRefR\x06chunks\x12 \n" +
 	"\fstage_ttl_ms\x18\x04 \x01(\rR\n" +
-	"stageTtlMs\"\f\n" +
+	"stageTtlMs\x12+\n" +
+	"\x06groups\x18\x05 \x03(\v2\x13.kvring.v1.GroupRunR\x06groups\"\f\n" +
 	"\n" +
 	"PrepareEnd\"\x8d\x01\n" +
 	"\x0fPrepareResponse\x12\x14\n" +
@@ -1863,8 +1876,9 @@ var file_kvring_v1_peer_proto_goTypes = []any{
 	(*PeerCaller)(nil),             // 27: kvring.v1.PeerCaller
 	(*NamespaceRef)(nil),           // 28: kvring.v1.NamespaceRef
 	(*ChunkRef)(nil),               // 29: kvring.v1.ChunkRef
-	(*ChunkHeader)(nil),            // 30: kvring.v1.ChunkHeader
-	(*NamespaceRecord)(nil),        // 31: kvring.v1.NamespaceRecord
+	(*GroupRun)(nil),               // 30: kvring.v1.GroupRun
+	(*ChunkHeader)(nil),            // 31: kvring.v1.ChunkHeader
+	(*NamespaceRecord)(nil),        // 32: kvring.v1.NamespaceRecord
 }
 var file_kvring_v1_peer_proto_depIdxs = []int32{
 	3,  // 0: kvring.v1.PrepareRequest.begin:type_name -> kvring.v1.PrepareBegin
@@ -1873,51 +1887,52 @@ var file_kvring_v1_peer_proto_depIdxs = []int32{
 	27, // 3: kvring.v1.PrepareBegin.caller:type_name -> kvring.v1.PeerCaller
 	28, // 4: kvring.v1.PrepareBegin.namespace:type_name -> kvring.v1.NamespaceRef
 	29, // 5: kvring.v1.PrepareBegin.chunks:type_name -> kvring.v1.ChunkRef
-	6,  // 6: kvring.v1.PrepareResponse.need:type_name -> kvring.v1.PrepareNeed
-	7,  // 7: kvring.v1.PrepareResponse.votes:type_name -> kvring.v1.PrepareVotes
-	8,  // 8: kvring.v1.PrepareNeed.votes:type_name -> kvring.v1.ChunkVote
-	8,  // 9: kvring.v1.PrepareVotes.votes:type_name -> kvring.v1.ChunkVote
-	0,  // 10: kvring.v1.ChunkVote.vote:type_name -> kvring.v1.Vote
-	27, // 11: kvring.v1.CommitRequest.caller:type_name -> kvring.v1.PeerCaller
-	28, // 12: kvring.v1.CommitRequest.namespace:type_name -> kvring.v1.NamespaceRef
-	9,  // 13: kvring.v1.CommitRequest.chunks:type_name -> kvring.v1.StagedChunk
-	1,  // 14: kvring.v1.CommitResult.status:type_name -> kvring.v1.CommitStatus
-	11, // 15: kvring.v1.CommitResponse.results:type_name -> kvring.v1.CommitResult
-	27, // 16: kvring.v1.AbortRequest.caller:type_name -> kvring.v1.PeerCaller
-	27, // 17: kvring.v1.HasRequest.caller:type_name -> kvring.v1.PeerCaller
-	28, // 18: kvring.v1.HasRequest.namespace:type_name -> kvring.v1.NamespaceRef
-	15, // 19: kvring.v1.HasRequest.pin:type_name -> kvring.v1.LeasePin
-	27, // 20: kvring.v1.UnpinRequest.caller:type_name -> kvring.v1.PeerCaller
-	27, // 21: kvring.v1.FetchRequest.caller:type_name -> kvring.v1.PeerCaller
-	28, // 22: kvring.v1.FetchRequest.namespace:type_name -> kvring.v1.NamespaceRef
-	30, // 23: kvring.v1.FetchResponse.header:type_name -> kvring.v1.ChunkHeader
-	26, // 24: kvring.v1.FetchResponse.data:type_name -> kvring.v1.DataFrame
-	27, // 25: kvring.v1.PutNamespaceRequest.caller:type_name -> kvring.v1.PeerCaller
-	31, // 26: kvring.v1.PutNamespaceRequest.namespace:type_name -> kvring.v1.NamespaceRecord
-	31, // 27: kvring.v1.PutNamespaceResponse.namespace:type_name -> kvring.v1.NamespaceRecord
-	27, // 28: kvring.v1.ListNamespacesRequest.caller:type_name -> kvring.v1.PeerCaller
-	31, // 29: kvring.v1.ListNamespacesResponse.namespaces:type_name -> kvring.v1.NamespaceRecord
-	2,  // 30: kvring.v1.Peer.Prepare:input_type -> kvring.v1.PrepareRequest
-	10, // 31: kvring.v1.Peer.Commit:input_type -> kvring.v1.CommitRequest
-	13, // 32: kvring.v1.Peer.Abort:input_type -> kvring.v1.AbortRequest
-	16, // 33: kvring.v1.Peer.Has:input_type -> kvring.v1.HasRequest
-	18, // 34: kvring.v1.Peer.Unpin:input_type -> kvring.v1.UnpinRequest
-	20, // 35: kvring.v1.Peer.Fetch:input_type -> kvring.v1.FetchRequest
-	22, // 36: kvring.v1.Peer.PutNamespace:input_type -> kvring.v1.PutNamespaceRequest
-	24, // 37: kvring.v1.Peer.ListNamespaces:input_type -> kvring.v1.ListNamespacesRequest
-	5,  // 38: kvring.v1.Peer.Prepare:output_type -> kvring.v1.PrepareResponse
-	12, // 39: kvring.v1.Peer.Commit:output_type -> kvring.v1.CommitResponse
-	14, // 40: kvring.v1.Peer.Abort:output_type -> kvring.v1.AbortResponse
-	17, // 41: kvring.v1.Peer.Has:output_type -> kvring.v1.HasResponse
-	19, // 42: kvring.v1.Peer.Unpin:output_type -> kvring.v1.UnpinResponse
-	21, // 43: kvring.v1.Peer.Fetch:output_type -> kvring.v1.FetchResponse
-	23, // 44: kvring.v1.Peer.PutNamespace:output_type -> kvring.v1.PutNamespaceResponse
-	25, // 45: kvring.v1.Peer.ListNamespaces:output_type -> kvring.v1.ListNamespacesResponse
-	38, // [38:46] is the sub-list for method output_type
-	30, // [30:38] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	30, // 6: kvring.v1.PrepareBegin.groups:type_name -> kvring.v1.GroupRun
+	6,  // 7: kvring.v1.PrepareResponse.need:type_name -> kvring.v1.PrepareNeed
+	7,  // 8: kvring.v1.PrepareResponse.votes:type_name -> kvring.v1.PrepareVotes
+	8,  // 9: kvring.v1.PrepareNeed.votes:type_name -> kvring.v1.ChunkVote
+	8,  // 10: kvring.v1.PrepareVotes.votes:type_name -> kvring.v1.ChunkVote
+	0,  // 11: kvring.v1.ChunkVote.vote:type_name -> kvring.v1.Vote
+	27, // 12: kvring.v1.CommitRequest.caller:type_name -> kvring.v1.PeerCaller
+	28, // 13: kvring.v1.CommitRequest.namespace:type_name -> kvring.v1.NamespaceRef
+	9,  // 14: kvring.v1.CommitRequest.chunks:type_name -> kvring.v1.StagedChunk
+	1,  // 15: kvring.v1.CommitResult.status:type_name -> kvring.v1.CommitStatus
+	11, // 16: kvring.v1.CommitResponse.results:type_name -> kvring.v1.CommitResult
+	27, // 17: kvring.v1.AbortRequest.caller:type_name -> kvring.v1.PeerCaller
+	27, // 18: kvring.v1.HasRequest.caller:type_name -> kvring.v1.PeerCaller
+	28, // 19: kvring.v1.HasRequest.namespace:type_name -> kvring.v1.NamespaceRef
+	15, // 20: kvring.v1.HasRequest.pin:type_name -> kvring.v1.LeasePin
+	27, // 21: kvring.v1.UnpinRequest.caller:type_name -> kvring.v1.PeerCaller
+	27, // 22: kvring.v1.FetchRequest.caller:type_name -> kvring.v1.PeerCaller
+	28, // 23: kvring.v1.FetchRequest.namespace:type_name -> kvring.v1.NamespaceRef
+	31, // 24: kvring.v1.FetchResponse.header:type_name -> kvring.v1.ChunkHeader
+	26, // 25: kvring.v1.FetchResponse.data:type_name -> kvring.v1.DataFrame
+	27, // 26: kvring.v1.PutNamespaceRequest.caller:type_name -> kvring.v1.PeerCaller
+	32, // 27: kvring.v1.PutNamespaceRequest.namespace:type_name -> kvring.v1.NamespaceRecord
+	32, // 28: kvring.v1.PutNamespaceResponse.namespace:type_name -> kvring.v1.NamespaceRecord
+	27, // 29: kvring.v1.ListNamespacesRequest.caller:type_name -> kvring.v1.PeerCaller
+	32, // 30: kvring.v1.ListNamespacesResponse.namespaces:type_name -> kvring.v1.NamespaceRecord
+	2,  // 31: kvring.v1.Peer.Prepare:input_type -> kvring.v1.PrepareRequest
+	10, // 32: kvring.v1.Peer.Commit:input_type -> kvring.v1.CommitRequest
+	13, // 33: kvring.v1.Peer.Abort:input_type -> kvring.v1.AbortRequest
+	16, // 34: kvring.v1.Peer.Has:input_type -> kvring.v1.HasRequest
+	18, // 35: kvring.v1.Peer.Unpin:input_type -> kvring.v1.UnpinRequest
+	20, // 36: kvring.v1.Peer.Fetch:input_type -> kvring.v1.FetchRequest
+	22, // 37: kvring.v1.Peer.PutNamespace:input_type -> kvring.v1.PutNamespaceRequest
+	24, // 38: kvring.v1.Peer.ListNamespaces:input_type -> kvring.v1.ListNamespacesRequest
+	5,  // 39: kvring.v1.Peer.Prepare:output_type -> kvring.v1.PrepareResponse
+	12, // 40: kvring.v1.Peer.Commit:output_type -> kvring.v1.CommitResponse
+	14, // 41: kvring.v1.Peer.Abort:output_type -> kvring.v1.AbortResponse
+	17, // 42: kvring.v1.Peer.Has:output_type -> kvring.v1.HasResponse
+	19, // 43: kvring.v1.Peer.Unpin:output_type -> kvring.v1.UnpinResponse
+	21, // 44: kvring.v1.Peer.Fetch:output_type -> kvring.v1.FetchResponse
+	23, // 45: kvring.v1.Peer.PutNamespace:output_type -> kvring.v1.PutNamespaceResponse
+	25, // 46: kvring.v1.Peer.ListNamespaces:output_type -> kvring.v1.ListNamespacesResponse
+	39, // [39:47] is the sub-list for method output_type
+	31, // [31:39] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_kvring_v1_peer_proto_init() }

@@ -142,16 +142,18 @@ class ListNamespacesResponse(_message.Message):
     def __init__(self, epoch: _Optional[int] = ..., namespaces: _Optional[_Iterable[_Union[_common_pb2.NamespaceRecord, _Mapping]]] = ...) -> None: ...
 
 class PrepareBegin(_message.Message):
-    __slots__ = ["caller", "chunks", "namespace", "stage_ttl_ms"]
+    __slots__ = ["caller", "chunks", "groups", "namespace", "stage_ttl_ms"]
     CALLER_FIELD_NUMBER: _ClassVar[int]
     CHUNKS_FIELD_NUMBER: _ClassVar[int]
+    GROUPS_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     STAGE_TTL_MS_FIELD_NUMBER: _ClassVar[int]
     caller: _common_pb2.PeerCaller
     chunks: _containers.RepeatedCompositeFieldContainer[_common_pb2.ChunkRef]
+    groups: _containers.RepeatedCompositeFieldContainer[_common_pb2.GroupRun]
     namespace: _common_pb2.NamespaceRef
     stage_ttl_ms: int
-    def __init__(self, caller: _Optional[_Union[_common_pb2.PeerCaller, _Mapping]] = ..., namespace: _Optional[_Union[_common_pb2.NamespaceRef, _Mapping]] = ..., chunks: _Optional[_Iterable[_Union[_common_pb2.ChunkRef, _Mapping]]] = ..., stage_ttl_ms: _Optional[int] = ...) -> None: ...
+    def __init__(self, caller: _Optional[_Union[_common_pb2.PeerCaller, _Mapping]] = ..., namespace: _Optional[_Union[_common_pb2.NamespaceRef, _Mapping]] = ..., chunks: _Optional[_Iterable[_Union[_common_pb2.ChunkRef, _Mapping]]] = ..., stage_ttl_ms: _Optional[int] = ..., groups: _Optional[_Iterable[_Union[_common_pb2.GroupRun, _Mapping]]] = ...) -> None: ...
 
 class PrepareEnd(_message.Message):
     __slots__ = []

@@ -1,0 +1,104 @@
+package handoff
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/kvring/kvring/node/internal/coord"
+	"github.com/kvring/kvring/node/internal/namespace"
+	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
+	"github.com/kvring/kvring/ring"
+	"github.com/kvring/kvring/store"
+)
+
+// Peers is how the Mover reaches other members: the coordinator.
+type Peers interface {
+	// Has reports which of ids member m holds sealed now, pinning them
+	// there under pin, and the time the pins were granted for.
+	Has(ctx context.Context, m ring.Member, rec *kvringv1.NamespaceRecord, ids [][]byte, pin *kvringv1.LeasePin) ([]bool, time.Duration, error)
+	// Copy writes chunks to m; per chunk nil when this copy was sealed there.
+	Copy(ctx context.Context, m ring.Member, rec *kvringv1.NamespaceRecord, chunks []coord.CopyChunk) []error
+	// Unpin releases the pins Has took on m under leases.
+	Unpin(ctx context.Context, m ring.Member, leases []uint64)
+}
+
+// Config configures a Mover. Fields without a default are required.
+type Config struct {
+	Self     string
+	Store    *store.Store
+	Registry *namespace.Registry
+	// Ring returns the current ring; it must not block.
+	Ring func() *ring.Ring
+	// Owners returns the members a chunk placed by key belongs on: the
+	// coordinator's write owners (the first r members in ring order that
+	// do not drain).
+	Owners func(rg *ring.Ring, ns string, key []byte, r int) []ring.Member
+	Peers  Peers
+	// Announce gossips whether this node holds chunks that belong on other
+	// nodes (membership.SetHandingOff). Optional.
+	Announce func(ctx context.Context, on bool) error
+	// Rate caps the bytes copied per second (--handoff-rate). Default
+	// 256 MiB/s; negative: no cap.
+	Rate int64
+	// Retry is how soon a pass that left work undone (an owner down, a copy
+	// refused) runs again. Default 5s.
+	Retry time.Duration
+	// Sweep is how often a pass runs with nothing prompting it, to find
+	// chunks with too few holders after changes no ring change reveals (an
+	// owner that was unreachable came back). Default 1m; negative: never.
+	Sweep time.Duration
+	// Quiet is how long the loop waits after a kick for the ring to stop
+	// changing before it runs a pass (at most five times as long in all).
+	// Default 1s; negative: no wait. Drain and Pass do not wait.
+	Quiet time.Duration
+	// Batch is the most chunks per Has or Copy call (a batch also holds at
+	// most 16 MiB). Default 1024.
+	Batch int
+	// Now is the pacing clock; Sleep waits on it. Defaults: time.Now, a timer.
+	Now   func() time.Time
+	Sleep func(ctx context.Context, d time.Duration) error
+	Log   *slog.Logger
+}
+
+// DefaultRate is Config.Rate's default: 256 MiB/s.
+const DefaultRate = 256 << 20
+
+func (c *Config) setDefaults() {
+	if c.Rate == 0 {
+		c.Rate = DefaultRate
+	}
+	if c.Retry <= 0 {
+		c.Retry = 5 * time.Second
+	}
+	if c.Sweep == 0 {
+		c.Sweep = time.Minute
+	}
+	if c.Quiet == 0 {
+		c.Quiet = time.Second
+	}
+	if c.Batch <= 0 {
+		c.Batch = 1024
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Sleep == nil {
+		c.Sleep = sleep
+	}
+	if c.Log == nil {
+		c.Log = slog.Default()
+	}
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

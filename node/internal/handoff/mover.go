@@ -1,0 +1,152 @@
+package handoff
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Mover runs the hand-off passes of one node (see the package doc). Create
+// with New, then Start; Close stops it and waits for its goroutine. Safe
+// for concurrent use.
+type Mover struct {
+	cfg  Config
+	pace pacer
+	kick chan struct{} // cap 1: a pass is wanted
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+
+	passMu sync.Mutex // one pass at a time (the loop's, or Drain's)
+	// announced is whether this node last gossiped that it hands off;
+	// guarded by passMu.
+	announced bool
+
+	mu     sync.Mutex
+	status Status
+}
+
+// New returns a Mover; it does nothing until Start.
+func New(cfg Config) *Mover {
+	cfg.setDefaults()
+	return &Mover{cfg: cfg, kick: make(chan struct{}, 1),
+		pace: pacer{rate: cfg.Rate, now: cfg.Now, sleep: cfg.Sleep}}
+}
+
+// Start runs the pass loop in a goroutine that Close waits for. The first
+// pass runs at once: a restarted node may hold chunks that belong elsewhere.
+func (m *Mover) Start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	m.stop = cancel
+	m.wg.Add(1)
+	go m.loop(ctx)
+	m.Kick()
+}
+
+// Kick asks for a pass soon: the ring changed, this node started or stopped
+// draining. It never blocks.
+func (m *Mover) Kick() {
+	select {
+	case m.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Close stops the loop (a pass in progress ends at its next copy) and
+// waits for it. Idempotent.
+func (m *Mover) Close() {
+	if m.stop != nil {
+		m.stop()
+	}
+	m.wg.Wait()
+}
+
+// loop runs a pass when kicked, Retry after a pass that left work undone,
+// and every Sweep otherwise.
+func (m *Mover) loop(ctx context.Context) {
+	defer m.wg.Done()
+	wait := m.cfg.Sweep
+	for {
+		var timer <-chan time.Time
+		var t *time.Timer
+		if wait > 0 {
+			t = time.NewTimer(wait)
+			timer = t.C
+		}
+		kicked := false
+		select {
+		case <-ctx.Done():
+		case <-m.kick:
+			kicked = true
+		case <-timer:
+		}
+		if t != nil {
+			t.Stop()
+		}
+		if kicked {
+			m.quiet(ctx)
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		st := m.Pass(ctx)
+		wait = m.cfg.Sweep
+		if st.undone() {
+			wait = m.cfg.Retry
+		}
+	}
+}
+
+// quiet waits until no kick has come for Config.Quiet, at most 5 Quiet in
+// all: ring changes come in bursts (a node that starts sees its peers one
+// by one), and a pass on a ring that is still forming moves chunks twice.
+func (m *Mover) quiet(ctx context.Context) {
+	if m.cfg.Quiet <= 0 {
+		return
+	}
+	end := time.NewTimer(5 * m.cfg.Quiet)
+	defer end.Stop()
+	for {
+		t := time.NewTimer(m.cfg.Quiet)
+		select {
+		case <-m.kick:
+			t.Stop()
+			continue
+		case <-t.C:
+		case <-end.C:
+			t.Stop()
+		case <-ctx.Done():
+			t.Stop()
+		}
+		return
+	}
+}
+
+// Drain runs passes until no chunk this node holds belongs on another node
+// (it drains: every chunk does), no member is left to take them, or ctx
+// ends. It returns the last pass's statistics with Copied, CopiedBytes,
+// Evicted and FailedCopies summed over the passes: Pending counts what
+// could not be handed off.
+func (m *Mover) Drain(ctx context.Context) PassStats {
+	var sum PassStats
+	for {
+		st := m.Pass(ctx)
+		sum.add(st)
+		sum.Evicted += st.Evicted
+		st.Copied, st.CopiedBytes, st.FailedCopies, st.Evicted, st.Errors = sum.Copied, sum.CopiedBytes, sum.FailedCopies, sum.Evicted, sum.Errors
+		if st.Pending == st.NoOwner || ctx.Err() != nil {
+			return st
+		}
+		if m.cfg.Sleep(ctx, min(m.cfg.Retry, time.Second)) != nil {
+			return st
+		}
+	}
+}
+
+// Status returns the totals and the last pass's statistics.
+func (m *Mover) Status() Status {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.status
+	s.Last.Errors = append([]string(nil), s.Last.Errors...)
+	return s
+}

@@ -1,0 +1,311 @@
+"""The cluster's chunk placement, ported from the Go ring (``ring/``), so the client can send each chunk to its primary
+owner like the Go SDK.
+
+A chunk key (namespace, id) hashes to one of ``partition_count`` partitions with xxHash64; partitions are assigned to
+members by the bounded-load consistent hashing of github.com/buraksezer/consistent v0.10.0 (each member has
+``virtual_nodes`` points on the circle, no member is primary for more than ceil(floor(P/M) * load) partitions), and
+further owners come from a clockwise walk over the virtual nodes. :func:`RingConfig.fingerprint` names the algorithm
+and settings: a node whose fingerprint differs places keys differently, and the client then routes nothing.
+
+Everything here is pure computation: no I/O, clock or threads. :class:`Ring` is immutable once built and safe to
+share between threads. python/tests/test_ring.py checks it against vectors generated from the Go ring
+(python/tests/testdata/ring_vectors.json, ``go generate ./ring/``).
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import hashlib
+import math
+import struct
+from typing import NamedTuple, Sequence
+
+__all__ = ["xxh64", "RingConfig", "Member", "Ring", "RingError"]
+
+_M64 = 0xFFFFFFFFFFFFFFFF
+_P1 = 11400714785074694791
+_P2 = 14029467366897019727
+_P3 = 1609587929392839161
+_P4 = 9650029242287828579
+_P5 = 2870177450012600261
+
+
+def _rotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (64 - r))) & _M64
+
+
+def _round(acc: int, lane: int) -> int:
+    acc = (acc + lane * _P2) & _M64
+    return (_rotl(acc, 31) * _P1) & _M64
+
+
+def _merge(acc: int, val: int) -> int:
+    acc ^= _round(0, val)
+    return (acc * _P1 + _P4) & _M64
+
+
+def _xxh64_py(data: bytes, seed: int = 0) -> int:
+    """xxHash64 of data (pure Python; ~3 µs for a short key)."""
+    n = len(data)
+    i = 0
+    if n >= 32:
+        v1 = (seed + _P1 + _P2) & _M64
+        v2 = (seed + _P2) & _M64
+        v3 = seed
+        v4 = (seed - _P1) & _M64
+        lanes = struct.unpack_from(f"<{(n // 32) * 4}Q", data)
+        for j in range(0, len(lanes), 4):
+            v1 = _round(v1, lanes[j])
+            v2 = _round(v2, lanes[j + 1])
+            v3 = _round(v3, lanes[j + 2])
+            v4 = _round(v4, lanes[j + 3])
+        i = (n // 32) * 32
+        h = (_rotl(v1, 1) + _rotl(v2, 7) + _rotl(v3, 12) + _rotl(v4, 18)) & _M64
+        h = _merge(h, v1)
+        h = _merge(h, v2)
+        h = _merge(h, v3)
+        h = _merge(h, v4)
+    else:
+        h = (seed + _P5) & _M64
+    h = (h + n) & _M64
+    while i + 8 <= n:
+        (k,) = struct.unpack_from("<Q", data, i)
+        h ^= _round(0, k)
+        h = (_rotl(h, 27) * _P1 + _P4) & _M64
+        i += 8
+    if i + 4 <= n:
+        (k,) = struct.unpack_from("<I", data, i)
+        h ^= (k * _P1) & _M64
+        h = (_rotl(h, 23) * _P2 + _P3) & _M64
+        i += 4
+    while i < n:
+        h ^= (data[i] * _P5) & _M64
+        h = (_rotl(h, 11) * _P1) & _M64
+        i += 1
+    h ^= h >> 33
+    h = (h * _P2) & _M64
+    h ^= h >> 29
+    h = (h * _P3) & _M64
+    h ^= h >> 32
+    return h
+
+
+def _pick_xxh64():
+    try:
+        import xxhash  # noqa: PLC0415 - optional (Debian: python3-xxhash)
+
+        f = xxhash.xxh64_intdigest
+        return lambda data: f(data)
+    except ImportError:
+        return _xxh64_py
+
+
+xxh64 = _pick_xxh64()
+xxh64.__doc__ = "xxHash64 (seed 0) of a bytes-like object, as an int."
+
+HASHER_XXHASH64 = "xxhash64"
+_PLACEMENT_VERSION = "kvring-ring-v1"  # ring/config.go placementVersion
+MAX_PARTITION_COUNT = 1 << 16
+MAX_REPLICATION_FACTOR = 64
+MAX_VIRTUAL_NODES = 1024
+
+
+class RingError(ValueError):
+    """The settings or members cannot make a ring (the Go ring's New or Validate would refuse them)."""
+
+
+def _go_float_g(x: float) -> str:
+    """strconv.FormatFloat(x, 'g', -1, 64): the shortest representation, %e when the exponent is < -4 or >= 6."""
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "+Inf" if x > 0 else "-Inf"
+    if x == 0:
+        return "-0" if math.copysign(1, x) < 0 else "0"
+    sign = "-" if x < 0 else ""
+    r = repr(abs(x))
+    # shortest digits and decimal exponent from repr (the same shortest round-trip digits Go uses)
+    if "e" in r:
+        m, _, e = r.partition("e")
+        digits = m.replace(".", "")
+        point = (m.index(".") if "." in m else len(m)) + int(e)
+    else:
+        ip, _, fp = r.partition(".")
+        if fp == "0":
+            fp = ""
+        digits = ip + fp
+        point = len(ip)
+    stripped = digits.lstrip("0")
+    point -= len(digits) - len(stripped)
+    digits = stripped.rstrip("0") or "0"
+    exp = point - 1
+    if exp < -4 or exp >= 6:
+        m = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+        return f"{sign}{m}e{'-' if exp < 0 else '+'}{abs(exp):02d}"
+    if point <= 0:
+        return f"{sign}0.{'0' * -point}{digits}"
+    if point >= len(digits):
+        return sign + digits + "0" * (point - len(digits))
+    return f"{sign}{digits[:point]}.{digits[point:]}"
+
+
+@dataclasses.dataclass(frozen=True)
+class RingConfig:
+    """The cluster-wide ring settings (the Topology call's RingSettings). Defaults are the Go ring's."""
+
+    partition_count: int = 4099
+    replication_factor: int = 1
+    load: float = 1.15
+    virtual_nodes: int = 300
+    hasher: str = HASHER_XXHASH64
+
+    def validate(self) -> None:
+        """Raise :class:`RingError` for the first setting out of range (ring/config.go Validate)."""
+        if not 0 < self.partition_count <= MAX_PARTITION_COUNT:
+            raise RingError(f"partition count {self.partition_count} not in [1, {MAX_PARTITION_COUNT}]")
+        if not 0 < self.replication_factor <= MAX_REPLICATION_FACTOR:
+            raise RingError(f"replication factor {self.replication_factor} not in [1, {MAX_REPLICATION_FACTOR}]")
+        if not math.isfinite(self.load) or self.load <= 1:
+            raise RingError(f"load {self.load} must be a finite number > 1")
+        if not 2 <= self.virtual_nodes <= MAX_VIRTUAL_NODES:
+            raise RingError(f"virtual nodes {self.virtual_nodes} not in [2, {MAX_VIRTUAL_NODES}]")
+        if self.hasher != HASHER_XXHASH64:
+            raise RingError(f"unknown hasher {self.hasher!r} (want {HASHER_XXHASH64!r})")
+
+    def max_load(self, members: int) -> int:
+        """The most partitions one of ``members`` members may be primary for (the library's averageLoad)."""
+        if members <= 0:
+            return 0
+        return int(math.ceil(float(self.partition_count // members) * self.load))
+
+    def fingerprint(self) -> str:
+        """The Go ring's Config.Fingerprint: equal fingerprints place every key identically."""
+        s = (
+            f"{_PLACEMENT_VERSION} partitions={self.partition_count} replication={self.replication_factor} "
+            f"load={_go_float_g(self.load)} vnodes={self.virtual_nodes} hasher={self.hasher}"
+        )
+        return hashlib.sha256(s.encode()).hexdigest()[:16]
+
+
+class Member(NamedTuple):
+    """A ring member: its id (placement depends on it alone) and gRPC address."""
+
+    id: str
+    addr: str = ""
+
+
+def key_hash(namespace: str, cid: bytes) -> int:
+    """xxHash64(len(namespace) as 8 little-endian bytes || namespace || id): the chunk key's hash."""
+    ns = namespace.encode()
+    return xxh64(struct.pack("<Q", len(ns)) + ns + bytes(cid))
+
+
+class Ring:
+    """An immutable placement snapshot: (namespace, id) -> partition -> owners, primary first. Building one costs
+    O(members x virtual_nodes + partitions) hashes (~30 ms for 3 members with the defaults); lookups do one hash.
+    Safe for concurrent use."""
+
+    def __init__(self, members: Sequence[Member], epoch: int, cfg: RingConfig) -> None:
+        cfg.validate()
+        ms = sorted(members, key=lambda m: m.id.encode())
+        for i, m in enumerate(ms):
+            if not m.id:
+                raise RingError(f"member with address {m.addr!r} has an empty ID")
+            if i and ms[i - 1].id == m.id:
+                raise RingError(f"duplicate member ID {m.id!r}")
+        if ms and len(ms) * cfg.max_load(len(ms)) < cfg.partition_count:
+            raise RingError(f"{len(ms)} members cannot share {cfg.partition_count} partitions "
+                            f"(at most {cfg.partition_count} members)")
+        self.epoch = epoch
+        self.config = cfg
+        self.members: tuple[Member, ...] = tuple(ms)
+        self._width = min(cfg.replication_factor, len(ms))
+        self._owners: list[tuple[int, ...]] = []
+        self._loads = [0] * len(ms)
+        if ms:
+            self._place()
+
+    def _place(self) -> None:
+        cfg, ms = self.config, self.members
+        # Virtual node i of member m sits at xxh64(m.id + "#" + str(i)) (ring/hash.go vnodePoint; the library names
+        # it member.String() + itoa(i), and the Go ring's member names end with "#").
+        point_member: dict[int, int] = {}
+        for mi, m in enumerate(ms):
+            for i in range(cfg.virtual_nodes):
+                p = xxh64(f"{m.id}#{i}".encode())
+                if p in point_member:
+                    a = ms[point_member[p]].id
+                    raise RingError(f"members {a!r} and {m.id!r} share point {p:#x}")
+                point_member[p] = mi
+        points = sorted(point_member)
+        owner_of = [point_member[p] for p in points]
+        n = len(points)
+        avg = cfg.max_load(len(ms))
+        loads = self._loads
+        width = self._width
+        owners = self._owners
+        pack = struct.Struct("<Q").pack
+        for part in range(cfg.partition_count):
+            key = xxh64(pack(part))
+            idx = bisect.bisect_left(points, key)
+            if idx >= n:
+                idx = 0
+            # consistent.distributeWithLoad: the first member clockwise with room under the bound
+            count = 0
+            while True:
+                count += 1
+                if count >= n:
+                    raise RingError(f"BUG: no member has room for partition {part}")
+                mi = owner_of[idx]
+                if loads[mi] + 1 <= avg:
+                    loads[mi] += 1
+                    break
+                idx += 1
+                if idx >= n:
+                    idx = 0
+            if width == 1:
+                owners.append((mi,))
+                continue
+            # replicas: walk clockwise from the partition's point, skipping members already chosen (placement.go)
+            got = [mi]
+            j = bisect.bisect_left(points, key)
+            k = 0
+            while len(got) < width:
+                if k == n:
+                    raise RingError("BUG: replica walk went round the circle without finding enough members")
+                m2 = owner_of[(j + k) % n]
+                if m2 not in got:
+                    got.append(m2)
+                k += 1
+            owners.append(tuple(got))
+
+    def __len__(self) -> int:
+        return len(self.members)
+
+    def partition(self, namespace: str, cid: bytes) -> int:
+        """The partition of a chunk key, in [0, partition_count)."""
+        return key_hash(namespace, cid) % self.config.partition_count
+
+    def partition_owners(self, part: int, n: int) -> list[Member]:
+        """The first n owners of a partition, primary first (at most min(replication_factor, members))."""
+        if not self.members or not 0 <= part < self.config.partition_count or n <= 0:
+            return []
+        return [self.members[i] for i in self._owners[part][:n]]
+
+    def owners(self, namespace: str, cid: bytes, n: int) -> list[Member]:
+        """The first n owners of the chunk's partition, primary first."""
+        return self.partition_owners(self.partition(namespace, cid), n)
+
+    def primary(self, namespace: str, cid: bytes) -> Member:
+        """The primary owner of the chunk's partition. Raises :class:`RingError` when the ring has no members."""
+        if not self.members:
+            raise RingError("ring has no members")
+        return self.members[self._owners[self.partition(namespace, cid)][0]]
+
+    def load_distribution(self) -> dict[str, int]:
+        """For each member id, the partitions it is primary for."""
+        return {m.id: self._loads[i] for i, m in enumerate(self.members)}
+
+    def max_load(self) -> int:
+        return self.config.max_load(len(self.members))

@@ -1,0 +1,143 @@
+"""The local socket against a real node started with --socket: puts, lookups and gets go through it (chunk bytes in
+shared memory, descriptors over SCM_RIGHTS) with the same results as over gRPC, leave no blob behind, and the
+client falls back to gRPC while the socket is missing and takes it up again when it comes back."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import urllib.request
+
+import numpy as np
+import pytest
+
+import kvring
+from cluster import wait_for
+from conftest import SCHEMA, connected
+
+
+@pytest.fixture
+def sock_path():
+    d = tempfile.mkdtemp(prefix="kvs-")  # short: a socket path has at most 107 bytes
+    yield os.path.join(d, "kvring.sock")
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def node_stats(node) -> dict:
+    with urllib.request.urlopen(f"http://{node.admin}/v1/stats", timeout=5) as r:
+        return json.load(r)
+
+
+def test_socket_gives_the_same_results_as_grpc(make_node, client_for, namespace, sock_path):
+    n = make_node(extra=["--socket", sock_path])
+    assert os.path.exists(sock_path)
+    c = client_for([n.grpc], namespace, socket=sock_path)
+    g = client_for([n.grpc], namespace, socket="")  # the same namespace over gRPC only
+    wait_for(lambda: connected(c) and connected(g), 10, "clients to connect")
+    ids = [os.urandom(32) for _ in range(5)]
+    data = [os.urandom(size) for size in (1, 4096, 300_000, 1 << 20, 3 << 20)]
+
+    res = c.put(list(zip(ids, data)))
+    assert c.stats.socket_calls == 1
+    assert [r.status for r in res] == [kvring.PutStatus.STORED] * 5
+    assert all([h.id for h in r.holders] == [n.id] for r in res)
+    assert [r.status for r in c.put(list(zip(ids, data)))] == [kvring.PutStatus.ALREADY_HELD] * 5
+    assert [r.status for r in g.put(list(zip(ids[:2], data[:2])))] == [kvring.PutStatus.ALREADY_HELD] * 2
+
+    missing = os.urandom(32)
+    assert c.get(ids + [missing]) == data + [None]
+    assert g.get(ids) == data
+    reads = c.read([missing])
+    assert not reads[0].found and reads[0].reason
+
+    hit = c.lookup(ids + [missing], pin=30)
+    assert hit.held == 5 and hit.lease != 0
+    assert g.lookup(ids + [missing]).held == 5
+    assert c.release_lease(hit.lease) is True
+    assert c.release_lease(hit.lease) is False
+
+    # get_into: straight into caller buffers (one copy out of the mapping); a buffer too small is a miss
+    out = np.zeros((5, 3 << 20), dtype=np.uint8)
+    sizes = c.get_into(ids, [out[i] for i in range(5)])
+    assert sizes == [len(d) for d in data]
+    for i, d in enumerate(data):
+        assert out[i, : len(d)].tobytes() == d
+    small = bytearray(100)
+    assert c.get_into(ids[1:3], [bytearray(4096), small]) == [4096, None]
+
+    assert c.stats.socket_calls == 7  # 2 puts, get, read, lookup, 2 get_into: none went over gRPC
+    st = node_stats(n)
+    assert st["blobs"] == 0 and st["blob_bytes"] == 0, "the client left blobs in the node's memory"
+    assert st["chunks"] == 5
+
+
+def test_socket_with_groups_and_bad_input(make_node, client_for, namespace, sock_path):
+    n = make_node(extra=["--socket", sock_path])
+    schema = kvring.Schema(model="test-model", dtype="bf16", tokens_per_chunk=16, chunks_per_group=4)
+    c = client_for([n.grpc], namespace, schema=schema, socket=sock_path)
+    ids = [os.urandom(32) for _ in range(10)]
+    groups = kvring.group_keys(ids, 4)
+    data = [bytes([i]) * 5000 for i in range(10)]
+    assert all(r.held for r in c.put([kvring.Chunk(i, d, k) for i, d, k in zip(ids, data, groups)]))
+    assert c.lookup(ids).held == 10
+    assert c.get(ids) == data
+    assert c.get_placed(ids[5:], groups[5:]) == data[5:]
+    assert c.stats.socket_calls == 4
+    with pytest.raises(kvring.InvalidArgument, match="ids"):
+        c.put([kvring.Chunk(b"short", b"x", b"short")])
+    other = client_for([n.grpc], namespace, schema=SCHEMA, socket=sock_path)
+    with pytest.raises(kvring.SchemaMismatch):
+        other.lookup(ids)
+
+
+def test_without_the_socket_calls_go_over_grpc_and_take_it_up_when_it_returns(make_node, client_for, namespace,
+                                                                                sock_path):
+    n = make_node(extra=["--socket", sock_path])
+    c = client_for([n.grpc], namespace, socket=sock_path + ".missing")
+    wait_for(lambda: connected(c), 10, "client to connect")
+    ids = [os.urandom(32) for _ in range(3)]
+    assert all(r.held for r in c.put([(i, b"v" * 1000) for i in ids]))
+    assert c.get(ids) == [b"v" * 1000] * 3
+    assert c.stats.socket_calls == 0
+
+    s = client_for([n.grpc], namespace, socket=sock_path)
+    assert s.get(ids) == [b"v" * 1000] * 3 and s.stats.socket_calls == 1
+    n.kill()  # the socket file stays behind, and nobody answers on it
+    with pytest.raises(kvring.Unavailable):
+        wait_for(lambda: not connected(s), 10, "the client to notice")
+        s.get(ids)
+    n.start()  # the same socket path
+    wait_for(lambda: connected(s), 15, "the client to reconnect")
+    calls = s.stats.socket_calls
+    fresh = [os.urandom(32) for _ in range(3)]
+
+    def through_socket():
+        res = s.put([(i, b"w" * 1000) for i in fresh])
+        return all(r.held for r in res) and s.stats.socket_calls > calls
+
+    wait_for(through_socket, 10, "puts through the socket again")
+    assert s.get(fresh) == [b"w" * 1000] * 3
+    assert s.stats.socket_calls == calls + 2
+
+
+def test_socket_puts_land_on_the_same_owners_as_routed_grpc_puts(make_node, client_for, namespace, sock_path):
+    a = make_node(extra=["--socket", sock_path])
+    b = make_node(join=a.gossip)
+    g = client_for([a.grpc], namespace, socket="")
+    wait_for(lambda: connected(g) and len(g.refresh_routing().members) == 2, 15, "a ring view of two members")
+    ring = g.routing.ring
+    s = client_for([a.grpc], namespace, socket=sock_path)
+    ids: list[bytes] = []
+    while len(ids) < 8:  # four chunks owned by each node
+        i = os.urandom(32)
+        if sum(ring.primary(namespace, j).id == ring.primary(namespace, i).id for j in ids) < 4:
+            ids.append(i)
+    res = s.put([(i, os.urandom(2000)) for i in ids])
+    assert s.stats.socket_calls == 1
+    for i, r in zip(ids, res):
+        assert r.status == kvring.PutStatus.STORED
+        assert [h.id for h in r.holders] == [ring.primary(namespace, i).id]
+    assert [x.found for x in g.read(ids)] == [True] * 8  # routed gRPC reads find them at their owners
+    assert s.get(ids) == g.get(ids)
