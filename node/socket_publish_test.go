@@ -150,3 +150,50 @@ func TestSocketClientFailsFastAndRedialsAfterARestart(t *testing.T) {
 		t.Fatalf("instance status after the redial: %+v", st)
 	}
 }
+
+// TestSocketPublishKeepsPlacementKeys: in a namespace placed by groups, a
+// chunk published through the socket (its blob's slot becoming the chunk)
+// keeps its group key, as a gRPC put's chunk does: the hand-off finds its
+// owners by it.
+func TestSocketPublishKeepsPlacementKeys(t *testing.T) {
+	t.Parallel()
+	cfg := testNodeConfig(t)
+	cfg.Socket.Path = filepath.Join(t.TempDir(), "kvring.sock")
+	n := startNode(t, cfg)
+	c, err := local.Dial(t.Context(), local.Config{Path: cfg.Socket.Path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ns, err := c.RegisterNamespace("grouped", local.Schema{Model: "m", Dtype: "bf16", TokensPerChunk: 16, ChunksPerGroup: 2}, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := [][32]byte{sha256.Sum256([]byte("g0")), sha256.Sum256([]byte("g1"))}
+	groups := [][32]byte{ids[0], ids[0]}
+	var blobs []uint64
+	for range ids {
+		b, err := c.CreateBlob(4096)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Data[0] = byte(len(blobs))
+		blobs = append(blobs, b.ID)
+	}
+	res, err := c.SealPublishAndDelete(ns, ids, blobs, groups)
+	if err != nil || res[0].Status != "stored" || res[1].Status != "stored" {
+		t.Fatalf("publish: %+v %v", res, err)
+	}
+	keyed := 0
+	for _, h := range n.Store().Held() {
+		if h.ID == ids[0] || h.ID == ids[1] {
+			if !h.Keyed || h.Place != ids[0] {
+				t.Fatalf("chunk %x placed by %x (keyed %v), want its group key %x", h.ID[:4], h.Place[:4], h.Keyed, ids[0][:4])
+			}
+			keyed++
+		}
+	}
+	if keyed != 2 {
+		t.Fatalf("%d of the 2 published chunks listed", keyed)
+	}
+}
