@@ -2,7 +2,8 @@
 // reports hit ratio, throughput, latency and the honesty of the answers.
 //
 // A Runner simulates E inference engines, each with its own Backend (for
-// kvring, its own SDK client). Workload 1 replays a Mooncake trace (see
+// kvring, its own SDK client, or with Socket its own connection to a node's
+// local socket). Workload 1 replays a Mooncake trace (see
 // loadtest/trace): each 512-token block is split into chunks of ChunkTokens
 // tokens whose ids are derived from the block id (BlockChunkIDs) and whose
 // bytes are derived from the chunk id (ChunkBytes), so every byte read back is

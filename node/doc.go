@@ -7,8 +7,9 @@
 //   - node/internal/coord: the Cache service, this node as a coordinator;
 //   - node/internal/namespace: the namespace registry;
 //   - node/internal/localsock: the local Unix socket (Config.Socket; Vineyard
-//     IPC and kvring's extensions, served through this node's own Cache
-//     service: socket_cluster.go);
+//     IPC and kvring's extensions, served in process by the coordinator:
+//     publish, lookups, registration; a get of chunks held elsewhere through
+//     this node's own Cache service: socket_cluster.go);
 //   - node/internal/handoff: the mover, which copies chunks to their owners
 //     after ring changes and drains (Leave);
 //   - node/internal/metrics: the instruments they update.

@@ -6,26 +6,29 @@ import (
 	"io"
 	"net"
 	"sync"
-	"time"
 
 	"google.golang.org/grpc"
 
+	"github.com/kvring/kvring/node/internal/coord"
 	"github.com/kvring/kvring/node/internal/localsock"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/store"
 	"github.com/kvring/kvring/transfer"
 )
 
-// socketCluster serves the local socket's extensions through this node's
-// own Cache service, over a gRPC connection to its own listener: publish,
-// lookup and get then run exactly the code a remote engine's calls run
-// (the coordinator's two-phase write, its lookups and reads, the limits,
-// the metrics), with no second implementation to keep in step. The cost is
-// one loopback hop for the bytes (the blob's memory is lent to gRPC
-// without a copy on the way out). The connection is made on first use.
+// socketCluster serves the local socket's extensions. Publish, namespace
+// registration, lookups and lease releases run in process, through the
+// coordinator and its Cache service (the same code a remote engine's calls
+// run: two-phase write, limits, metrics), so a published blob is never
+// copied through the network stack and, when this node owns the chunk, its
+// slot becomes the chunk. Get of chunks this node does not hold goes
+// through the node's own Cache.Get over a gRPC connection to its own
+// listener (the connection is made on first use).
 type socketCluster struct {
-	addr string
-	dial []grpc.DialOption // credentials of this node's own listener (security.localDialOptions)
+	coord *coord.Coordinator
+	svc   *coord.Service
+	addr  string
+	dial  []grpc.DialOption // credentials of this node's own listener (security.localDialOptions)
 
 	mu  sync.Mutex
 	cc  *grpc.ClientConn
@@ -41,7 +44,7 @@ func newSocketCluster(_ *Node, p *nodeParts) localsock.Cluster {
 			addr = net.JoinHostPort("127.0.0.1", port)
 		}
 	}
-	return &socketCluster{addr: addr, dial: opts}
+	return &socketCluster{coord: p.svc.coord, svc: coord.NewService(p.svc.coord), addr: addr, dial: opts}
 }
 
 func (s *socketCluster) cache() (kvringv1.CacheClient, error) {
@@ -74,91 +77,22 @@ func (s *socketCluster) Close() error {
 }
 
 func (s *socketCluster) RegisterNamespace(ctx context.Context, req *kvringv1.RegisterNamespaceRequest) (*kvringv1.RegisterNamespaceResponse, error) {
-	c, err := s.cache()
-	if err != nil {
-		return nil, err
-	}
-	return c.RegisterNamespace(ctx, req)
+	return s.svc.RegisterNamespace(ctx, req)
 }
 
 func (s *socketCluster) Lookup(ctx context.Context, req *kvringv1.LookupRequest) (*kvringv1.LookupResponse, error) {
-	c, err := s.cache()
-	if err != nil {
-		return nil, err
-	}
-	return c.Lookup(ctx, req)
+	return s.svc.Lookup(ctx, req)
 }
 
 func (s *socketCluster) ReleaseLease(ctx context.Context, lease uint64) (bool, error) {
-	c, err := s.cache()
-	if err != nil {
-		return false, err
-	}
-	r, err := c.ReleaseLease(ctx, &kvringv1.ReleaseLeaseRequest{LeaseId: lease})
+	r, err := s.svc.ReleaseLease(ctx, &kvringv1.ReleaseLeaseRequest{LeaseId: lease})
 	return r.GetReleased(), err
 }
 
-// lentTimeout bounds the wait for gRPC to hand back a failed put's frames.
-const lentTimeout = 5 * time.Second
-
-// Put runs the Cache.Put exchange: begin, need, the needed chunks' frames
-// (borrowed from data), end, result.
-func (s *socketCluster) Put(ctx context.Context, begin *kvringv1.PutBegin, data [][]byte) (out localsock.PutOutcome, err error) {
-	c, err := s.cache()
-	if err != nil {
-		return out, err
-	}
-	var lent transfer.Lender
-	defer func() {
-		if lent.Outstanding() > 0 && !lent.Wait(lentTimeout) {
-			out.Lent = true
-		}
-	}()
-	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stream, err := c.Put(sctx)
-	if err != nil {
-		return out, err
-	}
-	fail := func(err error) (localsock.PutOutcome, error) {
-		if _, rerr := stream.Recv(); rerr != nil && rerr != io.EOF {
-			err = rerr
-		}
-		return out, err
-	}
-	if err := stream.Send(&kvringv1.PutRequest{Msg: &kvringv1.PutRequest_Begin{Begin: begin}}); err != nil {
-		return fail(err)
-	}
-	m, err := stream.Recv()
-	if err != nil {
-		return out, err
-	}
-	need := m.GetNeed()
-	out.Results = append(out.Results, need.GetSettled()...)
-	for _, idx := range need.GetNeed() {
-		if int(idx) >= len(data) {
-			return out, fmt.Errorf("the node asked for chunk %d of %d", idx, len(data))
-		}
-		err := transfer.SplitFrames(idx, data[idx], transfer.MaxFrameBytes, func(f *kvringv1.DataFrame) error {
-			return stream.SendMsg(&transfer.OutFrame{Field: transfer.PutDataField, Index: f.Index, Offset: f.Offset,
-				Data: [][]byte{f.Data}, Borrow: true, Lender: &lent})
-		})
-		if err != nil {
-			return fail(err)
-		}
-	}
-	if err := stream.Send(&kvringv1.PutRequest{Msg: &kvringv1.PutRequest_End{End: &kvringv1.PutEnd{}}}); err != nil {
-		return fail(err)
-	}
-	if err := stream.CloseSend(); err != nil {
-		return fail(err)
-	}
-	if m, err = stream.Recv(); err != nil {
-		return out, err
-	}
-	out.Epoch = m.GetEpoch()
-	out.Results = append(out.Results, m.GetResult().GetResults()...)
-	return out, nil
+// Publish runs the coordinator's two-phase write of blobs in process.
+func (s *socketCluster) Publish(ctx context.Context, begin *kvringv1.PutBegin, blobs []*store.Blob) (localsock.PutOutcome, error) {
+	epoch, results, err := s.coord.Publish(ctx, begin, blobs)
+	return localsock.PutOutcome{Epoch: epoch, Results: results}, err
 }
 
 // Get reads the chunks of req into the buffers alloc gives, verifying each
@@ -185,8 +119,8 @@ func (s *socketCluster) Get(ctx context.Context, req *kvringv1.GetRequest, alloc
 		case cur == nil:
 		case filled != len(cur):
 			done(curIdx, curHdr, false, fmt.Sprintf("the stream ended after %d of %d bytes", filled, len(cur)))
-		case store.Checksum(cur) != curHdr.GetChunk().GetCrc32C():
-			done(curIdx, curHdr, false, "the bytes failed their checksum")
+		case !sumMatches(cur, curHdr.GetChunk().GetCrc32C()):
+			done(curIdx, curHdr, false, "the bytes failed their checksum (or their memory faulted)")
 		default:
 			done(curIdx, curHdr, true, "")
 		}
@@ -225,7 +159,19 @@ func (s *socketCluster) Get(ctx context.Context, req *kvringv1.GetRequest, alloc
 			if f.GetOffset() != uint64(filled) || filled+len(f.GetData()) > len(cur) {
 				return fmt.Errorf("chunk %d: a frame at offset %d does not follow byte %d", curIdx, f.GetOffset(), filled)
 			}
-			filled += copy(cur[filled:], f.GetData())
+			// The blob's segment was handed to a local client, which may
+			// truncate it: copy under a fault guard.
+			if err := store.Guarded(func() { filled += copy(cur[filled:], f.GetData()) }); err != nil {
+				return fmt.Errorf("chunk %d: cannot write its blob: %w", curIdx, err)
+			}
 		}
 	}
+}
+
+// sumMatches reports whether a blob's bytes, read under a fault guard,
+// have the CRC-32C want (false when the memory faulted).
+func sumMatches(b []byte, want uint32) bool {
+	var sum uint32
+	err := store.Guarded(func() { sum = store.Checksum(b) })
+	return err == nil && sum == want
 }

@@ -23,18 +23,7 @@ import (
 // publish to a namespace nobody registered fails with the reason.
 func TestSocketPublishLookupGet(t *testing.T) {
 	t.Parallel()
-	cfg := testNodeConfig(t)
-	cfg.Socket.Path = filepath.Join(t.TempDir(), "kvring.sock")
-	n := startNode(t, cfg)
-	c, err := local.Dial(t.Context(), local.Config{Path: cfg.Socket.Path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ns, err := c.RegisterNamespace("socket-test", local.Schema{Model: "m", Dtype: "bf16", TokensPerChunk: 16}, 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	n, c, ns := socketNode(t, "socket-test")
 	b, err := c.CreateBlob(300 << 10)
 	if err != nil {
 		t.Fatal(err)

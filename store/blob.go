@@ -25,6 +25,17 @@ type Blob struct {
 	size  int64
 	h     uint64 // the policy's placeholder for the blob
 	freed bool   // guarded by s.mu
+	// chunk is the entry the slot was handed to (StageChunk): the blob
+	// holds a reader's reference to it. staging: StageChunk is deciding;
+	// freeWanted: Free came meanwhile and StageChunk frees the blob when it
+	// is done. Guarded by s.mu.
+	chunk      *entry
+	staging    bool
+	freeWanted bool
+	// sum is the checksum the last Checksum computed (summed: it ran).
+	// Guarded by s.mu.
+	sum    uint32
+	summed bool
 }
 
 // CreateBlob reserves a slot of size bytes (1 to MaxChunkSize) for a blob
@@ -62,9 +73,9 @@ func (s *Store) CreateBlob(size int64) (*Blob, error) {
 	}
 	s.mu.Lock()
 	var r slotRef
-	err := ErrClosed
+	fresh, err := false, ErrClosed
 	if !s.closed {
-		r, _, err = s.arena.alloc(size)
+		r, fresh, err = s.arena.alloc(size)
 	}
 	if err != nil {
 		s.st.rejections[ReasonNoSpace]++
@@ -77,8 +88,8 @@ func (s *Store) CreateBlob(size int64) (*Blob, error) {
 	s.blobs.bytes += size
 	s.mu.Unlock()
 	// Nothing frees the slot meanwhile: only Free does, and Close waits
-	// for this call (enter).
-	if !s.noFallocate.Load() {
+	// for this call (enter). A reused slot was allocated when it was fresh.
+	if fresh && !s.noFallocate.Load() {
 		err := r.seg.allocate(r.slot)
 		if errors.Is(err, errFallocateUnsupported) {
 			s.noFallocate.Store(true)
@@ -88,6 +99,11 @@ func (s *Store) CreateBlob(size int64) (*Blob, error) {
 			b.free()
 			return nil, fmt.Errorf("cannot create a blob of %d bytes: %w", size, err)
 		}
+	}
+	if fresh {
+		// Map the new pages into the store's mapping now, in one call: its
+		// checksum of the blob then takes no page faults.
+		s.prefault(b.Bytes())
 	}
 	return b, nil
 }
@@ -125,7 +141,8 @@ func (b *Blob) Location() Location {
 
 // Checksum returns the CRC-32C of the blob's bytes, reading the mapping
 // under a fault guard: a segment truncated by another process is an error
-// wrapping ErrFault, not a crash. One pass over the bytes.
+// wrapping ErrFault, not a crash. One pass over the bytes; the blob
+// remembers the sum for StageChunk.
 func (b *Blob) Checksum() (uint32, error) {
 	if !b.s.enter() {
 		return 0, ErrClosed
@@ -135,6 +152,9 @@ func (b *Blob) Checksum() (uint32, error) {
 	if err != nil {
 		return 0, fmt.Errorf("cannot checksum blob: %w", err)
 	}
+	b.s.mu.Lock()
+	b.sum, b.summed = sum, true
+	b.s.mu.Unlock()
 	return sum, nil
 }
 
@@ -156,12 +176,33 @@ func (b *Blob) free() {
 		s.mu.Unlock()
 		return
 	}
+	if b.staging {
+		b.freeWanted = true // StageChunk frees it when it has decided
+		s.mu.Unlock()
+		return
+	}
+	forget := b.freeLocked()
+	s.mu.Unlock()
+	if forget {
+		s.pol.forget(b.h)
+	}
+}
+
+// freeLocked frees the blob: its slot, or its reference to the chunk the
+// slot became. It reports whether the policy must forget the blob's
+// placeholder. mu held.
+func (b *Blob) freeLocked() (forgetPlaceholder bool) {
+	s := b.s
 	b.freed = true
+	if e := b.chunk; e != nil {
+		e.refs--
+		s.maybeFree(e)
+		return false
+	}
 	s.blobs.count--
 	s.blobs.bytes -= b.size
 	s.arena.free(b.ref)
-	s.mu.Unlock()
-	s.pol.forget(b.h)
+	return true
 }
 
 // SegmentFile returns a duplicate of segment id's file descriptor, for

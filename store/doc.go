@@ -45,6 +45,10 @@
 //     for the local socket's Vineyard blobs: they count in the budget until
 //     Free, are never evicted, and are forgotten by a restart. SegmentFile
 //     hands out a duplicate descriptor of the segment that holds one.
+//     Blob.StageChunk turns a blob's slot into a staged chunk without a copy
+//     (its checksum checked, its bytes moved from blob to chunk accounting;
+//     the blob keeps a reader's reference to the chunk). Lend hands a sealed
+//     chunk to such a process without Get's checksum pass.
 //   - Get verifies the checksum; a mismatch is reported (ErrChecksum), counted
 //     and the chunk dropped.
 //   - The shm filesystem must be able to hold the budget: Open refuses
@@ -56,7 +60,8 @@
 //     memory during the store's own copies and checksums (Write, Seal,
 //     Check, Get, recovery) is an error wrapping ErrFault, never a crash;
 //     callers reading View.Bytes or filling Staged.Bytes touch the mapping
-//     themselves and are not covered.
+//     themselves and are not covered unless they do it through View.Read,
+//     Blob.Read or Guarded.
 //   - A segment file deleted or truncated under the running store is found
 //     at Seal (one fstat), by a fault, or by the background check: it is
 //     marked lost, no slot is allocated in it any more, a chunk sealed into

@@ -54,33 +54,12 @@ func (s *Store) Stage(ns string, id ID, size int64, crc uint32) (*Staged, error)
 		s.mu.Unlock()
 		return nil, ErrClosed
 	}
-	k, _, err := s.key(ns, id, true)
+	e, err := s.addStaged(ns, id, size, crc)
+	s.mu.Unlock()
 	if err != nil {
-		s.mu.Unlock()
 		return nil, err
 	}
-	h := k.hash()
-	if e := s.idx.get(k, h); e != nil {
-		sealed := e.state == stateSealed // read under mu: Seal and kill write it
-		s.mu.Unlock()
-		if sealed {
-			return nil, fmt.Errorf("cannot stage chunk %s/%s: %w", ns, id, ErrAlreadyHeld)
-		}
-		return nil, fmt.Errorf("cannot stage chunk %s/%s: %w", ns, id, ErrBusy)
-	}
-	if staged := s.st.stagedBytes; staged+size > s.cfg.MaxStagedBytes {
-		s.st.rejections[ReasonNoSpace]++
-		s.mu.Unlock()
-		return nil, fmt.Errorf("cannot stage chunk %s/%s (%d bytes): %w: writes in progress hold %d bytes, at most %d may be staged at once",
-			ns, id, size, ErrNoSpace, staged, s.cfg.MaxStagedBytes)
-	}
-	e := &entry{key: k, hash: h, size: uint32(size), crc: crc, state: stateStaged, policy: true}
-	s.idx.put(e)
-	s.staging[e] = 0 // no lease until the slot is reserved
-	s.st.stagedChunks++
-	s.st.stagedBytes += size
-	s.st.stages++
-	s.mu.Unlock()
+	h := e.hash
 
 	// Queue the policy's decision; wait for it only when the budget has no
 	// room, since the policy then evicts victims to make room. Otherwise the
@@ -129,6 +108,35 @@ func (s *Store) Stage(ns string, id ID, size int64, crc uint32) (*Staged, error)
 	}
 	s.staging[e] = s.cfg.Now().Add(s.cfg.StageLease).UnixNano()
 	return &Staged{s: s, e: e, buf: e.bytes(), fresh: fresh}, nil
+}
+
+// addStaged indexes a new staged entry for (ns, id) with no slot and no
+// lease yet, counting it as staged. Errors: those of key, ErrAlreadyHeld,
+// ErrBusy, ErrNoSpace (the staged-bytes limit). mu held.
+func (s *Store) addStaged(ns string, id ID, size int64, crc uint32) (*entry, error) {
+	k, _, err := s.key(ns, id, true)
+	if err != nil {
+		return nil, err
+	}
+	h := k.hash()
+	if e := s.idx.get(k, h); e != nil {
+		if e.state == stateSealed { // read under mu: Seal and kill write it
+			return nil, fmt.Errorf("cannot stage chunk %s/%s: %w", ns, id, ErrAlreadyHeld)
+		}
+		return nil, fmt.Errorf("cannot stage chunk %s/%s: %w", ns, id, ErrBusy)
+	}
+	if staged := s.st.stagedBytes; staged+size > s.cfg.MaxStagedBytes {
+		s.st.rejections[ReasonNoSpace]++
+		return nil, fmt.Errorf("cannot stage chunk %s/%s (%d bytes): %w: writes in progress hold %d bytes, at most %d may be staged at once",
+			ns, id, size, ErrNoSpace, staged, s.cfg.MaxStagedBytes)
+	}
+	e := &entry{key: k, hash: h, size: uint32(size), crc: crc, state: stateStaged, policy: true}
+	s.idx.put(e)
+	s.staging[e] = 0 // no lease until the slot is reserved
+	s.st.stagedChunks++
+	s.st.stagedBytes += size
+	s.st.stages++
+	return e, nil
 }
 
 // allocateSlot has the filesystem back the pages of e's fresh slot with

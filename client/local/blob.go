@@ -60,10 +60,10 @@ func payloadsOf(raw json.RawMessage) ([]Payload, error) {
 }
 
 // blobCall sends req, receives the descriptors its reply announces and
-// returns the described blobs and the raw reply.
-func (c *Client) blobCall(req any) ([]*Blob, json.RawMessage, error) {
+// returns the described blobs and their payloads.
+func (c *Client) blobCall(req any) ([]*Blob, []Payload, error) {
 	var ps []Payload
-	raw, err := c.roundTrip(req, func(raw json.RawMessage) ([]Payload, error) {
+	_, err := c.roundTrip(req, func(raw json.RawMessage) ([]Payload, error) {
 		var err error
 		ps, err = payloadsOf(raw)
 		return ps, err
@@ -77,25 +77,29 @@ func (c *Client) blobCall(req any) ([]*Blob, json.RawMessage, error) {
 			return nil, nil, err
 		}
 	}
-	return bs, raw, nil
+	return bs, ps, nil
 }
 
 // CreateBlob creates an unsealed blob of size bytes; write its Data, then
 // Seal it. An unsealed blob is freed when the connection goes away.
 func (c *Client) CreateBlob(size int64) (*Blob, error) {
-	bs, _, err := c.blobCall(map[string]any{"type": "create_buffer_request", "size": size})
+	bs, ps, err := c.blobCall(map[string]any{"type": "create_buffer_request", "size": size})
 	if err != nil {
 		return nil, err
 	}
 	if len(bs) != 1 {
 		return nil, fmt.Errorf("create_buffer: the node described %d blobs", len(bs))
 	}
+	c.populate(ps[0])
 	return bs[0], nil
 }
 
 // CreateBlobs creates one unsealed blob per size in one request.
 func (c *Client) CreateBlobs(sizes []int64) ([]*Blob, error) {
-	bs, _, err := c.blobCall(map[string]any{"type": "create_buffers_request", "num": len(sizes), "sizes": sizes})
+	bs, ps, err := c.blobCall(map[string]any{"type": "create_buffers_request", "num": len(sizes), "sizes": sizes})
+	for _, p := range ps {
+		c.populate(p)
+	}
 	return bs, err
 }
 
@@ -115,6 +119,16 @@ func (c *Client) GetBlobs(ids []uint64, unsafe bool) ([]*Blob, error) {
 // Release drops one reference to a blob.
 func (c *Client) Release(id uint64) error {
 	return c.Call(map[string]any{"type": "release_request", "object_id": id}, nil)
+}
+
+// ReleaseAll drops one reference to each blob of ids in one request
+// (kvring_release_request) and returns how many this connection held.
+func (c *Client) ReleaseAll(ids []uint64) (int, error) {
+	var r struct {
+		Released int `json:"released"`
+	}
+	err := c.Call(map[string]any{"type": "kvring_release_request", "ids": ids}, &r)
+	return r.Released, err
 }
 
 // IncreaseRefs takes one more reference to each blob of ids.

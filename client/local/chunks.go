@@ -82,7 +82,34 @@ func (r PublishResult) Held() bool { return r.Status == "stored" || r.Status == 
 // the bytes of ids[i]) through the node's two-phase write. groups, when the
 // namespace groups chunks, is each id's group key; nil otherwise.
 func (c *Client) Publish(ns Namespace, ids [][32]byte, blobs []uint64, groups [][32]byte) ([]PublishResult, error) {
+	return c.publish(ns, ids, blobs, groups, false, false)
+}
+
+// PublishAndDelete is Publish followed, in the same request, by Release and
+// Delete of each blob: the blobs' bytes live on as the chunks where this
+// node holds them (their slots became the chunks), and their memory is
+// freed otherwise. Blob.Data must not be used afterwards. The blobs are
+// deleted whatever the results (and when the request fails after reading
+// them).
+func (c *Client) PublishAndDelete(ns Namespace, ids [][32]byte, blobs []uint64, groups [][32]byte) ([]PublishResult, error) {
+	return c.publish(ns, ids, blobs, groups, true, false)
+}
+
+// SealPublishAndDelete is PublishAndDelete of blobs this client created and
+// wrote but did not seal: the node seals them first, in the same request
+// (one request for a whole batch instead of one seal each).
+func (c *Client) SealPublishAndDelete(ns Namespace, ids [][32]byte, blobs []uint64, groups [][32]byte) ([]PublishResult, error) {
+	return c.publish(ns, ids, blobs, groups, true, true)
+}
+
+func (c *Client) publish(ns Namespace, ids [][32]byte, blobs []uint64, groups [][32]byte, consume, seal bool) ([]PublishResult, error) {
 	req := ns.fields(map[string]any{"type": "kvring_publish_request", "ids": hexIDs(ids), "blobs": blobs})
+	if consume {
+		req["consume"] = true
+	}
+	if seal {
+		req["seal"] = true
+	}
 	if groups != nil {
 		req["groups"] = hexIDs(groups)
 	}
@@ -129,29 +156,43 @@ type ChunkResult struct {
 	ID     string `json:"id"`
 	Found  bool   `json:"found"`
 	BlobID uint64 `json:"blob_id"`
+	// CRC32C is the chunk's CRC-32C (Castagnoli) when found. A chunk the
+	// node holds is handed out in place without a checksum pass: verify
+	// its bytes against it when they must be proven intact.
+	CRC32C uint32 `json:"crc32c"`
 	Reason string `json:"reason"`
 	Blob   *Blob  `json:"-"`
 }
 
-// GetChunks reads cluster chunks into blobs of the node's shared memory
-// and returns them through this client's mappings, one result per id.
+// GetChunks returns cluster chunks as blobs through this client's
+// mappings, one result per id: a chunk the node holds is its own slot
+// (no copy), the others are fetched from their owners into blobs of the
+// node's memory first. Each blob found is referenced until Release of its
+// ID; its bytes must not be written.
 func (c *Client) GetChunks(ns Namespace, ids [][32]byte, groups [][32]byte) ([]ChunkResult, error) {
 	req := ns.fields(map[string]any{"type": "kvring_get_request", "ids": hexIDs(ids)})
 	if groups != nil {
 		req["groups"] = hexIDs(groups)
 	}
-	bs, raw, err := c.blobCall(req)
+	var r struct {
+		Payloads []Payload     `json:"payloads"`
+		Results  []ChunkResult `json:"results"`
+	}
+	_, err := c.roundTrip(req, func(raw json.RawMessage) ([]Payload, error) {
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return nil, fmt.Errorf("cannot decode kvring_get_reply: %w", err)
+		}
+		return r.Payloads, nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	var r struct {
-		Results []ChunkResult `json:"results"`
-	}
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return nil, fmt.Errorf("cannot decode kvring_get_reply: %w", err)
-	}
-	byID := make(map[uint64]*Blob, len(bs))
-	for _, b := range bs {
+	byID := make(map[uint64]*Blob, len(r.Payloads))
+	for _, p := range r.Payloads {
+		b, err := c.blob(p)
+		if err != nil {
+			return nil, err
+		}
 		byID[b.ID] = b
 	}
 	for i := range r.Results {

@@ -1,6 +1,7 @@
 package local
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -38,15 +39,24 @@ type Config struct {
 	Timeout time.Duration
 }
 
-// Client is one connection to the local socket.
+// Client is one connection to the local socket. When the connection
+// breaks (the node stopped, a call timed out), the next call dials again
+// and registers anew: the blobs, references and leases of the old
+// connection are gone with it (the node released them), and their Data
+// must not be used any more (the old mappings stay mapped until Close, so
+// a stale slice reads old memory instead of faulting).
 type Client struct {
 	cfg        Config
 	InstanceID uint64 // the node's instance id, from register
 
 	mu     sync.Mutex
-	nc     *net.UnixConn
+	nc     *net.UnixConn // nil while broken
 	closed bool
 	maps   map[int64][]byte // store_fd → mapping of the whole segment file
+	stale  [][]byte         // mappings of broken connections, unmapped by Close
+	// populated: per mapped segment, a bit per page this client populated
+	// (populate.go).
+	populated map[int64][]uint64
 }
 
 // Dial connects to the socket at cfg.Path and registers. It blocks until
@@ -55,26 +65,58 @@ func Dial(ctx context.Context, cfg Config) (*Client, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 30 * time.Second
 	}
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "unix", cfg.Path)
-	if err != nil {
-		return nil, fmt.Errorf("cannot connect to the local socket %q: %w", cfg.Path, err)
+	cl := &Client{cfg: cfg, maps: make(map[int64][]byte), populated: make(map[int64][]uint64)}
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if err := cl.connect(ctx); err != nil {
+		cl.closed = true
+		return nil, err
 	}
-	cl := &Client{cfg: cfg, nc: c.(*net.UnixConn), maps: make(map[int64][]byte)}
+	return cl, nil
+}
+
+// connect dials the socket and registers. mu held.
+func (c *Client) connect(ctx context.Context) error {
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "unix", c.cfg.Path)
+	if err != nil {
+		return fmt.Errorf("cannot connect to the local socket %q: %w", c.cfg.Path, err)
+	}
+	c.nc = nc.(*net.UnixConn)
+	c.nc.SetDeadline(time.Now().Add(c.cfg.Timeout))
+	defer func() {
+		if c.nc != nil {
+			c.nc.SetDeadline(time.Time{})
+		}
+	}()
 	var rep struct {
 		InstanceID uint64 `json:"instance_id"`
 		StoreMatch bool   `json:"store_match"`
+		Code       int    `json:"code"`
+		Message    string `json:"message"`
 	}
-	if err := cl.Call(map[string]any{"type": "register_request", "version": "0.24.4", "store_type": "Normal"}, &rep); err != nil {
-		cl.Close()
-		return nil, fmt.Errorf("cannot register on %q: %w", cfg.Path, err)
+	err = c.write(map[string]any{"type": "register_request", "version": "0.24.4", "store_type": "Normal"})
+	var raw json.RawMessage
+	if err == nil {
+		raw, err = c.read()
 	}
-	if !rep.StoreMatch {
-		cl.Close()
-		return nil, fmt.Errorf("cannot register on %q: the node's store does not match", cfg.Path)
+	if err == nil {
+		err = json.Unmarshal(raw, &rep)
 	}
-	cl.InstanceID = rep.InstanceID
-	return cl, nil
+	switch {
+	case err != nil:
+	case rep.Code != 0:
+		err = &Error{Code: rep.Code, Message: rep.Message}
+	case !rep.StoreMatch:
+		err = errors.New("the node's store does not match")
+	}
+	if err != nil {
+		c.nc.Close()
+		c.nc = nil
+		return fmt.Errorf("cannot register on %q: %w", c.cfg.Path, err)
+	}
+	c.InstanceID = rep.InstanceID
+	return nil
 }
 
 // Close sends exit_request, closes the connection and unmaps every
@@ -87,12 +129,20 @@ func (c *Client) Close() error {
 		return nil
 	}
 	c.closed = true
-	_ = c.write(map[string]any{"type": "exit_request"})
-	err := c.nc.Close()
+	var err error
+	if c.nc != nil {
+		_ = c.write(map[string]any{"type": "exit_request"})
+		err = c.nc.Close()
+	}
 	for k, m := range c.maps {
 		unix.Munmap(m)
 		delete(c.maps, k)
 	}
+	for _, m := range c.stale {
+		unix.Munmap(m)
+	}
+	c.stale = nil
+	clear(c.populated)
 	return err
 }
 
@@ -128,6 +178,14 @@ func (c *Client) roundTrip(req any, payloads func(json.RawMessage) ([]Payload, e
 	if c.closed {
 		return nil, ErrClosed
 	}
+	if c.nc == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.Timeout)
+		err := c.connect(ctx)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+	}
 	c.nc.SetDeadline(time.Now().Add(c.cfg.Timeout))
 	defer c.nc.SetDeadline(time.Time{})
 	if err := c.write(req); err != nil {
@@ -140,7 +198,9 @@ func (c *Client) roundTrip(req any, payloads func(json.RawMessage) ([]Payload, e
 		return nil, err
 	}
 	var e Error
-	if json.Unmarshal(raw, &struct {
+	// Replies carry a "type"; error replies do not (only they are decoded
+	// twice).
+	if !bytes.Contains(raw, []byte(`"type"`)) && json.Unmarshal(raw, &struct {
 		Code    *int    `json:"code"`
 		Message *string `json:"message"`
 		Type    *string `json:"type"`
@@ -160,10 +220,16 @@ func (c *Client) roundTrip(req any, payloads func(json.RawMessage) ([]Payload, e
 	return raw, nil
 }
 
-// fail closes a connection left in an unknown state. mu held.
+// fail closes a connection left in an unknown state; the next call dials
+// again. The segments it mapped are kept (stale) until Close. mu held.
 func (c *Client) fail() {
-	c.closed = true
 	c.nc.Close()
+	c.nc = nil
+	for k, m := range c.maps {
+		c.stale = append(c.stale, m)
+		delete(c.maps, k)
+	}
+	clear(c.populated)
 }
 
 func (c *Client) write(req any) error {

@@ -6,8 +6,10 @@
 //
 // It owns one connection and the mappings of the segments the node passed
 // on it: a segment is mapped once, when its descriptor arrives, and
-// unmapped by Close. It must not hide an error reply: every call returns
-// the node's code and message as an *Error.
+// unmapped by Close; the pages under a new blob are populated once per
+// page. A broken connection is dialled again by the next call (the old
+// one's blobs and references are gone with it). It must not hide an error
+// reply: every call returns the node's code and message as an *Error.
 //
 // A Client is safe for concurrent use; its calls are serialised on the
 // connection (the protocol is strictly one reply per request, in turn) and

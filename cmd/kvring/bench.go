@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kvring/kvring/client"
+	"github.com/kvring/kvring/client/local"
 	"github.com/kvring/kvring/loadtest"
 	"github.com/kvring/kvring/loadtest/trace"
 	"github.com/kvring/kvring/store"
@@ -39,17 +40,21 @@ func newBenchCmd() *cobra.Command {
 		showTimeline  bool
 		backendName   string
 		redisAddr     string
+		socketPath    string
 		cpuProfile    string
 		clientSec     clientSecurity
 		adminSec      adminSecurity
 	)
 	cmd := &cobra.Command{
-		Use:   "bench --addr HOST:PORT[,HOST:PORT...] [--trace PATH] [flags]",
+		Use:   "bench --addr HOST:PORT[,HOST:PORT...] | --socket PATH [--trace PATH] [flags]",
 		Short: "Replay a Mooncake trace against a running cluster and report hit ratio, throughput and latency",
 		Long: `Replay a Mooncake-format trace (--trace; by default the Mooncake FAST'25
 synthetic trace, built into the binary) against the cluster at --addr with
 --engines simulated inference engines, each its own SDK client; requests go to
-the engines round-robin at their arrival times compressed by --speedup.
+the engines round-robin at their arrival times compressed by --speedup. With
+--socket the engines are on the host of the node serving that local socket
+instead, each with its own connection: chunks are written into shared-memory
+blobs and published, and read through the mapping; the report is the same.
 
 Each 512-token block becomes 512/--chunk-tokens chunks whose ids derive from the
 block id and whose bytes (tokens × --bytes-per-token) derive from the chunk id,
@@ -77,7 +82,7 @@ line every --progress.`,
 			}
 			switch backendName {
 			case "kvring":
-				if len(addrs) == 0 {
+				if len(addrs) == 0 && socketPath == "" {
 					return errors.New("--addr is required")
 				}
 			case "redis":
@@ -157,6 +162,12 @@ line every --progress.`,
 				redis.SetLogger(discardRedisLog{})
 				backends, err = connectRedisEngines(ctx, engines, loadtest.RedisConfig{
 					Addr: redisAddr, Namespace: ns, CallTimeout: timeout})
+			} else if socketPath != "" {
+				backends, err = connectSocketEngines(ctx, engines, loadtest.SocketConfig{
+					Path: socketPath, Namespace: ns, PinTTL: pin, CallTimeout: timeout,
+					Schema: local.Schema{Model: model, Dtype: dtype, TokensPerChunk: uint32(cfg.ChunkTokens),
+						ChunksPerGroup: uint32(cfg.ChunksPerGroup)},
+				}, timeout)
 			} else {
 				var conn client.ConnConfig
 				clientSec.apply(&conn)
@@ -192,6 +203,9 @@ line every --progress.`,
 			}
 
 			cfg.Backend = "kvring " + strings.Join(addrs, ",")
+			if socketPath != "" {
+				cfg.Backend = "kvring socket " + socketPath
+			}
 			if backendName == "redis" {
 				cfg.Backend = "redis " + redisAddr
 			}
@@ -241,6 +255,7 @@ line every --progress.`,
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&backendName, "backend", "kvring", "backend under test: kvring (--addr) or redis (--redis-addr)")
+	fs.StringVar(&socketPath, "socket", "", "replay through this node's local socket (kvring serve --socket) instead of gRPC: engines write chunks into shared-memory blobs and publish them, and read chunks through the mapping; --addr is then ignored")
 	fs.StringVar(&redisAddr, "redis-addr", "127.0.0.1:6379", "address (HOST:PORT) of the redis-server for --backend redis")
 	fs.StringSliceVar(&addrs, "addr", []string{"127.0.0.1:9600"}, "gRPC addresses (HOST:PORT, comma-separated) of kvring nodes")
 	clientSec.register(fs)
@@ -309,6 +324,25 @@ func connectEngines(ctx context.Context, n int, kc loadtest.KvringConfig, timeou
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
+	}
+	return out, nil
+}
+
+// connectSocketEngines creates one local-socket backend per engine, each
+// its own connection, within timeout.
+func connectSocketEngines(ctx context.Context, n int, sc loadtest.SocketConfig, timeout time.Duration) ([]loadtest.Backend, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var out []loadtest.Backend
+	for range n {
+		s, err := loadtest.NewSocket(ctx, sc)
+		if err != nil {
+			for _, b := range out {
+				b.Close()
+			}
+			return nil, fmt.Errorf("cannot connect to kvring's local socket: %s", oneLine(err.Error()))
+		}
+		out = append(out, s)
 	}
 	return out, nil
 }

@@ -4,7 +4,9 @@
 // share.go: each owner's share and the fan-out of frames), fans lookups out
 // (lookup.go), reads with owner fallback (get.go, fetch.go), registers
 // namespaces cluster-wide (namespaces.go) and logs peer outages once
-// (failures.go).
+// (failures.go). Publish (publish.go) is a put whose bytes are already in
+// this node's shared memory (the local socket's blobs): the same phases,
+// with this node's share staged in the blobs' slots.
 //
 // # What it owns
 //
@@ -25,5 +27,7 @@
 //   - Time (lease records, outage durations) comes from Config.Now.
 //
 // It must not decide membership, hold state across calls beyond lookup-lease
-// records, or touch the store directly.
+// records, or touch the store directly (a publish's blobs, lent by the
+// caller for the call, are read and handed to the owner as slots; nothing
+// else of the store is touched).
 package coord

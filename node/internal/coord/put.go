@@ -41,7 +41,8 @@ type putTx struct {
 	need        []uint32               // batch indexes whose bytes the engine sends
 	deferred    []uint32               // batch indexes another writer was staging on some owner
 	sinks       map[uint32]*fanoutSink
-	gate        sinkGate // closed when the put is abandoned for idleness
+	gate        sinkGate      // closed when the put is abandoned for idleness
+	blobs       []*store.Blob // a publish (publish.go): per batch index, the blob holding its bytes; nil for a Put
 }
 
 // put runs one engine Put stream: begin, need, data, end, result; or, for an
@@ -100,6 +101,11 @@ func (c *Coordinator) beginPut(stream putStream) (*putTx, error) {
 	if begin == nil {
 		return nil, fmt.Errorf("%w: the first put message must be begin", transfer.ErrInvalidArgument)
 	}
+	return c.newPutTx(begin)
+}
+
+// newPutTx checks a put's begin message and places its chunks' keys.
+func (c *Coordinator) newPutTx(begin *kvringv1.PutBegin) (*putTx, error) {
 	_, rec, err := c.reg.Resolve(begin.GetNamespace())
 	if err != nil {
 		return nil, err
@@ -147,7 +153,7 @@ func (tx *putTx) begin(ctx context.Context, s *ownerShare) ([]uint32, []*kvringv
 	if s.sess != nil {
 		s.sess.close()
 	}
-	sess, err := tx.c.session(s.member)
+	sess, err := tx.session(s)
 	if err != nil {
 		return nil, nil, err
 	}

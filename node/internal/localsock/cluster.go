@@ -4,6 +4,7 @@ import (
 	"context"
 
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
+	"github.com/kvring/kvring/store"
 )
 
 // Cluster is what the kvring extensions need from the node: its Cache
@@ -14,11 +15,12 @@ import (
 type Cluster interface {
 	// RegisterNamespace registers (or checks) a namespace.
 	RegisterNamespace(ctx context.Context, req *kvringv1.RegisterNamespaceRequest) (*kvringv1.RegisterNamespaceResponse, error)
-	// Put runs the two-phase write of the chunks of begin, whose bytes are
-	// data[i] (borrowed: read, never kept after Put returns, unless Put
-	// reports it could not get them back, see PutResult.Lent). It returns
+	// Publish runs the two-phase write of the chunks of begin, whose bytes
+	// are blobs[i] (sealed, borrowed for the call: referenced by the
+	// caller until Publish returns). When this node owns a chunk the
+	// blob's slot becomes the chunk (store.Blob.StageChunk). It returns
 	// one result per chunk.
-	Put(ctx context.Context, begin *kvringv1.PutBegin, data [][]byte) (PutOutcome, error)
+	Publish(ctx context.Context, begin *kvringv1.PutBegin, blobs []*store.Blob) (PutOutcome, error)
 	// Lookup counts the held prefix of ids, optionally pinning it.
 	Lookup(ctx context.Context, req *kvringv1.LookupRequest) (*kvringv1.LookupResponse, error)
 	// ReleaseLease ends a lookup lease.
@@ -32,11 +34,8 @@ type Cluster interface {
 	Close() error
 }
 
-// PutOutcome is the result of Cluster.Put.
+// PutOutcome is the result of Cluster.Publish.
 type PutOutcome struct {
 	Epoch   uint64
 	Results []*kvringv1.PutChunkResult
-	// Lent: the transport may still read some of data (a failed call it
-	// has not handed back): the caller must keep that memory alive.
-	Lent bool
 }

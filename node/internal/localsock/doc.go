@@ -12,7 +12,7 @@
 //   - One goroutine per connection, reading one request and writing its
 //     reply in turn, and the accept loop; Close ends them all and waits.
 //   - The object table of the Vineyard protocol: blobs (each a store.Blob,
-//     or a store.View of a chunk this node holds), metadata trees, names,
+//     or a store.View of a chunk this node holds, lent), metadata trees, names,
 //     and per connection the references it holds, the unsealed blobs it
 //     created and the segments whose descriptors it has been sent.
 //     A connection that goes away frees its unsealed blobs and releases its
@@ -23,8 +23,10 @@
 //
 //   - Hold chunk bytes outside the store, or decide placement: publish, lookup
 //     and get of cluster chunks go through the Cluster interface, which the
-//     node implements with its own Cache service (the same two-phase write
-//     and reads as a gRPC client gets).
+//     node implements with its coordinator (the same two-phase write and
+//     reads as a gRPC client gets; a published blob's slot becomes the chunk
+//     where this node owns it). Only chunks this node holds are handed out
+//     by the server itself, in place (store.Lend).
 //   - Trust the peer: every request is bounded (256 MiB per message, typed
 //     fields, ids as exact unsigned integers), answered with an error reply
 //     naming the problem, and never crashes or stalls the node; a client

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/kvring/kvring/node/internal/namespace"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/store"
 )
@@ -25,6 +26,8 @@ func extension(typ string) handler {
 		return (*conn).releaseLease
 	case "kvring_get_request":
 		return (*conn).getChunks
+	case "kvring_release_request":
+		return (*conn).releaseMany
 	}
 	return nil
 }
@@ -193,8 +196,11 @@ var putStatus = map[kvringv1.PutStatus]string{kvringv1.PutStatus_PUT_STATUS_STOR
 	kvringv1.PutStatus_PUT_STATUS_FAILED: "failed"}
 
 // publish writes sealed blobs as cluster chunks, through the same
-// two-phase write as a gRPC Put: {namespace, fingerprint, ids[], blobs[],
-// groups[]?} → one result per chunk.
+// two-phase write as a gRPC Put (when this node owns a chunk, the blob's
+// slot becomes it): {namespace, fingerprint, ids[], blobs[], groups[]?,
+// seal?, consume?} → one result per chunk. seal first seals the blobs this
+// connection created and has not sealed; consume deletes the blobs
+// afterwards (see consume).
 func (c *conn) publish(r request) (reply, error) {
 	cl, err := c.cluster()
 	if err != nil {
@@ -219,6 +225,14 @@ func (c *conn) publish(r request) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
+	consume, err := r.boolean("consume")
+	if err != nil {
+		return reply{}, err
+	}
+	seal, err := r.boolean("seal")
+	if err != nil {
+		return reply{}, err
+	}
 	// Hold a reference to each blob while its bytes are read.
 	t := c.s.tab
 	t.mu.Lock()
@@ -230,6 +244,10 @@ func (c *conn) publish(r request) (reply, error) {
 			t.mu.Unlock()
 			c.dropTemp(bs[:i])
 			return reply{}, errorf(codeObjectNotExists, "kvring_publish_request: blobs[%d] %s does not exist (or is empty)", i, objectName(id))
+		case !b.sealed && seal && b.creator == c:
+			b.sealed = true // as seal_request would
+			delete(c.created, b.id)
+			b.creator = nil
 		case !b.sealed:
 			t.mu.Unlock()
 			c.dropTemp(bs[:i])
@@ -239,14 +257,12 @@ func (c *conn) publish(r request) (reply, error) {
 		bs[i] = b
 	}
 	t.mu.Unlock()
-	lent := false
-	defer func() {
-		if !lent {
-			c.dropTemp(bs)
-		}
-	}()
+	defer c.dropTemp(bs)
+	if consume {
+		defer c.consume(bs)
+	}
 	refs := make([]*kvringv1.ChunkRef, len(bs))
-	data := make([][]byte, len(bs))
+	mems := make([]*store.Blob, len(bs))
 	for i, b := range bs {
 		if b.mem == nil {
 			return reply{}, errorf(codeObjectIsBlob, "kvring_publish_request: blobs[%d] is a chunk read with kvring_get, not a blob to publish", i)
@@ -256,39 +272,71 @@ func (c *conn) publish(r request) (reply, error) {
 			return reply{}, errorf(codeUnknownError, "kvring_publish_request: cannot read blobs[%d]: %v", i, err)
 		}
 		refs[i] = &kvringv1.ChunkRef{Id: ids[i], Size: uint64(b.size), Crc32C: sum}
-		data[i] = b.bytes()
+		mems[i] = b.mem
 	}
 	ctx, cancel := c.ctx()
 	defer cancel()
-	out, err := cl.Put(ctx, &kvringv1.PutBegin{Namespace: ref, Chunks: refs, Groups: runs}, data)
-	lent = out.Lent // the transport may still read the blobs: keep them referenced
+	out, err := cl.Publish(ctx, &kvringv1.PutBegin{Namespace: ref, Chunks: refs, Groups: runs}, mems)
 	if err != nil {
 		return reply{}, clusterError("publish", err)
 	}
-	results := make([]any, len(ids))
+	results := make([]publishResult, len(ids))
 	for i := range results {
-		results[i] = map[string]any{"id": hex.EncodeToString(ids[i]), "status": "failed", "reason": "the node sent no result for this chunk"}
+		results[i] = publishResult{ID: hex.EncodeToString(ids[i]), Status: "failed", Holders: []holder{},
+			Reason: "the node sent no result for this chunk"}
 	}
 	for _, res := range out.Results {
 		i := int(res.GetIndex())
 		if i >= len(results) {
 			continue
 		}
-		holders := make([]any, 0, len(res.GetHolders()))
+		holders := make([]holder, 0, len(res.GetHolders()))
 		for _, h := range res.GetHolders() {
-			holders = append(holders, map[string]any{"node_id": h.GetNodeId(), "grpc_addr": h.GetGrpcAddr()})
+			holders = append(holders, holder{NodeID: h.GetNodeId(), GRPCAddr: h.GetGrpcAddr()})
 		}
 		status := putStatus[res.GetStatus()]
 		if status == "" {
 			status = "failed"
 		}
-		results[i] = map[string]any{"id": hex.EncodeToString(ids[i]), "status": status, "holders": holders,
-			"degraded": res.GetDegraded(), "reason": res.GetReason()}
+		results[i] = publishResult{ID: results[i].ID, Status: status, Holders: holders, Degraded: res.GetDegraded(), Reason: res.GetReason()}
 	}
 	body := ok("kvring_publish_reply")
 	body["epoch"] = out.Epoch
 	body["results"] = results
 	return reply{body: body}, nil
+}
+
+// publishResult is one chunk's result in kvring_publish_reply.
+type publishResult struct {
+	ID       string   `json:"id"`
+	Status   string   `json:"status"`
+	Holders  []holder `json:"holders"`
+	Degraded bool     `json:"degraded"`
+	Reason   string   `json:"reason"`
+}
+
+// holder is a node holding a published chunk.
+type holder struct {
+	NodeID   string `json:"node_id"`
+	GRPCAddr string `json:"grpc_addr"`
+}
+
+// consume deletes the blobs of a publish with consume set and drops one
+// reference of c to each (the one create_buffer gave it), as del_data and
+// release would: a blob whose slot became a chunk lives on as the chunk,
+// the others are freed once no connection holds them.
+func (c *conn) consume(bs []*blob) {
+	t := c.s.tab
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, b := range bs {
+		if b != nil && c.refs[b.id] > 1 { // the publish holds one more until dropTemp
+			t.dropRefs(c, b, 1)
+		}
+		if b != nil && !b.deleted {
+			t.deleteBlob(b)
+		}
+	}
 }
 
 // dropTemp drops one reference to each blob.
@@ -377,10 +425,13 @@ func (c *conn) releaseLeases(leases map[uint64]bool) {
 	}
 }
 
-// getChunks reads cluster chunks into blobs of this node's shared memory:
-// {namespace, fingerprint, ids[], groups[]?} → payloads of the chunks found
-// (each referenced by this connection until released) and one result per
-// id: {id, found, blob_id, reason}.
+// getChunks hands out cluster chunks as blobs: {namespace, fingerprint,
+// ids[], groups[]?} → payloads of the chunks found (each referenced by this
+// connection until released) and one result per id: {id, found, blob_id,
+// crc32c, reason}. A chunk this node holds is handed out in place (its
+// slot, without a copy or a checksum pass: lent, see store.Lend); the
+// others are read from their owners into new blobs of this node's memory,
+// verified on arrival.
 func (c *conn) getChunks(r request) (reply, error) {
 	cl, err := c.cluster()
 	if err != nil {
@@ -397,53 +448,57 @@ func (c *conn) getChunks(r request) (reply, error) {
 	if len(ids) == 0 {
 		return reply{}, invalid("kvring_get_request: ids is empty")
 	}
-	runs, err := groups(r, len(ids))
-	if err != nil {
-		return reply{}, err
+	var keys [][]byte
+	if r.has("groups") {
+		if keys, err = chunkIDs(r, "groups"); err != nil {
+			return reply{}, err
+		}
+		if len(keys) != len(ids) {
+			return reply{}, invalid("%s: groups has %d keys for %d ids", r.typ, len(keys), len(ids))
+		}
 	}
-	mems := make([]*store.Blob, len(ids))
 	results := make([]map[string]any, len(ids))
 	for i := range ids {
 		results[i] = map[string]any{"id": hex.EncodeToString(ids[i]), "found": false, "reason": "no answer for this chunk"}
 	}
-	ctx, cancel := c.ctx()
-	defer cancel()
-	gerr := cl.Get(ctx, &kvringv1.GetRequest{Namespace: ref, Ids: ids, Groups: runs},
-		func(i int, size int64) ([]byte, error) {
-			m, err := c.s.cfg.Store.CreateBlob(size)
-			if err != nil {
-				return nil, err
-			}
-			mems[i] = m
-			return m.Bytes(), nil
-		},
-		func(i int, h *kvringv1.ChunkHeader, found bool, reason string) {
-			if !found && mems[i] != nil {
-				mems[i].Free()
-				mems[i] = nil
-			}
-			results[i]["found"] = found
-			results[i]["reason"] = reason
-		})
-	if gerr != nil {
-		for i, m := range mems {
-			if m != nil {
-				m.Free()
-				mems[i] = nil
+	views, remote := c.lendHeld(ref, ids)
+	mems := make([]*store.Blob, len(ids))
+	if len(remote) > 0 {
+		sub := &kvringv1.GetRequest{Namespace: ref}
+		var subKeys [][]byte
+		for _, i := range remote {
+			sub.Ids = append(sub.Ids, ids[i])
+			if keys != nil {
+				subKeys = append(subKeys, keys[i])
 			}
 		}
-		return reply{}, clusterError("get chunks", gerr)
+		sub.Groups = groupRuns(subKeys)
+		if err := c.fetch(cl, sub, remote, mems, results); err != nil {
+			for _, v := range views {
+				if v != nil {
+					v.Release()
+				}
+			}
+			return reply{}, err
+		}
 	}
 	// Register the blobs found: referenced by this connection, hidden
 	// (deleted) so they are freed when released.
 	t := c.s.tab
 	t.mu.Lock()
 	var bs []*blob
-	for i, m := range mems {
-		if m == nil {
+	for i := range ids {
+		var b *blob
+		switch {
+		case views[i] != nil:
+			b = t.addBlob(c, nil, views[i], views[i].Location().Size, true)
+			results[i]["found"], results[i]["reason"] = true, ""
+			results[i]["crc32c"] = views[i].Checksum()
+		case mems[i] != nil:
+			b = t.addBlob(c, mems[i], nil, mems[i].Size(), true)
+		default:
 			continue
 		}
-		b := t.addBlob(c, m, nil, m.Size(), true)
 		b.deleted = true
 		results[i]["blob_id"] = b.id
 		bs = append(bs, b)
@@ -456,4 +511,83 @@ func (c *conn) getChunks(r request) (reply, error) {
 	}
 	rep.body["results"] = res
 	return rep, nil
+}
+
+// lendHeld lends the chunks of ids this node holds (views[i]) and returns
+// the indexes of the others.
+func (c *conn) lendHeld(ref *kvringv1.NamespaceRef, ids [][]byte) (views []*store.View, remote []int) {
+	views = make([]*store.View, len(ids))
+	ns := namespace.StoreName(ref.GetName(), ref.GetFingerprint())
+	for i, raw := range ids {
+		id, err := store.ParseID(raw)
+		if err == nil {
+			views[i], err = c.s.cfg.Store.Lend(ns, id)
+		}
+		if err != nil {
+			views[i] = nil
+			remote = append(remote, i)
+		}
+	}
+	return views, remote
+}
+
+// fetch reads the chunks of req (at indexes idx of the caller's batch) from
+// the cluster into new blobs, mems[idx[k]], and fills their results.
+func (c *conn) fetch(cl Cluster, req *kvringv1.GetRequest, idx []int, mems []*store.Blob, results []map[string]any) error {
+	ctx, cancel := c.ctx()
+	defer cancel()
+	gerr := cl.Get(ctx, req,
+		func(k int, size int64) ([]byte, error) {
+			m, err := c.s.cfg.Store.CreateBlob(size)
+			if err != nil {
+				return nil, err
+			}
+			mems[idx[k]] = m
+			return m.Bytes(), nil
+		},
+		func(k int, h *kvringv1.ChunkHeader, found bool, reason string) {
+			i := idx[k]
+			if !found && mems[i] != nil {
+				mems[i].Free()
+				mems[i] = nil
+			}
+			results[i]["found"] = found
+			results[i]["reason"] = reason
+			if found {
+				results[i]["crc32c"] = h.GetChunk().GetCrc32C()
+			}
+		})
+	if gerr != nil {
+		for i, m := range mems {
+			if m != nil {
+				m.Free()
+				mems[i] = nil
+			}
+		}
+		return clusterError("get chunks", gerr)
+	}
+	return nil
+}
+
+// releaseMany drops one of c's references to each blob of ids (as
+// release_request does for one): {ids[]} → {released: how many c held}.
+// Ids c holds no reference to are skipped.
+func (c *conn) releaseMany(r request) (reply, error) {
+	ids, _, err := r.u64s("ids")
+	if err != nil {
+		return reply{}, err
+	}
+	t := c.s.tab
+	t.mu.Lock()
+	n := 0
+	for _, id := range ids {
+		if b := t.blobs[id]; b != nil && c.refs[id] > 0 {
+			t.dropRefs(c, b, 1)
+			n++
+		}
+	}
+	t.mu.Unlock()
+	body := ok("kvring_release_reply")
+	body["released"] = n
+	return reply{body: body}, nil
 }

@@ -44,18 +44,6 @@ func (b *blob) location() store.Location {
 	return store.Location{}
 }
 
-// bytes returns the blob's bytes in the node's mapping (nil for the empty
-// blob).
-func (b *blob) bytes() []byte {
-	switch {
-	case b.mem != nil:
-		return b.mem.Bytes()
-	case b.view != nil:
-		return b.view.Bytes()
-	}
-	return nil
-}
-
 // metaObject is a metadata tree (create_data).
 type metaObject struct {
 	id       uint64

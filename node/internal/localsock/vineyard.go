@@ -109,15 +109,27 @@ func (c *conn) register(r request) (reply, error) {
 }
 
 // payload describes a blob to the client.
-func (c *conn) payload(b *blob) map[string]any {
+func (c *conn) payload(b *blob) payload {
 	if b.size == 0 {
-		return map[string]any{"object_id": b.id, "store_fd": -1, "data_offset": 0, "data_size": 0,
-			"map_size": 0, "pointer": 0, "is_sealed": true, "is_owner": true, "is_gpu": false}
+		return payload{ObjectID: b.id, StoreFD: -1, IsSealed: true, IsOwner: true}
 	}
 	loc := b.location()
-	return map[string]any{"object_id": b.id, "store_fd": loc.Segment, "data_offset": loc.Offset,
-		"data_size": b.size, "map_size": loc.MapSize, "pointer": loc.Offset, "is_sealed": b.sealed,
-		"is_owner": true, "is_gpu": false}
+	return payload{ObjectID: b.id, StoreFD: int64(loc.Segment), DataOffset: loc.Offset, DataSize: b.size,
+		MapSize: loc.MapSize, Pointer: loc.Offset, IsSealed: b.sealed, IsOwner: true}
+}
+
+// payload is a blob's payload in a reply (a struct, not a map: a reply of
+// many blobs encodes several times faster).
+type payload struct {
+	ObjectID   uint64 `json:"object_id"`
+	StoreFD    int64  `json:"store_fd"`
+	DataOffset int64  `json:"data_offset"`
+	DataSize   int64  `json:"data_size"`
+	MapSize    int64  `json:"map_size"`
+	Pointer    int64  `json:"pointer"`
+	IsSealed   bool   `json:"is_sealed"`
+	IsOwner    bool   `json:"is_owner"`
+	IsGPU      bool   `json:"is_gpu"`
 }
 
 // emptyBlob is the always-present blob of size 0.

@@ -35,6 +35,12 @@ type Prepare struct {
 // input is ErrInvalidArgument naming the field. Blocks briefly on the store's
 // admission policy.
 func (o *Owner) NewPrepare(ref *kvringv1.NamespaceRef, chunks []*kvringv1.ChunkRef, runs []*kvringv1.GroupRun) (*Prepare, []uint32, []*kvringv1.ChunkVote, error) {
+	return o.newPrepare(ref, chunks, runs, nil)
+}
+
+// newPrepare is NewPrepare; slot, when not nil, may give a chunk its slot
+// complete (see NewPrepareFrom).
+func (o *Owner) newPrepare(ref *kvringv1.NamespaceRef, chunks []*kvringv1.ChunkRef, runs []*kvringv1.GroupRun, slot SlotFunc) (*Prepare, []uint32, []*kvringv1.ChunkVote, error) {
 	// Chunks are written only into namespaces this node knows, under the
 	// registered fingerprint (a coordinator that finds the namespace unknown
 	// here offers its record and asks again).
@@ -59,17 +65,17 @@ func (o *Owner) NewPrepare(ref *kvringv1.NamespaceRef, chunks []*kvringv1.ChunkR
 	if groups.Grouped {
 		p.keys = groups.Keys
 	}
-	need, votes := p.stage(chunks)
+	need, votes := p.stage(chunks, slot)
 	return p, need, votes, nil
 }
 
-// stage reserves a slot for every chunk and routes the needed ones' frames
-// to their slots.
-func (p *Prepare) stage(chunks []*kvringv1.ChunkRef) (need []uint32, votes []*kvringv1.ChunkVote) {
+// stage reserves a slot for every chunk (slot's, when it gives one) and
+// routes the frames of those whose bytes must arrive to their slots.
+func (p *Prepare) stage(chunks []*kvringv1.ChunkRef, slot SlotFunc) (need []uint32, votes []*kvringv1.ChunkVote) {
 	needed := make(map[uint32]bool)
 	for i, c := range chunks {
 		idx := uint32(i)
-		w, err := p.st.Stage(p.ns, p.ids[i], int64(c.GetSize()), c.GetCrc32C())
+		w, err := p.slotOf(i, c, slot)
 		if err != nil {
 			votes = append(votes, voteFor(idx, err))
 			continue
@@ -78,12 +84,16 @@ func (p *Prepare) stage(chunks []*kvringv1.ChunkRef) (need []uint32, votes []*kv
 			w.SetPlacement(store.ID(p.keys[i]))
 		}
 		p.staged[idx] = w
-		needed[idx] = true
+		if !w.Complete() {
+			needed[idx] = true
+		}
 		need = append(need, idx)
 	}
 	p.asm = transfer.NewAssembler(chunks, needed)
 	for idx, w := range p.staged {
-		_ = p.asm.SetSink(idx, w) // idx is needed: SetSink cannot fail
+		if needed[idx] {
+			_ = p.asm.SetSink(idx, w) // idx is needed: SetSink cannot fail
+		}
 	}
 	return need, votes
 }

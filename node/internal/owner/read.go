@@ -17,8 +17,10 @@ type SendFunc func(h *kvringv1.ChunkHeader, f *kvringv1.DataFrame) error
 // chunk whose bytes fail it is dropped by the store and not sent). It
 // returns the bytes sent; when nothing was sent, readErr is the store's
 // reason (store.ErrNotFound when not held). err is send failing: the
-// receiver went away. The bytes are read in place from shared memory, held
-// by a View until the last frame is sent.
+// receiver went away, or the chunk's memory faulted (its segment file was
+// truncated) while a frame was copied out of it. The bytes are read in
+// place from shared memory, under a fault guard, held by a View until the
+// last frame is sent.
 func (o *Owner) Send(ns string, id store.ID, index uint32, holder *kvringv1.NodeRef, send SendFunc) (sent int, readErr, err error) {
 	v, err := o.st.Get(ns, id)
 	if err != nil {
@@ -31,7 +33,13 @@ func (o *Owner) Send(ns string, id store.ID, index uint32, holder *kvringv1.Node
 	if err := send(h, nil); err != nil {
 		return 0, nil, err
 	}
-	err = transfer.SplitFrames(index, b, transfer.MaxFrameBytes, func(f *kvringv1.DataFrame) error { return send(nil, f) })
+	// The frames are copied out of the mapping under a fault guard: a
+	// local socket client that was passed the segment may truncate it.
+	if ferr := v.Read(func(b []byte) {
+		err = transfer.SplitFrames(index, b, transfer.MaxFrameBytes, func(f *kvringv1.DataFrame) error { return send(nil, f) })
+	}); ferr != nil {
+		return 0, nil, ferr
+	}
 	return len(b), nil, err
 }
 
