@@ -171,6 +171,11 @@ func (n *Node) membershipConfig(ctx context.Context, p *nodeParts) (membership.C
 			q.mover.Kick()
 		}
 	}
+	mcfg.OnDrainingChange = func() { // chunks move off a draining member, and back when it stops
+		if q := n.parts.Load(); q != nil {
+			q.mover.Kick()
+		}
+	}
 	return mcfg, nil
 }
 

@@ -94,11 +94,24 @@ func TestAdminActionsDrainAndDropANamespace(t *testing.T) {
 			t.Fatalf("put %d while n2 drains: %+v", i, r)
 		}
 	}
+	// The drained node hands everything it holds to the next owners.
+	testutil.Eventually(t, "the drained node to hand off its chunks", 30*time.Second, func() bool {
+		return n2.stats(t).Chunks == 0 && totalChunks(t, nodes...) == 150
+	})
 	checkHeld(t, a, aChunks)
 	mustCLI(t, nil, "undrain", "--admin", n2.admin)
 	if code, err := getJSON(n2.admin, "/readyz", &rd); err != nil || code != 200 || rd.Draining {
 		t.Fatalf("/readyz after undrain: %d %+v %v", code, rd, err)
 	}
+	// Undrained, it owns partitions again and is handed their chunks back.
+	testutil.Eventually(t, "the chunks to come back to the undrained node", 30*time.Second, func() bool {
+		for _, n := range nodes {
+			if !handoffIdle(n) {
+				return false
+			}
+		}
+		return n2.stats(t).Chunks > 0 && totalChunks(t, nodes...) == 150
+	})
 	// Namespaces, then drop act/a everywhere.
 	list := mustCLI(t, nil, "namespaces", "--admin", n1.admin)
 	if !strings.Contains(lineContaining(list.stdout, "act/a"), " 120 ") || !strings.Contains(lineContaining(list.stdout, "act/b"), " 30 ") {

@@ -73,6 +73,10 @@ type Config struct {
 	// ring goroutine (or from Start, or the caller of RebuildNow); calls are serialised, in epoch order. It must
 	// not block for long and must not call RebuildNow, SetState or Close. Default nil.
 	OnRingChange func(old, new *ring.Ring)
+	// OnDrainingChange, if set, is called when a member starts or stops draining (the ring stays the same: a
+	// draining member keeps its partitions), from the same goroutines as OnRingChange and with the same
+	// limits. Default nil.
+	OnDrainingChange func()
 	// Now is the clock of the settle window, member timestamps and the boot time gossiped in the metadata.
 	// Default time.Now.
 	Now func() time.Time

@@ -119,6 +119,7 @@ func (m *Membership) Start(ctx context.Context) error {
 
 	m.rs.rebuildMu.Lock()
 	m.rs.onChange = m.cfg.OnRingChange
+	m.rs.onDrain = m.cfg.OnDrainingChange
 	m.rs.rebuildMu.Unlock()
 	ml, err := memberlist.Create(mc)
 	if err != nil {

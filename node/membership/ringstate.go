@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -106,6 +107,9 @@ type ringState struct {
 	// now is the clock of the settle window and of member timestamps (Config.Now).
 	now func() time.Time
 
+	// onDrain, if set before the loop starts, is called when the set of
+	// draining members changes (Config.OnDrainingChange).
+	onDrain func()
 	// onChange, if set before the loop starts, is called after every rebuild with the replaced and the new
 	// ring, from the goroutine that rebuilt (calls are serialised, in epoch order). It must not call runOnce.
 	onChange func(old, new *ring.Ring)
@@ -247,6 +251,8 @@ func (rs *ringState) runOnce() *ring.Ring {
 		}
 		handingOff = handingOff || (m.Liveness == Alive && m.HandingOff)
 	}
+	was := rs.draining.Load()
+	drainChanged := (was == nil && len(draining) > 0) || (was != nil && !maps.Equal(*was, draining))
 	rs.draining.Store(&draining)
 	rs.handingOff.Store(handingOff)
 	var owners []ring.Member
@@ -256,6 +262,9 @@ func (rs *ringState) runOnce() *ring.Ring {
 		}
 	}
 	rs.tableMu.Unlock()
+	if drainChanged && rs.onDrain != nil {
+		rs.onDrain() // a drained member's chunks move, or come back, without a ring change
+	}
 
 	slices.SortFunc(owners, func(a, b ring.Member) int { return cmp.Compare(a.ID, b.ID) })
 	old := rs.cur.Load()
