@@ -41,7 +41,14 @@ type Kvring struct {
 	c      *client.Client
 	pinTTL time.Duration
 	lease  uint64 // lease of the last Lookup, released by the next Put or Lookup
+	// failure is the reason of the last Put's first chunk that was not
+	// held (rejected or failed), "" when all were.
+	failure string
 }
+
+// ChunkFailure returns why the last Put left a chunk unheld ("" when it
+// left none): the runner keeps the first for the report.
+func (k *Kvring) ChunkFailure() string { return k.failure }
 
 // NewKvring creates the client; it does not block (the client connects in the
 // background and the first call waits for it).
@@ -107,8 +114,12 @@ func (k *Kvring) Put(ctx context.Context, chunks []Chunk) ([]PutOutcome, error) 
 		return nil, err
 	}
 	out := make([]PutOutcome, len(res))
+	k.failure = ""
 	for i, r := range res {
 		out[i] = r.Status // one of the four: the client reports Failed for anything else
+		if !r.Status.Held() && k.failure == "" {
+			k.failure = r.Status.String() + ": " + r.Reason
+		}
 	}
 	return out, nil
 }

@@ -3,6 +3,7 @@ package loadtest
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -356,5 +357,37 @@ func TestTimelineShowsFailuresOnlyWhileTheBackendFails(t *testing.T) {
 		PutBytes: rep.Put.Bytes, GetBytes: rep.Get.Bytes, Errors: errorsTotal, Failed: rep.Failed, Rejected: rep.Rejected}
 	if sum != want {
 		t.Fatalf("timeline sums %+v\nreport totals %+v", sum, want)
+	}
+}
+
+// refusing rejects every put chunk and says why.
+type refusing struct{ *Memory }
+
+func (r *refusing) Put(_ context.Context, chunks []Chunk) ([]PutOutcome, error) {
+	out := make([]PutOutcome, len(chunks))
+	for i := range out {
+		out[i] = Rejected
+	}
+	return out, nil
+}
+
+func (r *refusing) ChunkFailure() string { return "rejected: no space left" }
+
+// TestTheReportSaysWhyTheFirstChunkWasNotHeld: a backend that gives the
+// reason for a chunk it did not hold has the first one in the report.
+func TestTheReportSaysWhyTheFirstChunkWasNotHeld(t *testing.T) {
+	rep, err := ReplayMooncake(context.Background(), tinyTrace(), []Backend{&refusing{NewMemory(0)}}, Config{Speedup: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Rejected == 0 || rep.FirstChunkFailure != "rejected: no space left" {
+		t.Fatalf("rejected %d, first chunk failure %q", rep.Rejected, rep.FirstChunkFailure)
+	}
+	var out strings.Builder
+	if err := rep.WriteTable(&out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "first chunk not held: rejected: no space left") {
+		t.Fatalf("the table does not say why:\n%s", out.String())
 	}
 }

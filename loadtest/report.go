@@ -54,6 +54,10 @@ type Report struct {
 	AlreadyHeld int64 `json:"already_held"`
 	Rejected    int64 `json:"rejected"`
 	Failed      int64 `json:"failed"`
+	// FirstChunkFailure is why the first chunk a put left unheld (rejected
+	// or failed) was, as the backend said; "" when none was, or the backend
+	// gives no reasons.
+	FirstChunkFailure string `json:"first_chunk_failure,omitempty"`
 	// GetMisses are chunks a lookup reported held that Get did not return.
 	GetMisses int64 `json:"get_misses"`
 	// Corrupt counts chunks returned with bytes other than the ones derived
@@ -163,6 +167,7 @@ type tally struct {
 	byOutcome                           [Failed + 1]int64
 	getMisses, corrupt, missingAfterAck int64
 	timeline                            timeline
+	firstChunkFailure                   string // why the first chunk left unheld was (backends that say)
 }
 
 func (t *tally) merge(o *tally) {
@@ -181,6 +186,9 @@ func (t *tally) merge(o *tally) {
 	t.corrupt += o.corrupt
 	t.missingAfterAck += o.missingAfterAck
 	t.timeline.merge(&o.timeline)
+	if t.firstChunkFailure == "" {
+		t.firstChunkFailure = o.firstChunkFailure
+	}
 }
 
 // fill sets r's counters from t.
@@ -192,6 +200,7 @@ func (t *tally) fill(r *Report) {
 	r.Stored, r.AlreadyHeld = t.byOutcome[Stored], t.byOutcome[AlreadyHeld]
 	r.Rejected, r.Failed = t.byOutcome[Rejected], t.byOutcome[Failed]
 	r.GetMisses, r.Corrupt, r.MissingAfterAck = t.getMisses, t.corrupt, t.missingAfterAck
+	r.FirstChunkFailure = t.firstChunkFailure
 	r.Timeline = t.timeline.points(r.Elapsed)
 }
 
@@ -250,6 +259,9 @@ func (r *Report) writeTable(w io.Writer, withTimeline bool) error {
 		if op.s.FirstError != "" {
 			fmt.Fprintf(tw, "first %s error: %s\n", op.name, strings.Join(strings.Fields(op.s.FirstError), " "))
 		}
+	}
+	if r.FirstChunkFailure != "" {
+		fmt.Fprintf(tw, "first chunk not held: %s\n", strings.Join(strings.Fields(r.FirstChunkFailure), " "))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -423,6 +423,11 @@ func (r *run) serve(ctx context.Context, b Backend, req trace.Request, t *tally)
 				tb.failed++
 				r.failedChunks.Add(1)
 			}
+			if !o.Held() && t.firstChunkFailure == "" {
+				if fr, ok := b.(interface{ ChunkFailure() string }); ok {
+					t.firstChunkFailure = fr.ChunkFailure()
+				}
+			}
 		}
 		r.mu.Unlock()
 	}
