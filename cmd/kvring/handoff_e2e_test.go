@@ -372,3 +372,33 @@ func TestPutsInFlightWhenAnR2OwnerIsKilledAreStored(t *testing.T) {
 		t.Fatalf("%d puts or chunks failed around the kill, first: %s", len(bad), bad[0])
 	}
 }
+
+// TestChunksWrittenInPlaceOfADeadOwnerGoBackToIt: three nodes, R=1; one is
+// SIGKILLed and 300 chunks are put at once. Those it owns are stored on the
+// next member in its place (while gossip has not declared it dead) or on
+// their new owner (once it has): none fails. It restarts on its data
+// directory and owns its partitions again: the holders hand the chunks
+// back, so that at the end every chunk is on exactly one node and reads back.
+func TestChunksWrittenInPlaceOfADeadOwnerGoBackToIt(t *testing.T) {
+	t.Parallel()
+	nodes := startHandoffCluster(t, 3)
+	c, _ := newEngine(t, []string{nodes[0].grpc, nodes[1].grpc}, 1, 1)
+	testutil.Eventually(t, "the engine to connect", 10*time.Second, func() bool { return c.State().Status == client.ConnConnected })
+	victim := nodes[2]
+	victim.kill(t)
+	chunks := handoffChunks(50000, 300)
+	putAll(t, c, chunks, 1)
+	again := restartNode(t, victim, append(noSettle, "--join", nodes[0].gossip)...)
+	all := []*e2eNode{nodes[0], nodes[1], again}
+	waitRing(t, all...)
+	testutil.Eventually(t, "the chunks to go back to their owner", 60*time.Second, func() bool {
+		for _, n := range all {
+			if !handoffIdle(n) {
+				return false
+			}
+		}
+		return totalChunks(t, all...) == 300 && again.stats(t).Chunks > 0
+	})
+	t.Logf("the restarted owner holds %d of 300 chunks written while it was down", again.stats(t).Chunks)
+	checkHeld(t, c, chunks)
+}
