@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -199,10 +200,19 @@ func TestAKilledReplicaIsReplaced(t *testing.T) {
 		}
 		return totalChunks(t, survivors...) == 600
 	})
+	copied := 0.0
 	for _, n := range survivors {
-		if v, _ := metricValue(t, n, "kvring_handoff_copied_chunks_total"); v > 0 {
-			t.Logf("node %s copied %v chunks to restore the replication", n.id, v)
+		v, _ := metricValue(t, n, "kvring_handoff_copied_chunks_total")
+		copied += v
+		// The operator's view: kvring handoff says the same.
+		out := mustCLI(t, nil, "handoff", "--admin", n.admin).stdout
+		if !regexp.MustCompile(fmt.Sprintf(`(?m)^copied\s+%d chunks`, int(v))).MatchString(out) ||
+			!regexp.MustCompile(`(?m)^\s+under-replicated\s+0 chunks`).MatchString(out) {
+			t.Fatalf("kvring handoff on %s (metric: %v copied):\n%s", n.id, v, out)
 		}
+	}
+	if copied == 0 {
+		t.Fatal("no chunk was copied: the lost replicas were not replaced")
 	}
 	checkHeld(t, c, chunks)
 }

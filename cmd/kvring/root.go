@@ -22,7 +22,7 @@ func newRootCmd() *cobra.Command {
 		return fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())
 	})
 	root.AddCommand(newServeCmd(), newMembersCmd(), newRingCmd(), newStatsCmd(), newPutCmd(), newGetCmd(), newLookupCmd(), newBenchCmd(), newShmCmd(),
-		newDrainCmd(true), newDrainCmd(false), newNamespacesCmd(), newDropNamespaceCmd(), newEvictCmd(), newForgetCmd())
+		newDrainCmd(true), newDrainCmd(false), newHandoffCmd(), newNamespacesCmd(), newDropNamespaceCmd(), newEvictCmd(), newForgetCmd())
 	return root
 }
 
