@@ -228,7 +228,9 @@ func TestARollingRestartUnderLoadLosesNothing(t *testing.T) {
 	for _, n := range nodes {
 		seeds = append(seeds, n.grpc)
 	}
-	c, _ := newEngine(t, seeds, 2, 1)
+	// Calls get 20 s: the suite runs at once under the race detector on two cores while three nodes hand
+	// chunks back and forth; a deadline missed there is the machine's, not the cluster's.
+	c := slowEngine(t, seeds, 2, 1)
 	testutil.Eventually(t, "the engine to connect", 10*time.Second, func() bool { return c.State().Status == client.ConnConnected })
 
 	var (
@@ -251,7 +253,7 @@ func TestARollingRestartUnderLoadLosesNothing(t *testing.T) {
 			for range 8 {
 				batch = append(batch, e2eChunk(30000+next.Add(1), 16<<10))
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			res, err := c.Put(ctx, batch)
 			cancel()
 			mu.Lock()
@@ -303,7 +305,7 @@ func TestARollingRestartUnderLoadLosesNothing(t *testing.T) {
 
 // TestPutsInFlightWhenAnR2OwnerIsKilledAreStored: three nodes, R=2, two
 // engines streaming puts of 64 KiB chunks; one node is SIGKILLed while
-// they run. Every put returns within its deadline (15 s: the suite runs at
+// they run. Every put returns within its deadline (20 s: the suite runs at
 // once under the race detector on two cores) with a result per chunk,
 // stored on the live nodes (degraded or not), never failed for the dead
 // owner's sake; after the node restarts the engines go on storing.
@@ -321,13 +323,7 @@ func TestPutsInFlightWhenAnR2OwnerIsKilledAreStored(t *testing.T) {
 		down   atomic.Bool // the victim is dead: a put begun now must not name it
 	)
 	for range 2 {
-		c, err := client.New(client.Config{Conn: client.ConnConfig{Seeds: []string{nodes[0].grpc, nodes[1].grpc}},
-			Namespace: "e2e/llama", Schema: client.Schema{Model: "llama-8b", Dtype: "bf16", TokensPerChunk: 16, Layout: "nhd"},
-			ReplicationFactor: 2, MinReplicas: 1, CallTimeout: 15 * time.Second, Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
+		c := slowEngine(t, []string{nodes[0].grpc, nodes[1].grpc}, 2, 1)
 		testutil.Eventually(t, "the engine to connect", 10*time.Second, func() bool { return c.State().Status == client.ConnConnected })
 		wg.Go(func() {
 			for {
@@ -340,7 +336,7 @@ func TestPutsInFlightWhenAnR2OwnerIsKilledAreStored(t *testing.T) {
 				for range 4 {
 					batch = append(batch, e2eChunk(40000+next.Add(1), 64<<10))
 				}
-				ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 				deadBefore := down.Load()
 				res, err := c.Put(ctx, batch)
 				cancel()
@@ -411,4 +407,18 @@ func TestChunksWrittenInPlaceOfADeadOwnerGoBackToIt(t *testing.T) {
 	})
 	t.Logf("the restarted owner holds %d of 300 chunks written while it was down", again.stats(t).Chunks)
 	checkHeld(t, c, chunks)
+}
+
+// slowEngine is newEngine with calls bounded by 20 s instead of 5 s, for
+// tests that load the machine while nodes move chunks.
+func slowEngine(t *testing.T, seeds []string, rf, minR uint32) *client.Client {
+	t.Helper()
+	c, err := client.New(client.Config{Conn: client.ConnConfig{Seeds: seeds}, Namespace: "e2e/llama",
+		Schema:            client.Schema{Model: "llama-8b", Dtype: "bf16", TokensPerChunk: 16, Layout: "nhd"},
+		ReplicationFactor: rf, MinReplicas: minR, CallTimeout: 20 * time.Second, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
