@@ -95,8 +95,16 @@ func (s *fanoutSink) WriteBuffers(bufs [][]byte) (int, error) {
 }
 
 // parallel runs f for every item at once and waits: one goroutine per owner
-// (or per node asked), each touching only its own item.
+// (or per node asked), each touching only its own item. A single item (one
+// node, or a batch all on one owner) runs on the caller's goroutine: a
+// goroutine and a wake-up less per phase.
 func parallel[T any](items map[string]T, f func(T)) {
+	if len(items) == 1 {
+		for _, it := range items {
+			f(it)
+		}
+		return
+	}
 	var wg sync.WaitGroup
 	for _, it := range items {
 		wg.Go(func() { f(it) })
