@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/kvring/kvring/node/internal/coord"
@@ -80,6 +81,9 @@ func serverOptions(cfg *Config, m *metrics.Set) []grpc.ServerOption {
 		// one write(2) from a buffer held only while writing.
 		grpc.ReadBufferSize(256 << 10),
 		grpc.WriteBufferSize(1 << 20),
+		// gRPC's default pool clears every buffer it hands out; it fills
+		// each before reading it, so a pool that does not clear is enough.
+		experimental.BufferPool(transfer.BufferPool()),
 		grpc.StatsHandler(metrics.ConnCounter{M: m}),
 		// Advertised to clients, and enforced: a stream past it is refused,
 		// and no more handlers than this run for one connection.
