@@ -164,16 +164,21 @@ func (c *Client) put(ctx context.Context, cc *grpc.ClientConn, ref *kvringv1.Nam
 	for _, r := range need.GetSettled() {
 		take(r)
 	}
+	// One frame value for the whole put: SendMsg encodes it before it
+	// returns, keeping the chunk's bytes (lent) but not the frame.
+	piece := [][]byte{nil}
+	frame := transfer.OutFrame{Field: transfer.PutDataField, Data: piece, Borrow: true, Lender: &lent}
 	for _, idx := range need.GetNeed() {
 		if int(idx) >= len(chunks) {
 			return nil, fmt.Errorf("kvring put: the node asked for chunk %d of %d", idx, len(chunks))
 		}
-		err := transfer.SplitFrames(idx, chunks[idx].Data, transfer.MaxFrameBytes, func(f *kvringv1.DataFrame) error {
-			return stream.SendMsg(&transfer.OutFrame{Field: transfer.PutDataField, Index: f.Index, Offset: f.Offset,
-				Data: [][]byte{f.Data}, Borrow: true, Lender: &lent})
-		})
-		if err != nil {
-			return fail(err)
+		data := chunks[idx].Data
+		for off := 0; off < len(data); off += transfer.MaxFrameBytes {
+			end := min(off+transfer.MaxFrameBytes, len(data))
+			frame.Index, frame.Offset, piece[0] = idx, uint64(off), data[off:end:end]
+			if err := stream.SendMsg(&frame); err != nil {
+				return fail(err)
+			}
 		}
 	}
 	if err := stream.Send(&kvringv1.PutRequest{Msg: &kvringv1.PutRequest_End{End: &kvringv1.PutEnd{}}}); err != nil {

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # compare.sh runs the same `kvring bench` workload against a 3-node kvring
-# cluster and a redis-server (allkeys-lru) with equal memory budgets on
+# cluster (NODES) and a redis-server (allkeys-lru) with equal memory budgets on
 # loopback, prints both reports and a side-by-side line with ratios
 # (kvring / redis), each run's timeline (requests/s, put GB/s, errors and hit
 # ratio per interval) and its failures, and stops every process it started.
 #
 # Usage: loadtest/compare.sh   (or `make bench-compare`)
 # Environment:
+#   NODES         kvring nodes (default 3; 1: one node against one redis-server)
 #   NODE_MEM_MB   memory limit of each kvring node in MiB (default 64)
-#   REDIS_MEM_MB  redis --maxmemory in MiB (default 3×NODE_MEM_MB: equal bytes;
+#   REDIS_MEM_MB  redis --maxmemory in MiB (default NODES×NODE_MEM_MB: equal bytes;
 #                 redis counts its per-key overhead in it, about 1,440 bytes
 #                 for a 1 KiB chunk, so equal chunk counts need ~1.41× that)
 #   TIMELINE      1: print each run's timeline even without a fault
@@ -45,8 +46,9 @@ set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
+NODES=${NODES:-3}
 NODE_MEM_MB=${NODE_MEM_MB:-64}
-REDIS_MEM_MB=${REDIS_MEM_MB:-$((3 * NODE_MEM_MB))}
+REDIS_MEM_MB=${REDIS_MEM_MB:-$((NODES * NODE_MEM_MB))}
 TIMELINE=${TIMELINE:-}
 KEEP_LOGS=${KEEP_LOGS:-}
 MAX_REQUESTS=${MAX_REQUESTS:-800}
@@ -60,6 +62,11 @@ log() { echo "compare: $*" >&2; }
 is_seconds() { [[ $1 =~ ^[0-9]+(\.[0-9]+)?$ ]]; }
 if [ -n "$KILL_AFTER" ] && ! is_seconds "$KILL_AFTER"; then
 	log "KILL_AFTER must be a number of seconds, got '$KILL_AFTER'"
+	exit 2
+fi
+[[ $NODES =~ ^[1-9][0-9]*$ ]] || { log "NODES must be a positive number, got '$NODES'"; exit 2; }
+if [ -n "$KILL_AFTER" ] && [ "$NODES" -lt 2 ]; then
+	log "KILL_AFTER kills node 2: it needs NODES >= 2"
 	exit 2
 fi
 is_seconds "$DOWN_FOR" || { log "DOWN_FOR must be a number of seconds, got '$DOWN_FOR'"; exit 2; }
@@ -141,12 +148,12 @@ wait_http() { # url what [tries of 50ms]: returns 1, showing what's log, when it
 	return 1
 }
 
-# Node i (1-3) listens on grpcs[i-1], admins[i-1] and gossips[i-1]; nodes 2
-# and 3 join node 1. start_node starts it, the first time or again after a
+# Node i (1-NODES) listens on grpcs[i-1], admins[i-1] and gossips[i-1]; the
+# others join node 1. start_node starts it, the first time or again after a
 # kill, with the same addresses, data dir and shm dir; node_pids[i-1] is its
 # process.
 grpcs=() admins=() gossips=() node_pids=()
-for i in 1 2 3; do
+for i in $(seq "$NODES"); do
 	grpcs+=("127.0.0.1:$(free_port)")
 	admins+=("127.0.0.1:$(free_port)")
 	gossips+=("127.0.0.1:$(free_port)")
@@ -164,18 +171,18 @@ start_node() {
 active_members() { # admin address: how many active members the node sees
 	curl -sf "http://$1/v1/cluster" | jq '[.members[] | select(.state == "active")] | length' 2>/dev/null || echo 0
 }
-for i in 1 2 3; do
+for i in $(seq "$NODES"); do
 	start_node "$i"
 done
-for i in 1 2 3; do
+for i in $(seq "$NODES"); do
 	wait_http "http://${admins[i - 1]}/readyz" "node$i" || exit 1
 done
-for _ in $(seq 200); do # until every node sees three members
+for _ in $(seq 200); do # until every node sees all NODES members
 	n=0
 	for a in "${admins[@]}"; do
-		[ "$(active_members "$a")" -ge 3 ] && n=$((n + 1))
+		[ "$(active_members "$a")" -ge "$NODES" ] && n=$((n + 1))
 	done
-	[ "$n" -eq 3 ] && break
+	[ "$n" -eq "$NODES" ] && break
 	sleep 0.05
 done
 
@@ -195,7 +202,7 @@ start_redis() {
 	return 1
 }
 start_redis || exit 1
-log "3 kvring nodes (${grpcs[*]}) at ${NODE_MEM_MB}MiB each; redis 127.0.0.1:$rp at ${REDIS_MEM_MB}MiB allkeys-lru"
+log "$NODES kvring node(s) (${grpcs[*]}) at ${NODE_MEM_MB}MiB each; redis 127.0.0.1:$rp at ${REDIS_MEM_MB}MiB allkeys-lru"
 
 # kill_pid SIGKILLs a process this script started and reaps it.
 kill_pid() {
@@ -216,7 +223,7 @@ restart_kvring() {
 		return 0
 	fi
 	for _ in $(seq 200); do
-		[ "$(active_members "${admins[0]}")" -ge 3 ] && [ "$(active_members "${admins[1]}")" -ge 3 ] && break
+		[ "$(active_members "${admins[0]}")" -ge "$NODES" ] && [ "$(active_members "${admins[1]}")" -ge "$NODES" ] && break
 		sleep 0.05
 	done
 	log "node 1 sees $(active_members "${admins[0]}") active members, node 2 $(active_members "${admins[1]}"), at $(since "$bench_start")s"
@@ -280,7 +287,7 @@ common=(bench --trace "$TRACE" --max-requests "$MAX_REQUESTS" --progress 0 $BENC
 
 run_bench kvring "kvring node 2" kill_kvring restart_kvring "${common[@]}" --backend kvring --addr "$grpc_list" --admin "$admin_list"
 if [ -n "$KEEP_LOGS" ]; then # the nodes' Prometheus metrics after the kvring run
-	for i in 0 1 2; do
+	for ((i = 0; i < NODES; i++)); do
 		curl -sf "http://${admins[$i]}/metrics" >"$work/node$((i + 1)).metrics" || true
 	done
 fi

@@ -1,9 +1,11 @@
 package node
 
 import (
+	"runtime"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/kvring/kvring/node/internal/coord"
@@ -80,6 +82,14 @@ func serverOptions(cfg *Config, m *metrics.Set) []grpc.ServerOption {
 		// one write(2) from a buffer held only while writing.
 		grpc.ReadBufferSize(256 << 10),
 		grpc.WriteBufferSize(1 << 20),
+		// gRPC's default pool clears every buffer it hands out; it fills
+		// each before reading it, so a pool that does not clear is enough.
+		experimental.BufferPool(transfer.BufferPool()),
+		// Calls run on a few long-lived goroutines when one is free (a new
+		// goroutine otherwise): a handler's stack, grown once, is reused
+		// instead of grown again by every call (runtime.morestack was 5 %
+		// of a node's CPU under puts and lookups).
+		grpc.NumStreamWorkers(uint32(4 * runtime.GOMAXPROCS(0))),
 		grpc.StatsHandler(metrics.ConnCounter{M: m}),
 		// Advertised to clients, and enforced: a stream past it is refused,
 		// and no more handlers than this run for one connection.

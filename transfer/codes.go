@@ -123,6 +123,9 @@ func Code(err error) codes.Code {
 // carriedStatus returns the status an error carries (GRPCStatus, possibly
 // wrapped), with the message of the whole error.
 func carriedStatus(err error) (*status.Status, bool) {
+	if err == nil {
+		return nil, false // every message a stream receives: errors.As's target would escape to the heap
+	}
 	var gs interface{ GRPCStatus() *status.Status }
 	if !errors.As(err, &gs) {
 		return nil, false

@@ -112,7 +112,8 @@ func (f *OutFrame) marshal() (mem.BufferSlice, error) {
 	for _, p := range f.Data {
 		n += uint64(len(p))
 	}
-	var inner []byte
+	var innerBuf [32]byte // three varint fields fit: no allocation
+	inner := innerBuf[:0]
 	if f.Index != 0 {
 		inner = protowire.AppendTag(inner, 1, protowire.VarintType)
 		inner = protowire.AppendVarint(inner, uint64(f.Index))

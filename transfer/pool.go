@@ -61,3 +61,12 @@ func (p *unclearedPool) Put(b *[]byte) {
 }
 
 var _ mem.BufferPool = (*unclearedPool)(nil)
+
+// BufferPool returns the process's pool of buffers that are not cleared when
+// handed out, for gRPC's own buffers (experimental.BufferPool and
+// experimental.WithBufferPool): gRPC fills every buffer it takes from its
+// pool before reading it (a received HTTP/2 data frame is read whole into
+// it, a write buffer is sent only up to what was written, a message is
+// copied whole), so clearing is a pass over the bytes for nothing: 6 % of a
+// node's CPU taking 256 KiB puts. Safe for concurrent use.
+func BufferPool() mem.BufferPool { return frameBuffers }

@@ -5,6 +5,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/kvring/kvring/internal/connpool"
@@ -29,6 +30,7 @@ func newPeerPool(extra ...grpc.DialOption) *peerPool {
 		// not optional.
 		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(transfer.NewCodec())),
 		grpc.WithWriteBufferSize(1 << 20),
+		experimental.WithBufferPool(transfer.BufferPool()), // gRPC fills what it takes: no clearing
 	}, extra...)...)}
 }
 

@@ -291,11 +291,14 @@ func (tx *putTx) commit(ctx context.Context) {
 		if s.failed != nil || len(s.tokens) == 0 {
 			return
 		}
-		var order []uint32
-		var req []*kvringv1.StagedChunk
+		order := make([]uint32, 0, len(s.tokens))
+		req := make([]*kvringv1.StagedChunk, 0, len(s.tokens))
+		staged := make([]kvringv1.StagedChunk, len(s.tokens)) // one allocation for the batch
 		for si, tok := range s.tokens {
+			sc := &staged[len(order)]
+			sc.StageToken, sc.Id = tok, s.chunks[si].GetId()
 			order = append(order, si)
-			req = append(req, &kvringv1.StagedChunk{StageToken: tok, Id: s.chunks[si].GetId()})
+			req = append(req, sc)
 		}
 		res, err := s.sess.commit(cctx, tx.ref, req)
 		if err != nil {

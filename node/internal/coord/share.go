@@ -95,9 +95,9 @@ func (s *fanoutSink) WriteBuffers(bufs [][]byte) (int, error) {
 }
 
 // parallel runs f for every item at once and waits: one goroutine per owner
-// (or per node asked), each touching only its own item. A single item runs
-// on the caller's goroutine (a write to this node alone, a lookup of one
-// owner): no hand-off to wait for.
+// (or per node asked), each touching only its own item. A single item (one
+// node, or a batch all on one owner) runs on the caller's goroutine: a
+// goroutine and a wake-up less per phase.
 func parallel[T any](items map[string]T, f func(T)) {
 	if len(items) == 1 {
 		for _, it := range items {

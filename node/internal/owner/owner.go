@@ -125,9 +125,13 @@ func (o *Owner) take(token uint64, caller string) (stagedChunk, bool) {
 func (o *Owner) Commit(caller string, ref *kvringv1.NamespaceRef, chunks []*kvringv1.StagedChunk) []*kvringv1.CommitResult {
 	res := make([]*kvringv1.CommitResult, len(chunks))
 	sealed := false
+	var ns string
+	if ref != nil {
+		ns = namespace.StoreName(ref.GetName(), ref.GetFingerprint()) // once per call, not per chunk
+	}
 	for i, c := range chunks {
 		var ok bool
-		res[i], ok = o.commitOne(caller, ref, c)
+		res[i], ok = o.commitOne(caller, ref, ns, c)
 		sealed = sealed || ok
 	}
 	if sealed {
@@ -143,12 +147,9 @@ func (o *Owner) Commit(caller string, ref *kvringv1.NamespaceRef, chunks []*kvri
 }
 
 // commitOne seals one staged chunk; sealed reports that this call sealed it.
-func (o *Owner) commitOne(caller string, ref *kvringv1.NamespaceRef, c *kvringv1.StagedChunk) (r *kvringv1.CommitResult, sealed bool) {
+// ns is ref's store name ("" when ref is nil).
+func (o *Owner) commitOne(caller string, ref *kvringv1.NamespaceRef, ns string, c *kvringv1.StagedChunk) (r *kvringv1.CommitResult, sealed bool) {
 	id, idErr := store.ParseID(c.GetId())
-	var ns string
-	if ref != nil {
-		ns = namespace.StoreName(ref.GetName(), ref.GetFingerprint())
-	}
 	sc, ok := o.take(c.GetStageToken(), caller)
 	if ok && (idErr != nil || ref == nil || sc.id != id || sc.ns != ns) {
 		// The token names another chunk: never seal what was not asked for.

@@ -1,0 +1,99 @@
+package node
+
+import (
+	"context"
+	"encoding/binary"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/kvring/kvring/client"
+	"github.com/kvring/kvring/internal/testutil"
+	"github.com/kvring/kvring/node/membership"
+	"github.com/kvring/kvring/store"
+)
+
+// BenchmarkOneNodePutLookup measures the per-call cost of the calls an
+// engine makes most, on one node through the Go SDK over loopback: each
+// operation is a Lookup of 8 held ids and an eager Put of 8 new 32 KiB
+// chunks (256 KiB). The node and the SDK share the process, so allocs/op
+// counts both sides: a figure that the shared machine's noise does not
+// move, unlike ns/op.
+//
+//	go test -run '^$' -bench OneNodePutLookup -benchtime 2000x -count 5 ./node/
+func BenchmarkOneNodePutLookup(b *testing.B) {
+	shm, err := os.MkdirTemp("/dev/shm", "kvring-node-bench-")
+	if err != nil {
+		shm = b.TempDir()
+	}
+	b.Cleanup(func() { os.RemoveAll(shm) })
+	cfg := DefaultConfig()
+	cfg.GRPCAddr, cfg.AdminAddr = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.Membership = membership.LocalConfig("")
+	cfg.Store = store.Config{DataDir: b.TempDir(), ShmDir: shm, MemoryLimit: 1 << 30}
+	cfg.Logger = quietLogger()
+	cfg.Membership.Logger = cfg.Logger
+	n, err := New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := n.Start(b.Context()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { n.Close(context.Background()) })
+	sdk, err := client.New(client.Config{Conn: client.ConnConfig{Seeds: []string{n.GRPCAddr()}}, Namespace: "bench/model",
+		Schema: client.Schema{Model: "m", Dtype: "bf16", TokensPerChunk: 16}, Logger: quietLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { sdk.Close() })
+	testutil.Eventually(b, "the SDK to connect", 10*time.Second, func() bool { return sdk.State().Status == client.ConnConnected })
+
+	const perCall, size = 8, 32 << 10
+	chunks := make([]client.Chunk, perCall)
+	ids := make([]client.ChunkID, perCall)
+	data := make([]byte, perCall*size)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	next := uint64(0)
+	fill := func() { // new ids, and new bytes under them: each put stores perCall chunks
+		for i := range chunks {
+			next++
+			binary.LittleEndian.PutUint64(chunks[i].ID[:], next)
+			binary.LittleEndian.PutUint64(data[i*size:], next)
+			chunks[i].Data = data[i*size : (i+1)*size]
+		}
+	}
+	ctx := context.Background()
+	put := func() {
+		res, err := sdk.Put(ctx, chunks)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, r := range res {
+			if r.Status != client.Stored {
+				b.Fatalf("put: chunk %s: %s (%s)", r.ID, r.Status, r.Reason)
+			}
+		}
+	}
+	fill()
+	put() // registers the namespace
+	b.SetBytes(perCall * size)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		for i := range chunks {
+			ids[i] = chunks[i].ID
+		}
+		res, err := sdk.Lookup(ctx, ids, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.Held != perCall {
+			b.Fatalf("lookup: %d of %d held", res.Held, perCall)
+		}
+		fill()
+		put()
+	}
+}
