@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/store"
@@ -69,6 +70,7 @@ type PutResult struct {
 	Holders  []Node
 	Degraded bool // held by fewer nodes than the replication factor
 	Reason   string
+	code     uint32 // PutChunkResult.code: the gRPC code that classifies a failure
 }
 
 // Put stores chunks with a two-phase confirmed write and returns one result
@@ -96,10 +98,51 @@ func (c *Client) Put(ctx context.Context, chunks []Chunk) ([]PutResult, error) {
 	var results []PutResult
 	err = c.retryUnregistered(ctx, cc, func(ref *kvringv1.NamespaceRef) error {
 		var err error
-		results, err = c.putRouted(ctx, cc, ref, chunks, refs, keys)
-		return err
+		if results, err = c.putRouted(ctx, cc, ref, chunks, refs, keys); err != nil {
+			return err
+		}
+		c.resendBusy(ctx, cc, ref, chunks, refs, keys, results)
+		return nil
 	})
 	return results, err
+}
+
+// resendBusy puts once more the chunks whose result is failed because
+// another write of the chunk was under way on an owner and ended without
+// storing it or did not end in time (code ABORTED: typically this client's
+// own earlier attempt, given up on an owner that answered late, whose abort
+// reached the owners after this put asked). Their new results replace the
+// old ones; a resend that fails as a whole leaves them as they were.
+func (c *Client) resendBusy(ctx context.Context, cc *grpc.ClientConn, ref *kvringv1.NamespaceRef, chunks []Chunk,
+	refs []*kvringv1.ChunkRef, keys [][]byte, results []PutResult) {
+	var idx []int
+	for i, r := range results {
+		if r.Status == Failed && codes.Code(r.code) == codes.Aborted {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) == 0 || ctx.Err() != nil {
+		return
+	}
+	sub := make([]Chunk, len(idx))
+	subRefs := make([]*kvringv1.ChunkRef, len(idx))
+	var subKeys [][]byte
+	if keys != nil {
+		subKeys = make([][]byte, len(idx))
+	}
+	for k, i := range idx {
+		sub[k], subRefs[k] = chunks[i], refs[i]
+		if keys != nil {
+			subKeys[k] = keys[i]
+		}
+	}
+	again, err := c.putRouted(ctx, cc, ref, sub, subRefs, subKeys)
+	if err != nil || len(again) != len(idx) {
+		return
+	}
+	for k, i := range idx {
+		results[i] = again[k]
+	}
 }
 
 func (c *Client) put(ctx context.Context, cc *grpc.ClientConn, ref *kvringv1.NamespaceRef, chunks []Chunk, refs []*kvringv1.ChunkRef, keys [][]byte) ([]PutResult, error) {
@@ -157,6 +200,7 @@ func (c *Client) put(ctx context.Context, cc *grpc.ClientConn, ref *kvringv1.Nam
 		out[i].Status = PutStatus(r.GetStatus())
 		out[i].Degraded = r.GetDegraded()
 		out[i].Reason = r.GetReason()
+		out[i].code = r.GetCode()
 		for _, h := range r.GetHolders() {
 			out[i].Holders = append(out[i].Holders, Node{ID: h.GetNodeId(), Addr: h.GetGrpcAddr()})
 		}

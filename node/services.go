@@ -65,7 +65,8 @@ func newServices(cfg *Config, st *store.Store, view clusterView, sec *security) 
 		Limits: &kvringv1.Limits{MaxFrameBytes: transfer.MaxFrameBytes, MaxChunkBytes: uint64(st.MaxChunkSize()),
 			MaxBatchChunks: uint32(cfg.MaxBatchChunks), MaxLeaseTtlMs: uint32(cfg.Store.MaxPinLease / time.Millisecond)},
 		Now: cfg.Now, Metrics: m, PeerDialOptions: sec.peerDialOptions()})
-	gs := grpc.NewServer(append(serverOptions(cfg, m), sec.serverOptions()...)...)
+	gs := grpc.NewServer(append(append(serverOptions(cfg, m), sec.serverOptions()...),
+		grpc.StatsHandler(owner.ConnEnd{O: o}))...) // a coordinator gone: its uncommitted chunks are freed at once
 	gs.RegisterService(transfer.StrictDecoding(&kvringv1.Cache_ServiceDesc), coord.NewService(c))
 	gs.RegisterService(transfer.StrictDecoding(&kvringv1.Peer_ServiceDesc), owner.NewService(o))
 	return &services{reg: reg, owner: o, coord: c, m: m, grpc: gs}

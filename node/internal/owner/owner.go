@@ -191,6 +191,29 @@ func (o *Owner) AbortTokens(caller string, tokens []uint64) {
 	}
 }
 
+// AbortCaller frees every chunk staged for caller and not yet committed:
+// its connection ended, so no commit can come (a token is bound to the
+// connection's address, which a new connection does not reuse). Without it
+// the slots would wait out the store's stage lease, and a put of the same
+// chunks meanwhile would wait for a write that never ends.
+func (o *Owner) AbortCaller(caller string) {
+	if caller == "" {
+		return
+	}
+	o.mu.Lock()
+	var gone []stagedChunk
+	for tok, sc := range o.staged {
+		if sc.caller == caller {
+			gone = append(gone, sc)
+			delete(o.staged, tok)
+		}
+	}
+	o.mu.Unlock()
+	for _, sc := range gone {
+		sc.w.Abort()
+	}
+}
+
 // Has answers which ids are held, pinning them under the coordinator's lease
 // id when pin is set.
 func (o *Owner) Has(ref *kvringv1.NamespaceRef, rawIDs [][]byte, pin *kvringv1.LeasePin) ([]bool, time.Duration, error) {

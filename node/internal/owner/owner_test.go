@@ -2,8 +2,10 @@ package owner
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/store"
 	"github.com/kvring/kvring/transfer"
+	"google.golang.org/grpc/stats"
 )
 
 // testClock is a clock the test moves; safe for concurrent use.
@@ -199,5 +202,44 @@ func TestPrepareWritesOnlyIntoRegisteredNamespaces(t *testing.T) {
 	}
 	if s := st.Stats(); s.StagedChunks != 0 {
 		t.Fatalf("%d chunks staged", s.StagedChunks)
+	}
+}
+
+// TestAConnectionThatEndsFreesItsUncommittedChunks: a chunk voted ready for
+// a coordinator whose Peer connection then ends is freed at once (no commit
+// can come from a connection that is gone), while another caller's chunk
+// stays staged for its commit.
+func TestAConnectionThatEndsFreesItsUncommittedChunks(t *testing.T) {
+	t.Parallel()
+	o, st, _ := newTestOwner(t)
+	ref := &kvringv1.NamespaceRef{Name: "ns", Fingerprint: make([]byte, 32)}
+	gone := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40001}
+	stays := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40002}
+	stage := func(id store.ID, from net.Addr) uint64 {
+		data := []byte(strings.Repeat("kv", 100))
+		p, need, _, err := o.NewPrepare(ref, []*kvringv1.ChunkRef{{Id: id[:], Size: uint64(len(data)), Crc32C: store.Checksum(data)}}, nil)
+		if err != nil || len(need) != 1 {
+			t.Fatalf("prepare: %v %v", need, err)
+		}
+		p.caller = callerAt(from)
+		if err := p.Frame(transfer.Frame{Index: 0, Data: [][]byte{data}}); err != nil {
+			t.Fatal(err)
+		}
+		votes := o.EndPrepare(p)
+		return votes[0].GetStageToken()
+	}
+	var a, b store.ID
+	a[0], b[0] = 1, 2
+	stage(a, gone)
+	tokB := stage(b, stays)
+	h := ConnEnd{O: o}
+	ctx := h.TagConn(context.Background(), &stats.ConnTagInfo{RemoteAddr: gone})
+	h.HandleConn(ctx, &stats.ConnEnd{})
+	if st.Staging("ns:0000000000000000", a) || o.Tokens() != 1 {
+		t.Fatalf("the gone caller's chunk is still staged (tokens %d)", o.Tokens())
+	}
+	res := o.Commit(callerAt(stays), ref, []*kvringv1.StagedChunk{{StageToken: tokB, Id: b[:]}})
+	if res[0].GetStatus() != kvringv1.CommitStatus_COMMIT_STATUS_SEALED {
+		t.Fatalf("the other caller's commit: %+v", res[0])
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"time"
 
 	"google.golang.org/grpc"
@@ -24,12 +25,15 @@ type Service struct {
 	m *metrics.Set
 }
 
+// callerAt names the caller of a connection from addr (callerOf).
+func callerAt(addr net.Addr) string { return "peer " + addr.String() }
+
 // callerOf names the Peer caller a stage token is bound to: the remote
 // address of its connection (a coordinator's prepare, commit and abort to
 // one owner share one connection), never "" (the in-process caller).
 func callerOf(ctx context.Context) string {
 	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
-		return "peer " + p.Addr.String()
+		return callerAt(p.Addr)
 	}
 	return "peer unknown"
 }
