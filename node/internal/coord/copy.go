@@ -2,7 +2,6 @@ package coord
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -40,10 +39,11 @@ func (c *Coordinator) Has(ctx context.Context, m ring.Member, rec *kvringv1.Name
 	ctx, cancel := c.peerCtx(ctx)
 	defer cancel()
 	req := &kvringv1.HasRequest{Caller: c.caller(), Namespace: nsRef(rec), Ids: ids, Pin: pin}
-	resp, err := pc.Has(ctx, req)
-	if errors.Is(transfer.FromStatus(err), transfer.ErrUnknownNamespace) && c.teach(ctx, m, rec.GetName()) {
+	var resp *kvringv1.HasResponse
+	err = c.taught(ctx, m, rec.GetName(), func() (err error) {
 		resp, err = pc.Has(ctx, req)
-	}
+		return err
+	})
 	c.peers.note(ctx, m, err)
 	if err != nil {
 		return nil, 0, fmt.Errorf("node %s (%s): %w", m.ID, m.Addr, transfer.FromStatus(err))
@@ -95,19 +95,24 @@ func (c *Coordinator) Copy(ctx context.Context, m ring.Member, rec *kvringv1.Nam
 		return errs
 	}
 	ref := nsRef(rec)
-	sess, err := c.session(m)
-	if err != nil {
-		return fail(err)
-	}
-	defer sess.close()
-	need, votes, err := sess.begin(ctx, ref, refs, runs)
-	if errors.Is(transfer.FromStatus(err), transfer.ErrUnknownNamespace) && c.teach(ctx, m, rec.GetName()) {
-		sess.close()
-		if sess, err = c.session(m); err == nil {
-			defer sess.close()
-			need, votes, err = sess.begin(ctx, ref, refs, runs)
+	var sess putSession
+	defer func() {
+		if sess != nil {
+			sess.close()
 		}
-	}
+	}()
+	var need []uint32
+	var votes []*kvringv1.ChunkVote
+	err := c.taught(ctx, m, rec.GetName(), func() (err error) {
+		if sess != nil {
+			sess.close()
+		}
+		if sess, err = c.session(m); err != nil {
+			return err
+		}
+		need, votes, err = sess.begin(ctx, ref, refs, runs)
+		return err
+	})
 	c.peers.note(ctx, m, err)
 	if err != nil {
 		return fail(fmt.Errorf("node %s (%s): %w", m.ID, m.Addr, transfer.FromStatus(err)))

@@ -2,6 +2,7 @@ package coord
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/kvring/kvring/node/internal/namespace"
@@ -41,6 +42,17 @@ func (c *Coordinator) broadcast(ctx context.Context, rec *kvringv1.NamespaceReco
 	}
 	wg.Wait()
 	return winner
+}
+
+// taught runs call, and runs it once more after teaching member m the
+// namespace name when m answered that it does not know it (it missed the
+// registration). It returns the last call's error.
+func (c *Coordinator) taught(ctx context.Context, m ring.Member, name string, call func() error) error {
+	err := call()
+	if errors.Is(transfer.FromStatus(err), transfer.ErrUnknownNamespace) && c.teach(ctx, m, name) {
+		err = call()
+	}
+	return err
 }
 
 // offer sends rec to member m under bctx and returns m's record when it

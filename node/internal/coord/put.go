@@ -184,10 +184,12 @@ func (tx *putTx) prepare(ctx context.Context) { tx.prepareShares(ctx, tx.shares)
 // prepareShares runs phase 1 for the given shares.
 func (tx *putTx) prepareShares(ctx context.Context, shares map[string]*ownerShare) {
 	parallel(shares, func(s *ownerShare) {
-		need, votes, err := tx.begin(ctx, s)
-		if errors.Is(err, transfer.ErrUnknownNamespace) && tx.c.teach(ctx, s.member, tx.ref.GetName()) {
-			need, votes, err = tx.begin(ctx, s) // the owner missed the registration: it knows it now
-		}
+		var need []uint32
+		var votes []*kvringv1.ChunkVote
+		err := tx.c.taught(ctx, s.member, tx.ref.GetName(), func() (err error) {
+			need, votes, err = tx.begin(ctx, s) // a new session each time
+			return err
+		})
 		if err != nil {
 			s.fail(err)
 			return
