@@ -127,12 +127,11 @@ func (m *Mover) quiet(ctx context.Context) {
 // Evicted and FailedCopies summed over the passes: Pending counts what
 // could not be handed off.
 func (m *Mover) Drain(ctx context.Context) PassStats {
-	var sum PassStats
+	var moved PassStats
 	for {
 		st := m.Pass(ctx)
-		sum.add(st)
-		sum.Evicted += st.Evicted
-		st.Copied, st.CopiedBytes, st.FailedCopies, st.Evicted, st.Errors = sum.Copied, sum.CopiedBytes, sum.FailedCopies, sum.Evicted, sum.Errors
+		moved.add(st)
+		st.Copied, st.CopiedBytes, st.FailedCopies, st.Evicted, st.Errors = moved.Copied, moved.CopiedBytes, moved.FailedCopies, moved.Evicted, moved.Errors
 		if st.Pending == st.NoOwner || ctx.Err() != nil {
 			return st
 		}

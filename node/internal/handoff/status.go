@@ -48,11 +48,12 @@ type PassStats struct {
 	Errors []string `json:"errors,omitempty"`
 }
 
-// add adds the copy counts and errors of a part of a pass.
+// add adds what o moved: copies, evictions and copy errors.
 func (s *PassStats) add(o PassStats) {
 	s.Copied += o.Copied
 	s.CopiedBytes += o.CopiedBytes
 	s.FailedCopies += o.FailedCopies
+	s.Evicted += o.Evicted
 	for _, e := range o.Errors {
 		if len(s.Errors) < maxErrors {
 			s.Errors = append(s.Errors, e)
@@ -60,11 +61,10 @@ func (s *PassStats) add(o PassStats) {
 	}
 }
 
-// merge adds a batch's statistics: the copy counts and errors, and what
-// settling counted.
+// merge adds a batch's statistics: what it moved, and what settling
+// counted.
 func (s *PassStats) merge(o PassStats) {
 	s.add(o)
-	s.Evicted += o.Evicted
 	s.Pending += o.Pending
 	s.NoOwner += o.NoOwner
 	s.Underreplicated += o.Underreplicated
