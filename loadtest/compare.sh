@@ -122,21 +122,8 @@ log "building kvring"
 go build -o "$work/kvring" ./cmd/kvring
 kv="$work/kvring"
 
-# free_port prints a loopback TCP+UDP port nobody listens on and this script
-# has not handed out yet.
-used=" "
-free_port() {
-	local p
-	while :; do
-		p=$((20000 + RANDOM % 40000))
-		case "$used" in *" $p "*) continue ;; esac
-		if [ -z "$(ss -Htuan "( sport = :$p )" 2>/dev/null)" ]; then
-			used+="$p "
-			echo "$p"
-			return
-		fi
-	done
-}
+# shellcheck source=loadtest/ports.sh
+source "$root/loadtest/ports.sh" # free_port
 
 wait_http() { # url what [tries of 50ms]: returns 1, showing what's log, when it does not answer
 	for _ in $(seq "${3:-200}"); do

@@ -47,19 +47,8 @@ trap cleanup EXIT
 kv="$work/kvring"
 go build -o "$kv" ./cmd/kvring
 
-used=" "
-free_port() {
-	local p
-	while :; do
-		p=$((20000 + RANDOM % 40000))
-		case "$used" in *" $p "*) continue ;; esac
-		if [ -z "$(ss -Htuan "( sport = :$p )" 2>/dev/null)" ]; then
-			used+="$p "
-			echo "$p"
-			return
-		fi
-	done
-}
+# shellcheck source=loadtest/ports.sh
+source "$root/loadtest/ports.sh" # free_port
 wait_http() {
 	for _ in $(seq 400); do
 		curl -sf -o /dev/null "$1" && return 0

@@ -33,19 +33,8 @@ log "building kvring"
 go build -o "$work/kvring" ./cmd/kvring
 kv="$work/kvring"
 
-used=" "
-free_port() {
-	local p
-	while :; do
-		p=$((20000 + RANDOM % 40000))
-		case "$used" in *" $p "*) continue ;; esac
-		if [ -z "$(ss -Htuan "( sport = :$p )" 2>/dev/null)" ]; then
-			used+="$p "
-			echo "$p"
-			return
-		fi
-	done
-}
+# shellcheck source=loadtest/ports.sh
+source loadtest/ports.sh # free_port (the script runs from the repository root)
 wait_ready() { # admin address
 	for _ in $(seq 400); do
 		curl -sf -o /dev/null "http://$1/readyz" && return 0

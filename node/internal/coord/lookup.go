@@ -202,7 +202,11 @@ func (c *Coordinator) newLookup(req *kvringv1.LookupRequest) (*lookupTx, error) 
 	return tx, nil
 }
 
-// wave asks the owners of the ids at request positions [lo, hi).
+// wave asks the owners of the ids at request positions [lo, hi) (every
+// member while unsettled, then the owners once more about what nobody
+// held: a chunk on its way to its owner is copied there before its source
+// evicts it, so an owner asked before the copy and a source asked after the
+// eviction both miss it, and the owner asked again has it).
 func (tx *lookupTx) wave(ctx context.Context, lo, hi int) {
 	plans := map[string]*lookupPlan{}
 	for i := lo; i < hi; i++ {
@@ -212,6 +216,23 @@ func (tx *lookupTx) wave(ctx context.Context, lo, hi int) {
 		}
 		addToPlans(plans, members, i, tx.ids[i])
 	}
+	tx.ask(ctx, plans)
+	if !tx.unsettled {
+		return
+	}
+	again := map[string]*lookupPlan{}
+	for i := lo; i < hi; i++ {
+		if !tx.held[i] {
+			addToPlans(again, tx.c.readOwners(tx.rg, tx.ns, tx.place.keys[i], tx.replicas), i, tx.ids[i])
+		}
+	}
+	if len(again) > 0 {
+		tx.ask(ctx, again)
+	}
+}
+
+// ask runs one round of a wave's plans and records who pinned what.
+func (tx *lookupTx) ask(ctx context.Context, plans map[string]*lookupPlan) {
 	for id := range plans {
 		tx.asked[id] = true
 	}
