@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/kvring/kvring/node/internal/handoff"
+	"github.com/kvring/kvring/node/internal/spread"
 	"github.com/kvring/kvring/node/membership"
 	"github.com/kvring/kvring/ring"
 	"github.com/kvring/kvring/store"
@@ -86,6 +87,14 @@ type Config struct {
 	// it, to re-replicate chunks after changes no ring change shows.
 	// Default 1m; negative: only on ring changes.
 	HandoffSweep time.Duration
+	// Spread configures hot-group spreading: a group of a namespace placed
+	// by groups that reaches its primary owner in SpreadThreshold lookups
+	// within SpreadWindow is copied to the other members of its key's spread
+	// set (its owners, then members picked by keys derived from it;
+	// SpreadWidth members in all), who keep it for SpreadTTL after it
+	// was last found hot; lookups and gets of the group then go to any of
+	// them (docs/placement.md).
+	Spread SpreadConfig
 	// MaintenanceInterval is how often expired stage tokens and leases are
 	// swept. Default 5s.
 	MaintenanceInterval time.Duration
@@ -184,6 +193,8 @@ func DefaultConfig() Config {
 		HandoffRate:         handoff.DefaultRate,
 		HandoffRetry:        5 * time.Second,
 		HandoffSweep:        time.Minute,
+		Spread: SpreadConfig{Threshold: spread.DefaultThreshold, Window: spread.DefaultWindow, Width: spread.DefaultWidth,
+			TTL: spread.DefaultTTL},
 		MaxNamespaces:       1024,
 		MaxStreamsPerConn:   256,
 		MaxRecvMsgBytes:     4 << 20,
@@ -200,6 +211,21 @@ func DefaultConfig() Config {
 		Logger:              slog.Default(),
 		Now:                 time.Now,
 	}
+}
+
+// SpreadConfig configures hot-group spreading (Config.Spread).
+type SpreadConfig struct {
+	// Threshold is how many lookups of one group within Window make it hot.
+	// Default 32; negative: no group is ever spread.
+	Threshold int
+	// Window is the counting window. Default 10s.
+	Window time.Duration
+	// Width is how many members hold a hot group, its owners included (at
+	// most the cluster's size). Default 8.
+	Width int
+	// TTL is how long the members keep a spread group after it was last
+	// found hot (at most 1h). Default 2m.
+	TTL time.Duration
 }
 
 func (c *Config) validate() error {
@@ -245,6 +271,9 @@ func (c *Config) validate() error {
 	}
 	if c.HandoffSweep == 0 {
 		c.HandoffSweep = def.HandoffSweep
+	}
+	if err := c.Spread.fill(def.Spread); err != nil {
+		return err
 	}
 	c.fillLimits(def)
 	if c.Now == nil {
@@ -303,6 +332,31 @@ func (c *Config) validate() error {
 	errs = append(errs, c.Security.validate()...)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("invalid node configuration: %w", err)
+	}
+	return nil
+}
+
+// fill sets the zero fields of s to def's and checks the rest.
+func (s *SpreadConfig) fill(def SpreadConfig) error {
+	if s.Threshold == 0 {
+		s.Threshold = def.Threshold
+	}
+	if s.Window == 0 {
+		s.Window = def.Window
+	}
+	if s.Width == 0 {
+		s.Width = def.Width
+	}
+	if s.TTL == 0 {
+		s.TTL = def.TTL
+	}
+	switch {
+	case s.Window < 0:
+		return fmt.Errorf("invalid spread window %s: must be positive", s.Window)
+	case s.Width < 1:
+		return fmt.Errorf("invalid spread width %d: must be at least 1", s.Width)
+	case s.TTL < 0 || s.TTL > spread.MaxTTL:
+		return fmt.Errorf("invalid spread TTL %s: must be positive and at most %s", s.TTL, spread.MaxTTL)
 	}
 	return nil
 }

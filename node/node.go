@@ -122,6 +122,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	n.wg.Go(func() { n.syncNamespaces(p.svc) })
 	n.announceActive(ctx, p)
 	p.mover.Start()
+	p.svc.spreader.Start()
 	return nil
 }
 
@@ -186,11 +187,11 @@ func (n *Node) wire(p *nodeParts, mcfg membership.Config) (err error) {
 	}
 	p.svc = newServices(&n.cfg, p.store, clusterView{ring: p.member.Ring, unsettled: p.member.Unsettled, draining: p.member.Draining}, p.sec)
 	p.mover = handoff.New(handoff.Config{Self: p.store.NodeID(), Store: p.store, Registry: p.svc.reg, Ring: p.member.Ring,
-		Owners: p.svc.coord.Owners, Peers: p.svc.coord, Announce: p.member.SetHandingOff, Rate: n.cfg.HandoffRate,
+		Owners: p.svc.coord.Owners, Peers: p.svc.coord, Spread: p.svc.spread, Announce: p.member.SetHandingOff, Rate: n.cfg.HandoffRate,
 		Retry: n.cfg.HandoffRetry, Sweep: n.cfg.HandoffSweep, Batch: min(n.cfg.MaxBatchChunks, 1024),
 		Log: n.cfg.Logger.With("component", "handoff")})
 	p.unmetrics, err = registerAll(n.cfg.Registerer, append(nodeCollectors(p.svc, p.store, p.member.Members, p.member.Ring),
-		p.mover.Collectors()...)...)
+		append(p.mover.Collectors(), spreadCollectors(p.svc)...)...)...)
 	return err
 }
 
@@ -366,6 +367,9 @@ func (n *Node) closeLocked(ctx context.Context) error {
 	}
 	if p.mover != nil {
 		p.mover.Close() // before the peer connections it copies over close
+	}
+	if p.svc != nil {
+		p.svc.spreader.Close() // likewise
 	}
 	if p.member != nil {
 		// Peers notice a node that could not say goodbye through failure

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"runtime"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/kvring/kvring/node/internal/metrics"
 	"github.com/kvring/kvring/node/internal/namespace"
 	"github.com/kvring/kvring/node/internal/owner"
+	"github.com/kvring/kvring/node/internal/spread"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/ring"
 	"github.com/kvring/kvring/store"
@@ -29,6 +31,11 @@ type services struct {
 	coord *coord.Coordinator
 	m     *metrics.Set
 	grpc  *grpc.Server
+	// spread is what the node knows of hot groups; spreader copies the hot
+	// groups this node is the primary owner of (its goroutine is started
+	// and stopped by the node; the test cluster runs it with RunOnce).
+	spread   *spread.Table
+	spreader *spread.Spreader
 }
 
 // clusterView is what the services read of the cluster: the ring, whether
@@ -55,8 +62,12 @@ func newServices(cfg *Config, st *store.Store, view clusterView, sec *security) 
 		}
 		return 0
 	}
+	table := spread.NewTable(spread.TableConfig{Now: cfg.Now})
+	var spreader *spread.Spreader // made below, once the coordinator exists
+	counter := spread.NewCounter(spread.CounterConfig{Threshold: cfg.Spread.Threshold, Window: cfg.Spread.Window, Now: cfg.Now,
+		OnHot: func(h spread.Hot) { spreader.Offer(h) }})
 	o := owner.New(owner.Config{Store: st, Log: cfg.Logger.With("component", "owner"), Registry: reg, Epoch: epoch,
-		MaxBatch: cfg.MaxBatchChunks, MaxPin: cfg.Store.MaxPinLease, Now: cfg.Now, Metrics: m})
+		MaxBatch: cfg.MaxBatchChunks, MaxPin: cfg.Store.MaxPinLease, Now: cfg.Now, Metrics: m, Counter: counter, Spread: table})
 	c := coord.New(coord.Config{Self: st.NodeID(), Ring: rg, Unsettled: unsettled, Draining: view.draining, Owner: o, Registry: reg,
 		Log: cfg.Logger.With("component", "coordinator"), MaxBatch: cfg.MaxBatchChunks, CommitTimeout: cfg.CommitTimeout,
 		PeerTimeout: cfg.PeerTimeout, BroadcastTimeout: cfg.CommitTimeout, IdleTimeout: max(cfg.PutIdleTimeout, 0), MaxPin: cfg.Store.MaxPinLease,
@@ -64,12 +75,29 @@ func newServices(cfg *Config, st *store.Store, view clusterView, sec *security) 
 			MaxReplicas: uint32(cfg.Membership.Ring.ReplicationFactor)},
 		Limits: &kvringv1.Limits{MaxFrameBytes: transfer.MaxFrameBytes, MaxChunkBytes: uint64(st.MaxChunkSize()),
 			MaxBatchChunks: uint32(cfg.MaxBatchChunks), MaxLeaseTtlMs: uint32(cfg.Store.MaxPinLease / time.Millisecond)},
-		Now: cfg.Now, Metrics: m, PeerDialOptions: sec.peerDialOptions()})
+		Now: cfg.Now, Metrics: m, PeerDialOptions: sec.peerDialOptions(), Spread: table})
+	spreader = newSpreader(cfg, st, reg, view, c, table)
 	gs := grpc.NewServer(append(append(serverOptions(cfg, m), sec.serverOptions()...),
 		grpc.StatsHandler(owner.ConnEnd{O: o}))...) // a coordinator gone: its uncommitted chunks are freed at once
 	gs.RegisterService(transfer.StrictDecoding(&kvringv1.Cache_ServiceDesc), coord.NewService(c))
 	gs.RegisterService(transfer.StrictDecoding(&kvringv1.Peer_ServiceDesc), owner.NewService(o))
-	return &services{reg: reg, owner: o, coord: c, m: m, grpc: gs}
+	return &services{reg: reg, owner: o, coord: c, m: m, grpc: gs, spread: table, spreader: spreader}
+}
+
+// newSpreader wires the node's hot-group spreader: it copies through the
+// coordinator (SpreadCopy) to members that neither drain nor are down.
+func newSpreader(cfg *Config, st *store.Store, reg *namespace.Registry, view clusterView, c *coord.Coordinator, table *spread.Table) *spread.Spreader {
+	copyTo := func(ctx context.Context, m ring.Member, rec *kvringv1.NamespaceRecord, chunks []spread.Chunk, width int, ttl time.Duration) []error {
+		cc := make([]coord.CopyChunk, len(chunks))
+		for i, ch := range chunks {
+			cc[i] = coord.CopyChunk{View: ch.View, ID: ch.ID, Place: ch.Place}
+		}
+		return c.SpreadCopy(ctx, m, rec, cc, width, ttl)
+	}
+	usable := func(id string) bool { return !c.IsDown(id) && (view.draining == nil || !view.draining(id)) }
+	return spread.New(spread.Config{Self: st.NodeID(), Store: st, Registry: reg, Ring: view.ring, Owners: c.Owners,
+		Usable: usable, Copy: copyTo, Table: table, Width: cfg.Spread.Width, TTL: cfg.Spread.TTL, Now: cfg.Now,
+		Log: cfg.Logger.With("component", "spread")})
 }
 
 // serverOptions are the options of a node's gRPC server, with cfg's limits.
@@ -111,6 +139,7 @@ func serverOptions(cfg *Config, m *metrics.Set) []grpc.ServerOption {
 func (s *services) sweep() {
 	s.owner.Sweep()
 	s.coord.Sweep()
+	s.spread.Sweep()
 }
 
 // close stops the gRPC server at once and closes the peer connections; for

@@ -12,6 +12,7 @@ import (
 	"github.com/kvring/kvring/node/internal/metrics"
 	"github.com/kvring/kvring/node/internal/namespace"
 	"github.com/kvring/kvring/node/internal/owner"
+	"github.com/kvring/kvring/node/internal/spread"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/ring"
 	"github.com/kvring/kvring/transfer"
@@ -61,6 +62,11 @@ type Config struct {
 	// node passes the same clock to the store.
 	Now     func() time.Time
 	Metrics *metrics.Set
+	// Spread is what this node knows of hot groups spread to more members
+	// (package spread): reads of a spread group ask one of its spread
+	// members first, and what holders answer about spreading is recorded
+	// in it. Optional: nil reads every group from its owners.
+	Spread *spread.Table
 	// PeerDialOptions are added to the options of the connections to peers:
 	// the node's TLS credentials and cluster key (node/security.go).
 	PeerDialOptions []grpc.DialOption
@@ -166,3 +172,7 @@ func nsRef(rec *kvringv1.NamespaceRecord) *kvringv1.NamespaceRef {
 func replication(rec *kvringv1.NamespaceRecord) (replicas, minReplicas int) {
 	return int(max(1, rec.GetReplicationFactor())), int(max(1, rec.GetMinReplicas()))
 }
+
+// IsDown reports whether peer id is in an outage now (its last call could
+// not reach it). Never blocks.
+func (c *Coordinator) IsDown(id string) bool { return c.peers.isDown(id) }

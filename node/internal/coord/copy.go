@@ -74,6 +74,22 @@ func (c *Coordinator) Unpin(ctx context.Context, m ring.Member, leases []uint64)
 // (another writer is storing it there), or another error. Blocks on the exchange with m, each step bounded by
 // PeerTimeout, the commit by CommitTimeout.
 func (c *Coordinator) Copy(ctx context.Context, m ring.Member, rec *kvringv1.NamespaceRecord, chunks []CopyChunk) []error {
+	return c.copyTo(ctx, m, rec, chunks, spreadMark{})
+}
+
+// SpreadCopy is Copy of chunks of hot groups that this node, their primary
+// owner, spreads to width members: m keeps them as spread copies for ttl
+// (PrepareBegin.spread_width). The namespace must place chunks by groups.
+func (c *Coordinator) SpreadCopy(ctx context.Context, m ring.Member, rec *kvringv1.NamespaceRecord, chunks []CopyChunk, width int, ttl time.Duration) []error {
+	return c.copyTo(ctx, m, rec, chunks, spreadMark{width: uint32(width), ttlMs: uint32(ttl / time.Millisecond)})
+}
+
+// spreadMark is what a prepare says of spread copies (zero: an ordinary
+// write).
+type spreadMark struct{ width, ttlMs uint32 }
+
+// copyTo is Copy, the prepare marked with spread.
+func (c *Coordinator) copyTo(ctx context.Context, m ring.Member, rec *kvringv1.NamespaceRecord, chunks []CopyChunk, spread spreadMark) []error {
 	errs := make([]error, len(chunks))
 	for i := range errs {
 		errs[i] = fmt.Errorf("node %s did not answer for the chunk", m.ID)
@@ -109,6 +125,9 @@ func (c *Coordinator) Copy(ctx context.Context, m ring.Member, rec *kvringv1.Nam
 		}
 		if sess, err = c.session(m); err != nil {
 			return err
+		}
+		if rs, ok := sess.(*remoteSession); ok {
+			rs.spread = spread
 		}
 		need, votes, err = sess.begin(ctx, ref, refs, runs)
 		return err

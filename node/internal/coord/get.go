@@ -87,8 +87,15 @@ func (c *Coordinator) beginGet(req *kvringv1.GetRequest, stream grpc.ServerStrea
 	}
 	replicas, _ := replication(rec)
 	unsettled := c.isUnsettled()
+	var picks *spreadPicks
+	if !unsettled {
+		picks = c.newSpreadPicks(rg, rec, ns, pl.grouped)
+	}
 	for i := range ids {
 		g.owners[i] = c.readOwners(rg, rec.GetName(), pl.keys[i], replicas)
+		if pk := picks.of(pl.keys[i]); pk.ok {
+			g.owners[i] = spreadOrder(pk, g.owners[i])
+		}
 		if unsettled {
 			// Shortly after a ring change a chunk may sit on a non-owner, or be
 			// on its way from one to its owner: the hand-off copies it before
@@ -231,6 +238,19 @@ func (g *getTx) fetch(k int, m ring.Member, id store.ID) (*kvringv1.ChunkHeader,
 		g.c.peers.note(g.ctx, m, err) // once per stream; success is noted at the end
 	}
 	return h, data, sum, err
+}
+
+// spreadOrder is the order a get of a spread group's chunk tries members
+// in: the pick, the owners, then the other spread members (a lookup may
+// have pinned the chunk on any of them).
+func spreadOrder(pk spreadPick, owners []ring.Member) []ring.Member {
+	out := append([]ring.Member{pk.m}, withoutMember(owners, pk.m)...)
+	for _, m := range pk.set {
+		if !slices.ContainsFunc(out, func(o ring.Member) bool { return o.ID == m.ID }) {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // nonOwners returns the members of rg that are not in owners.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kvring/kvring/node/internal/metrics"
+	"github.com/kvring/kvring/node/internal/namespace"
 	"github.com/kvring/kvring/node/internal/owner"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/ring"
@@ -24,33 +25,43 @@ func leadingRun(held []bool) int {
 
 // hasOn asks one owner (this node in process, or a peer) which of ids it
 // holds now, bounded by peerTimeout. With pin set, the owner pins what it
-// reports held. A peer's answer is noted for the outage log.
-func (c *Coordinator) hasOn(ctx context.Context, m ring.Member, ref *kvringv1.NamespaceRef, ids [][]byte, pin *kvringv1.LeasePin) ([]bool, error) {
+// reports held. keys are the ids' group keys (nil: the namespace places
+// chunks by their ids): the owner counts the lookup per group and answers
+// which groups are spread, which is recorded. A peer's answer is noted for
+// the outage log.
+func (c *Coordinator) hasOn(ctx context.Context, m ring.Member, ref *kvringv1.NamespaceRef, ids, keys [][]byte, pin *kvringv1.LeasePin) ([]bool, error) {
+	var runs []*kvringv1.GroupRun
+	if keys != nil {
+		runs = transfer.GroupRuns(keys)
+	}
 	if m.ID == c.cfg.Self {
-		held, _, err := c.local.Has(ref, ids, pin)
+		held, _, _, err := c.local.Lookup(ref, ids, runs, pin) // widths: this node's own records
 		return held, err
 	}
-	held, err := c.askPeer(ctx, m, ref, ids, pin)
+	held, widths, err := c.askPeer(ctx, m, ref, ids, runs, pin)
 	c.peers.note(ctx, m, err)
 	if err == nil && len(held) != len(ids) {
 		err = fmt.Errorf("node %s answered %d of %d ids", m.ID, len(held), len(ids))
+	}
+	if err == nil && len(runs) > 0 {
+		c.learnSpread(namespace.StoreName(ref.GetName(), ref.GetFingerprint()), runs, widths)
 	}
 	return held, err
 }
 
 // askPeer sends one Has request to peer m, bounded by peerTimeout.
-func (c *Coordinator) askPeer(ctx context.Context, m ring.Member, ref *kvringv1.NamespaceRef, ids [][]byte, pin *kvringv1.LeasePin) ([]bool, error) {
+func (c *Coordinator) askPeer(ctx context.Context, m ring.Member, ref *kvringv1.NamespaceRef, ids [][]byte, runs []*kvringv1.GroupRun, pin *kvringv1.LeasePin) ([]bool, []uint32, error) {
 	pc, err := c.peer(m)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	pctx, cancel := c.peerCtx(ctx)
 	defer cancel()
-	resp, err := pc.Has(pctx, &kvringv1.HasRequest{Caller: c.caller(), Namespace: ref, Ids: ids, Pin: pin})
+	resp, err := pc.Has(pctx, &kvringv1.HasRequest{Caller: c.caller(), Namespace: ref, Ids: ids, Pin: pin, Groups: runs})
 	if err != nil {
-		return nil, transfer.FromStatus(err)
+		return nil, nil, transfer.FromStatus(err)
 	}
-	return resp.GetHeld(), nil
+	return resp.GetHeld(), resp.GetSpreadWidth(), nil
 }
 
 // askOwners sends each plan's ids to its node (in process for this node), in
@@ -60,7 +71,7 @@ func (c *Coordinator) askPeer(ctx context.Context, m ring.Member, ref *kvringv1.
 // plan's pinned lists the request positions its node pinned.
 func (c *Coordinator) askOwners(ctx context.Context, ref *kvringv1.NamespaceRef, plans map[string]*lookupPlan, pin *kvringv1.LeasePin, held []bool) {
 	parallel(plans, func(p *lookupPlan) {
-		p.held, p.err = c.hasOn(ctx, p.m, ref, p.ids, pin)
+		p.held, p.err = c.hasOn(ctx, p.m, ref, p.ids, p.keys, pin)
 	})
 	for _, p := range plans {
 		if p.err != nil {
@@ -83,13 +94,15 @@ type lookupPlan struct {
 	m      ring.Member
 	global []int
 	ids    [][]byte
+	keys   [][]byte // group key per id; nil when the namespace places by ids
 	held   []bool
 	err    error
 	pinned []int // request positions the node pinned
 }
 
-// addToPlans adds the id at request position i to the plan of each member.
-func addToPlans(plans map[string]*lookupPlan, members []ring.Member, i int, id []byte) {
+// addToPlans adds the id at request position i, placed by group key (nil:
+// by its id), to the plan of each member.
+func addToPlans(plans map[string]*lookupPlan, members []ring.Member, i int, id, key []byte) {
 	for _, m := range members {
 		p := plans[m.ID]
 		if p == nil {
@@ -98,6 +111,9 @@ func addToPlans(plans map[string]*lookupPlan, members []ring.Member, i int, id [
 		}
 		p.global = append(p.global, i)
 		p.ids = append(p.ids, id)
+		if key != nil {
+			p.keys = append(p.keys, key)
+		}
 	}
 }
 
@@ -109,6 +125,8 @@ type lookupTx struct {
 	rg        *ring.Ring
 	ids       [][]byte
 	place     *placement
+	storeNS   string       // the namespace's store name (spread records)
+	spread    *spreadPicks // nil: every group is read from its owners
 	replicas  int
 	unsettled bool
 	pin       *kvringv1.LeasePin
@@ -150,7 +168,8 @@ func (c *Coordinator) lookup(ctx context.Context, req *kvringv1.LookupRequest) (
 	if tx.pin != nil {
 		n = tx.trimPins(ctx, n)
 	}
-	resp = &kvringv1.LookupResponse{Epoch: tx.rg.Epoch(), Held: uint32(n)}
+	resp = &kvringv1.LookupResponse{Epoch: tx.rg.Epoch(), Held: uint32(n),
+		SpreadWidth: c.spreadWidths(tx.storeNS, req.GetGroups(), min(len(tx.ids), n+1))}
 	if nodes := tx.pinnedNodes(); len(nodes) > 0 {
 		ttl := time.Duration(tx.pin.GetTtlMs()) * time.Millisecond
 		c.recordLease(tx.pin.GetLeaseId(), nodes, ttl)
@@ -189,46 +208,72 @@ func (c *Coordinator) newLookup(req *kvringv1.LookupRequest) (*lookupTx, error) 
 		return nil, err
 	}
 	rec := rr.rec
-	tx := &lookupTx{c: c, ref: nsRef(rec), ns: rec.GetName(), rg: rr.ring, ids: req.GetIds(), place: rr.place,
+	tx := &lookupTx{c: c, ref: nsRef(rec), ns: rec.GetName(), rg: rr.ring, ids: req.GetIds(), place: rr.place, storeNS: rr.ns,
 		held: make([]bool, len(req.GetIds())), asked: map[string]bool{}, pinned: map[string]*pinnedOn{}}
 	tx.replicas, _ = replication(rec)
 	// Shortly after a ring change (or this node's start) a chunk may sit on a
 	// non-owner, stored by a coordinator whose ring was behind: ask every
 	// member then.
 	tx.unsettled = c.isUnsettled()
+	if !tx.unsettled {
+		tx.spread = c.newSpreadPicks(rr.ring, rec, rr.ns, rr.place.grouped)
+	}
 	if ttl := min(time.Duration(req.GetPinTtlMs())*time.Millisecond, c.cfg.MaxPin); ttl > 0 {
 		tx.pin = &kvringv1.LeasePin{LeaseId: owner.NewLeaseID(), TtlMs: uint32(ttl / time.Millisecond)}
 	}
 	return tx, nil
 }
 
-// wave asks the owners of the ids at request positions [lo, hi) (every
-// member while unsettled, then the owners once more about what nobody
-// held: a chunk on its way to its owner is copied there before its source
+// wave asks the owners of the ids at request positions [lo, hi): every
+// member while unsettled, then the owners once more about what nobody held
+// (a chunk on its way to its owner is copied there before its source
 // evicts it, so an owner asked before the copy and a source asked after the
-// eviction both miss it, and the owner asked again has it).
+// eviction both miss it, and the owner asked again has it). A spread
+// group's ids go to one of its spread members first, and to the owners for
+// what that member lacks.
 func (tx *lookupTx) wave(ctx context.Context, lo, hi int) {
 	plans := map[string]*lookupPlan{}
+	first := make(map[int]ring.Member) // positions asked of a spread member
 	for i := lo; i < hi; i++ {
-		members := tx.c.readOwners(tx.rg, tx.ns, tx.place.keys[i], tx.replicas)
-		if tx.unsettled {
-			members = tx.rg.Members()
+		switch pk := tx.spread.of(tx.place.keys[i]); {
+		case tx.unsettled:
+			addToPlans(plans, tx.rg.Members(), i, tx.ids[i], tx.key(i))
+		case pk.ok:
+			first[i] = pk.m
+			addToPlans(plans, []ring.Member{pk.m}, i, tx.ids[i], tx.key(i))
+		default:
+			addToPlans(plans, tx.c.readOwners(tx.rg, tx.ns, tx.place.keys[i], tx.replicas), i, tx.ids[i], tx.key(i))
 		}
-		addToPlans(plans, members, i, tx.ids[i])
 	}
 	tx.ask(ctx, plans)
-	if !tx.unsettled {
+	if !tx.unsettled && len(first) == 0 {
 		return
 	}
 	again := map[string]*lookupPlan{}
 	for i := lo; i < hi; i++ {
-		if !tx.held[i] {
-			addToPlans(again, tx.c.readOwners(tx.rg, tx.ns, tx.place.keys[i], tx.replicas), i, tx.ids[i])
+		if tx.held[i] {
+			continue
 		}
+		owners := tx.c.readOwners(tx.rg, tx.ns, tx.place.keys[i], tx.replicas)
+		if m, ok := first[i]; ok {
+			owners = withoutMember(owners, m)
+		} else if !tx.unsettled {
+			continue
+		}
+		addToPlans(again, owners, i, tx.ids[i], tx.key(i))
 	}
 	if len(again) > 0 {
 		tx.ask(ctx, again)
 	}
+}
+
+// key is the group key sent with the id at position i: nil when the
+// namespace places chunks by their ids.
+func (tx *lookupTx) key(i int) []byte {
+	if !tx.place.grouped {
+		return nil
+	}
+	return tx.place.keys[i]
 }
 
 // ask runs one round of a wave's plans and records who pinned what.
@@ -269,7 +314,7 @@ func (tx *lookupTx) trimPins(ctx context.Context, n int) int {
 		delete(tx.pinned, on.m.ID)
 		for _, i := range on.positions {
 			if i < n {
-				addToPlans(plans, []ring.Member{on.m}, i, tx.ids[i])
+				addToPlans(plans, []ring.Member{on.m}, i, tx.ids[i], tx.key(i))
 			}
 		}
 	}

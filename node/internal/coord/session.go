@@ -68,6 +68,8 @@ type remoteSession struct {
 	// timeout bounds each step with the owner (begin, one frame, finish,
 	// commit), so a stuck owner fails its share instead of the whole call.
 	timeout time.Duration
+	// spread marks the chunks as spread copies of hot groups (SpreadCopy).
+	spread spreadMark
 }
 
 // watch cancels the session's stream if the step that called it takes
@@ -86,7 +88,8 @@ func (s *remoteSession) begin(ctx context.Context, ref *kvringv1.NamespaceRef, c
 	}
 	s.stream = stream
 	if err := stream.Send(&kvringv1.PrepareRequest{Msg: &kvringv1.PrepareRequest_Begin{Begin: &kvringv1.PrepareBegin{
-		Caller: s.caller, Namespace: ref, Chunks: chunks, Groups: runs}}}); err != nil {
+		Caller: s.caller, Namespace: ref, Chunks: chunks, Groups: runs,
+		SpreadWidth: s.spread.width, SpreadTtlMs: s.spread.ttlMs}}}); err != nil {
 		return nil, nil, recvErr(stream, err)
 	}
 	m, err := stream.Recv()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kvring/kvring/node/internal/coord"
 	"github.com/kvring/kvring/node/internal/namespace"
+	"github.com/kvring/kvring/node/internal/spread"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/ring"
 	"github.com/kvring/kvring/store"
@@ -35,6 +36,10 @@ type Config struct {
 	// do not drain).
 	Owners func(rg *ring.Ring, ns string, key []byte, r int) []ring.Member
 	Peers  Peers
+	// Spread tells which chunks are spread copies of hot groups that this
+	// node keeps (they are neither moved nor evicted while their record
+	// lives). Optional: nil keeps none.
+	Spread *spread.Table
 	// Announce gossips whether this node holds chunks that belong on other
 	// nodes (membership.SetHandingOff). Optional.
 	Announce func(ctx context.Context, on bool) error

@@ -5,9 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 
 	"github.com/kvring/kvring/node/internal/coord"
 	"github.com/kvring/kvring/node/internal/namespace"
+	"github.com/kvring/kvring/node/internal/spread"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/ring"
 	"github.com/kvring/kvring/store"
@@ -428,5 +431,47 @@ func TestTwoNodesThatDisagreeNeverBothEvict(t *testing.T) {
 		if !stores["a"].Contains(storeNS(rec), id) && !stores["b"].Contains(storeNS(rec), id) {
 			t.Fatalf("chunk %s was evicted by both nodes: lost", id)
 		}
+	}
+}
+
+// TestASpreadCopyStaysWhileItsGroupIsSpread: a chunk this node holds as a
+// spread copy of a hot group (a live record in Config.Spread, this node in
+// the key's spread set) is neither moved nor evicted; once the record
+// ends, the next pass finds it misplaced and evicts it, its owner holding
+// it.
+func TestASpreadCopyStaysWhileItsGroupIsSpread(t *testing.T) {
+	f := newFixture(t, "a", "b", "c", "d")
+	var now atomic.Int64
+	now.Store(time.Unix(1_000_000, 0).UnixNano())
+	table := spread.NewTable(spread.TableConfig{Now: func() time.Time { return time.Unix(0, now.Load()) }})
+	f.m.cfg.Spread = table
+	rec := f.recs["r1"]
+	var key store.ID
+	for i := 0; ; i++ {
+		key = store.ID(sha256.Sum256(fmt.Append(nil, "group ", i)))
+		set := f.rg.SpreadSet("r1", key[:], 1, 4)
+		if set[0].ID != "a" && slices.ContainsFunc(set, func(m ring.Member) bool { return m.ID == "a" }) {
+			break
+		}
+	}
+	owner := f.rg.Owners("r1", key[:], 1)[0].ID
+	data := []byte("a spread copy")
+	id := store.ID(sha256.Sum256(data))
+	if err := storeBytes(f.st, storeNS(rec), id, data, &key); err != nil {
+		t.Fatal(err)
+	}
+	if err := storeBytes(f.peers.stores[owner], storeNS(rec), id, data, &key); err != nil {
+		t.Fatal(err)
+	}
+	table.Hold(spread.Key{NS: storeNS(rec), Place: key}, 4, time.Unix(0, now.Load()).Add(time.Minute))
+	if st := f.m.Pass(context.Background()); st.SpreadKept != 1 || st.Misplaced != 0 || !f.holdsHere("r1", id) {
+		t.Fatalf("pass while spread: %+v, held here %v: want the copy kept", st, f.holdsHere("r1", id))
+	}
+	now.Add(int64(2 * time.Minute))
+	if st := f.m.Pass(context.Background()); st.Misplaced != 1 || st.Evicted != 1 || f.holdsHere("r1", id) {
+		t.Fatalf("pass after the record ended: %+v, held here %v: want the copy evicted", st, f.holdsHere("r1", id))
+	}
+	if !f.peers.held(owner, rec, id) {
+		t.Fatal("the owner lost the chunk")
 	}
 }

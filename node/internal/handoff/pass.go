@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kvring/kvring/node/internal/namespace"
+	"github.com/kvring/kvring/node/internal/spread"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/ring"
 	"github.com/kvring/kvring/store"
@@ -102,6 +103,10 @@ func (m *Mover) plan(st *PassStats) ([]*item, *ring.Ring) {
 		if self >= 0 && len(owners) == 1 && replicas(rec) == 1 {
 			continue // its only owner holds it
 		}
+		if self < 0 && m.keepsSpread(rg, rec, h) {
+			st.SpreadKept++
+			continue // a spread copy of a hot group: it stays while the group is spread
+		}
 		it := &item{rec: rec, h: h, owners: owners, until: make([]time.Time, len(owners)), leaving: self < 0}
 		if self >= 0 {
 			it.until[self] = forever
@@ -111,6 +116,22 @@ func (m *Mover) plan(st *PassStats) ([]*item, *ring.Ring) {
 		items = append(items, it)
 	}
 	return items, rg
+}
+
+// keepsSpread reports whether h is a spread copy this node keeps now: its
+// group is spread (Config.Spread holds a live record) to a set of members
+// this node belongs to on rg.
+func (m *Mover) keepsSpread(rg *ring.Ring, rec *kvringv1.NamespaceRecord, h store.HeldChunk) bool {
+	if m.cfg.Spread == nil || !h.Keyed {
+		return false
+	}
+	k := spread.Key{NS: h.Namespace, Place: h.Place}
+	width := m.cfg.Spread.Width(k)
+	if width <= 1 || !m.cfg.Spread.Holds(k) {
+		return false
+	}
+	return slices.ContainsFunc(rg.SpreadSet(rec.GetName(), h.Place[:], replicas(rec), width),
+		func(o ring.Member) bool { return o.ID == m.cfg.Self })
 }
 
 // targets groups the items by the other members that should hold them, in

@@ -44,6 +44,9 @@ type PassStats struct {
 	// UnknownPlacement: chunks of namespaces placed by groups stored without
 	// their group key (by an earlier release): never moved.
 	UnknownPlacement int `json:"unknown_placement"`
+	// SpreadKept: chunks held here as spread copies of hot groups (package
+	// spread), left in place while their group is spread.
+	SpreadKept int `json:"spread_kept"`
 	// Errors holds the first few copy errors.
 	Errors []string `json:"errors,omitempty"`
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kvring/kvring/node/internal/metrics"
 	"github.com/kvring/kvring/node/internal/namespace"
+	"github.com/kvring/kvring/node/internal/spread"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/store"
 	"github.com/kvring/kvring/transfer"
@@ -33,6 +34,13 @@ type Config struct {
 	Now func() time.Time
 	// Metrics receives the Peer service's measurements.
 	Metrics *metrics.Set
+	// Counter counts lookups per group (Lookup) to find hot groups.
+	// Optional: nil counts nothing.
+	Counter *spread.Counter
+	// Spread records the groups this node keeps spread copies of (a
+	// spreading prepare) and answers their width to lookups. Optional: nil
+	// keeps no records and answers no widths.
+	Spread *spread.Table
 }
 
 // Owner is this node's side of the Peer service: it stages, seals, pins and

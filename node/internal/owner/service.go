@@ -63,6 +63,9 @@ func (s *Service) Prepare(stream grpc.BidiStreamingServer[kvringv1.PrepareReques
 		return transfer.ToStatus(err)
 	}
 	p.caller = callerOf(stream.Context())
+	if begin.GetSpreadWidth() > 1 && len(begin.GetGroups()) > 0 {
+		o.holdSpread(begin.GetNamespace(), begin.GetGroups(), begin.GetSpreadWidth(), time.Duration(begin.GetSpreadTtlMs())*time.Millisecond)
+	}
 	ok := false
 	defer func() {
 		if !ok {
@@ -124,11 +127,11 @@ func (s *Service) Abort(ctx context.Context, req *kvringv1.AbortRequest) (*kvrin
 // Has answers which ids this node holds, pinning them under a lease if asked.
 func (s *Service) Has(ctx context.Context, req *kvringv1.HasRequest) (*kvringv1.HasResponse, error) {
 	defer metrics.ObserveSince(s.m.HasSeconds, time.Now())
-	held, ttl, err := s.o.Has(req.GetNamespace(), req.GetIds(), req.GetPin())
+	held, ttl, widths, err := s.o.Lookup(req.GetNamespace(), req.GetIds(), req.GetGroups(), req.GetPin())
 	if err != nil {
 		return nil, transfer.ToStatus(err)
 	}
-	resp := &kvringv1.HasResponse{Epoch: s.o.Epoch(), Held: held, LeaseTtlMs: uint32(ttl / time.Millisecond)}
+	resp := &kvringv1.HasResponse{Epoch: s.o.Epoch(), Held: held, LeaseTtlMs: uint32(ttl / time.Millisecond), SpreadWidth: widths}
 	if req.GetReportStaging() {
 		resp.Staging = s.o.Staging(req.GetNamespace(), req.GetIds(), held)
 	}

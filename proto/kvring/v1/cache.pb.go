@@ -851,7 +851,14 @@ type LookupResponse struct {
 	// coordinator.
 	LeaseId uint64 `protobuf:"fixed64,3,opt,name=lease_id,json=leaseId,proto3" json:"lease_id,omitempty"`
 	// Granted lease duration in milliseconds (<= pin_ttl_ms); 0 when there is no lease.
-	LeaseTtlMs    uint32 `protobuf:"varint,4,opt,name=lease_ttl_ms,json=leaseTtlMs,proto3" json:"lease_ttl_ms,omitempty"`
+	LeaseTtlMs uint32 `protobuf:"varint,4,opt,name=lease_ttl_ms,json=leaseTtlMs,proto3" json:"lease_ttl_ms,omitempty"`
+	// Per run of request.groups (empty when the request had none or no group is spread): how many members of the run's
+	// key's spread set keep copies of the group because it is hot (its primary owner spread it), as the holders asked reported it; 0
+	// when the group is not spread or was not asked about (past the first miss). A client that routes calls may send
+	// lookups and gets of a spread group to any member of the key's spread set of that width (the key's owners, then
+	// the primaries of keys derived from it: its last four bytes XORed with 1, 2, ...; see ring.SpreadSet), which
+	// fall back to the owners for what they lack; puts still go to the owners.
+	SpreadWidth   []uint32 `protobuf:"varint,5,rep,packed,name=spread_width,json=spreadWidth,proto3" json:"spread_width,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -912,6 +919,13 @@ func (x *LookupResponse) GetLeaseTtlMs() uint32 {
 		return x.LeaseTtlMs
 	}
 	return 0
+}
+
+func (x *LookupResponse) GetSpreadWidth() []uint32 {
+	if x != nil {
+		return x.SpreadWidth
+	}
+	return nil
 }
 
 // ReleaseLeaseRequest ends a pin lease.
@@ -1436,13 +1450,14 @@ const file_kvring_v1_cache_proto_rawDesc = "" +
 	"\x03ids\x18\x02 \x03(\fR\x03ids\x12\x1c\n" +
 	"\n" +
 	"pin_ttl_ms\x18\x03 \x01(\rR\bpinTtlMs\x12+\n" +
-	"\x06groups\x18\x04 \x03(\v2\x13.kvring.v1.GroupRunR\x06groups\"w\n" +
+	"\x06groups\x18\x04 \x03(\v2\x13.kvring.v1.GroupRunR\x06groups\"\x9a\x01\n" +
 	"\x0eLookupResponse\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x12\n" +
 	"\x04held\x18\x02 \x01(\rR\x04held\x12\x19\n" +
 	"\blease_id\x18\x03 \x01(\x06R\aleaseId\x12 \n" +
 	"\flease_ttl_ms\x18\x04 \x01(\rR\n" +
-	"leaseTtlMs\"0\n" +
+	"leaseTtlMs\x12!\n" +
+	"\fspread_width\x18\x05 \x03(\rR\vspreadWidth\"0\n" +
 	"\x13ReleaseLeaseRequest\x12\x19\n" +
 	"\blease_id\x18\x01 \x01(\x06R\aleaseId\"H\n" +
 	"\x14ReleaseLeaseResponse\x12\x14\n" +

@@ -279,7 +279,16 @@ type PrepareBegin struct {
 	// (NamespaceSchema.chunks_per_group > 1); empty otherwise. The owner keeps each chunk's key with it, so that it
 	// can hand the chunk to the chunk's owners when the ring changes. A grouped chunk prepared without one is stored
 	// all the same, but never handed off (where it belongs is unknown).
-	Groups        []*GroupRun `protobuf:"bytes,5,rep,name=groups,proto3" json:"groups,omitempty"`
+	Groups []*GroupRun `protobuf:"bytes,5,rep,name=groups,proto3" json:"groups,omitempty"`
+	// Set when the chunks are copies of hot groups that their primary owner spreads: the groups' keys (groups, which
+	// is then required) are spread to spread_width members (each key's spread set: its owners, then the primaries of
+	// keys derived from it; ring.SpreadSet), this node among them.
+	// The receiver keeps such copies for spread_ttl_ms (its hand-off neither moves nor evicts them; its eviction
+	// policy may) and answers the width to lookups; every later spreading prepare extends the time. 0: an ordinary
+	// write.
+	SpreadWidth uint32 `protobuf:"varint,6,opt,name=spread_width,json=spreadWidth,proto3" json:"spread_width,omitempty"`
+	// How long the receiver keeps the spread copies as such, in milliseconds (it may cap it). Used with spread_width.
+	SpreadTtlMs   uint32 `protobuf:"varint,7,opt,name=spread_ttl_ms,json=spreadTtlMs,proto3" json:"spread_ttl_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -347,6 +356,20 @@ func (x *PrepareBegin) GetGroups() []*GroupRun {
 		return x.Groups
 	}
 	return nil
+}
+
+func (x *PrepareBegin) GetSpreadWidth() uint32 {
+	if x != nil {
+		return x.SpreadWidth
+	}
+	return 0
+}
+
+func (x *PrepareBegin) GetSpreadTtlMs() uint32 {
+	if x != nil {
+		return x.SpreadTtlMs
+	}
+	return 0
 }
 
 // PrepareEnd closes the data phase of a Prepare batch.
@@ -1075,6 +1098,10 @@ type HasRequest struct {
 	Pin *LeasePin `protobuf:"bytes,4,opt,name=pin,proto3" json:"pin,omitempty"`
 	// If set, the response reports for every id not held whether a write of it is staged now (HasResponse.staging).
 	ReportStaging bool `protobuf:"varint,5,opt,name=report_staging,json=reportStaging,proto3" json:"report_staging,omitempty"`
+	// Placement keys of the ids, as in PrepareBegin.groups, when the namespace places chunks by groups; empty
+	// otherwise. An owner counts the lookups that reach it per group to find hot groups (which it spreads when it is
+	// their primary owner) and answers each run's spread width (HasResponse.spread_width).
+	Groups        []*GroupRun `protobuf:"bytes,6,rep,name=groups,proto3" json:"groups,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1144,6 +1171,13 @@ func (x *HasRequest) GetReportStaging() bool {
 	return false
 }
 
+func (x *HasRequest) GetGroups() []*GroupRun {
+	if x != nil {
+		return x.Groups
+	}
+	return nil
+}
+
 // HasResponse answers a HasRequest.
 type HasResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1156,7 +1190,11 @@ type HasResponse struct {
 	LeaseTtlMs uint32 `protobuf:"varint,3,opt,name=lease_ttl_ms,json=leaseTtlMs,proto3" json:"lease_ttl_ms,omitempty"`
 	// staging[i] is true iff a write of ids[i] is staged on this node now (in progress: neither sealed nor ended).
 	// Same length as request.ids, or empty from owners that predate the field (then unknown).
-	Staging       []bool `protobuf:"varint,4,rep,packed,name=staging,proto3" json:"staging,omitempty"`
+	Staging []bool `protobuf:"varint,4,rep,packed,name=staging,proto3" json:"staging,omitempty"`
+	// Per run of request.groups: how many members of the run's key's spread set (the key's owners first) keep copies
+	// of the group because it is hot, as far as this owner knows; 0 when the group is not spread. Empty when the
+	// request carried no groups, or from owners that predate the field.
+	SpreadWidth   []uint32 `protobuf:"varint,5,rep,packed,name=spread_width,json=spreadWidth,proto3" json:"spread_width,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1215,6 +1253,13 @@ func (x *HasResponse) GetLeaseTtlMs() uint32 {
 func (x *HasResponse) GetStaging() []bool {
 	if x != nil {
 		return x.Staging
+	}
+	return nil
+}
+
+func (x *HasResponse) GetSpreadWidth() []uint32 {
+	if x != nil {
+		return x.SpreadWidth
 	}
 	return nil
 }
@@ -1718,14 +1763,16 @@ const file_kvring_v1_peer_proto_rawDesc = "" +
 	"\x05begin\x18\x01 \x01(\v2\x17.kvring.v1.PrepareBeginH\x00R\x05begin\x12*\n" +
 	"\x04data\x18\x02 \x01(\v2\x14.kvring.v1.DataFrameH\x00R\x04data\x12)\n" +
 	"\x03end\x18\x03 \x01(\v2\x15.kvring.v1.PrepareEndH\x00R\x03endB\x05\n" +
-	"\x03msg\"\xf0\x01\n" +
+	"\x03msg\"\xb7\x02\n" +
 	"\fPrepareBegin\x12-\n" +
 	"\x06caller\x18\x01 \x01(\v2\x15.kvring.v1.PeerCallerR\x06caller\x125\n" +
 	"\tnamespace\x18\x02 \x01(\v2\x17.kvring.v1.NamespaceRefR\tnamespace\x12+\n" +
 	"\x06chunks\x18\x03 \x03(\v2\x13.kvring.v1.ChunkRefR\x06chunks\x12 \n" +
 	"\fstage_ttl_ms\x18\x04 \x01(\rR\n" +
 	"stageTtlMs\x12+\n" +
-	"\x06groups\x18\x05 \x03(\v2\x13.kvring.v1.GroupRunR\x06groups\"\f\n" +
+	"\x06groups\x18\x05 \x03(\v2\x13.kvring.v1.GroupRunR\x06groups\x12!\n" +
+	"\fspread_width\x18\x06 \x01(\rR\vspreadWidth\x12\"\n" +
+	"\rspread_ttl_ms\x18\a \x01(\rR\vspreadTtlMs\"\f\n" +
 	"\n" +
 	"PrepareEnd\"\x8d\x01\n" +
 	"\x0fPrepareResponse\x12\x14\n" +
@@ -1767,20 +1814,22 @@ const file_kvring_v1_peer_proto_rawDesc = "" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\"<\n" +
 	"\bLeasePin\x12\x19\n" +
 	"\blease_id\x18\x01 \x01(\x06R\aleaseId\x12\x15\n" +
-	"\x06ttl_ms\x18\x02 \x01(\rR\x05ttlMs\"\xd2\x01\n" +
+	"\x06ttl_ms\x18\x02 \x01(\rR\x05ttlMs\"\xff\x01\n" +
 	"\n" +
 	"HasRequest\x12-\n" +
 	"\x06caller\x18\x01 \x01(\v2\x15.kvring.v1.PeerCallerR\x06caller\x125\n" +
 	"\tnamespace\x18\x02 \x01(\v2\x17.kvring.v1.NamespaceRefR\tnamespace\x12\x10\n" +
 	"\x03ids\x18\x03 \x03(\fR\x03ids\x12%\n" +
 	"\x03pin\x18\x04 \x01(\v2\x13.kvring.v1.LeasePinR\x03pin\x12%\n" +
-	"\x0ereport_staging\x18\x05 \x01(\bR\rreportStaging\"s\n" +
+	"\x0ereport_staging\x18\x05 \x01(\bR\rreportStaging\x12+\n" +
+	"\x06groups\x18\x06 \x03(\v2\x13.kvring.v1.GroupRunR\x06groups\"\x96\x01\n" +
 	"\vHasResponse\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x12\n" +
 	"\x04held\x18\x02 \x03(\bR\x04held\x12 \n" +
 	"\flease_ttl_ms\x18\x03 \x01(\rR\n" +
 	"leaseTtlMs\x12\x18\n" +
-	"\astaging\x18\x04 \x03(\bR\astaging\"Z\n" +
+	"\astaging\x18\x04 \x03(\bR\astaging\x12!\n" +
+	"\fspread_width\x18\x05 \x03(\rR\vspreadWidth\"Z\n" +
 	"\fUnpinRequest\x12-\n" +
 	"\x06caller\x18\x01 \x01(\v2\x15.kvring.v1.PeerCallerR\x06caller\x12\x1b\n" +
 	"\tlease_ids\x18\x02 \x03(\x06R\bleaseIds\"%\n" +
@@ -1902,37 +1951,38 @@ var file_kvring_v1_peer_proto_depIdxs = []int32{
 	27, // 18: kvring.v1.HasRequest.caller:type_name -> kvring.v1.PeerCaller
 	28, // 19: kvring.v1.HasRequest.namespace:type_name -> kvring.v1.NamespaceRef
 	15, // 20: kvring.v1.HasRequest.pin:type_name -> kvring.v1.LeasePin
-	27, // 21: kvring.v1.UnpinRequest.caller:type_name -> kvring.v1.PeerCaller
-	27, // 22: kvring.v1.FetchRequest.caller:type_name -> kvring.v1.PeerCaller
-	28, // 23: kvring.v1.FetchRequest.namespace:type_name -> kvring.v1.NamespaceRef
-	31, // 24: kvring.v1.FetchResponse.header:type_name -> kvring.v1.ChunkHeader
-	26, // 25: kvring.v1.FetchResponse.data:type_name -> kvring.v1.DataFrame
-	27, // 26: kvring.v1.PutNamespaceRequest.caller:type_name -> kvring.v1.PeerCaller
-	32, // 27: kvring.v1.PutNamespaceRequest.namespace:type_name -> kvring.v1.NamespaceRecord
-	32, // 28: kvring.v1.PutNamespaceResponse.namespace:type_name -> kvring.v1.NamespaceRecord
-	27, // 29: kvring.v1.ListNamespacesRequest.caller:type_name -> kvring.v1.PeerCaller
-	32, // 30: kvring.v1.ListNamespacesResponse.namespaces:type_name -> kvring.v1.NamespaceRecord
-	2,  // 31: kvring.v1.Peer.Prepare:input_type -> kvring.v1.PrepareRequest
-	10, // 32: kvring.v1.Peer.Commit:input_type -> kvring.v1.CommitRequest
-	13, // 33: kvring.v1.Peer.Abort:input_type -> kvring.v1.AbortRequest
-	16, // 34: kvring.v1.Peer.Has:input_type -> kvring.v1.HasRequest
-	18, // 35: kvring.v1.Peer.Unpin:input_type -> kvring.v1.UnpinRequest
-	20, // 36: kvring.v1.Peer.Fetch:input_type -> kvring.v1.FetchRequest
-	22, // 37: kvring.v1.Peer.PutNamespace:input_type -> kvring.v1.PutNamespaceRequest
-	24, // 38: kvring.v1.Peer.ListNamespaces:input_type -> kvring.v1.ListNamespacesRequest
-	5,  // 39: kvring.v1.Peer.Prepare:output_type -> kvring.v1.PrepareResponse
-	12, // 40: kvring.v1.Peer.Commit:output_type -> kvring.v1.CommitResponse
-	14, // 41: kvring.v1.Peer.Abort:output_type -> kvring.v1.AbortResponse
-	17, // 42: kvring.v1.Peer.Has:output_type -> kvring.v1.HasResponse
-	19, // 43: kvring.v1.Peer.Unpin:output_type -> kvring.v1.UnpinResponse
-	21, // 44: kvring.v1.Peer.Fetch:output_type -> kvring.v1.FetchResponse
-	23, // 45: kvring.v1.Peer.PutNamespace:output_type -> kvring.v1.PutNamespaceResponse
-	25, // 46: kvring.v1.Peer.ListNamespaces:output_type -> kvring.v1.ListNamespacesResponse
-	39, // [39:47] is the sub-list for method output_type
-	31, // [31:39] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	30, // 21: kvring.v1.HasRequest.groups:type_name -> kvring.v1.GroupRun
+	27, // 22: kvring.v1.UnpinRequest.caller:type_name -> kvring.v1.PeerCaller
+	27, // 23: kvring.v1.FetchRequest.caller:type_name -> kvring.v1.PeerCaller
+	28, // 24: kvring.v1.FetchRequest.namespace:type_name -> kvring.v1.NamespaceRef
+	31, // 25: kvring.v1.FetchResponse.header:type_name -> kvring.v1.ChunkHeader
+	26, // 26: kvring.v1.FetchResponse.data:type_name -> kvring.v1.DataFrame
+	27, // 27: kvring.v1.PutNamespaceRequest.caller:type_name -> kvring.v1.PeerCaller
+	32, // 28: kvring.v1.PutNamespaceRequest.namespace:type_name -> kvring.v1.NamespaceRecord
+	32, // 29: kvring.v1.PutNamespaceResponse.namespace:type_name -> kvring.v1.NamespaceRecord
+	27, // 30: kvring.v1.ListNamespacesRequest.caller:type_name -> kvring.v1.PeerCaller
+	32, // 31: kvring.v1.ListNamespacesResponse.namespaces:type_name -> kvring.v1.NamespaceRecord
+	2,  // 32: kvring.v1.Peer.Prepare:input_type -> kvring.v1.PrepareRequest
+	10, // 33: kvring.v1.Peer.Commit:input_type -> kvring.v1.CommitRequest
+	13, // 34: kvring.v1.Peer.Abort:input_type -> kvring.v1.AbortRequest
+	16, // 35: kvring.v1.Peer.Has:input_type -> kvring.v1.HasRequest
+	18, // 36: kvring.v1.Peer.Unpin:input_type -> kvring.v1.UnpinRequest
+	20, // 37: kvring.v1.Peer.Fetch:input_type -> kvring.v1.FetchRequest
+	22, // 38: kvring.v1.Peer.PutNamespace:input_type -> kvring.v1.PutNamespaceRequest
+	24, // 39: kvring.v1.Peer.ListNamespaces:input_type -> kvring.v1.ListNamespacesRequest
+	5,  // 40: kvring.v1.Peer.Prepare:output_type -> kvring.v1.PrepareResponse
+	12, // 41: kvring.v1.Peer.Commit:output_type -> kvring.v1.CommitResponse
+	14, // 42: kvring.v1.Peer.Abort:output_type -> kvring.v1.AbortResponse
+	17, // 43: kvring.v1.Peer.Has:output_type -> kvring.v1.HasResponse
+	19, // 44: kvring.v1.Peer.Unpin:output_type -> kvring.v1.UnpinResponse
+	21, // 45: kvring.v1.Peer.Fetch:output_type -> kvring.v1.FetchResponse
+	23, // 46: kvring.v1.Peer.PutNamespace:output_type -> kvring.v1.PutNamespaceResponse
+	25, // 47: kvring.v1.Peer.ListNamespaces:output_type -> kvring.v1.ListNamespacesResponse
+	40, // [40:48] is the sub-list for method output_type
+	32, // [32:40] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_kvring_v1_peer_proto_init() }

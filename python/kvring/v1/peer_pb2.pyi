@@ -92,30 +92,34 @@ class FetchResponse(_message.Message):
     def __init__(self, epoch: _Optional[int] = ..., header: _Optional[_Union[_common_pb2.ChunkHeader, _Mapping]] = ..., data: _Optional[_Union[_common_pb2.DataFrame, _Mapping]] = ...) -> None: ...
 
 class HasRequest(_message.Message):
-    __slots__ = ["caller", "ids", "namespace", "pin", "report_staging"]
+    __slots__ = ["caller", "groups", "ids", "namespace", "pin", "report_staging"]
     CALLER_FIELD_NUMBER: _ClassVar[int]
+    GROUPS_FIELD_NUMBER: _ClassVar[int]
     IDS_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     PIN_FIELD_NUMBER: _ClassVar[int]
     REPORT_STAGING_FIELD_NUMBER: _ClassVar[int]
     caller: _common_pb2.PeerCaller
+    groups: _containers.RepeatedCompositeFieldContainer[_common_pb2.GroupRun]
     ids: _containers.RepeatedScalarFieldContainer[bytes]
     namespace: _common_pb2.NamespaceRef
     pin: LeasePin
     report_staging: bool
-    def __init__(self, caller: _Optional[_Union[_common_pb2.PeerCaller, _Mapping]] = ..., namespace: _Optional[_Union[_common_pb2.NamespaceRef, _Mapping]] = ..., ids: _Optional[_Iterable[bytes]] = ..., pin: _Optional[_Union[LeasePin, _Mapping]] = ..., report_staging: bool = ...) -> None: ...
+    def __init__(self, caller: _Optional[_Union[_common_pb2.PeerCaller, _Mapping]] = ..., namespace: _Optional[_Union[_common_pb2.NamespaceRef, _Mapping]] = ..., ids: _Optional[_Iterable[bytes]] = ..., pin: _Optional[_Union[LeasePin, _Mapping]] = ..., report_staging: bool = ..., groups: _Optional[_Iterable[_Union[_common_pb2.GroupRun, _Mapping]]] = ...) -> None: ...
 
 class HasResponse(_message.Message):
-    __slots__ = ["epoch", "held", "lease_ttl_ms", "staging"]
+    __slots__ = ["epoch", "held", "lease_ttl_ms", "spread_width", "staging"]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     HELD_FIELD_NUMBER: _ClassVar[int]
     LEASE_TTL_MS_FIELD_NUMBER: _ClassVar[int]
+    SPREAD_WIDTH_FIELD_NUMBER: _ClassVar[int]
     STAGING_FIELD_NUMBER: _ClassVar[int]
     epoch: int
     held: _containers.RepeatedScalarFieldContainer[bool]
     lease_ttl_ms: int
+    spread_width: _containers.RepeatedScalarFieldContainer[int]
     staging: _containers.RepeatedScalarFieldContainer[bool]
-    def __init__(self, epoch: _Optional[int] = ..., held: _Optional[_Iterable[bool]] = ..., lease_ttl_ms: _Optional[int] = ..., staging: _Optional[_Iterable[bool]] = ...) -> None: ...
+    def __init__(self, epoch: _Optional[int] = ..., held: _Optional[_Iterable[bool]] = ..., lease_ttl_ms: _Optional[int] = ..., staging: _Optional[_Iterable[bool]] = ..., spread_width: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class LeasePin(_message.Message):
     __slots__ = ["lease_id", "ttl_ms"]
@@ -142,18 +146,22 @@ class ListNamespacesResponse(_message.Message):
     def __init__(self, epoch: _Optional[int] = ..., namespaces: _Optional[_Iterable[_Union[_common_pb2.NamespaceRecord, _Mapping]]] = ...) -> None: ...
 
 class PrepareBegin(_message.Message):
-    __slots__ = ["caller", "chunks", "groups", "namespace", "stage_ttl_ms"]
+    __slots__ = ["caller", "chunks", "groups", "namespace", "spread_ttl_ms", "spread_width", "stage_ttl_ms"]
     CALLER_FIELD_NUMBER: _ClassVar[int]
     CHUNKS_FIELD_NUMBER: _ClassVar[int]
     GROUPS_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    SPREAD_TTL_MS_FIELD_NUMBER: _ClassVar[int]
+    SPREAD_WIDTH_FIELD_NUMBER: _ClassVar[int]
     STAGE_TTL_MS_FIELD_NUMBER: _ClassVar[int]
     caller: _common_pb2.PeerCaller
     chunks: _containers.RepeatedCompositeFieldContainer[_common_pb2.ChunkRef]
     groups: _containers.RepeatedCompositeFieldContainer[_common_pb2.GroupRun]
     namespace: _common_pb2.NamespaceRef
+    spread_ttl_ms: int
+    spread_width: int
     stage_ttl_ms: int
-    def __init__(self, caller: _Optional[_Union[_common_pb2.PeerCaller, _Mapping]] = ..., namespace: _Optional[_Union[_common_pb2.NamespaceRef, _Mapping]] = ..., chunks: _Optional[_Iterable[_Union[_common_pb2.ChunkRef, _Mapping]]] = ..., stage_ttl_ms: _Optional[int] = ..., groups: _Optional[_Iterable[_Union[_common_pb2.GroupRun, _Mapping]]] = ...) -> None: ...
+    def __init__(self, caller: _Optional[_Union[_common_pb2.PeerCaller, _Mapping]] = ..., namespace: _Optional[_Union[_common_pb2.NamespaceRef, _Mapping]] = ..., chunks: _Optional[_Iterable[_Union[_common_pb2.ChunkRef, _Mapping]]] = ..., stage_ttl_ms: _Optional[int] = ..., groups: _Optional[_Iterable[_Union[_common_pb2.GroupRun, _Mapping]]] = ..., spread_width: _Optional[int] = ..., spread_ttl_ms: _Optional[int] = ...) -> None: ...
 
 class PrepareEnd(_message.Message):
     __slots__ = []

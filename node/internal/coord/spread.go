@@ -1,0 +1,133 @@
+package coord
+
+import (
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/kvring/kvring/node/internal/spread"
+	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
+	"github.com/kvring/kvring/ring"
+	"github.com/kvring/kvring/store"
+)
+
+// Hot groups (package spread): a group its primary owner spread is held by
+// the members of its key's spread set (ring.SpreadSet, width members, its
+// owners first). A read of such a group
+// asks one of them, picked at random per call (this node first when it is
+// one of them and holds copies), and the owners for what that member
+// lacks: the spread copies take the group's load off its owners without
+// ever deciding what counts as held.
+
+// hintTTL is how long a coordinator believes a holder's report that a group
+// is spread: short, so that a group that cooled down is read from its
+// owners again soon.
+const hintTTL = 15 * time.Second
+
+// spreadPick is where one read of a spread group goes first: member m, one
+// of set (the group's spread members).
+type spreadPick struct {
+	m   ring.Member
+	set []ring.Member
+	ok  bool // the group is spread and m may be asked
+}
+
+// spreadPicks picks, once per group key and call, the member a read of a
+// spread group asks first. Not safe for concurrent use (one per call).
+type spreadPicks struct {
+	c        *Coordinator
+	rg       *ring.Ring
+	name     string // namespace name (the ring key's namespace)
+	store    string // store name (the spread records' namespace)
+	replicas int
+	picks    map[string]spreadPick
+}
+
+// newSpreadPicks returns the picks of one read; nil (no spreading) when the
+// node keeps no spread records or the namespace places chunks by their ids.
+func (c *Coordinator) newSpreadPicks(rg *ring.Ring, rec *kvringv1.NamespaceRecord, storeNS string, grouped bool) *spreadPicks {
+	if c.cfg.Spread == nil || !grouped {
+		return nil
+	}
+	replicas, _ := replication(rec)
+	return &spreadPicks{c: c, rg: rg, name: rec.GetName(), store: storeNS, replicas: replicas, picks: map[string]spreadPick{}}
+}
+
+// of returns the pick for group key (ok false: read the owners as usual).
+func (p *spreadPicks) of(key []byte) spreadPick {
+	if p == nil || len(key) != len(store.ID{}) {
+		return spreadPick{}
+	}
+	if pk, seen := p.picks[string(key)]; seen {
+		return pk
+	}
+	pk := p.pick(key)
+	p.picks[string(key)] = pk
+	return pk
+}
+
+func (p *spreadPicks) pick(key []byte) spreadPick {
+	k := spread.Key{NS: p.store, Place: store.ID(key)}
+	width := min(p.c.cfg.Spread.Width(k), p.rg.Len())
+	if width <= p.replicas {
+		return spreadPick{}
+	}
+	set := p.rg.SpreadSet(p.name, key, p.replicas, width)
+	self := slices.IndexFunc(set, func(m ring.Member) bool { return m.ID == p.c.cfg.Self })
+	if self >= 0 && (self < p.replicas || p.c.cfg.Spread.Holds(k)) {
+		return spreadPick{m: set[self], set: set, ok: true}
+	}
+	m := set[rand.IntN(len(set))]
+	if p.c.peers.isDown(m.ID) || (p.c.cfg.Draining != nil && p.c.cfg.Draining(m.ID)) {
+		return spreadPick{}
+	}
+	return spreadPick{m: m, set: set, ok: true}
+}
+
+// learnSpread records the spread widths a holder answered for runs.
+func (c *Coordinator) learnSpread(storeNS string, runs []*kvringv1.GroupRun, widths []uint32) {
+	if c.cfg.Spread == nil || len(widths) != len(runs) {
+		return
+	}
+	until := c.cfg.Now().Add(hintTTL)
+	for i, r := range runs {
+		if len(r.GetKey()) == len(store.ID{}) {
+			c.cfg.Spread.Hint(spread.Key{NS: storeNS, Place: store.ID(r.GetKey())}, int(widths[i]), until)
+		}
+	}
+}
+
+// spreadWidths returns, per run of a read request, the group's spread width
+// as this node knows it now, for the runs whose first chunk is before
+// position end; nil when no group is spread.
+func (c *Coordinator) spreadWidths(storeNS string, runs []*kvringv1.GroupRun, end int) []uint32 {
+	if c.cfg.Spread == nil || len(runs) == 0 {
+		return nil
+	}
+	var out []uint32
+	pos := 0
+	for i, r := range runs {
+		if pos >= end {
+			break
+		}
+		if w := c.cfg.Spread.Width(spread.Key{NS: storeNS, Place: store.ID(r.GetKey())}); w > 1 && len(r.GetKey()) == len(store.ID{}) {
+			if out == nil {
+				out = make([]uint32, len(runs))
+			}
+			out[i] = uint32(w)
+		}
+		pos += int(r.GetCount())
+	}
+	return out
+}
+
+// withoutMember returns members without m (a new slice).
+func withoutMember(members []ring.Member, m ring.Member) []ring.Member {
+	out := make([]ring.Member, 0, len(members))
+	for _, o := range members {
+		if o.ID != m.ID {
+			out = append(out, o)
+		}
+	}
+	return out
+}

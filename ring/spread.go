@@ -1,0 +1,40 @@
+package ring
+
+import "encoding/binary"
+
+// SpreadSet returns the members that hold a group spread to width members
+// because it is hot: the first `owners` owners of key (Owners), then the
+// primaries of keys derived from key (its last four bytes XORed with 1, 2,
+// 3, ...), skipping members already in the set, until it has width
+// members or 4×width keys were tried. Every node computes the same set from
+// the same ring, and like any placement it moves little when a member
+// joins or leaves. It returns at most min(width, Len()) members, owners
+// first; key must be at least 4 bytes. It does not depend on the ring's
+// ReplicationFactor beyond the owners it returns.
+func (r *Ring) SpreadSet(namespace string, key []byte, owners, width int) []Member {
+	width = min(width, len(r.members))
+	set := r.Owners(namespace, key, min(owners, width))
+	if len(set) >= width || len(key) < 4 {
+		return set
+	}
+	derived := make([]byte, len(key))
+	copy(derived, key)
+	tail := binary.LittleEndian.Uint32(key[len(key)-4:])
+	for i := uint32(1); len(set) < width && int(i) <= 4*width; i++ {
+		binary.LittleEndian.PutUint32(derived[len(derived)-4:], tail^i)
+		m := r.primary(r.Partition(namespace, derived))
+		if !containsID(set, m.ID) {
+			set = append(set, m)
+		}
+	}
+	return set
+}
+
+func containsID(ms []Member, id string) bool {
+	for _, m := range ms {
+		if m.ID == id {
+			return true
+		}
+	}
+	return false
+}
