@@ -47,6 +47,7 @@ func newServeCmd() *cobra.Command {
 		shutdownTime   = 10 * time.Second
 		handoffRate    = byteSize(def.HandoffRate)
 		handoffSweep   = def.HandoffSweep
+		spreadCfg      = def.Spread
 
 		maxStreams     = def.MaxStreamsPerConn
 		maxRecvMsg     = byteSize(def.MaxRecvMsgBytes)
@@ -95,6 +96,7 @@ process exits 0.`,
 			cfg.Membership.SettleWindow = settle
 			cfg.HandoffRate = int64(handoffRate)
 			cfg.HandoffSweep = handoffSweep
+			cfg.Spread = spreadCfg
 			if handoffRate == 0 {
 				cfg.HandoffRate = -1 // no cap
 			}
@@ -197,6 +199,10 @@ process exits 0.`,
 	fs.DurationVar(&drainTimeout, "drain-timeout", drainTimeout, "on SIGTERM, how long the node hands its chunks to their next owners before it leaves (0: leave at once)")
 	fs.DurationVar(&shutdownTime, "shutdown-timeout", shutdownTime, "on SIGTERM, how long the node waits for requests in flight after it left the cluster")
 	fs.DurationVar(&handoffSweep, "handoff-sweep", handoffSweep, "how often the node checks, unprompted, that its chunks are on their owners with enough replicas (negative: only after ring changes)")
+	fs.IntVar(&spreadCfg.Threshold, "spread-threshold", spreadCfg.Threshold, "lookups of one placement group within --spread-window that make it hot: its primary owner then copies it to --spread-width members, and its lookups and gets are shared by them (negative: never)")
+	fs.DurationVar(&spreadCfg.Window, "spread-window", spreadCfg.Window, "the window hot groups are counted in")
+	fs.IntVar(&spreadCfg.Width, "spread-width", spreadCfg.Width, "how many members hold a hot group, its owners included")
+	fs.DurationVar(&spreadCfg.TTL, "spread-ttl", spreadCfg.TTL, "how long members keep a hot group's copies after it was last found hot (at most 1h)")
 	fs.Var(&handoffRate, "handoff-rate", "most bytes per second the node copies to other nodes when it hands chunks off or re-replicates them (e.g. 256MiB; 0: no cap)")
 	fs.IntVar(&maxStreams, "grpc-max-streams", maxStreams, "most calls one gRPC connection may have open at once; clients queue the rest")
 	fs.Var(&maxRecvMsg, "grpc-max-recv-msg-size", "largest gRPC message accepted (must hold a 1 MiB frame and a call of --max-batch chunks)")
