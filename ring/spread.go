@@ -3,18 +3,21 @@ package ring
 import "encoding/binary"
 
 // SpreadSet returns the members that hold a group spread to width members
-// because it is hot: the first `owners` owners of key (Owners), then the
-// primaries of keys derived from key (its last four bytes XORed with 1, 2,
-// 3, ...), skipping members already in the set, until it has width
-// members or 4×width keys were tried. Every node computes the same set from
-// the same ring, and like any placement it moves little when a member
-// joins or leaves. It returns at most min(width, Len()) members, owners
-// first; key must be at least 4 bytes. It does not depend on the ring's
-// ReplicationFactor beyond the owners it returns.
-func (r *Ring) SpreadSet(namespace string, key []byte, owners, width int) []Member {
+// because it is hot: the primary owner of key, then the primaries of keys
+// derived from key (its last four bytes XORed with 1, 2, 3, ...), skipping
+// members already in the set, until it has width members or 4×width keys
+// were tried. Every node and client computes the same set from the same
+// ring (it depends on neither the ring's nor the namespace's replication
+// factor), and like any placement it moves little when a member joins or
+// leaves. It returns at most min(width, Len()) members, the primary first;
+// nil for an empty ring. key must be at least 4 bytes.
+func (r *Ring) SpreadSet(namespace string, key []byte, width int) []Member {
 	width = min(width, len(r.members))
-	set := r.Owners(namespace, key, min(owners, width))
-	if len(set) >= width || len(key) < 4 {
+	if width <= 0 {
+		return nil
+	}
+	set := []Member{r.primary(r.Partition(namespace, key))}
+	if len(key) < 4 {
 		return set
 	}
 	derived := make([]byte, len(key))

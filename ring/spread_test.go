@@ -6,11 +6,11 @@ import (
 	"testing"
 )
 
-// TestSpreadSetStartsWithTheOwnersAndHasWidthDistinctMembers: a spread set
-// is the key's owners, then other members, all distinct, width of them
-// (or every member of a smaller ring), the same on every ring built from
-// the same members, whatever the ring's replication factor.
-func TestSpreadSetStartsWithTheOwnersAndHasWidthDistinctMembers(t *testing.T) {
+// TestSpreadSetStartsWithThePrimaryAndHasWidthDistinctMembers: a spread
+// set is the key's primary owner, then other members, all distinct, width
+// of them (or every member of a smaller ring), the same on every ring built
+// from the same members.
+func TestSpreadSetStartsWithThePrimaryAndHasWidthDistinctMembers(t *testing.T) {
 	members := testMembers("n", 12)
 	cfg := DefaultConfig()
 	cfg.ReplicationFactor = 3
@@ -18,10 +18,10 @@ func TestSpreadSetStartsWithTheOwnersAndHasWidthDistinctMembers(t *testing.T) {
 	short := 0
 	for i := range 500 {
 		key := testID(fmt.Sprint("group ", i))
-		for _, owners := range []int{1, 2} {
-			set := r.SpreadSet("ns", key, owners, 8)
-			if !slices.Equal(ownerIDs(set[:owners]), ownerIDs(r.Owners("ns", key, owners))) {
-				t.Fatalf("key %d: set %v does not start with the %d owners", i, ownerIDs(set), owners)
+		for range 2 {
+			set := r.SpreadSet("ns", key, 8)
+			if p, _ := r.Primary("ns", key); set[0].ID != p.ID {
+				t.Fatalf("key %d: set %v does not start with the primary %s", i, ownerIDs(set), p.ID)
 			}
 			seen := map[string]bool{}
 			for _, m := range set {
@@ -33,7 +33,7 @@ func TestSpreadSetStartsWithTheOwnersAndHasWidthDistinctMembers(t *testing.T) {
 			if len(set) < 8 {
 				short++
 			}
-			if !slices.Equal(ownerIDs(set), ownerIDs(again.SpreadSet("ns", key, owners, 8))) {
+			if !slices.Equal(ownerIDs(set), ownerIDs(again.SpreadSet("ns", key, 8))) {
 				t.Fatalf("key %d: two rings of the same members give different sets", i)
 			}
 		}
@@ -42,7 +42,7 @@ func TestSpreadSetStartsWithTheOwnersAndHasWidthDistinctMembers(t *testing.T) {
 		t.Fatalf("%d of 1000 sets had fewer than 8 of 12 members", short)
 	}
 	small := mustNew(t, testMembers("s", 3), 1, cfg)
-	if set := small.SpreadSet("ns", testID("x"), 1, 8); len(set) != 3 {
+	if set := small.SpreadSet("ns", testID("x"), 8); len(set) != 3 {
 		t.Fatalf("a 3-member ring gives a set of %d, want all 3", len(set))
 	}
 }
@@ -54,7 +54,7 @@ func TestSpreadSetsShareTheLoadOfManyHotGroups(t *testing.T) {
 	count := map[string]int{}
 	const keys = 4000
 	for i := range keys {
-		for _, m := range r.SpreadSet("ns", testID(fmt.Sprint("k", i)), 1, 4) {
+		for _, m := range r.SpreadSet("ns", testID(fmt.Sprint("k", i)), 4) {
 			count[m.ID]++
 		}
 	}

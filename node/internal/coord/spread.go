@@ -12,10 +12,10 @@ import (
 )
 
 // Hot groups (package spread): a group its primary owner spread is held by
-// the members of its key's spread set (ring.SpreadSet, width members, its
-// owners first). A read of such a group
-// asks one of them, picked at random per call (this node first when it is
-// one of them and holds copies), and the owners for what that member
+// the members of its key's spread set (ring.SpreadSet: width members, the
+// primary first) and by its other owners. A read of such a group asks one
+// of them, picked at random per call (this node when it is an owner or
+// holds copies: answered in process), and the owners for what that member
 // lacks: the spread copies take the group's load off its owners without
 // ever deciding what counts as held.
 
@@ -72,10 +72,13 @@ func (p *spreadPicks) pick(key []byte) spreadPick {
 	if width <= p.replicas {
 		return spreadPick{}
 	}
-	set := p.rg.SpreadSet(p.name, key, p.replicas, width)
-	self := slices.IndexFunc(set, func(m ring.Member) bool { return m.ID == p.c.cfg.Self })
-	if self >= 0 && (self < p.replicas || p.c.cfg.Spread.Holds(k)) {
-		return spreadPick{m: set[self], set: set, ok: true}
+	set := p.rg.SpreadSet(p.name, key, width)
+	isSelf := func(m ring.Member) bool { return m.ID == p.c.cfg.Self }
+	if self := slices.IndexFunc(set, isSelf); self >= 0 && (self == 0 || p.c.cfg.Spread.Holds(k)) {
+		return spreadPick{m: set[self], set: set, ok: true} // answered in process
+	}
+	if owners := p.rg.Owners(p.name, key, p.replicas); slices.ContainsFunc(owners, isSelf) {
+		return spreadPick{m: owners[slices.IndexFunc(owners, isSelf)], set: set, ok: true}
 	}
 	m := set[rand.IntN(len(set))]
 	if p.c.peers.isDown(m.ID) || (p.c.cfg.Draining != nil && p.c.cfg.Draining(m.ID)) {

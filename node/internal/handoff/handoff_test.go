@@ -449,7 +449,7 @@ func TestASpreadCopyStaysWhileItsGroupIsSpread(t *testing.T) {
 	var key store.ID
 	for i := 0; ; i++ {
 		key = store.ID(sha256.Sum256(fmt.Append(nil, "group ", i)))
-		set := f.rg.SpreadSet("r1", key[:], 1, 4)
+		set := f.rg.SpreadSet("r1", key[:], 4)
 		if set[0].ID != "a" && slices.ContainsFunc(set, func(m ring.Member) bool { return m.ID == "a" }) {
 			break
 		}

@@ -130,7 +130,7 @@ func (m *Mover) keepsSpread(rg *ring.Ring, rec *kvringv1.NamespaceRecord, h stor
 	if width <= 1 || !m.cfg.Spread.Holds(k) {
 		return false
 	}
-	return slices.ContainsFunc(rg.SpreadSet(rec.GetName(), h.Place[:], replicas(rec), width),
+	return slices.ContainsFunc(rg.SpreadSet(rec.GetName(), h.Place[:], width),
 		func(o ring.Member) bool { return o.ID == m.cfg.Self })
 }
 

@@ -232,7 +232,7 @@ func (s *Spreader) views(h Hot) []Chunk {
 // owners and may take copies.
 func (s *Spreader) targets(rg *ring.Ring, ns string, key []byte, width int, owners []ring.Member) []ring.Member {
 	var out []ring.Member
-	for _, m := range rg.SpreadSet(ns, key, len(owners), width) {
+	for _, m := range rg.SpreadSet(ns, key, width) {
 		isOwner := slices.ContainsFunc(owners, func(o ring.Member) bool { return o.ID == m.ID })
 		if !isOwner && m.ID != s.cfg.Self && (s.cfg.Usable == nil || s.cfg.Usable(m.ID)) {
 			out = append(out, m)

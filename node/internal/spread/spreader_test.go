@@ -121,7 +121,7 @@ func TestThePrimarySpreadsAHotGroupToTheRestOfItsSpreadSet(t *testing.T) {
 	if n := f.s.RunOnce(context.Background()); n != 1 {
 		t.Fatalf("RunOnce handled %d", n)
 	}
-	set := f.rg.SpreadSet("g", key[:], 1, 4)
+	set := f.rg.SpreadSet("g", key[:], 4)
 	if len(f.sent) != 3 {
 		t.Fatalf("copied to %d members (%v), want the 3 of the set %v but n0", len(f.sent), f.sent, set)
 	}
