@@ -6,8 +6,9 @@ import (
 	"google.golang.org/grpc"
 )
 
-// Lookups are routed like puts and gets: to the primary owner of the first
-// id's placement key, which answers the first wave of the lookup from its
+// Lookups are routed like gets: to the primary owner of the first id's
+// placement key (or a member of its spread set when that group is known to
+// be spread, spread.go), which answers the first wave of the lookup from its
 // own store (with groups, often the whole lookup) instead of the connected
 // node asking it: one hop fewer. An owner that cannot take the call leaves
 // it to the connected node. A lease granted by an owner must be released
@@ -17,7 +18,7 @@ import (
 // lookupConn returns the connection to the primary owner of key, or nil
 // when the lookup goes over cc (routing off, no view, cc is that owner).
 func (c *Client) lookupConn(cc *grpc.ClientConn, ns string, key []byte) *grpc.ClientConn {
-	shares := c.route.split(cc, ns, 1, func(int) []byte { return key })
+	shares := c.route.split(cc, ns, 1, func(int) []byte { return key }, true)
 	if len(shares) != 1 || shares[0].main {
 		return nil
 	}

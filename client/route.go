@@ -44,9 +44,11 @@ type share struct {
 }
 
 // split groups the positions of a batch of n ids (id(i) is the i-th) by primary owner, in order of first
-// appearance. Ids owned by the node cc is connected to, or by a member without an address, form the main share.
-// It returns nil when the whole batch goes over cc anyway: routing disabled, no view, or one share for cc.
-func (r *router) split(cc *grpc.ClientConn, ns string, n int, id func(int) []byte) []share {
+// appearance; for a read (reads true) an id of a group known to be spread goes to a member of the group's
+// spread set instead (spread.go). Ids owned by the node cc is connected to, or by a member without an address,
+// form the main share. It returns nil when the whole batch goes over cc anyway: routing disabled, no view, or
+// one share for cc.
+func (r *router) split(cc *grpc.ClientConn, ns string, n int, id func(int) []byte, reads bool) []share {
 	if r == nil {
 		return nil
 	}
@@ -61,8 +63,19 @@ func (r *router) split(cc *grpc.ClientConn, ns string, n int, id func(int) []byt
 	const mainKey = "\x00main"
 	pos := map[string]int{}
 	var shares []share
+	var picked map[string]ring.Member
+	var now time.Time
+	if reads {
+		picked, now = map[string]ring.Member{}, time.Now()
+	}
 	for i := range n {
-		p, err := t.ring.Primary(ns, id(i))
+		var p ring.Member
+		var err error
+		if reads {
+			p, err = r.readMember(t.ring, ns, id(i), picked, now)
+		} else {
+			p, err = t.ring.Primary(ns, id(i))
+		}
 		if err != nil {
 			return nil
 		}
@@ -151,7 +164,7 @@ func (c *Client) putRouted(ctx context.Context, cc *grpc.ClientConn, ref *kvring
 			return refs[i].GetId()
 		}
 		return keys[i]
-	})
+	}, false)
 	if shares == nil {
 		return c.put(ctx, cc, ref, chunks, refs, keys)
 	}
@@ -181,7 +194,7 @@ func (c *Client) putRouted(ctx context.Context, cc *grpc.ClientConn, ref *kvring
 // view. Same contract as get.
 func (c *Client) getRouted(ctx context.Context, cc *grpc.ClientConn, ref *kvringv1.NamespaceRef, ids []ChunkID,
 	raw, keys [][]byte) ([]GetResult, error) {
-	shares := c.route.split(cc, ref.GetName(), len(raw), func(i int) []byte { return keyAt(keys, raw, i) })
+	shares := c.route.split(cc, ref.GetName(), len(raw), func(i int) []byte { return keyAt(keys, raw, i) }, true)
 	if shares == nil {
 		return c.get(ctx, cc, ref, ids, raw, keys)
 	}

@@ -70,15 +70,15 @@ func TestSplitGroupsEachIDUnderItsPrimaryOwner(t *testing.T) {
 	r := &router{}
 	ids := testIDs(60)
 	id := func(i int) []byte { return ids[i] }
-	if r.split(main, "ns", len(ids), id) != nil {
+	if r.split(main, "ns", len(ids), id, false) != nil {
 		t.Fatal("split without a view")
 	}
 	var none *router
-	if none.split(main, "ns", len(ids), id) != nil {
+	if none.split(main, "ns", len(ids), id, false) != nil {
 		t.Fatal("split with routing disabled")
 	}
 	r.view.Store(&topology{ring: rg, self: "a", via: main})
-	shares := r.split(main, "ns", len(ids), id)
+	shares := r.split(main, "ns", len(ids), id, false)
 	seen := make([]int, len(ids))
 	for _, s := range shares {
 		if !slices.IsSorted(s.idx) || len(s.idx) == 0 {
@@ -98,7 +98,7 @@ func TestSplitGroupsEachIDUnderItsPrimaryOwner(t *testing.T) {
 
 	// Another connection than the view's: no main share, the connected node is just another owner.
 	other := idleConn(t, "127.0.0.1:19001")
-	for _, s := range r.split(other, "ns", len(ids), id) {
+	for _, s := range r.split(other, "ns", len(ids), id, false) {
 		if s.main {
 			t.Fatal("a main share although the view came over another connection")
 		}
@@ -111,7 +111,7 @@ func TestSplitGroupsEachIDUnderItsPrimaryOwner(t *testing.T) {
 			own = append(own, b)
 		}
 	}
-	if s := r.split(main, "ns", len(own), func(i int) []byte { return own[i] }); s != nil {
+	if s := r.split(main, "ns", len(own), func(i int) []byte { return own[i] }, false); s != nil {
 		t.Fatalf("split of the connected node's own ids: %+v", s)
 	}
 }

@@ -99,6 +99,8 @@ type router struct {
 
 	view atomic.Pointer[topology]
 	kick chan struct{} // cap 1: fetch the view now
+	// hints are the groups lookups reported spread (spread.go).
+	hints spreadHints
 
 	refreshMu sync.Mutex // serialises refresh
 	mu        sync.Mutex

@@ -236,3 +236,49 @@ func TestAGetOfASpreadGroupIsServedBySpreadMembers(t *testing.T) {
 		t.Fatalf("fetches per spread member %v: want the gets shared", served)
 	}
 }
+
+// TestAnEngineThatRoutesSpreadsItsLookupsOfAHotGroupOverTheSpreadSet: an
+// SDK that routes calls sends a lookup to the primary owner of its first
+// group; once a lookup reported that group spread, it sends later lookups
+// to members of the spread set, so the set's members coordinate them, not
+// the primary alone, and every lookup still counts every chunk.
+func TestAnEngineThatRoutesSpreadsItsLookupsOfAHotGroupOverTheSpreadSet(t *testing.T) {
+	t.Parallel()
+	sc := newSpreadCluster(t)
+	routed := testClientWith(t, client.Config{
+		Conn:      client.ConnConfig{Seeds: []string{sc.node(sc.set[0].ID).addr}},
+		Namespace: groupedNS,
+		Schema:    client.Schema{Model: "m", Dtype: "bf16", TokensPerChunk: 16, ChunksPerGroup: spreadK},
+		Logger:    quietLogger(),
+	})
+	sc.lookups(t, 4)
+	if sc.runSpreaders() == 0 {
+		t.Fatal("no group was found hot")
+	}
+	coordinated := func() []float64 {
+		out := make([]float64, len(sc.set))
+		for i, m := range sc.set {
+			out[i] = counterSum(t, sc.node(m.ID), "kvring_lookups_total")
+		}
+		return out
+	}
+	if err := routed.RefreshRouting(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := routed.Lookup(context.Background(), sc.ids, 0); err != nil { // learns that the group is spread
+		t.Fatal(err)
+	}
+	start := coordinated()
+	for range 200 {
+		lr, err := routed.Lookup(context.Background(), sc.ids, 0)
+		if err != nil || lr.Held != len(sc.ids) {
+			t.Fatalf("lookup: %+v %v", lr, err)
+		}
+	}
+	end := coordinated()
+	for i := range sc.set {
+		if end[i]-start[i] == 0 {
+			t.Fatalf("spread member %d coordinated none of 200 routed lookups: start %v end %v", i, start, end)
+		}
+	}
+}

@@ -1,0 +1,111 @@
+package client
+
+import (
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
+	"github.com/kvring/kvring/ring"
+)
+
+// Hot groups: a node that finds a placement group hot copies it to the
+// members of the group key's spread set (ring.SpreadSet) and lookups report
+// how wide a group is spread (LookupResponse.spread_width). The client
+// remembers that for a short while and sends lookups and gets of a spread
+// group to a member of its spread set picked at random per call, instead of
+// always to its primary owner: a popular system prompt's load is shared by
+// the set. The member answers what it holds and asks the owners for the
+// rest, so nothing counts as held that is not; puts still go to the owners.
+
+// spreadHintTTL is how long the client believes a report that a group is
+// spread; maxSpreadHints bounds the groups it remembers.
+const (
+	spreadHintTTL  = 15 * time.Second
+	maxSpreadHints = 4096
+)
+
+type spreadKey struct {
+	ns  string
+	key [32]byte
+}
+
+type spreadHint struct {
+	width int
+	until time.Time
+}
+
+// spreadHints are the spread widths lookups reported, per group. The zero
+// value is ready; safe for concurrent use.
+type spreadHints struct {
+	mu sync.Mutex
+	m  map[spreadKey]spreadHint
+}
+
+// learn records the widths a lookup of namespace ns reported for its runs.
+func (h *spreadHints) learn(ns string, runs []*kvringv1.GroupRun, widths []uint32, now time.Time) {
+	if len(widths) != len(runs) {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i, r := range runs {
+		if len(r.GetKey()) != 32 {
+			continue
+		}
+		k := spreadKey{ns: ns, key: [32]byte(r.GetKey())}
+		if widths[i] <= 1 {
+			delete(h.m, k)
+			continue
+		}
+		if h.m == nil {
+			h.m = map[spreadKey]spreadHint{}
+		}
+		if _, ok := h.m[k]; !ok && len(h.m) >= maxSpreadHints {
+			for old, v := range h.m {
+				if !now.Before(v.until) {
+					delete(h.m, old)
+				}
+			}
+			if len(h.m) >= maxSpreadHints {
+				continue
+			}
+		}
+		h.m[k] = spreadHint{width: int(widths[i]), until: now.Add(spreadHintTTL)}
+	}
+}
+
+// width is how wide group key of namespace ns is spread as far as the
+// client knows now (0: not known to be).
+func (h *spreadHints) width(ns string, key []byte, now time.Time) int {
+	if len(key) != 32 {
+		return 0
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	v, ok := h.m[spreadKey{ns: ns, key: [32]byte(key)}]
+	if !ok || !now.Before(v.until) {
+		return 0
+	}
+	return v.width
+}
+
+// readMember returns the member a read of group key goes to: a random
+// member of its spread set when the group is known to be spread, else its
+// primary owner. picked memoises the choice per key within one call.
+func (r *router) readMember(rg *ring.Ring, ns string, key []byte, picked map[string]ring.Member, now time.Time) (ring.Member, error) {
+	if m, ok := picked[string(key)]; ok {
+		return m, nil
+	}
+	m, err := rg.Primary(ns, key)
+	if err != nil {
+		return m, err
+	}
+	if w := r.hints.width(ns, key, now); w > 1 {
+		if set := rg.SpreadSet(ns, key, w); len(set) > 0 {
+			m = set[rand.IntN(len(set))]
+		}
+	}
+	picked[string(key)] = m
+	return m, nil
+}
