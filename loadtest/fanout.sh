@@ -49,43 +49,9 @@ go build -o "$kv" ./cmd/kvring
 
 # shellcheck source=loadtest/ports.sh
 source "$root/loadtest/ports.sh" # free_port
-wait_http() {
-	for _ in $(seq 400); do
-		curl -sf -o /dev/null "$1" && return 0
-		sleep 0.05
-	done
-	log "$2 did not come up; its log:"
-	tail -n 30 "$work/$2.log" >&2
-	return 1
-}
-
-grpcs=() admins=() gossips=()
-for i in $(seq "$NODES"); do
-	grpcs+=("127.0.0.1:$(free_port)")
-	admins+=("127.0.0.1:$(free_port)")
-	gossips+=("127.0.0.1:$(free_port)")
-done
-for i in $(seq "$NODES"); do
-	join=()
-	[ "$i" -eq 1 ] || join=(--join "${gossips[0]}")
-	mkdir -p "$work/node$i/shm"
-	"$kv" serve --grpc-addr "${grpcs[i - 1]}" --admin-addr "${admins[i - 1]}" --gossip-addr "${gossips[i - 1]}" \
-		--data-dir "$work/node$i/data" --shm-dir "$work/node$i/shm" --socket "$work/node$i/kvring.sock" --memory-limit "${NODE_MEM_MB}MiB" \
-		--settle-window "$SETTLE_WINDOW" --log-level warn "${join[@]}" >>"$work/node$i.log" 2>&1 &
-	pids+=($!)
-done
-for i in $(seq "$NODES"); do
-	wait_http "http://${admins[i - 1]}/readyz" "node$i"
-done
-for _ in $(seq 400); do # until every node sees every member active
-	n=0
-	for a in "${admins[@]}"; do
-		m=$(curl -sf "http://$a/v1/cluster" | jq '[.members[] | select(.state == "active")] | length' 2>/dev/null || echo 0)
-		[ "$m" -ge "$NODES" ] && n=$((n + 1))
-	done
-	[ "$n" -eq "$NODES" ] && break
-	sleep 0.05
-done
+# shellcheck source=loadtest/cluster.sh
+source "$root/loadtest/cluster.sh" # start_cluster
+start_cluster node "$NODES" "$NODE_MEM_MB" --settle-window "$SETTLE_WINDOW"
 log "$NODES nodes up, each sees them all"
 
 fanout() { # sum and count of kvring_lookup_fanout over every node

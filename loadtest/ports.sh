@@ -1,4 +1,4 @@
-# Sourced by the loadtest scripts (compare.sh, fanout.sh, join.sh), after they set $work.
+# Sourced by the loadtest scripts (compare.sh, fanout.sh, join.sh, spread.sh), after they set $work.
 #
 # free_port prints a loopback port (20000-59999) that nothing listens on over TCP or UDP and that this script
 # has not handed out yet. It is called as $(free_port), in a subshell, so the ports handed out are kept in a

@@ -40,7 +40,7 @@ type spreadPicks struct {
 	name     string // namespace name (the ring key's namespace)
 	store    string // store name (the spread records' namespace)
 	replicas int
-	picks    map[string]spreadPick
+	picks    map[string]spreadPick // made on first use
 }
 
 // newSpreadPicks returns the picks of one read; nil (no spreading) when the
@@ -50,7 +50,7 @@ func (c *Coordinator) newSpreadPicks(rg *ring.Ring, rec *kvringv1.NamespaceRecor
 		return nil
 	}
 	replicas, _ := replication(rec)
-	return &spreadPicks{c: c, rg: rg, name: rec.GetName(), store: storeNS, replicas: replicas, picks: map[string]spreadPick{}}
+	return &spreadPicks{c: c, rg: rg, name: rec.GetName(), store: storeNS, replicas: replicas}
 }
 
 // of returns the pick for group key (ok false: read the owners as usual).
@@ -62,6 +62,9 @@ func (p *spreadPicks) of(key []byte) spreadPick {
 		return pk
 	}
 	pk := p.pick(key)
+	if p.picks == nil {
+		p.picks = map[string]spreadPick{}
+	}
 	p.picks[string(key)] = pk
 	return pk
 }
