@@ -80,6 +80,7 @@ func (c *Client) lookup(ctx context.Context, ids []ChunkID, keys [][]byte, pin t
 		c.route.observe(via.Target(), resp.GetEpoch())
 		if c.route != nil && len(groups) > 0 {
 			c.route.hints.learn(ref.GetName(), groups, resp.GetSpreadWidth(), time.Now())
+			c.route.hints.noteLoad(via.Target(), resp.GetLoad(), time.Now())
 		}
 		if resp.GetLeaseId() != 0 && via != cc {
 			c.leaseAt(resp.GetLeaseId(), via.Target(), time.Duration(resp.GetLeaseTtlMs())*time.Millisecond)

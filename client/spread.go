@@ -13,10 +13,12 @@ import (
 // members of the group key's spread set (ring.SpreadSet) and lookups report
 // how wide a group is spread (LookupResponse.spread_width). The client
 // remembers that for a short while and sends lookups and gets of a spread
-// group to a member of its spread set picked at random per call, instead of
-// always to its primary owner: a popular system prompt's load is shared by
-// the set. The member answers what it holds and asks the owners for the
-// rest, so nothing counts as held that is not; puts still go to the owners.
+// group to a member of its spread set instead of always to its primary
+// owner: the less loaded of two members drawn at random per call, by the
+// load figure each node's lookup answers carry (LookupResponse.load). A
+// popular system prompt's load is shared by the set. The member answers
+// what it holds and asks the owners for the rest, so nothing counts as held
+// that is not; puts still go to the owners.
 
 // spreadHintTTL is how long the client believes a report that a group is
 // spread; maxSpreadHints bounds the groups it remembers.
@@ -35,11 +37,37 @@ type spreadHint struct {
 	until time.Time
 }
 
-// spreadHints are the spread widths lookups reported, per group. The zero
+// spreadHints are the spread widths lookups reported, per group, and the
+// load figures nodes answered (LookupResponse.load), per address. The zero
 // value is ready; safe for concurrent use.
 type spreadHints struct {
-	mu sync.Mutex
-	m  map[spreadKey]spreadHint
+	mu    sync.Mutex
+	m     map[spreadKey]spreadHint
+	loads map[string]spreadHint // width holds the load
+}
+
+// noteLoad records the load node addr answered.
+func (h *spreadHints) noteLoad(addr string, load uint32, now time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.loads == nil {
+		h.loads = map[string]spreadHint{}
+	}
+	if _, ok := h.loads[addr]; !ok && len(h.loads) >= maxSpreadHints {
+		return
+	}
+	h.loads[addr] = spreadHint{width: int(load), until: now.Add(spreadHintTTL)}
+}
+
+// load is the load node addr answered lately (0: unknown).
+func (h *spreadHints) load(addr string, now time.Time) uint32 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	v, ok := h.loads[addr]
+	if !ok || !now.Before(v.until) {
+		return 0
+	}
+	return uint32(v.width)
 }
 
 // learn records the widths a lookup of namespace ns reported for its runs.
@@ -90,9 +118,10 @@ func (h *spreadHints) width(ns string, key []byte, now time.Time) int {
 	return v.width
 }
 
-// readMember returns the member a read of group key goes to: a random
-// member of its spread set when the group is known to be spread, else its
-// primary owner. picked memoises the choice per key within one call.
+// readMember returns the member a read of group key goes to: the less
+// loaded of two random members of its spread set (by the loads they
+// answered lately) when the group is known to be spread, else its primary
+// owner. picked memoises the choice per key within one call.
 func (r *router) readMember(rg *ring.Ring, ns string, key []byte, picked map[string]ring.Member, now time.Time) (ring.Member, error) {
 	if m, ok := picked[string(key)]; ok {
 		return m, nil
@@ -103,9 +132,23 @@ func (r *router) readMember(rg *ring.Ring, ns string, key []byte, picked map[str
 	}
 	if w := r.hints.width(ns, key, now); w > 1 {
 		if set := rg.SpreadSet(ns, key, w); len(set) > 0 {
-			m = set[rand.IntN(len(set))]
+			m = set[twoChoices(len(set), func(i int) uint32 { return r.hints.load(set[i].Addr, now) })]
 		}
 	}
 	picked[string(key)] = m
 	return m, nil
+}
+
+// twoChoices returns the index, among n >= 1 candidates, of the less loaded
+// of two drawn at random (power of two choices; unknown load counts as 0).
+func twoChoices(n int, load func(i int) uint32) int {
+	if n == 1 {
+		return 0
+	}
+	a := rand.IntN(n)
+	b := (a + 1 + rand.IntN(n-1)) % n
+	if load(b) < load(a) {
+		return b
+	}
+	return a
 }

@@ -62,12 +62,12 @@ func newServices(cfg *Config, st *store.Store, view clusterView, sec *security) 
 		}
 		return 0
 	}
-	table := spread.NewTable(spread.TableConfig{Now: cfg.Now})
+	table, meter := spread.NewTable(spread.TableConfig{Now: cfg.Now}), spread.NewMeter(cfg.Now)
 	var spreader *spread.Spreader // made below, once the coordinator exists
 	counter := spread.NewCounter(spread.CounterConfig{Threshold: cfg.Spread.Threshold, Window: cfg.Spread.Window, Now: cfg.Now,
 		OnHot: func(h spread.Hot) { spreader.Offer(h) }})
 	o := owner.New(owner.Config{Store: st, Log: cfg.Logger.With("component", "owner"), Registry: reg, Epoch: epoch,
-		MaxBatch: cfg.MaxBatchChunks, MaxPin: cfg.Store.MaxPinLease, Now: cfg.Now, Metrics: m, Counter: counter, Spread: table})
+		MaxBatch: cfg.MaxBatchChunks, MaxPin: cfg.Store.MaxPinLease, Now: cfg.Now, Metrics: m, Counter: counter, Spread: table, Load: meter})
 	c := coord.New(coord.Config{Self: st.NodeID(), Ring: rg, Unsettled: unsettled, Draining: view.draining, Owner: o, Registry: reg,
 		Log: cfg.Logger.With("component", "coordinator"), MaxBatch: cfg.MaxBatchChunks, CommitTimeout: cfg.CommitTimeout,
 		PeerTimeout: cfg.PeerTimeout, BroadcastTimeout: cfg.CommitTimeout, IdleTimeout: max(cfg.PutIdleTimeout, 0), MaxPin: cfg.Store.MaxPinLease,
@@ -75,7 +75,8 @@ func newServices(cfg *Config, st *store.Store, view clusterView, sec *security) 
 			MaxReplicas: uint32(cfg.Membership.Ring.ReplicationFactor)},
 		Limits: &kvringv1.Limits{MaxFrameBytes: transfer.MaxFrameBytes, MaxChunkBytes: uint64(st.MaxChunkSize()),
 			MaxBatchChunks: uint32(cfg.MaxBatchChunks), MaxLeaseTtlMs: uint32(cfg.Store.MaxPinLease / time.Millisecond)},
-		Now: cfg.Now, Metrics: m, PeerDialOptions: sec.peerDialOptions(), Spread: table})
+		Now: cfg.Now, Metrics: m, PeerDialOptions: sec.peerDialOptions(), Spread: table,
+		Load: meter, Loads: spread.NewLoads(cfg.Now)})
 	spreader = newSpreader(cfg, st, reg, view, c, table)
 	gs := grpc.NewServer(append(append(serverOptions(cfg, m), sec.serverOptions()...),
 		grpc.StatsHandler(owner.ConnEnd{O: o}))...) // a coordinator gone: its uncommitted chunks are freed at once

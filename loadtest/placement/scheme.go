@@ -30,6 +30,9 @@ const (
 	// PickLeastLoaded asks the owner that has received the fewest lookup calls so far (ties to the earlier
 	// ring owner). It assumes the client knows the owners' load, an idealisation of power-of-d choices.
 	PickLeastLoaded
+	// PickTwoChoices draws two distinct owners by hash(request, group key) and asks the one that has
+	// received fewer lookup calls so far: power of two choices, with the same idealised knowledge of load.
+	PickTwoChoices
 )
 
 // Scheme is a candidate placement: how a prompt's chunks are grouped under placement keys, how a lookup walks
@@ -88,7 +91,7 @@ func (s Scheme) Validate() error {
 	if s.Replicas < 2 || s.Replicas > MaxReplicas {
 		return fmt.Errorf("scheme %q: replicas %d not in [2, %d]", s.Name, s.Replicas, MaxReplicas)
 	}
-	if s.Pick != PickHash && s.Pick != PickLeastLoaded {
+	if s.Pick != PickHash && s.Pick != PickLeastLoaded && s.Pick != PickTwoChoices {
 		return errors.New("scheme " + s.Name + ": unknown pick")
 	}
 	return nil

@@ -10,6 +10,9 @@ package placement
 //   - D32hot: C32w, groups looked up 8 times or more spread over 4 owners, picked by request hash.
 //   - D32hot8, D64hot8: C32w (or its K=64 twin), groups looked up 8 times or more spread over 8 owners,
 //     the least-loaded asked.
+//   - D32hot8r: D32hot8 with a random owner asked (hash of the request): a client that knows nothing of load.
+//   - D32hot8p2: D32hot8 with the less loaded of two random owners asked (power of two choices): what kvring's
+//     nodes and SDK do, with the load figures nodes report in their answers.
 //   - D32ll: D32h4 with the least-loaded of the 4 owners.
 //   - E-geo: position-dependent groups 32, 32, 64, 128, 256, … (doubling, capped at 1024 chunks), early
 //     stop in doubling waves, first 2 groups spread over 4 owners by request hash.
@@ -32,6 +35,10 @@ func DefaultSchemes() []Scheme {
 			Spread: SpreadHot, HotAfter: 8, Replicas: 4, Pick: PickHash},
 		{Name: "D32hot8", Groups: []int{32}, EarlyStop: true, FirstWave: 1, WaveGrowth: 2,
 			Spread: SpreadHot, HotAfter: 8, Replicas: 8, Pick: PickLeastLoaded},
+		{Name: "D32hot8r", Groups: []int{32}, EarlyStop: true, FirstWave: 1, WaveGrowth: 2,
+			Spread: SpreadHot, HotAfter: 8, Replicas: 8, Pick: PickHash},
+		{Name: "D32hot8p2", Groups: []int{32}, EarlyStop: true, FirstWave: 1, WaveGrowth: 2,
+			Spread: SpreadHot, HotAfter: 8, Replicas: 8, Pick: PickTwoChoices},
 		{Name: "D64hot8", Groups: []int{64}, EarlyStop: true, FirstWave: 1, WaveGrowth: 2,
 			Spread: SpreadHot, HotAfter: 8, Replicas: 8, Pick: PickLeastLoaded},
 		{Name: "D32ll", Groups: []int{32}, EarlyStop: true, FirstWave: 1, WaveGrowth: 2,

@@ -139,7 +139,15 @@ func (rp *replay) pick(r int, key int32, owners []int32) int32 {
 		}
 		return best
 	}
-	return owners[mix64(uint64(r)<<32^uint64(uint32(key)))%uint64(len(owners))]
+	h := mix64(uint64(r)<<32 ^ uint64(uint32(key)))
+	first := owners[h%uint64(len(owners))]
+	if rp.s.Pick == PickTwoChoices {
+		second := owners[(h%uint64(len(owners))+1+(h>>32)%uint64(len(owners)-1))%uint64(len(owners))]
+		if rp.calls[second] < rp.calls[first] {
+			return second
+		}
+	}
+	return first
 }
 
 // copyOwners returns the owners chunk c is stored on in cluster c (its group's owners).

@@ -67,6 +67,13 @@ type Config struct {
 	// members first, and what holders answer about spreading is recorded
 	// in it. Optional: nil reads every group from its owners.
 	Spread *spread.Table
+	// Load counts the engine read calls this node serves (lookups, gets),
+	// for the load hint lookups answer; the owner counts the peer ones on
+	// the same Meter. Loads keeps the hints peers answered, for choosing
+	// among a spread group's members. Optional: nil counts nothing, knows
+	// nothing of load (the choice is then random).
+	Load  *spread.Meter
+	Loads *spread.Loads
 	// PeerDialOptions are added to the options of the connections to peers:
 	// the node's TLS credentials and cluster key (node/security.go).
 	PeerDialOptions []grpc.DialOption
@@ -124,6 +131,7 @@ func (c *Coordinator) RingChanged(r *ring.Ring) {
 	}
 	c.pool.keep(live)
 	c.peers.keep(liveIDs)
+	c.cfg.Loads.Forget(liveIDs)
 }
 
 // Unreachable returns how many peers are in an outage now.

@@ -54,6 +54,7 @@ func (c *Coordinator) get(req *kvringv1.GetRequest, stream grpc.ServerStreamingS
 	if err != nil {
 		return transfer.ToStatus(err)
 	}
+	c.cfg.Load.Add()
 	fctx, cancel := context.WithCancel(g.ctx)
 	defer cancel()
 	g.openStreams(fctx)

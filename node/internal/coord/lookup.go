@@ -61,6 +61,7 @@ func (c *Coordinator) askPeer(ctx context.Context, m ring.Member, ref *kvringv1.
 	if err != nil {
 		return nil, nil, transfer.FromStatus(err)
 	}
+	c.cfg.Loads.Note(m.ID, resp.GetLoad())
 	return resp.GetHeld(), resp.GetSpreadWidth(), nil
 }
 
@@ -156,6 +157,7 @@ func (c *Coordinator) lookup(ctx context.Context, req *kvringv1.LookupRequest) (
 	if err != nil {
 		return nil, err
 	}
+	c.cfg.Load.Add()
 	for lo, width := 0, firstWave(tx.place); lo < len(tx.ids); width *= 2 {
 		hi := tx.place.waveEnd(lo, width)
 		tx.wave(ctx, lo, hi)
@@ -169,7 +171,7 @@ func (c *Coordinator) lookup(ctx context.Context, req *kvringv1.LookupRequest) (
 		n = tx.trimPins(ctx, n)
 	}
 	resp = &kvringv1.LookupResponse{Epoch: tx.rg.Epoch(), Held: uint32(n),
-		SpreadWidth: c.spreadWidths(tx.storeNS, req.GetGroups(), min(len(tx.ids), n+1))}
+		SpreadWidth: c.spreadWidths(tx.storeNS, req.GetGroups(), min(len(tx.ids), n+1)), Load: c.cfg.Load.Rate()}
 	if nodes := tx.pinnedNodes(); len(nodes) > 0 {
 		ttl := time.Duration(tx.pin.GetTtlMs()) * time.Millisecond
 		c.recordLease(tx.pin.GetLeaseId(), nodes, ttl)

@@ -1,7 +1,6 @@
 package coord
 
 import (
-	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -14,7 +13,8 @@ import (
 // Hot groups (package spread): a group its primary owner spread is held by
 // the members of its key's spread set (ring.SpreadSet: width members, the
 // primary first) and by its other owners. A read of such a group asks one
-// of them, picked at random per call (this node when it is an owner or
+// of them, the less loaded of two picked at random per call (by the load
+// each member answered lately; this node itself when it is an owner or
 // holds copies: answered in process), and the owners for what that member
 // lacks: the spread copies take the group's load off its owners without
 // ever deciding what counts as held.
@@ -83,11 +83,20 @@ func (p *spreadPicks) pick(key []byte) spreadPick {
 	if owners := p.rg.Owners(p.name, key, p.replicas); slices.ContainsFunc(owners, isSelf) {
 		return spreadPick{m: owners[slices.IndexFunc(owners, isSelf)], set: set, ok: true}
 	}
-	m := set[rand.IntN(len(set))]
+	m := set[spread.TwoChoices(len(set), func(i int) uint32 { return p.c.loadOf(set[i].ID) })]
 	if p.c.peers.isDown(m.ID) || (p.c.cfg.Draining != nil && p.c.cfg.Draining(m.ID)) {
 		return spreadPick{}
 	}
 	return spreadPick{m: m, set: set, ok: true}
+}
+
+// loadOf is member id's load as this node knows it: its own meter, or the
+// hint id answered lately.
+func (c *Coordinator) loadOf(id string) uint32 {
+	if id == c.cfg.Self {
+		return c.cfg.Load.Rate()
+	}
+	return c.cfg.Loads.Of(id)
 }
 
 // learnSpread records the spread widths a holder answered for runs.

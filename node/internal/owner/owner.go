@@ -41,6 +41,10 @@ type Config struct {
 	// spreading prepare) and answers their width to lookups. Optional: nil
 	// keeps no records and answers no widths.
 	Spread *spread.Table
+	// Load counts the peer read calls this node serves (Has, Fetch), for
+	// the load hint its answers carry. Optional: nil counts nothing and
+	// hints 0.
+	Load *spread.Meter
 }
 
 // Owner is this node's side of the Peer service: it stages, seals, pins and

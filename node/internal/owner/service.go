@@ -131,7 +131,9 @@ func (s *Service) Has(ctx context.Context, req *kvringv1.HasRequest) (*kvringv1.
 	if err != nil {
 		return nil, transfer.ToStatus(err)
 	}
-	resp := &kvringv1.HasResponse{Epoch: s.o.Epoch(), Held: held, LeaseTtlMs: uint32(ttl / time.Millisecond), SpreadWidth: widths}
+	s.o.cfg.Load.Add()
+	resp := &kvringv1.HasResponse{Epoch: s.o.Epoch(), Held: held, LeaseTtlMs: uint32(ttl / time.Millisecond), SpreadWidth: widths,
+		Load: s.o.cfg.Load.Rate()}
 	if req.GetReportStaging() {
 		resp.Staging = s.o.Staging(req.GetNamespace(), req.GetIds(), held)
 	}
@@ -147,6 +149,7 @@ func (s *Service) Unpin(ctx context.Context, req *kvringv1.UnpinRequest) (*kvrin
 // Fetch streams the requested chunks in order: each a FOUND header and its
 // frames, or a NOT_FOUND header with the reason.
 func (s *Service) Fetch(req *kvringv1.FetchRequest, stream grpc.ServerStreamingServer[kvringv1.FetchResponse]) error {
+	s.o.cfg.Load.Add()
 	defer metrics.ObserveSince(s.m.FetchSeconds, time.Now())
 	o := s.o
 	ref := req.GetNamespace()

@@ -137,3 +137,62 @@ func TestAFullTableKeepsHoldsAndDropsNewHints(t *testing.T) {
 		t.Fatal("a hold was dropped from a full table")
 	}
 }
+
+// TestAMeterReportsTheLastSecondsCalls: Rate is the last full second's
+// count (or the current one's when higher), 0 after a quiet second.
+func TestAMeterReportsTheLastSecondsCalls(t *testing.T) {
+	clk := newClock()
+	m := NewMeter(clk.now)
+	for range 7 {
+		m.Add()
+	}
+	if r := m.Rate(); r != 7 {
+		t.Fatalf("rate %d during the first second, want 7", r)
+	}
+	clk.add(time.Second)
+	m.Add()
+	if r := m.Rate(); r != 7 {
+		t.Fatalf("rate %d in the next second, want the last second's 7", r)
+	}
+	clk.add(2 * time.Second)
+	if r := m.Rate(); r != 0 {
+		t.Fatalf("rate %d after a quiet second, want 0", r)
+	}
+}
+
+// TestTwoChoicesAvoidsTheLoadedCandidate: the most loaded of n candidates
+// is picked only when it is drawn twice, which two distinct draws never do;
+// with equal loads every candidate is picked.
+func TestTwoChoicesAvoidsTheLoadedCandidate(t *testing.T) {
+	loads := []uint32{5, 5, 900, 5}
+	seen := map[int]int{}
+	for range 2000 {
+		seen[TwoChoices(len(loads), func(i int) uint32 { return loads[i] })]++
+	}
+	if seen[2] != 0 || len(seen) != 3 {
+		t.Fatalf("picks %v: want the loaded candidate 2 never, the others all", seen)
+	}
+	if TwoChoices(1, nil) != 0 {
+		t.Fatal("one candidate")
+	}
+}
+
+// TestLoadHintsEndWithTheirTime: a reported load is believed for
+// loadHintTTL, and members that left are forgotten.
+func TestLoadHintsEndWithTheirTime(t *testing.T) {
+	clk := newClock()
+	l := NewLoads(clk.now)
+	l.Note("a", 40)
+	l.Note("b", 3)
+	if l.Of("a") != 40 || l.Of("c") != 0 {
+		t.Fatal("hints not kept")
+	}
+	l.Forget(map[string]bool{"a": true})
+	if l.Of("b") != 0 {
+		t.Fatal("a member that left is still hinted")
+	}
+	clk.add(loadHintTTL + time.Second)
+	if l.Of("a") != 0 {
+		t.Fatal("a hint outlived its time")
+	}
+}

@@ -858,7 +858,11 @@ type LookupResponse struct {
 	// lookups and gets of a spread group to any member of the key's spread set of that width (the key's owners, then
 	// the primaries of keys derived from it: its last four bytes XORed with 1, 2, ...; see ring.SpreadSet), which
 	// fall back to the owners for what they lack; puts still go to the owners.
-	SpreadWidth   []uint32 `protobuf:"varint,5,rep,packed,name=spread_width,json=spreadWidth,proto3" json:"spread_width,omitempty"`
+	SpreadWidth []uint32 `protobuf:"varint,5,rep,packed,name=spread_width,json=spreadWidth,proto3" json:"spread_width,omitempty"`
+	// Read calls (lookups, Has, gets, fetches) the answering node served per second lately, as a load hint: a
+	// client choosing among a spread group's members may ask the less loaded of two. 0 from nodes that predate the
+	// field.
+	Load          uint32 `protobuf:"varint,6,opt,name=load,proto3" json:"load,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -926,6 +930,13 @@ func (x *LookupResponse) GetSpreadWidth() []uint32 {
 		return x.SpreadWidth
 	}
 	return nil
+}
+
+func (x *LookupResponse) GetLoad() uint32 {
+	if x != nil {
+		return x.Load
+	}
+	return 0
 }
 
 // ReleaseLeaseRequest ends a pin lease.
@@ -1450,14 +1461,15 @@ const file_kvring_v1_cache_proto_rawDesc = "" +
 	"\x03ids\x18\x02 \x03(\fR\x03ids\x12\x1c\n" +
 	"\n" +
 	"pin_ttl_ms\x18\x03 \x01(\rR\bpinTtlMs\x12+\n" +
-	"\x06groups\x18\x04 \x03(\v2\x13.kvring.v1.GroupRunR\x06groups\"\x9a\x01\n" +
+	"\x06groups\x18\x04 \x03(\v2\x13.kvring.v1.GroupRunR\x06groups\"\xae\x01\n" +
 	"\x0eLookupResponse\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x12\n" +
 	"\x04held\x18\x02 \x01(\rR\x04held\x12\x19\n" +
 	"\blease_id\x18\x03 \x01(\x06R\aleaseId\x12 \n" +
 	"\flease_ttl_ms\x18\x04 \x01(\rR\n" +
 	"leaseTtlMs\x12!\n" +
-	"\fspread_width\x18\x05 \x03(\rR\vspreadWidth\"0\n" +
+	"\fspread_width\x18\x05 \x03(\rR\vspreadWidth\x12\x12\n" +
+	"\x04load\x18\x06 \x01(\rR\x04load\"0\n" +
 	"\x13ReleaseLeaseRequest\x12\x19\n" +
 	"\blease_id\x18\x01 \x01(\x06R\aleaseId\"H\n" +
 	"\x14ReleaseLeaseResponse\x12\x14\n" +

@@ -1194,7 +1194,10 @@ type HasResponse struct {
 	// Per run of request.groups: how many members of the run's key's spread set (the key's owners first) keep copies
 	// of the group because it is hot, as far as this owner knows; 0 when the group is not spread. Empty when the
 	// request carried no groups, or from owners that predate the field.
-	SpreadWidth   []uint32 `protobuf:"varint,5,rep,packed,name=spread_width,json=spreadWidth,proto3" json:"spread_width,omitempty"`
+	SpreadWidth []uint32 `protobuf:"varint,5,rep,packed,name=spread_width,json=spreadWidth,proto3" json:"spread_width,omitempty"`
+	// Read calls (lookups, Has, gets, fetches) this node served per second lately, as a load hint: a coordinator
+	// asks the less loaded of two members of a spread group's set. 0 from owners that predate the field.
+	Load          uint32 `protobuf:"varint,6,opt,name=load,proto3" json:"load,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1262,6 +1265,13 @@ func (x *HasResponse) GetSpreadWidth() []uint32 {
 		return x.SpreadWidth
 	}
 	return nil
+}
+
+func (x *HasResponse) GetLoad() uint32 {
+	if x != nil {
+		return x.Load
+	}
+	return 0
 }
 
 // UnpinRequest releases pin leases on one node.
@@ -1822,14 +1832,15 @@ const file_kvring_v1_peer_proto_rawDesc = "" +
 	"\x03ids\x18\x03 \x03(\fR\x03ids\x12%\n" +
 	"\x03pin\x18\x04 \x01(\v2\x13.kvring.v1.LeasePinR\x03pin\x12%\n" +
 	"\x0ereport_staging\x18\x05 \x01(\bR\rreportStaging\x12+\n" +
-	"\x06groups\x18\x06 \x03(\v2\x13.kvring.v1.GroupRunR\x06groups\"\x96\x01\n" +
+	"\x06groups\x18\x06 \x03(\v2\x13.kvring.v1.GroupRunR\x06groups\"\xaa\x01\n" +
 	"\vHasResponse\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x12\n" +
 	"\x04held\x18\x02 \x03(\bR\x04held\x12 \n" +
 	"\flease_ttl_ms\x18\x03 \x01(\rR\n" +
 	"leaseTtlMs\x12\x18\n" +
 	"\astaging\x18\x04 \x03(\bR\astaging\x12!\n" +
-	"\fspread_width\x18\x05 \x03(\rR\vspreadWidth\"Z\n" +
+	"\fspread_width\x18\x05 \x03(\rR\vspreadWidth\x12\x12\n" +
+	"\x04load\x18\x06 \x01(\rR\x04load\"Z\n" +
 	"\fUnpinRequest\x12-\n" +
 	"\x06caller\x18\x01 \x01(\v2\x15.kvring.v1.PeerCallerR\x06caller\x12\x1b\n" +
 	"\tlease_ids\x18\x02 \x03(\x06R\bleaseIds\"%\n" +

@@ -45,18 +45,20 @@ class LookupRequest(_message.Message):
     def __init__(self, namespace: _Optional[_Union[_common_pb2.NamespaceRef, _Mapping]] = ..., ids: _Optional[_Iterable[bytes]] = ..., pin_ttl_ms: _Optional[int] = ..., groups: _Optional[_Iterable[_Union[_common_pb2.GroupRun, _Mapping]]] = ...) -> None: ...
 
 class LookupResponse(_message.Message):
-    __slots__ = ["epoch", "held", "lease_id", "lease_ttl_ms", "spread_width"]
+    __slots__ = ["epoch", "held", "lease_id", "lease_ttl_ms", "load", "spread_width"]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     HELD_FIELD_NUMBER: _ClassVar[int]
     LEASE_ID_FIELD_NUMBER: _ClassVar[int]
     LEASE_TTL_MS_FIELD_NUMBER: _ClassVar[int]
+    LOAD_FIELD_NUMBER: _ClassVar[int]
     SPREAD_WIDTH_FIELD_NUMBER: _ClassVar[int]
     epoch: int
     held: int
     lease_id: int
     lease_ttl_ms: int
+    load: int
     spread_width: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, epoch: _Optional[int] = ..., held: _Optional[int] = ..., lease_id: _Optional[int] = ..., lease_ttl_ms: _Optional[int] = ..., spread_width: _Optional[_Iterable[int]] = ...) -> None: ...
+    def __init__(self, epoch: _Optional[int] = ..., held: _Optional[int] = ..., lease_id: _Optional[int] = ..., lease_ttl_ms: _Optional[int] = ..., spread_width: _Optional[_Iterable[int]] = ..., load: _Optional[int] = ...) -> None: ...
 
 class PutBegin(_message.Message):
     __slots__ = ["chunks", "eager", "groups", "namespace"]

@@ -108,18 +108,20 @@ class HasRequest(_message.Message):
     def __init__(self, caller: _Optional[_Union[_common_pb2.PeerCaller, _Mapping]] = ..., namespace: _Optional[_Union[_common_pb2.NamespaceRef, _Mapping]] = ..., ids: _Optional[_Iterable[bytes]] = ..., pin: _Optional[_Union[LeasePin, _Mapping]] = ..., report_staging: bool = ..., groups: _Optional[_Iterable[_Union[_common_pb2.GroupRun, _Mapping]]] = ...) -> None: ...
 
 class HasResponse(_message.Message):
-    __slots__ = ["epoch", "held", "lease_ttl_ms", "spread_width", "staging"]
+    __slots__ = ["epoch", "held", "lease_ttl_ms", "load", "spread_width", "staging"]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     HELD_FIELD_NUMBER: _ClassVar[int]
     LEASE_TTL_MS_FIELD_NUMBER: _ClassVar[int]
+    LOAD_FIELD_NUMBER: _ClassVar[int]
     SPREAD_WIDTH_FIELD_NUMBER: _ClassVar[int]
     STAGING_FIELD_NUMBER: _ClassVar[int]
     epoch: int
     held: _containers.RepeatedScalarFieldContainer[bool]
     lease_ttl_ms: int
+    load: int
     spread_width: _containers.RepeatedScalarFieldContainer[int]
     staging: _containers.RepeatedScalarFieldContainer[bool]
-    def __init__(self, epoch: _Optional[int] = ..., held: _Optional[_Iterable[bool]] = ..., lease_ttl_ms: _Optional[int] = ..., staging: _Optional[_Iterable[bool]] = ..., spread_width: _Optional[_Iterable[int]] = ...) -> None: ...
+    def __init__(self, epoch: _Optional[int] = ..., held: _Optional[_Iterable[bool]] = ..., lease_ttl_ms: _Optional[int] = ..., staging: _Optional[_Iterable[bool]] = ..., spread_width: _Optional[_Iterable[int]] = ..., load: _Optional[int] = ...) -> None: ...
 
 class LeasePin(_message.Message):
     __slots__ = ["lease_id", "ttl_ms"]
