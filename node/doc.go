@@ -12,6 +12,9 @@
 //     this node's own Cache service: socket_cluster.go);
 //   - node/internal/handoff: the mover, which copies chunks to their owners
 //     after ring changes and drains (Leave);
+//   - node/internal/spread: hot-group spreading (the lookup counter, the
+//     spread records, the spreader that copies hot groups to their spread
+//     sets, load hints);
 //   - node/internal/metrics: the instruments they update.
 //
 // newServices (services.go) is the one place owner, coordinator and registry
