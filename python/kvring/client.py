@@ -481,8 +481,36 @@ class Client:
         main = self._target()
         deadline = time.monotonic() + self.call_timeout
         refs = _Refs(norm)
-        return self._retry_unregistered(main.stub, main.addr,
-                                        lambda ref: self._put_routed(main, ref, norm, refs, keys, deadline))
+
+        def call(ref: common_pb2.NamespaceRef) -> list[PutResult]:
+            out = self._put_routed(main, ref, norm, refs, keys, deadline)
+            self._resend_busy(main, ref, norm, refs, keys, deadline, out)
+            return out
+
+        return self._retry_unregistered(main.stub, main.addr, call)
+
+    def _resend_busy(self, main: "_Target", ref: common_pb2.NamespaceRef,
+                     norm: list[tuple[bytes, memoryview, Optional[bytes]]], refs: "_Refs",
+                     keys: Optional[list[bytes]], deadline: float, out: list[PutResult]) -> None:
+        """Put once more the chunks whose result is failed because another write of the chunk was under way on an
+        owner and ended without storing it or did not end in time (code ABORTED: typically this client's own
+        earlier attempt, given up on an owner that answered late, whose abort reached the owners after this put
+        asked), as the Go SDK does (client/put.go resendBusy). Their new results replace the old ones in out; a
+        resend that fails as a whole leaves them as they were."""
+        idx = [i for i, r in enumerate(out) if r.status == PutStatus.FAILED and r.code == grpc.StatusCode.ABORTED]
+        if not idx or time.monotonic() >= deadline:
+            return
+        sub_keys = [keys[i] for i in idx] if keys is not None else None
+        try:
+            again = self._put_routed(main, ref, [norm[i] for i in idx], refs.sub(idx), sub_keys, deadline)
+        except KvringError as err:
+            log.debug("kvring put: resending %d chunks another write held up failed: %s", len(idx), err)
+            return
+        if len(again) != len(idx):
+            return
+        self.stats.busy_resends += len(idx)
+        for k, i in enumerate(idx):
+            out[i] = again[k]
 
     def _put_routed(self, main: "_Target", ref: common_pb2.NamespaceRef,
                     norm: list[tuple[bytes, memoryview, Optional[bytes]]], refs: "_Refs",
@@ -841,6 +869,12 @@ class _Refs:
     def __init__(self, norm: Sequence[tuple[bytes, memoryview, Any]]) -> None:
         self._norm = norm
         self._refs: list[Optional[common_pb2.ChunkRef]] = [None] * len(norm)
+
+    def sub(self, idx: Sequence[int]) -> "_Refs":
+        """The refs of the chunks at idx, in that order, sharing the checksums computed so far."""
+        r = _Refs([self._norm[i] for i in idx])
+        r._refs = [self._refs[i] for i in idx]
+        return r
 
     def of(self, idx: Iterable[int]) -> list[common_pb2.ChunkRef]:
         out = []
