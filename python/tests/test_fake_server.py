@@ -116,22 +116,48 @@ class FakeCache(cache_pb2_grpc.CacheServicer):
         context.abort(code, message)
 
 
-def _health(request, context):
-    return b"\x08\x01"  # SERVING
+class FakeHealth:
+    """grpc.health.v1.Health/Check answering ``serving`` (SERVING or NOT_SERVING), each answer held back by
+    ``delay`` seconds (a node slow to accept, as the Go SDK's slowHealth). Counts the checks."""
+
+    def __init__(self, delay: float = 0.0):
+        self.serving = True
+        self.delay = delay
+        self.checks = 0
+
+    def check(self, request, context):
+        self.checks += 1
+        if self.delay:
+            threading.Event().wait(self.delay)  # the node's own slowness, not a test waiting for a condition
+        return b"\x08\x01" if self.serving else b"\x08\x02"  # SERVING / NOT_SERVING
 
 
 @pytest.fixture
-def fake():
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
-    svc = FakeCache()
-    cache_pb2_grpc.add_CacheServicer_to_server(svc, server)
-    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("grpc.health.v1.Health", {
-        "Check": grpc.unary_unary_rpc_method_handler(_health),
-    }),))
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    yield svc, f"127.0.0.1:{port}"
-    server.stop(None)
+def fake_node():
+    """Start fake nodes for a test: fake_node(health_delay=0) -> (FakeCache, FakeHealth, addr); stopped after it."""
+    servers = []
+
+    def make(health_delay: float = 0.0):
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+        svc, health = FakeCache(), FakeHealth(health_delay)
+        cache_pb2_grpc.add_CacheServicer_to_server(svc, server)
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("grpc.health.v1.Health", {
+            "Check": grpc.unary_unary_rpc_method_handler(health.check),
+        }),))
+        port = server.add_insecure_port("127.0.0.1:0")
+        server.start()
+        servers.append(server)
+        return svc, health, f"127.0.0.1:{port}"
+
+    yield make
+    for server in servers:
+        server.stop(None)
+
+
+@pytest.fixture
+def fake(fake_node):
+    svc, _, addr = fake_node()
+    return svc, addr
 
 
 def test_checksum_damage_is_a_counted_miss_never_data(fake, client_for):
