@@ -34,7 +34,7 @@ try:  # grpcio internals; absent or different in some versions
 except Exception:  # noqa: BLE001 - the fallback is grpcio's public API
     _OK = False
 
-__all__ = ["ENABLED", "StreamCall", "start"]
+__all__ = ["ENABLED", "StreamCall", "release", "start"]
 
 log = logging.getLogger("kvring")
 
@@ -101,19 +101,28 @@ class StreamCall:
         return self._rv.cancel()
 
     def release(self) -> None:
-        """Cancel the call unless it has ended and process its last events, so that gRPC frees the call and its
-        completion queue (they are freed once no operation is pending). Blocks only while gRPC completes them,
-        which a cancel makes prompt."""
-        st = self._state
-        self._rv.cancel()
-        for _ in range(64):  # a cancelled call completes each pending operation once
-            with st.condition:
-                if not st.due:
-                    return
-            try:
-                self._rv._consume_next_event()
-            except Exception:  # noqa: BLE001 - nothing more to free
+        """Cancel the call unless it has ended and process its last events (see :func:`release`)."""
+        release(self._rv)
+
+
+def release(call: Any) -> None:
+    """Cancel call unless it has ended and, for a call on its own completion queue (this module's, or a Get read
+    with grpcio's ``SingleThreadedUnaryStream`` option), process its last events: gRPC frees such a call and its
+    queue only once no operation is pending, and nothing else would take them (a call cancelled early leaked
+    ~16 KiB). Blocks only while gRPC completes them, which the cancel makes prompt."""
+    call.cancel()
+    st = getattr(call, "_state", None)
+    consume = getattr(call, "_consume_next_event", None)
+    if st is None or consume is None or not _OK or not isinstance(call, _gch._SingleThreadedRendezvous):
+        return  # grpcio's spin thread takes the events of its other calls
+    for _ in range(64):  # a cancelled call completes each pending operation once
+        with st.condition:
+            if not st.due:
                 return
+        try:
+            consume()
+        except Exception:  # noqa: BLE001 - nothing more to free
+            return
 
 
 def start(channel: grpc.Channel, method: str, first: bytes, timeout: float,

@@ -884,7 +884,7 @@ class Client:
                     self._finish(cur, crc, frames, dst, views)
                     cur = None
         except _TooSmall:
-            stream.cancel()
+            _stcall.release(stream)
             # The rest of the stream is lost with the cancel: read the others again without the small buffer.
             return self._refill_after_small(ids, keys, views, out)
         except grpc.RpcError as exc:
@@ -893,7 +893,7 @@ class Client:
         finally:
             if timer is not None:
                 timer.answered()
-            stream.cancel()
+            _stcall.release(stream)
         if cur is not None:
             cur.reason = "the stream ended inside the chunk"
         return out

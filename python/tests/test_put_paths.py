@@ -51,3 +51,28 @@ def test_a_put_the_node_refuses_raises_its_error_on_both_paths(cluster, client_f
     assert ei.value.message.startswith("kvring put: "), ei.value.message
     assert c.put([kvring.Chunk(os.urandom(32), b"ok")])[0].status == kvring.PutStatus.STORED  # the client goes on
     assert started and all(s == (which == "driven") for s in started), started
+
+
+def test_calls_given_up_early_leave_nothing_pending(cluster, client_for, namespace, monkeypatch):
+    """A call on its own completion queue (a driven put, a get read on the calling thread) that the client gives up
+    early (a buffer too small, the node's error) has its last events processed, so that gRPC frees it: before,
+    each such get leaked ~16 KiB."""
+    released = []
+    real = _stcall.release
+
+    def recording(call):
+        real(call)
+        released.append(call)
+
+    monkeypatch.setattr(_stcall, "release", recording)
+    c = client_for([cluster[0].grpc], namespace)
+    wait_for(lambda: connected(c))
+    chunks = [kvring.Chunk(os.urandom(32), os.urandom(n)) for n in (3000, 5000, 3000)]
+    assert all(r.held for r in c.put(chunks))
+    got = c.get_into([ch.id for ch in chunks], [bytearray(3000), bytearray(10), bytearray(3000)])
+    assert got == [3000, None, 3000]
+    with pytest.raises(kvring.InvalidArgument):
+        c.put([kvring.Chunk(os.urandom(32), os.urandom(49 << 20))])
+    st = [getattr(x, "_state", None) for x in released]
+    assert any(s is not None for s in st), "no call on its own completion queue was released"
+    assert all(not s.due for s in st if s is not None), [s.due for s in st if s is not None]
