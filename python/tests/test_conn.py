@@ -68,7 +68,7 @@ def test_a_node_that_stops_serving_is_left_for_the_next_seed_at_once(fake_node, 
 def test_a_call_during_the_first_reconnect_waits_for_it(fake_node, client_for):
     _, health_a, a = fake_node()
     svc_b, health_b, b = fake_node(health_delay=1.0)  # slow to accept: the first attempt takes a second
-    c = client_for([a, b], "fake/ns")
+    c = client_for([a, b], "fake/ns", dial_timeout=5.0)  # the wait's bound: room for the slow attempt under load
     wait_for(lambda: connected(c) and c.state.addr == a, what="connected to a")
     health_a.serving = False
     wait_for(lambda: c.state.status is kvring.ConnStatus.RECONNECTING, 5, "the loss")
@@ -102,4 +102,5 @@ def test_an_attempt_to_a_node_just_lost_is_not_held_back_by_grpcs_own_backoff(cl
         m = re.match(r"reconnecting addr=\S+ attempt=(\d+) ", r.getMessage())
         if m:
             at.setdefault(int(m.group(1)), r.created)
-    assert at[2] - at[1] < 0.5, f"the first attempt after the loss took {at[2] - at[1]:.3f}s"
+    # grpcio's own backoff starts at 1 s ± 20 %
+    assert at[2] - at[1] < 0.75, f"the first attempt after the loss took {at[2] - at[1]:.3f}s"
