@@ -104,6 +104,9 @@ class ConnConfig:
             host, sep, port = s.rpartition(":")
             if not sep or not port.isdigit():
                 raise ValueError(f"seeds[{i}]: want host:port, got {s!r}")
+        for name in ("dial_timeout", "backoff_base", "backoff_max", "probe_interval", "probe_timeout"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name}: want a positive duration, got {getattr(self, name)}")
         if self.backoff_base > self.backoff_max:
             raise ValueError(f"backoff_base {self.backoff_base} exceeds backoff_max {self.backoff_max}")
         if not 0 <= self.jitter <= 1:

@@ -7,6 +7,8 @@ import os
 import re
 import socket
 
+import pytest
+
 import kvring
 from cluster import wait_for
 from conftest import connected
@@ -104,3 +106,18 @@ def test_an_attempt_to_a_node_just_lost_is_not_held_back_by_grpcs_own_backoff(cl
             at.setdefault(int(m.group(1)), r.created)
     # grpcio's own backoff starts at 1 s ± 20 %
     assert at[2] - at[1] < 0.75, f"the first attempt after the loss took {at[2] - at[1]:.3f}s"
+
+
+@pytest.mark.parametrize("kw,match", [
+    ({"seeds": []}, "seeds"),
+    ({"seeds": ["localhost"]}, r"seeds\[0\]: want host:port"),
+    ({"dial_timeout": -1}, "dial_timeout: want a positive duration"),
+    ({"probe_timeout": -0.5}, "probe_timeout"),
+    ({"backoff_base": 2.0, "backoff_max": 1.0}, "exceeds backoff_max"),
+    ({"jitter": 1.5}, "jitter"),
+])
+def test_invalid_connection_settings_are_refused_at_construction(kw, match):
+    args = {"seeds": ["127.0.0.1:1"], **kw}
+    seeds = args.pop("seeds")
+    with pytest.raises(ValueError, match=match):
+        kvring.Client(seeds, "fake/ns", kvring.Schema(model="m", dtype="bf16"), **args)
