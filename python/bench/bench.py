@@ -24,6 +24,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.join(HERE, ".."), os.path.join(HERE, "..", "tests")]
 
 import kvring  # noqa: E402
+import kvring._stcall  # noqa: E402
 from cluster import REPO, Node, kvring_binary, wait_for  # noqa: E402
 
 
@@ -87,6 +88,9 @@ def main() -> None:
     ap.add_argument("--no-socket", action="store_true", help="skip the Python client over the local socket")
     ap.add_argument("--software-crc", action="store_true",
                     help="also run the Python client over gRPC with the crc32c package's software CRC (A/B)")
+    ap.add_argument("--threaded-puts", action="store_true",
+                    help="also run the Python client over gRPC with puts through grpcio's stream_stream and its "
+                         "threads instead of driven on the calling thread (kvring._stcall; A/B)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="kvring-pybench-") as root:
         binary = kvring_binary(root)
@@ -109,6 +113,7 @@ def main() -> None:
                     runs = [("go", False), ("python", None)] + ([("go-unrouted", True)] if a.nodes > 1 else [])
                     runs += [] if a.no_socket else [("python-socket", None)]
                     runs += [("python-swcrc", None)] if a.software_crc else []
+                    runs += [("python-threaded", None)] if a.threaded_puts else []
                     runs += [("python-unrouted", None)] if a.nodes > 1 else []
                     for who, no_route in runs:
                         ns = f"bench/{who}/{size}/{rep}/{os.getpid()}"
@@ -126,6 +131,12 @@ def main() -> None:
                                 res = py_bench(seeds, ns, size, count, a.batch, a.rounds, nodes=a.nodes)
                             finally:
                                 kvring.client.crc32c = hw
+                        elif who == "python-threaded":
+                            kvring._stcall.ENABLED = False
+                            try:
+                                res = py_bench(seeds, ns, size, count, a.batch, a.rounds, nodes=a.nodes)
+                            finally:
+                                kvring._stcall.ENABLED = True
                         else:
                             res = go_bench(gobin, seeds, ns, size, count, a.batch, a.rounds, bool(no_route))
                         for r in res:
@@ -152,6 +163,10 @@ def main() -> None:
                 p = best[("python-swcrc", op)]
                 print(f"| {label} | {op}, Python with the software CRC | {best[('go', op)]:.2f} | {p:.2f} | "
                       f"{p / best[('go', op)]:.2f}x | - | - |")
+        if ("python-threaded", "put") in best:
+            p = best[("python-threaded", "put")]
+            print(f"| {label} | put, Python through grpcio's stream_stream threads | {best[('go', 'put')]:.2f} | "
+                  f"{p:.2f} | {p / best[('go', 'put')]:.2f}x | - | - |")
         if ("go-unrouted", "put") in best:
             for op in ("put", "get"):
                 g, p = best[("go-unrouted", op)], best[("python-unrouted", op)]

@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable, Iterator, NamedTuple, Optional, Sequ
 
 import grpc
 
-from . import _wire
+from . import _stcall, _wire
 from .chunkid import group_keys
 from .conn import ConnConfig, Conn, ConnState, TLS
 from .checksum import crc32c
@@ -481,8 +481,36 @@ class Client:
         main = self._target()
         deadline = time.monotonic() + self.call_timeout
         refs = _Refs(norm)
-        return self._retry_unregistered(main.stub, main.addr,
-                                        lambda ref: self._put_routed(main, ref, norm, refs, keys, deadline))
+
+        def call(ref: common_pb2.NamespaceRef) -> list[PutResult]:
+            out = self._put_routed(main, ref, norm, refs, keys, deadline)
+            self._resend_busy(main, ref, norm, refs, keys, deadline, out)
+            return out
+
+        return self._retry_unregistered(main.stub, main.addr, call)
+
+    def _resend_busy(self, main: "_Target", ref: common_pb2.NamespaceRef,
+                     norm: list[tuple[bytes, memoryview, Optional[bytes]]], refs: "_Refs",
+                     keys: Optional[list[bytes]], deadline: float, out: list[PutResult]) -> None:
+        """Put once more the chunks whose result is failed because another write of the chunk was under way on an
+        owner and ended without storing it or did not end in time (code ABORTED: typically this client's own
+        earlier attempt, given up on an owner that answered late, whose abort reached the owners after this put
+        asked), as the Go SDK does (client/put.go resendBusy). Their new results replace the old ones in out; a
+        resend that fails as a whole leaves them as they were."""
+        idx = [i for i, r in enumerate(out) if r.status == PutStatus.FAILED and r.code == grpc.StatusCode.ABORTED]
+        if not idx or time.monotonic() >= deadline:
+            return
+        sub_keys = [keys[i] for i in idx] if keys is not None else None
+        try:
+            again = self._put_routed(main, ref, [norm[i] for i in idx], refs.sub(idx), sub_keys, deadline)
+        except KvringError as err:
+            log.debug("kvring put: resending %d chunks another write held up failed: %s", len(idx), err)
+            return
+        if len(again) != len(idx):
+            return
+        self.stats.busy_resends += len(idx)
+        for k, i in enumerate(idx):
+            out[i] = again[k]
 
     def _put_routed(self, main: "_Target", ref: common_pb2.NamespaceRef,
                     norm: list[tuple[bytes, memoryview, Optional[bytes]]], refs: "_Refs",
@@ -535,33 +563,19 @@ class Client:
         n = len(norm)
         addr = t.addr
         eager = self._eager(norm)
-        need_box: list[Optional[Sequence[int]]] = [None]
-        need_ready = threading.Event()
-        done = threading.Event()
+        begin = cache_pb2.PutRequest(begin=cache_pb2.PutBegin(namespace=ref, chunks=refs, groups=runs, eager=eager))
+        out = [PutResult(id=norm[i][0], status="") for i in range(n)]
+        seen = [False] * n
 
-        def requests() -> Iterator[Union[bytes, cache_pb2.PutRequest]]:
-            yield cache_pb2.PutRequest(begin=cache_pb2.PutBegin(namespace=ref, chunks=refs, groups=runs, eager=eager))
-            if eager:
-                need: Sequence[int] = range(n)
-            else:
-                need_ready.wait()
-                if done.is_set() or need_box[0] is None:
-                    return
-                need = need_box[0]
+        def frames(need: Sequence[int]) -> Iterator[bytes]:
             for idx in need:
                 mv = norm[idx][1]
                 size = len(mv)
                 off = 0
                 while off < size:
-                    if done.is_set():
-                        return
                     end = min(off + _wire.MAX_FRAME_BYTES, size)
                     yield _wire.put_data_frame(idx, off, mv[off:end])
                     off = end
-            yield cache_pb2.PutRequest(end=cache_pb2.PutEnd())
-
-        out = [PutResult(id=norm[i][0], status="") for i in range(n)]
-        seen = [False] * n
 
         def take(r: cache_pb2.PutChunkResult) -> None:
             i = r.index
@@ -575,7 +589,98 @@ class Client:
             res.code = _code(r.code)
             res.holders = [Node(h.node_id, h.grpc_addr) for h in r.holders]
 
-        responses = t.put(requests(), timeout=_left(deadline), metadata=self._conn.metadata or None)
+        def asked(need: cache_pb2.PutNeed) -> list[int]:
+            for r in need.settled:
+                take(r)
+            for idx in need.need:
+                if idx >= n:
+                    raise ProtocolError(f"kvring put: the node asked for chunk {idx} of {n}")
+            return list(need.need)
+
+        md = self._conn.metadata or None
+        st = _stcall.start(t.channel, "/kvring.v1.Cache/Put", begin.SerializeToString(), _left(deadline), md,
+                           cache_pb2.PutResponse.FromString)
+        if st is not None:
+            result = self._put_driven(st, addr, eager, n, frames, asked, answer)
+        else:
+            result = self._put_threaded(t, addr, begin, eager, frames, asked, md, deadline, answer)
+        for r in result.results:
+            take(r)
+        for i, ok in enumerate(seen):
+            res = out[i]
+            if not ok or not res.status:
+                res.status, res.holders, res.reason = PutStatus.FAILED, [], "the node sent no result for this chunk"
+            if res.degraded and res.held:
+                self.stats.degraded_puts += 1
+        return out
+
+    def _put_driven(self, st: "_stcall.StreamCall", addr: str, eager: bool, n: int,
+                    frames: Callable[[Sequence[int]], Iterator[bytes]],
+                    asked: Callable[[cache_pb2.PutNeed], list[int]], answer: Optional[float]) -> cache_pb2.PutResult:
+        """A Put stream (begin already sent) driven on this thread (module _stcall): the frames, the end, the
+        answers. Returns the result message."""
+
+        def send(need: Sequence[int]) -> None:
+            for f in frames(need):
+                if not st.send(f):
+                    return  # the call ended: its status comes with the answers
+            if st.send(_PUT_END):
+                st.close_send()
+
+        timer = self._answer_timer(st, answer, addr)
+        try:
+            if eager:
+                send(range(n))
+            result = None
+            for m in st:  # read to the end: the status follows the result at once, and frees the call
+                if timer is not None:
+                    timer.answered()
+                self._observe(addr, m.epoch)
+                which = m.WhichOneof("msg")
+                if which == "need":
+                    need = asked(m.need)
+                    if not eager:
+                        send(need)
+                elif which == "result" and result is None:
+                    result = m.result
+            if result is None:
+                raise ProtocolError("kvring put: the node ended the call without a result")
+            return result
+        except grpc.RpcError as exc:
+            err = self._call_err(exc, addr, "put")
+            raise (timer.explain(err) if timer is not None else err) from None
+        finally:
+            if timer is not None:
+                timer.answered()
+            st.release()
+
+    def _put_threaded(self, t: "_Target", addr: str, begin: cache_pb2.PutRequest, eager: bool,
+                      frames: Callable[[Sequence[int]], Iterator[bytes]],
+                      asked: Callable[[cache_pb2.PutNeed], list[int]], md: Any, deadline: float,
+                      answer: Optional[float]) -> cache_pb2.PutResult:
+        """A Put stream through grpcio's stream_stream, whose own thread consumes the requests. Returns the result
+        message."""
+        n = len(begin.begin.chunks)
+        need_box: list[Optional[Sequence[int]]] = [None]
+        need_ready = threading.Event()
+        done = threading.Event()
+
+        def requests() -> Iterator[Union[bytes, cache_pb2.PutRequest]]:
+            yield begin
+            if eager:
+                need: Sequence[int] = range(n)
+            else:
+                need_ready.wait()
+                if done.is_set() or need_box[0] is None:
+                    return
+                need = need_box[0]
+            for f in frames(need):
+                if done.is_set():
+                    return
+                yield f
+            yield _PUT_END
+
+        responses = t.put(requests(), timeout=_left(deadline), metadata=md)
         timer = self._answer_timer(responses, answer, addr)
         try:
             result = None
@@ -585,21 +690,16 @@ class Client:
                 self._observe(addr, m.epoch)
                 which = m.WhichOneof("msg")
                 if which == "need":
-                    for r in m.need.settled:
-                        take(r)
+                    need = asked(m.need)
                     if not eager:
-                        for idx in m.need.need:
-                            if idx >= n:
-                                raise ProtocolError(f"kvring put: the node asked for chunk {idx} of {n}")
-                        need_box[0] = list(m.need.need)
+                        need_box[0] = need
                         need_ready.set()
                 elif which == "result":
                     result = m.result
                     break
             if result is None:
                 raise ProtocolError("kvring put: the node ended the call without a result")
-            for r in result.results:
-                take(r)
+            return result
         except grpc.RpcError as exc:
             err = self._call_err(exc, addr, "put")
             raise (timer.explain(err) if timer is not None else err) from None
@@ -609,13 +709,6 @@ class Client:
             done.set()
             need_ready.set()
             responses.cancel()
-        for i, ok in enumerate(seen):
-            res = out[i]
-            if not ok or not res.status:
-                res.status, res.holders, res.reason = PutStatus.FAILED, [], "the node sent no result for this chunk"
-            if res.degraded and res.held:
-                self.stats.degraded_puts += 1
-        return out
 
     # --- get ------------------------------------------------------------------------------------------------
 
@@ -791,7 +884,7 @@ class Client:
                     self._finish(cur, crc, frames, dst, views)
                     cur = None
         except _TooSmall:
-            stream.cancel()
+            _stcall.release(stream)
             # The rest of the stream is lost with the cancel: read the others again without the small buffer.
             return self._refill_after_small(ids, keys, views, out)
         except grpc.RpcError as exc:
@@ -800,7 +893,7 @@ class Client:
         finally:
             if timer is not None:
                 timer.answered()
-            stream.cancel()
+            _stcall.release(stream)
         if cur is not None:
             cur.reason = "the stream ended inside the chunk"
         return out
@@ -842,6 +935,12 @@ class _Refs:
         self._norm = norm
         self._refs: list[Optional[common_pb2.ChunkRef]] = [None] * len(norm)
 
+    def sub(self, idx: Sequence[int]) -> "_Refs":
+        """The refs of the chunks at idx, in that order, sharing the checksums computed so far."""
+        r = _Refs([self._norm[i] for i in idx])
+        r._refs = [self._refs[i] for i in idx]
+        return r
+
     def of(self, idx: Iterable[int]) -> list[common_pb2.ChunkRef]:
         out = []
         for i in idx:
@@ -875,6 +974,9 @@ class _Target(NamedTuple):
             response_deserializer=_wire.deserialize_get,
         )
         return _Target(ch, addr, cache_pb2_grpc.CacheStub(ch), put, get)
+
+
+_PUT_END = cache_pb2.PutRequest(end=cache_pb2.PutEnd()).SerializeToString()
 
 
 def _left(deadline: float) -> float:

@@ -2,10 +2,13 @@
 
 :class:`Conn` starts one background thread that connects to the seeds in turn with exponential backoff and jitter,
 verifies each connection with a gRPC health check, watches it (channel connectivity, periodic health checks,
-failures reported by the call layer) and reconnects after a loss, trying the lost node first. Each state change is
-published to :attr:`Conn.state` and logged once (``logging.getLogger("kvring")``). Calls never wait for a
-connection: :meth:`Conn.ready` raises :class:`~kvring.errors.Unavailable` naming the cause while no node is
-connected. Mirrors the Go SDK's client/conn_loop.go.
+failures reported by the call layer) and reconnects after a loss, trying the lost node first (unless it said it
+does not serve: it drains before it stops, so the next seed is tried at once). The first round of attempts over
+the seeds, and the first after a loss, go without backoff. Each state change is published to :attr:`Conn.state`
+and logged once (``logging.getLogger("kvring")``). Calls do not wait for a connection: :meth:`Conn.ready` raises
+:class:`~kvring.errors.Unavailable` naming the cause while no node is connected, except that during the first
+round of attempts after a loss it waits for that round, at most ``dial_timeout``. Mirrors the Go SDK's
+client/conn_loop.go and client/conn.go.
 """
 
 from __future__ import annotations
@@ -77,7 +80,8 @@ class ConnConfig:
     dial_timeout: float = 2.0
     """Bounds one connection attempt: connect, HTTP/2 handshake and health check."""
     backoff_base: float = 0.1
-    """Wait after the first failed attempt; each further failure doubles it."""
+    """Wait before the second round of attempts over the seeds (the first goes at once); each further round
+    doubles it."""
     backoff_max: float = 5.0
     """Cap on the wait between attempts, jitter included."""
     jitter: float = 0.2
@@ -100,6 +104,9 @@ class ConnConfig:
             host, sep, port = s.rpartition(":")
             if not sep or not port.isdigit():
                 raise ValueError(f"seeds[{i}]: want host:port, got {s!r}")
+        for name in ("dial_timeout", "backoff_base", "backoff_max", "probe_interval", "probe_timeout"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name}: want a positive duration, got {getattr(self, name)}")
         if self.backoff_base > self.backoff_max:
             raise ValueError(f"backoff_base {self.backoff_base} exceeds backoff_max {self.backoff_max}")
         if not 0 <= self.jitter <= 1:
@@ -132,6 +139,10 @@ class _ProbeTimeout(Exception):
     pass
 
 
+class _NotServing(Exception):
+    """The node answers but reports it does not serve (it drains before it stops, or has not started serving)."""
+
+
 class Conn:
     """One gRPC channel to some node, kept connected by a background thread. Safe for concurrent use; nothing but
     :meth:`close` blocks."""
@@ -140,6 +151,7 @@ class Conn:
         cfg.validate()
         self.cfg = cfg
         self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)  # notified at every state change
         self._state = ConnState(ConnStatus.CONNECTING, cfg.seeds[0], attempt=1, since=time.time())
         self._channel: grpc.Channel | None = None
         self._stop = threading.Event()
@@ -155,6 +167,10 @@ class Conn:
             ("grpc.max_receive_message_length", 64 << 20),
             ("grpc.max_send_message_length", 64 << 20),
             ("grpc.enable_retries", 0),
+            # Each channel its own subchannels, as each Go grpc.ClientConn: with grpcio's global pool a new channel
+            # to an address that just refused shares the old channel's subchannel and waits out its reconnect
+            # backoff (1 s, then 1.6 s, ...), so an attempt to a lost or restarted node took a second or more.
+            ("grpc.use_local_subchannel_pool", 1),
             # Get streams are read on the calling thread instead of through the channel's spin thread: ~1.3-1.6x
             # more read throughput (grpc.experimental.ChannelOptions.SingleThreadedUnaryStream).
             ("SingleThreadedUnaryStream", 1),
@@ -191,9 +207,26 @@ class Conn:
         return self._metadata
 
     def ready(self) -> tuple[grpc.Channel, str]:
-        """The channel to call on and its node's address. Never waits: raises :class:`Unavailable` naming the cause
-        while no node is connected, :class:`ClientClosed` after close."""
+        """The channel to call on and its node's address. Raises :class:`Unavailable` naming the cause while no node
+        is connected, :class:`ClientClosed` after close.
+
+        It does not wait, except right after a loss: while the first round of attempts to reconnect (each seed
+        once, without backoff) is under way, it waits for that round to end, at most ``dial_timeout`` (one
+        attempt's bound). A node that restarts or hands its engines over (a rolling restart; a load balancer in
+        front of several nodes as the seed, or the next seed) so costs a call a short wait instead of an error;
+        once that round has failed, calls fail at once until the connection is back (the Go SDK's
+        awaitFirstAttempt)."""
+        n = len(self.cfg.seeds)
         with self._lock:
+            s = self._state
+            if s.status is ConnStatus.RECONNECTING and s.attempt <= n:
+                end = time.monotonic() + self.cfg.dial_timeout
+                while s.status is ConnStatus.RECONNECTING and s.attempt <= n:
+                    left = end - time.monotonic()
+                    if left <= 0:
+                        break
+                    self._changed.wait(left)
+                    s = self._state
             s, ch = self._state, self._channel
         if s.status is ConnStatus.CONNECTED and ch is not None:
             return ch, s.addr
@@ -232,6 +265,7 @@ class Conn:
             since = time.time() if s.status is not old.status else old.since
             s = dataclasses.replace(s, since=since)
             self._state, self._channel = s, ch
+            self._changed.notify_all()
         if self.cfg.on_state_change is not None:
             try:
                 self.cfg.on_state_change(s)
@@ -251,7 +285,9 @@ class Conn:
         while not self._stop.is_set():
             attempt += 1
             addr = cfg.seeds[idx]
-            delay = backoff_delay(attempt - 1, random.random(), cfg.backoff_base, cfg.backoff_max, cfg.jitter)
+            # The first round over the seeds goes at once; backoff grows per round.
+            rnd = (attempt - 1) // len(cfg.seeds)
+            delay = backoff_delay(rnd, random.random(), cfg.backoff_base, cfg.backoff_max, cfg.jitter)
             self._publish(ConnState(status, addr, attempt, last_err), None)
             self._log_attempt(status, addr, attempt, delay, last_err)
             if self._stop.wait(delay):
@@ -267,10 +303,12 @@ class Conn:
             else:
                 log.info("connected again addr=%s after=%.3fs attempts=%d", addr, time.time() - lost_at, attempt)
             self._publish(ConnState(ConnStatus.CONNECTED, addr), ch)
-            err = self._watch(ch, addr)
+            err, not_serving = self._watch(ch, addr)
             if self._stop.is_set():
                 break
             lost_at, last_err, attempt, status = time.time(), f"{addr}: {err}", 0, ConnStatus.RECONNECTING
+            if not_serving:
+                idx = (idx + 1) % len(cfg.seeds)  # it drains: go on to the next seed at once
             self._publish(ConnState(status, addr, 1, last_err), None)
             log.warning("lost connection to kvring node addr=%s err=%s", addr, err)
             self._retire(ch)
@@ -332,10 +370,11 @@ class Conn:
             raise RuntimeError(f"health check: {code.name}: {exc.details()}") from None
         st = _health_status(raw)
         if st != _SERVING:
-            raise RuntimeError(f"health check: node reports {_HEALTH_NAMES.get(st, st)}")
+            raise _NotServing(f"health check: node reports {_HEALTH_NAMES.get(st, st)}")
 
-    def _watch(self, ch: grpc.Channel, addr: str) -> str:
-        """Health-check until the node is lost (returns why) or the conn is closed."""
+    def _watch(self, ch: grpc.Channel, addr: str) -> tuple[str, bool]:
+        """Health-check until the node is lost or the conn is closed. Returns why, and whether the node said it
+        does not serve."""
 
         def on_connectivity(c: grpc.ChannelConnectivity) -> None:
             if c is not grpc.ChannelConnectivity.READY:
@@ -349,17 +388,19 @@ class Conn:
                     self._recheck.wait(self._probe_interval())
                     self._recheck.clear()
                 if self._stop.is_set():
-                    return "closed"
+                    return "closed", False
                 try:
                     self._check(ch, self.cfg.probe_timeout)
                     suspect = False
                 except _ProbeTimeout as exc:
                     if suspect:
-                        return str(exc)
+                        return str(exc), False
                     suspect = True
                     log.debug("kvring node slow to answer health check, checking again addr=%s err=%s", addr, exc)
+                except _NotServing as exc:
+                    return str(exc), True
                 except Exception as exc:  # noqa: BLE001
-                    return str(exc)
+                    return str(exc), False
         finally:
             try:
                 ch.unsubscribe(on_connectivity)

@@ -136,6 +136,10 @@ class Stats:
     """Chunks stored or already held with fewer holders than the replication factor."""
     socket_calls: int = 0
     """Calls served through the node's local socket (the rest went over gRPC)."""
+    busy_resends: int = 0
+    """Chunks put once more because a node answered them failed with code ABORTED (another write of the chunk,
+    usually this client's own earlier attempt, ended without storing it); their second result is the one
+    returned."""
 
 
 ChunkLike = Union[Chunk, tuple]

@@ -43,6 +43,9 @@ class FakeCache(cache_pb2_grpc.CacheServicer):
         self.forget_once = False
         self.fail_lookup = None  # (code, message, reason)
         self.chunks = {}  # id -> (bytes, declared crc)
+        self.busy_once = set()  # ids the next put carrying them answers failed with code ABORTED
+        self.busy_always = set()  # ids every put answers failed with code ABORTED
+        self.puts = []  # the chunk ids of each put, in turn
         self.lock = threading.Lock()
 
     def RegisterNamespace(self, request, context):
@@ -78,28 +81,83 @@ class FakeCache(cache_pb2_grpc.CacheServicer):
             for off in range(0, len(data), 1 << 20):
                 yield cache_pb2.GetResponse(epoch=1, data=common_pb2.DataFrame(index=idx, offset=off, data=data[off:off + (1 << 20)]))
 
+    def Put(self, request_iterator, context):
+        """Stores every chunk, except that the ids in busy_once are answered failed with code ABORTED by the first
+        put that carries them (those in busy_always by every put), as an owner answers a chunk another write held up (node/internal/coord
+        busy.go). Records each put's chunk ids."""
+        begin = next(request_iterator).begin
+        ids = [c.id for c in begin.chunks]
+        if not begin.eager:
+            yield cache_pb2.PutResponse(epoch=1, need=cache_pb2.PutNeed(need=list(range(len(ids)))))
+        got = {}
+        for m in request_iterator:
+            if m.WhichOneof("msg") == "end":
+                break
+            got.setdefault(m.data.index, bytearray()).extend(m.data.data)
+        res = cache_pb2.PutResult()
+        with self.lock:
+            self.puts.append(ids)
+            for i, cid in enumerate(ids):
+                if cid in self.busy_once or cid in self.busy_always:
+                    self.busy_once.discard(cid)
+                    res.results.add(index=i, status=cache_pb2.PUT_STATUS_FAILED, code=grpc.StatusCode.ABORTED.value[0],
+                                    reason="node fake: another write of this chunk ended without storing it "
+                                           "(declined or aborted); retry")
+                    continue
+                data = bytes(got.get(i, b""))
+                self.chunks[cid] = (data, kvring.crc32c(data))
+                res.results.add(index=i, status=cache_pb2.PUT_STATUS_STORED,
+                                holders=[common_pb2.NodeRef(node_id="fake", grpc_addr="fake:1")])
+        yield cache_pb2.PutResponse(epoch=1, result=res)
+
     @staticmethod
     def _abort(context, code, message, reason):
         context.set_trailing_metadata((("grpc-status-details-bin", status_details(code, message, reason)),))
         context.abort(code, message)
 
 
-def _health(request, context):
-    return b"\x08\x01"  # SERVING
+class FakeHealth:
+    """grpc.health.v1.Health/Check answering ``serving`` (SERVING or NOT_SERVING), each answer held back by
+    ``delay`` seconds (a node slow to accept, as the Go SDK's slowHealth). Counts the checks."""
+
+    def __init__(self, delay: float = 0.0):
+        self.serving = True
+        self.delay = delay
+        self.checks = 0
+
+    def check(self, request, context):
+        self.checks += 1
+        if self.delay:
+            threading.Event().wait(self.delay)  # the node's own slowness, not a test waiting for a condition
+        return b"\x08\x01" if self.serving else b"\x08\x02"  # SERVING / NOT_SERVING
 
 
 @pytest.fixture
-def fake():
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
-    svc = FakeCache()
-    cache_pb2_grpc.add_CacheServicer_to_server(svc, server)
-    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("grpc.health.v1.Health", {
-        "Check": grpc.unary_unary_rpc_method_handler(_health),
-    }),))
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    yield svc, f"127.0.0.1:{port}"
-    server.stop(None)
+def fake_node():
+    """Start fake nodes for a test: fake_node(health_delay=0) -> (FakeCache, FakeHealth, addr); stopped after it."""
+    servers = []
+
+    def make(health_delay: float = 0.0):
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+        svc, health = FakeCache(), FakeHealth(health_delay)
+        cache_pb2_grpc.add_CacheServicer_to_server(svc, server)
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("grpc.health.v1.Health", {
+            "Check": grpc.unary_unary_rpc_method_handler(health.check),
+        }),))
+        port = server.add_insecure_port("127.0.0.1:0")
+        server.start()
+        servers.append(server)
+        return svc, health, f"127.0.0.1:{port}"
+
+    yield make
+    for server in servers:
+        server.stop(None)
+
+
+@pytest.fixture
+def fake(fake_node):
+    svc, _, addr = fake_node()
+    return svc, addr
 
 
 def test_checksum_damage_is_a_counted_miss_never_data(fake, client_for):
@@ -154,3 +212,35 @@ def test_error_reasons_map_to_exceptions_keeping_the_message(fake, client_for, c
     assert ei.value.code == code
     if reason:
         assert ei.value.reason == reason
+
+
+@pytest.mark.parametrize("eager", [True, False])
+def test_a_chunk_another_write_held_up_is_put_again(fake, client_for, eager):
+    """A chunk a node answered failed because another write of it ended without storing it (code ABORTED: usually
+    this client's own earlier attempt) is put once more, and its second result is what the caller sees; the other
+    chunks are not sent again (client/busy_test.go TestAChunkAnotherWriteHeldUpIsPutAgain)."""
+    svc, addr = fake
+    c = client_for([addr], "fake/ns", eager_put_bytes=1 << 20 if eager else -1)
+    wait_for(lambda: connected(c))
+    chunks = [kvring.Chunk(os.urandom(32), os.urandom(n)) for n in (10, 20, 30)]
+    svc.busy_once.add(chunks[1].id)
+    res = c.put(chunks)
+    assert [(r.id, r.status) for r in res] == [(ch.id, kvring.PutStatus.STORED) for ch in chunks], res
+    assert res[1].code is None and res[1].reason == "" and res[1].holders
+    assert svc.puts == [[ch.id for ch in chunks], [chunks[1].id]]  # the batch, then the held-up chunk alone
+    assert c.stats.busy_resends == 1
+    assert c.get([ch.id for ch in chunks]) == [bytes(ch.data) for ch in chunks]
+
+
+def test_a_chunk_held_up_twice_stays_failed_after_one_resend(fake, client_for):
+    """The resend happens once: a chunk held up again keeps its failed result and its code, for the caller."""
+    svc, addr = fake
+    c = client_for([addr], "fake/ns")
+    wait_for(lambda: connected(c))
+    cid = os.urandom(32)
+    svc.busy_always.add(cid)
+    res = c.put([kvring.Chunk(cid, b"x"), kvring.Chunk(os.urandom(32), b"y")])
+    assert res[0].status == kvring.PutStatus.FAILED and res[0].code == grpc.StatusCode.ABORTED
+    assert "another write" in res[0].reason
+    assert res[1].status == kvring.PutStatus.STORED
+    assert len(svc.puts) == 2 and svc.puts[1] == [cid]
