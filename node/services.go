@@ -65,7 +65,7 @@ func newServices(cfg *Config, st *store.Store, view clusterView, sec *security) 
 	table, meter := spread.NewTable(spread.TableConfig{Now: cfg.Now}), spread.NewMeter(cfg.Now)
 	var spreader *spread.Spreader // made below, once the coordinator exists
 	counter := spread.NewCounter(spread.CounterConfig{Threshold: cfg.Spread.Threshold, Window: cfg.Spread.Window, Now: cfg.Now,
-		OnHot: func(h spread.Hot) { spreader.Offer(h) }})
+		Spread: table, OnHot: func(h spread.Hot) { spreader.Offer(h) }})
 	o := owner.New(owner.Config{Store: st, Log: cfg.Logger.With("component", "owner"), Registry: reg, Epoch: epoch,
 		MaxBatch: cfg.MaxBatchChunks, MaxPin: cfg.Store.MaxPinLease, Now: cfg.Now, Metrics: m, Counter: counter, Spread: table, Load: meter})
 	c := coord.New(coord.Config{Self: st.NodeID(), Ring: rg, Unsettled: unsettled, Draining: view.draining, Owner: o, Registry: reg,

@@ -36,6 +36,11 @@ type CounterConfig struct {
 	Window time.Duration
 	// Now is the window clock. Default time.Now.
 	Now func() time.Time
+	// Spread, when set, lowers the threshold of a group spread to width w
+	// members to Threshold/w (at least 1): once spread, the group's primary
+	// owner sees about one lookup in w, and must still find it hot to keep
+	// it spread. Optional.
+	Spread *Table
 	// OnHot receives each group once per window in which it turns hot. It
 	// is called with no lock held, on the caller of Asked, and must not
 	// block (the Spreader's Offer does not).
@@ -53,9 +58,10 @@ type Counter struct {
 }
 
 type tally struct {
-	n     int
-	fired bool
-	ids   []store.ID
+	n         int
+	threshold int // the key's threshold in this window (CounterConfig.Spread)
+	fired     bool
+	ids       []store.ID
 }
 
 // NewCounter returns a Counter.
@@ -96,14 +102,14 @@ func (c *Counter) Asked(ns string, ids, keys [][]byte) {
 			k := Key{NS: ns, Place: store.ID(raw)}
 			t = c.count(k)
 			last, lastKey = t, raw
-			if t != nil && !t.fired && t.n >= c.cfg.Threshold {
+			if t != nil && !t.fired && t.n >= t.threshold {
 				t.fired = true
 				hot = append(hot, Hot{Key: k}) // ids filled in below, once this call's are sampled
 			}
 		}
 		// Sampling ends when the key turns hot: later lookups in the window
 		// cost one map update.
-		if t != nil && (!t.fired || t.n == c.cfg.Threshold) && len(t.ids) < MaxSampledIDs && !sampled(t.ids, ids[i]) {
+		if t != nil && (!t.fired || t.n == t.threshold) && len(t.ids) < MaxSampledIDs && !sampled(t.ids, ids[i]) {
 			t.ids = append(t.ids, store.ID(ids[i]))
 		}
 	}
@@ -126,7 +132,10 @@ func (c *Counter) count(k Key) *tally {
 		if len(c.cur) >= maxCounted {
 			return nil
 		}
-		t = &tally{}
+		t = &tally{threshold: c.cfg.Threshold}
+		if w := c.cfg.Spread.Width(k); w > 1 {
+			t.threshold = max(1, c.cfg.Threshold/w)
+		}
 		c.cur[k] = t
 	}
 	t.n++

@@ -16,7 +16,9 @@
 //     from it; Width members in all), with the same two-phase write as a
 //     put, marked as spread copies. A key still hot in
 //     a later window is copied again: what was new is sent, what the members
-//     hold answers already_held, and their keeping time starts over.
+//     hold answers already_held, and their keeping time starts over. Once
+//     spread to w members the primary sees about one lookup in w, so its
+//     Counter finds the group hot at Threshold/w.
 //   - Table (table.go): what this node knows of spread groups. A Hold record
 //     says this node keeps spread copies of a group until a time (its
 //     hand-off neither moves nor evicts them before then; its eviction

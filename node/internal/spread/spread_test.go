@@ -196,3 +196,25 @@ func TestLoadHintsEndWithTheirTime(t *testing.T) {
 		t.Fatal("a hint outlived its time")
 	}
 }
+
+// TestASpreadGroupStaysHotWithItsShareOfTheLookups: once a group is spread
+// to w members its primary sees about one lookup in w, so the threshold
+// that keeps it spread is Threshold/w.
+func TestASpreadGroupStaysHotWithItsShareOfTheLookups(t *testing.T) {
+	clk := newClock()
+	tb := NewTable(TableConfig{Now: clk.now})
+	fired := 0
+	c := NewCounter(CounterConfig{Threshold: 32, Now: clk.now, Spread: tb, OnHot: func(Hot) { fired++ }})
+	key := id("system prompt")
+	tb.Hold(Key{NS: "ns", Place: store.ID(key)}, 8, clk.now().Add(time.Hour))
+	for range 3 {
+		ask(c, key, 1)
+	}
+	if fired != 0 {
+		t.Fatal("hot after 3 lookups, threshold 32/8")
+	}
+	ask(c, key, 1)
+	if fired != 1 {
+		t.Fatalf("a group spread 8 wide was not hot after 4 lookups (32/8): fired %d", fired)
+	}
+}

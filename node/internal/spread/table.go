@@ -100,6 +100,9 @@ func (t *Table) Hint(k Key, width int, until time.Time) {
 // Width returns how many members of k's ring order keep copies of group
 // k, as far as this node knows now; 0 when it knows of none.
 func (t *Table) Width(k Key) int {
+	if t == nil {
+		return 0
+	}
 	now := t.cfg.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
