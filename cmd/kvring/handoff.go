@@ -67,6 +67,9 @@ func printHandoff(w io.Writer, st node.HandoffStatus) error {
 		if len(l.Unreachable) > 0 {
 			row("  unreachable", "%s", strings.Join(l.Unreachable, ", "))
 		}
+		if l.SpreadKept > 0 {
+			row("  spread copies", "%d chunks kept here while their hot groups are spread (not moved, not evicted)", l.SpreadKept)
+		}
 		if l.UnknownPlacement > 0 {
 			row("  unknown placement", "%d chunks (stored without their group key by an earlier release; never moved)", l.UnknownPlacement)
 		}
