@@ -176,8 +176,18 @@ def test_a_hot_prompt_is_served_by_its_spread_set(make_node, client_for, namespa
     assert sum(after) - sum(before) == lookups, "a routed lookup was coordinated more than once (or not at all)"
     got_matched = sum(metric(n, "kvring_lookup_ids_matched_total") for n in nodes) - matched
     assert got_matched == lookups * len(ids), f"the lookups matched {got_matched} ids, want {lookups * len(ids)}"
-    for _ in range(20):
+
+    hit, miss = 'kvring_get_chunks_total{result="hit"}', 'kvring_get_chunks_total{result="miss"}'
+    hits = [metric(n, hit) for n in nodes]
+    misses = sum(metric(n, miss) for n in nodes)
+    gets = 20
+    for _ in range(gets):
         assert c.get(ids) == data
     bufs = [bytearray(32 << 10) for _ in ids]
     assert c.get_into(ids, bufs) == [32 << 10] * len(ids)
     assert [bytes(b) for b in bufs] == data
+    after = [metric(n, hit) for n in nodes]
+    served = {n.id for n, b, a in zip(nodes, hits, after) if a > b}
+    assert len(served) >= 2 and served <= members, f"gets of the hot group coordinated by {sorted(served)}"
+    assert sum(after) - sum(hits) == (gets + 1) * len(ids), "a get of the hot group was not one hit per chunk"
+    assert sum(metric(n, miss) for n in nodes) == misses
