@@ -45,6 +45,15 @@ type pyRingVector struct {
 	Loads   map[string]int `json:"loads,omitempty"`
 	MaxLoad int            `json:"max_load,omitempty"`
 	Keys    []pyKeyVector  `json:"keys,omitempty"`
+	Spread  []pySpreadSet  `json:"spread,omitempty"`
+}
+
+// pySpreadSet is one Ring.SpreadSet answer (spread.go).
+type pySpreadSet struct {
+	Namespace string   `json:"namespace"`
+	Key       string   `json:"key"` // hex; of any length (shorter than 4 bytes: the primary alone)
+	Width     int      `json:"width"`
+	Members   []string `json:"members"` // the set, primary first; empty for width <= 0
 }
 
 type pyConfig struct {
@@ -150,6 +159,19 @@ func buildPythonVectors(t *testing.T) []byte {
 				kv.Owners = append(kv.Owners, m.ID)
 			}
 			rv.Keys = append(rv.Keys, kv)
+		}
+		// Spread sets: group keys of a prompt's length (32 bytes) and odd lengths around the 4 bytes XORed, widths
+		// from none to more than the ring's members.
+		for k, n := range []int{32, 32, 32, 32, 4, 5, 3, 0} {
+			ns := namespaces[k%len(namespaces)]
+			key := testID(fmt.Sprintf("%s/spread/%d", rc.name, k))[:n]
+			for _, w := range []int{-1, 0, 1, 2, 3, 4, 8, 13} {
+				sv := pySpreadSet{Namespace: ns, Key: hex.EncodeToString(key), Width: w, Members: []string{}}
+				for _, m := range r.SpreadSet(ns, key, w) {
+					sv.Members = append(sv.Members, m.ID)
+				}
+				rv.Spread = append(rv.Spread, sv)
+			}
 		}
 		v.Rings = append(v.Rings, rv)
 	}

@@ -337,8 +337,8 @@ class Client:
         """How many leading ``ids`` the cluster holds now. With ``pin`` (seconds) the held chunks are pinned against
         eviction for that long under a lease (the node caps it). When the namespace groups chunks, ``ids`` must
         start at a prompt's first chunk; :meth:`lookup_placed` takes ids from anywhere. Goes to the primary owner
-        of the first id's placement key (the connected node when that owner cannot take it). Blocks for one round
-        trip."""
+        of the first id's placement key, or to a member of its spread set when lookups reported that group spread
+        (the connected node when that node cannot take it). Blocks for one round trip."""
         ids = [bytes(i) for i in ids]
         return self._lookup(ids, self._prefix_keys(ids), pin)
 
@@ -381,6 +381,10 @@ class Client:
                 except grpc.RpcError as exc:
                     raise self._call_err(exc, main.addr, "lookup") from None
             self._observe(via.addr, r.epoch)
+            if self._router is not None and runs:
+                now = time.monotonic()
+                self._router.hints.learn(ref.name, [g.key for g in runs], r.spread_width, now)
+                self._router.hints.note_load(via.addr, r.load, now)
             if r.lease_id and via is not main:
                 self._lease_at(r.lease_id, via.addr, r.lease_ttl_ms / 1000.0)
             if r.held > len(ids):
@@ -390,10 +394,11 @@ class Client:
         return self._retry_unregistered(main.stub, main.addr, call)
 
     def _lookup_owner(self, main: "_Target", namespace: str, key: bytes) -> Optional["_Target"]:
-        """The primary owner of key when a lookup should go there rather than over main."""
+        """The primary owner of key (or a member of its spread set when that group is known to be spread) when a
+        lookup should go there rather than over main."""
         if self._router is None:
             return None
-        shares = self._router.split(main.channel, namespace, [key])
+        shares = self._router.split(main.channel, namespace, [key], reads=True)
         if not shares or shares[0].main:
             return None
         try:
@@ -773,9 +778,11 @@ class Client:
 
     def _get_routed(self, main: "_Target", ref: common_pb2.NamespaceRef, ids: list[bytes], keys: Optional[list[bytes]],
                     views: Optional[list[memoryview]], deadline: float) -> list[GetResult]:
-        """Read each chunk from its primary owner (module route), or all through main without a view; the chunks
-        an owner misses are asked of main again."""
-        shares = self._router.split(main.channel, ref.name, keys if keys is not None else ids) if self._router else None
+        """Read each chunk from its primary owner (module route; a chunk of a group known to be spread from a member
+        of its spread set), or all through main without a view; the chunks an owner misses are asked of main
+        again."""
+        shares = self._router.split(main.channel, ref.name, keys if keys is not None else ids, reads=True) \
+            if self._router else None
         if shares is None:
             return self._get(main, ref, ids, keys, views, deadline, None)
         out: list[Optional[GetResult]] = [None] * len(ids)

@@ -303,6 +303,32 @@ class Ring:
             raise RingError("ring has no members")
         return self.members[self._owners[self.partition(namespace, cid)][0]]
 
+    def spread_set(self, namespace: str, key: bytes, width: int) -> list[Member]:
+        """The members that hold a group spread to ``width`` members because it is hot (the Go ring's SpreadSet):
+        the primary owner of key, then the primaries of keys derived from key (its last four bytes, a little-endian
+        uint32, XORed with 1, 2, 3, ...), skipping members already in the set, until it has width members or
+        4 x width keys were tried. At most min(width, members) members, the primary first; [] for an empty ring or
+        width <= 0. A key shorter than 4 bytes gives the primary alone."""
+        width = min(width, len(self.members))
+        if width <= 0:
+            return []
+        key = bytes(key)
+        first = self.primary(namespace, key)
+        out = [first]
+        if len(key) < 4:
+            return out
+        seen = {first.id}
+        head = key[:-4]
+        (tail,) = struct.unpack_from("<I", key, len(key) - 4)
+        i = 1
+        while len(out) < width and i <= 4 * width:
+            m = self.primary(namespace, head + struct.pack("<I", tail ^ i))
+            if m.id not in seen:
+                seen.add(m.id)
+                out.append(m)
+            i += 1
+        return out
+
     def load_distribution(self) -> dict[str, int]:
         """For each member id, the partitions it is primary for."""
         return {m.id: self._loads[i] for i, m in enumerate(self.members)}

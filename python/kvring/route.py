@@ -7,6 +7,13 @@ first key. When an owner cannot take its share (unreachable, no first answer wit
 namespace unknown there, Topology/Put/Get not implemented) the share is sent again over the main channel, where
 any node coordinates it; get also asks the main channel again for the chunks an owner reported missing.
 
+Hot groups (client/spread.go): a node that finds a placement group hot copies it to the members of the group key's
+spread set (:meth:`Ring.spread_set`), and lookups report how wide each group is spread
+(``LookupResponse.spread_width``) and how loaded the answering node is (``LookupResponse.load``). The client
+remembers both for 15 s (:class:`SpreadHints`) and sends lookups and gets of a spread group to a member of its set
+instead of always to its primary owner: the less loaded of two members drawn at random per call. The member answers
+what it holds and asks the owners for the rest, so nothing counts as held that is not; puts still go to the owners.
+
 The view comes from Cache.Topology on the connected node: after each connection, when a node's replies carry an
 epoch that differs from its previous one, and every ~10 s. It is a hint: calls never wait for it, and a view the
 client cannot use (a ring fingerprint this port does not compute) routes nothing.
@@ -36,7 +43,7 @@ from .errors import (
 from .ring import Member, Ring, RingConfig, RingError
 from .v1 import cache_pb2, cache_pb2_grpc
 
-__all__ = ["RoutingState", "Router", "Share", "owner_failed"]
+__all__ = ["RoutingState", "Router", "Share", "SpreadHints", "owner_failed", "two_choices"]
 
 log = logging.getLogger("kvring")
 
@@ -45,6 +52,10 @@ TOPOLOGY_INTERVAL = 10.0
 TOPOLOGY_MIN_GAP = 0.25
 """Fetches prompted by replies are at least this far apart."""
 TOPOLOGY_TIMEOUT = 5.0
+SPREAD_HINT_TTL = 15.0
+"""Seconds the client believes a lookup's report that a group is spread, or a node's load figure."""
+MAX_SPREAD_HINTS = 4096
+"""The most groups (and, separately, node addresses) the client remembers hints for."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,6 +107,75 @@ def owner_failed(err: KvringError, deadline: float) -> bool:
     )
 
 
+class SpreadHints:
+    """The spread widths lookups reported, per (namespace, group key), and the load figures nodes answered, per
+    address, each believed for :data:`SPREAD_HINT_TTL` seconds (``now`` is ``time.monotonic()``). Safe for concurrent
+    use; never blocks."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._widths: dict[tuple[str, bytes], tuple[int, float]] = {}  # -> (width, until)
+        self._loads: dict[str, tuple[int, float]] = {}  # addr -> (load, until)
+
+    def note_load(self, addr: str, load: int, now: float) -> None:
+        """Record the load (read calls/s lately) the node at addr answered."""
+        with self._lock:
+            if addr not in self._loads and len(self._loads) >= MAX_SPREAD_HINTS:
+                return
+            self._loads[addr] = (int(load), now + SPREAD_HINT_TTL)
+
+    def load(self, addr: str, now: float) -> int:
+        """The load the node at addr answered lately (0: unknown)."""
+        with self._lock:
+            v = self._loads.get(addr)
+        if v is None or now >= v[1]:
+            return 0
+        return v[0]
+
+    def learn(self, namespace: str, keys: Sequence[bytes], widths: Sequence[int], now: float) -> None:
+        """Record the widths a lookup of namespace reported for its group runs (keys[i]: run i's group key). A width
+        of 0 or 1 forgets the group; answers whose widths do not match the runs (nodes that spread nothing) teach
+        nothing."""
+        if len(widths) != len(keys):
+            return
+        with self._lock:
+            m = self._widths
+            for key, w in zip(keys, widths):
+                key = bytes(key)
+                if len(key) != 32:
+                    continue
+                k = (namespace, key)
+                if w <= 1:
+                    m.pop(k, None)
+                    continue
+                if k not in m and len(m) >= MAX_SPREAD_HINTS:
+                    for old in [o for o, v in m.items() if now >= v[1]]:
+                        del m[old]
+                    if len(m) >= MAX_SPREAD_HINTS:
+                        continue
+                m[k] = (int(w), now + SPREAD_HINT_TTL)
+
+    def width(self, namespace: str, key: bytes, now: float) -> int:
+        """How wide the group key of namespace is spread as far as the client knows now (0: not known to be)."""
+        if len(key) != 32:
+            return 0
+        with self._lock:
+            v = self._widths.get((namespace, bytes(key)))
+        if v is None or now >= v[1]:
+            return 0
+        return v[0]
+
+
+def two_choices(n: int, load: Callable[[int], int]) -> int:
+    """The index, among n >= 1 candidates, of the less loaded of two drawn at random (power of two choices; an
+    unknown load counts as 0)."""
+    if n == 1:
+        return 0
+    a = random.randrange(n)
+    b = (a + 1 + random.randrange(n - 1)) % n
+    return b if load(b) < load(a) else a
+
+
 class Router:
     """Keeps the ring view fresh and one channel per owner. One thread fetches the view; :meth:`close` stops it and
     waits. Safe for concurrent use; only :meth:`refresh` and :meth:`close` block."""
@@ -113,6 +193,7 @@ class Router:
         self._kick = threading.Event()
         self._kick.set()  # fetch at once if the connection is up already
         self._stop = threading.Event()
+        self.hints = SpreadHints()
         self.watchdog = Watchdog()
         self._thread = threading.Thread(target=self._run, name="kvring-route", daemon=True)
         self._thread.start()
@@ -223,10 +304,12 @@ class Router:
 
     # --- shares -----------------------------------------------------------------------------------------------
 
-    def split(self, ch: Any, namespace: str, keys: Sequence[bytes]) -> Optional[list[Share]]:
+    def split(self, ch: Any, namespace: str, keys: Sequence[bytes], reads: bool = False) -> Optional[list[Share]]:
         """Group the positions of a batch (keys[i]: the ring key of position i) by primary owner, in order of first
-        appearance; the connected node's positions (or an owner without an address) form the main share. None when
-        the whole batch goes over ch anyway: no view, or one share for ch."""
+        appearance; for a read (reads True) a position of a group known to be spread goes to a member of the
+        group's spread set instead (:meth:`read_member`). The connected node's positions (or an owner without an
+        address) form the main share. None when the whole batch goes over ch anyway: no view, or one share for
+        ch."""
         v = self._view
         if v is None or v.ring is None or not len(v.ring):
             return None
@@ -236,11 +319,13 @@ class Router:
         shares: list[Share] = []
         last_key: Optional[bytes] = None
         last_k = -1
+        picked: dict[bytes, Member] = {}
+        now = time.monotonic()
         for i, key in enumerate(keys):
             if key is last_key or key == last_key:  # runs of one group key: one hash per run
                 shares[last_k].idx.append(i)
                 continue
-            p = r.primary(namespace, key)
+            p = self.read_member(r, namespace, key, picked, now) if reads else r.primary(namespace, key)
             name = "\x00main" if p.id == self_id or not p.addr else p.id
             k = pos.get(name)
             if k is None:
@@ -251,6 +336,23 @@ class Router:
         if len(shares) == 1 and shares[0].main:
             return None
         return shares
+
+    def read_member(self, r: Ring, namespace: str, key: bytes, picked: dict[bytes, Member], now: float) -> Member:
+        """The member a read of group key goes to: the less loaded of two random members of its spread set (by the
+        loads they answered lately) when the group is known to be spread, else its primary owner. picked memoises
+        the choice per key within one call."""
+        key = bytes(key)
+        m = picked.get(key)
+        if m is not None:
+            return m
+        m = r.primary(namespace, key)
+        w = self.hints.width(namespace, key, now)
+        if w > 1:
+            ss = r.spread_set(namespace, key, w)
+            if ss:
+                m = ss[two_choices(len(ss), lambda i: self.hints.load(ss[i].addr, now))]
+        picked[key] = m
+        return m
 
     def owner_channel(self, addr: str, make: Callable[[str], Any]) -> Any:
         """The pooled channel to the owner at addr (made with make(addr) the first time)."""

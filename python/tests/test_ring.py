@@ -61,6 +61,22 @@ def test_placement_matches_go(v):
         assert prim.id == k["owners"][0] and prim.addr == f"addr-of-{prim.id}"
 
 
+@pytest.mark.parametrize("v", [v for v in VECTORS["rings"] if not v.get("error")], ids=lambda v: v["name"])
+def test_spread_set_matches_go(v):
+    assert v["spread"], "no spread-set vectors: regenerate testdata (go generate ./ring/)"
+    r = ring.Ring([ring.Member(m, f"addr-of-{m}") for m in v["members"]], 1, _cfg(v["config"]))
+    for s in v["spread"]:
+        got = r.spread_set(s["namespace"], bytes.fromhex(s["key"]), s["width"])
+        assert [m.id for m in got] == s["members"], s
+        assert all(m.addr == f"addr-of-{m.id}" for m in got)
+        if got:
+            assert got[0] == r.primary(s["namespace"], bytes.fromhex(s["key"]))
+
+
+def test_empty_ring_has_no_spread_set():
+    assert ring.Ring([], 1, ring.RingConfig()).spread_set("ns", b"\0" * 32, 4) == []
+
+
 def test_member_order_does_not_matter():
     cfg = ring.RingConfig()
     a = ring.Ring([ring.Member("n2"), ring.Member("n1"), ring.Member("n3")], 1, cfg)
