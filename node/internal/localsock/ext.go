@@ -198,10 +198,59 @@ var putStatus = map[kvringv1.PutStatus]string{kvringv1.PutStatus_PUT_STATUS_STOR
 // publish writes sealed blobs as cluster chunks, through the same
 // two-phase write as a gRPC Put (when this node owns a chunk, the blob's
 // slot becomes it): {namespace, fingerprint, ids[], blobs[], groups[]?,
-// seal?, consume?} → one result per chunk. seal first seals the blobs this
-// connection created and has not sealed; consume deletes the blobs
-// afterwards (see consume).
+// seal?, consume?, create_sizes[]?} → one result per chunk. seal first
+// seals the blobs this connection created and has not sealed; consume
+// deletes the blobs afterwards (see consume); create_sizes then creates
+// new blobs for the connection's next chunks (see createNext).
 func (c *conn) publish(r request) (reply, error) {
+	sizes, _, err := r.u64s("create_sizes")
+	if err != nil {
+		return reply{}, err
+	}
+	rep, err := c.publishChunks(r)
+	if err != nil || len(sizes) == 0 {
+		return rep, err
+	}
+	c.createNext(&rep, sizes)
+	return rep, nil
+}
+
+// createNext creates the blobs of a publish's create_sizes once its own
+// blobs are published and consumed, all or none, as create_buffers_request
+// does, and adds them to its reply: payloads[], ids[], fds[] (then the
+// descriptors). A failure does not undo the publish, whose results stand:
+// the reply carries create_error {code, message} instead.
+func (c *conn) createNext(rep *reply, sizes []uint64) {
+	bs := make([]*blob, 0, len(sizes))
+	for _, size := range sizes {
+		b, err := c.create(size)
+		if err != nil {
+			c.dropCreated(bs)
+			var re *replyError
+			if !errors.As(err, &re) {
+				re = errorf(codeUnknownError, "%v", err)
+			}
+			rep.body["create_error"] = re
+			return
+		}
+		bs = append(bs, b)
+	}
+	segs := c.newSegments(bs)
+	ids := make([]uint64, len(bs))
+	payloads := make([]payload, len(bs))
+	for i, b := range bs {
+		ids[i], payloads[i] = b.id, c.payload(b)
+	}
+	fds := make([]int64, len(segs))
+	for i, s := range segs {
+		fds[i] = int64(s)
+	}
+	rep.body["ids"], rep.body["payloads"], rep.body["fds"] = ids, payloads, fds
+	rep.segs = segs
+}
+
+// publishChunks is publish without create_sizes.
+func (c *conn) publishChunks(r request) (reply, error) {
 	cl, err := c.cluster()
 	if err != nil {
 		return reply{}, err
