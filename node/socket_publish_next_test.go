@@ -17,7 +17,30 @@ import (
 // no blob is left behind.
 func TestSocketPublishCreatesTheNextBlobs(t *testing.T) {
 	t.Parallel()
-	n, c, ns := socketNode(t, "next-blobs")
+	for _, framing := range []string{"binary", "JSON"} {
+		t.Run(framing, func(t *testing.T) {
+			t.Parallel()
+			n, c, ns := socketNode(t, "next-blobs")
+			if framing == "JSON" {
+				c = socketClient(t, n, local.Config{Path: n.cfg.Socket.Path, JSON: true})
+			}
+			testPublishCreatesTheNextBlobs(t, n, c, ns)
+		})
+	}
+}
+
+// socketClient dials a second client to n's socket with cfg.
+func socketClient(t *testing.T, n *Node, cfg local.Config) *local.Client {
+	t.Helper()
+	c, err := local.Dial(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func testPublishCreatesTheNextBlobs(t *testing.T, n *Node, c *local.Client, ns local.Namespace) {
 	const size = 1 << 20
 	b, err := c.CreateBlob(size)
 	if err != nil {

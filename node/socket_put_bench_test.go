@@ -18,9 +18,11 @@ import (
 // several ways in the same run, in turn, and reports each way's MB/s and
 // its speed-up over the gRPC SDK's put to the same node (X/grpc):
 //
-//   - copy2: create a blob, copy() the chunk into the mapping, then seal,
-//     publish (this node the owner: the blob's slot becomes the chunk) and
-//     delete it in one request: two requests;
+//   - copy2json: create a blob, copy() the chunk into the mapping, then
+//     seal, publish (this node the owner: the blob's slot becomes the
+//     chunk) and delete it in one request: two JSON requests (the way this
+//     benchmark measured before the binary framing);
+//   - copy2: the same in the binary framing;
 //   - write2: the same with Blob.WriteAt in place of copy() (the bytes stay
 //     in the caches for the node's checksum pass);
 //   - write1: WriteAt into a blob the previous publish created
@@ -34,8 +36,8 @@ func BenchmarkSocketPutVsGRPC(b *testing.B) {
 	for _, size := range []int{2 << 20, 256 << 10} {
 		b.Run(fmt.Sprintf("size=%dKiB", size>>10), func(b *testing.B) {
 			r := newPutRig(b, 128<<20)
-			runPutPaths(b, size, 1, []putPath{{"copy2", r, sockPutCopy}, {"write2", r, sockPutWrite},
-				{"write1", r, sockPutNext}, {"grpc", r, grpcPut}})
+			runPutPaths(b, size, 1, []putPath{{"copy2json", r.withJSON(b), sockPutCopy}, {"copy2", r, sockPutCopy},
+				{"write2", r, sockPutWrite}, {"write1", r, sockPutNext}, {"grpc", r, grpcPut}})
 		})
 	}
 }
@@ -50,13 +52,14 @@ func BenchmarkSocketPutVsGRPC(b *testing.B) {
 //
 // BenchmarkSocketPutSmall puts batches of 360 chunks of 1 KiB (as the
 // built-in trace does with 1 KiB chunks) into one node (32 MiB), through
-// the socket (one create_buffers_request and one publish per batch, and
-// the one-request form) and the gRPC SDK, in turn.
+// the socket (one create and one publish per batch, and the one-request
+// form; each in JSON and in the binary framing) and the gRPC SDK, in turn.
 //
 //	go test -run '^$' -bench SocketPutSmall -benchtime 100x -count 3 ./node/
 func BenchmarkSocketPutSmall(b *testing.B) {
 	r := newPutRig(b, 32<<20)
-	runPutPaths(b, 1<<10, 360, []putPath{{"write2", r, sockPutWrite}, {"write1", r, sockPutNext}, {"grpc", r, grpcPut}})
+	runPutPaths(b, 1<<10, 360, []putPath{{"write2json", r.withJSON(b), sockPutWrite}, {"write2", r, sockPutWrite},
+		{"write1json", r.withJSON(b), sockPutNext}, {"write1", r, sockPutNext}, {"grpc", r, grpcPut}})
 }
 
 func BenchmarkSocketPutChecksumParts(b *testing.B) {
@@ -101,6 +104,17 @@ func newPutRig(b *testing.B, limit int64, mod ...func(*Config)) *putRig {
 		b.Fatal(err)
 	}
 	return &putRig{n: n, cfg: cfg, sdk: sdk, sock: sock, ns: ns}
+}
+
+// withJSON returns the rig with a socket client of its own that speaks
+// only JSON.
+func (r *putRig) withJSON(b *testing.B) *putRig {
+	sock, err := local.Dial(b.Context(), local.Config{Path: r.cfg.Socket.Path, JSON: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { sock.Close() })
+	return &putRig{n: r.n, cfg: r.cfg, sdk: r.sdk, sock: sock, ns: r.ns}
 }
 
 // putPath is one way of putting a batch of chunks into a rig's node.

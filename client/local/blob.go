@@ -92,7 +92,7 @@ func payloadsOf(raw json.RawMessage) ([]Payload, error) {
 // returns the described blobs and their payloads.
 func (c *Client) blobCall(req any) ([]*Blob, []Payload, error) {
 	var ps []Payload
-	_, err := c.roundTrip(req, func(raw json.RawMessage) ([]Payload, error) {
+	_, err := c.roundTrip(req, func(raw []byte) ([]Payload, error) {
 		var err error
 		ps, err = payloadsOf(raw)
 		return ps, err
@@ -112,7 +112,9 @@ func (c *Client) blobCall(req any) ([]*Blob, []Payload, error) {
 // CreateBlob creates an unsealed blob of size bytes; write its Data, then
 // Seal it. An unsealed blob is freed when the connection goes away.
 func (c *Client) CreateBlob(size int64) (*Blob, error) {
-	bs, ps, err := c.blobCall(map[string]any{"type": "create_buffer_request", "size": size})
+	bs, ps, err := c.create([]int64{size}, func() ([]*Blob, []Payload, error) {
+		return c.blobCall(map[string]any{"type": "create_buffer_request", "size": size})
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -125,11 +127,25 @@ func (c *Client) CreateBlob(size int64) (*Blob, error) {
 
 // CreateBlobs creates one unsealed blob per size in one request.
 func (c *Client) CreateBlobs(sizes []int64) ([]*Blob, error) {
-	bs, ps, err := c.blobCall(map[string]any{"type": "create_buffers_request", "num": len(sizes), "sizes": sizes})
+	bs, ps, err := c.create(sizes, func() ([]*Blob, []Payload, error) {
+		return c.blobCall(map[string]any{"type": "create_buffers_request", "num": len(sizes), "sizes": sizes})
+	})
 	for _, p := range ps {
 		c.populate(p)
 	}
 	return bs, err
+}
+
+// create creates blobs of sizes in the binary framing, or with the JSON
+// call viaJSON when the client speaks JSON.
+func (c *Client) create(sizes []int64, viaJSON func() ([]*Blob, []Payload, error)) ([]*Blob, []Payload, error) {
+	if c.binary() {
+		bs, ps, err := c.createBin(sizes)
+		if !errors.Is(err, errNoBinary) {
+			return bs, ps, err
+		}
+	}
+	return viaJSON()
 }
 
 // Seal makes a blob immutable and readable by others.

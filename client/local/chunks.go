@@ -3,6 +3,7 @@ package local
 import (
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 )
 
@@ -111,6 +112,15 @@ func (c *Client) SealPublishAndDelete(ns Namespace, ids [][32]byte, blobs []uint
 // room), the results are returned with an error wrapping the *Error and no
 // blobs: the chunks are published all the same.
 func (c *Client) SealPublishAndCreate(ns Namespace, ids [][32]byte, blobs []uint64, groups [][32]byte, next []int64) ([]PublishResult, []*Blob, error) {
+	if c.binary() {
+		results, ps, createErr, err := c.publishBin(ns, ids, blobs, groups, true, true, next)
+		if !errors.Is(err, errNoBinary) {
+			if err != nil {
+				return nil, nil, err
+			}
+			return c.nextBlobs(results, ps, createErr)
+		}
+	}
 	req := c.publishRequest(ns, ids, blobs, groups, true, true)
 	req["create_sizes"] = next
 	var r struct {
@@ -118,7 +128,7 @@ func (c *Client) SealPublishAndCreate(ns Namespace, ids [][32]byte, blobs []uint
 		Payloads    []Payload       `json:"payloads"`
 		CreateError *Error          `json:"create_error"`
 	}
-	_, err := c.roundTrip(req, func(raw json.RawMessage) ([]Payload, error) {
+	_, err := c.roundTrip(req, func(raw []byte) ([]Payload, error) {
 		if err := json.Unmarshal(raw, &r); err != nil {
 			return nil, fmt.Errorf("cannot decode kvring_publish_reply: %w", err)
 		}
@@ -127,17 +137,28 @@ func (c *Client) SealPublishAndCreate(ns Namespace, ids [][32]byte, blobs []uint
 	if err != nil {
 		return nil, nil, err
 	}
+	var createErr error
 	if r.CreateError != nil {
-		return r.Results, nil, fmt.Errorf("the chunks were published, but cannot create the next blobs: %w", r.CreateError)
+		createErr = r.CreateError
 	}
-	out := make([]*Blob, len(r.Payloads))
-	for i, p := range r.Payloads {
+	return c.nextBlobs(r.Results, r.Payloads, createErr)
+}
+
+// nextBlobs returns the blobs a publish created (populated), or the
+// publish's results with the error that kept them from being created.
+func (c *Client) nextBlobs(results []PublishResult, ps []Payload, createErr error) ([]PublishResult, []*Blob, error) {
+	if createErr != nil {
+		return results, nil, fmt.Errorf("the chunks were published, but cannot create the next blobs: %w", createErr)
+	}
+	out := make([]*Blob, len(ps))
+	for i, p := range ps {
+		var err error
 		if out[i], err = c.blob(p); err != nil {
-			return r.Results, nil, err
+			return results, nil, err
 		}
 		c.populate(p)
 	}
-	return r.Results, out, nil
+	return results, out, nil
 }
 
 func (c *Client) publishRequest(ns Namespace, ids [][32]byte, blobs []uint64, groups [][32]byte, consume, seal bool) map[string]any {
@@ -155,6 +176,12 @@ func (c *Client) publishRequest(ns Namespace, ids [][32]byte, blobs []uint64, gr
 }
 
 func (c *Client) publish(ns Namespace, ids [][32]byte, blobs []uint64, groups [][32]byte, consume, seal bool) ([]PublishResult, error) {
+	if c.binary() {
+		results, _, _, err := c.publishBin(ns, ids, blobs, groups, consume, seal, nil)
+		if !errors.Is(err, errNoBinary) {
+			return results, err
+		}
+	}
 	req := c.publishRequest(ns, ids, blobs, groups, consume, seal)
 	var r struct {
 		Results []PublishResult `json:"results"`
@@ -221,7 +248,7 @@ func (c *Client) GetChunks(ns Namespace, ids [][32]byte, groups [][32]byte) ([]C
 		Payloads []Payload     `json:"payloads"`
 		Results  []ChunkResult `json:"results"`
 	}
-	_, err := c.roundTrip(req, func(raw json.RawMessage) ([]Payload, error) {
+	_, err := c.roundTrip(req, func(raw []byte) ([]Payload, error) {
 		if err := json.Unmarshal(raw, &r); err != nil {
 			return nil, fmt.Errorf("cannot decode kvring_get_reply: %w", err)
 		}

@@ -52,10 +52,16 @@ func (c *conn) serve() {
 			}
 			return
 		}
-		req, rerr := parseRequest(body)
-		if buf.Cap() > 1<<20 {
-			buf = bytes.Buffer{} // do not keep a large request's buffer
+		if isBinary(body) {
+			out, segs := c.handleBinary(body)
+			c.shrink(&buf)
+			if writeBody(c.nc, out, c.s.cfg.WriteTimeout) != nil || !c.sendSegments(segs) {
+				return
+			}
+			continue
 		}
+		req, rerr := parseRequest(body)
+		c.shrink(&buf)
 		if rerr != nil {
 			if !c.writeError(rerr) {
 				return
@@ -82,6 +88,13 @@ func (c *conn) serve() {
 		if !c.sendSegments(rep.segs) {
 			return
 		}
+	}
+}
+
+// shrink drops a large request's buffer rather than keep it.
+func (c *conn) shrink(buf *bytes.Buffer) {
+	if buf.Cap() > 1<<20 {
+		*buf = bytes.Buffer{}
 	}
 }
 

@@ -49,6 +49,11 @@ func writeFrame(c *net.UnixConn, v any, timeout time.Duration) error {
 	if err != nil {
 		return fmt.Errorf("BUG: cannot encode a reply: %w", err)
 	}
+	return writeBody(c, body, timeout)
+}
+
+// writeBody writes body as one frame within timeout.
+func writeBody(c *net.UnixConn, body []byte, timeout time.Duration) error {
 	msg := make([]byte, 8+len(body))
 	binary.LittleEndian.PutUint64(msg, uint64(len(body)))
 	copy(msg[8:], body)
