@@ -1,6 +1,7 @@
 package localsock
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -42,8 +43,9 @@ type reply struct {
 func (c *conn) serve() {
 	defer c.cleanup()
 	var buf bytes.Buffer
+	in := bufio.NewReaderSize(c.nc, 64<<10)
 	for {
-		body, err := readFrame(c.nc, &buf, c.s.cfg.FrameTimeout)
+		body, err := readFrame(c.nc, in, &buf, c.s.cfg.FrameTimeout)
 		if err != nil {
 			if errors.Is(err, errTooLong) {
 				c.writeError(invalid("%v", err))
