@@ -43,8 +43,8 @@ func BenchmarkSocketPutVsGRPC(b *testing.B) {
 }
 
 // BenchmarkSocketPutChecksumParts is the A/B of store.Config.ChecksumParts:
-// two nodes in one process, one checksumming a blob in one pass and one
-// in two parts at once, each put to in turn through the socket (WriteAt,
+// two nodes in one process, one checksumming a blob in one pass (the
+// default) and one in two parts at once, each put to in turn through the socket (WriteAt,
 // two requests) and through the gRPC SDK (grpc, grpc2: both nodes take the
 // same load); the ratios are to the first node's gRPC puts.
 //

@@ -70,13 +70,13 @@ type Config struct {
 	// and FlushCatalog themselves; Close still flushes).
 	MaintenanceInterval time.Duration
 	// ChecksumParts is how many goroutines share the checksum pass over a
-	// large blob (Blob.Checksum, Blob.StageChunk: a local socket's publish):
-	// the bytes are split into up to that many parts of at least 256 KiB,
-	// checksummed at once and combined, so a 2 MiB blob takes about half
-	// the time when a second core is free (and the bytes are in a cache:
-	// from memory one core already reads about as fast as the bus allows).
-	// Default 2; 1 is one pass on the caller's goroutine. Must not be
-	// negative.
+	// large blob (Blob.Checksum, Blob.StageChunk: a local socket's
+	// publish): the bytes are split into up to that many parts of at least
+	// 256 KiB, checksummed at once and combined. It can only help when a
+	// core is free and the bytes are in a cache (from memory one core
+	// already reads about as fast as the bus allows); on the 2-vCPU
+	// reference host it did not reliably (docs/benchmarks.md). Default 1:
+	// one pass on the caller's goroutine. Must not be negative.
 	ChecksumParts int
 	// Now is the clock of stage and pin leases; ExpireNow reads it. Default
 	// time.Now.
@@ -180,7 +180,7 @@ func (c *Config) setDefaults() {
 		c.ExpectedChunkSize = 256 << 10
 	}
 	if c.ChecksumParts == 0 {
-		c.ChecksumParts = 2
+		c.ChecksumParts = 1
 	}
 	if c.MaintenanceInterval == 0 {
 		c.MaintenanceInterval = time.Second
