@@ -88,12 +88,18 @@ func decodePublish(r *binReader) (publishArgs, error) {
 	for i := range a.blobs {
 		a.blobs[i] = r.u64()
 	}
+	if r.err != nil { // raw may be short: slice nothing
+		return a, r.done("publish")
+	}
 	a.ids = make([][]byte, n)
 	for i := range a.ids {
 		a.ids[i] = raw[32*i : 32*i+32 : 32*i+32]
 	}
 	if flags&binPublishGrp != 0 {
 		keys := append([]byte(nil), r.bytes(32*n)...)
+		if r.err != nil {
+			return a, r.done("publish")
+		}
 		ks := make([][]byte, n)
 		for i := range ks {
 			ks[i] = keys[32*i : 32*i+32 : 32*i+32]

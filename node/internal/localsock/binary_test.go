@@ -88,6 +88,7 @@ func TestBadBinaryRequestsGetAnErrorReply(t *testing.T) {
 		{"unknown publish flags", binPublishBody(0x80, "ns", 1), codeInvalid},
 		{"an empty namespace", binPublishBody(0, "", 1), codeInvalid},
 		{"no chunks", binPublishBody(0, "ns", 0), codeInvalid},
+		{"the groups flag without group keys", binPublishBody(binPublishGrp, "ns", 2), codeInvalid},
 		{"a string longer than the body", u32([]byte{binMagic, binPublish, 0}, 1<<30), codeInvalid},
 		{"a well-formed publish on a node without a cluster", binPublishBody(binPublishSeal, "ns", 1), codeNotImplemented},
 	} {
@@ -158,4 +159,30 @@ func TestBinaryAndJSONCreatesAgree(t *testing.T) {
 		c.Close() // unsealed: freed
 		testutil.Eventually(t, "the blobs to be freed", 10*time.Second, func() bool { return st.Stats().Blobs == 0 })
 	}
+}
+
+// FuzzDecodeBinaryPublish: any body decodes to a publish or an error reply
+// (code 1), never a panic, and a decoded publish has one blob per id, each
+// id 32 bytes.
+func FuzzDecodeBinaryPublish(f *testing.F) {
+	f.Add(binPublishBody(binPublishSeal|binPublishEat, "ns", 2)[2:])
+	f.Add(binPublishBody(binPublishGrp, "ns", 1)[2:])
+	f.Add([]byte{0, 0xff, 0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, body []byte) {
+		a, err := decodePublish(&binReader{b: body})
+		if err != nil {
+			if re, ok := err.(*replyError); !ok || re.Code != codeInvalid {
+				t.Fatalf("error %v, want an error reply with code 1", err)
+			}
+			return
+		}
+		if len(a.ids) == 0 || len(a.ids) != len(a.blobs) || a.ref == nil || a.ref.Name == "" {
+			t.Fatalf("decoded %d ids, %d blobs, ref %v", len(a.ids), len(a.blobs), a.ref)
+		}
+		for _, id := range a.ids {
+			if len(id) != 32 {
+				t.Fatalf("an id of %d bytes", len(id))
+			}
+		}
+	})
 }
