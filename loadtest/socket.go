@@ -123,8 +123,7 @@ func (s *Socket) Get(_ context.Context, ids, groups []ChunkID) ([]GetOutcome, er
 }
 
 // Put implements Backend: create the blobs (one request), write each
-// chunk into its blob (Blob.WriteAt: the bytes stay in the caches for the
-// node's checksum), publish them sealed and delete them (one request).
+// chunk into its blob, publish them sealed and delete them (one request).
 func (s *Socket) Put(_ context.Context, chunks []Chunk) ([]PutOutcome, error) {
 	s.release()
 	sizes := make([]int64, len(chunks))
@@ -142,9 +141,7 @@ func (s *Socket) Put(_ context.Context, chunks []Chunk) ([]PutOutcome, error) {
 	groups := make([]ChunkID, len(chunks))
 	blobIDs := make([]uint64, len(chunks))
 	for i, c := range chunks {
-		if _, err := blobs[i].WriteAt(c.Data, 0); err != nil {
-			return nil, err
-		}
+		copy(blobs[i].Data, c.Data)
 		ids[i], groups[i], blobIDs[i] = c.ID, c.Group, blobs[i].ID
 	}
 	res, err := s.c.SealPublishAndDelete(s.ns, ids, blobIDs, s.groupKeys(groups))
