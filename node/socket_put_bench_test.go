@@ -24,9 +24,7 @@ import (
 //     chunk) and delete it in one request: two JSON requests (the way this
 //     benchmark measured before the binary framing);
 //   - copy2: the same in the binary framing;
-//   - write2: the same with Blob.WriteAt in place of copy() (the bytes stay
-//     in the caches for the node's checksum pass);
-//   - write1: WriteAt into a blob the previous publish created
+//   - copy1: the chunk copied into a blob the previous publish created
 //     (SealPublishAndCreate): one request per chunk;
 //   - grpc: client.Put.
 //
@@ -38,16 +36,16 @@ func BenchmarkSocketPutVsGRPC(b *testing.B) {
 		b.Run(fmt.Sprintf("size=%dKiB", size>>10), func(b *testing.B) {
 			r := newPutRig(b, 128<<20)
 			runPutPaths(b, size, 1, []putPath{{"copy2json", r.withJSON(b), sockPutCopy}, {"copy2", r, sockPutCopy},
-				{"write2", r, sockPutWrite}, {"write1", r, sockPutNext}, {"grpc", r, grpcPut}})
+				{"copy1", r, sockPutNext}, {"grpc", r, grpcPut}})
 		})
 	}
 }
 
 // BenchmarkSocketPutChecksumParts is the A/B of store.Config.ChecksumParts:
 // two nodes in one process, one checksumming a blob in one pass (the
-// default) and one in two parts at once, each put to in turn through the socket (WriteAt,
-// two requests) and through the gRPC SDK (grpc, grpc2: both nodes take the
-// same load); the ratios are to the first node's gRPC puts.
+// default) and one in two parts at once, each put to in turn through the
+// socket (two requests) and through the gRPC SDK (grpc, grpc2: both nodes
+// take the same load); the ratios are to the first node's gRPC puts.
 //
 //	go test -run '^$' -bench SocketPutChecksumParts -benchtime 300x -count 3 ./node/
 //
@@ -59,8 +57,8 @@ func BenchmarkSocketPutVsGRPC(b *testing.B) {
 //	go test -run '^$' -bench SocketPutSmall -benchtime 100x -count 3 ./node/
 func BenchmarkSocketPutSmall(b *testing.B) {
 	r := newPutRig(b, 32<<20)
-	runPutPaths(b, 1<<10, 360, []putPath{{"write2json", r.withJSON(b), sockPutWrite}, {"write2", r, sockPutWrite},
-		{"write1json", r.withJSON(b), sockPutNext}, {"write1", r, sockPutNext}, {"grpc", r, grpcPut}})
+	runPutPaths(b, 1<<10, 360, []putPath{{"copy2json", r.withJSON(b), sockPutCopy}, {"copy2", r, sockPutCopy},
+		{"copy1json", r.withJSON(b), sockPutNext}, {"copy1", r, sockPutNext}, {"grpc", r, grpcPut}})
 }
 
 func BenchmarkSocketPutChecksumParts(b *testing.B) {
@@ -68,7 +66,7 @@ func BenchmarkSocketPutChecksumParts(b *testing.B) {
 		b.Run(fmt.Sprintf("size=%dKiB", size>>10), func(b *testing.B) {
 			one := newPutRig(b, 128<<20, func(c *Config) { c.Store.ChecksumParts = 1 })
 			two := newPutRig(b, 128<<20, func(c *Config) { c.Store.ChecksumParts = 2 })
-			runPutPaths(b, size, 1, []putPath{{"parts1", one, sockPutWrite}, {"parts2", two, sockPutWrite},
+			runPutPaths(b, size, 1, []putPath{{"parts1", one, sockPutCopy}, {"parts2", two, sockPutCopy},
 				{"grpc", one, grpcPut}, {"grpc2", two, grpcPut}})
 		})
 	}
@@ -133,16 +131,6 @@ func sockPutCopy(b *testing.B, r *putRig, ids [][32]byte, srcs [][]byte) {
 	sockPublish(b, r, ids, blobs)
 }
 
-func sockPutWrite(b *testing.B, r *putRig, ids [][32]byte, srcs [][]byte) {
-	blobs := sockCreate(b, r, srcs)
-	for i, blob := range blobs {
-		if _, err := blob.WriteAt(srcs[i], 0); err != nil {
-			b.Fatal(err)
-		}
-	}
-	sockPublish(b, r, ids, blobs)
-}
-
 // sockCreate creates one blob per src, in one request.
 func sockCreate(b *testing.B, r *putRig, srcs [][]byte) []*local.Blob {
 	if len(srcs) == 1 {
@@ -199,9 +187,7 @@ func sockPutNext(b *testing.B, r *putRig, ids [][32]byte, srcs [][]byte) {
 		r.next = sockCreate(b, r, srcs)
 	}
 	for i, blob := range r.next {
-		if _, err := blob.WriteAt(srcs[i], 0); err != nil {
-			b.Fatal(err)
-		}
+		copy(blob.Data, srcs[i])
 	}
 	res, next, err := r.sock.SealPublishAndCreate(r.ns, ids, blobIDs(r.next), nil, blobSizes(srcs))
 	checkStored(b, "socket publish and create", res, err, len(ids))

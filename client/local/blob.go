@@ -27,32 +27,23 @@ type Blob struct {
 	Data   []byte
 }
 
-// writePiece is the most WriteAt copies in one copy call: below 1 MiB, Go's
-// copy on amd64 uses ordinary stores, which leave the bytes in the caches
-// (a single copy of 1 MiB or more streams them past the caches to memory).
-const writePiece = 512 << 10
-
 // ErrOutOfRange: WriteAt was asked to write past the blob's end.
 var ErrOutOfRange = errors.New("kvring local socket: write past the end of the blob")
 
 // WriteAt copies p into the blob's bytes at off (io.WriterAt), through this
-// client's mapping, in pieces of at most 512 KiB. That is what makes it
-// faster than one copy into Data for a large blob: the node's publish
-// checksums every byte, and bytes written with ordinary stores are still in
-// the CPUs' caches when it does (about 15 GB/s on the reference host),
-// where one copy of 1 MiB or more leaves them in memory (about 6 GB/s); the
-// copy itself is a little slower. It writes nothing and returns
-// ErrOutOfRange when p does not fit. It keeps no reference to p and does
-// not block; like Data it may be used until the blob is sealed.
+// client's mapping: copy into Data with a bounds check. It writes nothing
+// and returns ErrOutOfRange when p does not fit. It keeps no reference to p
+// and does not block; like Data it may be used until the blob is sealed.
+// (One copy, however large: Go's copy of 1 MiB or more on amd64 streams the
+// bytes past the caches, which is the fastest way to write them, and the
+// node's checksum reads them from memory at ~18 GB/s on the reference host;
+// copying in pieces below 1 MiB, to keep them in the caches, measured 5-7 %
+// slower for 2 MiB blobs. docs/benchmarks.md.)
 func (b *Blob) WriteAt(p []byte, off int64) (int, error) {
 	if off < 0 || off > int64(len(b.Data)) || int64(len(p)) > int64(len(b.Data))-off {
 		return 0, fmt.Errorf("%w: %d bytes at %d of a blob of %d", ErrOutOfRange, len(p), off, len(b.Data))
 	}
-	dst := b.Data[off:]
-	for done := 0; done < len(p); {
-		done += copy(dst[done:], p[done:min(done+writePiece, len(p))])
-	}
-	return len(p), nil
+	return copy(b.Data[off:], p), nil
 }
 
 // blob returns the Blob of p through the mapping of its segment. mu need
