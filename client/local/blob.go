@@ -37,7 +37,7 @@ var ErrOutOfRange = errors.New("kvring local socket: write past the end of the b
 // (One copy, however large: Go's copy of 1 MiB or more on amd64 streams the
 // bytes past the caches, which is the fastest way to write them, and the
 // node's checksum reads them from memory at ~18 GB/s on the reference host;
-// copying in pieces below 1 MiB, to keep them in the caches, measured 5-7 %
+// copying in pieces below 1 MiB, to keep them in the caches, measured 6-7 %
 // slower for 2 MiB blobs. docs/benchmarks.md.)
 func (b *Blob) WriteAt(p []byte, off int64) (int, error) {
 	if off < 0 || off > int64(len(b.Data)) || int64(len(p)) > int64(len(b.Data))-off {
