@@ -123,6 +123,7 @@ func (c *Client) connect(ctx context.Context) error {
 		return fmt.Errorf("cannot register on %q: %w", c.cfg.Path, err)
 	}
 	c.InstanceID = rep.InstanceID
+	c.noBinary = false // a new connection, maybe a newer node
 	return nil
 }
 
@@ -227,6 +228,7 @@ func (c *Client) roundTrip(req any, payloads func([]byte) ([]Payload, error)) (j
 	if payloads != nil {
 		ps, err := payloads(raw)
 		if err != nil {
+			c.fail() // descriptors may follow a reply it cannot read
 			return nil, err
 		}
 		if err := c.receive(ps); err != nil {
