@@ -43,7 +43,7 @@ type reply struct {
 func (c *conn) serve() {
 	defer c.cleanup()
 	var buf bytes.Buffer
-	in := bufio.NewReaderSize(c.nc, 64<<10)
+	in := bufio.NewReaderSize(c.nc, 4<<10) // small requests in one read(2); larger ones are read past it
 	for {
 		body, err := readFrame(c.nc, in, &buf, c.s.cfg.FrameTimeout)
 		if err != nil {
