@@ -38,7 +38,10 @@ func isBinary(body []byte) bool { return len(body) > 0 && body[0] == binMagic }
 
 // handleBinary answers one binary request: the reply body and the segments
 // whose descriptors follow it. A request that cannot be decoded, or fails
-// as a whole, is an error reply; the connection keeps serving.
+// as a whole, is an error reply; the connection keeps serving. body is the
+// connection's read buffer, reused for the next request: nothing decoded
+// from it is kept (ids and keys are copied). It blocks while a publish's
+// two-phase write runs (bounded by CallTimeout).
 func (c *conn) handleBinary(body []byte) (out []byte, segs []uint32) {
 	if !c.registered {
 		return binErrorReply(invalid("a binary request before register_request: a connection must register first")), nil
