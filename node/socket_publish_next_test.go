@@ -85,6 +85,9 @@ func testPublishCreatesTheNextBlobs(t *testing.T, n *Node, c *local.Client, ns l
 			t.Fatalf("chunk %d: found %v, bytes equal %v", i, r.Found, r.Found && bytes.Equal(r.Blob.Data, want[i]))
 		}
 	}
+	if lr, err := c.Lookup(ns, ids, nil, 1000); err != nil || lr.Held != len(ids) || lr.LeaseID == 0 {
+		t.Fatalf("lookup with a pin: %+v %v; want all %d held under a lease", lr, err, len(ids))
+	}
 
 	b, err = c.CreateBlob(4096)
 	if err != nil {

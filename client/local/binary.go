@@ -7,9 +7,10 @@ import (
 	"fmt"
 )
 
-// The binary framing of create_blobs and publish (docs/vineyard.md "Binary
-// framing"): the same requests as create_buffers_request and
-// kvring_publish_request without JSON on either side. The client uses it
+// The binary framing of create_blobs, publish and lookup (docs/vineyard.md
+// "Binary framing"): the same requests as create_buffers_request,
+// kvring_publish_request and kvring_lookup_request without JSON on either
+// side. The client uses it
 // unless Config.JSON is set or the node answered a binary request with a
 // JSON error (a node from before the framing): the connection then falls
 // back to JSON for good.
@@ -18,6 +19,7 @@ const (
 	binMagic       = 0xB1
 	binCreate      = 0x01
 	binPublish     = 0x02
+	binLookup      = 0x03
 	binReply       = 0x80
 	binError       = 0xFF
 	binBlobRecord  = 40
@@ -138,6 +140,36 @@ func (c *Client) publishBin(ns Namespace, ids [][32]byte, blobs []uint64, groups
 		return ps, r.done("publish reply")
 	})
 	return results, ps, createErr, err
+}
+
+// lookupBin is a binary lookup.
+func (c *Client) lookupBin(ns Namespace, ids [][32]byte, groups [][32]byte, pinTTLMs uint32) (LookupResult, error) {
+	var flags byte
+	if groups != nil {
+		flags |= binPublishGrp
+	}
+	req := append(make([]byte, 0, 64+len(ids)*64), binMagic, binLookup, flags)
+	req = appendStr(req, ns.Name)
+	req = appendStr(req, string(ns.Fingerprint))
+	req = binary.LittleEndian.AppendUint32(req, uint32(len(ids)))
+	for i := range ids {
+		req = append(req, ids[i][:]...)
+	}
+	for i := range groups {
+		req = append(req, groups[i][:]...)
+	}
+	req = binary.LittleEndian.AppendUint32(req, pinTTLMs)
+	raw, err := c.roundTrip(binRequest(req), nil)
+	if err != nil {
+		return LookupResult{}, err
+	}
+	r, err := binBody(raw, binLookup)
+	if err != nil {
+		return LookupResult{}, err
+	}
+	r.u64() // epoch
+	out := LookupResult{Held: int(r.u32()), LeaseID: r.u64(), LeaseTTLMs: r.u32()}
+	return out, r.done("lookup reply")
 }
 
 // binBody checks a reply is the binary reply to op and returns a reader of

@@ -202,6 +202,12 @@ type LookupResult struct {
 // Lookup counts how many leading ids are held now; pinTTLMs > 0 pins them
 // under a lease that ReleaseLease (or the connection's end) releases.
 func (c *Client) Lookup(ns Namespace, ids [][32]byte, groups [][32]byte, pinTTLMs uint32) (LookupResult, error) {
+	if c.binary() {
+		res, err := c.lookupBin(ns, ids, groups, pinTTLMs)
+		if !errors.Is(err, errNoBinary) {
+			return res, err
+		}
+	}
 	req := ns.fields(map[string]any{"type": "kvring_lookup_request", "ids": hexIDs(ids), "pin_ttl_ms": pinTTLMs})
 	if groups != nil {
 		req["groups"] = hexIDs(groups)

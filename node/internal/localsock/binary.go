@@ -8,8 +8,8 @@ import (
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 )
 
-// The binary framing: a kvring extension for the two requests a stream of
-// puts sends, create_blobs and publish, without JSON (a batch of 360 chunks
+// The binary framing: a kvring extension for the requests a stream of
+// puts sends, create_blobs, publish and lookup, without JSON (a batch of 360 chunks
 // of 1 KiB costs a few milliseconds of JSON on each side). Frames are the
 // same (an 8-byte little-endian length, then the body); a binary body
 // starts with binMagic, which no JSON body does (they start with '{' or
@@ -22,6 +22,7 @@ const (
 
 	binCreate      = 0x01 // create_blobs
 	binPublish     = 0x02 // publish
+	binLookup      = 0x03 // lookup
 	binReply       = 0x80 // or'ed into the op of a reply
 	binError       = 0xFF // an error reply: u32 code, string message
 	binBlobRecord  = 40   // bytes per blob in a reply
@@ -71,6 +72,19 @@ func (c *conn) handleBinary(body []byte) (out []byte, segs []uint32) {
 			return binErrorReply(err), nil
 		}
 		return c.encodePublish(o), o.segs
+	case binLookup:
+		req, err := decodeLookup(r)
+		if err != nil {
+			return binErrorReply(err), nil
+		}
+		resp, err := c.runLookup(req)
+		if err != nil {
+			return binErrorReply(err), nil
+		}
+		b := binary.LittleEndian.AppendUint64([]byte{binMagic, binLookup | binReply}, resp.GetEpoch())
+		b = binary.LittleEndian.AppendUint32(b, resp.GetHeld())
+		b = binary.LittleEndian.AppendUint64(b, resp.GetLeaseId())
+		return binary.LittleEndian.AppendUint32(b, resp.GetLeaseTtlMs()), nil
 	}
 	return binErrorReply(errorf(codeNotImplemented, "binary op %#02x is not implemented by kvring", body[1])), nil
 }
@@ -78,36 +92,19 @@ func (c *conn) handleBinary(body []byte) (out []byte, segs []uint32) {
 // decodePublish decodes a binary publish: u8 flags, string namespace,
 // string fingerprint (raw bytes), u32 n, n 32-byte ids, n u64 blob ids,
 // with flag groups n 32-byte group keys, then u32 m and m u64 sizes of
-// blobs to create afterwards. The ids and keys are copied out of the frame
-// (its buffer is reused for the next request).
+// blobs to create afterwards.
 func decodePublish(r *binReader) (publishArgs, error) {
 	var a publishArgs
 	flags := r.u8()
-	name := string(r.str())
-	fp := append([]byte(nil), r.str()...)
+	a.ref = decodeRef(r)
 	n := r.count(32 + 8)
-	raw := append([]byte(nil), r.bytes(32*n)...)
+	a.ids = r.keys(n)
 	a.blobs = make([]uint64, n)
 	for i := range a.blobs {
 		a.blobs[i] = r.u64()
 	}
-	if r.err != nil { // raw may be short: slice nothing
-		return a, r.done("publish")
-	}
-	a.ids = make([][]byte, n)
-	for i := range a.ids {
-		a.ids[i] = raw[32*i : 32*i+32 : 32*i+32]
-	}
 	if flags&binPublishGrp != 0 {
-		keys := append([]byte(nil), r.bytes(32*n)...)
-		if r.err != nil {
-			return a, r.done("publish")
-		}
-		ks := make([][]byte, n)
-		for i := range ks {
-			ks[i] = keys[32*i : 32*i+32 : 32*i+32]
-		}
-		a.runs = groupRuns(ks)
+		a.runs = groupRuns(r.keys(n))
 	}
 	a.createSizes = r.u64s()
 	if err := r.done("publish"); err != nil {
@@ -116,15 +113,52 @@ func decodePublish(r *binReader) (publishArgs, error) {
 	if flags&^(binPublishSeal|binPublishEat|binPublishGrp) != 0 {
 		return a, invalid("binary publish: unknown flags %#02x", flags)
 	}
-	if name == "" {
-		return a, invalid("binary publish: the namespace is empty")
+	if err := checkRef("publish", a.ref, n); err != nil {
+		return a, err
 	}
-	if n == 0 {
-		return a, invalid("binary publish: no chunks")
-	}
-	a.ref = &kvringv1.NamespaceRef{Name: name, Fingerprint: fp}
 	a.seal, a.consume = flags&binPublishSeal != 0, flags&binPublishEat != 0
 	return a, nil
+}
+
+// decodeLookup decodes a binary lookup: u8 flags (only groups), string
+// namespace, string fingerprint, u32 n, n 32-byte ids, with flag groups n
+// 32-byte group keys, then u32 pin_ttl_ms.
+func decodeLookup(r *binReader) (*kvringv1.LookupRequest, error) {
+	flags := r.u8()
+	req := &kvringv1.LookupRequest{Namespace: decodeRef(r)}
+	n := r.count(32)
+	req.Ids = r.keys(n)
+	if flags&binPublishGrp != 0 {
+		req.Groups = groupRuns(r.keys(n))
+	}
+	req.PinTtlMs = min(r.u32(), 1<<31)
+	if err := r.done("lookup"); err != nil {
+		return nil, err
+	}
+	if flags&^binPublishGrp != 0 {
+		return nil, invalid("binary lookup: unknown flags %#02x", flags)
+	}
+	if err := checkRef("lookup", req.Namespace, n); err != nil {
+		return nil, err
+	}
+	return req, nil
+}
+
+// decodeRef reads a namespace and its fingerprint, copied out of the frame.
+func decodeRef(r *binReader) *kvringv1.NamespaceRef {
+	name := string(r.str())
+	return &kvringv1.NamespaceRef{Name: name, Fingerprint: append([]byte(nil), r.str()...)}
+}
+
+// checkRef refuses an empty namespace or no chunks.
+func checkRef(what string, ref *kvringv1.NamespaceRef, n int) error {
+	if ref.GetName() == "" {
+		return invalid("binary %s: the namespace is empty", what)
+	}
+	if n == 0 {
+		return invalid("binary %s: no chunks", what)
+	}
+	return nil
 }
 
 // encodePublish encodes a publish reply: u64 epoch, u32 n, per chunk u8
@@ -250,6 +284,21 @@ func (r *binReader) count(each int) int {
 }
 
 func (r *binReader) str() []byte { return r.bytes(r.count(1)) }
+
+// keys reads n 32-byte ids or group keys, copied out of the frame (whose
+// buffer is reused for the next request); nil after a short read.
+func (r *binReader) keys(n int) [][]byte {
+	raw := r.bytes(32 * n)
+	if raw == nil {
+		return nil
+	}
+	raw = append([]byte(nil), raw...)
+	ks := make([][]byte, n)
+	for i := range ks {
+		ks[i] = raw[32*i : 32*i+32 : 32*i+32]
+	}
+	return ks
+}
 
 func (r *binReader) u64s() []uint64 {
 	n := r.count(8)

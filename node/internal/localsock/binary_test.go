@@ -59,6 +59,17 @@ func binPublishBody(flags byte, ns string, n int) []byte {
 	return u32(b, 0) // nothing to create
 }
 
+// binLookupBody is a binary lookup of n chunks in namespace ns, with flags.
+func binLookupBody(flags byte, ns string, n int) []byte {
+	b := append(u32([]byte{binMagic, binLookup, flags}, uint32(len(ns))), ns...)
+	b = u32(b, 0) // fingerprint
+	b = u32(b, uint32(n))
+	for range n {
+		b = append(b, make([]byte, 32)...)
+	}
+	return u32(b, 0) // no pin
+}
+
 // Binary requests that cannot be decoded get a binary error reply naming
 // the problem (code 1; an unknown op 6, before register 1), allocate
 // nothing for counts the body cannot hold, and leave the connection
@@ -91,6 +102,11 @@ func TestBadBinaryRequestsGetAnErrorReply(t *testing.T) {
 		{"the groups flag without group keys", binPublishBody(binPublishGrp, "ns", 2), codeInvalid},
 		{"a string longer than the body", u32([]byte{binMagic, binPublish, 0}, 1<<30), codeInvalid},
 		{"a well-formed publish on a node without a cluster", binPublishBody(binPublishSeal, "ns", 1), codeNotImplemented},
+		{"a truncated lookup", binLookupBody(0, "ns", 3)[:50], codeInvalid},
+		{"unknown lookup flags", binLookupBody(binPublishSeal, "ns", 1), codeInvalid},
+		{"a lookup without chunks", binLookupBody(0, "ns", 0), codeInvalid},
+		{"a lookup with the groups flag but no keys", binLookupBody(binPublishGrp, "ns", 2), codeInvalid},
+		{"a well-formed lookup on a node without a cluster", binLookupBody(0, "ns", 2), codeNotImplemented},
 	} {
 		r.sendRaw(c.body)
 		wantBinaryError(t, r, c.code, c.what)
@@ -161,14 +177,24 @@ func TestBinaryAndJSONCreatesAgree(t *testing.T) {
 	}
 }
 
-// FuzzDecodeBinaryPublish: any body decodes to a publish or an error reply
-// (code 1), never a panic, and a decoded publish has one blob per id, each
-// id 32 bytes.
+// FuzzDecodeBinaryPublish: any body decodes to a publish (and a lookup) or
+// an error reply (code 1), never a panic, and a decoded publish has one
+// blob per id, each id 32 bytes.
 func FuzzDecodeBinaryPublish(f *testing.F) {
 	f.Add(binPublishBody(binPublishSeal|binPublishEat, "ns", 2)[2:])
 	f.Add(binPublishBody(binPublishGrp, "ns", 1)[2:])
+	f.Add(binLookupBody(binPublishGrp, "ns", 1)[2:])
 	f.Add([]byte{0, 0xff, 0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, body []byte) {
+		if req, err := decodeLookup(&binReader{b: body}); err == nil {
+			for _, id := range req.Ids {
+				if len(id) != 32 {
+					t.Fatalf("a lookup id of %d bytes", len(id))
+				}
+			}
+		} else if re, ok := err.(*replyError); !ok || re.Code != codeInvalid {
+			t.Fatalf("lookup: error %v, want an error reply with code 1", err)
+		}
 		a, err := decodePublish(&binReader{b: body})
 		if err != nil {
 			if re, ok := err.(*replyError); !ok || re.Code != codeInvalid {

@@ -222,10 +222,6 @@ func (c *conn) dropTemp(bs []*blob) {
 }
 
 func (c *conn) lookup(r request) (reply, error) {
-	cl, err := c.cluster()
-	if err != nil {
-		return reply{}, err
-	}
 	ref, err := namespaceRef(r)
 	if err != nil {
 		return reply{}, err
@@ -242,17 +238,9 @@ func (c *conn) lookup(r request) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	ctx, cancel := c.ctx()
-	defer cancel()
-	resp, err := cl.Lookup(ctx, &kvringv1.LookupRequest{Namespace: ref, Ids: ids, Groups: runs, PinTtlMs: uint32(min(pin, 1<<31))})
+	resp, err := c.runLookup(&kvringv1.LookupRequest{Namespace: ref, Ids: ids, Groups: runs, PinTtlMs: uint32(min(pin, 1<<31))})
 	if err != nil {
-		return reply{}, clusterError("look up", err)
-	}
-	if resp.GetLeaseId() != 0 {
-		t := c.s.tab
-		t.mu.Lock()
-		c.leases[resp.GetLeaseId()] = true
-		t.mu.Unlock()
+		return reply{}, err
 	}
 	body := ok("kvring_lookup_reply")
 	body["epoch"] = resp.GetEpoch()
@@ -260,6 +248,28 @@ func (c *conn) lookup(r request) (reply, error) {
 	body["lease_id"] = resp.GetLeaseId()
 	body["lease_ttl_ms"] = resp.GetLeaseTtlMs()
 	return reply{body: body}, nil
+}
+
+// runLookup runs a lookup (JSON or binary) and records its lease, released
+// when the connection goes. An error is an error reply.
+func (c *conn) runLookup(req *kvringv1.LookupRequest) (*kvringv1.LookupResponse, error) {
+	cl, err := c.cluster()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := c.ctx()
+	defer cancel()
+	resp, err := cl.Lookup(ctx, req)
+	if err != nil {
+		return nil, clusterError("look up", err)
+	}
+	if resp.GetLeaseId() != 0 {
+		t := c.s.tab
+		t.mu.Lock()
+		c.leases[resp.GetLeaseId()] = true
+		t.mu.Unlock()
+	}
+	return resp, nil
 }
 
 func (c *conn) releaseLease(r request) (reply, error) {
