@@ -157,10 +157,19 @@ func TestSocketClientFailsFastAndRedialsAfterARestart(t *testing.T) {
 // owners by it.
 func TestSocketPublishKeepsPlacementKeys(t *testing.T) {
 	t.Parallel()
+	for _, useJSON := range []bool{false, true} {
+		t.Run(map[bool]string{false: "binary", true: "JSON"}[useJSON], func(t *testing.T) {
+			t.Parallel()
+			testPublishKeepsPlacementKeys(t, useJSON)
+		})
+	}
+}
+
+func testPublishKeepsPlacementKeys(t *testing.T, useJSON bool) {
 	cfg := testNodeConfig(t)
 	cfg.Socket.Path = filepath.Join(t.TempDir(), "kvring.sock")
 	n := startNode(t, cfg)
-	c, err := local.Dial(t.Context(), local.Config{Path: cfg.Socket.Path})
+	c, err := local.Dial(t.Context(), local.Config{Path: cfg.Socket.Path, JSON: useJSON})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,5 +204,10 @@ func TestSocketPublishKeepsPlacementKeys(t *testing.T) {
 	}
 	if keyed != 2 {
 		t.Fatalf("%d of the 2 published chunks listed", keyed)
+	}
+	missing := sha256.Sum256([]byte("g2"))
+	lr, err := c.Lookup(ns, append(ids, missing), [][32]byte{ids[0], ids[0], missing}, 0)
+	if err != nil || lr.Held != 2 {
+		t.Fatalf("grouped lookup: %+v %v; want 2 held", lr, err)
 	}
 }

@@ -141,14 +141,15 @@ func (b *Blob) Location() Location {
 
 // Checksum returns the CRC-32C of the blob's bytes, reading the mapping
 // under a fault guard: a segment truncated by another process is an error
-// wrapping ErrFault, not a crash. One pass over the bytes; the blob
-// remembers the sum for StageChunk.
+// wrapping ErrFault, not a crash. One pass over the bytes (split across
+// Config.ChecksumParts goroutines for a large blob when that is above 1; it
+// returns when all are done); the blob remembers the sum for StageChunk.
 func (b *Blob) Checksum() (uint32, error) {
 	if !b.s.enter() {
 		return 0, ErrClosed
 	}
 	defer b.s.exit()
-	sum, err := guardedChecksum(b.Bytes())
+	sum, err := guardedChecksumParts(b.Bytes(), b.s.cfg.ChecksumParts)
 	if err != nil {
 		return 0, fmt.Errorf("cannot checksum blob: %w", err)
 	}

@@ -46,7 +46,7 @@ func (b *Blob) StageChunk(ns string, id ID, crc uint32) (*Staged, error) {
 	s.mu.Unlock()
 	if !summed {
 		var err error
-		if sum, err = guardedChecksum(b.Bytes()); err != nil {
+		if sum, err = guardedChecksumParts(b.Bytes(), s.cfg.ChecksumParts); err != nil {
 			return nil, fmt.Errorf("cannot stage chunk %s/%s from a blob: %w: %w", ns, id, ErrChecksum, err)
 		}
 	}

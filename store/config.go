@@ -69,6 +69,15 @@ type Config struct {
 	// change. Default 1 s. Negative: no background loop (tests call ExpireNow
 	// and FlushCatalog themselves; Close still flushes).
 	MaintenanceInterval time.Duration
+	// ChecksumParts is how many goroutines share the checksum pass over a
+	// large blob (Blob.Checksum, Blob.StageChunk: a local socket's
+	// publish): the bytes are split into up to that many parts of at least
+	// 256 KiB, checksummed at once and combined. It can only help when a
+	// core is free and the bytes are in a cache (from memory one core
+	// already reads about as fast as the bus allows); on the 2-vCPU
+	// reference host it did not reliably (docs/benchmarks.md). Default 1:
+	// one pass on the caller's goroutine. Must not be negative.
+	ChecksumParts int
 	// Now is the clock of stage and pin leases; ExpireNow reads it. Default
 	// time.Now.
 	Now func() time.Time
@@ -132,6 +141,9 @@ func (c *Config) Validate() error {
 	if c.Policy != PolicyLRU && c.Policy != PolicyTinyLFU {
 		bad("Policy: eviction policy must be %q or %q, got %q", PolicyLRU, PolicyTinyLFU, c.Policy)
 	}
+	if c.ChecksumParts < 0 {
+		bad("ChecksumParts must not be negative, got %d", c.ChecksumParts)
+	}
 	if c.ExpectedChunkSize <= 0 {
 		bad("ExpectedChunkSize must be positive, got %d", c.ExpectedChunkSize)
 	}
@@ -166,6 +178,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.ExpectedChunkSize == 0 {
 		c.ExpectedChunkSize = 256 << 10
+	}
+	if c.ChecksumParts == 0 {
+		c.ChecksumParts = 1
 	}
 	if c.MaintenanceInterval == 0 {
 		c.MaintenanceInterval = time.Second

@@ -23,5 +23,12 @@ func copyCRCHasVPCLMULQDQ() bool {
 //go:noescape
 func copyCRCFold(dst, src *byte, n int, crc uint32, nt bool) uint32
 
+// crcFold returns the CRC-32C register crc (not inverted) updated with n
+// bytes of src, n a positive multiple of 128. Implemented in
+// copycrc_amd64.s.
+//
+//go:noescape
+func crcFold(src *byte, n int, crc uint32) uint32
+
 // copyCRCCPUID executes CPUID. Implemented in copycrc_amd64.s.
 func copyCRCCPUID(leaf, sub uint32) (eax, ebx, ecx, edx uint32)

@@ -160,6 +160,43 @@ fenced:
 	MOVL AX, ret+32(FP)
 	RET
 
+// func crcFold(src *byte, n int, crc uint32) uint32
+//
+// copyCRCFold without the copy: the CRC register crc (not inverted)
+// updated with n bytes of src, n a positive multiple of 128. Four
+// independent accumulators keep more loads in flight than the three
+// serial CRC32Q streams of hash/crc32, which is what lets it read memory
+// faster than those (see checksum_fold.go).
+TEXT ·crcFold(SB), NOSPLIT, $0-28
+	MOVQ src+0(FP), SI
+	MOVQ n+8(FP), CX
+	MOVL crc+16(FP), AX
+
+	VMOVDQU copycrcK1024<>(SB), Y15
+
+	LOAD4
+	VMOVD   AX, X0 // zeroes the rest of Y0
+	VPXOR   Y4, Y0, Y0
+	VMOVDQU Y5, Y1
+	VMOVDQU Y6, Y2
+	VMOVDQU Y7, Y3
+	ADDQ    $128, SI
+	SUBQ    $128, CX
+	JZ      foldreduce
+
+foldloop:
+	LOAD4
+	FOLD4
+	ADDQ $128, SI
+	SUBQ $128, CX
+	JNZ  foldloop
+
+foldreduce:
+	REDUCE(R8, R9, AX)
+	VZEROUPPER
+	MOVL AX, ret+24(FP)
+	RET
+
 // func copyCRCCPUID(leaf, sub uint32) (eax, ebx, ecx, edx uint32)
 TEXT ·copyCRCCPUID(SB), NOSPLIT, $0-24
 	MOVL leaf+0(FP), AX

@@ -31,8 +31,9 @@ func guardFault(f func()) (err error) {
 	return nil
 }
 
-// guardedChecksum is Checksum of mapped bytes under guardFault.
+// guardedChecksum is Checksum of mapped bytes under guardFault, with the
+// fold kernel (checksum_fold.go).
 func guardedChecksum(b []byte) (sum uint32, err error) {
-	err = guardFault(func() { sum = Checksum(b) })
+	err = guardFault(func() { sum = foldChecksum(0, b) })
 	return sum, err
 }

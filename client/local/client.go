@@ -37,6 +37,12 @@ type Config struct {
 	// 30s. A call that times out closes the connection: the protocol
 	// cannot skip a reply.
 	Timeout time.Duration
+	// JSON sends every request as JSON, also the creates and publishes the
+	// client otherwise sends in kvring's binary framing (docs/vineyard.md
+	// "Binary framing"). Default false. Without it, a node that answers a
+	// binary request with a JSON error (one from before the framing) is
+	// spoken to in JSON from then on.
+	JSON bool
 }
 
 // Client is one connection to the local socket. When the connection
@@ -49,11 +55,12 @@ type Client struct {
 	cfg        Config
 	InstanceID uint64 // the node's instance id, from register
 
-	mu     sync.Mutex
-	nc     *net.UnixConn // nil while broken
-	closed bool
-	maps   map[int64][]byte // store_fd → mapping of the whole segment file
-	stale  [][]byte         // mappings of broken connections, unmapped by Close
+	mu       sync.Mutex
+	nc       *net.UnixConn // nil while broken
+	closed   bool
+	noBinary bool             // the node answered a binary request in JSON
+	maps     map[int64][]byte // store_fd → mapping of the whole segment file
+	stale    [][]byte         // mappings of broken connections, unmapped by Close
 	// populated: per mapped segment, a bit per page this client populated
 	// (populate.go).
 	populated map[int64][]uint64
@@ -116,6 +123,7 @@ func (c *Client) connect(ctx context.Context) error {
 		return fmt.Errorf("cannot register on %q: %w", c.cfg.Path, err)
 	}
 	c.InstanceID = rep.InstanceID
+	c.noBinary = false // a new connection, maybe a newer node
 	return nil
 }
 
@@ -172,7 +180,7 @@ func typeOf(req any) any {
 // roundTrip writes req, reads the reply and, when payloads is not nil,
 // calls it with the raw reply to learn the payloads whose descriptors
 // follow, then receives and maps them.
-func (c *Client) roundTrip(req any, payloads func(json.RawMessage) ([]Payload, error)) (json.RawMessage, error) {
+func (c *Client) roundTrip(req any, payloads func([]byte) ([]Payload, error)) (json.RawMessage, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -197,19 +205,30 @@ func (c *Client) roundTrip(req any, payloads func(json.RawMessage) ([]Payload, e
 		c.fail()
 		return nil, err
 	}
+	_, bin := req.(binRequest)
 	var e Error
+	switch {
+	case len(raw) >= 2 && raw[0] == binMagic:
+		if raw[1] == binError {
+			return nil, binErrorOf(raw[2:])
+		}
 	// Replies carry a "type"; error replies do not (only they are decoded
 	// twice).
-	if !bytes.Contains(raw, []byte(`"type"`)) && json.Unmarshal(raw, &struct {
+	case !bytes.Contains(raw, []byte(`"type"`)) && json.Unmarshal(raw, &struct {
 		Code    *int    `json:"code"`
 		Message *string `json:"message"`
 		Type    *string `json:"type"`
-	}{Code: &e.Code, Message: &e.Message}) == nil && e.Code != 0 {
+	}{Code: &e.Code, Message: &e.Message}) == nil && e.Code != 0:
+		if bin && e.Code == 1 {
+			c.noBinary = true // a node from before the binary framing
+			return nil, errNoBinary
+		}
 		return nil, &e
 	}
 	if payloads != nil {
 		ps, err := payloads(raw)
 		if err != nil {
+			c.fail() // descriptors may follow a reply it cannot read
 			return nil, err
 		}
 		if err := c.receive(ps); err != nil {
@@ -233,9 +252,12 @@ func (c *Client) fail() {
 }
 
 func (c *Client) write(req any) error {
-	body, err := json.Marshal(req)
-	if err != nil {
-		return fmt.Errorf("cannot encode a request: %w", err)
+	body, isBin := req.(binRequest)
+	if !isBin {
+		var err error
+		if body, err = json.Marshal(req); err != nil {
+			return fmt.Errorf("cannot encode a request: %w", err)
+		}
 	}
 	msg := make([]byte, 8+len(body))
 	binary.LittleEndian.PutUint64(msg, uint64(len(body)))

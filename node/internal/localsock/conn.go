@@ -1,6 +1,7 @@
 package localsock
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -42,8 +43,9 @@ type reply struct {
 func (c *conn) serve() {
 	defer c.cleanup()
 	var buf bytes.Buffer
+	in := bufio.NewReaderSize(c.nc, 4<<10) // small requests in one read(2); larger ones are read past it
 	for {
-		body, err := readFrame(c.nc, &buf, c.s.cfg.FrameTimeout)
+		body, err := readFrame(c.nc, in, &buf, c.s.cfg.FrameTimeout)
 		if err != nil {
 			if errors.Is(err, errTooLong) {
 				c.writeError(invalid("%v", err))
@@ -52,10 +54,16 @@ func (c *conn) serve() {
 			}
 			return
 		}
-		req, rerr := parseRequest(body)
-		if buf.Cap() > 1<<20 {
-			buf = bytes.Buffer{} // do not keep a large request's buffer
+		if isBinary(body) {
+			out, segs := c.handleBinary(body)
+			c.shrink(&buf)
+			if writeBody(c.nc, out, c.s.cfg.WriteTimeout) != nil || !c.sendSegments(segs) {
+				return
+			}
+			continue
 		}
+		req, rerr := parseRequest(body)
+		c.shrink(&buf)
 		if rerr != nil {
 			if !c.writeError(rerr) {
 				return
@@ -82,6 +90,13 @@ func (c *conn) serve() {
 		if !c.sendSegments(rep.segs) {
 			return
 		}
+	}
+}
+
+// shrink drops a large request's buffer rather than keep it.
+func (c *conn) shrink(buf *bytes.Buffer) {
+	if buf.Cap() > 1<<20 {
+		*buf = bytes.Buffer{}
 	}
 }
 

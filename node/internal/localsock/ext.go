@@ -191,136 +191,6 @@ func groups(r request, n int) ([]*kvringv1.GroupRun, error) {
 	return groupRuns(keys), nil
 }
 
-var putStatus = map[kvringv1.PutStatus]string{kvringv1.PutStatus_PUT_STATUS_STORED: "stored",
-	kvringv1.PutStatus_PUT_STATUS_ALREADY_HELD: "already_held", kvringv1.PutStatus_PUT_STATUS_REJECTED: "rejected",
-	kvringv1.PutStatus_PUT_STATUS_FAILED: "failed"}
-
-// publish writes sealed blobs as cluster chunks, through the same
-// two-phase write as a gRPC Put (when this node owns a chunk, the blob's
-// slot becomes it): {namespace, fingerprint, ids[], blobs[], groups[]?,
-// seal?, consume?} → one result per chunk. seal first seals the blobs this
-// connection created and has not sealed; consume deletes the blobs
-// afterwards (see consume).
-func (c *conn) publish(r request) (reply, error) {
-	cl, err := c.cluster()
-	if err != nil {
-		return reply{}, err
-	}
-	ref, err := namespaceRef(r)
-	if err != nil {
-		return reply{}, err
-	}
-	ids, err := chunkIDs(r, "ids")
-	if err != nil {
-		return reply{}, err
-	}
-	blobIDs, _, err := r.u64s("blobs")
-	if err != nil {
-		return reply{}, err
-	}
-	if len(ids) == 0 || len(ids) != len(blobIDs) {
-		return reply{}, invalid("kvring_publish_request: %d ids and %d blobs; want one blob per id, at least one", len(ids), len(blobIDs))
-	}
-	runs, err := groups(r, len(ids))
-	if err != nil {
-		return reply{}, err
-	}
-	consume, err := r.boolean("consume")
-	if err != nil {
-		return reply{}, err
-	}
-	seal, err := r.boolean("seal")
-	if err != nil {
-		return reply{}, err
-	}
-	// Hold a reference to each blob while its bytes are read.
-	t := c.s.tab
-	t.mu.Lock()
-	bs := make([]*blob, len(blobIDs))
-	for i, id := range blobIDs {
-		b := t.lookupBlob(id)
-		switch {
-		case b == nil || b.size == 0:
-			t.mu.Unlock()
-			c.dropTemp(bs[:i])
-			return reply{}, errorf(codeObjectNotExists, "kvring_publish_request: blobs[%d] %s does not exist (or is empty)", i, objectName(id))
-		case !b.sealed && seal && b.creator == c:
-			b.sealed = true // as seal_request would
-			delete(c.created, b.id)
-			b.creator = nil
-		case !b.sealed:
-			t.mu.Unlock()
-			c.dropTemp(bs[:i])
-			return reply{}, errorf(codeObjectNotSealed, "kvring_publish_request: blobs[%d] %s is not sealed", i, objectName(id))
-		}
-		t.addRef(c, b)
-		bs[i] = b
-	}
-	t.mu.Unlock()
-	defer c.dropTemp(bs)
-	if consume {
-		defer c.consume(bs)
-	}
-	refs := make([]*kvringv1.ChunkRef, len(bs))
-	mems := make([]*store.Blob, len(bs))
-	for i, b := range bs {
-		if b.mem == nil {
-			return reply{}, errorf(codeObjectIsBlob, "kvring_publish_request: blobs[%d] is a chunk read with kvring_get, not a blob to publish", i)
-		}
-		sum, err := b.mem.Checksum()
-		if err != nil {
-			return reply{}, errorf(codeUnknownError, "kvring_publish_request: cannot read blobs[%d]: %v", i, err)
-		}
-		refs[i] = &kvringv1.ChunkRef{Id: ids[i], Size: uint64(b.size), Crc32C: sum}
-		mems[i] = b.mem
-	}
-	ctx, cancel := c.ctx()
-	defer cancel()
-	out, err := cl.Publish(ctx, &kvringv1.PutBegin{Namespace: ref, Chunks: refs, Groups: runs}, mems)
-	if err != nil {
-		return reply{}, clusterError("publish", err)
-	}
-	results := make([]publishResult, len(ids))
-	for i := range results {
-		results[i] = publishResult{ID: hex.EncodeToString(ids[i]), Status: "failed", Holders: []holder{},
-			Reason: "the node sent no result for this chunk"}
-	}
-	for _, res := range out.Results {
-		i := int(res.GetIndex())
-		if i >= len(results) {
-			continue
-		}
-		holders := make([]holder, 0, len(res.GetHolders()))
-		for _, h := range res.GetHolders() {
-			holders = append(holders, holder{NodeID: h.GetNodeId(), GRPCAddr: h.GetGrpcAddr()})
-		}
-		status := putStatus[res.GetStatus()]
-		if status == "" {
-			status = "failed"
-		}
-		results[i] = publishResult{ID: results[i].ID, Status: status, Holders: holders, Degraded: res.GetDegraded(), Reason: res.GetReason()}
-	}
-	body := ok("kvring_publish_reply")
-	body["epoch"] = out.Epoch
-	body["results"] = results
-	return reply{body: body}, nil
-}
-
-// publishResult is one chunk's result in kvring_publish_reply.
-type publishResult struct {
-	ID       string   `json:"id"`
-	Status   string   `json:"status"`
-	Holders  []holder `json:"holders"`
-	Degraded bool     `json:"degraded"`
-	Reason   string   `json:"reason"`
-}
-
-// holder is a node holding a published chunk.
-type holder struct {
-	NodeID   string `json:"node_id"`
-	GRPCAddr string `json:"grpc_addr"`
-}
-
 // consume deletes the blobs of a publish with consume set and drops one
 // reference of c to each (the one create_buffer gave it), as del_data and
 // release would: a blob whose slot became a chunk lives on as the chunk,
@@ -352,10 +222,6 @@ func (c *conn) dropTemp(bs []*blob) {
 }
 
 func (c *conn) lookup(r request) (reply, error) {
-	cl, err := c.cluster()
-	if err != nil {
-		return reply{}, err
-	}
 	ref, err := namespaceRef(r)
 	if err != nil {
 		return reply{}, err
@@ -372,17 +238,9 @@ func (c *conn) lookup(r request) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	ctx, cancel := c.ctx()
-	defer cancel()
-	resp, err := cl.Lookup(ctx, &kvringv1.LookupRequest{Namespace: ref, Ids: ids, Groups: runs, PinTtlMs: uint32(min(pin, 1<<31))})
+	resp, err := c.runLookup(&kvringv1.LookupRequest{Namespace: ref, Ids: ids, Groups: runs, PinTtlMs: uint32(min(pin, 1<<31))})
 	if err != nil {
-		return reply{}, clusterError("look up", err)
-	}
-	if resp.GetLeaseId() != 0 {
-		t := c.s.tab
-		t.mu.Lock()
-		c.leases[resp.GetLeaseId()] = true
-		t.mu.Unlock()
+		return reply{}, err
 	}
 	body := ok("kvring_lookup_reply")
 	body["epoch"] = resp.GetEpoch()
@@ -390,6 +248,28 @@ func (c *conn) lookup(r request) (reply, error) {
 	body["lease_id"] = resp.GetLeaseId()
 	body["lease_ttl_ms"] = resp.GetLeaseTtlMs()
 	return reply{body: body}, nil
+}
+
+// runLookup runs a lookup (JSON or binary) and records its lease, released
+// when the connection goes. An error is an error reply.
+func (c *conn) runLookup(req *kvringv1.LookupRequest) (*kvringv1.LookupResponse, error) {
+	cl, err := c.cluster()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := c.ctx()
+	defer cancel()
+	resp, err := cl.Lookup(ctx, req)
+	if err != nil {
+		return nil, clusterError("look up", err)
+	}
+	if resp.GetLeaseId() != 0 {
+		t := c.s.tab
+		t.mu.Lock()
+		c.leases[resp.GetLeaseId()] = true
+		t.mu.Unlock()
+	}
+	return resp, nil
 }
 
 func (c *conn) releaseLease(r request) (reply, error) {

@@ -1,0 +1,276 @@
+package local
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+)
+
+// The binary framing of create_blobs, publish and lookup (docs/vineyard.md
+// "Binary framing"): the same requests as create_buffers_request,
+// kvring_publish_request and kvring_lookup_request without JSON on either
+// side. The client uses it
+// unless Config.JSON is set or the node answered a binary request with a
+// JSON error (a node from before the framing): the connection then falls
+// back to JSON for good.
+
+const (
+	binMagic       = 0xB1
+	binCreate      = 0x01
+	binPublish     = 0x02
+	binLookup      = 0x03
+	binReply       = 0x80
+	binError       = 0xFF
+	binBlobRecord  = 40
+	binPublishSeal = 1 << 0
+	binPublishEat  = 1 << 1
+	binPublishGrp  = 1 << 2
+)
+
+// binRequest is a request body in the binary framing, written as it is.
+type binRequest []byte
+
+// errNoBinary: the node does not speak the binary framing; the request had
+// no effect and is to be sent again in JSON.
+var errNoBinary = errors.New("kvring local socket: the node does not speak the binary framing")
+
+var binStatusName = [...]string{"stored", "already_held", "rejected", "failed"}
+
+// binary reports whether calls use the binary framing.
+func (c *Client) binary() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.cfg.JSON && !c.noBinary
+}
+
+// createBin creates blobs of sizes with one binary create_blobs.
+func (c *Client) createBin(sizes []int64) ([]*Blob, []Payload, error) {
+	req := binary.LittleEndian.AppendUint32([]byte{binMagic, binCreate}, uint32(len(sizes)))
+	for _, s := range sizes {
+		req = binary.LittleEndian.AppendUint64(req, uint64(s))
+	}
+	var ps []Payload
+	_, err := c.roundTrip(binRequest(req), func(raw []byte) ([]Payload, error) {
+		r, err := binBody(raw, binCreate)
+		if err != nil {
+			return nil, err
+		}
+		ps = r.payloads()
+		return ps, r.done("create_blobs reply")
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	bs := make([]*Blob, len(ps))
+	for i, p := range ps {
+		if bs[i], err = c.blob(p); err != nil {
+			return nil, nil, err
+		}
+	}
+	return bs, ps, nil
+}
+
+// publishBin is a binary publish: the results and, with next, the blobs
+// created (or the *Error that kept them from being created).
+func (c *Client) publishBin(ns Namespace, ids [][32]byte, blobs []uint64, groups [][32]byte, consume, seal bool, next []int64) ([]PublishResult, []Payload, error, error) {
+	var flags byte
+	if seal {
+		flags |= binPublishSeal
+	}
+	if consume {
+		flags |= binPublishEat
+	}
+	if groups != nil {
+		flags |= binPublishGrp
+	}
+	req := append(make([]byte, 0, 64+len(ids)*72), binMagic, binPublish, flags)
+	req = appendStr(req, ns.Name)
+	req = appendStr(req, string(ns.Fingerprint))
+	req = binary.LittleEndian.AppendUint32(req, uint32(len(ids)))
+	for i := range ids {
+		req = append(req, ids[i][:]...)
+	}
+	for _, b := range blobs {
+		req = binary.LittleEndian.AppendUint64(req, b)
+	}
+	for i := range groups {
+		req = append(req, groups[i][:]...)
+	}
+	req = binary.LittleEndian.AppendUint32(req, uint32(len(next)))
+	for _, s := range next {
+		req = binary.LittleEndian.AppendUint64(req, uint64(s))
+	}
+	var results []PublishResult
+	var ps []Payload
+	var createErr error
+	_, err := c.roundTrip(binRequest(req), func(raw []byte) ([]Payload, error) {
+		r, err := binBody(raw, binPublish)
+		if err != nil {
+			return nil, err
+		}
+		r.u64() // epoch
+		n := r.count(1 + 1 + 4 + 4)
+		results = make([]PublishResult, n)
+		for i := range results {
+			st, degraded := r.u8(), r.u8()
+			res := &results[i]
+			if int(st) < len(binStatusName) {
+				res.Status = binStatusName[st]
+			} else {
+				res.Status = "failed"
+			}
+			if i < len(ids) {
+				res.ID = hex.EncodeToString(ids[i][:])
+			}
+			res.Degraded = degraded != 0
+			res.Reason = string(r.str())
+			res.Holders = make([]Holder, r.count(8))
+			for k := range res.Holders {
+				res.Holders[k] = Holder{NodeID: string(r.str()), GRPCAddr: string(r.str())}
+			}
+		}
+		switch r.u8() {
+		case 1:
+			ps = r.payloads()
+		case 2:
+			code := r.u32()
+			createErr = &Error{Code: int(code), Message: string(r.str())}
+		}
+		return ps, r.done("publish reply")
+	})
+	return results, ps, createErr, err
+}
+
+// lookupBin is a binary lookup.
+func (c *Client) lookupBin(ns Namespace, ids [][32]byte, groups [][32]byte, pinTTLMs uint32) (LookupResult, error) {
+	var flags byte
+	if groups != nil {
+		flags |= binPublishGrp
+	}
+	req := append(make([]byte, 0, 64+len(ids)*64), binMagic, binLookup, flags)
+	req = appendStr(req, ns.Name)
+	req = appendStr(req, string(ns.Fingerprint))
+	req = binary.LittleEndian.AppendUint32(req, uint32(len(ids)))
+	for i := range ids {
+		req = append(req, ids[i][:]...)
+	}
+	for i := range groups {
+		req = append(req, groups[i][:]...)
+	}
+	req = binary.LittleEndian.AppendUint32(req, pinTTLMs)
+	raw, err := c.roundTrip(binRequest(req), nil)
+	if err != nil {
+		return LookupResult{}, err
+	}
+	r, err := binBody(raw, binLookup)
+	if err != nil {
+		return LookupResult{}, err
+	}
+	r.u64() // epoch
+	out := LookupResult{Held: int(r.u32()), LeaseID: r.u64(), LeaseTTLMs: r.u32()}
+	return out, r.done("lookup reply")
+}
+
+// binBody checks a reply is the binary reply to op and returns a reader of
+// what follows the op.
+func binBody(raw []byte, op byte) (*binReader, error) {
+	if len(raw) < 2 || raw[0] != binMagic || raw[1] != op|binReply {
+		return nil, fmt.Errorf("the node's reply to binary op %#02x is not its binary reply", op)
+	}
+	return &binReader{b: raw[2:]}, nil
+}
+
+// binErrorOf decodes a binary error reply (after its op byte).
+func binErrorOf(b []byte) error {
+	r := &binReader{b: b}
+	code := r.u32()
+	msg := string(r.str())
+	if r.err != nil {
+		return fmt.Errorf("cannot decode an error reply: %w", r.err)
+	}
+	return &Error{Code: int(code), Message: msg}
+}
+
+func appendStr(b []byte, s string) []byte {
+	return append(binary.LittleEndian.AppendUint32(b, uint32(len(s))), s...)
+}
+
+// binReader decodes a binary reply; the first short read sets err.
+type binReader struct {
+	b   []byte
+	err error
+}
+
+func (r *binReader) bytes(n int) []byte {
+	if r.err != nil || n < 0 || n > len(r.b) {
+		if r.err == nil {
+			r.err = fmt.Errorf("the reply ends %d bytes short", n-len(r.b))
+		}
+		return nil
+	}
+	p := r.b[:n:n]
+	r.b = r.b[n:]
+	return p
+}
+
+func (r *binReader) u8() byte {
+	if p := r.bytes(1); p != nil {
+		return p[0]
+	}
+	return 0
+}
+
+func (r *binReader) u32() uint32 {
+	if p := r.bytes(4); p != nil {
+		return binary.LittleEndian.Uint32(p)
+	}
+	return 0
+}
+
+func (r *binReader) u64() uint64 {
+	if p := r.bytes(8); p != nil {
+		return binary.LittleEndian.Uint64(p)
+	}
+	return 0
+}
+
+// count reads a u32 count of items of at least each bytes, checked against
+// what is left.
+func (r *binReader) count(each int) int {
+	n := r.u32()
+	if r.err == nil && uint64(n)*uint64(each) > uint64(len(r.b)) {
+		r.err = fmt.Errorf("a count of %d in a reply with %d bytes left", n, len(r.b))
+	}
+	if r.err != nil {
+		return 0
+	}
+	return int(n)
+}
+
+func (r *binReader) str() []byte { return r.bytes(r.count(1)) }
+
+// payloads reads u32 n blobs (id, segment, offset, size, map size) and the
+// list of segments whose descriptors follow (the client maps them as the
+// payloads name them).
+func (r *binReader) payloads() []Payload {
+	ps := make([]Payload, r.count(binBlobRecord))
+	for i := range ps {
+		ps[i] = Payload{ObjectID: r.u64(), StoreFD: int64(r.u64()), DataOffset: int64(r.u64()),
+			DataSize: int64(r.u64()), MapSize: int64(r.u64())}
+	}
+	for range r.count(8) {
+		r.u64()
+	}
+	return ps
+}
+
+func (r *binReader) done(what string) error {
+	switch {
+	case r.err != nil:
+		return fmt.Errorf("cannot decode the %s: %w", what, r.err)
+	case len(r.b) > 0:
+		return fmt.Errorf("cannot decode the %s: %d bytes left over", what, len(r.b))
+	}
+	return nil
+}
