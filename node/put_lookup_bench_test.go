@@ -97,3 +97,63 @@ func BenchmarkOneNodePutLookup(b *testing.B) {
 		put()
 	}
 }
+
+// BenchmarkOneNodeLookup is the Lookup half of BenchmarkOneNodePutLookup
+// alone: one node in process, the SDK over loopback, each operation a Lookup
+// of 8 held 32 KiB chunks. allocs/op counts the SDK's and the node's
+// allocations together.
+//
+//	go test -run '^$' -bench OneNodeLookup -benchtime 5000x -count 5 ./node/
+func BenchmarkOneNodeLookup(b *testing.B) {
+	shm, err := os.MkdirTemp("/dev/shm", "kvring-node-bench-")
+	if err != nil {
+		shm = b.TempDir()
+	}
+	b.Cleanup(func() { os.RemoveAll(shm) })
+	cfg := DefaultConfig()
+	cfg.GRPCAddr, cfg.AdminAddr = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.Membership = membership.LocalConfig("")
+	cfg.Store = store.Config{DataDir: b.TempDir(), ShmDir: shm, MemoryLimit: 1 << 30}
+	cfg.Logger = quietLogger()
+	cfg.Membership.Logger = cfg.Logger
+	n, err := New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := n.Start(b.Context()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { n.Close(context.Background()) })
+	sdk, err := client.New(client.Config{Conn: client.ConnConfig{Seeds: []string{n.GRPCAddr()}}, Namespace: "bench/model",
+		Schema: client.Schema{Model: "m", Dtype: "bf16", TokensPerChunk: 16}, Logger: quietLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { sdk.Close() })
+	testutil.Eventually(b, "the SDK to connect", 10*time.Second, func() bool { return sdk.State().Status == client.ConnConnected })
+
+	const perCall, size = 8, 32 << 10
+	chunks := make([]client.Chunk, perCall)
+	ids := make([]client.ChunkID, perCall)
+	for i := range chunks {
+		binary.LittleEndian.PutUint64(chunks[i].ID[:], uint64(i+1))
+		chunks[i].Data = make([]byte, size)
+		binary.LittleEndian.PutUint64(chunks[i].Data, uint64(i+1))
+		ids[i] = chunks[i].ID
+	}
+	ctx := context.Background()
+	if _, err := sdk.Put(ctx, chunks); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		res, err := sdk.Lookup(ctx, ids, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.Held != perCall {
+			b.Fatalf("lookup: %d of %d held", res.Held, perCall)
+		}
+	}
+}
