@@ -98,13 +98,9 @@ func BenchmarkOneNodePutLookup(b *testing.B) {
 	}
 }
 
-// BenchmarkOneNodeLookup is the Lookup half of BenchmarkOneNodePutLookup
-// alone: one node in process, the SDK over loopback, each operation a Lookup
-// of 8 held 32 KiB chunks. allocs/op counts the SDK's and the node's
-// allocations together.
-//
-//	go test -run '^$' -bench OneNodeLookup -benchtime 5000x -count 5 ./node/
-func BenchmarkOneNodeLookup(b *testing.B) {
+// benchNode starts one node in process (its segments in /dev/shm when it
+// can) and an SDK connected to it over loopback.
+func benchNode(b *testing.B) *client.Client {
 	shm, err := os.MkdirTemp("/dev/shm", "kvring-node-bench-")
 	if err != nil {
 		shm = b.TempDir()
@@ -131,20 +127,36 @@ func BenchmarkOneNodeLookup(b *testing.B) {
 	}
 	b.Cleanup(func() { sdk.Close() })
 	testutil.Eventually(b, "the SDK to connect", 10*time.Second, func() bool { return sdk.State().Status == client.ConnConnected })
+	return sdk
+}
 
-	const perCall, size = 8, 32 << 10
-	chunks := make([]client.Chunk, perCall)
-	ids := make([]client.ChunkID, perCall)
+// heldChunks puts n chunks of size bytes (ids 1..n) and returns their ids.
+func heldChunks(b *testing.B, sdk *client.Client, n, size int) []client.ChunkID {
+	chunks := make([]client.Chunk, n)
+	ids := make([]client.ChunkID, n)
 	for i := range chunks {
 		binary.LittleEndian.PutUint64(chunks[i].ID[:], uint64(i+1))
 		chunks[i].Data = make([]byte, size)
 		binary.LittleEndian.PutUint64(chunks[i].Data, uint64(i+1))
 		ids[i] = chunks[i].ID
 	}
-	ctx := context.Background()
-	if _, err := sdk.Put(ctx, chunks); err != nil {
+	if _, err := sdk.Put(context.Background(), chunks); err != nil {
 		b.Fatal(err)
 	}
+	return ids
+}
+
+// BenchmarkOneNodeLookup is the Lookup half of BenchmarkOneNodePutLookup
+// alone: one node in process, the SDK over loopback, each operation a Lookup
+// of 8 held 32 KiB chunks. allocs/op counts the SDK's and the node's
+// allocations together.
+//
+//	go test -run '^$' -bench OneNodeLookup -benchtime 5000x -count 5 ./node/
+func BenchmarkOneNodeLookup(b *testing.B) {
+	sdk := benchNode(b)
+	const perCall = 8
+	ids := heldChunks(b, sdk, perCall, 32<<10)
+	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
@@ -154,6 +166,32 @@ func BenchmarkOneNodeLookup(b *testing.B) {
 		}
 		if res.Held != perCall {
 			b.Fatalf("lookup: %d of %d held", res.Held, perCall)
+		}
+	}
+}
+
+// BenchmarkOneNodeGet is a Get of 32 held 32 KiB chunks (1 MiB) a call, on
+// one node through the SDK over loopback: the read side of the trace
+// replay's per-call cost.
+//
+//	go test -run '^$' -bench OneNodeGet -benchtime 2000x -count 5 ./node/
+func BenchmarkOneNodeGet(b *testing.B) {
+	sdk := benchNode(b)
+	const perCall, size = 32, 32 << 10
+	ids := heldChunks(b, sdk, perCall, size)
+	ctx := context.Background()
+	b.SetBytes(perCall * size)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		res, err := sdk.Get(ctx, ids)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, r := range res {
+			if !r.Found || len(r.Data) != size {
+				b.Fatalf("get %s: found %v, %d bytes (%s)", r.ID, r.Found, len(r.Data), r.Reason)
+			}
 		}
 	}
 }
