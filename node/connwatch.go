@@ -20,6 +20,12 @@ type connWatch struct {
 	owner *owner.Owner
 }
 
+// serve serves the node's gRPC services on lis, watched, until the server
+// stops. It blocks.
+func (s *services) serve(lis net.Listener) error {
+	return s.grpc.Serve(connWatch{Listener: lis, m: s.m, owner: s.owner})
+}
+
 // Accept returns the next connection, watched. It blocks like the
 // listener's Accept.
 func (l connWatch) Accept() (net.Conn, error) {

@@ -201,8 +201,7 @@ func (n *Node) serveAll(p *nodeParts) {
 	p.health = health.NewServer()
 	p.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	healthpb.RegisterHealthServer(p.svc.grpc, p.health)
-	lis := connWatch{Listener: p.grpcLis, m: p.svc.m, owner: p.svc.owner}
-	n.serve("grpc", func() error { return p.svc.grpc.Serve(lis) })
+	n.serve("grpc", func() error { return p.svc.serve(p.grpcLis) })
 	p.adminSrv = n.adminServer()
 	n.serve("admin", func() error {
 		if err := p.adminSrv.Serve(p.adminLis); !errors.Is(err, http.ErrServerClosed) {
