@@ -20,6 +20,11 @@
 #   BENCH_FLAGS   extra `kvring bench` flags, the same for both
 #                 (default: --speedup -1 --engines 4)
 #   TRACE         Mooncake trace (default the repository's synthetic trace)
+#   SHM_ROOT      where the nodes' segment files go (default /dev/shm, as
+#                 `kvring serve`'s default --shm-dir); a directory on a disk
+#                 makes every chunk write a page-cache write of a disk file
+#                 (32 KiB replay on one node: 0.49-0.55x Redis instead of
+#                 0.59-0.79x, docs/benchmarks.md)
 #   KILL_AFTER    inject a fault: KILL_AFTER seconds after each bench process
 #                 starts, SIGKILL kvring node 2 (kvring run) or redis-server
 #                 (Redis run). Empty (default): no fault. Decimals allowed.
@@ -56,6 +61,7 @@ BENCH_FLAGS=${BENCH_FLAGS:---speedup -1 --engines 4}
 TRACE=${TRACE:-loadtest/trace/testdata/synthetic_trace.jsonl}
 KILL_AFTER=${KILL_AFTER:-}
 DOWN_FOR=${DOWN_FOR:-5}
+SHM_ROOT=${SHM_ROOT:-/dev/shm}
 
 log() { echo "compare: $*" >&2; }
 
@@ -72,6 +78,10 @@ fi
 is_seconds "$DOWN_FOR" || { log "DOWN_FOR must be a number of seconds, got '$DOWN_FOR'"; exit 2; }
 
 work=$(mktemp -d)
+# The segment files live in memory, as in a deployment: the work directory is
+# on a disk here (mktemp's /tmp), and segments on a disk file system cost
+# kvring writeback and block allocation that no node pays on /dev/shm.
+shm=$(mktemp -d "$SHM_ROOT/kvring-compare-XXXXXX")
 pids=() # every process started and not yet reaped
 cleanup() {
 	local pid
@@ -86,7 +96,7 @@ cleanup() {
 		cp "$work"/*.log "$work"/*.json "$work"/*.metrics "$KEEP_LOGS"/ 2>/dev/null || true
 		echo "compare: logs and reports kept in $KEEP_LOGS" >&2
 	fi
-	rm -rf "$work"
+	rm -rf "$work" "$shm"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -144,13 +154,13 @@ for i in $(seq "$NODES"); do
 	grpcs+=("127.0.0.1:$(free_port)")
 	admins+=("127.0.0.1:$(free_port)")
 	gossips+=("127.0.0.1:$(free_port)")
-	mkdir -p "$work/node$i/shm"
+	mkdir -p "$shm/node$i"
 done
 start_node() {
 	local i=$1 join=()
 	[ "$i" -eq 1 ] || join=(--join "${gossips[0]}")
 	"$kv" serve --grpc-addr "${grpcs[i - 1]}" --admin-addr "${admins[i - 1]}" --gossip-addr "${gossips[i - 1]}" \
-		--data-dir "$work/node$i/data" --shm-dir "$work/node$i/shm" --socket "$work/node$i/kvring.sock" --memory-limit "${NODE_MEM_MB}MiB" \
+		--data-dir "$work/node$i/data" --shm-dir "$shm/node$i" --socket "$work/node$i/kvring.sock" --memory-limit "${NODE_MEM_MB}MiB" \
 		--log-level warn "${join[@]}" >>"$work/node$i.log" 2>&1 &
 	node_pids[i - 1]=$!
 	pids+=($!)

@@ -93,7 +93,7 @@ func newTestClusterWith(t *testing.T, n int, limit int64, change func(i int, cfg
 		nd.reg.MustRegister(nodeCollectors(nd.svc, st, nil, tc.ring.Load)...)
 		nd.gs = nd.svc.grpc
 		healthpb.RegisterHealthServer(nd.gs, health.NewServer())
-		go nd.gs.Serve(lis)
+		go nd.svc.serve(lis)
 		tc.nodes = append(tc.nodes, nd)
 		members = append(members, ring.Member{ID: nd.id, Addr: nd.addr})
 		t.Cleanup(func() {

@@ -201,7 +201,7 @@ func (n *Node) serveAll(p *nodeParts) {
 	p.health = health.NewServer()
 	p.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	healthpb.RegisterHealthServer(p.svc.grpc, p.health)
-	n.serve("grpc", func() error { return p.svc.grpc.Serve(p.grpcLis) })
+	n.serve("grpc", func() error { return p.svc.serve(p.grpcLis) })
 	p.adminSrv = n.adminServer()
 	n.serve("admin", func() error {
 		if err := p.adminSrv.Serve(p.adminLis); !errors.Is(err, http.ErrServerClosed) {

@@ -97,3 +97,101 @@ func BenchmarkOneNodePutLookup(b *testing.B) {
 		put()
 	}
 }
+
+// benchNode starts one node in process (its segments in /dev/shm when it
+// can) and an SDK connected to it over loopback.
+func benchNode(b *testing.B) *client.Client {
+	shm, err := os.MkdirTemp("/dev/shm", "kvring-node-bench-")
+	if err != nil {
+		shm = b.TempDir()
+	}
+	b.Cleanup(func() { os.RemoveAll(shm) })
+	cfg := DefaultConfig()
+	cfg.GRPCAddr, cfg.AdminAddr = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.Membership = membership.LocalConfig("")
+	cfg.Store = store.Config{DataDir: b.TempDir(), ShmDir: shm, MemoryLimit: 1 << 30}
+	cfg.Logger = quietLogger()
+	cfg.Membership.Logger = cfg.Logger
+	n, err := New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := n.Start(b.Context()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { n.Close(context.Background()) })
+	sdk, err := client.New(client.Config{Conn: client.ConnConfig{Seeds: []string{n.GRPCAddr()}}, Namespace: "bench/model",
+		Schema: client.Schema{Model: "m", Dtype: "bf16", TokensPerChunk: 16}, Logger: quietLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { sdk.Close() })
+	testutil.Eventually(b, "the SDK to connect", 10*time.Second, func() bool { return sdk.State().Status == client.ConnConnected })
+	return sdk
+}
+
+// heldChunks puts n chunks of size bytes (ids 1..n) and returns their ids.
+func heldChunks(b *testing.B, sdk *client.Client, n, size int) []client.ChunkID {
+	chunks := make([]client.Chunk, n)
+	ids := make([]client.ChunkID, n)
+	for i := range chunks {
+		binary.LittleEndian.PutUint64(chunks[i].ID[:], uint64(i+1))
+		chunks[i].Data = make([]byte, size)
+		binary.LittleEndian.PutUint64(chunks[i].Data, uint64(i+1))
+		ids[i] = chunks[i].ID
+	}
+	if _, err := sdk.Put(context.Background(), chunks); err != nil {
+		b.Fatal(err)
+	}
+	return ids
+}
+
+// BenchmarkOneNodeLookup is the Lookup half of BenchmarkOneNodePutLookup
+// alone: one node in process, the SDK over loopback, each operation a Lookup
+// of 8 held 32 KiB chunks. allocs/op counts the SDK's and the node's
+// allocations together.
+//
+//	go test -run '^$' -bench OneNodeLookup -benchtime 5000x -count 5 ./node/
+func BenchmarkOneNodeLookup(b *testing.B) {
+	sdk := benchNode(b)
+	const perCall = 8
+	ids := heldChunks(b, sdk, perCall, 32<<10)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		res, err := sdk.Lookup(ctx, ids, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.Held != perCall {
+			b.Fatalf("lookup: %d of %d held", res.Held, perCall)
+		}
+	}
+}
+
+// BenchmarkOneNodeGet is a Get of 32 held 32 KiB chunks (1 MiB) a call, on
+// one node through the SDK over loopback: the read side of the trace
+// replay's per-call cost.
+//
+//	go test -run '^$' -bench OneNodeGet -benchtime 2000x -count 5 ./node/
+func BenchmarkOneNodeGet(b *testing.B) {
+	sdk := benchNode(b)
+	const perCall, size = 32, 32 << 10
+	ids := heldChunks(b, sdk, perCall, size)
+	ctx := context.Background()
+	b.SetBytes(perCall * size)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		res, err := sdk.Get(ctx, ids)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, r := range res {
+			if !r.Found || len(r.Data) != size {
+				b.Fatalf("get %s: found %v, %d bytes (%s)", r.ID, r.Found, len(r.Data), r.Reason)
+			}
+		}
+	}
+}

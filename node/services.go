@@ -78,8 +78,9 @@ func newServices(cfg *Config, st *store.Store, view clusterView, sec *security) 
 		Now: cfg.Now, Metrics: m, PeerDialOptions: sec.peerDialOptions(), Spread: table,
 		Load: meter, Loads: spread.NewLoads(cfg.Now)})
 	spreader = newSpreader(cfg, st, reg, view, c, table)
-	gs := grpc.NewServer(append(append(serverOptions(cfg, m), sec.serverOptions()...),
-		grpc.StatsHandler(owner.ConnEnd{O: o}))...) // a coordinator gone: its uncommitted chunks are freed at once
+	// A coordinator gone: its uncommitted chunks are freed at once, by the
+	// listener (connWatch), which also counts the connections.
+	gs := grpc.NewServer(append(serverOptions(cfg), sec.serverOptions()...)...)
 	gs.RegisterService(transfer.StrictDecoding(&kvringv1.Cache_ServiceDesc), coord.NewService(c))
 	gs.RegisterService(transfer.StrictDecoding(&kvringv1.Peer_ServiceDesc), owner.NewService(o))
 	return &services{reg: reg, owner: o, coord: c, m: m, grpc: gs, spread: table, spreader: spreader}
@@ -104,7 +105,7 @@ func newSpreader(cfg *Config, st *store.Store, reg *namespace.Registry, view clu
 // serverOptions are the options of a node's gRPC server, with cfg's limits.
 // transfer.Codec is required: Put and Prepare receive their frames as
 // transfer.InFrame, without copying them.
-func serverOptions(cfg *Config, m *metrics.Set) []grpc.ServerOption {
+func serverOptions(cfg *Config) []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.ForceServerCodecV2(transfer.NewCodec()),
 		grpc.MaxRecvMsgSize(cfg.MaxRecvMsgBytes),
@@ -120,7 +121,6 @@ func serverOptions(cfg *Config, m *metrics.Set) []grpc.ServerOption {
 		// instead of grown again by every call (runtime.morestack was 5 %
 		// of a node's CPU under puts and lookups).
 		grpc.NumStreamWorkers(uint32(4 * runtime.GOMAXPROCS(0))),
-		grpc.StatsHandler(metrics.ConnCounter{M: m}),
 		// Advertised to clients, and enforced: a stream past it is refused,
 		// and no more handlers than this run for one connection.
 		grpc.MaxConcurrentStreams(uint32(cfg.MaxStreamsPerConn)),

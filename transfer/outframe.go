@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -101,6 +102,13 @@ func (l *Lender) lend(p []byte) mem.Buffer {
 	return mem.NewBuffer(&p, l)
 }
 
+// borrowedParts backs the encoding of a Borrowed frame of one piece: its
+// header (copied, with small pieces) and the piece lent to gRPC.
+type borrowedParts struct {
+	bufs [2]mem.Buffer
+	hdr  [64]byte
+}
+
 // marshal encodes the frame: field Field, length-delimited, holding
 // DataFrame's fields in field order with zero scalars left out, as protobuf
 // encodes them.
@@ -126,7 +134,8 @@ func (f *OutFrame) marshal() (mem.BufferSlice, error) {
 		inner = protowire.AppendTag(inner, 3, protowire.BytesType)
 		inner = protowire.AppendVarint(inner, n)
 	}
-	hdr := protowire.AppendTag(make([]byte, 0, 32), f.Field, protowire.BytesType)
+	var hdrBuf [64]byte // tag, length and inner: no allocation
+	hdr := protowire.AppendTag(hdrBuf[:0], f.Field, protowire.BytesType)
 	hdr = protowire.AppendVarint(hdr, uint64(len(inner))+n)
 	hdr = append(hdr, inner...)
 	if f.Borrow {
@@ -135,8 +144,16 @@ func (f *OutFrame) marshal() (mem.BufferSlice, error) {
 		}
 		// Small pieces are copied: gRPC would not track them (mem.NewBuffer
 		// does not pool buffers of 1 KiB or less), and copying them is cheap.
-		out := make(mem.BufferSlice, 0, 1+len(f.Data))
-		small := hdr
+		// A frame of one piece (a chunk's bytes) takes one allocation for
+		// the slice and the header together.
+		var out mem.BufferSlice
+		var small []byte
+		if len(f.Data) <= 1 {
+			parts := new(borrowedParts)
+			out, small = parts.bufs[:0], append(parts.hdr[:0], hdr...)
+		} else {
+			out, small = make(mem.BufferSlice, 0, 1+len(f.Data)), slices.Clone(hdr)
+		}
 		for _, p := range f.Data {
 			if len(p) == 0 {
 				continue

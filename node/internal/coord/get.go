@@ -92,8 +92,18 @@ func (c *Coordinator) beginGet(req *kvringv1.GetRequest, stream grpc.ServerStrea
 	if !unsettled {
 		picks = c.newSpreadPicks(rg, rec, ns, pl.grouped)
 	}
+	// Every id's owners are a window of one buffer (spreadOrder and the
+	// unsettled append copy before they change one), and the members are
+	// read once.
+	owners := make([]ring.Member, 0, len(ids)*max(1, min(replicas, rg.Len())))
+	var members []ring.Member
+	if unsettled {
+		members = rg.Members()
+	}
 	for i := range ids {
-		g.owners[i] = c.readOwners(rg, rec.GetName(), pl.keys[i], replicas)
+		start := len(owners)
+		owners = c.appendReadOwners(owners, rg, rec.GetName(), pl.keys[i], replicas)
+		g.owners[i] = owners[start:len(owners):len(owners)]
 		if pk := picks.of(pl.keys[i]); pk.ok {
 			g.owners[i] = spreadOrder(pk, g.owners[i])
 		}
@@ -107,7 +117,7 @@ func (c *Coordinator) beginGet(req *kvringv1.GetRequest, stream grpc.ServerStrea
 				g.again = make([][]ring.Member, len(ids))
 			}
 			g.again[i] = g.owners[i]
-			g.owners[i] = append(slices.Clip(g.owners[i]), nonOwners(rg, g.owners[i])...)
+			g.owners[i] = append(slices.Clip(g.owners[i]), nonOwners(members, g.owners[i])...)
 		}
 	}
 	return g, nil
@@ -254,10 +264,10 @@ func spreadOrder(pk spreadPick, owners []ring.Member) []ring.Member {
 	return out
 }
 
-// nonOwners returns the members of rg that are not in owners.
-func nonOwners(rg *ring.Ring, owners []ring.Member) []ring.Member {
+// nonOwners returns the members that are not in owners.
+func nonOwners(members, owners []ring.Member) []ring.Member {
 	var out []ring.Member
-	for _, m := range rg.Members() {
+	for _, m := range members {
 		if !slices.ContainsFunc(owners, func(o ring.Member) bool { return o.ID == m.ID }) {
 			out = append(out, m)
 		}

@@ -102,12 +102,17 @@ type lookupPlan struct {
 }
 
 // addToPlans adds the id at request position i, placed by group key (nil:
-// by its id), to the plan of each member.
-func addToPlans(plans map[string]*lookupPlan, members []ring.Member, i int, id, key []byte) {
+// by its id), to the plan of each member. room is how many ids the round may
+// add at most: a new plan gets that much room, so that its lists do not grow
+// id by id.
+func addToPlans(plans map[string]*lookupPlan, members []ring.Member, i int, id, key []byte, room int) {
 	for _, m := range members {
 		p := plans[m.ID]
 		if p == nil {
-			p = &lookupPlan{m: m}
+			p = &lookupPlan{m: m, global: make([]int, 0, room), ids: make([][]byte, 0, room)}
+			if key != nil {
+				p.keys = make([][]byte, 0, room)
+			}
 			plans[m.ID] = p
 		}
 		p.global = append(p.global, i)
@@ -235,16 +240,30 @@ func (c *Coordinator) newLookup(req *kvringv1.LookupRequest) (*lookupTx, error) 
 // what that member lacks.
 func (tx *lookupTx) wave(ctx context.Context, lo, hi int) {
 	plans := map[string]*lookupPlan{}
-	first := make(map[int]ring.Member) // positions asked of a spread member
+	var first map[int]ring.Member // positions asked of a spread member
+	var members, owners []ring.Member
+	if tx.unsettled {
+		members = tx.rg.Members()
+	} else {
+		owners = make([]ring.Member, 0, tx.replicas)
+	}
+	room := hi - lo // every member's share while unsettled
+	if k := tx.rg.Len(); !tx.unsettled && k > 1 {
+		room = min(room, room*max(1, tx.replicas)/k+8) // about an owner's share
+	}
 	for i := lo; i < hi; i++ {
 		switch pk := tx.spread.of(tx.place.keys[i]); {
 		case tx.unsettled:
-			addToPlans(plans, tx.rg.Members(), i, tx.ids[i], tx.key(i))
+			addToPlans(plans, members, i, tx.ids[i], tx.key(i), room)
 		case pk.ok:
+			if first == nil {
+				first = make(map[int]ring.Member)
+			}
 			first[i] = pk.m
-			addToPlans(plans, []ring.Member{pk.m}, i, tx.ids[i], tx.key(i))
+			addToPlans(plans, []ring.Member{pk.m}, i, tx.ids[i], tx.key(i), room)
 		default:
-			addToPlans(plans, tx.c.readOwners(tx.rg, tx.ns, tx.place.keys[i], tx.replicas), i, tx.ids[i], tx.key(i))
+			owners = tx.c.appendReadOwners(owners[:0], tx.rg, tx.ns, tx.place.keys[i], tx.replicas)
+			addToPlans(plans, owners, i, tx.ids[i], tx.key(i), room)
 		}
 	}
 	tx.ask(ctx, plans)
@@ -262,7 +281,7 @@ func (tx *lookupTx) wave(ctx context.Context, lo, hi int) {
 		} else if !tx.unsettled {
 			continue
 		}
-		addToPlans(again, owners, i, tx.ids[i], tx.key(i))
+		addToPlans(again, owners, i, tx.ids[i], tx.key(i), room)
 	}
 	if len(again) > 0 {
 		tx.ask(ctx, again)
@@ -316,7 +335,7 @@ func (tx *lookupTx) trimPins(ctx context.Context, n int) int {
 		delete(tx.pinned, on.m.ID)
 		for _, i := range on.positions {
 			if i < n {
-				addToPlans(plans, []ring.Member{on.m}, i, tx.ids[i], tx.key(i))
+				addToPlans(plans, []ring.Member{on.m}, i, tx.ids[i], tx.key(i), len(on.positions))
 			}
 		}
 	}

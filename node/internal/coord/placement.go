@@ -110,7 +110,19 @@ func (c *Coordinator) Owners(rg *ring.Ring, ns string, key []byte, r int) []ring
 // written to in their stead (writeOwners, substitute): the first members
 // after them in ring order until r of the set neither drain nor are down.
 func (c *Coordinator) readOwners(rg *ring.Ring, ns string, key []byte, r int) []ring.Member {
-	owners := rg.Owners(ns, key, r)
+	return c.appendReadOwners(nil, rg, ns, key, r)
+}
+
+// appendReadOwners is readOwners appending to dst, so that a caller
+// resolving many keys can reuse one buffer.
+func (c *Coordinator) appendReadOwners(dst []ring.Member, rg *ring.Ring, ns string, key []byte, r int) []ring.Member {
+	start := len(dst)
+	if dst == nil {
+		dst = rg.Owners(ns, key, r) // sized exactly
+	} else {
+		dst = rg.AppendOwners(dst, ns, key, r)
+	}
+	owners := dst[start:]
 	unusable := func(m ring.Member) bool {
 		return (c.cfg.Draining != nil && c.cfg.Draining(m.ID)) || c.peers.isDown(m.ID)
 	}
@@ -121,16 +133,16 @@ func (c *Coordinator) readOwners(rg *ring.Ring, ns string, key []byte, r int) []
 		}
 	}
 	if live == len(owners) {
-		return owners
+		return dst
 	}
 	for _, m := range rg.Owners(ns, key, rg.Len())[len(owners):] {
 		if live >= r {
 			break
 		}
 		if !unusable(m) {
-			owners = append(owners, m)
+			dst = append(dst, m)
 			live++
 		}
 	}
-	return owners
+	return dst
 }

@@ -213,19 +213,29 @@ func (tx *putTx) prepareShares(ctx context.Context, shares map[string]*ownerShar
 // needs them), whether its answer waits for another writer, or whether it is
 // settled now; it returns the settled results.
 func (tx *putTx) plan() (settled []*kvringv1.PutChunkResult) {
-	tx.sinks = map[uint32]*fanoutSink{}
+	tx.sinks = make(map[uint32]*fanoutSink, len(tx.chunks))
+	// One allocation each for the batch's sinks and their owner lists, not
+	// one per chunk: a chunk's owners are a window of tos.
+	sinks := make([]fanoutSink, len(tx.chunks))
+	n := 0
+	for _, o := range tx.owners {
+		n += len(o)
+	}
+	tos := make([]*ownerShare, 0, n)
 	for i := range tx.chunks {
 		idx := uint32(i)
-		var to []*ownerShare
+		from := len(tos)
 		for _, s := range tx.owners[i] {
 			if s.failed == nil && s.need[s.toShare[idx]] {
-				to = append(to, s)
+				tos = append(tos, s)
 			}
 		}
+		to := tos[from:len(tos):len(tos)]
 		switch {
 		case len(to) > 0:
 			tx.need = append(tx.need, idx)
-			tx.sinks[idx] = &fanoutSink{index: idx, shares: to, sent: tx.c.m.PeerSent, gate: &tx.gate}
+			sinks[i] = fanoutSink{index: idx, shares: to, sent: tx.c.m.PeerSent, gate: &tx.gate}
+			tx.sinks[idx] = &sinks[i]
 		case slices.ContainsFunc(tx.owners[i], func(s *ownerShare) bool { return s.failed == nil && isBusy(s.vote(idx)) }):
 			tx.deferred = append(tx.deferred, idx) // answered after awaitOtherWriters
 		default:

@@ -20,6 +20,7 @@ func (tx *putTx) result(idx uint32) *kvringv1.PutChunkResult {
 		return r
 	}
 	var reasons []string
+	r.Holders = make([]*kvringv1.NodeRef, 0, len(tx.owners[idx]))
 	newly, allRejected := false, true
 	for _, s := range tx.owners[idx] {
 		if s.failed != nil {
@@ -30,7 +31,7 @@ func (tx *putTx) result(idx uint32) *kvringv1.PutChunkResult {
 			}
 			continue
 		}
-		holder := &kvringv1.NodeRef{NodeId: s.member.ID, GrpcAddr: s.member.Addr}
+		holder := s.holderRef()
 		if s.sealed[s.toShare[idx]] {
 			r.Holders = append(r.Holders, holder)
 			newly = true

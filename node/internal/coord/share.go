@@ -31,6 +31,16 @@ type ownerShare struct {
 	tokens  map[uint32]uint64 // stage tokens of the chunks voted ready
 	failed  error             // the owner became unreachable or broke the protocol
 	cause   error             // failed's cause, unwrapped
+	holder  *kvringv1.NodeRef // the member as a result's holder (holderRef)
+}
+
+// holderRef is the member as a chunk result's holder, one message for every
+// chunk of the share (results are only encoded, never changed).
+func (s *ownerShare) holderRef() *kvringv1.NodeRef {
+	if s.holder == nil {
+		s.holder = &kvringv1.NodeRef{NodeId: s.member.ID, GrpcAddr: s.member.Addr}
+	}
+	return s.holder
 }
 
 func newOwnerShare(m ring.Member, self string) *ownerShare {

@@ -1,11 +1,9 @@
 package metrics
 
 import (
-	"context"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"google.golang.org/grpc/stats"
 )
 
 // Label values of kvring_put_chunks_total and kvring_put_bytes_total: a
@@ -150,21 +148,3 @@ func (m *Set) Collectors() []prometheus.Collector {
 // ObserveSince records the time since start; use as
 // defer ObserveSince(m.PutSeconds, time.Now()).
 func ObserveSince(o prometheus.Observer, start time.Time) { o.Observe(time.Since(start).Seconds()) }
-
-// ConnCounter is a grpc stats.Handler that counts the server's open
-// Connections. It never blocks.
-type ConnCounter struct{ M *Set }
-
-func (h ConnCounter) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context   { return ctx }
-func (h ConnCounter) HandleRPC(context.Context, stats.RPCStats)                         {}
-func (h ConnCounter) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context { return ctx }
-
-func (h ConnCounter) HandleConn(_ context.Context, s stats.ConnStats) {
-	switch s.(type) {
-	case *stats.ConnBegin:
-		h.M.Connections.Inc()
-		h.M.ConnectionsTotal.Inc()
-	case *stats.ConnEnd:
-		h.M.Connections.Dec()
-	}
-}

@@ -2,7 +2,6 @@ package owner
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"log/slog"
 	"net"
@@ -16,7 +15,6 @@ import (
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/store"
 	"github.com/kvring/kvring/transfer"
-	"google.golang.org/grpc/stats"
 )
 
 // testClock is a clock the test moves; safe for concurrent use.
@@ -232,9 +230,7 @@ func TestAConnectionThatEndsFreesItsUncommittedChunks(t *testing.T) {
 	a[0], b[0] = 1, 2
 	stage(a, gone)
 	tokB := stage(b, stays)
-	h := ConnEnd{O: o}
-	ctx := h.TagConn(context.Background(), &stats.ConnTagInfo{RemoteAddr: gone})
-	h.HandleConn(ctx, &stats.ConnEnd{})
+	o.ConnClosed(gone)
 	if st.Staging("ns:0000000000000000", a) || o.Tokens() != 1 {
 		t.Fatalf("the gone caller's chunk is still staged (tokens %d)", o.Tokens())
 	}

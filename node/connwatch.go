@@ -1,0 +1,55 @@
+package node
+
+import (
+	"net"
+	"sync"
+
+	"github.com/kvring/kvring/node/internal/metrics"
+	"github.com/kvring/kvring/node/internal/owner"
+)
+
+// connWatch is the gRPC server's listener: it counts the connections it
+// accepts and, when gRPC closes one (the peer went away, the server
+// stopped), frees what that peer staged and did not commit
+// (owner.ConnClosed). It replaces two gRPC stats handlers that wanted only
+// connection events: with any stats handler gRPC builds an event, reads the
+// clock and copies the metadata for every call and every message.
+type connWatch struct {
+	net.Listener
+	m     *metrics.Set
+	owner *owner.Owner
+}
+
+// serve serves the node's gRPC services on lis, watched, until the server
+// stops. It blocks.
+func (s *services) serve(lis net.Listener) error {
+	return s.grpc.Serve(connWatch{Listener: lis, m: s.m, owner: s.owner})
+}
+
+// Accept returns the next connection, watched. It blocks like the
+// listener's Accept.
+func (l connWatch) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	l.m.Connections.Inc()
+	l.m.ConnectionsTotal.Inc()
+	return &watchedConn{Conn: c, l: l}, nil
+}
+
+// watchedConn reports its first Close to its listener.
+type watchedConn struct {
+	net.Conn
+	l    connWatch
+	once sync.Once
+}
+
+func (c *watchedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() {
+		c.l.m.Connections.Dec()
+		c.l.owner.ConnClosed(c.Conn.RemoteAddr())
+	})
+	return err
+}
