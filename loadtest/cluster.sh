@@ -1,8 +1,10 @@
 # Sourced by the loadtest scripts (fanout.sh, spread.sh) after they set $work (their work directory) and $kv (the
 # kvring binary) and source ports.sh.
 #
-# start_cluster NAME N MEM_MB [serve flags...] starts N nodes on loopback, node i under $work/NAME$i (data, shm,
-# socket, log), with the given extra `kvring serve` flags, and waits until each node is ready and sees all N
+# start_cluster NAME N MEM_MB [serve flags...] starts N nodes on loopback, node i under $work/NAME$i (data,
+# socket, log) with its segment files under $shm/NAME$i ($shm: a directory the caller made under SHM_ROOT,
+# /dev/shm by default, as in a deployment; segments on a disk file system such as /tmp here cost every chunk write
+# a page-cache write of a disk file), with the given extra `kvring serve` flags, and waits until each node is ready and sees all N
 # members active. It sets the arrays grpcs, admins and gossips (the nodes' addresses) and appends the nodes' pids
 # to pids. stop_cluster ends the nodes of the last start_cluster, by pid, and waits for them.
 wait_http() {
@@ -27,9 +29,9 @@ start_cluster() {
 	for i in $(seq "$n"); do
 		local join=()
 		[ "$i" -eq 1 ] || join=(--join "${gossips[0]}")
-		mkdir -p "$work/$name$i/shm"
+		mkdir -p "$work/$name$i" "${shm:?start_cluster needs \$shm}/$name$i"
 		"$kv" serve --grpc-addr "${grpcs[i - 1]}" --admin-addr "${admins[i - 1]}" --gossip-addr "${gossips[i - 1]}" \
-			--data-dir "$work/$name$i/data" --shm-dir "$work/$name$i/shm" --socket "$work/$name$i/kvring.sock" \
+			--data-dir "$work/$name$i/data" --shm-dir "$shm/$name$i" --socket "$work/$name$i/kvring.sock" \
 			--memory-limit "${mem}MiB" --log-level warn "${join[@]}" "$@" >>"$work/$name$i.log" 2>&1 &
 		cluster_pids+=($!)
 		pids+=($!)

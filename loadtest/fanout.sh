@@ -19,6 +19,7 @@
 #                 node's settle window (after its start or a ring change)
 #                 every read asks every member, which would hide what
 #                 placement does; the runs start right after the nodes do.
+#   SHM_ROOT      where the nodes' segment files go (default /dev/shm, as `kvring serve`'s default --shm-dir)
 # Needs curl and jq.
 set -euo pipefail
 
@@ -35,12 +36,13 @@ SETTLE_WINDOW=${SETTLE_WINDOW:--1s}
 log() { echo "fanout: $*" >&2; }
 
 work=$(mktemp -d)
+shm=$(mktemp -d "${SHM_ROOT:-/dev/shm}/kvring-loadtest-XXXXXX") # segments in memory, as in a deployment (cluster.sh)
 pids=()
 cleanup() {
 	local pid
 	for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
 	for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-	rm -rf "$work"
+	rm -rf "$work" "$shm"
 }
 trap cleanup EXIT
 

@@ -17,6 +17,7 @@
 #   BENCH_FLAGS   extra `kvring bench` flags (default: --workload synthetic --seed 1 --speedup -1 --engines 4)
 #   SPREAD_FLAGS  the second run's extra `kvring serve` flags (default none: the defaults)
 #   OUT_DIR       if set, each run's bench report (bench-off.json, bench-on.json) is copied there
+#   SHM_ROOT      where the nodes' segment files go (default /dev/shm, as `kvring serve`'s default --shm-dir)
 # Needs curl and jq.
 set -euo pipefail
 
@@ -32,12 +33,13 @@ SPREAD_FLAGS=${SPREAD_FLAGS:-}
 log() { echo "spread: $*" >&2; }
 
 work=$(mktemp -d)
+shm=$(mktemp -d "${SHM_ROOT:-/dev/shm}/kvring-loadtest-XXXXXX") # segments in memory, as in a deployment (cluster.sh)
 pids=()
 cleanup() {
 	local pid
 	for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
 	for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-	rm -rf "$work"
+	rm -rf "$work" "$shm"
 }
 trap cleanup EXIT
 
