@@ -272,7 +272,7 @@ class LocalSocket:
                  codes: bool = False) -> tuple[memoryview, list[Payload]]:
         """Send the JSON requests pre (whose replies are read and ignored: drops of spare blobs) and the binary request
         body (op), and return the body of its binary reply after the op byte, with the blobs it hands out mapped
-        (decoded by :func:`_blobs` when the op hands out blobs). An error reply raises (:func:`error_for`); JSON
+        (:func:`_blobs_of`). An error reply raises (:func:`error_for`); JSON
         error 1 from a node from before the framing raises :class:`NoBinary` and turns the framing off."""
         with self._lock:
             if self._closed:
@@ -428,8 +428,8 @@ class LocalSocket:
         """Publish blobs as the chunks ids (kvring_publish_request): with seal, the node seals this connection's
         unsealed blobs first; with consume, it deletes them afterwards whatever the results; with create_sizes, it
         then creates blobs for the next put. In the binary framing unless it is off; raises NoBinary (then send it
-        again: it had no effect)."""
-        if not self.binary:
+        again: it had no effect). Ids or keys that are not 32 bytes go in JSON, whose error names the field."""
+        if not self.binary or not _all32(ids, keys):
             return self._publish_json(ns, ids, blobs, keys, seal, consume, create_sizes)
         flags = (PUB_SEAL if seal else 0) | (PUB_CONSUME if consume else 0) | (PUB_GROUPS if keys is not None else 0)
         if self.codes:
@@ -486,8 +486,9 @@ class LocalSocket:
 
     def lookup(self, ns: tuple[str, str], ids: Sequence[bytes], keys: Optional[Sequence[bytes]],
                pin_ms: int) -> tuple[int, int, int, int]:
-        """(epoch, held, lease_id, lease_ttl_ms) of kvring_lookup_request, in the binary framing unless it is off."""
-        if not self.binary:
+        """(epoch, held, lease_id, lease_ttl_ms) of kvring_lookup_request, in the binary framing unless it is off (or
+        an id or key is not 32 bytes: JSON, whose error names the field)."""
+        if not self.binary or not _all32(ids, keys):
             req: dict[str, Any] = {"type": "kvring_lookup_request", "namespace": ns[0], "fingerprint": ns[1],
                                    "ids": [i.hex() for i in ids], "pin_ttl_ms": pin_ms}
             if keys is not None:
@@ -510,6 +511,10 @@ class LocalSocket:
         """Close a connection whose reply made no sense (descriptors may follow it) and raise Broken."""
         with self._lock:
             raise self._fail(Broken(f"{self.path}: {why}"))
+
+
+def _all32(ids: Sequence[bytes], keys: Optional[Sequence[bytes]]) -> bool:
+    return all(len(i) == 32 for i in ids) and (keys is None or all(len(k) == 32 for k in keys))
 
 
 class _Reader:
