@@ -451,10 +451,13 @@ class LocalSocket:
                 return self.publish(ns, ids, blobs, keys, seal, consume, create_sizes)
             raise
         try:
-            return _publish_reply(rest, ps, bool(flags & PUB_CODES))
+            rep = _publish_reply(rest, ps, bool(flags & PUB_CODES))
         except (ValueError, struct.error) as exc:
             self._fail_locked(f"cannot decode a publish reply: {exc}")
             raise  # unreachable
+        if rep.created:
+            self.populate(rep.created)
+        return rep
 
     def _publish_json(self, ns: tuple[str, str], ids: Sequence[bytes], blobs: Sequence[int],
                       keys: Optional[Sequence[bytes]], seal: bool, consume: bool,

@@ -17,6 +17,7 @@ type publishArgs struct {
 	runs          []*kvringv1.GroupRun
 	seal, consume bool
 	createSizes   []uint64
+	codes         bool // binary: the reply carries each chunk's code (flag binPublishCodes)
 }
 
 // publishOutcome is what a publish did: one result per chunk and, with
@@ -211,18 +212,23 @@ func (c *conn) publishBlobs(a publishArgs) (publishOutcome, error) {
 		if status == "" {
 			status = "failed"
 		}
-		results[i] = publishResult{ID: results[i].ID, Status: status, Holders: holders, Degraded: r.GetDegraded(), Reason: r.GetReason()}
+		results[i] = publishResult{ID: results[i].ID, Status: status, Holders: holders, Degraded: r.GetDegraded(),
+			Reason: r.GetReason(), Code: r.GetCode()}
 	}
 	return publishOutcome{epoch: res.Epoch, results: results}, nil
 }
 
-// publishResult is one chunk's result in kvring_publish_reply.
+// publishResult is one chunk's result in kvring_publish_reply. Code is
+// PutChunkResult.code, the gRPC code number that classifies a rejected or
+// failed chunk (10 ABORTED: another write of the chunk held it up, to be
+// sent again); 0 otherwise. Clients from before it ignore the field.
 type publishResult struct {
 	ID       string   `json:"id"`
 	Status   string   `json:"status"`
 	Holders  []holder `json:"holders"`
 	Degraded bool     `json:"degraded"`
 	Reason   string   `json:"reason"`
+	Code     uint32   `json:"code"`
 }
 
 // holder is a node holding a published chunk.
