@@ -41,6 +41,8 @@ def test_socket_gives_the_same_results_as_grpc(make_node, client_for, namespace,
 
     res = c.put(list(zip(ids, data)))
     assert c.stats.socket_calls == 1
+    ls = c._local.socket()
+    assert ls is not None and ls.binary and ls.codes, "the client speaks the binary framing, with codes, to the node"
     assert [r.status for r in res] == [kvring.PutStatus.STORED] * 5
     assert all([h.id for h in r.holders] == [n.id] for r in res)
     assert [r.status for r in c.put(list(zip(ids, data)))] == [kvring.PutStatus.ALREADY_HELD] * 5
