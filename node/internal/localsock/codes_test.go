@@ -128,3 +128,30 @@ func TestBinaryPublishWithoutTheCodesFlagKeepsTheOldLayout(t *testing.T) {
 		}
 	}
 }
+
+// TestPublishCreatesAfterTheConsumeWhenThereWasNoRoom: the next blobs are
+// created while the publish runs; when the node's memory only has room for
+// them once the published blobs are consumed, they are created then.
+func TestPublishCreatesAfterTheConsumeWhenThereWasNoRoom(t *testing.T) {
+	leakCheck(t)
+	st := testStore(t, 16<<20)
+	s := startServer(t, st, func(c *Config) { c.Cluster = &busyCluster{seen: map[string]bool{}} })
+	c := dial(t, s)
+	defer c.Close()
+	const size = 6 << 20
+	bs, err := c.CreateBlobs([]int64{size, size})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateBlobs([]int64{size}); err == nil {
+		t.Fatal("a third blob fit: the test needs a store with room for two only")
+	}
+	ns := local.Namespace{Name: "ns", Fingerprint: []byte{1}}
+	res, next, err := c.SealPublishAndCreate(ns, [][32]byte{{1}, {2}}, []uint64{bs[0].ID, bs[1].ID}, nil, []int64{size, size})
+	if err != nil || len(res) != 2 || len(next) != 2 {
+		t.Fatalf("SealPublishAndCreate: %+v, %d blobs, %v", res, len(next), err)
+	}
+	if got := st.Stats().Blobs; got != 2 {
+		t.Fatalf("%d blobs in the store, want the 2 new ones", got)
+	}
+}
