@@ -161,7 +161,7 @@ class LocalPath:
 
     def _publish_once(self, ls: LocalSocket, ref: tuple[str, str], norm: Sequence[tuple[bytes, memoryview, Any]],
                       keys: Optional[Sequence[bytes]], sizes: list[int]) -> list[PutResult]:
-        spare, ls.spare = ls.spare, None
+        spare = ls.swap_spare(None)
         if spare is not None and [p.data_size for p in spare] == sizes:
             ps = spare
         else:
@@ -174,7 +174,7 @@ class LocalPath:
             rep = ls.publish(ref, [cid for cid, _, _ in norm], blobs, keys, seal=True, consume=True,
                              create_sizes=sizes)
         except NoBinary:
-            ls.spare = ps  # the blobs are there still, unsealed: the JSON publish uses them
+            self._keep_spare(ls, ps)  # the blobs are there still, unsealed: the JSON publish uses them
             raise
         except KvringError:
             # The call failed as a whole; blobs it did not reach are still this connection's: drop them (the
@@ -182,10 +182,18 @@ class LocalPath:
             ls.call_many([{"type": "drop_buffer_request", "id": b} for b in blobs], check=False)
             raise
         if rep.created is not None and len(rep.created) == len(sizes):
-            ls.spare = rep.created
+            self._keep_spare(ls, rep.created)
         elif rep.create_error is not None:
             log.debug("kvring local socket: no blobs for the next put: %s", rep.create_error)
         return _put_results(norm, rep)
+
+    @staticmethod
+    def _keep_spare(ls: LocalSocket, ps: list) -> None:
+        """Keep ps for the next put; blobs kept before (by a put on another thread meanwhile) are dropped, so that
+        at most one put's worth of unsealed blobs waits per connection."""
+        old = ls.swap_spare(ps)
+        if old:
+            ls.call_many([{"type": "drop_buffer_request", "id": p.object_id} for p in old], check=False)
 
     def lookup(self, ids: Sequence[bytes], keys: Optional[Sequence[bytes]], pin_ms: int) -> LookupResult:
         def call(ls: LocalSocket, ns: dict) -> LookupResult:

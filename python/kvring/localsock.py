@@ -406,6 +406,12 @@ class LocalSocket:
         self.populate(ps)
         return ps
 
+    def swap_spare(self, ps: Optional[list[Payload]]) -> Optional[list[Payload]]:
+        """Set the blobs kept for the next put (see :class:`kvring.local.LocalPath`) and return those kept before."""
+        with self._lock:
+            old, self.spare = self.spare, ps
+        return old
+
     def populate(self, ps: Sequence[Payload]) -> None:
         """Map the pages under new blobs into this process in one madvise each (MADV_POPULATE_WRITE), so that
         writing a blob takes no page fault per page. Errors (an older kernel) are ignored: the writes fault the

@@ -148,3 +148,35 @@ def test_socket_puts_land_on_the_same_owners_as_routed_grpc_puts(make_node, clie
         assert [h.id for h in r.holders] == [ring.primary(namespace, i).id]
     assert [x.found for x in g.read(ids)] == [True] * 8  # routed gRPC reads find them at their owners
     assert s.get(ids) == g.get(ids)
+
+
+def test_concurrent_socket_puts_keep_one_puts_blobs(make_node, client_for, namespace, sock_path):
+    """Threads putting through one client's socket each get their results, and at most one put's worth of blobs
+    (created for the next put) waits in the node's memory afterwards: none is leaked by a put that raced another."""
+    import threading
+
+    n = make_node(extra=["--socket", sock_path])
+    c = client_for([n.grpc], namespace, socket=sock_path)
+    wait_for(lambda: connected(c), 10, "client to connect")
+    errors: list[BaseException] = []
+    stored: list[bytes] = []
+
+    def putter() -> None:
+        try:
+            for _ in range(10):
+                ids = [os.urandom(32) for _ in range(2)]
+                res = c.put([(i, os.urandom(70_000)) for i in ids])
+                assert [r.status for r in res] == [kvring.PutStatus.STORED] * 2, res
+                stored.extend(ids)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    ts = [threading.Thread(target=putter) for _ in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors, errors
+    assert c.stats.socket_calls == 40
+    assert node_stats(n)["blobs"] <= 2
+    assert c.lookup(stored[:1]).held == 1
