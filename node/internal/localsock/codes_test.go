@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kvring/kvring/client/local"
+	"github.com/kvring/kvring/loadtest"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/store"
 	"google.golang.org/grpc/codes"
@@ -20,7 +21,7 @@ type busyCluster struct {
 }
 
 func (b *busyCluster) RegisterNamespace(context.Context, *kvringv1.RegisterNamespaceRequest) (*kvringv1.RegisterNamespaceResponse, error) {
-	return &kvringv1.RegisterNamespaceResponse{}, nil
+	return &kvringv1.RegisterNamespaceResponse{Namespace: &kvringv1.NamespaceRecord{Name: "ns", Fingerprint: []byte{1}}}, nil
 }
 
 func (b *busyCluster) Publish(_ context.Context, begin *kvringv1.PutBegin, _ []*store.Blob) (PutOutcome, error) {
@@ -153,5 +154,25 @@ func TestPublishCreatesAfterTheConsumeWhenThereWasNoRoom(t *testing.T) {
 	}
 	if got := st.Stats().Blobs; got != 2 {
 		t.Fatalf("%d blobs in the store, want the 2 new ones", got)
+	}
+}
+
+// TestSocketBackendResendsBusyChunksOnce: loadtest.Socket, a put over
+// client/local, publishes once more the chunks failed with ABORTED, as the
+// gRPC SDK's put resends them.
+func TestSocketBackendResendsBusyChunksOnce(t *testing.T) {
+	leakCheck(t)
+	st := testStore(t, 16<<20)
+	s := startServer(t, st, func(c *Config) { c.Cluster = &busyCluster{seen: map[string]bool{}} })
+	b, err := loadtest.NewSocket(context.Background(), loadtest.SocketConfig{Path: s.Path(), Namespace: "ns",
+		Schema: local.Schema{Model: "m", TokensPerChunk: 16}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	out, err := b.Put(context.Background(), []loadtest.Chunk{{ID: loadtest.ChunkID{1}, Data: []byte("one")},
+		{ID: loadtest.ChunkID{2}, Data: []byte("two")}})
+	if err != nil || len(out) != 2 || out[0] != loadtest.Stored || out[1] != loadtest.Stored {
+		t.Fatalf("Put: %v %v, want both stored after one resend", out, err)
 	}
 }
