@@ -124,8 +124,52 @@ func (s *Socket) Get(_ context.Context, ids, groups []ChunkID) ([]GetOutcome, er
 
 // Put implements Backend: create the blobs (one request), write each
 // chunk into its blob, publish them sealed and delete them (one request).
+// Chunks failed with code ABORTED (another write of the chunk held them up)
+// are published once more, as the gRPC SDK's put resends them.
 func (s *Socket) Put(_ context.Context, chunks []Chunk) ([]PutOutcome, error) {
 	s.release()
+	res, err := s.publish(chunks)
+	if err != nil {
+		return nil, err
+	}
+	var busy []int
+	for i, r := range res {
+		if r.Busy() {
+			busy = append(busy, i)
+		}
+	}
+	if len(busy) > 0 {
+		sub := make([]Chunk, len(busy))
+		for k, i := range busy {
+			sub[k] = chunks[i]
+		}
+		if again, err := s.publish(sub); err == nil && len(again) == len(busy) {
+			for k, i := range busy {
+				res[i] = again[k]
+			}
+		}
+	}
+	out := make([]PutOutcome, len(chunks))
+	for i := range out {
+		out[i] = Failed
+		if i >= len(res) {
+			continue
+		}
+		switch res[i].Status {
+		case "stored":
+			out[i] = Stored
+		case "already_held":
+			out[i] = AlreadyHeld
+		case "rejected":
+			out[i] = Rejected
+		}
+	}
+	return out, nil
+}
+
+// publish copies chunks into new blobs and publishes them sealed, deleting
+// them (two requests).
+func (s *Socket) publish(chunks []Chunk) ([]local.PublishResult, error) {
 	sizes := make([]int64, len(chunks))
 	for i, c := range chunks {
 		sizes[i] = int64(len(c.Data))
@@ -144,26 +188,7 @@ func (s *Socket) Put(_ context.Context, chunks []Chunk) ([]PutOutcome, error) {
 		copy(blobs[i].Data, c.Data)
 		ids[i], groups[i], blobIDs[i] = c.ID, c.Group, blobs[i].ID
 	}
-	res, err := s.c.SealPublishAndDelete(s.ns, ids, blobIDs, s.groupKeys(groups))
-	if err != nil {
-		return nil, err
-	}
-	out := make([]PutOutcome, len(chunks))
-	for i := range out {
-		out[i] = Failed
-		if i >= len(res) {
-			continue
-		}
-		switch res[i].Status {
-		case "stored":
-			out[i] = Stored
-		case "already_held":
-			out[i] = AlreadyHeld
-		case "rejected":
-			out[i] = Rejected
-		}
-	}
-	return out, nil
+	return s.c.SealPublishAndDelete(s.ns, ids, blobIDs, s.groupKeys(groups))
 }
 
 // Close closes the connection.

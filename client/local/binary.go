@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // The binary framing of create_blobs, publish and lookup (docs/vineyard.md
@@ -26,6 +27,9 @@ const (
 	binPublishSeal = 1 << 0
 	binPublishEat  = 1 << 1
 	binPublishGrp  = 1 << 2
+	// binPublishCodes asks for each chunk's code in the publish reply (a
+	// node from before the codes refuses the flag: error 1 "unknown flags").
+	binPublishCodes = 1 << 3
 )
 
 // binRequest is a request body in the binary framing, written as it is.
@@ -84,6 +88,11 @@ func (c *Client) publishBin(ns Namespace, ids [][32]byte, blobs []uint64, groups
 	if groups != nil {
 		flags |= binPublishGrp
 	}
+	c.mu.Lock()
+	if !c.noCodes {
+		flags |= binPublishCodes
+	}
+	c.mu.Unlock()
 	req := append(make([]byte, 0, 64+len(ids)*72), binMagic, binPublish, flags)
 	req = appendStr(req, ns.Name)
 	req = appendStr(req, string(ns.Fingerprint))
@@ -110,11 +119,18 @@ func (c *Client) publishBin(ns Namespace, ids [][32]byte, blobs []uint64, groups
 			return nil, err
 		}
 		r.u64() // epoch
-		n := r.count(1 + 1 + 4 + 4)
+		each := 1 + 1 + 4 + 4
+		if flags&binPublishCodes != 0 {
+			each += 4
+		}
+		n := r.count(each)
 		results = make([]PublishResult, n)
 		for i := range results {
 			st, degraded := r.u8(), r.u8()
 			res := &results[i]
+			if flags&binPublishCodes != 0 {
+				res.Code = r.u32()
+			}
 			if int(st) < len(binStatusName) {
 				res.Status = binStatusName[st]
 			} else {
@@ -139,6 +155,15 @@ func (c *Client) publishBin(ns Namespace, ids [][32]byte, blobs []uint64, groups
 		}
 		return ps, r.done("publish reply")
 	})
+	var e *Error
+	if flags&binPublishCodes != 0 && errors.As(err, &e) && e.Code == 1 && strings.Contains(e.Message, "unknown flags") {
+		// A node with the binary framing from before the codes: it decoded
+		// the request and did nothing. Send it again without them.
+		c.mu.Lock()
+		c.noCodes = true
+		c.mu.Unlock()
+		return c.publishBin(ns, ids, blobs, groups, consume, seal, next)
+	}
 	return results, ps, createErr, err
 }
 

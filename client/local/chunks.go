@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"google.golang.org/grpc/codes"
 )
 
 // Namespace names a registered namespace: its name and schema fingerprint.
@@ -67,17 +69,26 @@ type Holder struct {
 }
 
 // PublishResult is the outcome of publishing one chunk: Status is
-// "stored", "already_held", "rejected" or "failed" (with Reason).
+// "stored", "already_held", "rejected" or "failed" (with Reason). Code is
+// the gRPC code number that classifies a rejected or failed chunk
+// (PutChunkResult.code); 0 otherwise, and from a node from before the codes.
 type PublishResult struct {
 	ID       string   `json:"id"`
 	Status   string   `json:"status"`
 	Holders  []Holder `json:"holders"`
 	Degraded bool     `json:"degraded"`
 	Reason   string   `json:"reason"`
+	Code     uint32   `json:"code"`
 }
 
 // Held reports whether some node holds the chunk now.
 func (r PublishResult) Held() bool { return r.Status == "stored" || r.Status == "already_held" }
+
+// Busy reports whether the chunk failed because another write of it was
+// under way on an owner and ended without storing it or did not end in time
+// (code ABORTED): publishing it once more, at once, usually stores it, as
+// the gRPC SDK's put does (client.Client.Put).
+func (r PublishResult) Busy() bool { return r.Status == "failed" && r.Code == uint32(codes.Aborted) }
 
 // Publish writes sealed blobs as the cluster chunks ids (blobs[i] holds
 // the bytes of ids[i]) through the node's two-phase write. groups, when the

@@ -59,6 +59,7 @@ type Client struct {
 	nc       *net.UnixConn // nil while broken
 	closed   bool
 	noBinary bool             // the node answered a binary request in JSON
+	noCodes  bool             // the node refused the publish codes flag (binary.go)
 	maps     map[int64][]byte // store_fd → mapping of the whole segment file
 	stale    [][]byte         // mappings of broken connections, unmapped by Close
 	// populated: per mapped segment, a bit per page this client populated
@@ -123,7 +124,7 @@ func (c *Client) connect(ctx context.Context) error {
 		return fmt.Errorf("cannot register on %q: %w", c.cfg.Path, err)
 	}
 	c.InstanceID = rep.InstanceID
-	c.noBinary = false // a new connection, maybe a newer node
+	c.noBinary, c.noCodes = false, false // a new connection, maybe a newer node
 	return nil
 }
 

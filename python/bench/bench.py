@@ -29,9 +29,11 @@ from cluster import REPO, Node, kvring_binary, wait_for  # noqa: E402
 
 
 def py_bench(seeds: list[str], ns: str, size: int, count: int, batch: int, rounds: int, socket: str = "",
-             routing: bool = True, nodes: int = 1) -> list[dict]:
+             routing: bool = True, nodes: int = 1, socket_json: bool = False) -> list[dict]:
     c = kvring.Client(seeds, ns, kvring.Schema(model="bench", dtype="bf16", tokens_per_chunk=16), socket=socket,
                       routing=routing)
+    if socket_json and c._local is not None:
+        c._local.json_only = True  # as a node from before the binary framing is spoken to
     try:
         wait_for(lambda: c.state.status is kvring.ConnStatus.CONNECTED, 10, "python client to connect")
         c.register()
@@ -86,6 +88,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--repeat", type=int, default=3, help="runs per client; the best is kept")
     ap.add_argument("--no-socket", action="store_true", help="skip the Python client over the local socket")
+    ap.add_argument("--socket-json", action="store_true",
+                    help="also run the Python client over the socket in JSON only, without the binary framing (A/B)")
     ap.add_argument("--software-crc", action="store_true",
                     help="also run the Python client over gRPC with the crc32c package's software CRC (A/B)")
     ap.add_argument("--threaded-puts", action="store_true",
@@ -112,6 +116,7 @@ def main() -> None:
                 for rep in range(a.repeat):
                     runs = [("go", False), ("python", None)] + ([("go-unrouted", True)] if a.nodes > 1 else [])
                     runs += [] if a.no_socket else [("python-socket", None)]
+                    runs += [("python-socket-json", None)] if a.socket_json and not a.no_socket else []
                     runs += [("python-swcrc", None)] if a.software_crc else []
                     runs += [("python-threaded", None)] if a.threaded_puts else []
                     runs += [("python-unrouted", None)] if a.nodes > 1 else []
@@ -123,6 +128,9 @@ def main() -> None:
                             res = py_bench(seeds, ns, size, count, a.batch, a.rounds, routing=False)
                         elif who == "python-socket":
                             res = py_bench(seeds, ns, size, count, a.batch, a.rounds, socket=sock, nodes=a.nodes)
+                        elif who == "python-socket-json":
+                            res = py_bench(seeds, ns, size, count, a.batch, a.rounds, socket=sock, nodes=a.nodes,
+                                           socket_json=True)
                         elif who == "python-swcrc":
                             import crc32c as pkg  # noqa: PLC0415 - python3-crc32c
 
@@ -158,6 +166,11 @@ def main() -> None:
             sk = best.get(("python-socket", pyop))
             tail = f" {sk:.2f} | {sk / p:.2f}x |" if sk else " - | - |"
             print(f"| {label} | {name} | {g:.2f} | {p:.2f} | {p / g:.2f}x |{tail}")
+        if ("python-socket-json", "put") in best:
+            p = best[("python", "put")]
+            sk = best[("python-socket-json", "put")]
+            print(f"| {label} | put, Python socket in JSON | {best[('go', 'put')]:.2f} | {p:.2f} | "
+                  f"{p / best[('go', 'put')]:.2f}x | {sk:.2f} | {sk / p:.2f}x |")
         if ("python-swcrc", "put") in best:
             for op in ("put", "get"):
                 p = best[("python-swcrc", op)]

@@ -477,7 +477,7 @@ class Client:
                 keys.append(bytes(g))
         if self._local is not None:
             try:
-                out = self._local.put(norm, keys)
+                out = self._local.put(norm, keys, self.stats)
                 self.stats.socket_calls += 1
                 self.stats.degraded_puts += sum(1 for r in out if r.degraded and r.held)
                 return out

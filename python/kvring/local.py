@@ -17,9 +17,11 @@ import threading
 import time
 from typing import Any, Callable, Optional, Sequence
 
-from .errors import KvringError, ProtocolError, UnknownNamespace
-from .localsock import Broken, LocalSocket, raise_for
-from .types import GetResult, LookupResult, Node, PutResult, PutStatus, Schema
+import grpc
+
+from .errors import CODE_BY_NUMBER, KvringError, ProtocolError, UnknownNamespace
+from .localsock import Broken, LocalSocket, NoBinary, PublishReply
+from .types import GetResult, LookupResult, Node, PutResult, PutStatus, Schema, Stats
 
 __all__ = ["LocalPath"]
 
@@ -39,8 +41,9 @@ class LocalPath:
     """The local socket at ``path`` for one client's namespace."""
 
     def __init__(self, path: str, namespace: str, schema: Schema, replication: int, min_replicas: int,
-                 timeout: float) -> None:
+                 timeout: float, json_only: bool = False) -> None:
         self.path = path
+        self.json_only = json_only  # speak JSON only (the binary framing off), as a node from before it is spoken to
         self._ns = namespace
         self._schema = _schema_json(schema)
         self._replication, self._min_replicas = replication, min_replicas
@@ -70,7 +73,7 @@ class LocalPath:
             if not os.path.exists(self.path):
                 return None
             try:
-                ls = LocalSocket(self.path, self._timeout)
+                ls = LocalSocket(self.path, self._timeout, json_only=self.json_only)
             except (OSError, Broken, KvringError) as exc:
                 msg = str(exc)
                 if msg != self._last_err:
@@ -117,50 +120,91 @@ class LocalPath:
 
     # --- calls ----------------------------------------------------------------------------------------------
 
-    def put(self, norm: Sequence[tuple[bytes, memoryview, Any]], keys: Optional[Sequence[bytes]]) -> list[PutResult]:
-        """Create one blob per chunk, copy each chunk into its blob, seal, publish, and drop the blobs: two round
-        trips. Empty chunks cannot be blobs: the caller sends such a put over gRPC (Broken)."""
+    def put(self, norm: Sequence[tuple[bytes, memoryview, Any]], keys: Optional[Sequence[bytes]],
+            stats: Optional[Stats] = None) -> list[PutResult]:
+        """Copy each chunk into a blob, then publish the blobs with seal and consume (the node seals them, publishes
+        them and deletes them, in one request) and ask for blobs of the same sizes for the next put: a stream of puts
+        of one shape costs one round trip each (the first, or one of another shape, two: the blobs are created
+        first). A chunk failed with code ABORTED (another write of it held it up) is published once more, as the
+        gRPC put resends it (counted in stats.busy_resends). Empty chunks cannot be blobs: the caller sends such a put over gRPC (Broken)."""
         if any(len(mv) == 0 for _, mv, _ in norm):
             raise Broken("an empty chunk cannot be published through the local socket")
 
         def call(ls: LocalSocket, ns: dict) -> list[PutResult]:
-            sizes = [len(mv) for _, mv, _ in norm]
-            r, ps = ls.blob_call({"type": "create_buffers_request", "num": len(sizes), "sizes": sizes})
-            blobs = [int(b) for b in r.get("ids", [])]
-            if len(ps) != len(norm) or len(blobs) != len(norm):
-                raise Broken(f"create_buffers: {len(ps)} payloads for {len(norm)} chunks")
-            for (_, mv, _), p in zip(norm, ps):
-                ls.view(p)[:] = mv
-            req = {"type": "kvring_publish_request", **ns, "ids": [cid.hex() for cid, _, _ in norm], "blobs": blobs}
-            if keys is not None:
-                req["groups"] = [k.hex() for k in keys]
-            # seal each, publish, then drop them: the node answers in turn, so this is one round trip
-            reqs = [{"type": "seal_request", "object_id": b} for b in blobs] + [req]
-            reqs += [{"type": "del_data_request", "id": blobs, "force": False, "deep": True, "fastpath": False,
-                      "memory_trim": False}]
-            reqs += [{"type": "release_request", "object_id": b} for b in blobs]
-            replies = ls.call_many(reqs, check=False)
-            for rep in replies[: len(blobs)]:
-                raise_for(rep)
-            pub = raise_for(replies[len(blobs)])
-            for rep in replies[len(blobs) + 1 :]:
-                if rep.get("code"):
-                    log.warning("kvring local socket: cannot drop a published blob: %s", rep.get("message"))
-            return _put_results(norm, pub)
+            ref = (ns["namespace"], ns["fingerprint"])
+            out = self._publish(ls, ref, norm, keys)
+            busy = [i for i, r in enumerate(out) if r.status == PutStatus.FAILED and r.code == grpc.StatusCode.ABORTED]
+            if busy:
+                sub = [norm[i] for i in busy]
+                try:
+                    again = self._publish(ls, ref, sub, [keys[i] for i in busy] if keys is not None else None)
+                except KvringError as err:
+                    log.debug("kvring local socket put: resending %d chunks another write held up failed: %s",
+                              len(busy), err)
+                    return out
+                if stats is not None:
+                    stats.busy_resends += len(busy)
+                for k, i in enumerate(busy):
+                    out[i] = again[k]
+            return out
 
         return self._run(call)
 
+    def _publish(self, ls: LocalSocket, ref: tuple[str, str], norm: Sequence[tuple[bytes, memoryview, Any]],
+                 keys: Optional[Sequence[bytes]]) -> list[PutResult]:
+        sizes = [len(mv) for _, mv, _ in norm]
+        while True:
+            try:
+                return self._publish_once(ls, ref, norm, keys, sizes)
+            except NoBinary:
+                continue  # the connection speaks JSON now: the same again
+
+    def _publish_once(self, ls: LocalSocket, ref: tuple[str, str], norm: Sequence[tuple[bytes, memoryview, Any]],
+                      keys: Optional[Sequence[bytes]], sizes: list[int]) -> list[PutResult]:
+        spare = ls.swap_spare(None)
+        if spare is not None and [p.data_size for p in spare] == sizes:
+            ps = spare
+        else:
+            drop = [{"type": "drop_buffer_request", "id": p.object_id} for p in spare or []]
+            ps = ls.create_blobs(sizes, pre=drop)
+        for (_, mv, _), p in zip(norm, ps):
+            ls.view(p)[:] = mv
+        blobs = [p.object_id for p in ps]
+        try:
+            rep = ls.publish(ref, [cid for cid, _, _ in norm], blobs, keys, seal=True, consume=True,
+                             create_sizes=sizes)
+        except NoBinary:
+            self._keep_spare(ls, ps)  # the blobs are there still, unsealed: the JSON publish uses them
+            raise
+        except KvringError:
+            # The call failed as a whole; blobs it did not reach are still this connection's: drop them (the
+            # others are gone: consumed, error 12, ignored).
+            ls.call_many([{"type": "drop_buffer_request", "id": b} for b in blobs], check=False)
+            raise
+        if rep.created is not None and len(rep.created) == len(sizes):
+            self._keep_spare(ls, rep.created)
+        elif rep.create_error is not None:
+            log.debug("kvring local socket: no blobs for the next put: %s", rep.create_error)
+        return _put_results(norm, rep)
+
+    @staticmethod
+    def _keep_spare(ls: LocalSocket, ps: list) -> None:
+        """Keep ps for the next put; blobs kept before (by a put on another thread meanwhile) are dropped, so that
+        at most one put's worth of unsealed blobs waits per connection."""
+        old = ls.swap_spare(ps)
+        if old:
+            ls.call_many([{"type": "drop_buffer_request", "id": p.object_id} for p in old], check=False)
+
     def lookup(self, ids: Sequence[bytes], keys: Optional[Sequence[bytes]], pin_ms: int) -> LookupResult:
         def call(ls: LocalSocket, ns: dict) -> LookupResult:
-            req = {"type": "kvring_lookup_request", **ns, "ids": [i.hex() for i in ids], "pin_ttl_ms": pin_ms}
-            if keys is not None:
-                req["groups"] = [k.hex() for k in keys]
-            r = ls.call(req)
-            held = int(r.get("held", 0))
+            ref = (ns["namespace"], ns["fingerprint"])
+            try:
+                epoch, held, lease, ttl = ls.lookup(ref, ids, keys, pin_ms)
+            except NoBinary:
+                epoch, held, lease, ttl = ls.lookup(ref, ids, keys, pin_ms)
             if held > len(ids):
                 raise ProtocolError(f"kvring lookup: the node reported {held} of {len(ids)} ids held")
-            return LookupResult(held, int(r.get("lease_id", 0)), int(r.get("lease_ttl_ms", 0)) / 1000.0,
-                                int(r.get("epoch", 0)))
+            return LookupResult(held, lease, ttl / 1000.0, epoch)
 
         return self._run(call)
 
@@ -212,18 +256,17 @@ class LocalPath:
         return self._run(call)
 
 
-def _put_results(norm: Sequence[tuple[bytes, memoryview, Any]], pub: dict) -> list[PutResult]:
+def _put_results(norm: Sequence[tuple[bytes, memoryview, Any]], pub: PublishReply) -> list[PutResult]:
     out = [PutResult(id=cid, status=PutStatus.FAILED, reason="the node sent no result for this chunk")
            for cid, _, _ in norm]
-    for i, res in enumerate((pub.get("results") or [])[: len(norm)]):
-        status = str(res.get("status", ""))
-        if status not in _STATUSES:
-            status = PutStatus.FAILED
+    for i, res in enumerate(pub.results[: len(norm)]):
+        status = res.status if res.status in _STATUSES else PutStatus.FAILED
         out[i] = PutResult(
             id=norm[i][0],
             status=status,
-            holders=[Node(str(h.get("node_id", "")), str(h.get("grpc_addr", ""))) for h in res.get("holders") or []],
-            degraded=bool(res.get("degraded")),
-            reason=str(res.get("reason") or ""),
+            holders=[Node(nid, addr) for nid, addr in res.holders],
+            degraded=res.degraded,
+            reason=res.reason,
+            code=CODE_BY_NUMBER.get(res.code) if res.code else None,
         )
     return out

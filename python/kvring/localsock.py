@@ -2,9 +2,13 @@
 shared memory, written and read through this process's mappings of its segment files) and kvring's extensions
 (publish sealed blobs as cluster chunks, look chunks up, get chunks as blobs).
 
-Messages both ways are an 8-byte little-endian length and that much JSON. After a reply that hands out blobs, the
-node sends the descriptor of each segment this connection has not seen yet, one ``sendmsg`` each (one data byte,
-one ``SCM_RIGHTS`` descriptor); it is mapped with ``mmap`` once and kept until :meth:`LocalSocket.close`.
+Messages both ways are an 8-byte little-endian length and that much JSON, or, for creating blobs, publishing and
+looking up, kvring's binary framing (docs/vineyard.md "Binary framing"; :meth:`LocalSocket.create_blobs`,
+:meth:`LocalSocket.publish`, :meth:`LocalSocket.lookup`), which the client uses unless ``json_only`` is set or the
+node answered a binary request with a JSON error (a node from before the framing: the connection then speaks JSON
+for good, as the Go client does). After a reply that hands out blobs, the node sends the descriptor of each segment
+this connection has not seen yet, one ``sendmsg`` each (one data byte, one ``SCM_RIGHTS`` descriptor); it is mapped
+with ``mmap`` once and kept until :meth:`LocalSocket.close`.
 
 :class:`LocalSocket` is safe for concurrent use: calls are serialised on the connection (one reply per request, in
 turn) and each blocks until its reply arrives or ``timeout`` passes. Requests that hand out no blob can be sent
@@ -32,10 +36,31 @@ from .errors import (
     UnknownNamespace,
 )
 
-__all__ = ["LocalSocket", "LocalError", "Broken", "Payload", "error_for", "raise_for"]
+__all__ = ["LocalSocket", "LocalError", "Broken", "NoBinary", "Payload", "PublishReply", "ChunkOutcome",
+           "error_for", "raise_for"]
 
 _HDR = struct.Struct("<Q")
 _MAX_REPLY = 256 << 20
+
+# The binary framing (docs/vineyard.md "Binary framing").
+BIN_MAGIC = 0xB1
+BIN_CREATE = 0x01
+BIN_PUBLISH = 0x02
+BIN_LOOKUP = 0x03
+BIN_REPLY = 0x80
+BIN_ERROR = 0xFF
+PUB_SEAL = 1 << 0
+PUB_CONSUME = 1 << 1
+PUB_GROUPS = 1 << 2
+PUB_CODES = 1 << 3  # the reply carries each chunk's gRPC code
+_BIN_STATUS = ("stored", "already_held", "rejected", "failed")
+_U32 = struct.Struct("<I")
+_U64 = struct.Struct("<Q")
+_BLOB = struct.Struct("<5Q")
+_LOOKUP_REPLY = struct.Struct("<QIQI")
+_MADV_POPULATE_WRITE = 23  # Linux 5.14+; Python 3.11's mmap does not name it
+_POPULATE_MIN = 64 << 10
+_PAGE = mmap.PAGESIZE
 
 # Vineyard's codes the node answers with (docs/vineyard.md).
 CODE_INVALID = 1
@@ -86,6 +111,32 @@ def raise_for(r: dict) -> dict:
     return r
 
 
+class NoBinary(Exception):
+    """The node does not speak the binary framing (it answered a binary request with JSON error 1); the request had
+    no effect and is to be sent again in JSON. The connection speaks JSON from then on."""
+
+
+class ChunkOutcome(NamedTuple):
+    """One chunk's result in a publish reply. ``code`` is the gRPC code number (PutChunkResult.code) of a rejected
+    or failed chunk, 0 when the node did not send one (a node from before the codes)."""
+
+    status: str
+    degraded: bool
+    reason: str
+    holders: list[tuple[str, str]]
+    code: int
+
+
+class PublishReply(NamedTuple):
+    """A publish's results, one per chunk in order, and, when it asked for blobs to be created, the new blobs (or
+    the error that kept them from being created: the publish stands)."""
+
+    epoch: int
+    results: list[ChunkOutcome]
+    created: Optional[list["Payload"]]
+    create_error: Optional[KvringError]
+
+
 class Payload(NamedTuple):
     """Where a blob's bytes are: its segment (``store_fd``) and the range of the segment file."""
 
@@ -105,8 +156,11 @@ class LocalSocket:
     """One registered connection to the socket at ``path``. Construction connects and registers (blocks up to
     ``timeout``); raises OSError or :class:`Broken` when the node is not there."""
 
-    def __init__(self, path: str, timeout: float = 30.0) -> None:
+    def __init__(self, path: str, timeout: float = 30.0, json_only: bool = False) -> None:
         self.path = path
+        self.binary = not json_only  # binary framing for create, publish and lookup
+        self.codes = True  # ask for per-chunk codes in binary publishes (a node from before them refuses the flag)
+        self.spare: Optional[list[Payload]] = None  # unsealed blobs created for this connection's next put
         self._lock = threading.Lock()
         self._maps: dict[int, mmap.mmap] = {}
         self._views: dict[int, memoryview] = {}
@@ -153,11 +207,14 @@ class LocalSocket:
             got += k
         return buf
 
-    def _read(self) -> dict:
+    def _read_raw(self) -> bytearray:
         (n,) = _HDR.unpack(self._recv_exact(8))
         if n > _MAX_REPLY:
             raise Broken(f"{self.path}: a reply of {n} bytes: too long")
-        r = json.loads(self._recv_exact(n))
+        return self._recv_exact(n)
+
+    def _read(self) -> dict:
+        r = json.loads(self._read_raw())
         if not isinstance(r, dict):
             raise Broken(f"{self.path}: a reply that is not a JSON object")
         return r
@@ -210,6 +267,60 @@ class LocalSocket:
             except (OSError, ValueError, KeyError, TypeError, Broken) as exc:
                 raise self._fail(exc) from None
         return r, ps
+
+    def bin_call(self, body: bytes, op: int, pre: Sequence[dict] = (),
+                 codes: bool = False) -> tuple[memoryview, list[Payload]]:
+        """Send the JSON requests pre (whose replies are read and ignored: drops of spare blobs) and the binary request
+        body (op), and return the body of its binary reply after the op byte, with the blobs it hands out mapped
+        (:func:`_blobs_of`). An error reply raises (:func:`error_for`); JSON
+        error 1 from a node from before the framing raises :class:`NoBinary` and turns the framing off."""
+        with self._lock:
+            if self._closed:
+                raise Broken(f"{self.path}: connection closed")
+            try:
+                parts = []
+                for req in pre:
+                    j = json.dumps(req, separators=(",", ":")).encode()
+                    parts += [_HDR.pack(len(j)), j]
+                self._s.sendall(b"".join(parts + [_HDR.pack(len(body)), body]))
+                for _ in pre:
+                    self._read_raw()
+                raw = self._read_raw()
+                if len(raw) >= 2 and raw[0] == BIN_MAGIC:
+                    rest = memoryview(raw)[2:]
+                    if raw[1] == BIN_ERROR:
+                        code, msg = _error_of(rest)
+                        err: Optional[Exception] = error_for(code, msg)
+                    elif raw[1] != op | BIN_REPLY:
+                        raise Broken(f"{self.path}: the reply to binary op {op:#04x} is op {raw[1]:#04x}")
+                    else:
+                        err = None
+                else:
+                    r = json.loads(raw)
+                    if not isinstance(r, dict):
+                        raise Broken(f"{self.path}: a reply that is not a JSON object")
+                    code = int(r.get("code") or 0)
+                    if code == CODE_INVALID and "type" not in r:
+                        self.binary = False
+                        err = NoBinary(str(r.get("message", "")))
+                    elif code and "type" not in r:
+                        err = error_for(code, str(r.get("message", "")))
+                    else:
+                        raise Broken(f"{self.path}: a JSON reply to binary op {op:#04x}")
+                ps: list[Payload] = []
+                if err is None:
+                    ps, segs = _blobs_of(op, rest, codes)
+                    if segs:
+                        size = {p.store_fd: p.map_size for p in ps}
+                        for seg in segs:
+                            if seg not in size:
+                                raise Broken(f"{self.path}: segment {seg} follows a reply that names no blob in it")
+                            self._map(Payload(0, seg, 0, 0, size[seg]))
+            except (OSError, ValueError, struct.error, Broken) as exc:
+                raise self._fail(exc) from None
+        if err is not None:
+            raise err
+        return rest, ps
 
     def _map(self, p: Payload) -> None:
         fds = array.array("i")
@@ -277,3 +388,251 @@ class LocalSocket:
                        "replication_factor": replication, "min_replicas": min_replicas})
         self.namespace = (str(r["name"]), str(r["fingerprint"]))
         return self.namespace
+
+    # --- the binary framing ---------------------------------------------------------------------------------
+
+    def create_blobs(self, sizes: Sequence[int], pre: Sequence[dict] = ()) -> list[Payload]:
+        """Create unsealed blobs of sizes (all or none), writable through :meth:`view`; in the binary framing unless
+        it is off. pre: JSON requests sent first, their replies ignored. Raises NoBinary (then send it again)."""
+        if not self.binary:
+            if pre:
+                self.call_many(pre, check=False)
+            r, ps = self.blob_call({"type": "create_buffers_request", "num": len(sizes), "sizes": list(sizes)})
+        else:
+            body = struct.pack(f"<BBI{len(sizes)}Q", BIN_MAGIC, BIN_CREATE, len(sizes), *sizes)
+            _, ps = self.bin_call(body, BIN_CREATE, pre)
+        if len(ps) != len(sizes):
+            self._fail_locked(f"create blobs: {len(ps)} payloads for {len(sizes)} sizes")
+        self.populate(ps)
+        return ps
+
+    def swap_spare(self, ps: Optional[list[Payload]]) -> Optional[list[Payload]]:
+        """Set the blobs kept for the next put (see :class:`kvring.local.LocalPath`) and return those kept before."""
+        with self._lock:
+            old, self.spare = self.spare, ps
+        return old
+
+    def populate(self, ps: Sequence[Payload]) -> None:
+        """Map the pages under new blobs into this process in one madvise each (MADV_POPULATE_WRITE), so that
+        writing a blob takes no page fault per page. Errors (an older kernel) are ignored: the writes fault the
+        pages in."""
+        for p in ps:
+            if p.data_size < _POPULATE_MIN:
+                continue
+            m = self._maps.get(p.store_fd)
+            if m is None:
+                continue
+            start = p.data_offset - p.data_offset % _PAGE
+            try:
+                m.madvise(_MADV_POPULATE_WRITE, start, p.data_offset + p.data_size - start)
+            except (OSError, ValueError):
+                return
+
+    def publish(self, ns: tuple[str, str], ids: Sequence[bytes], blobs: Sequence[int],
+                keys: Optional[Sequence[bytes]], seal: bool = True, consume: bool = True,
+                create_sizes: Sequence[int] = ()) -> PublishReply:
+        """Publish blobs as the chunks ids (kvring_publish_request): with seal, the node seals this connection's
+        unsealed blobs first; with consume, it deletes them afterwards whatever the results; with create_sizes, it
+        then creates blobs for the next put. In the binary framing unless it is off; raises NoBinary (then send it
+        again: it had no effect). Ids or keys that are not 32 bytes go in JSON, whose error names the field."""
+        if not self.binary or not _all32(ids, keys):
+            return self._publish_json(ns, ids, blobs, keys, seal, consume, create_sizes)
+        flags = (PUB_SEAL if seal else 0) | (PUB_CONSUME if consume else 0) | (PUB_GROUPS if keys is not None else 0)
+        if self.codes:
+            flags |= PUB_CODES
+        name, fp = ns[0].encode(), bytes.fromhex(ns[1])
+        n = len(ids)
+        parts = [struct.pack(f"<BBBI", BIN_MAGIC, BIN_PUBLISH, flags, len(name)), name, _U32.pack(len(fp)), fp,
+                 _U32.pack(n), *ids, struct.pack(f"<{n}Q", *blobs)]
+        if keys is not None:
+            parts += keys
+        parts.append(struct.pack(f"<I{len(create_sizes)}Q", len(create_sizes), *create_sizes))
+        body = b"".join(parts)
+        try:
+            rest, ps = self.bin_call(body, BIN_PUBLISH, codes=bool(flags & PUB_CODES))
+        except InvalidArgument as exc:
+            if flags & PUB_CODES and "unknown flags" in str(exc):
+                # A node with the framing but from before the codes: it decoded nothing and did nothing.
+                self.codes = False
+                return self.publish(ns, ids, blobs, keys, seal, consume, create_sizes)
+            raise
+        try:
+            rep = _publish_reply(rest, ps, bool(flags & PUB_CODES))
+        except (ValueError, struct.error) as exc:
+            self._fail_locked(f"cannot decode a publish reply: {exc}")
+            raise  # unreachable
+        if rep.created:
+            self.populate(rep.created)
+        return rep
+
+    def _publish_json(self, ns: tuple[str, str], ids: Sequence[bytes], blobs: Sequence[int],
+                      keys: Optional[Sequence[bytes]], seal: bool, consume: bool,
+                      create_sizes: Sequence[int]) -> PublishReply:
+        req: dict[str, Any] = {"type": "kvring_publish_request", "namespace": ns[0], "fingerprint": ns[1],
+                               "ids": [i.hex() for i in ids], "blobs": list(blobs)}
+        if keys is not None:
+            req["groups"] = [k.hex() for k in keys]
+        if seal:
+            req["seal"] = True
+        if consume:
+            req["consume"] = True
+        if create_sizes:
+            req["create_sizes"] = list(create_sizes)
+        r, ps = self.blob_call(req)
+        results = []
+        for res in r.get("results") or []:
+            results.append(ChunkOutcome(str(res.get("status", "")), bool(res.get("degraded")),
+                                        str(res.get("reason") or ""),
+                                        [(str(h.get("node_id", "")), str(h.get("grpc_addr", "")))
+                                         for h in res.get("holders") or []],
+                                        int(res.get("code") or 0)))
+        ce = r.get("create_error")
+        cerr = error_for(int(ce.get("code") or CODE_UNKNOWN), str(ce.get("message", ""))) if ce else None
+        created = ps if create_sizes and ce is None else None
+        if created is not None:
+            self.populate(created)
+        return PublishReply(int(r.get("epoch", 0)), results, created, cerr)
+
+    def lookup(self, ns: tuple[str, str], ids: Sequence[bytes], keys: Optional[Sequence[bytes]],
+               pin_ms: int) -> tuple[int, int, int, int]:
+        """(epoch, held, lease_id, lease_ttl_ms) of kvring_lookup_request, in the binary framing unless it is off (or
+        an id or key is not 32 bytes: JSON, whose error names the field)."""
+        if not self.binary or not _all32(ids, keys):
+            req: dict[str, Any] = {"type": "kvring_lookup_request", "namespace": ns[0], "fingerprint": ns[1],
+                                   "ids": [i.hex() for i in ids], "pin_ttl_ms": pin_ms}
+            if keys is not None:
+                req["groups"] = [k.hex() for k in keys]
+            r = self.call(req)
+            return (int(r.get("epoch", 0)), int(r.get("held", 0)), int(r.get("lease_id", 0)),
+                    int(r.get("lease_ttl_ms", 0)))
+        name, fp = ns[0].encode(), bytes.fromhex(ns[1])
+        parts = [struct.pack("<BBBI", BIN_MAGIC, BIN_LOOKUP, PUB_GROUPS if keys is not None else 0, len(name)), name,
+                 _U32.pack(len(fp)), fp, _U32.pack(len(ids)), *ids]
+        if keys is not None:
+            parts += keys
+        parts.append(_U32.pack(min(max(pin_ms, 0), 1 << 31)))
+        rest, _ = self.bin_call(b"".join(parts), BIN_LOOKUP)
+        if len(rest) != _LOOKUP_REPLY.size:
+            self._fail_locked(f"a lookup reply of {len(rest)} bytes, want {_LOOKUP_REPLY.size}")
+        return _LOOKUP_REPLY.unpack(rest)
+
+    def _fail_locked(self, why: str) -> None:
+        """Close a connection whose reply made no sense (descriptors may follow it) and raise Broken."""
+        with self._lock:
+            raise self._fail(Broken(f"{self.path}: {why}"))
+
+
+def _all32(ids: Sequence[bytes], keys: Optional[Sequence[bytes]]) -> bool:
+    return all(len(i) == 32 for i in ids) and (keys is None or all(len(k) == 32 for k in keys))
+
+
+class _Reader:
+    """Decodes a binary reply; a short read raises ValueError."""
+
+    __slots__ = ("b", "o")
+
+    def __init__(self, b: memoryview) -> None:
+        self.b, self.o = b, 0
+
+    def take(self, n: int) -> memoryview:
+        if n < 0 or self.o + n > len(self.b):
+            raise ValueError(f"the reply ends {self.o + n - len(self.b)} bytes short")
+        v = self.b[self.o : self.o + n]
+        self.o += n
+        return v
+
+    def u8(self) -> int:
+        return self.take(1)[0]
+
+    def u32(self) -> int:
+        return _U32.unpack(self.take(4))[0]
+
+    def u64(self) -> int:
+        return _U64.unpack(self.take(8))[0]
+
+    def count(self, each: int) -> int:
+        n = self.u32()
+        if n * each > len(self.b) - self.o:
+            raise ValueError(f"a count of {n} in a reply with {len(self.b) - self.o} bytes left")
+        return n
+
+    def str(self) -> str:
+        return bytes(self.take(self.count(1))).decode("utf-8", "replace")
+
+    def blobs(self) -> tuple[list[Payload], list[int]]:
+        n = self.count(_BLOB.size)
+        ps = [Payload(*_BLOB.unpack(self.take(_BLOB.size))) for _ in range(n)]
+        k = self.count(8)
+        segs = list(struct.unpack(f"<{k}Q", self.take(8 * k)))
+        return ps, segs
+
+    def done(self, what: str) -> None:
+        if self.o != len(self.b):
+            raise ValueError(f"{len(self.b) - self.o} bytes after the end of the {what}")
+
+
+def _error_of(b: memoryview) -> tuple[int, str]:
+    r = _Reader(b)
+    return r.u32(), r.str()
+
+
+def _skip_publish_results(r: _Reader, codes: bool) -> None:
+    r.u64()
+    for _ in range(r.count(10)):
+        r.take(2)
+        if codes:
+            r.u32()
+        r.take(r.count(1))
+        for _ in range(r.count(8)):
+            r.take(r.count(1))
+            r.take(r.count(1))
+
+
+def _blobs_of(op: int, rest: memoryview, codes: bool) -> tuple[list[Payload], list[int]]:
+    """The blobs a binary reply hands out and the segments whose descriptors follow it (read before the rest of the
+    reply is decoded: the descriptors must be received whatever the caller makes of it)."""
+    if op == BIN_CREATE:
+        r = _Reader(rest)
+        out = r.blobs()
+        r.done("create_blobs reply")
+        return out
+    if op != BIN_PUBLISH:
+        return [], []
+    r = _Reader(rest)
+    _skip_publish_results(r, codes)
+    tag = r.u8()
+    out: tuple[list[Payload], list[int]] = ([], [])
+    if tag == 1:
+        out = r.blobs()
+    elif tag == 2:
+        r.u32()
+        r.str()
+    elif tag != 0:
+        raise ValueError(f"publish reply: create tag {tag}")
+    r.done("publish reply")
+    return out
+
+
+def _publish_reply(rest: memoryview, ps: list[Payload], codes: bool) -> PublishReply:
+    r = _Reader(rest)
+    epoch = r.u64()
+    results = []
+    for _ in range(r.count(10)):
+        st, degraded = r.u8(), r.u8()
+        code = r.u32() if codes else 0
+        reason = r.str()
+        holders = [(r.str(), r.str()) for _ in range(r.count(8))]
+        results.append(ChunkOutcome(_BIN_STATUS[st] if st < len(_BIN_STATUS) else "failed", bool(degraded), reason,
+                                    holders, code))
+    tag = r.u8()
+    created: Optional[list[Payload]] = None
+    cerr: Optional[KvringError] = None
+    if tag == 1:
+        created, _ = r.blobs()
+    elif tag == 2:
+        code = r.u32()
+        cerr = error_for(code, r.str())
+    elif tag != 0:
+        raise ValueError(f"publish reply: create tag {tag}")
+    r.done("publish reply")
+    return PublishReply(epoch, results, created, cerr)

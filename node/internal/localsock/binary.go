@@ -29,6 +29,10 @@ const (
 	binPublishSeal = 1 << 0
 	binPublishEat  = 1 << 1 // consume
 	binPublishGrp  = 1 << 2 // groups follow the blob ids
+	// binPublishCodes asks for each chunk's code (u32, after its degraded
+	// byte) in the reply; without it the reply is as before the codes, for
+	// clients that do not know them.
+	binPublishCodes = 1 << 3
 )
 
 // binStatus numbers a publish result's status in a binary reply.
@@ -71,7 +75,7 @@ func (c *conn) handleBinary(body []byte) (out []byte, segs []uint32) {
 		if err != nil {
 			return binErrorReply(err), nil
 		}
-		return c.encodePublish(o), o.segs
+		return c.encodePublish(o, a.codes), o.segs
 	case binLookup:
 		req, err := decodeLookup(r)
 		if err != nil {
@@ -89,7 +93,8 @@ func (c *conn) handleBinary(body []byte) (out []byte, segs []uint32) {
 	return binErrorReply(errorf(codeNotImplemented, "binary op %#02x is not implemented by kvring", body[1])), nil
 }
 
-// decodePublish decodes a binary publish: u8 flags, string namespace,
+// decodePublish decodes a binary publish: u8 flags (seal, consume, groups,
+// codes), string namespace,
 // string fingerprint (raw bytes), u32 n, n 32-byte ids, n u64 blob ids,
 // with flag groups n 32-byte group keys, then u32 m and m u64 sizes of
 // blobs to create afterwards.
@@ -110,13 +115,14 @@ func decodePublish(r *binReader) (publishArgs, error) {
 	if err := r.done("publish"); err != nil {
 		return a, err
 	}
-	if flags&^(binPublishSeal|binPublishEat|binPublishGrp) != 0 {
+	if flags&^(binPublishSeal|binPublishEat|binPublishGrp|binPublishCodes) != 0 {
 		return a, invalid("binary publish: unknown flags %#02x", flags)
 	}
 	if err := checkRef("publish", a.ref, n); err != nil {
 		return a, err
 	}
 	a.seal, a.consume = flags&binPublishSeal != 0, flags&binPublishEat != 0
+	a.codes = flags&binPublishCodes != 0
 	return a, nil
 }
 
@@ -162,11 +168,11 @@ func checkRef(what string, ref *kvringv1.NamespaceRef, n int) error {
 }
 
 // encodePublish encodes a publish reply: u64 epoch, u32 n, per chunk u8
-// status, u8 degraded, string reason, u32 holders and per holder string
-// node_id and string grpc_addr; then u8 0 (nothing created), 1 and the
-// blobs as in a create_blobs reply, or 2, u32 code and string message
-// (create_error).
-func (c *conn) encodePublish(o publishOutcome) []byte {
+// status, u8 degraded, with codes u32 code (PutChunkResult.code), string
+// reason, u32 holders and per holder string node_id and string grpc_addr;
+// then u8 0 (nothing created), 1 and the blobs as in a create_blobs reply,
+// or 2, u32 code and string message (create_error).
+func (c *conn) encodePublish(o publishOutcome, codes bool) []byte {
 	b := []byte{binMagic, binPublish | binReply}
 	b = binary.LittleEndian.AppendUint64(b, o.epoch)
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(o.results)))
@@ -178,6 +184,9 @@ func (c *conn) encodePublish(o publishOutcome) []byte {
 		b = append(b, st, 0)
 		if r.Degraded {
 			b[len(b)-1] = 1
+		}
+		if codes {
+			b = binary.LittleEndian.AppendUint32(b, r.Code)
 		}
 		b = appendStr(b, r.Reason)
 		b = binary.LittleEndian.AppendUint32(b, uint32(len(r.Holders)))

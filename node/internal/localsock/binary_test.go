@@ -183,6 +183,7 @@ func TestBinaryAndJSONCreatesAgree(t *testing.T) {
 func FuzzDecodeBinaryPublish(f *testing.F) {
 	f.Add(binPublishBody(binPublishSeal|binPublishEat, "ns", 2)[2:])
 	f.Add(binPublishBody(binPublishGrp, "ns", 1)[2:])
+	f.Add(binPublishBody(binPublishCodes|binPublishEat, "ns", 1)[2:])
 	f.Add(binLookupBody(binPublishGrp, "ns", 1)[2:])
 	f.Add([]byte{0, 0xff, 0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, body []byte) {

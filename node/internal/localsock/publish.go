@@ -17,6 +17,7 @@ type publishArgs struct {
 	runs          []*kvringv1.GroupRun
 	seal, consume bool
 	createSizes   []uint64
+	codes         bool // binary: the reply carries each chunk's code (flag binPublishCodes)
 }
 
 // publishOutcome is what a publish did: one result per chunk and, with
@@ -107,23 +108,58 @@ func parsePublish(r request) (publishArgs, error) {
 	return a, nil
 }
 
-// runPublish publishes a's blobs (see publish), then creates a's
-// createSizes blobs once its own are consumed. An error is an error reply:
-// nothing was published.
+// runPublish publishes a's blobs (see publish) and creates a's createSizes
+// blobs. An error is an error reply: nothing was published, and nothing is
+// created. The creation runs while the publish does: a fresh slot's pages
+// are allocated and zeroed when it is created (store.CreateBlob), about 1 ms
+// per MiB on a VM, as long as the publish itself or longer. When it finds
+// no room (41), it is tried again once the published blobs are consumed,
+// which may have freed some.
 func (c *conn) runPublish(a publishArgs) (publishOutcome, error) {
+	if len(a.createSizes) == 0 {
+		return c.publishBlobs(a)
+	}
+	type made struct {
+		bs  []*blob
+		err *replyError
+	}
+	ch := make(chan made, 1)
+	go func() {
+		bs, err := c.createBlobs(a.createSizes)
+		ch <- made{bs, err}
+	}()
 	out, err := c.publishBlobs(a)
-	if err != nil || len(a.createSizes) == 0 {
+	m := <-ch
+	if err != nil {
+		c.dropCreated(m.bs)
 		return out, err
 	}
-	out.created, out.segs, out.createErr = c.createNext(a.createSizes)
+	if m.err != nil && m.err.Code == codeNotEnoughMemory {
+		m.bs, m.err = c.createBlobs(a.createSizes)
+	}
+	if m.err != nil {
+		out.createErr = m.err
+		return out, nil
+	}
+	out.created, out.segs = m.bs, c.newSegments(m.bs)
 	return out, nil
 }
 
-// createNext creates the blobs of a publish's create_sizes, all or none, as
+// createNext creates the blobs of sizes, all or none, as
 // create_buffers_request does, and returns them with the segments whose
-// descriptors must follow the reply. A failure does not undo the publish,
-// whose results stand: it is returned as the reply's create_error.
+// descriptors must follow the reply.
 func (c *conn) createNext(sizes []uint64) ([]*blob, []uint32, *replyError) {
+	bs, err := c.createBlobs(sizes)
+	if err != nil {
+		return nil, nil, err
+	}
+	return bs, c.newSegments(bs), nil
+}
+
+// createBlobs creates blobs of sizes, all or none. Safe to run beside the
+// connection's own goroutine (the blob table has its lock; the segments sent
+// are the caller's, newSegments).
+func (c *conn) createBlobs(sizes []uint64) ([]*blob, *replyError) {
 	bs := make([]*blob, 0, len(sizes))
 	for _, size := range sizes {
 		b, err := c.create(size)
@@ -133,11 +169,11 @@ func (c *conn) createNext(sizes []uint64) ([]*blob, []uint32, *replyError) {
 			if !errors.As(err, &re) {
 				re = errorf(codeUnknownError, "%v", err)
 			}
-			return nil, nil, re
+			return nil, re
 		}
 		bs = append(bs, b)
 	}
-	return bs, c.newSegments(bs), nil
+	return bs, nil
 }
 
 // publishBlobs is runPublish without the creation.
@@ -211,18 +247,23 @@ func (c *conn) publishBlobs(a publishArgs) (publishOutcome, error) {
 		if status == "" {
 			status = "failed"
 		}
-		results[i] = publishResult{ID: results[i].ID, Status: status, Holders: holders, Degraded: r.GetDegraded(), Reason: r.GetReason()}
+		results[i] = publishResult{ID: results[i].ID, Status: status, Holders: holders, Degraded: r.GetDegraded(),
+			Reason: r.GetReason(), Code: r.GetCode()}
 	}
 	return publishOutcome{epoch: res.Epoch, results: results}, nil
 }
 
-// publishResult is one chunk's result in kvring_publish_reply.
+// publishResult is one chunk's result in kvring_publish_reply. Code is
+// PutChunkResult.code, the gRPC code number that classifies a rejected or
+// failed chunk (10 ABORTED: another write of the chunk held it up, to be
+// sent again); 0 otherwise. Clients from before it ignore the field.
 type publishResult struct {
 	ID       string   `json:"id"`
 	Status   string   `json:"status"`
 	Holders  []holder `json:"holders"`
 	Degraded bool     `json:"degraded"`
 	Reason   string   `json:"reason"`
+	Code     uint32   `json:"code"`
 }
 
 // holder is a node holding a published chunk.
