@@ -71,6 +71,14 @@ def py_bench(seeds: list[str], ns: str, size: int, count: int, batch: int, round
         c.close()
 
 
+def warm(seeds: list[str], limit: str, nodes: int) -> None:
+    """Puts limit bytes (e.g. "768MiB") per node in 2 MiB chunks, so every slot the budget allows has been used."""
+    units = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+    total = next(int(float(limit[: -len(u)]) * m) for u, m in units.items() if limit.endswith(u)) * nodes
+    size = 2 << 20
+    py_bench(seeds, f"bench/warm/{os.getpid()}", size, total // size, 4, 0, nodes=nodes)
+
+
 def go_bench(gobin: str, seeds: list[str], ns: str, size: int, count: int, batch: int, rounds: int, no_routing: bool) -> list[dict]:
     args = [gobin, "-seeds", ",".join(seeds), "-namespace", ns, "-size", str(size), "-chunks", str(count),
             "-batch", str(batch), "-rounds", str(rounds)]
@@ -95,6 +103,12 @@ def main() -> None:
     ap.add_argument("--threaded-puts", action="store_true",
                     help="also run the Python client over gRPC with puts through grpcio's stream_stream and its "
                          "threads instead of driven on the calling thread (kvring._stcall; A/B)")
+    ap.add_argument("--memory-limit", default="6GiB",
+                    help="each node's --memory-limit; with --warm, a budget below what a run puts makes the puts "
+                         "reuse slots whose pages exist, as on a node that has been running (evicting)")
+    ap.add_argument("--warm", action="store_true",
+                    help="before measuring, put the node's whole --memory-limit once (Python over gRPC, a namespace of "
+                         "its own), so no client's puts land on never-touched shared memory")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="kvring-pybench-") as root:
         binary = kvring_binary(root)
@@ -104,11 +118,13 @@ def main() -> None:
         try:
             sock = os.path.join(root, "kvring.sock")
             for i in range(a.nodes):
-                extra = ["--memory-limit", "6GiB"] + (["--socket", sock] if i == 0 else [])
+                extra = ["--memory-limit", a.memory_limit] + (["--socket", sock] if i == 0 else [])
                 n = Node(binary, root, f"b{i}", extra=extra, join=nodes[0].gossip if nodes else None)
                 nodes.append(n)
                 n.start()
             seeds = [nodes[0].grpc]
+            if a.warm:
+                warm(seeds, a.memory_limit, a.nodes)
             rows = []
             for size in [int(s) for s in a.sizes.split(",")]:
                 count = max(a.batch, a.bytes // size)
