@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/kvring/kvring/internal/sockwire"
 )
 
 // The binary framing of create_blobs, publish and lookup (docs/vineyard.md
@@ -17,19 +19,17 @@ import (
 // back to JSON for good.
 
 const (
-	binMagic       = 0xB1
-	binCreate      = 0x01
-	binPublish     = 0x02
-	binLookup      = 0x03
-	binReply       = 0x80
-	binError       = 0xFF
-	binBlobRecord  = 40
-	binPublishSeal = 1 << 0
-	binPublishEat  = 1 << 1
-	binPublishGrp  = 1 << 2
-	// binPublishCodes asks for each chunk's code in the publish reply (a
-	// node from before the codes refuses the flag: error 1 "unknown flags").
-	binPublishCodes = 1 << 3
+	binMagic        = sockwire.Magic
+	binCreate       = sockwire.OpCreate
+	binPublish      = sockwire.OpPublish
+	binLookup       = sockwire.OpLookup
+	binReply        = sockwire.Reply
+	binError        = sockwire.OpError
+	binBlobRecord   = sockwire.BlobRecord
+	binPublishSeal  = sockwire.PublishSeal
+	binPublishEat   = sockwire.PublishConsume
+	binPublishGrp   = sockwire.PublishGroups
+	binPublishCodes = sockwire.PublishCodes
 )
 
 // binRequest is a request body in the binary framing, written as it is.
@@ -39,7 +39,7 @@ type binRequest []byte
 // no effect and is to be sent again in JSON.
 var errNoBinary = errors.New("kvring local socket: the node does not speak the binary framing")
 
-var binStatusName = [...]string{"stored", "already_held", "rejected", "failed"}
+var binStatusName = sockwire.StatusNames
 
 // binary reports whether calls use the binary framing.
 func (c *Client) binary() bool {
@@ -118,18 +118,18 @@ func (c *Client) publishBin(ns Namespace, ids [][32]byte, blobs []uint64, groups
 		if err != nil {
 			return nil, err
 		}
-		r.u64() // epoch
+		r.U64() // epoch
 		each := 1 + 1 + 4 + 4
 		if flags&binPublishCodes != 0 {
 			each += 4
 		}
-		n := r.count(each)
+		n := r.Count(each)
 		results = make([]PublishResult, n)
 		for i := range results {
-			st, degraded := r.u8(), r.u8()
+			st, degraded := r.U8(), r.U8()
 			res := &results[i]
 			if flags&binPublishCodes != 0 {
-				res.Code = r.u32()
+				res.Code = r.U32()
 			}
 			if int(st) < len(binStatusName) {
 				res.Status = binStatusName[st]
@@ -140,18 +140,18 @@ func (c *Client) publishBin(ns Namespace, ids [][32]byte, blobs []uint64, groups
 				res.ID = hex.EncodeToString(ids[i][:])
 			}
 			res.Degraded = degraded != 0
-			res.Reason = string(r.str())
-			res.Holders = make([]Holder, r.count(8))
+			res.Reason = string(r.Str())
+			res.Holders = make([]Holder, r.Count(8))
 			for k := range res.Holders {
-				res.Holders[k] = Holder{NodeID: string(r.str()), GRPCAddr: string(r.str())}
+				res.Holders[k] = Holder{NodeID: string(r.Str()), GRPCAddr: string(r.Str())}
 			}
 		}
-		switch r.u8() {
+		switch r.U8() {
 		case 1:
 			ps = r.payloads()
 		case 2:
-			code := r.u32()
-			createErr = &Error{Code: int(code), Message: string(r.str())}
+			code := r.U32()
+			createErr = &Error{Code: int(code), Message: string(r.Str())}
 		}
 		return ps, r.done("publish reply")
 	})
@@ -192,8 +192,8 @@ func (c *Client) lookupBin(ns Namespace, ids [][32]byte, groups [][32]byte, pinT
 	if err != nil {
 		return LookupResult{}, err
 	}
-	r.u64() // epoch
-	out := LookupResult{Held: int(r.u32()), LeaseID: r.u64(), LeaseTTLMs: r.u32()}
+	r.U64() // epoch
+	out := LookupResult{Held: int(r.U32()), LeaseID: r.U64(), LeaseTTLMs: r.U32()}
 	return out, r.done("lookup reply")
 }
 
@@ -203,99 +203,47 @@ func binBody(raw []byte, op byte) (*binReader, error) {
 	if len(raw) < 2 || raw[0] != binMagic || raw[1] != op|binReply {
 		return nil, fmt.Errorf("the node's reply to binary op %#02x is not its binary reply", op)
 	}
-	return &binReader{b: raw[2:]}, nil
+	return &binReader{sockwire.Reader{B: raw[2:]}}, nil
 }
 
 // binErrorOf decodes a binary error reply (after its op byte).
 func binErrorOf(b []byte) error {
-	r := &binReader{b: b}
-	code := r.u32()
-	msg := string(r.str())
-	if r.err != nil {
-		return fmt.Errorf("cannot decode an error reply: %w", r.err)
+	r := &binReader{sockwire.Reader{B: b}}
+	code := r.U32()
+	msg := string(r.Str())
+	if r.Err != nil {
+		return fmt.Errorf("cannot decode an error reply: %w", r.Err)
 	}
 	return &Error{Code: int(code), Message: msg}
 }
 
-func appendStr(b []byte, s string) []byte {
-	return append(binary.LittleEndian.AppendUint32(b, uint32(len(s))), s...)
-}
+var appendStr = sockwire.AppendStr
 
-// binReader decodes a binary reply; the first short read sets err.
-type binReader struct {
-	b   []byte
-	err error
-}
-
-func (r *binReader) bytes(n int) []byte {
-	if r.err != nil || n < 0 || n > len(r.b) {
-		if r.err == nil {
-			r.err = fmt.Errorf("the reply ends %d bytes short", n-len(r.b))
-		}
-		return nil
-	}
-	p := r.b[:n:n]
-	r.b = r.b[n:]
-	return p
-}
-
-func (r *binReader) u8() byte {
-	if p := r.bytes(1); p != nil {
-		return p[0]
-	}
-	return 0
-}
-
-func (r *binReader) u32() uint32 {
-	if p := r.bytes(4); p != nil {
-		return binary.LittleEndian.Uint32(p)
-	}
-	return 0
-}
-
-func (r *binReader) u64() uint64 {
-	if p := r.bytes(8); p != nil {
-		return binary.LittleEndian.Uint64(p)
-	}
-	return 0
-}
-
-// count reads a u32 count of items of at least each bytes, checked against
-// what is left.
-func (r *binReader) count(each int) int {
-	n := r.u32()
-	if r.err == nil && uint64(n)*uint64(each) > uint64(len(r.b)) {
-		r.err = fmt.Errorf("a count of %d in a reply with %d bytes left", n, len(r.b))
-	}
-	if r.err != nil {
-		return 0
-	}
-	return int(n)
-}
-
-func (r *binReader) str() []byte { return r.bytes(r.count(1)) }
+// binReader decodes a binary reply (sockwire.Reader) with what only the
+// client reads: blob payloads.
+type binReader struct{ sockwire.Reader }
 
 // payloads reads u32 n blobs (id, segment, offset, size, map size) and the
 // list of segments whose descriptors follow (the client maps them as the
 // payloads name them).
 func (r *binReader) payloads() []Payload {
-	ps := make([]Payload, r.count(binBlobRecord))
+	ps := make([]Payload, r.Count(binBlobRecord))
 	for i := range ps {
-		ps[i] = Payload{ObjectID: r.u64(), StoreFD: int64(r.u64()), DataOffset: int64(r.u64()),
-			DataSize: int64(r.u64()), MapSize: int64(r.u64())}
+		ps[i] = Payload{ObjectID: r.U64(), StoreFD: int64(r.U64()), DataOffset: int64(r.U64()),
+			DataSize: int64(r.U64()), MapSize: int64(r.U64())}
 	}
-	for range r.count(8) {
-		r.u64()
+	for range r.Count(8) {
+		r.U64()
 	}
 	return ps
 }
 
 func (r *binReader) done(what string) error {
 	switch {
-	case r.err != nil:
-		return fmt.Errorf("cannot decode the %s: %w", what, r.err)
-	case len(r.b) > 0:
-		return fmt.Errorf("cannot decode the %s: %d bytes left over", what, len(r.b))
+	case r.Err != nil:
+		return fmt.Errorf("cannot decode the %s: %w", what, r.Err)
+	case len(r.B) > 0:
+		return fmt.Errorf("cannot decode the %s: %d bytes left over", what, len(r.B))
 	}
 	return nil
 }

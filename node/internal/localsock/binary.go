@@ -2,9 +2,8 @@ package localsock
 
 import (
 	"encoding/binary"
-	"fmt"
-	"math"
 
+	"github.com/kvring/kvring/internal/sockwire"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 )
 
@@ -18,21 +17,17 @@ import (
 // length and its bytes.
 
 const (
-	binMagic = 0xB1 // byte 0 of every binary body
-
-	binCreate      = 0x01 // create_blobs
-	binPublish     = 0x02 // publish
-	binLookup      = 0x03 // lookup
-	binReply       = 0x80 // or'ed into the op of a reply
-	binError       = 0xFF // an error reply: u32 code, string message
-	binBlobRecord  = 40   // bytes per blob in a reply
-	binPublishSeal = 1 << 0
-	binPublishEat  = 1 << 1 // consume
-	binPublishGrp  = 1 << 2 // groups follow the blob ids
-	// binPublishCodes asks for each chunk's code (u32, after its degraded
-	// byte) in the reply; without it the reply is as before the codes, for
-	// clients that do not know them.
-	binPublishCodes = 1 << 3
+	binMagic        = sockwire.Magic
+	binCreate       = sockwire.OpCreate
+	binPublish      = sockwire.OpPublish
+	binLookup       = sockwire.OpLookup
+	binReply        = sockwire.Reply
+	binError        = sockwire.OpError
+	binBlobRecord   = sockwire.BlobRecord
+	binPublishSeal  = sockwire.PublishSeal
+	binPublishEat   = sockwire.PublishConsume
+	binPublishGrp   = sockwire.PublishGroups
+	binPublishCodes = sockwire.PublishCodes
 )
 
 // binStatus numbers a publish result's status in a binary reply.
@@ -54,7 +49,7 @@ func (c *conn) handleBinary(body []byte) (out []byte, segs []uint32) {
 	if len(body) < 2 {
 		return binErrorReply(invalid("a binary request without an op")), nil
 	}
-	r := &binReader{b: body[2:]}
+	r := &binReader{sockwire.Reader{B: body[2:]}}
 	switch body[1] {
 	case binCreate:
 		sizes := r.u64s()
@@ -100,13 +95,13 @@ func (c *conn) handleBinary(body []byte) (out []byte, segs []uint32) {
 // blobs to create afterwards.
 func decodePublish(r *binReader) (publishArgs, error) {
 	var a publishArgs
-	flags := r.u8()
+	flags := r.U8()
 	a.ref = decodeRef(r)
-	n := r.count(32 + 8)
+	n := r.Count(32 + 8)
 	a.ids = r.keys(n)
 	a.blobs = make([]uint64, n)
 	for i := range a.blobs {
-		a.blobs[i] = r.u64()
+		a.blobs[i] = r.U64()
 	}
 	if flags&binPublishGrp != 0 {
 		a.runs = groupRuns(r.keys(n))
@@ -130,14 +125,14 @@ func decodePublish(r *binReader) (publishArgs, error) {
 // namespace, string fingerprint, u32 n, n 32-byte ids, with flag groups n
 // 32-byte group keys, then u32 pin_ttl_ms.
 func decodeLookup(r *binReader) (*kvringv1.LookupRequest, error) {
-	flags := r.u8()
+	flags := r.U8()
 	req := &kvringv1.LookupRequest{Namespace: decodeRef(r)}
-	n := r.count(32)
+	n := r.Count(32)
 	req.Ids = r.keys(n)
 	if flags&binPublishGrp != 0 {
 		req.Groups = groupRuns(r.keys(n))
 	}
-	req.PinTtlMs = min(r.u32(), 1<<31)
+	req.PinTtlMs = min(r.U32(), 1<<31)
 	if err := r.done("lookup"); err != nil {
 		return nil, err
 	}
@@ -152,8 +147,8 @@ func decodeLookup(r *binReader) (*kvringv1.LookupRequest, error) {
 
 // decodeRef reads a namespace and its fingerprint, copied out of the frame.
 func decodeRef(r *binReader) *kvringv1.NamespaceRef {
-	name := string(r.str())
-	return &kvringv1.NamespaceRef{Name: name, Fingerprint: append([]byte(nil), r.str()...)}
+	name := string(r.Str())
+	return &kvringv1.NamespaceRef{Name: name, Fingerprint: append([]byte(nil), r.Str()...)}
 }
 
 // checkRef refuses an empty namespace or no chunks.
@@ -235,69 +230,16 @@ func binErrorReply(err error) []byte {
 	return appendStr(b, re.Message)
 }
 
-func appendStr(b []byte, s string) []byte {
-	return append(binary.LittleEndian.AppendUint32(b, uint32(len(s))), s...)
-}
+var appendStr = sockwire.AppendStr
 
-// binReader decodes a binary body. The first short read sets err; later
-// reads return zeros, so a decoder checks once, at done.
-type binReader struct {
-	b   []byte
-	err error
-}
-
-func (r *binReader) bytes(n int) []byte {
-	if r.err != nil || n < 0 || n > len(r.b) {
-		if r.err == nil {
-			r.err = fmt.Errorf("the body ends %d bytes short", n-len(r.b))
-		}
-		return nil
-	}
-	p := r.b[:n:n]
-	r.b = r.b[n:]
-	return p
-}
-
-func (r *binReader) u8() byte {
-	if p := r.bytes(1); p != nil {
-		return p[0]
-	}
-	return 0
-}
-
-func (r *binReader) u32() uint32 {
-	if p := r.bytes(4); p != nil {
-		return binary.LittleEndian.Uint32(p)
-	}
-	return 0
-}
-
-func (r *binReader) u64() uint64 {
-	if p := r.bytes(8); p != nil {
-		return binary.LittleEndian.Uint64(p)
-	}
-	return 0
-}
-
-// count reads a u32 count of items of at least each bytes and checks the
-// rest of the body can hold them, so a wrong count allocates nothing.
-func (r *binReader) count(each int) int {
-	n := r.u32()
-	if r.err == nil && uint64(n)*uint64(each) > uint64(len(r.b)) {
-		r.err = fmt.Errorf("a count of %d items of %d bytes in a body with %d bytes left", n, each, len(r.b))
-	}
-	if r.err != nil || n > math.MaxInt32 {
-		return 0
-	}
-	return int(n)
-}
-
-func (r *binReader) str() []byte { return r.bytes(r.count(1)) }
+// binReader decodes a binary body (sockwire.Reader) with what only the
+// server reads: keys and u64 lists.
+type binReader struct{ sockwire.Reader }
 
 // keys reads n 32-byte ids or group keys, copied out of the frame (whose
 // buffer is reused for the next request); nil after a short read.
 func (r *binReader) keys(n int) [][]byte {
-	raw := r.bytes(32 * n)
+	raw := r.Bytes(32 * n)
 	if raw == nil {
 		return nil
 	}
@@ -310,10 +252,10 @@ func (r *binReader) keys(n int) [][]byte {
 }
 
 func (r *binReader) u64s() []uint64 {
-	n := r.count(8)
+	n := r.Count(8)
 	out := make([]uint64, n)
 	for i := range out {
-		out[i] = r.u64()
+		out[i] = r.U64()
 	}
 	return out
 }
@@ -321,10 +263,10 @@ func (r *binReader) u64s() []uint64 {
 // done reports a short body, or bytes left over, as error 1.
 func (r *binReader) done(what string) error {
 	switch {
-	case r.err != nil:
-		return invalid("binary %s: %v", what, r.err)
-	case len(r.b) > 0:
-		return invalid("binary %s: %d bytes after the end of the request", what, len(r.b))
+	case r.Err != nil:
+		return invalid("binary %s: %v", what, r.Err)
+	case len(r.B) > 0:
+		return invalid("binary %s: %d bytes after the end of the request", what, len(r.B))
 	}
 	return nil
 }

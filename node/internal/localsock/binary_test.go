@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kvring/kvring/client/local"
+	"github.com/kvring/kvring/internal/sockwire"
 	"github.com/kvring/kvring/internal/testutil"
 	"golang.org/x/sys/unix"
 )
@@ -187,7 +188,7 @@ func FuzzDecodeBinaryPublish(f *testing.F) {
 	f.Add(binLookupBody(binPublishGrp, "ns", 1)[2:])
 	f.Add([]byte{0, 0xff, 0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, body []byte) {
-		if req, err := decodeLookup(&binReader{b: body}); err == nil {
+		if req, err := decodeLookup(&binReader{sockwire.Reader{B: body}}); err == nil {
 			for _, id := range req.Ids {
 				if len(id) != 32 {
 					t.Fatalf("a lookup id of %d bytes", len(id))
@@ -196,7 +197,7 @@ func FuzzDecodeBinaryPublish(f *testing.F) {
 		} else if re, ok := err.(*replyError); !ok || re.Code != codeInvalid {
 			t.Fatalf("lookup: error %v, want an error reply with code 1", err)
 		}
-		a, err := decodePublish(&binReader{b: body})
+		a, err := decodePublish(&binReader{sockwire.Reader{B: body}})
 		if err != nil {
 			if re, ok := err.(*replyError); !ok || re.Code != codeInvalid {
 				t.Fatalf("error %v, want an error reply with code 1", err)
