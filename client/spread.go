@@ -1,10 +1,10 @@
 package client
 
 import (
-	"math/rand/v2"
 	"sync"
 	"time"
 
+	"github.com/kvring/kvring/internal/choice"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/ring"
 )
@@ -132,23 +132,9 @@ func (r *router) readMember(rg *ring.Ring, ns string, key []byte, picked map[str
 	}
 	if w := r.hints.width(ns, key, now); w > 1 {
 		if set := rg.SpreadSet(ns, key, w); len(set) > 0 {
-			m = set[twoChoices(len(set), func(i int) uint32 { return r.hints.load(set[i].Addr, now) })]
+			m = set[choice.TwoChoices(len(set), func(i int) uint32 { return r.hints.load(set[i].Addr, now) })]
 		}
 	}
 	picked[string(key)] = m
 	return m, nil
-}
-
-// twoChoices returns the index, among n >= 1 candidates, of the less loaded
-// of two drawn at random (power of two choices; unknown load counts as 0).
-func twoChoices(n int, load func(i int) uint32) int {
-	if n == 1 {
-		return 0
-	}
-	a := rand.IntN(n)
-	b := (a + 1 + rand.IntN(n-1)) % n
-	if load(b) < load(a) {
-		return b
-	}
-	return a
 }

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kvring/kvring/internal/choice"
 	"github.com/kvring/kvring/node/internal/spread"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/ring"
@@ -83,7 +84,7 @@ func (p *spreadPicks) pick(key []byte) spreadPick {
 	if owners := p.rg.Owners(p.name, key, p.replicas); slices.ContainsFunc(owners, isSelf) {
 		return spreadPick{m: owners[slices.IndexFunc(owners, isSelf)], set: set, ok: true}
 	}
-	m := set[spread.TwoChoices(len(set), func(i int) uint32 { return p.c.loadOf(set[i].ID) })]
+	m := set[choice.TwoChoices(len(set), func(i int) uint32 { return p.c.loadOf(set[i].ID) })]
 	if p.c.peers.isDown(m.ID) || (p.c.cfg.Draining != nil && p.c.cfg.Draining(m.ID)) {
 		return spreadPick{}
 	}

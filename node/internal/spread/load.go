@@ -1,7 +1,6 @@
 package spread
 
 import (
-	"math/rand/v2"
 	"sync"
 	"time"
 )
@@ -122,19 +121,4 @@ func (l *Loads) Forget(keep map[string]bool) {
 			delete(l.m, id)
 		}
 	}
-}
-
-// TwoChoices returns the index, among n candidates, of the less loaded of
-// two drawn at random (power of two choices); load(i) is candidate i's
-// load, unknown counting as 0. n must be at least 1.
-func TwoChoices(n int, load func(i int) uint32) int {
-	if n == 1 {
-		return 0
-	}
-	a := rand.IntN(n)
-	b := (a + 1 + rand.IntN(n-1)) % n
-	if load(b) < load(a) {
-		return b
-	}
-	return a
 }
