@@ -1,5 +1,8 @@
-# Sourced by the loadtest scripts (fanout.sh, spread.sh) after they set $work (their work directory) and $kv (the
-# kvring binary) and source ports.sh.
+# Sourced by the loadtest scripts (fanout.sh, spread.sh) after ports.sh, from the repository's root.
+#
+# loadtest_init makes the work directory $work and the segment directory $shm (under SHM_ROOT, /dev/shm by
+# default), builds the kvring binary into $kv, and on exit kills every pid in pids (by pid) and removes both
+# directories.
 #
 # start_cluster NAME N MEM_MB [serve flags...] starts N nodes on loopback, node i under $work/NAME$i (data,
 # socket, log) with its segment files under $shm/NAME$i ($shm: a directory the caller made under SHM_ROOT,
@@ -7,6 +10,22 @@
 # a page-cache write of a disk file), with the given extra `kvring serve` flags, and waits until each node is ready and sees all N
 # members active. It sets the arrays grpcs, admins and gossips (the nodes' addresses) and appends the nodes' pids
 # to pids. stop_cluster ends the nodes of the last start_cluster, by pid, and waits for them.
+loadtest_init() {
+	work=$(mktemp -d)
+	shm=$(mktemp -d "${SHM_ROOT:-/dev/shm}/kvring-loadtest-XXXXXX")
+	pids=()
+	trap loadtest_cleanup EXIT
+	kv="$work/kvring"
+	go build -o "$kv" ./cmd/kvring
+}
+
+loadtest_cleanup() {
+	local pid
+	for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+	for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+	rm -rf "$work" "$shm"
+}
+
 wait_http() {
 	for _ in $(seq 400); do
 		curl -sf -o /dev/null "$1" && return 0

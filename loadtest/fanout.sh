@@ -35,24 +35,11 @@ SETTLE_WINDOW=${SETTLE_WINDOW:--1s}
 
 log() { echo "fanout: $*" >&2; }
 
-work=$(mktemp -d)
-shm=$(mktemp -d "${SHM_ROOT:-/dev/shm}/kvring-loadtest-XXXXXX") # segments in memory, as in a deployment (cluster.sh)
-pids=()
-cleanup() {
-	local pid
-	for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-	for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-	rm -rf "$work" "$shm"
-}
-trap cleanup EXIT
-
-kv="$work/kvring"
-go build -o "$kv" ./cmd/kvring
-
 # shellcheck source=loadtest/ports.sh
 source "$root/loadtest/ports.sh" # free_port
 # shellcheck source=loadtest/cluster.sh
-source "$root/loadtest/cluster.sh" # start_cluster
+source "$root/loadtest/cluster.sh" # loadtest_init, start_cluster
+loadtest_init # $work, $shm, $pids, $kv; everything started is stopped and removed on exit
 start_cluster node "$NODES" "$NODE_MEM_MB" --settle-window "$SETTLE_WINDOW"
 log "$NODES nodes up, each sees them all"
 

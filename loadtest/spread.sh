@@ -32,23 +32,11 @@ SPREAD_FLAGS=${SPREAD_FLAGS:-}
 
 log() { echo "spread: $*" >&2; }
 
-work=$(mktemp -d)
-shm=$(mktemp -d "${SHM_ROOT:-/dev/shm}/kvring-loadtest-XXXXXX") # segments in memory, as in a deployment (cluster.sh)
-pids=()
-cleanup() {
-	local pid
-	for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-	for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-	rm -rf "$work" "$shm"
-}
-trap cleanup EXIT
-
-kv="$work/kvring"
-go build -o "$kv" ./cmd/kvring
 # shellcheck source=loadtest/ports.sh
 source "$root/loadtest/ports.sh" # free_port
 # shellcheck source=loadtest/cluster.sh
-source "$root/loadtest/cluster.sh" # start_cluster, stop_cluster
+source "$root/loadtest/cluster.sh" # loadtest_init, start_cluster, stop_cluster
+loadtest_init # $work, $shm, $pids, $kv; everything started is stopped and removed on exit
 
 # load prints one line per node: lookups served (coordinated + Has answered), CPU seconds, fan-out sum and
 # count, chunks copied to spread members.
