@@ -35,15 +35,24 @@ func KvringEngines(addrs []string) Engines {
 		if err != nil {
 			return nil, err
 		}
-		// The client connects in the background; wait for it, as kvring
-		// bench does, so the first timed call does not.
+		// The client connects and fetches its ring view in the background;
+		// wait for both, as kvring bench waits for the connection, so the
+		// first timed call neither waits nor goes through a coordinator
+		// that is not the chunk's owner. (Olric's cluster client fetches
+		// its routing table before it returns.)
 		deadline := time.Now().Add(30 * time.Second)
 		for k.Client().State().Status != client.ConnConnected {
 			if time.Now().After(deadline) {
 				k.Close()
 				return nil, fmt.Errorf("cannot connect to kvring at %v: %s", addrs, k.Client().State().LastError)
 			}
-			time.Sleep(10 * time.Millisecond)
+			time.Sleep(time.Millisecond)
+		}
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		defer cancel()
+		if err := k.Client().RefreshRouting(ctx); err != nil {
+			k.Close()
+			return nil, fmt.Errorf("cannot fetch kvring's ring view from %v: %w", addrs, err)
 		}
 		return k, nil
 	}}
