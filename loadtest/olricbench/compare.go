@@ -90,7 +90,9 @@ func (r PhaseResult) GBps() float64 {
 // returns the two phases. The chunks' bytes derive from their ids (block
 // numbers from block on) and are made before the clock starts; every 16th
 // chunk read back is verified byte for byte, the others by length. Each
-// engine makes a few untimed lookups first so connections are open.
+// engine makes a few untimed lookups first so connections are open (a kvring
+// engine also has its ring view: KvringEngines), and each phase starts with a
+// garbage collection (runPhase).
 func RunPerCall(ctx context.Context, e Engines, ns string, block int64, size, ops, workers int) (put, get PhaseResult, err error) {
 	ids := make([]loadtest.ChunkID, 0, ops)
 	for b := block; len(ids) < ops; b++ {
@@ -145,8 +147,8 @@ func RunPerCall(ctx context.Context, e Engines, ns string, block int64, size, op
 	return put, get, ctx.Err()
 }
 
-// runPhase calls do for indices 0..ops-1, handed out to the engines in
-// order, and times it.
+// runPhase collects the process's garbage, then calls do for indices
+// 0..ops-1, handed out to the engines in order, and times it.
 func runPhase(ctx context.Context, engines []loadtest.Backend, system, op string, size, ops int,
 	do func(b loadtest.Backend, i int) error) PhaseResult {
 	var next, errs atomic.Int64
