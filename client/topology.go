@@ -154,7 +154,9 @@ func (r *router) observe(addr string, epoch uint64) {
 	}
 }
 
-// run fetches the view when prompted or every topologyInterval, at most once per topologyMinGap, until close.
+// run fetches the view when prompted or every topologyInterval, at most once per topologyMinGap, until close. A
+// prompt while the connection is down is dropped (the connection prompts again once it is up), so the first view
+// is fetched as soon as the client is connected.
 func (r *router) run(ctx context.Context) {
 	defer close(r.done)
 	for {
@@ -168,11 +170,14 @@ func (r *router) run(ctx context.Context) {
 		case <-t.C:
 		}
 		t.Stop()
-		if r.conn.State().Status == ConnConnected {
-			if err := r.refresh(ctx); err != nil && ctx.Err() == nil {
-				// The connection logs its own troubles; calls keep going through the connected node.
-				r.log.Debug("cannot fetch the kvring ring view; keeping the previous one", "err", err)
-			}
+		if r.conn.State().Status != ConnConnected {
+			// Nothing to ask yet, and no fetch to space: the connection prompts (onState) as soon as it is up.
+			// Waiting topologyMinGap here left a new client unrouted for its first 250 ms.
+			continue
+		}
+		if err := r.refresh(ctx); err != nil && ctx.Err() == nil {
+			// The connection logs its own troubles; calls keep going through the connected node.
+			r.log.Debug("cannot fetch the kvring ring view; keeping the previous one", "err", err)
 		}
 		if !connSleep(ctx, topologyMinGap) {
 			return

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -193,5 +194,44 @@ func BenchmarkOneNodeGet(b *testing.B) {
 				b.Fatalf("get %s: found %v, %d bytes (%s)", r.ID, r.Found, len(r.Data), r.Reason)
 			}
 		}
+	}
+}
+
+// BenchmarkOneNodeGetOne is a Get of one held chunk a call (256 KiB and
+// 2 MiB), on one node through the SDK over loopback: the per-call cost of
+// loadtest/olricbench's gets without the cluster around them. allocs/op
+// counts the SDK's and the node's allocations together.
+//
+//	go test -run '^$' -bench OneNodeGetOne -benchtime 2000x ./node/
+func BenchmarkOneNodeGetOne(b *testing.B) {
+	sdk := benchNode(b)
+	for _, size := range []int{256 << 10, 2 << 20} {
+		b.Run(fmt.Sprintf("%dKiB", size>>10), func(b *testing.B) {
+			ctx := context.Background()
+			chunks := make([]client.Chunk, 8)
+			ids := make([]client.ChunkID, len(chunks))
+			for i := range chunks {
+				binary.LittleEndian.PutUint64(chunks[i].ID[:], uint64(size+i))
+				chunks[i].Data = make([]byte, size)
+				binary.LittleEndian.PutUint64(chunks[i].Data, uint64(i+1))
+				ids[i] = chunks[i].ID
+				if _, err := sdk.Put(ctx, chunks[i:i+1]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				res, err := sdk.Get(ctx, ids[i%len(ids):i%len(ids)+1])
+				if err != nil {
+					b.Fatal(err)
+				}
+				if r := res[0]; !r.Found || len(r.Data) != size {
+					b.Fatalf("get %s: found %v, %d bytes (%s)", r.ID, r.Found, len(r.Data), r.Reason)
+				}
+				i++
+			}
+		})
 	}
 }

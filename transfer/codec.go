@@ -9,13 +9,16 @@ import (
 
 // Codec is the gRPC codec of kvring's servers and clients. It registers
 // under gRPC's protobuf name ("proto") and puts the same bytes on the wire as
-// gRPC's own codec, which it calls for every message but two wrapper types
+// gRPC's own codec, which it calls for every message but three wrapper types
 // that move a data frame's bytes without the copies protobuf makes:
 //
 //   - *OutFrame, given to a stream's SendMsg, is encoded as the message whose
 //     field Field is the DataFrame{Index, Offset, Data}; with Borrow its
 //     bytes go to the transport as they are, otherwise they are copied once
 //     into a pooled buffer (protobuf would too).
+//   - *EncodedFrame, given to a stream's SendMsg, is such a message encoded
+//     already, its bytes filled by the sender: its buffer goes to the
+//     transport as it is.
 //   - *InFrame, given to a stream's RecvMsg, decodes such a message without
 //     copying the frame's bytes: they stay in gRPC's receive buffers, which
 //     the InFrame holds until Release. Any other message (and a data frame in
@@ -38,10 +41,14 @@ func NewCodec() Codec {
 // Name is gRPC's protobuf codec name, so the content-subtype is unchanged.
 func (Codec) Name() string { return grpcproto.Name }
 
-// Marshal encodes v: an *OutFrame as its data frame message, anything else
-// with gRPC's protobuf codec.
+// Marshal encodes v: an *OutFrame as its data frame message, an
+// *EncodedFrame by handing over its buffer, anything else with gRPC's
+// protobuf codec.
 func (c Codec) Marshal(v any) (mem.BufferSlice, error) {
-	if f, ok := v.(*OutFrame); ok {
+	switch f := v.(type) {
+	case *OutFrame:
+		return f.marshal()
+	case *EncodedFrame:
 		return f.marshal()
 	}
 	return c.base.Marshal(v)

@@ -13,10 +13,11 @@
 //   - SplitFrames is zero-copy: each frame's Data is a sub-slice of the
 //     chunk's bytes. The bytes must not change until the frame has been sent
 //     (for a gRPC stream: until Send returns, which marshals the message).
-//   - Checksums: a sender verifies a chunk before it sends it (store.Get
-//     does one pass), and the receiver computes the checksum as it copies the
-//     frames out (Frame.AppendChecksum, Staged.WriteBuffers), so bytes damaged
-//     on the way are never taken for the chunk.
+//   - Checksums: a sender verifies a chunk before it sends it (a node's
+//     owner checks it as it copies it into EncodedFrames, and sends nothing
+//     of a chunk that fails), and the receiver computes the checksum as it
+//     copies the frames out (Frame.AppendChecksum, Staged.WriteBuffers), so
+//     bytes damaged on the way are never taken for the chunk.
 //
 // # The codec
 //
@@ -25,7 +26,8 @@
 // receives a frame without copying its bytes out of gRPC's receive buffers,
 // which it holds until Release; OutFrame (outframe.go) sends one, copying its
 // bytes once or, with Borrow, lending them to gRPC until a Lender hears they
-// were written. Assembler.AddFrame and BuffersSink take a frame in those
+// were written; EncodedFrame (encoded.go) is one encoded ahead, whose bytes
+// the sender fills itself and whose buffer gRPC takes. Assembler.AddFrame and BuffersSink take a frame in those
 // pieces. A client or server with gRPC's default codec talks to them
 // unchanged.
 //

@@ -113,31 +113,15 @@ type borrowedParts struct {
 // DataFrame's fields in field order with zero scalars left out, as protobuf
 // encodes them.
 func (f *OutFrame) marshal() (mem.BufferSlice, error) {
-	if f.Field < 1 || f.Field > protowire.MaxValidNumber {
-		return nil, fmt.Errorf("data frame: field number %d out of range", f.Field)
-	}
 	n := uint64(0)
 	for _, p := range f.Data {
 		n += uint64(len(p))
 	}
-	var innerBuf [32]byte // three varint fields fit: no allocation
-	inner := innerBuf[:0]
-	if f.Index != 0 {
-		inner = protowire.AppendTag(inner, 1, protowire.VarintType)
-		inner = protowire.AppendVarint(inner, uint64(f.Index))
-	}
-	if f.Offset != 0 {
-		inner = protowire.AppendTag(inner, 2, protowire.VarintType)
-		inner = protowire.AppendVarint(inner, f.Offset)
-	}
-	if n > 0 { // proto3 leaves out an empty bytes field
-		inner = protowire.AppendTag(inner, 3, protowire.BytesType)
-		inner = protowire.AppendVarint(inner, n)
-	}
 	var hdrBuf [64]byte // tag, length and inner: no allocation
-	hdr := protowire.AppendTag(hdrBuf[:0], f.Field, protowire.BytesType)
-	hdr = protowire.AppendVarint(hdr, uint64(len(inner))+n)
-	hdr = append(hdr, inner...)
+	hdr, err := appendFrameHeader(hdrBuf[:0], f.Field, f.Index, f.Offset, n)
+	if err != nil {
+		return nil, err
+	}
 	if f.Borrow {
 		if f.Lender == nil {
 			return nil, fmt.Errorf("data frame: Borrow without a Lender")
@@ -181,4 +165,32 @@ func (f *OutFrame) marshal() (mem.BufferSlice, error) {
 	}
 	*buf = b
 	return mem.BufferSlice{mem.NewBuffer(buf, pool)}, nil
+}
+
+// appendFrameHeader appends to dst (which should have room for 64 bytes) the
+// encoding of a data frame up to its first data byte: field Field,
+// length-delimited, holding DataFrame{Index, Offset, Data} of n data bytes,
+// its fields in field order with zero scalars left out, as protobuf encodes
+// them.
+func appendFrameHeader(dst []byte, field protowire.Number, index uint32, offset, n uint64) ([]byte, error) {
+	if field < 1 || field > protowire.MaxValidNumber {
+		return nil, fmt.Errorf("data frame: field number %d out of range", field)
+	}
+	var innerBuf [32]byte // three varint fields fit: no allocation
+	inner := innerBuf[:0]
+	if index != 0 {
+		inner = protowire.AppendTag(inner, 1, protowire.VarintType)
+		inner = protowire.AppendVarint(inner, uint64(index))
+	}
+	if offset != 0 {
+		inner = protowire.AppendTag(inner, 2, protowire.VarintType)
+		inner = protowire.AppendVarint(inner, offset)
+	}
+	if n > 0 { // proto3 leaves out an empty bytes field
+		inner = protowire.AppendTag(inner, 3, protowire.BytesType)
+		inner = protowire.AppendVarint(inner, n)
+	}
+	dst = protowire.AppendTag(dst, field, protowire.BytesType)
+	dst = protowire.AppendVarint(dst, uint64(len(inner))+n)
+	return append(dst, inner...), nil
 }

@@ -131,3 +131,18 @@ func BenchmarkPerCall(b *testing.B) {
 		}
 	}
 }
+
+// TestKvringEnginesRouteFromTheFirstCall: an engine KvringEngines makes has
+// its ring view before it is handed out, so the timed calls go straight to
+// each chunk's owner.
+func TestKvringEnginesRouteFromTheFirstCall(t *testing.T) {
+	k := startKvring(t, KvringClusterConfig{})
+	b, err := KvringEngines(k.Addrs()).New("route-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if n := len(b.(*loadtest.Kvring).Client().Routing().Members); n != 3 {
+		t.Fatalf("the new engine routes by a view of %d members, want 3", n)
+	}
+}

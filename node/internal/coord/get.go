@@ -30,7 +30,10 @@ type getTx struct {
 	owners  [][]ring.Member         // per id: owners in ring order (then non-owners while unsettled)
 	again   [][]ring.Member         // per id, while unsettled: the owners, asked again after a miss everywhere
 	streams map[string]*fetchStream // remote primary owner id → its stream
-	send    owner.SendFunc          // to the engine
+	send    owner.SendFunc          // to the engine: headers, and frames of this node's store
+	// sendData sends the engine a frame of a chunk fetched from another
+	// owner. Its bytes are only read until it returns.
+	sendData func(*kvringv1.DataFrame) error
 }
 
 // chunkMiss gathers why no owner could send a chunk.
@@ -77,12 +80,21 @@ func (c *Coordinator) beginGet(req *kvringv1.GetRequest, stream grpc.ServerStrea
 	epoch := rg.Epoch()
 	g := &getTx{c: c, ctx: stream.Context(), ns: ns, ref: nsRef(rec), ids: ids, owners: make([][]ring.Member, len(ids)),
 		streams: map[string]*fetchStream{}}
-	g.send = func(h *kvringv1.ChunkHeader, f *kvringv1.DataFrame) error {
+	g.send = func(h *kvringv1.ChunkHeader, f *transfer.EncodedFrame) error {
 		if h != nil {
 			return stream.Send(&kvringv1.GetResponse{Epoch: epoch, Msg: &kvringv1.GetResponse_Header{Header: h}})
 		}
-		// A frame goes out as a transfer.OutFrame: one copy into an uncleared
-		// buffer, no protobuf (the engine reads the epoch from headers).
+		// A frame of this node's store, encoded by owner.Send: gRPC takes
+		// its buffer, no protobuf (the engine reads the epoch from headers).
+		if err := stream.SendMsg(f); err != nil {
+			f.Release() // in case gRPC failed before it took it
+			return err
+		}
+		return nil
+	}
+	g.sendData = func(f *kvringv1.DataFrame) error {
+		// A fetched frame goes out as a transfer.OutFrame: one copy into an
+		// uncleared buffer, no protobuf.
 		return stream.SendMsg(&transfer.OutFrame{Field: transfer.GetDataField, Index: f.GetIndex(), Offset: f.GetOffset(),
 			Data: [][]byte{f.GetData()}})
 	}
@@ -226,7 +238,7 @@ func (g *getTx) tryOwner(k int, m ring.Member, idx uint32, id store.ID, miss *ch
 	if err := g.send(h, nil); err != nil {
 		return false, err
 	}
-	if err := transfer.SplitFrames(idx, data, transfer.MaxFrameBytes, func(f *kvringv1.DataFrame) error { return g.send(nil, f) }); err != nil {
+	if err := transfer.SplitFrames(idx, data, transfer.MaxFrameBytes, g.sendData); err != nil {
 		return false, err
 	}
 	c.m.GetBytes.Add(float64(len(data)))

@@ -27,9 +27,15 @@ func (c *testClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 // loop, and an Owner over it on the same clock.
 func newTestOwner(t *testing.T) (*Owner, *store.Store, *testClock) {
 	t.Helper()
+	return newTestOwnerSized(t, 8<<20)
+}
+
+// newTestOwnerSized is newTestOwner with a store of memory bytes.
+func newTestOwnerSized(t testing.TB, memory int64) (*Owner, *store.Store, *testClock) {
+	t.Helper()
 	clock := &testClock{}
 	clock.ns.Store(time.Unix(1000, 0).UnixNano())
-	st, err := store.Open(store.Config{DataDir: t.TempDir(), ShmDir: t.TempDir(), MemoryLimit: 8 << 20,
+	st, err := store.Open(store.Config{DataDir: t.TempDir(), ShmDir: t.TempDir(), MemoryLimit: memory,
 		StageLease: 30 * time.Second, MaintenanceInterval: -1, Now: clock.now, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

@@ -161,17 +161,18 @@ func (s *Service) Fetch(req *kvringv1.FetchRequest, stream grpc.ServerStreamingS
 		return transfer.ToStatus(err)
 	}
 	ns := namespace.StoreName(ref.GetName(), ref.GetFingerprint())
-	send := func(h *kvringv1.ChunkHeader, f *kvringv1.DataFrame) error {
+	send := func(h *kvringv1.ChunkHeader, f *transfer.EncodedFrame) error {
 		if h != nil {
 			return stream.Send(&kvringv1.FetchResponse{Epoch: o.Epoch(), Msg: &kvringv1.FetchResponse_Header{Header: h}})
 		}
-		// As a transfer.OutFrame: one copy into an uncleared buffer, no
-		// protobuf (the coordinator reads the epoch from headers).
-		if err := stream.SendMsg(&transfer.OutFrame{Field: transfer.FetchDataField, Index: f.GetIndex(), Offset: f.GetOffset(),
-			Data: [][]byte{f.GetData()}}); err != nil {
+		// Encoded by Send, its bytes copied once out of the store: gRPC
+		// takes the buffer (the coordinator reads the epoch from headers).
+		n := f.Len()
+		if err := stream.SendMsg(f); err != nil {
+			f.Release() // in case gRPC failed before it took it
 			return err
 		}
-		s.m.PeerSent.Add(float64(len(f.GetData())))
+		s.m.PeerSent.Add(float64(n))
 		return nil
 	}
 	for i, id := range ids {

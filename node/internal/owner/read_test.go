@@ -1,0 +1,135 @@
+package owner
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
+	"github.com/kvring/kvring/store"
+	"github.com/kvring/kvring/transfer"
+)
+
+// sealChunk stores data as chunk id of store namespace ns.
+func sealChunk(t testing.TB, st *store.Store, ns string, id store.ID, data []byte) {
+	t.Helper()
+	w, err := st.Stage(ns, id, int64(len(data)), store.Checksum(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Seal(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sentChunk is what a SendFunc received, the frames decoded as a Get
+// answer's data frames would be by any gRPC client.
+type sentChunk struct {
+	headers []*kvringv1.ChunkHeader
+	frames  []*kvringv1.DataFrame
+}
+
+func (s *sentChunk) send(t *testing.T) SendFunc {
+	return func(h *kvringv1.ChunkHeader, f *transfer.EncodedFrame) error {
+		if h != nil {
+			s.headers = append(s.headers, h)
+			return nil
+		}
+		bs, err := transfer.NewCodec().Marshal(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer bs.Free()
+		var m kvringv1.GetResponse
+		if err := proto.Unmarshal(bs.Materialize(), &m); err != nil {
+			t.Fatal(err)
+		}
+		s.frames = append(s.frames, m.GetData())
+		return nil
+	}
+}
+
+// TestSendCopiesAChunkIntoFramesOnceAndChecksumsIt: a chunk of several
+// frames goes out as a FOUND header with its size and CRC-32C, then frames
+// of at most MaxFrameBytes in offset order that protobuf decodes to the
+// chunk's bytes.
+func TestSendCopiesAChunkIntoFramesOnceAndChecksumsIt(t *testing.T) {
+	t.Parallel()
+	o, st, _ := newTestOwner(t)
+	var id store.ID
+	id[0] = 1
+	data := make([]byte, 2*transfer.MaxFrameBytes+12345)
+	for i := range data {
+		data[i] = byte(i*7 + i>>11)
+	}
+	sealChunk(t, st, "ns", id, data)
+	var got sentChunk
+	sent, readErr, err := o.Send("ns", id, 4, &kvringv1.NodeRef{NodeId: "n1"}, got.send(t))
+	if err != nil || readErr != nil || sent != len(data) {
+		t.Fatalf("Send: %d bytes, %v, %v", sent, readErr, err)
+	}
+	if len(got.headers) != 1 || got.headers[0].GetStatus() != kvringv1.ReadStatus_READ_STATUS_FOUND ||
+		got.headers[0].GetIndex() != 4 || got.headers[0].GetChunk().GetSize() != uint64(len(data)) ||
+		got.headers[0].GetChunk().GetCrc32C() != store.Checksum(data) || got.headers[0].GetHolder().GetNodeId() != "n1" {
+		t.Fatalf("headers %v", got.headers)
+	}
+	var joined []byte
+	for i, f := range got.frames {
+		if f.GetIndex() != 4 || f.GetOffset() != uint64(len(joined)) || len(f.GetData()) > transfer.MaxFrameBytes {
+			t.Fatalf("frame %d: index %d offset %d, %d bytes", i, f.GetIndex(), f.GetOffset(), len(f.GetData()))
+		}
+		joined = append(joined, f.GetData()...)
+	}
+	if len(got.frames) != 3 || !bytes.Equal(joined, data) {
+		t.Fatalf("%d frames of %d bytes in all, not the chunk's", len(got.frames), len(joined))
+	}
+}
+
+// TestSendNeverSendsBytesThatFailTheirChecksum: a chunk whose bytes changed
+// in shared memory after it was sealed is not sent at all (no header, no
+// frame); Send reports store.ErrChecksum, the store counts and drops it.
+func TestSendNeverSendsBytesThatFailTheirChecksum(t *testing.T) {
+	t.Parallel()
+	o, st, _ := newTestOwner(t)
+	var id store.ID
+	id[0] = 2
+	data := bytes.Repeat([]byte("kvring"), 50_000)
+	sealChunk(t, st, "ns", id, data)
+	v, err := st.Lend("ns", id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.Bytes()[len(data)/2] ^= 1 // the mapping is writable; a local client's bug could do this
+	v.Release()
+
+	var got sentChunk
+	sent, readErr, err := o.Send("ns", id, 0, nil, got.send(t))
+	if err != nil || sent != 0 || !errors.Is(readErr, store.ErrChecksum) {
+		t.Fatalf("Send of a damaged chunk: %d bytes, %v, %v; want nothing sent and ErrChecksum", sent, readErr, err)
+	}
+	if len(got.headers)+len(got.frames) != 0 {
+		t.Fatalf("sent %d headers and %d frames of a damaged chunk", len(got.headers), len(got.frames))
+	}
+	if n := st.Stats().ChecksumErrors; n != 1 {
+		t.Fatalf("the store counted %d checksum errors, want 1", n)
+	}
+	if _, err := st.Lend("ns", id); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the damaged chunk is still held: %v", err)
+	}
+}
+
+// TestSendOfAChunkNotHeld: nothing is sent and readErr is store.ErrNotFound.
+func TestSendOfAChunkNotHeld(t *testing.T) {
+	t.Parallel()
+	o, _, _ := newTestOwner(t)
+	var got sentChunk
+	sent, readErr, err := o.Send("ns", store.ID{9}, 0, nil, got.send(t))
+	if err != nil || sent != 0 || !errors.Is(readErr, store.ErrNotFound) || len(got.headers)+len(got.frames) != 0 {
+		t.Fatalf("Send of a chunk not held: %d bytes, %v, %v, %d messages", sent, readErr, err, len(got.headers)+len(got.frames))
+	}
+}
