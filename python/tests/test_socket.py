@@ -180,3 +180,39 @@ def test_concurrent_socket_puts_keep_one_puts_blobs(make_node, client_for, names
     assert c.stats.socket_calls == 40
     assert node_stats(n)["blobs"] <= 2
     assert c.lookup(stored[:1]).held == 1
+
+
+def test_new_blobs_are_populated_once_with_the_read_advice(make_node, sock_path, monkeypatch):
+    """A blob's pages are mapped into the client with MADV_POPULATE_READ (the kernel maps the node's pages 16 per
+    fault, writable: a shared tmpfs mapping), and not again once they are mapped (a reused slot): pagemap says so."""
+    import mmap
+
+    import kvring.localsock as localsock
+
+    calls: list[tuple[int, ...]] = []
+
+    class Recording(mmap.mmap):
+        def madvise(self, *args):  # noqa: ANN001, ANN202 - mmap.mmap's own signature
+            calls.append(args)
+            return super().madvise(*args)
+
+    monkeypatch.setattr(localsock.mmap, "mmap", Recording)
+    n = make_node(extra=["--socket", sock_path])
+    ls = localsock.LocalSocket(sock_path, timeout=10)
+    try:
+        size = 256 << 10
+        (p,) = ls.create_blobs([size])
+        assert [c[0] for c in calls] == [22], "one MADV_POPULATE_READ for the new blob"
+        start = p.data_offset - p.data_offset % mmap.PAGESIZE
+        assert ls._mapped(p.store_fd, start, p.data_offset + p.data_size), "its pages are in the page tables"
+        v = ls.view(p)
+        v[:] = b"\x5a" * size  # writable through the read-populated mapping
+        del v
+        ls.populate([p])
+        assert len(calls) == 1, "pages already mapped are not populated again"
+        small = ls.create_blobs([4096])
+        assert len(calls) == 1, "a blob below 64 KiB is left to fault"
+        ls.call_many([{"type": "drop_buffer_request", "id": b.object_id} for b in [p] + small], check=False)
+    finally:
+        ls.close()
+    assert node_stats(n)["blobs"] == 0
