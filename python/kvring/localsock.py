@@ -279,10 +279,10 @@ class LocalSocket:
         return r, ps
 
     def bin_call(self, body: bytes, op: int, pre: Sequence[dict] = (),
-                 codes: bool = False) -> tuple[memoryview, list[Payload]]:
+                 codes: bool = False) -> tuple[memoryview, list[Payload], Optional["PublishReply"]]:
         """Send the JSON requests pre (whose replies are read and ignored: drops of spare blobs) and the binary request
         body (op), and return the body of its binary reply after the op byte, with the blobs it hands out mapped
-        (:func:`_blobs_of`). An error reply raises (:func:`error_for`); JSON
+        (:func:`_blobs_of`), and for a publish the decoded reply. An error reply raises (:func:`error_for`); JSON
         error 1 from a node from before the framing raises :class:`NoBinary` and turns the framing off."""
         with self._lock:
             if self._closed:
@@ -318,8 +318,9 @@ class LocalSocket:
                     else:
                         raise Broken(f"{self.path}: a JSON reply to binary op {op:#04x}")
                 ps: list[Payload] = []
+                decoded: Optional[PublishReply] = None
                 if err is None:
-                    ps, segs = _blobs_of(op, rest, codes)
+                    ps, segs, decoded = _blobs_of(op, rest, codes)
                     if segs:
                         size = {p.store_fd: p.map_size for p in ps}
                         for seg in segs:
@@ -330,7 +331,7 @@ class LocalSocket:
                 raise self._fail(exc) from None
         if err is not None:
             raise err
-        return rest, ps
+        return rest, ps, decoded
 
     def _map(self, p: Payload) -> None:
         fds = array.array("i")
@@ -421,7 +422,7 @@ class LocalSocket:
             r, ps = self.blob_call({"type": "create_buffers_request", "num": len(sizes), "sizes": list(sizes)})
         else:
             body = struct.pack(f"<BBI{len(sizes)}Q", BIN_MAGIC, BIN_CREATE, len(sizes), *sizes)
-            _, ps = self.bin_call(body, BIN_CREATE, pre)
+            _, ps, _ = self.bin_call(body, BIN_CREATE, pre)
         if len(ps) != len(sizes):
             self._fail_locked(f"create blobs: {len(ps)} payloads for {len(sizes)} sizes")
         return ps
@@ -529,14 +530,19 @@ class LocalSocket:
         return not self._mapped(p.store_fd, start, p.data_offset + p.data_size)
 
     def _mapped(self, seg: int, start: int, end: int) -> bool:
-        """Whether the pages of segment seg's mapping from start to end are in this process's page tables, judged
-        by the first, the middle and the last page in /proc/self/pagemap (a slot's pages come and go together: the
-        node gives a slot's pages back whole, and a blob is populated whole). False when pagemap cannot be read."""
+        """Whether the pages of segment seg's mapping from start to end are in this process's page tables, as
+        /proc/self/pagemap says: every page of a range of up to 64 pages (one read), else the first, the middle
+        and the last (a slot's pages come and go together: the node gives a slot's pages back whole, and a blob
+        is populated whole). False when pagemap cannot be read."""
         base = self._addrs.get(seg)
         if self._pagemap < 0 or base is None:
             return False
         first, last = (base + start) // _PAGE, (base + end - 1) // _PAGE
         try:
+            if last - first < 64:
+                n = last - first + 1
+                b = os.pread(self._pagemap, 8 * n, 8 * first)
+                return len(b) == 8 * n and min(array.array("Q", b)) >= _PRESENT
             for pg in (first, (first + last) // 2, last):
                 (v,) = _U64.unpack(os.pread(self._pagemap, 8, pg * 8))
                 if not v & _PRESENT:
@@ -566,18 +572,14 @@ class LocalSocket:
         parts.append(struct.pack(f"<I{len(create_sizes)}Q", len(create_sizes), *create_sizes))
         body = b"".join(parts)
         try:
-            rest, ps = self.bin_call(body, BIN_PUBLISH, codes=bool(flags & PUB_CODES))
+            _, _, rep = self.bin_call(body, BIN_PUBLISH, codes=bool(flags & PUB_CODES))
         except InvalidArgument as exc:
             if flags & PUB_CODES and "unknown flags" in str(exc):
                 # A node with the framing but from before the codes: it decoded nothing and did nothing.
                 self.codes = False
                 return self.publish(ns, ids, blobs, keys, seal, consume, create_sizes)
             raise
-        try:
-            rep = _publish_reply(rest, ps, bool(flags & PUB_CODES))
-        except (ValueError, struct.error) as exc:
-            self._fail_locked(f"cannot decode a publish reply: {exc}")
-            raise  # unreachable
+        assert rep is not None  # bin_call decodes every publish reply it returns
         return rep
 
     def _publish_json(self, ns: tuple[str, str], ids: Sequence[bytes], blobs: Sequence[int],
@@ -624,7 +626,7 @@ class LocalSocket:
         if keys is not None:
             parts += keys
         parts.append(_U32.pack(min(max(pin_ms, 0), 1 << 31)))
-        rest, _ = self.bin_call(b"".join(parts), BIN_LOOKUP)
+        rest, _, _ = self.bin_call(b"".join(parts), BIN_LOOKUP)
         if len(rest) != _LOOKUP_REPLY.size:
             self._fail_locked(f"a lookup reply of {len(rest)} bytes, want {_LOOKUP_REPLY.size}")
         return _LOOKUP_REPLY.unpack(rest)
@@ -738,63 +740,83 @@ def _error_of(b: memoryview) -> tuple[int, str]:
     return r.u32(), r.str()
 
 
-def _skip_publish_results(r: _Reader, codes: bool) -> None:
-    r.u64()
-    for _ in range(r.count(10)):
-        r.take(2)
-        if codes:
-            r.u32()
-        r.take(r.count(1))
-        for _ in range(r.count(8)):
-            r.take(r.count(1))
-            r.take(r.count(1))
+_RESULT = struct.Struct("<BBI")  # status, degraded, length of the reason
+_RESULT_CODE = struct.Struct("<BBII")  # status, degraded, code, length of the reason
+_EPOCH_COUNT = struct.Struct("<QI")
 
 
-def _blobs_of(op: int, rest: memoryview, codes: bool) -> tuple[list[Payload], list[int]]:
-    """The blobs a binary reply hands out and the segments whose descriptors follow it (read before the rest of the
-    reply is decoded: the descriptors must be received whatever the caller makes of it)."""
+def _blobs_of(op: int, rest: memoryview,
+              codes: bool) -> tuple[list[Payload], list[int], Optional[PublishReply]]:
+    """The blobs a binary reply hands out and the segments whose descriptors follow it (read before the caller does
+    anything with the reply: the descriptors must be received whatever it makes of it), and a publish's decoded
+    reply (:func:`_publish_reply`)."""
     if op == BIN_CREATE:
         r = _Reader(rest)
-        out = r.blobs()
+        ps, segs = r.blobs()
         r.done("create_blobs reply")
-        return out
+        return ps, segs, None
     if op != BIN_PUBLISH:
-        return [], []
-    r = _Reader(rest)
-    _skip_publish_results(r, codes)
-    tag = r.u8()
-    out: tuple[list[Payload], list[int]] = ([], [])
-    if tag == 1:
-        out = r.blobs()
-    elif tag == 2:
-        r.u32()
-        r.str()
-    elif tag != 0:
-        raise ValueError(f"publish reply: create tag {tag}")
-    r.done("publish reply")
-    return out
+        return [], [], None
+    rep, segs = _publish_reply(rest, codes)
+    return rep.created or [], segs, rep
 
 
-def _publish_reply(rest: memoryview, ps: list[Payload], codes: bool) -> PublishReply:
-    r = _Reader(rest)
-    epoch = r.u64()
+def _short(b: bytes, o: int, n: int) -> None:
+    if n < 0 or o + n > len(b):
+        raise ValueError(f"the reply ends {o + n - len(b)} bytes short")
+
+
+def _publish_reply(rest: memoryview, codes: bool) -> tuple[PublishReply, list[int]]:
+    """A binary publish reply decoded in one pass (docs/vineyard.md "Binary framing"), and the segments whose
+    descriptors follow it. A short or malformed reply raises ValueError (or struct.error), as :class:`_Reader`."""
+    b = bytes(rest)  # slices of bytes are bytes: decoded without a memoryview each
+    epoch, n = _EPOCH_COUNT.unpack_from(b, 0)
+    o = _EPOCH_COUNT.size
+    if n * 10 > len(b) - o:
+        raise ValueError(f"a count of {n} in a reply with {len(b) - o} bytes left")
     results = []
-    for _ in range(r.count(10)):
-        st, degraded = r.u8(), r.u8()
-        code = r.u32() if codes else 0
-        reason = r.str()
-        holders = [(r.str(), r.str()) for _ in range(r.count(8))]
-        results.append(ChunkOutcome(_BIN_STATUS[st] if st < len(_BIN_STATUS) else "failed", bool(degraded), reason,
-                                    holders, code))
-    tag = r.u8()
+    res = _RESULT_CODE if codes else _RESULT
+    nstatus = len(_BIN_STATUS)
+    for _ in range(n):
+        if codes:
+            st, degraded, code, k = res.unpack_from(b, o)
+        else:
+            st, degraded, k = res.unpack_from(b, o)
+            code = 0
+        o += res.size
+        _short(b, o, k)
+        reason = b[o : o + k].decode("utf-8", "replace")
+        o += k
+        (h,) = _U32.unpack_from(b, o)
+        o += 4
+        if h * 8 > len(b) - o:
+            raise ValueError(f"a count of {h} in a reply with {len(b) - o} bytes left")
+        holders = []
+        for _ in range(h):
+            (k,) = _U32.unpack_from(b, o)
+            o += 4
+            _short(b, o, k)
+            node = b[o : o + k].decode("utf-8", "replace")
+            o += k
+            (k,) = _U32.unpack_from(b, o)
+            o += 4
+            _short(b, o, k)
+            holders.append((node, b[o : o + k].decode("utf-8", "replace")))
+            o += k
+        results.append(ChunkOutcome(_BIN_STATUS[st] if st < nstatus else "failed", bool(degraded), reason, holders,
+                                    code))
+    _short(b, o, 1)
+    tag = b[o]
     created: Optional[list[Payload]] = None
     cerr: Optional[KvringError] = None
+    segs: list[int] = []
+    r = _Reader(memoryview(b)[o + 1 :])
     if tag == 1:
-        created, _ = r.blobs()
+        created, segs = r.blobs()
     elif tag == 2:
         code = r.u32()
         cerr = error_for(code, r.str())
     elif tag != 0:
         raise ValueError(f"publish reply: create tag {tag}")
     r.done("publish reply")
-    return PublishReply(epoch, results, created, cerr)
+    return PublishReply(epoch, results, created, cerr), segs
