@@ -465,7 +465,11 @@ class LocalSocket:
                 bufs.append(src)
                 parts.append((dst.buf, src.buf, dst.len, pop))
             first, second = _halves(parts, total // 2)
-            fut = helper.submit(self._copy, second)
+            try:
+                fut = helper.submit(self._copy, second)
+            except RuntimeError:  # close() ended the helper meanwhile: the mappings are held, copy it all here
+                self._copy(parts)
+                return
             try:
                 self._copy(first)
             finally:
