@@ -448,9 +448,11 @@ class LocalSocket:
         total = sum(p.data_size for p in ps)
         helper = self._helper_pool() if total >= _PARALLEL_MIN else None
         if helper is None:
-            self.populate(ps)
             for p, d in zip(ps, datas):
-                self.view(p)[:] = d
+                v = self.view(p)  # an export: the mapping stays while it is populated and written
+                self._populate_one(p)
+                v[:] = d
+                v.release()
             return
         views = [self.view(p) for p in ps]  # exports of the mappings while the copies run
         need = [self._needs_populate(p) for p in ps]
@@ -510,16 +512,26 @@ class LocalSocket:
         per 8 MiB against ~1.3 ms for MADV_POPULATE_WRITE, a fault per page (2026-12-01, Linux 6.18, 2-vCPU VM;
         docs/benchmarks.md). Errors (an older kernel) are ignored: the writes fault the pages in."""
         for p in ps:
-            if not self._needs_populate(p):
-                continue
-            start = p.data_offset - p.data_offset % _PAGE
-            n = p.data_offset + p.data_size - start
-            if _madvise is not None:
-                if _madvise(self._addrs[p.store_fd] + start, n, _MADV_POPULATE_READ) != 0:
-                    self._populate = ctypes.get_errno() != _EINVAL
-                continue
             try:
-                self._maps[p.store_fd].madvise(_MADV_POPULATE_READ, start, n)
+                v = self.view(p)  # an export: the mapping stays while it is populated
+            except Broken:
+                continue  # not mapped here (the connection closed): the writes would fail anyway
+            self._populate_one(p)
+            v.release()
+
+    def _populate_one(self, p: Payload) -> None:
+        """Populate blob p (see :meth:`populate`); the caller holds its mapping (a view of it)."""
+        if not self._needs_populate(p):
+            return
+        start = p.data_offset - p.data_offset % _PAGE
+        n = p.data_offset + p.data_size - start
+        base, m = self._addrs.get(p.store_fd), self._maps.get(p.store_fd)
+        if _madvise is not None and base is not None:
+            if _madvise(base + start, n, _MADV_POPULATE_READ) != 0:
+                self._populate = ctypes.get_errno() != _EINVAL
+        elif m is not None:
+            try:
+                m.madvise(_MADV_POPULATE_READ, start, n)
             except (OSError, ValueError):
                 self._populate = False
 
