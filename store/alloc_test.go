@@ -265,12 +265,19 @@ func TestStatsCountReusedAndFreshSlots(t *testing.T) {
 	if err := s.evict("ns", testID(0)); err != nil {
 		t.Fatal(err)
 	}
+	resident := s.Stats().ResidentBytes
 	mustPut(t, s, "ns", testID(10), data) // the freed slot of the class
 	want(1, 4, 0)
+	if st := s.Stats(); st.ResidentBytes != resident || resident < 4*mib {
+		t.Fatalf("resident %d bytes after reusing a slot, %d before (4 MiB of slots)", st.ResidentBytes, resident)
+	}
 	if err := s.evict("ns", testID(1)); err != nil {
 		t.Fatal(err)
 	}
 	small := make([]byte, 256<<10)
 	mustPut(t, s, "ns", testID(11), small) // another class: the free 1 MiB slot's pages go first
 	want(1, 5, mib)
+	if st := s.Stats(); st.ResidentBytes > 3*mib+256<<10+int64(st.Segments)*pageSize {
+		t.Fatalf("resident %d bytes with 3 MiB + 256 KiB of slots in %d segments", st.ResidentBytes, st.Segments)
+	}
 }
