@@ -240,3 +240,44 @@ func TestWriteBuffersTakesAFrameInPieces(t *testing.T) {
 		v.Release()
 	}
 }
+
+// TestStatsCountReusedAndFreshSlots: Stats says where slots came from: a
+// free slot of the class (pages resident) or a clean one (pages new), and
+// how many bytes of retained free slots were given back to make room.
+func TestStatsCountReusedAndFreshSlots(t *testing.T) {
+	t.Parallel()
+	const mib = 1 << 20
+	cfg := testConfig(t, 4*mib)
+	cfg.SegmentSize = 4 * mib
+	s := openTest(t, cfg)
+	data := make([]byte, mib)
+	for i := range 4 {
+		mustPut(t, s, "ns", testID(uint64(i)), data)
+	}
+	want := func(reused, fresh uint64, punched int64) {
+		t.Helper()
+		if st := s.Stats(); st.SlotsReused != reused || st.SlotsFresh != fresh || st.PunchedBytes != punched {
+			t.Fatalf("Stats: %d reused, %d fresh, %d bytes punched; want %d, %d, %d",
+				st.SlotsReused, st.SlotsFresh, st.PunchedBytes, reused, fresh, punched)
+		}
+	}
+	want(0, 4, 0)
+	if err := s.evict("ns", testID(0)); err != nil {
+		t.Fatal(err)
+	}
+	resident := s.Stats().ResidentBytes
+	mustPut(t, s, "ns", testID(10), data) // the freed slot of the class
+	want(1, 4, 0)
+	if st := s.Stats(); st.ResidentBytes != resident || resident < 4*mib {
+		t.Fatalf("resident %d bytes after reusing a slot, %d before (4 MiB of slots)", st.ResidentBytes, resident)
+	}
+	if err := s.evict("ns", testID(1)); err != nil {
+		t.Fatal(err)
+	}
+	small := make([]byte, 256<<10)
+	mustPut(t, s, "ns", testID(11), small) // another class: the free 1 MiB slot's pages go first
+	want(1, 5, mib)
+	if st := s.Stats(); st.ResidentBytes > 3*mib+256<<10+int64(st.Segments)*pageSize {
+		t.Fatalf("resident %d bytes with 3 MiB + 256 KiB of slots in %d segments", st.ResidentBytes, st.Segments)
+	}
+}

@@ -45,10 +45,19 @@ type arena struct {
 	segs      map[uint32]*segment
 	nextID    uint32
 	dirtyQ    []slotRef // free slots in the order they were freed, for punching
+	counts    arenaCounts
 
 	// onSegment is told about every segment created (true) or released (false),
 	// so the catalog can record it. Called with the store's mutex held.
 	onSegment func(seg *segment, created bool)
+}
+
+// arenaCounts counts where allocated slots came from and the pages given
+// back, for Stats.
+type arenaCounts struct {
+	reused  uint64 // allocs served by a dirty slot of the class (pages resident)
+	fresh   uint64 // allocs served by a clean slot (pages allocated and zeroed)
+	punched int64  // bytes of retained free slots punched to make room
 }
 
 func newArena(dir, node string, limit, segTarget int64) *arena {
@@ -104,6 +113,7 @@ func (a *arena) alloc(n int64) (r slotRef, fresh bool, err error) {
 		r.seg.used++
 		a.dirtyFree -= cs
 		a.used += cs
+		a.counts.reused++
 		return r, false, nil
 	}
 	// A clean slot will make its pages resident: give back retained pages first.
@@ -125,6 +135,7 @@ func (a *arena) alloc(n int64) (r slotRef, fresh bool, err error) {
 		seg.state[i] = slotUsed
 		seg.used++
 		a.used += cs
+		a.counts.fresh++
 		return slotRef{seg, i}, true, nil
 	}
 	seg, err := a.newSegment(c)
@@ -136,6 +147,7 @@ func (a *arena) alloc(n int64) (r slotRef, fresh bool, err error) {
 	seg.state[i] = slotUsed
 	seg.used++
 	a.used += cs
+	a.counts.fresh++
 	return slotRef{seg, i}, true, nil
 }
 
@@ -259,6 +271,7 @@ func (a *arena) punchUntil(target int64) error {
 		}
 		seg.state[r.slot] = slotClean
 		a.dirtyFree -= seg.slotSize
+		a.counts.punched += seg.slotSize
 		seg.clean = append(seg.clean, r.slot)
 		if !seg.inClean {
 			c := a.classes[seg.slotSize]

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 
 	"github.com/cespare/xxhash/v2"
 )
@@ -64,7 +65,7 @@ func (s *Store) CreateBlob(size int64) (*Blob, error) {
 		return nil, ErrClosed
 	}
 	s.blobs.placeholders++
-	h := xxhash.Sum64String(fmt.Sprintf("kvring-blob-placeholder-%d", s.blobs.placeholders))
+	h := placeholderHash(s.blobs.placeholders)
 	s.mu.Unlock()
 	e := &entry{hash: h, policy: true}
 	e.pinned.Store(true)
@@ -106,6 +107,15 @@ func (s *Store) CreateBlob(size int64) (*Blob, error) {
 		s.prefault(b.Bytes())
 	}
 	return b, nil
+}
+
+// placeholderHash is the policy's key for the n-th blob placeholder: the
+// hash of "kvring-blob-placeholder-<n>", built without fmt (a CreateBlob per
+// chunk of every socket put; fmt.Sprintf was 4 % of a node's CPU in a
+// profile of 256 KiB socket puts).
+func placeholderHash(n uint64) uint64 {
+	var b [64]byte
+	return xxhash.Sum64(strconv.AppendUint(append(b[:0], "kvring-blob-placeholder-"...), n, 10))
 }
 
 // blobCounters are the live blobs and their payload bytes, guarded by the

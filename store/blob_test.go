@@ -3,8 +3,10 @@ package store
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"testing"
 
+	"github.com/cespare/xxhash/v2"
 	"golang.org/x/sys/unix"
 )
 
@@ -75,5 +77,15 @@ func TestBlobEvictsChunksToMakeRoom(t *testing.T) {
 	}
 	if st := s.Stats(); st.UsedBytes > st.LimitBytes {
 		t.Fatalf("used %d over the limit %d", st.UsedBytes, st.LimitBytes)
+	}
+}
+
+// TestPlaceholderHashIsTheHashOfItsName: the policy keys blob placeholders by
+// the hash of "kvring-blob-placeholder-<n>", however it is built.
+func TestPlaceholderHashIsTheHashOfItsName(t *testing.T) {
+	for _, n := range []uint64{0, 1, 9, 10, 12345, 1<<64 - 1} {
+		if got, want := placeholderHash(n), xxhash.Sum64String(fmt.Sprintf("kvring-blob-placeholder-%d", n)); got != want {
+			t.Fatalf("placeholderHash(%d) = %x, want %x", n, got, want)
+		}
 	}
 }

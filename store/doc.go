@@ -31,7 +31,9 @@
 //     reuse by the next chunk of the same size class; when a new slot would push
 //     slot bytes plus such retained free pages over the limit, retained pages
 //     are returned to the kernel first (hole punching), so the shared memory
-//     the node occupies stays within the limit.
+//     the node occupies stays within the limit. Stats counts the slots handed
+//     out reused (SlotsReused) and clean (SlotsFresh: pages the kernel
+//     allocates and zeroes first) and the bytes punched (PunchedBytes).
 //   - Eviction frees a slot exactly once and never under a reader: a View holds
 //     a reference, a pin lease (Has) holds a pin, a writer filling a slot through
 //     Staged.Bytes holds it until Seal or Abort. PolicyLRU never evicts a

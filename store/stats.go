@@ -35,7 +35,15 @@ type Stats struct {
 	RetainedFreeBytes int64 `json:"retained_free_bytes"`
 	// ResidentBytes is the memory the kernel has allocated to the segments.
 	ResidentBytes int64 `json:"resident_bytes"`
-	Segments      int   `json:"segments"`
+	// SlotsReused counts slots handed out (to chunks and blobs) whose pages
+	// were resident: a free slot of the same size class. SlotsFresh counts
+	// those handed out clean, whose pages the kernel allocates and zeroes
+	// first. PunchedBytes is the slot bytes of retained free slots whose
+	// pages were given back to make room for other slots.
+	SlotsReused  uint64 `json:"slots_reused"`
+	SlotsFresh   uint64 `json:"slots_fresh"`
+	PunchedBytes int64  `json:"punched_bytes"`
+	Segments     int    `json:"segments"`
 	// Evictions and Rejections count by reason (Reason* constants).
 	Evictions  map[string]uint64 `json:"evictions"`
 	Rejections map[string]uint64 `json:"rejections"`
@@ -83,6 +91,9 @@ func (s *Store) Stats() Stats {
 		PinLimitBytes:     s.cfg.MaxPinnedBytes,
 		RetainedFreeBytes: s.arena.dirtyFree,
 		Segments:          len(s.arena.segs),
+		SlotsReused:       s.arena.counts.reused,
+		SlotsFresh:        s.arena.counts.fresh,
+		PunchedBytes:      s.arena.counts.punched,
 		Evictions:         make(map[string]uint64, len(s.st.evictions)),
 		Rejections:        make(map[string]uint64, len(s.st.rejections)),
 		ChecksumErrors:    s.st.checksumErrs,

@@ -167,8 +167,7 @@ class LocalPath:
         else:
             drop = [{"type": "drop_buffer_request", "id": p.object_id} for p in spare or []]
             ps = ls.create_blobs(sizes, pre=drop)
-        for (_, mv, _), p in zip(norm, ps):
-            ls.view(p)[:] = mv
+        ls.write(ps, [mv for _, mv, _ in norm])
         blobs = [p.object_id for p in ps]
         try:
             rep = ls.publish(ref, [cid for cid, _, _ in norm], blobs, keys, seal=True, consume=True,

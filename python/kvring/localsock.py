@@ -18,14 +18,17 @@ back to back and their replies read afterwards (:meth:`LocalSocket.call_many`).
 from __future__ import annotations
 
 import array
+import ctypes
 import json
 import mmap
 import os
 import socket
 import struct
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple, Optional, Sequence
 
+from ._crc32c_hw import _PyBuffer
 from .errors import (
     FailedPrecondition,
     InvalidArgument,
@@ -58,9 +61,11 @@ _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
 _BLOB = struct.Struct("<5Q")
 _LOOKUP_REPLY = struct.Struct("<QIQI")
-_MADV_POPULATE_WRITE = 23  # Linux 5.14+; Python 3.11's mmap does not name it
+_MADV_POPULATE_READ = 22  # Linux 5.14+; Python 3.11's mmap does not name it
 _POPULATE_MIN = 64 << 10
 _PAGE = mmap.PAGESIZE
+_PRESENT = 1 << 63  # /proc/self/pagemap: the page is in this process's page tables
+_PARALLEL_MIN = 4 << 20  # a write of this many bytes or more is split with a helper thread (LocalSocket.write)
 
 # Vineyard's codes the node answers with (docs/vineyard.md).
 CODE_INVALID = 1
@@ -164,6 +169,10 @@ class LocalSocket:
         self._lock = threading.Lock()
         self._maps: dict[int, mmap.mmap] = {}
         self._views: dict[int, memoryview] = {}
+        self._addrs: dict[int, int] = {}  # where each mapping starts in this process (for /proc/self/pagemap)
+        self._pagemap = -1  # a descriptor of /proc/self/pagemap once connected; -1: none
+        self._populate = True  # False once the kernel refused the advice (before 5.14)
+        self._helper: Optional[ThreadPoolExecutor] = None  # copies half of a large write (write); ended by close
         self._closed = False
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.settimeout(timeout)
@@ -173,6 +182,7 @@ class LocalSocket:
             s.close()
             raise
         self._s = s
+        self._pagemap = _open_pagemap()
         self._hdr = bytearray(8)
         try:
             r = self.call({"type": "register_request", "version": "0.24.4", "store_type": "Normal"})
@@ -269,10 +279,10 @@ class LocalSocket:
         return r, ps
 
     def bin_call(self, body: bytes, op: int, pre: Sequence[dict] = (),
-                 codes: bool = False) -> tuple[memoryview, list[Payload]]:
+                 codes: bool = False) -> tuple[memoryview, list[Payload], Optional["PublishReply"]]:
         """Send the JSON requests pre (whose replies are read and ignored: drops of spare blobs) and the binary request
         body (op), and return the body of its binary reply after the op byte, with the blobs it hands out mapped
-        (:func:`_blobs_of`). An error reply raises (:func:`error_for`); JSON
+        (:func:`_blobs_of`), and for a publish the decoded reply. An error reply raises (:func:`error_for`); JSON
         error 1 from a node from before the framing raises :class:`NoBinary` and turns the framing off."""
         with self._lock:
             if self._closed:
@@ -308,8 +318,9 @@ class LocalSocket:
                     else:
                         raise Broken(f"{self.path}: a JSON reply to binary op {op:#04x}")
                 ps: list[Payload] = []
+                decoded: Optional[PublishReply] = None
                 if err is None:
-                    ps, segs = _blobs_of(op, rest, codes)
+                    ps, segs, decoded = _blobs_of(op, rest, codes)
                     if segs:
                         size = {p.store_fd: p.map_size for p in ps}
                         for seg in segs:
@@ -320,7 +331,7 @@ class LocalSocket:
                 raise self._fail(exc) from None
         if err is not None:
             raise err
-        return rest, ps
+        return rest, ps, decoded
 
     def _map(self, p: Payload) -> None:
         fds = array.array("i")
@@ -337,6 +348,9 @@ class LocalSocket:
                 os.close(fd)
         self._maps[p.store_fd] = m
         self._views[p.store_fd] = memoryview(m)
+        c = ctypes.c_char.from_buffer(m)  # an export of the mapping: released at once, so close() can unmap it
+        self._addrs[p.store_fd] = ctypes.addressof(c)
+        del c
 
     def view(self, p: Payload) -> memoryview:
         """The bytes of a blob in this connection's mapping: writable until sealed, readable until released. Valid
@@ -353,7 +367,8 @@ class LocalSocket:
         return self._closed
 
     def close(self) -> None:
-        """Send exit_request, close the connection and unmap every segment. Idempotent."""
+        """Send exit_request, close the connection and unmap every segment (a mapping a write is copying into
+        ends with that write), and wait for the helper thread of :meth:`write` to end. Idempotent."""
         with self._lock:
             if not self._closed:
                 try:
@@ -361,6 +376,9 @@ class LocalSocket:
                 except OSError:
                     pass
             self._close_locked()
+            helper, self._helper = self._helper, None
+        if helper is not None:
+            helper.shutdown(wait=True)
 
     def _close_locked(self) -> None:
         self._closed = True
@@ -374,6 +392,10 @@ class LocalSocket:
                 v.release()
             except BufferError:
                 pass
+        self._addrs = {}
+        if self._pagemap >= 0:
+            os.close(self._pagemap)
+        self._pagemap = -1
         maps, self._maps = self._maps, {}
         for m in maps.values():
             try:
@@ -400,10 +422,9 @@ class LocalSocket:
             r, ps = self.blob_call({"type": "create_buffers_request", "num": len(sizes), "sizes": list(sizes)})
         else:
             body = struct.pack(f"<BBI{len(sizes)}Q", BIN_MAGIC, BIN_CREATE, len(sizes), *sizes)
-            _, ps = self.bin_call(body, BIN_CREATE, pre)
+            _, ps, _ = self.bin_call(body, BIN_CREATE, pre)
         if len(ps) != len(sizes):
             self._fail_locked(f"create blobs: {len(ps)} payloads for {len(sizes)} sizes")
-        self.populate(ps)
         return ps
 
     def swap_spare(self, ps: Optional[list[Payload]]) -> Optional[list[Payload]]:
@@ -412,21 +433,139 @@ class LocalSocket:
             old, self.spare = self.spare, ps
         return old
 
-    def populate(self, ps: Sequence[Payload]) -> None:
-        """Map the pages under new blobs into this process in one madvise each (MADV_POPULATE_WRITE), so that
-        writing a blob takes no page fault per page. Errors (an older kernel) are ignored: the writes fault the
-        pages in."""
-        for p in ps:
-            if p.data_size < _POPULATE_MIN:
-                continue
-            m = self._maps.get(p.store_fd)
-            if m is None:
-                continue
-            start = p.data_offset - p.data_offset % _PAGE
+    def write(self, ps: Sequence[Payload], datas: Sequence[Any]) -> None:
+        """Copy each of datas (C-contiguous buffers) into the blob ps[i] of the same size, its pages populated first
+        where they need it (:meth:`populate`). A write of 4 MiB or more is split in two halves of the bytes: a
+        helper thread this connection owns populates and copies the second while the calling thread does the
+        first, both outside the GIL (ctypes), so that on a machine with a core to spare the copy takes half as
+        long (4 x 2 MiB: ~1.2 against ~1.7 ms in a new mapping; below 4 MiB the handoff costs more than it
+        saves). The mappings and datas are held (buffer exports) until both halves are done: a :meth:`close`
+        meanwhile leaves the mapping to end with them. Blocks until every byte is copied. ValueError when a
+        buffer's size is not its blob's."""
+        for p, d in zip(ps, datas):
+            if memoryview(d).nbytes != p.data_size:
+                raise ValueError(f"blob {p.object_id:#x} has {p.data_size} bytes, the data {memoryview(d).nbytes}")
+        total = sum(p.data_size for p in ps)
+        helper = self._helper_pool() if total >= _PARALLEL_MIN else None
+        if helper is None:
+            for p, d in zip(ps, datas):
+                v = self.view(p)  # an export: the mapping stays while it is populated and written
+                self._populate_one(p)
+                v[:] = d
+                v.release()
+            return
+        views = [self.view(p) for p in ps]  # exports of the mappings while the copies run
+        need = [self._needs_populate(p) for p in ps]
+        bufs: list[_PyBuffer] = []
+        try:
+            parts: list[tuple[int, int, int, bool]] = []  # (to, from, bytes, populate first)
+            for v, d, pop in zip(views, datas, need):
+                dst, src = _PyBuffer(), _PyBuffer()
+                _get_buffer(v, ctypes.byref(dst), _PyBUF_WRITABLE)
+                bufs.append(dst)
+                _get_buffer(d, ctypes.byref(src), _PyBUF_SIMPLE)
+                bufs.append(src)
+                parts.append((dst.buf, src.buf, dst.len, pop))
+            first, second = _halves(parts, total // 2)
             try:
-                m.madvise(_MADV_POPULATE_WRITE, start, p.data_offset + p.data_size - start)
-            except (OSError, ValueError):
+                fut = helper.submit(self._copy, second)
+            except RuntimeError:  # close() ended the helper meanwhile: the mappings are held, copy it all here
+                self._copy(parts)
                 return
+            try:
+                self._copy(first)
+            finally:
+                fut.result()
+        finally:
+            for b in bufs:
+                _release_buffer(ctypes.byref(b))
+            for v in views:
+                v.release()
+
+    def _copy(self, parts: Sequence[tuple[int, int, int, bool]]) -> None:
+        """Copy each part (to, from, bytes), populating its pages first when it says so. Runs without the GIL."""
+        for dst, src, n, pop in parts:
+            if pop and self._populate:
+                start = dst - dst % _PAGE
+                if _madvise(start, dst + n - start, _MADV_POPULATE_READ) != 0 and ctypes.get_errno() == _EINVAL:
+                    self._populate = False
+            ctypes.memmove(dst, src, n)
+
+    def _helper_pool(self) -> Optional[ThreadPoolExecutor]:
+        """The helper thread of :meth:`write`, started at the first large write; None when the connection is closed
+        or ctypes cannot call madvise here."""
+        if _madvise is None:
+            return None
+        with self._lock:
+            if self._closed:
+                return None
+            if self._helper is None:
+                self._helper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kvring-localsock-copy")
+            return self._helper
+
+    def populate(self, ps: Sequence[Payload]) -> None:
+        """Map the pages under new blobs of 64 KiB or more into this process's page tables, so that writing a blob
+        takes no page fault per 4 KiB page: nothing for a blob whose pages are mapped already (a slot this
+        connection wrote before, that the node reused; :meth:`_mapped`), else one madvise(MADV_POPULATE_READ).
+        The read advice maps the node's pages (allocated when it created the blob) writable, since a shared tmpfs
+        mapping needs no write notification, and the kernel maps 16 of them per fault (fault-around): ~0.45 ms
+        per 8 MiB against ~1.3 ms for MADV_POPULATE_WRITE, a fault per page (2026-12-01, Linux 6.18, 2-vCPU VM;
+        docs/benchmarks.md). Errors (an older kernel) are ignored: the writes fault the pages in."""
+        for p in ps:
+            try:
+                v = self.view(p)  # an export: the mapping stays while it is populated
+            except Broken:
+                continue  # not mapped here (the connection closed): the writes would fail anyway
+            self._populate_one(p)
+            v.release()
+
+    def _populate_one(self, p: Payload) -> None:
+        """Populate blob p (see :meth:`populate`); the caller holds its mapping (a view of it)."""
+        if not self._needs_populate(p):
+            return
+        start = p.data_offset - p.data_offset % _PAGE
+        n = p.data_offset + p.data_size - start
+        base, m = self._addrs.get(p.store_fd), self._maps.get(p.store_fd)
+        if _madvise is not None and base is not None:
+            if _madvise(base + start, n, _MADV_POPULATE_READ) != 0:
+                self._populate = ctypes.get_errno() != _EINVAL
+        elif m is not None:
+            try:
+                m.madvise(_MADV_POPULATE_READ, start, n)
+            except (OSError, ValueError):
+                self._populate = False
+
+    def _needs_populate(self, p: Payload) -> bool:
+        """Whether blob p is worth populating: 64 KiB or more, in a mapping of this connection, pages not mapped."""
+        if p.data_size < _POPULATE_MIN or not self._populate:
+            return False
+        m = self._maps.get(p.store_fd)
+        if m is None or p.data_offset < 0 or p.data_offset + p.data_size > len(m):
+            return False
+        start = p.data_offset - p.data_offset % _PAGE
+        return not self._mapped(p.store_fd, start, p.data_offset + p.data_size)
+
+    def _mapped(self, seg: int, start: int, end: int) -> bool:
+        """Whether the pages of segment seg's mapping from start to end are in this process's page tables, as
+        /proc/self/pagemap says: every page of a range of up to 64 pages (one read), else the first, the middle
+        and the last (a slot's pages come and go together: the node gives a slot's pages back whole, and a blob
+        is populated whole). False when pagemap cannot be read."""
+        base = self._addrs.get(seg)
+        if self._pagemap < 0 or base is None:
+            return False
+        first, last = (base + start) // _PAGE, (base + end - 1) // _PAGE
+        try:
+            if last - first < 64:
+                n = last - first + 1
+                b = os.pread(self._pagemap, 8 * n, 8 * first)
+                return len(b) == 8 * n and min(array.array("Q", b)) >= _PRESENT
+            for pg in (first, (first + last) // 2, last):
+                (v,) = _U64.unpack(os.pread(self._pagemap, 8, pg * 8))
+                if not v & _PRESENT:
+                    return False
+        except (OSError, struct.error):
+            return False
+        return True
 
     def publish(self, ns: tuple[str, str], ids: Sequence[bytes], blobs: Sequence[int],
                 keys: Optional[Sequence[bytes]], seal: bool = True, consume: bool = True,
@@ -449,20 +588,14 @@ class LocalSocket:
         parts.append(struct.pack(f"<I{len(create_sizes)}Q", len(create_sizes), *create_sizes))
         body = b"".join(parts)
         try:
-            rest, ps = self.bin_call(body, BIN_PUBLISH, codes=bool(flags & PUB_CODES))
+            _, _, rep = self.bin_call(body, BIN_PUBLISH, codes=bool(flags & PUB_CODES))
         except InvalidArgument as exc:
             if flags & PUB_CODES and "unknown flags" in str(exc):
                 # A node with the framing but from before the codes: it decoded nothing and did nothing.
                 self.codes = False
                 return self.publish(ns, ids, blobs, keys, seal, consume, create_sizes)
             raise
-        try:
-            rep = _publish_reply(rest, ps, bool(flags & PUB_CODES))
-        except (ValueError, struct.error) as exc:
-            self._fail_locked(f"cannot decode a publish reply: {exc}")
-            raise  # unreachable
-        if rep.created:
-            self.populate(rep.created)
+        assert rep is not None  # bin_call decodes every publish reply it returns
         return rep
 
     def _publish_json(self, ns: tuple[str, str], ids: Sequence[bytes], blobs: Sequence[int],
@@ -489,8 +622,6 @@ class LocalSocket:
         ce = r.get("create_error")
         cerr = error_for(int(ce.get("code") or CODE_UNKNOWN), str(ce.get("message", ""))) if ce else None
         created = ps if create_sizes and ce is None else None
-        if created is not None:
-            self.populate(created)
         return PublishReply(int(r.get("epoch", 0)), results, created, cerr)
 
     def lookup(self, ns: tuple[str, str], ids: Sequence[bytes], keys: Optional[Sequence[bytes]],
@@ -511,7 +642,7 @@ class LocalSocket:
         if keys is not None:
             parts += keys
         parts.append(_U32.pack(min(max(pin_ms, 0), 1 << 31)))
-        rest, _ = self.bin_call(b"".join(parts), BIN_LOOKUP)
+        rest, _, _ = self.bin_call(b"".join(parts), BIN_LOOKUP)
         if len(rest) != _LOOKUP_REPLY.size:
             self._fail_locked(f"a lookup reply of {len(rest)} bytes, want {_LOOKUP_REPLY.size}")
         return _LOOKUP_REPLY.unpack(rest)
@@ -520,6 +651,55 @@ class LocalSocket:
         """Close a connection whose reply made no sense (descriptors may follow it) and raise Broken."""
         with self._lock:
             raise self._fail(Broken(f"{self.path}: {why}"))
+
+
+def _libc_madvise() -> Any:
+    """libc's madvise(addr, length, advice) through ctypes (called without the GIL), or None where it cannot be."""
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).madvise
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+_madvise = _libc_madvise()
+_EINVAL = 22
+_PyBUF_SIMPLE, _PyBUF_WRITABLE = 0, 1
+_get_buffer = ctypes.pythonapi.PyObject_GetBuffer
+_get_buffer.argtypes = [ctypes.py_object, ctypes.POINTER(_PyBuffer), ctypes.c_int]
+_get_buffer.restype = ctypes.c_int
+_release_buffer = ctypes.pythonapi.PyBuffer_Release
+_release_buffer.argtypes = [ctypes.POINTER(_PyBuffer)]
+_release_buffer.restype = None
+
+
+def _halves(parts: Sequence[tuple[int, int, int, bool]],
+            cut: int) -> tuple[list[tuple[int, int, int, bool]], list[tuple[int, int, int, bool]]]:
+    """parts (to, from, bytes, populate) split where cut bytes of them are behind: the first half and the rest."""
+    first: list[tuple[int, int, int, bool]] = []
+    second: list[tuple[int, int, int, bool]] = []
+    done = 0
+    for dst, src, n, pop in parts:
+        if done >= cut:
+            second.append((dst, src, n, pop))
+        elif done + n <= cut:
+            first.append((dst, src, n, pop))
+        else:
+            k = cut - done
+            first.append((dst, src, k, pop))
+            second.append((dst + k, src + k, n - k, pop))
+        done += n
+    return first, second
+
+
+def _open_pagemap() -> int:
+    """A descriptor of /proc/self/pagemap (which pages this process has mapped), or -1 where it cannot be read."""
+    try:
+        return os.open("/proc/self/pagemap", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return -1
 
 
 def _all32(ids: Sequence[bytes], keys: Optional[Sequence[bytes]]) -> bool:
@@ -576,63 +756,83 @@ def _error_of(b: memoryview) -> tuple[int, str]:
     return r.u32(), r.str()
 
 
-def _skip_publish_results(r: _Reader, codes: bool) -> None:
-    r.u64()
-    for _ in range(r.count(10)):
-        r.take(2)
-        if codes:
-            r.u32()
-        r.take(r.count(1))
-        for _ in range(r.count(8)):
-            r.take(r.count(1))
-            r.take(r.count(1))
+_RESULT = struct.Struct("<BBI")  # status, degraded, length of the reason
+_RESULT_CODE = struct.Struct("<BBII")  # status, degraded, code, length of the reason
+_EPOCH_COUNT = struct.Struct("<QI")
 
 
-def _blobs_of(op: int, rest: memoryview, codes: bool) -> tuple[list[Payload], list[int]]:
-    """The blobs a binary reply hands out and the segments whose descriptors follow it (read before the rest of the
-    reply is decoded: the descriptors must be received whatever the caller makes of it)."""
+def _blobs_of(op: int, rest: memoryview,
+              codes: bool) -> tuple[list[Payload], list[int], Optional[PublishReply]]:
+    """The blobs a binary reply hands out and the segments whose descriptors follow it (read before the caller does
+    anything with the reply: the descriptors must be received whatever it makes of it), and a publish's decoded
+    reply (:func:`_publish_reply`)."""
     if op == BIN_CREATE:
         r = _Reader(rest)
-        out = r.blobs()
+        ps, segs = r.blobs()
         r.done("create_blobs reply")
-        return out
+        return ps, segs, None
     if op != BIN_PUBLISH:
-        return [], []
-    r = _Reader(rest)
-    _skip_publish_results(r, codes)
-    tag = r.u8()
-    out: tuple[list[Payload], list[int]] = ([], [])
-    if tag == 1:
-        out = r.blobs()
-    elif tag == 2:
-        r.u32()
-        r.str()
-    elif tag != 0:
-        raise ValueError(f"publish reply: create tag {tag}")
-    r.done("publish reply")
-    return out
+        return [], [], None
+    rep, segs = _publish_reply(rest, codes)
+    return rep.created or [], segs, rep
 
 
-def _publish_reply(rest: memoryview, ps: list[Payload], codes: bool) -> PublishReply:
-    r = _Reader(rest)
-    epoch = r.u64()
+def _short(b: bytes, o: int, n: int) -> None:
+    if n < 0 or o + n > len(b):
+        raise ValueError(f"the reply ends {o + n - len(b)} bytes short")
+
+
+def _publish_reply(rest: memoryview, codes: bool) -> tuple[PublishReply, list[int]]:
+    """A binary publish reply decoded in one pass (docs/vineyard.md "Binary framing"), and the segments whose
+    descriptors follow it. A short or malformed reply raises ValueError (or struct.error), as :class:`_Reader`."""
+    b = bytes(rest)  # slices of bytes are bytes: decoded without a memoryview each
+    epoch, n = _EPOCH_COUNT.unpack_from(b, 0)
+    o = _EPOCH_COUNT.size
+    if n * 10 > len(b) - o:
+        raise ValueError(f"a count of {n} in a reply with {len(b) - o} bytes left")
     results = []
-    for _ in range(r.count(10)):
-        st, degraded = r.u8(), r.u8()
-        code = r.u32() if codes else 0
-        reason = r.str()
-        holders = [(r.str(), r.str()) for _ in range(r.count(8))]
-        results.append(ChunkOutcome(_BIN_STATUS[st] if st < len(_BIN_STATUS) else "failed", bool(degraded), reason,
-                                    holders, code))
-    tag = r.u8()
+    res = _RESULT_CODE if codes else _RESULT
+    nstatus = len(_BIN_STATUS)
+    for _ in range(n):
+        if codes:
+            st, degraded, code, k = res.unpack_from(b, o)
+        else:
+            st, degraded, k = res.unpack_from(b, o)
+            code = 0
+        o += res.size
+        _short(b, o, k)
+        reason = b[o : o + k].decode("utf-8", "replace")
+        o += k
+        (h,) = _U32.unpack_from(b, o)
+        o += 4
+        if h * 8 > len(b) - o:
+            raise ValueError(f"a count of {h} in a reply with {len(b) - o} bytes left")
+        holders = []
+        for _ in range(h):
+            (k,) = _U32.unpack_from(b, o)
+            o += 4
+            _short(b, o, k)
+            node = b[o : o + k].decode("utf-8", "replace")
+            o += k
+            (k,) = _U32.unpack_from(b, o)
+            o += 4
+            _short(b, o, k)
+            holders.append((node, b[o : o + k].decode("utf-8", "replace")))
+            o += k
+        results.append(ChunkOutcome(_BIN_STATUS[st] if st < nstatus else "failed", bool(degraded), reason, holders,
+                                    code))
+    _short(b, o, 1)
+    tag = b[o]
     created: Optional[list[Payload]] = None
     cerr: Optional[KvringError] = None
+    segs: list[int] = []
+    r = _Reader(memoryview(b)[o + 1 :])
     if tag == 1:
-        created, _ = r.blobs()
+        created, segs = r.blobs()
     elif tag == 2:
         code = r.u32()
         cerr = error_for(code, r.str())
     elif tag != 0:
         raise ValueError(f"publish reply: create tag {tag}")
     r.done("publish reply")
-    return PublishReply(epoch, results, created, cerr)
+    return PublishReply(epoch, results, created, cerr), segs

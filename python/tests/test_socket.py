@@ -180,3 +180,75 @@ def test_concurrent_socket_puts_keep_one_puts_blobs(make_node, client_for, names
     assert c.stats.socket_calls == 40
     assert node_stats(n)["blobs"] <= 2
     assert c.lookup(stored[:1]).held == 1
+
+
+def test_new_blobs_are_populated_once_with_the_read_advice(make_node, sock_path, monkeypatch):
+    """A blob's pages are mapped into the client with MADV_POPULATE_READ when it is written (the kernel maps the
+    node's pages 16 per fault, writable: a shared tmpfs mapping), and not again once they are mapped (a reused slot):
+    pagemap says so."""
+    import mmap
+
+    import kvring.localsock as localsock
+
+    calls: list[int] = []
+    real = localsock._madvise
+    assert real is not None, "libc's madvise through ctypes"
+
+    def recording(addr, n, advice):  # noqa: ANN001, ANN202 - madvise's own signature
+        calls.append(advice)
+        return real(addr, n, advice)
+
+    monkeypatch.setattr(localsock, "_madvise", recording)
+    n = make_node(extra=["--socket", sock_path])
+    ls = localsock.LocalSocket(sock_path, timeout=10)
+    try:
+        size = 256 << 10
+        (p,) = ls.create_blobs([size])
+        start = p.data_offset - p.data_offset % mmap.PAGESIZE
+        assert not ls._mapped(p.store_fd, start, p.data_offset + p.data_size), "a new mapping maps no page yet"
+        data = os.urandom(size)
+        ls.write([p], [data])
+        assert calls == [22], "one MADV_POPULATE_READ for the new blob"
+        assert ls._mapped(p.store_fd, start, p.data_offset + p.data_size), "its pages are in the page tables"
+        assert ls.view(p) == data, "written through the read-populated mapping"
+        ls.write([p], [data[::-1]])
+        assert calls == [22], "pages already mapped are not populated again"
+        small = ls.create_blobs([4096])
+        ls.write(small, [b"x" * 4096])
+        assert calls == [22], "a blob below 64 KiB is left to fault"
+        ls.call_many([{"type": "drop_buffer_request", "id": b.object_id} for b in [p] + small], check=False)
+    finally:
+        ls.close()
+    assert node_stats(n)["blobs"] == 0
+
+
+def test_large_writes_split_between_two_threads_copy_every_byte(make_node, sock_path):
+    """A write of 4 MiB or more is copied in two halves (the calling thread and the connection's helper), cut
+    anywhere, even inside a blob: every byte lands where it belongs, and close ends the helper."""
+    import kvring.localsock as localsock
+
+    make_node(extra=["--socket", sock_path, "--memory-limit", "128MiB"])
+    ls = localsock.LocalSocket(sock_path, timeout=10)
+    try:
+        for sizes in ([2 << 20] * 4, [3 << 20, (1 << 20) + 123, 777], [5 << 20]):
+            ps = ls.create_blobs(sizes)
+            datas = [os.urandom(k) for k in sizes]
+            ls.write(ps, [memoryview(d) for d in datas])
+            assert [bytes(ls.view(p)) for p in ps] == datas, sizes
+            ls.call_many([{"type": "drop_buffer_request", "id": p.object_id} for p in ps], check=False)
+        assert ls._helper is not None, "the large writes used the helper thread"
+        with pytest.raises(ValueError):
+            ls.write(ls.create_blobs([8 << 20]), [b"short"])
+    finally:
+        helper = ls._helper
+        ls.close()
+    assert helper is not None and helper._shutdown and all(not t.is_alive() for t in helper._threads)
+
+
+def test_halves_cut_the_parts_at_the_byte():
+    from kvring.localsock import _halves
+
+    parts = [(1000, 5000, 10, True), (2000, 6000, 6, False), (3000, 7000, 4, True)]
+    assert _halves(parts, 10) == (parts[:1], parts[1:])
+    assert _halves(parts, 13) == ([parts[0], (2000, 6000, 3, False)], [(2003, 6003, 3, False), parts[2]])
+    assert _halves(parts, 0) == ([], parts)

@@ -238,3 +238,51 @@ def test_socket_put_resends_busy_chunks_once_in_every_framing(fake_dir, mode):
     else:
         assert {r for r in node.requests if r.startswith("bin:2:")} == {"bin:2:11"}
         assert not [r for r in node.requests if r.startswith("json:") and "publish" in r]
+
+
+def _publish_reply_bytes(codes: bool, results, tail: bytes) -> bytes:
+    out = bytearray(struct.pack("<QI", 7, len(results)))
+    for st, degraded, code, reason, holders in results:
+        out += struct.pack("<BB", st, degraded)
+        if codes:
+            out += struct.pack("<I", code)
+        r = reason.encode()
+        out += struct.pack("<I", len(r)) + r + struct.pack("<I", len(holders))
+        for a, b in holders:
+            out += struct.pack("<I", len(a)) + a.encode() + struct.pack("<I", len(b)) + b.encode()
+    return bytes(out + tail)
+
+
+@pytest.mark.parametrize("codes", [True, False])
+def test_publish_replies_decode_in_one_pass_and_refuse_every_truncation(codes):
+    """The one-pass decoder of binary publish replies reads every field, and a reply cut anywhere is a ValueError or
+    struct.error (the connection is then closed as Broken), never another exception."""
+    from kvring.localsock import BIN_PUBLISH, ChunkOutcome, Payload, _blobs_of, _publish_reply
+
+    results = [(0, 0, 0, "", [("n1", "127.0.0.1:1"), ("n2", "h:2")]), (2, 1, 8, "full é", []), (9, 0, 13, "x", [])]
+    blobs = struct.pack("<I", 2) + struct.pack("<5Q", 11, 3, 0, 100, 4096) + struct.pack("<5Q", 12, 4, 64, 5, 8192)
+    segs = struct.pack("<I", 2) + struct.pack("<2Q", 3, 4)
+    raw = _publish_reply_bytes(codes, results, b"\x01" + blobs + segs)
+    rep, got_segs = _publish_reply(memoryview(raw), codes)
+    assert rep.epoch == 7 and got_segs == [3, 4]
+    assert rep.results == [
+        ChunkOutcome("stored", False, "", [("n1", "127.0.0.1:1"), ("n2", "h:2")], 0),
+        ChunkOutcome("rejected", True, "full é", [], 8 if codes else 0),
+        ChunkOutcome("failed", False, "x", [], 13 if codes else 0),
+    ]
+    assert rep.created == [Payload(11, 3, 0, 100, 4096), Payload(12, 4, 64, 5, 8192)] and rep.create_error is None
+    ps, segs_of, decoded = _blobs_of(BIN_PUBLISH, memoryview(raw), codes)
+    assert ps == rep.created and segs_of == [3, 4] and decoded == rep
+
+    err = _publish_reply_bytes(codes, results[:1], b"\x02" + struct.pack("<I", 41) + struct.pack("<I", 4) + b"full")
+    rep, got_segs = _publish_reply(memoryview(err), codes)
+    assert rep.created is None and got_segs == [] and "full" in str(rep.create_error)
+    none = _publish_reply_bytes(codes, results[:1], b"\x00")
+    assert _publish_reply(memoryview(none), codes)[0].created is None
+
+    for bad in [raw[:k] for k in range(len(raw))] + [raw + b"\x00", none[:-1] + b"\x03"]:
+        with pytest.raises((ValueError, struct.error)):
+            _publish_reply(memoryview(bad), codes)
+    huge = struct.pack("<QI", 1, 1 << 30) + b"\x00" * 16
+    with pytest.raises(ValueError):
+        _publish_reply(memoryview(huge), codes)
