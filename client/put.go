@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
+	"github.com/kvring/kvring/store"
 	"github.com/kvring/kvring/transfer"
 )
 
@@ -92,7 +93,7 @@ func (c *Client) Put(ctx context.Context, chunks []Chunk) ([]PutResult, error) {
 	}
 	refs := make([]*kvringv1.ChunkRef, len(chunks))
 	for i, ch := range chunks {
-		refs[i] = &kvringv1.ChunkRef{Id: ch.ID[:], Size: uint64(len(ch.Data)), Crc32C: transfer.Checksum(ch.Data)}
+		refs[i] = &kvringv1.ChunkRef{Id: ch.ID[:], Size: uint64(len(ch.Data)), Crc32C: store.Checksum(ch.Data)}
 	}
 	var results []PutResult
 	err = c.retryUnregistered(ctx, cc, func(ref *kvringv1.NamespaceRef) error {

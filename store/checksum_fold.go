@@ -12,10 +12,11 @@ package store
 // with one large copy (Go's copy streams 1 MiB or more past the caches,
 // and so does a device's DMA) is in memory when the node checksums it.
 //
-// foldChecksum is used for the store's passes over shared memory only
-// (guardedChecksum): the kernel's loads are invisible to the race
-// detector, which does not track the mapping either, whereas Checksum of
-// Go memory stays hash/crc32 so that the detector sees its reads.
+// foldChecksum is used for the store's passes over shared memory
+// (guardedChecksum), and by Checksum of Go memory in builds without the
+// race detector: the kernel's loads are invisible to the detector, which
+// does not track the mapping either, whereas under -race Checksum of Go
+// memory stays hash/crc32 so that the detector sees its reads.
 
 // foldChecksumMin is the shortest p foldChecksum hands to the kernel.
 const foldChecksumMin = copyCRCFoldMin
