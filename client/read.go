@@ -121,9 +121,11 @@ func (c *Client) ReleaseLease(ctx context.Context, lease uint64) error {
 
 // GetResult is one chunk read back.
 type GetResult struct {
-	ID     ChunkID
-	Found  bool
-	Data   []byte // the chunk's bytes when Found; checksum verified
+	ID    ChunkID
+	Found bool
+	// Data is the chunk's bytes when Found, checksum verified: a buffer of
+	// its own after Get, a prefix of the caller's buffer after GetInto.
+	Data   []byte
 	Holder Node
 	// Reason says why a chunk was not found (not held, no owner reachable,
 	// bytes failed their checksum).
@@ -135,7 +137,7 @@ type GetResult struct {
 // the namespace groups chunks (Schema.ChunksPerGroup > 1), ids must start at
 // a prompt's first chunk, as for Lookup; GetPlaced reads any ids.
 func (c *Client) Get(ctx context.Context, ids []ChunkID) ([]GetResult, error) {
-	return c.getKeys(ctx, ids, c.prefixKeys(ids))
+	return c.getKeys(ctx, ids, c.prefixKeys(ids), nil)
 }
 
 // GetPlaced is Get for ids anywhere in their prompts: groups[i] is the group
@@ -146,45 +148,105 @@ func (c *Client) GetPlaced(ctx context.Context, ids, groups []ChunkID) ([]GetRes
 	if err != nil {
 		return nil, err
 	}
-	return c.getKeys(ctx, ids, keys)
+	return c.getKeys(ctx, ids, keys, nil)
 }
 
-// getKeys reads ids (keys: their ring keys, or nil when each id is its own)
-// over the connected node and the owners' connections.
-func (c *Client) getKeys(ctx context.Context, ids []ChunkID, keys [][]byte) ([]GetResult, error) {
+// GetInto is Get reading each chunk into a buffer the caller owns, so that a
+// read allocates nothing per chunk: bufs[i] receives ids[i], and a found
+// chunk's Data is bufs[i][:size]. A chunk longer than its buffer is a miss
+// whose Reason says so. The buffer of a miss may hold partial or damaged
+// bytes: only a result with Found counts. The client writes the buffers
+// only until GetInto returns and keeps no reference to them.
+func (c *Client) GetInto(ctx context.Context, ids []ChunkID, bufs [][]byte) ([]GetResult, error) {
+	if len(bufs) != len(ids) {
+		return nil, fmt.Errorf("kvring get: %d buffers for %d ids", len(bufs), len(ids))
+	}
+	return c.getKeys(ctx, ids, c.prefixKeys(ids), bufs)
+}
+
+// GetPlacedInto is GetInto for ids anywhere in their prompts, as GetPlaced.
+func (c *Client) GetPlacedInto(ctx context.Context, ids, groups []ChunkID, bufs [][]byte) ([]GetResult, error) {
+	if len(bufs) != len(ids) {
+		return nil, fmt.Errorf("kvring get: %d buffers for %d ids", len(bufs), len(ids))
+	}
+	keys, err := c.placedKeys(ids, groups)
+	if err != nil {
+		return nil, err
+	}
+	return c.getKeys(ctx, ids, keys, bufs)
+}
+
+// getArgs are the chunks of one Get call or share: ids, their wire form,
+// their ring keys (nil when each id is its own) and the caller's buffers
+// (nil: each found chunk gets a buffer of its own).
+type getArgs struct {
+	ids  []ChunkID
+	raw  [][]byte
+	keys [][]byte
+	bufs [][]byte
+}
+
+// pick returns the args of the positions idx, in order.
+func (a getArgs) pick(idx []int) getArgs {
+	p := getArgs{ids: pick(a.ids, idx), raw: pick(a.raw, idx), keys: pickKeys(a.keys, idx)}
+	if a.bufs != nil {
+		p.bufs = pick(a.bufs, idx)
+	}
+	return p
+}
+
+// getKeys reads ids (keys: their ring keys, or nil when each id is its own;
+// bufs: the caller's buffers, or nil) over the connected node and the
+// owners' connections.
+func (c *Client) getKeys(ctx context.Context, ids []ChunkID, keys, bufs [][]byte) ([]GetResult, error) {
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
 	cc, err := c.conn.ready(ctx)
 	if err != nil {
 		return nil, err
 	}
-	raw := make([][]byte, len(ids))
+	a := getArgs{ids: ids, raw: make([][]byte, len(ids)), keys: keys, bufs: bufs}
 	for i := range ids {
-		raw[i] = ids[i][:]
+		a.raw[i] = ids[i][:]
 	}
 	var out []GetResult
 	err = c.retryUnregistered(ctx, cc, func(ref *kvringv1.NamespaceRef) error {
 		var err error
-		out, err = c.getRouted(ctx, cc, ref, ids, raw, keys)
+		out, err = c.getRouted(ctx, cc, ref, a)
 		return err
 	})
 	return out, err
 }
 
-func (c *Client) get(ctx context.Context, cc *grpc.ClientConn, ref *kvringv1.NamespaceRef, ids []ChunkID, raw, keys [][]byte) ([]GetResult, error) {
+// chunkBuffer returns the empty buffer chunk i of a is read into: the
+// caller's (capacity want, so that the bytes stay in it) or a new one; ok
+// false when the caller's is too short, with the reason.
+func (a getArgs) chunkBuffer(i int, want uint64) (buf []byte, reason string, ok bool) {
+	if a.bufs == nil {
+		return make([]byte, 0, want), "", true
+	}
+	b := a.bufs[i]
+	if uint64(len(b)) < want {
+		return nil, fmt.Sprintf("the chunk is %d bytes, its buffer %d", want, len(b)), false
+	}
+	return b[:0:want], "", true
+}
+
+func (c *Client) get(ctx context.Context, cc *grpc.ClientConn, ref *kvringv1.NamespaceRef, a getArgs) ([]GetResult, error) {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stream, err := kvringv1.NewCacheClient(cc).Get(sctx, &kvringv1.GetRequest{Namespace: ref, Ids: raw, Groups: groupRuns(keys)})
+	stream, err := kvringv1.NewCacheClient(cc).Get(sctx, &kvringv1.GetRequest{Namespace: ref, Ids: a.raw, Groups: groupRuns(a.keys)})
 	if err != nil {
 		return nil, c.callErr(cc, "get", err)
 	}
-	out := make([]GetResult, len(ids))
+	out := make([]GetResult, len(a.ids))
 	for i := range out {
-		out[i].ID = ids[i]
+		out[i].ID = a.ids[i]
 		out[i].Reason = "the node sent no answer for this chunk"
 	}
-	var cur *GetResult
-	var want uint64
+	var cur *GetResult // the chunk being received; nil when its bytes are discarded
+	var reading bool   // a chunk's frames are being received
+	var want, got uint64
 	var crc, sum uint32
 	// Frames are read in place (transfer.InFrame) and copied once into the
 	// chunk's buffer, the checksum computed in the same pass.
@@ -203,7 +265,7 @@ func (c *Client) get(ctx context.Context, cc *grpc.ClientConn, ref *kvringv1.Nam
 			c.route.observe(cc.Target(), m.GetEpoch())
 		}
 		if h := m.GetHeader(); h != nil {
-			if cur != nil {
+			if reading {
 				return nil, fmt.Errorf("kvring get: the node started chunk %d before finishing the previous one", h.GetIndex())
 			}
 			i := int(h.GetIndex())
@@ -219,30 +281,34 @@ func (c *Client) get(ctx context.Context, cc *grpc.ClientConn, ref *kvringv1.Nam
 				}
 				continue
 			}
-			want, crc, sum = h.GetChunk().GetSize(), h.GetChunk().GetCrc32C(), 0
+			want, got, crc, sum = h.GetChunk().GetSize(), 0, h.GetChunk().GetCrc32C(), 0
 			if bound := c.chunkBound(); want > bound {
 				return nil, fmt.Errorf("kvring get: the node declared chunk %d of %d bytes, above the cluster's largest chunk %d", i, want, bound)
 			}
-			r.Data = make([]byte, 0, want)
-			cur = r
-			if want == 0 {
-				cur = nil
+			buf, reason, ok := a.chunkBuffer(i, want)
+			r.Data, r.Reason, cur = buf, reason, nil
+			if ok {
+				cur = r
 			}
+			reading = want > 0
 			continue
 		}
 		f, ok := in.Frame()
-		if cur == nil || !ok || f.Offset != uint64(len(cur.Data)) || uint64(len(cur.Data)+f.Len()) > want {
+		if !reading || !ok || f.Offset != got || got+uint64(f.Len()) > want {
 			return nil, fmt.Errorf("kvring get: malformed frame from the node")
 		}
-		cur.Data, sum = f.AppendChecksum(cur.Data, sum)
+		if cur != nil {
+			cur.Data, sum = f.AppendChecksum(cur.Data, sum)
+		}
+		got += uint64(f.Len())
 		in.Release()
-		if uint64(len(cur.Data)) == want {
-			if sum == crc {
+		if got == want {
+			if cur != nil && sum == crc {
 				cur.Found, cur.Reason = true, ""
-			} else {
+			} else if cur != nil {
 				cur.Data, cur.Reason = nil, "bytes failed their checksum"
 			}
-			cur = nil
+			cur, reading = nil, false
 		}
 	}
 	if cur != nil {

@@ -119,6 +119,54 @@ func TestGetReturnsVerifiedBytesOrAMiss(t *testing.T) {
 	}
 }
 
+// TestGetIntoReadsIntoTheCallersBuffers: GetInto writes each found chunk
+// into the buffer given for it and returns a prefix of that buffer, with the
+// same checksum verification as Get; a buffer too short for its chunk is a
+// miss naming both sizes (its frames are skipped, the next chunk still
+// reads), and a damaged chunk is a miss whose Data is nil.
+func TestGetIntoReadsIntoTheCallersBuffers(t *testing.T) {
+	t.Parallel()
+	ids := testIDs(5)
+	var cids [5]ChunkID
+	for i := range cids {
+		copy(cids[i][:], ids[i])
+	}
+	big := bytes.Repeat([]byte("kvring-"), 300_000) // 2.1 MB: several frames
+	small := []byte("tiny chunk")
+	srv := &scriptedCache{
+		chunks: map[ChunkID][]byte{cids[0]: big, cids[1]: big[:1<<20], cids[2]: small, cids[3]: big[:100_000]},
+		damage: map[ChunkID]bool{cids[1]: true},
+		frames: []int{1 << 20, 12_345, 1, 700_000},
+	}
+	c := fakeNodeClient(t, srv, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	bufs := [][]byte{make([]byte, len(big)+10), make([]byte, 1<<20), make([]byte, 64), make([]byte, 99_999), make([]byte, 8)}
+	res, err := c.GetInto(ctx, cids[:], bufs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := res[0]; !r.Found || !bytes.Equal(r.Data, big) || &r.Data[0] != &bufs[0][0] {
+		t.Fatalf("chunk 0: found %v, %d bytes (%s); want the %d bytes sent, in the caller's buffer", r.Found, len(r.Data), r.Reason, len(big))
+	}
+	if r := res[1]; r.Found || r.Data != nil || !strings.Contains(r.Reason, "checksum") {
+		t.Fatalf("damaged chunk 1: found %v, %d bytes, reason %q; want a miss naming the checksum", r.Found, len(r.Data), r.Reason)
+	}
+	if r := res[2]; !r.Found || !bytes.Equal(r.Data, small) || &r.Data[0] != &bufs[2][0] {
+		t.Fatalf("chunk 2: found %v, %q; want %q in the caller's buffer", r.Found, r.Data, small)
+	}
+	if r := res[3]; r.Found || r.Data != nil || !strings.Contains(r.Reason, "100000 bytes") || !strings.Contains(r.Reason, "99999") {
+		t.Fatalf("chunk 3 (buffer 1 byte short): found %v, reason %q; want a miss naming both sizes", r.Found, r.Reason)
+	}
+	if r := res[4]; r.Found || r.Reason != "not held" {
+		t.Fatalf("chunk 4: found %v, reason %q; want a miss", r.Found, r.Reason)
+	}
+	if _, err := c.GetInto(ctx, cids[:], bufs[:2]); err == nil || !strings.Contains(err.Error(), "2 buffers for 5 ids") {
+		t.Fatalf("GetInto with 2 buffers for 5 ids: %v; want an error naming both counts", err)
+	}
+}
+
 // abortingCache answers a Put's begin with "need everything", reads a single
 // frame and then fails the call (or stalls), while the client still has
 // frames queued.

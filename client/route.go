@@ -192,20 +192,19 @@ func (c *Client) putRouted(ctx context.Context, cc *grpc.ClientConn, ref *kvring
 
 // getRouted reads chunks from their primary owners (see the top of this file), or all through cc without a ring
 // view. Same contract as get.
-func (c *Client) getRouted(ctx context.Context, cc *grpc.ClientConn, ref *kvringv1.NamespaceRef, ids []ChunkID,
-	raw, keys [][]byte) ([]GetResult, error) {
-	shares := c.route.split(cc, ref.GetName(), len(raw), func(i int) []byte { return keyAt(keys, raw, i) }, true)
+func (c *Client) getRouted(ctx context.Context, cc *grpc.ClientConn, ref *kvringv1.NamespaceRef, a getArgs) ([]GetResult, error) {
+	shares := c.route.split(cc, ref.GetName(), len(a.raw), func(i int) []byte { return keyAt(a.keys, a.raw, i) }, true)
 	if shares == nil {
-		return c.get(ctx, cc, ref, ids, raw, keys)
+		return c.get(ctx, cc, ref, a)
 	}
-	out := make([]GetResult, len(ids))
+	out := make([]GetResult, len(a.ids))
 	err := c.runShares(ctx, cc, shares, func(ctx context.Context, scc *grpc.ClientConn, s share) error {
-		res, err := c.get(ctx, scc, ref, pick(ids, s.idx), pick(raw, s.idx), pickKeys(keys, s.idx))
+		res, err := c.get(ctx, scc, ref, a.pick(s.idx))
 		if err != nil {
 			return err
 		}
 		if scc != cc {
-			c.retryMisses(ctx, cc, ref, ids, raw, keys, s.idx, res)
+			c.retryMisses(ctx, cc, ref, a, s.idx, res)
 		}
 		for k, i := range s.idx {
 			out[i] = res[k]
@@ -218,10 +217,10 @@ func (c *Client) getRouted(ctx context.Context, cc *grpc.ClientConn, ref *kvring
 	return out, nil
 }
 
-// retryMisses asks cc again for the chunks of a share (positions idx of ids) that its owner did not return, and
+// retryMisses asks cc again for the chunks of a share (positions idx of a) that its owner did not return, and
 // puts what cc finds into res. The owner's misses stay when cc misses too or fails: they are true answers.
-func (c *Client) retryMisses(ctx context.Context, cc *grpc.ClientConn, ref *kvringv1.NamespaceRef, ids []ChunkID,
-	raw, keys [][]byte, idx []int, res []GetResult) {
+func (c *Client) retryMisses(ctx context.Context, cc *grpc.ClientConn, ref *kvringv1.NamespaceRef, a getArgs,
+	idx []int, res []GetResult) {
 	var miss []int // positions in res
 	for k := range res {
 		if !res[k].Found {
@@ -231,11 +230,11 @@ func (c *Client) retryMisses(ctx context.Context, cc *grpc.ClientConn, ref *kvri
 	if len(miss) == 0 {
 		return
 	}
-	at := make([]int, len(miss)) // positions in ids
+	at := make([]int, len(miss)) // positions in a
 	for j, k := range miss {
 		at[j] = idx[k]
 	}
-	again, err := c.get(ctx, cc, ref, pick(ids, at), pick(raw, at), pickKeys(keys, at))
+	again, err := c.get(ctx, cc, ref, a.pick(at))
 	if err != nil {
 		return
 	}

@@ -35,7 +35,9 @@ const (
 	Failed = client.Failed
 )
 
-// GetOutcome is one chunk read back. Data is the caller's to keep when Found.
+// GetOutcome is one chunk read back. Data, when Found, is valid until the
+// backend's next Get (a backend may read into buffers it reuses, as an engine
+// reads into its KV buffers); a caller that keeps it copies it.
 type GetOutcome struct {
 	Found bool
 	Data  []byte

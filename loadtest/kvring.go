@@ -32,6 +32,14 @@ type KvringConfig struct {
 	// Logger are replaced by the fields above. Default: zero, plaintext
 	// without a token.
 	Conn client.ConnConfig
+	// ReadBufferBytes, when positive, makes Get read each chunk into a
+	// buffer of this many bytes that the backend keeps and reuses
+	// (client.GetPlacedInto), as an engine reads into its own KV buffers:
+	// a read then allocates nothing per chunk, and each outcome's Data is
+	// valid until the backend's next Get. A chunk longer than this is a
+	// miss. Default 0: every chunk read gets a buffer of its own
+	// (client.GetPlaced).
+	ReadBufferBytes int
 }
 
 // Kvring is a Backend over one kvring SDK client, as one engine would hold
@@ -44,6 +52,10 @@ type Kvring struct {
 	// failure is the reason of the last Put's first chunk that was not
 	// held (rejected or failed), "" when all were.
 	failure string
+	// bufSize and bufs: Get's reused read buffers (KvringConfig.ReadBufferBytes);
+	// bufs grows to the longest batch read.
+	bufSize int
+	bufs    [][]byte
 }
 
 // ChunkFailure returns why the last Put left a chunk unheld ("" when it
@@ -61,7 +73,7 @@ func NewKvring(cfg KvringConfig) (*Kvring, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Kvring{c: c, pinTTL: cfg.PinTTL}, nil
+	return &Kvring{c: c, pinTTL: cfg.PinTTL, bufSize: max(cfg.ReadBufferBytes, 0)}, nil
 }
 
 // Client returns the SDK client.
@@ -81,7 +93,13 @@ func (k *Kvring) Lookup(ctx context.Context, ids, groups []ChunkID) (int, error)
 // Get implements Backend. A chunk the SDK reports not found (not held, no
 // owner reachable, checksum failure) is an outcome with Found false.
 func (k *Kvring) Get(ctx context.Context, ids, groups []ChunkID) ([]GetOutcome, error) {
-	res, err := k.c.GetPlaced(ctx, ids, groups)
+	var res []client.GetResult
+	var err error
+	if k.bufSize > 0 {
+		res, err = k.c.GetPlacedInto(ctx, ids, groups, k.readBuffers(len(ids)))
+	} else {
+		res, err = k.c.GetPlaced(ctx, ids, groups)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -90,6 +108,14 @@ func (k *Kvring) Get(ctx context.Context, ids, groups []ChunkID) ([]GetOutcome, 
 		out[i] = GetOutcome{Found: r.Found, Data: r.Data}
 	}
 	return out, nil
+}
+
+// readBuffers returns n reused read buffers of bufSize bytes each.
+func (k *Kvring) readBuffers(n int) [][]byte {
+	for len(k.bufs) < n {
+		k.bufs = append(k.bufs, make([]byte, k.bufSize))
+	}
+	return k.bufs[:n]
 }
 
 // release ends the pins of the last lookup, if any; a failure only leaves

@@ -468,3 +468,56 @@ func TestRoutedLookupGoesToTheFirstGroupsOwner(t *testing.T) {
 		t.Fatalf("%d chunks still pinned after the release", n)
 	}
 }
+
+// TestARoutedGetIntoFillsTheCallersBuffersInTheirOrder: GetInto over a
+// routed client splits the batch by primary owner like Get, and every share
+// writes into the caller's buffers at the caller's positions (a reversed
+// order with a duplicate and a miss), each found chunk's Data a prefix of
+// its own buffer.
+func TestARoutedGetIntoFillsTheCallersBuffersInTheirOrder(t *testing.T) {
+	t.Parallel()
+	tc := newTestCluster(t, 3, 64<<20)
+	c := routedClient(t, tc.nodes[0].addr, 1, 1, nil)
+	ctx := context.Background()
+	var chunks []client.Chunk
+	for i := uint64(0); i < 24; i++ {
+		chunks = append(chunks, chunkOf(2000+i, 10_000+int(i)*997))
+	}
+	if _, err := c.Put(ctx, chunks); err != nil {
+		t.Fatal(err)
+	}
+	ids := idsOf(chunks)
+	want, _ := tc.primaries(t, ids)
+	if len(want) < 2 {
+		t.Fatalf("the chunks have %d primaries; the test needs shares on several owners", len(want))
+	}
+	missing := chunkOf(9999, 10)
+	order := append(slices.Clone(ids), ids[5], missing.ID)
+	slices.Reverse(order)
+	bufs := make([][]byte, len(order))
+	for k := range bufs {
+		bufs[k] = make([]byte, 64<<10)
+	}
+	got, err := c.GetInto(ctx, order, bufs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, g := range got {
+		if g.ID != order[k] {
+			t.Fatalf("result %d is for %s, want %s", k, g.ID, order[k])
+		}
+		if order[k] == missing.ID {
+			if g.Found {
+				t.Fatalf("result %d: a chunk nobody holds was found", k)
+			}
+			continue
+		}
+		i := slices.Index(ids, order[k])
+		if !g.Found || !bytes.Equal(g.Data, chunks[i].Data) || &g.Data[0] != &bufs[k][0] {
+			t.Fatalf("result %d (chunk %d): found=%v, %d bytes, reason %q; want its bytes in buffer %d", k, i, g.Found, len(g.Data), g.Reason, k)
+		}
+		if !bytes.Equal(bufs[k][:len(g.Data)], chunks[i].Data) {
+			t.Fatalf("buffer %d does not hold chunk %d", k, i)
+		}
+	}
+}

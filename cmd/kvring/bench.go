@@ -36,6 +36,7 @@ func newBenchCmd() *cobra.Command {
 		pin, timeout  time.Duration
 		progress      time.Duration
 		eagerPut      int
+		ownBuffers    bool
 		jsonOut       bool
 		showTimeline  bool
 		backendName   string
@@ -176,7 +177,8 @@ line every --progress.`,
 					Seeds: addrs, Namespace: ns, PinTTL: pin, CallTimeout: timeout, EagerPutBytes: eagerPut,
 					Schema: client.Schema{Model: model, Dtype: dtype, TokensPerChunk: uint32(cfg.ChunkTokens),
 						ChunksPerGroup: uint32(cfg.ChunksPerGroup)},
-					Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
+					ReadBufferBytes: readBufferBytes(ownBuffers, cfg),
+					Logger:          slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 				}, timeout)
 			}
 			if err != nil {
@@ -273,6 +275,7 @@ line every --progress.`,
 	fs.StringVar(&dtype, "dtype", "bytes", "schema: KV data type")
 	fs.IntVar(&engines, "engines", 4, "simulated inference engines, each with its own client")
 	fs.IntVar(&cfg.ChunkTokens, "chunk-tokens", 16, "tokens per chunk (512-token blocks are split into 512/N chunks)")
+	fs.BoolVar(&ownBuffers, "engine-buffers", true, "each engine reads chunks into buffers it keeps and reuses (the SDK's GetInto), as an engine reads into its KV buffers; false: a new buffer per chunk read (Get)")
 	fs.IntVar(&eagerPut, "eager-put-bytes", 0, "puts of at most this many bytes send their chunks without waiting for the node's need (0: the SDK's default, 1 MiB; negative: never)")
 	fs.IntVar(&cfg.ChunksPerGroup, "chunks-per-group", 0, "placement group size of the namespace (0 or 1: every chunk placed by its own id; 32: one 512-token block of 16-token chunks per group, see docs/placement.md)")
 	fs.IntVar(&cfg.BytesPerToken, "bytes-per-token", 64, "chunk bytes per token")
@@ -291,6 +294,15 @@ line every --progress.`,
 	fs.BoolVar(&jsonOut, "json", false, "print the report as JSON instead of a table")
 	annotateEnv(fs)
 	return cmd
+}
+
+// readBufferBytes is the size of the read buffers each engine reuses: one
+// chunk (--chunk-tokens × --bytes-per-token), or 0 without them.
+func readBufferBytes(own bool, cfg loadtest.Config) int {
+	if !own {
+		return 0
+	}
+	return cfg.ChunkTokens * cfg.BytesPerToken
 }
 
 // connectEngines creates one kvring backend per engine and waits up to

@@ -27,12 +27,16 @@ type Engines struct {
 }
 
 // KvringEngines returns Engines over the kvring nodes at addrs (each engine
-// its own SDK client).
-func KvringEngines(addrs []string) Engines {
+// its own SDK client). readBufferBytes > 0 makes each engine read into one
+// reused buffer of that many bytes (loadtest.KvringConfig.ReadBufferBytes,
+// the SDK's GetInto), as an engine reads into its KV buffers; 0: a new
+// buffer per value read, as Olric's client returns.
+func KvringEngines(addrs []string, readBufferBytes int) Engines {
 	return Engines{Name: "kvring", New: func(ns string) (loadtest.Backend, error) {
 		k, err := loadtest.NewKvring(loadtest.KvringConfig{Seeds: addrs, Namespace: ns,
-			Schema: client.Schema{Model: "olricbench", Dtype: "bytes", TokensPerChunk: 16},
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			Schema:          client.Schema{Model: "olricbench", Dtype: "bytes", TokensPerChunk: 16},
+			ReadBufferBytes: readBufferBytes,
+			Logger:          slog.New(slog.NewTextHandler(io.Discard, nil))})
 		if err != nil {
 			return nil, err
 		}

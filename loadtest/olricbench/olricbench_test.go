@@ -87,7 +87,7 @@ func TestOlricBackendStoresTwoMiBValuesWithLargerTables(t *testing.T) {
 // both systems and reports every phase.
 func TestCompareRunsBothSystems(t *testing.T) {
 	k, o := startKvring(t, KvringClusterConfig{}), startOlric(t, ClusterConfig{})
-	rows, err := Compare(t.Context(), KvringEngines(k.Addrs()), OlricEngines(o.Addrs()),
+	rows, err := Compare(t.Context(), KvringEngines(k.Addrs(), 0), OlricEngines(o.Addrs()),
 		CompareConfig{Sizes: []int{64 << 10, 2 << 20}, Ops: 8, Workers: 2, Rounds: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +112,7 @@ func BenchmarkPerCall(b *testing.B) {
 	k, o := startKvring(b, KvringClusterConfig{MemoryPerNode: 1 << 30}), startOlric(b, ClusterConfig{MemoryPerNode: 1 << 30})
 	block := int64(1)
 	for _, size := range []int{256 << 10, 2 << 20} {
-		for _, e := range []Engines{KvringEngines(k.Addrs()), OlricEngines(o.Addrs())} {
+		for _, e := range []Engines{KvringEngines(k.Addrs(), 0), OlricEngines(o.Addrs())} {
 			b.Run(sizeName(size)+"/"+e.Name, func(b *testing.B) {
 				block += int64(b.N/32 + 8)
 				put, get, err := RunPerCall(b.Context(), e, "bench-"+sizeName(size), block, size, b.N, 4)
@@ -137,7 +137,7 @@ func BenchmarkPerCall(b *testing.B) {
 // each chunk's owner.
 func TestKvringEnginesRouteFromTheFirstCall(t *testing.T) {
 	k := startKvring(t, KvringClusterConfig{})
-	b, err := KvringEngines(k.Addrs()).New("route-test")
+	b, err := KvringEngines(k.Addrs(), 0).New("route-test")
 	if err != nil {
 		t.Fatal(err)
 	}

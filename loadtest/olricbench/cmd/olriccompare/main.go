@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,6 +26,7 @@ func main() {
 		memMiB   int
 		tableMiB int
 		sizes    string
+		bufs     bool
 	)
 	flag.IntVar(&cfg.Ops, "ops", 128, "puts (and gets) per size, system and round")
 	flag.IntVar(&cfg.Workers, "workers", 4, "engines calling in parallel, each with its own client")
@@ -32,6 +34,7 @@ func main() {
 	flag.IntVar(&memMiB, "memory-mib", 1024, "memory per node in MiB: kvring --memory-limit, Olric DMaps.MaxInuse (which Olric splits evenly over the partitions a node owns)")
 	flag.IntVar(&tableMiB, "olric-table-mib", 4, "Olric kvstore tableSize in MiB (must exceed the largest value)")
 	flag.StringVar(&sizes, "sizes", "256KiB,2MiB", "value sizes, comma-separated, in KiB or MiB")
+	flag.BoolVar(&bufs, "engine-buffers", false, "kvring's engines read into one reused buffer each (the SDK's GetInto) instead of a new buffer per value, as Olric's client returns")
 	flag.Parse()
 	for _, s := range strings.Split(sizes, ",") {
 		var n int
@@ -47,12 +50,16 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, cfg, memMiB, tableMiB); err != nil {
+	readBuf := 0
+	if bufs {
+		readBuf = slices.Max(cfg.Sizes)
+	}
+	if err := run(ctx, cfg, memMiB, tableMiB, readBuf); err != nil {
 		fail(err)
 	}
 }
 
-func run(ctx context.Context, cfg olricbench.CompareConfig, memMiB, tableMiB int) (err error) {
+func run(ctx context.Context, cfg olricbench.CompareConfig, memMiB, tableMiB, readBuf int) (err error) {
 	closeCtx := func() (context.Context, context.CancelFunc) {
 		return context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	}
@@ -81,7 +88,7 @@ func run(ctx context.Context, cfg olricbench.CompareConfig, memMiB, tableMiB int
 	fmt.Printf("kvring nodes %v, olric nodes %v; %d MiB per node, replication 1, olric tableSize %d MiB\n",
 		kv.Addrs(), ol.Addrs(), memMiB, tableMiB)
 	fmt.Printf("%d workers, %d values per size, system and round, one value per call\n\n", cfg.Workers, cfg.Ops)
-	rows, err := olricbench.Compare(ctx, olricbench.KvringEngines(kv.Addrs()), olricbench.OlricEngines(ol.Addrs()), cfg)
+	rows, err := olricbench.Compare(ctx, olricbench.KvringEngines(kv.Addrs(), readBuf), olricbench.OlricEngines(ol.Addrs()), cfg)
 	if werr := olricbench.WriteRows(os.Stdout, rows); werr != nil && err == nil {
 		err = werr
 	}

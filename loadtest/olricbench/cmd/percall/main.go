@@ -59,7 +59,7 @@ func run(ctx context.Context, cfg config, withKvring, withOlric bool) error {
 			return err
 		}
 		defer kv.Close(context.WithoutCancel(ctx))
-		systems = append(systems, olricbench.KvringEngines(kv.Addrs()))
+		systems = append(systems, olricbench.KvringEngines(kv.Addrs(), 0))
 	}
 	if withOlric {
 		o, err := olricbench.StartCluster(ctx, olricbench.ClusterConfig{MemoryPerNode: 1 << 30})
