@@ -13,10 +13,10 @@ package store
 // and so does a device's DMA) is in memory when the node checksums it.
 //
 // foldChecksum is used for the store's passes over shared memory
-// (guardedChecksum), and by Checksum of Go memory in builds without the
-// race detector: the kernel's loads are invisible to the detector, which
-// does not track the mapping either, whereas under -race Checksum of Go
-// memory stays hash/crc32 so that the detector sees its reads.
+// (guardedChecksum) and by Checksum of Go memory. The kernel's loads are
+// invisible to the race detector, as are those of hash/crc32's SSE 4.2
+// assembly on amd64 (a test that writes p while crc32.Checksum reads it is
+// not reported either).
 
 // foldChecksumMin is the shortest p foldChecksum hands to the kernel.
 const foldChecksumMin = copyCRCFoldMin
