@@ -24,6 +24,30 @@ type EncodedFrame struct {
 	data int     // where the data bytes start in *buf
 }
 
+// encodedHeaderMax bounds the bytes an encoded data frame's header takes
+// (the message tag and length, the frame's index, offset and data length).
+const encodedHeaderMax = 64
+
+// FrameLen returns the data length of the next frame of a chunk with rest
+// bytes still to send (rest > 0), for EncodeFrame: at most MaxFrameBytes,
+// and such that header and data fill a size class of the frame pool, whose
+// buffers are powers of two. A sender that holds a whole chunk's frames at
+// once (a node reading a chunk out of shared memory checks its checksum
+// before it sends the first byte) then holds about the chunk's size in
+// buffers: frames of exactly MaxFrameBytes, or one of 256 KiB for a 256 KiB
+// chunk, would take buffers of twice their size. Receivers take frames of
+// any length that join up.
+func FrameLen(rest int) int {
+	if rest+encodedHeaderMax <= 4<<10 {
+		return rest
+	}
+	c := 4 << 10
+	for c<<1 <= MaxFrameBytes && (c<<1)-encodedHeaderMax <= rest {
+		c <<= 1
+	}
+	return min(rest, c-encodedHeaderMax)
+}
+
 // EncodeFrame returns a frame of n data bytes of chunk index at offset, the
 // message field field (GetDataField, FetchDataField), whose Data the caller
 // fills before sending. n must be 1 to MaxFrameBytes.

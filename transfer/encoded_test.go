@@ -63,3 +63,32 @@ func TestEncodedFrameIsTheOutFramesEncoding(t *testing.T) {
 		t.Fatalf("Marshal after Release: %v, want errFrameGone", err)
 	}
 }
+
+// TestFrameLenKeepsAChunksFramesNearItsSize: the frames FrameLen cuts a
+// chunk into join up to the whole chunk, none longer than MaxFrameBytes,
+// and their pool buffers (EncodeFrame) add up to the chunk's size plus a
+// little, not up to twice it as frames of exactly MaxFrameBytes (or one
+// 256 KiB frame of a 256 KiB chunk) would: a node holds a chunk's frames at
+// once while it checks the chunk's checksum.
+func TestFrameLenKeepsAChunksFramesNearItsSize(t *testing.T) {
+	for _, size := range []int{1, 100, 4032, 4033, 4096, 32 << 10, 256 << 10, 1 << 20, 1<<20 + 1, 2 << 20, 3<<20 + 12345, 64 << 20} {
+		var frames, held int
+		for off := 0; off < size; {
+			n := FrameLen(size - off)
+			if n < 1 || n > MaxFrameBytes {
+				t.Fatalf("size %d at %d: frame of %d bytes", size, off, n)
+			}
+			f, err := EncodeFrame(GetDataField, 3, uint64(off), n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			held += cap(*f.buf)
+			f.Release()
+			off += n
+			frames++
+		}
+		if limit := size + size/64 + 16<<10; held > limit {
+			t.Fatalf("size %d: %d frames hold %d bytes of buffers, want at most %d", size, frames, held, limit)
+		}
+	}
+}

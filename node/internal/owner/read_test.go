@@ -85,8 +85,12 @@ func TestSendCopiesAChunkIntoFramesOnceAndChecksumsIt(t *testing.T) {
 		}
 		joined = append(joined, f.GetData()...)
 	}
-	if len(got.frames) != 3 || !bytes.Equal(joined, data) {
-		t.Fatalf("%d frames of %d bytes in all, not the chunk's", len(got.frames), len(joined))
+	want := 0 // frames cut as transfer.FrameLen says
+	for off := 0; off < len(data); off += transfer.FrameLen(len(data) - off) {
+		want++
+	}
+	if len(got.frames) != want || !bytes.Equal(joined, data) {
+		t.Fatalf("%d frames of %d bytes in all, want %d frames of the chunk's %d", len(got.frames), len(joined), want, len(data))
 	}
 }
 
@@ -131,5 +135,59 @@ func TestSendOfAChunkNotHeld(t *testing.T) {
 	sent, readErr, err := o.Send("ns", store.ID{9}, 0, nil, got.send(t))
 	if err != nil || sent != 0 || !errors.Is(readErr, store.ErrNotFound) || len(got.headers)+len(got.frames) != 0 {
 		t.Fatalf("Send of a chunk not held: %d bytes, %v, %v, %d messages", sent, readErr, err, len(got.headers)+len(got.frames))
+	}
+}
+
+// TestSendStreamsAChunkAboveWholeSendMax: a chunk larger than wholeSendMax
+// goes out as its FOUND header, with the size and checksum, then frames in
+// offset order that join up to its bytes, as a smaller one does; it is
+// verified before the header and streamed a frame at a time, each copied
+// just before it is sent (so a read holds one frame's buffer, not the
+// chunk's).
+func TestSendStreamsAChunkAboveWholeSendMax(t *testing.T) {
+	t.Parallel()
+	o, st, _ := newTestOwnerSized(t, 32<<20)
+	var id store.ID
+	id[0] = 9
+	data := make([]byte, wholeSendMax+3*transfer.MaxFrameBytes/2)
+	for i := range data {
+		data[i] = byte(i*13 + i>>12)
+	}
+	sealChunk(t, st, "ns", id, data)
+	// Once the header is out, the chunk's last byte changes in shared
+	// memory: a streamed chunk's frames are copied after the header, so the
+	// last frame carries the new byte (the receiver's checksum catches it);
+	// a chunk copied whole before the header would not show it.
+	v, err := st.Lend("ns", id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Release()
+	var got sentChunk
+	record := got.send(t)
+	send := func(h *kvringv1.ChunkHeader, f *transfer.EncodedFrame) error {
+		if h != nil {
+			v.Bytes()[len(data)-1] ^= 0xff
+		}
+		return record(h, f)
+	}
+	sent, readErr, err := o.Send("ns", id, 2, &kvringv1.NodeRef{NodeId: "n1"}, send)
+	if err != nil || readErr != nil || sent != len(data) {
+		t.Fatalf("Send: %d bytes, %v, %v", sent, readErr, err)
+	}
+	if len(got.headers) != 1 || got.headers[0].GetChunk().GetSize() != uint64(len(data)) ||
+		got.headers[0].GetChunk().GetCrc32C() != store.Checksum(data) {
+		t.Fatalf("headers %v", got.headers)
+	}
+	var joined []byte
+	for i, f := range got.frames {
+		if f.GetIndex() != 2 || f.GetOffset() != uint64(len(joined)) || len(f.GetData()) > transfer.MaxFrameBytes {
+			t.Fatalf("frame %d: index %d offset %d, %d bytes", i, f.GetIndex(), f.GetOffset(), len(f.GetData()))
+		}
+		joined = append(joined, f.GetData()...)
+	}
+	data[len(data)-1] ^= 0xff // what the frames must carry: the byte as it was when its frame was copied
+	if !bytes.Equal(joined, data) {
+		t.Fatalf("%d frames of %d bytes in all, not the chunk's %d as they were after the header went out", len(got.frames), len(joined), len(data))
 	}
 }
