@@ -152,6 +152,10 @@ func New(cfg Config) (*Client, error) {
 	if !cfg.DisableRouting {
 		cl.route = newRouter(c, cfg.Logger)
 		route.Store(cl.route)
+		// The router's loop may have dropped its first prompt (not yet
+		// connected) and the connection come up before the Store, its
+		// prompt then lost: prompt once more now that onState reaches it.
+		cl.route.prompt()
 	}
 	return cl, nil
 }

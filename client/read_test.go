@@ -126,15 +126,16 @@ func TestGetReturnsVerifiedBytesOrAMiss(t *testing.T) {
 // reads), and a damaged chunk is a miss whose Data is nil.
 func TestGetIntoReadsIntoTheCallersBuffers(t *testing.T) {
 	t.Parallel()
-	ids := testIDs(5)
-	var cids [5]ChunkID
+	ids := testIDs(6)
+	var cids [6]ChunkID
 	for i := range cids {
 		copy(cids[i][:], ids[i])
 	}
 	big := bytes.Repeat([]byte("kvring-"), 300_000) // 2.1 MB: several frames
 	small := []byte("tiny chunk")
 	srv := &scriptedCache{
-		chunks: map[ChunkID][]byte{cids[0]: big, cids[1]: big[:1<<20], cids[2]: small, cids[3]: big[:100_000]},
+		chunks: map[ChunkID][]byte{cids[0]: big, cids[1]: big[:1<<20], cids[2]: small, cids[3]: big[:100_000],
+			cids[5]: big[7:50_007]},
 		damage: map[ChunkID]bool{cids[1]: true},
 		frames: []int{1 << 20, 12_345, 1, 700_000},
 	}
@@ -142,7 +143,8 @@ func TestGetIntoReadsIntoTheCallersBuffers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 
-	bufs := [][]byte{make([]byte, len(big)+10), make([]byte, 1<<20), make([]byte, 64), make([]byte, 99_999), make([]byte, 8)}
+	bufs := [][]byte{make([]byte, len(big)+10), make([]byte, 1<<20), make([]byte, 64), make([]byte, 99_999), make([]byte, 8),
+		make([]byte, 50_000)}
 	res, err := c.GetInto(ctx, cids[:], bufs)
 	if err != nil {
 		t.Fatal(err)
@@ -162,8 +164,11 @@ func TestGetIntoReadsIntoTheCallersBuffers(t *testing.T) {
 	if r := res[4]; r.Found || r.Reason != "not held" {
 		t.Fatalf("chunk 4: found %v, reason %q; want a miss", r.Found, r.Reason)
 	}
-	if _, err := c.GetInto(ctx, cids[:], bufs[:2]); err == nil || !strings.Contains(err.Error(), "2 buffers for 5 ids") {
-		t.Fatalf("GetInto with 2 buffers for 5 ids: %v; want an error naming both counts", err)
+	if r := res[5]; !r.Found || !bytes.Equal(r.Data, big[7:50_007]) || &r.Data[0] != &bufs[5][0] {
+		t.Fatalf("chunk 5 (after the skipped one): found %v, %d bytes (%s); want its bytes in the caller's buffer", r.Found, len(r.Data), r.Reason)
+	}
+	if _, err := c.GetInto(ctx, cids[:], bufs[:2]); err == nil || !strings.Contains(err.Error(), "2 buffers for 6 ids") {
+		t.Fatalf("GetInto with 2 buffers for 6 ids: %v; want an error naming both counts", err)
 	}
 }
 

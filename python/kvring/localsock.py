@@ -25,7 +25,8 @@ import os
 import socket
 import struct
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as futures_wait
 from typing import Any, NamedTuple, Optional, Sequence
 
 from ._crc32c_hw import _PyBuffer
@@ -156,6 +157,23 @@ class Payload(NamedTuple):
         return Payload(int(p["object_id"]), int(p["store_fd"]), int(p["data_offset"]), int(p["data_size"]),
                        int(p["map_size"]))
 
+
+
+def _wait_done(fut: "Future[None]") -> None:
+    """Wait until fut (the helper's half of a write) is done, then raise its error, if any. An exception raised in
+    this thread meanwhile (KeyboardInterrupt from a signal) does not cut the wait short: the helper copies through
+    raw addresses of buffers this thread keeps exported, which must stay exported until it is done. The first
+    such exception is raised once it is."""
+    interrupted: Optional[BaseException] = None
+    while not fut.done():
+        try:
+            futures_wait([fut])
+        except BaseException as e:  # noqa: BLE001 - re-raised below, after the helper is done
+            if interrupted is None:
+                interrupted = e
+    if interrupted is not None:
+        raise interrupted
+    fut.result()
 
 class LocalSocket:
     """One registered connection to the socket at ``path``. Construction connects and registers (blocks up to
@@ -367,18 +385,20 @@ class LocalSocket:
         return self._closed
 
     def close(self) -> None:
-        """Send exit_request, close the connection and unmap every segment (a mapping a write is copying into
-        ends with that write), and wait for the helper thread of :meth:`write` to end. Idempotent."""
+        """Send exit_request, wait for the helper thread of :meth:`write` to end, then close the connection and unmap
+        every segment (a mapping a write is copying into ends with that write). Idempotent."""
         with self._lock:
             if not self._closed:
                 try:
                     self._send([{"type": "exit_request"}])
                 except OSError:
                     pass
-            self._close_locked()
+            self._closed = True  # no new helper from here (_helper_pool)
             helper, self._helper = self._helper, None
         if helper is not None:
-            helper.shutdown(wait=True)
+            helper.shutdown(wait=True)  # a half being copied ends before the mappings go (the exports guard them too)
+        with self._lock:
+            self._close_locked()
 
     def _close_locked(self) -> None:
         self._closed = True
@@ -442,6 +462,8 @@ class LocalSocket:
         saves). The mappings and datas are held (buffer exports) until both halves are done: a :meth:`close`
         meanwhile leaves the mapping to end with them. Blocks until every byte is copied. ValueError when a
         buffer's size is not its blob's."""
+        if len(ps) != len(datas):
+            raise ValueError(f"{len(datas)} buffers for {len(ps)} blobs")
         for p, d in zip(ps, datas):
             if memoryview(d).nbytes != p.data_size:
                 raise ValueError(f"blob {p.object_id:#x} has {p.data_size} bytes, the data {memoryview(d).nbytes}")
@@ -475,7 +497,7 @@ class LocalSocket:
             try:
                 self._copy(first)
             finally:
-                fut.result()
+                _wait_done(fut)
         finally:
             for b in bufs:
                 _release_buffer(ctypes.byref(b))
@@ -550,22 +572,23 @@ class LocalSocket:
         /proc/self/pagemap says: every page of a range of up to 64 pages (one read), else the first, the middle
         and the last (a slot's pages come and go together: the node gives a slot's pages back whole, and a blob
         is populated whole). False when pagemap cannot be read."""
-        base = self._addrs.get(seg)
-        if self._pagemap < 0 or base is None:
-            return False
-        first, last = (base + start) // _PAGE, (base + end - 1) // _PAGE
-        try:
-            if last - first < 64:
-                n = last - first + 1
-                b = os.pread(self._pagemap, 8 * n, 8 * first)
-                return len(b) == 8 * n and min(array.array("Q", b)) >= _PRESENT
-            for pg in (first, (first + last) // 2, last):
-                (v,) = _U64.unpack(os.pread(self._pagemap, 8, pg * 8))
-                if not v & _PRESENT:
-                    return False
-        except (OSError, struct.error):
-            return False
-        return True
+        with self._lock:  # close() closes the pagemap fd, whose number could then name another file
+            base = self._addrs.get(seg)
+            if self._pagemap < 0 or base is None:
+                return False
+            first, last = (base + start) // _PAGE, (base + end - 1) // _PAGE
+            try:
+                if last - first < 64:
+                    n = last - first + 1
+                    b = os.pread(self._pagemap, 8 * n, 8 * first)
+                    return len(b) == 8 * n and min(array.array("Q", b)) >= _PRESENT
+                for pg in (first, (first + last) // 2, last):
+                    (v,) = _U64.unpack(os.pread(self._pagemap, 8, pg * 8))
+                    if not v & _PRESENT:
+                        return False
+            except (OSError, struct.error):
+                return False
+            return True
 
     def publish(self, ns: tuple[str, str], ids: Sequence[bytes], blobs: Sequence[int],
                 keys: Optional[Sequence[bytes]], seal: bool = True, consume: bool = True,

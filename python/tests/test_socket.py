@@ -252,3 +252,58 @@ def test_halves_cut_the_parts_at_the_byte():
     assert _halves(parts, 10) == (parts[:1], parts[1:])
     assert _halves(parts, 13) == ([parts[0], (2000, 6000, 3, False)], [(2003, 6003, 3, False), parts[2]])
     assert _halves(parts, 0) == ([], parts)
+
+
+def test_an_interrupted_large_write_keeps_its_buffers_until_the_helper_is_done(make_node, sock_path, monkeypatch):
+    """A KeyboardInterrupt (a signal) that arrives while the calling thread waits for the helper to finish the
+    second half of a large write must not release the buffers the helper copies through (their raw addresses):
+    write keeps waiting, then raises the interrupt. Before, the exports went at once and a close() could unmap
+    the segment under the helper's memmove (a crash). Also: a mismatch of blobs and buffers is refused."""
+    import threading
+
+    import kvring.localsock as localsock
+
+    make_node(extra=["--socket", sock_path, "--memory-limit", "128MiB"])
+    ls = localsock.LocalSocket(sock_path, timeout=10)
+    try:
+        sizes = [4 << 20, 4 << 20]
+        ps = ls.create_blobs(sizes)
+        datas = [os.urandom(k) for k in sizes]
+        helper_started, helper_may_finish, helper_done = threading.Event(), threading.Event(), threading.Event()
+        real_copy, real_wait = ls._copy, localsock.futures_wait
+
+        def copy(parts):
+            if threading.current_thread() is not threading.main_thread():
+                helper_started.set()
+                helper_may_finish.wait(30)
+            real_copy(parts)
+            if threading.current_thread() is not threading.main_thread():
+                helper_done.set()
+
+        waits = []
+
+        def wait(fs):
+            waits.append(1)
+            if len(waits) == 1:
+                helper_started.wait(30)
+                raise KeyboardInterrupt  # the signal arrives while the helper still copies
+            helper_may_finish.set()
+            return real_wait(fs)
+
+        monkeypatch.setattr(ls, "_copy", copy)
+        monkeypatch.setattr(localsock, "futures_wait", wait)
+        done_at_raise = []
+        with pytest.raises(KeyboardInterrupt):
+            try:
+                ls.write(ps, [memoryview(d) for d in datas])
+            except KeyboardInterrupt:
+                done_at_raise.append(helper_done.is_set())
+                raise
+        assert done_at_raise == [True], "write let the interrupt through before the helper had finished its copy"
+        assert len(waits) >= 2
+        assert [bytes(ls.view(p)) for p in ps] == datas
+        monkeypatch.undo()
+        with pytest.raises(ValueError, match="1 buffers for 2 blobs"):
+            ls.write(ps, [memoryview(datas[0])])
+    finally:
+        ls.close()
