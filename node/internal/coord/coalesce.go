@@ -67,14 +67,17 @@ func newHasCoalescer(maxBatch int, timeout time.Duration, merged interface{ Add(
 // has sends req to the peer at addr through send, merged with concurrent
 // requests to the same peer when it can share a call (no pin), and returns
 // its own answer: held and staging for its ids, spread widths for its
-// groups, the peer's epoch, load and lease time. It blocks until the answer
-// (at most about PeerTimeout after its request is sent) or until ctx ends,
-// which ends the wait with ctx's error without ending a call other callers
-// share.
+// groups, the peer's epoch, load and lease time. It blocks until the answer,
+// for at most PeerTimeout in all (queued and sent), or until ctx ends, which
+// ends the wait with ctx's error without ending a call other callers share.
+// The one caller that sends a merged call for the others waits for it all
+// the same: until it returns, at most until the latest deadline among them.
 func (co *hasCoalescer) has(ctx context.Context, addr string, send hasSender, req *kvringv1.HasRequest) (*kvringv1.HasResponse, error) {
 	if req.GetPin() != nil {
 		return co.sendAlone(ctx, send, req)
 	}
+	ctx, cancel := context.WithTimeout(ctx, co.timeout) // the wait in the queue counts
+	defer cancel()
 	w := &hasWait{ctx: ctx, req: req, send: send, wake: make(chan struct{}, 1)}
 	co.mu.Lock()
 	l := co.lanes[addr]
@@ -150,7 +153,8 @@ func (co *hasCoalescer) lead(w *hasWait) {
 }
 
 // batchCtx is the context of a merged call: ctx's values, none of its
-// members' cancellation, and the latest of their deadlines (none: PeerTimeout).
+// members' cancellation, and the latest of their deadlines (each at most
+// PeerTimeout after its caller came), capped by PeerTimeout.
 func (co *hasCoalescer) batchCtx(ctx context.Context, batch []*hasWait) (context.Context, context.CancelFunc) {
 	base := context.WithoutCancel(ctx)
 	var latest time.Time

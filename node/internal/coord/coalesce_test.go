@@ -294,7 +294,7 @@ func TestHasCoalescerCancelDuringCall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		release, release2 := make(chan struct{}), make(chan struct{})
 		f := &fakeHasPeer{blocks: map[int]chan struct{}{1: release, 2: release2}}
-		co := newHasCoalescer(100, time.Second, nil)
+		co := newHasCoalescer(100, time.Minute, nil)
 		ctx := t.Context()
 		first := callHas(ctx, co, f, hasReq("ns", 1, 1, 200))
 		synctest.Wait()
@@ -349,5 +349,59 @@ func TestHasCoalescerBatchLimit(t *testing.T) {
 		if got := f.callSizes(); !slices.Equal(got, []int{1, 6, 6}) {
 			t.Errorf("calls %v, want [1 6 6]", got)
 		}
+	})
+}
+
+// TestHasCoalescerLeaderGivesUp: the caller that sends a merged call for
+// the others gets its ctx's error when its ctx ends during the call, and
+// the others their answers.
+func TestHasCoalescerLeaderGivesUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release, release2 := make(chan struct{}), make(chan struct{})
+		f := &fakeHasPeer{blocks: map[int]chan struct{}{1: release, 2: release2}}
+		co := newHasCoalescer(100, time.Second, nil)
+		ctx := t.Context()
+		first := callHas(ctx, co, f, hasReq("ns", 1, 1, 200))
+		synctest.Wait()
+		lctx, cancel := context.WithCancel(ctx) // no deadline of its own: it ends last, and leads
+		ra, rb := hasReq("ns", 10, 2, 210), hasReq("ns", 20, 3, 220)
+		short, cancelShort := context.WithTimeout(ctx, 900*time.Millisecond)
+		defer cancelShort()
+		a, b := callHas(lctx, co, f, ra), callHas(short, co, f, rb)
+		synctest.Wait()
+		close(release)
+		<-first
+		synctest.Wait() // the merged call is in flight
+		cancel()
+		close(release2)
+		if r := <-a; !errors.Is(r.err, context.Canceled) {
+			t.Errorf("leader that gave up: %v, want %v", r.err, context.Canceled)
+		}
+		wantOwn(t, "b", <-b, rb)
+		if got := f.callSizes(); !slices.Equal(got, []int{1, 5}) {
+			t.Errorf("calls %v, want [1 5]", got)
+		}
+	})
+}
+
+// TestHasCoalescerQueueCountsToTimeout: a request queued behind a call to a
+// stuck peer fails PeerTimeout after it came, not after the call in flight
+// ends and its own call times out too (2 timeouts).
+func TestHasCoalescerQueueCountsToTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeHasPeer{blocks: map[int]chan struct{}{1: make(chan struct{}), 2: make(chan struct{})}}
+		co := newHasCoalescer(100, time.Second, nil)
+		ctx := t.Context()
+		start := time.Now()
+		first := callHas(ctx, co, f, hasReq("ns", 1, 1, 200))
+		synctest.Wait()
+		r := <-callHas(ctx, co, f, hasReq("ns", 10, 2, 210))
+		if !errors.Is(r.err, context.DeadlineExceeded) {
+			t.Errorf("queued behind a stuck peer: %v, want %v", r.err, context.DeadlineExceeded)
+		}
+		if d := time.Since(start); d != time.Second {
+			t.Errorf("queued request ended %v after it came, want 1s (one timeout)", d)
+		}
+		<-first
 	})
 }
