@@ -78,16 +78,16 @@ func (co *hasCoalescer) has(ctx context.Context, addr string, send hasSender, re
 	}
 	ctx, cancel := context.WithTimeout(ctx, co.timeout) // the wait in the queue counts
 	defer cancel()
-	w := &hasWait{ctx: ctx, req: req, send: send, wake: make(chan struct{}, 1)}
 	co.mu.Lock()
 	l := co.lanes[addr]
 	if l == nil {
 		co.lanes[addr] = &hasLane{}
 		co.mu.Unlock()
-		resp, err := co.sendAlone(ctx, send, req)
+		resp, err := send(ctx, req)
 		co.next(addr)
 		return resp, err
 	}
+	w := &hasWait{ctx: ctx, req: req, send: send, wake: make(chan struct{}, 1)}
 	l.queue = append(l.queue, w)
 	co.mu.Unlock()
 	return co.wait(addr, l, w)
@@ -109,7 +109,7 @@ func (co *hasCoalescer) wait(addr string, l *hasLane, w *hasWait) (*kvringv1.Has
 	}
 	switch w.role {
 	case roleAlone:
-		return co.sendAlone(w.ctx, w.send, w.req)
+		return w.send(w.ctx, w.req) // w.ctx is bounded by PeerTimeout
 	case roleLead:
 		co.lead(w)
 		co.next(addr)
@@ -135,7 +135,7 @@ func (co *hasCoalescer) sendAlone(ctx context.Context, send hasSender, req *kvri
 func (co *hasCoalescer) lead(w *hasWait) {
 	batch := w.batch
 	if len(batch) == 1 {
-		w.resp, w.err = co.sendAlone(w.ctx, w.send, w.req)
+		w.resp, w.err = w.send(w.ctx, w.req) // w.ctx is bounded by PeerTimeout
 		return
 	}
 	ctx, cancel := co.batchCtx(w.ctx, batch)
