@@ -21,9 +21,10 @@ type hasSender func(ctx context.Context, req *kvringv1.HasRequest, opts ...grpc.
 // call to that peer is in flight queue; when the call returns, its sender
 // picks a batch of the queue and wakes one of the batch (the leader) to send
 // it as one HasRequest and hand each its share of the answer, and so on
-// until the queue is empty. Requests that pin, or do not fit a batch, go
-// alone (hasBatch says which share a call). The Coordinator owns it; safe
-// for concurrent use.
+// until the queue is empty. Requests that pin go alone at once; pickBatch
+// says which queued requests share a call, which go alone at once, and
+// which wait for the next call. The Coordinator owns it; safe for
+// concurrent use.
 type hasCoalescer struct {
 	maxBatch int           // the most ids one merged call carries
 	timeout  time.Duration // PeerTimeout: bounds a merged call
