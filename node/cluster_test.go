@@ -53,13 +53,13 @@ func (tc *testCluster) isDraining(id string) bool { _, ok := tc.draining.Load(id
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // newTestCluster starts n nodes that all see the same ring.
-func newTestCluster(t *testing.T, n int, limit int64) *testCluster {
+func newTestCluster(t testing.TB, n int, limit int64) *testCluster {
 	return newTestClusterWith(t, n, limit, nil)
 }
 
 // newTestClusterWith starts n nodes that all see the same ring; change, if
 // set, adjusts node i's configuration before its services are wired.
-func newTestClusterWith(t *testing.T, n int, limit int64, change func(i int, cfg *Config)) *testCluster {
+func newTestClusterWith(t testing.TB, n int, limit int64, change func(i int, cfg *Config)) *testCluster {
 	t.Helper()
 	tc := &testCluster{}
 	var members []ring.Member
@@ -114,7 +114,7 @@ func newTestClusterWith(t *testing.T, n int, limit int64, change func(i int, cfg
 // stop kills a node's server (as if the process died); the ring still lists it.
 func (n *testNode) stop() { n.gs.Stop() }
 
-func testClient(t *testing.T, addr string, rf, minR uint32) *client.Client {
+func testClient(t testing.TB, addr string, rf, minR uint32) *client.Client {
 	t.Helper()
 	return testClientWith(t, client.Config{
 		Conn:              client.ConnConfig{Seeds: []string{addr}},
@@ -126,7 +126,7 @@ func testClient(t *testing.T, addr string, rf, minR uint32) *client.Client {
 }
 
 // testClientWith creates a client with cfg and waits until it is connected.
-func testClientWith(t *testing.T, cfg client.Config) *client.Client {
+func testClientWith(t testing.TB, cfg client.Config) *client.Client {
 	t.Helper()
 	c, err := client.New(cfg)
 	if err != nil {

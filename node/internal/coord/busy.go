@@ -14,7 +14,8 @@ import (
 
 // stagingOn asks owner m which of ids it holds and, for the others, whether
 // a write of them is staged there now; staging is nil when m does not say.
-// Bounded by peerTimeout.
+// Bounded by peerTimeout; the request may share a call with concurrent ones
+// to m (hasCoalescer).
 func (c *Coordinator) stagingOn(ctx context.Context, m ring.Member, ref *kvringv1.NamespaceRef, ids [][]byte) (held, staging []bool, err error) {
 	if m.ID == c.cfg.Self {
 		held, _, err := c.local.Has(ref, ids, nil)
@@ -27,9 +28,7 @@ func (c *Coordinator) stagingOn(ctx context.Context, m ring.Member, ref *kvringv
 	if err != nil {
 		return nil, nil, err
 	}
-	pctx, cancel := c.peerCtx(ctx)
-	defer cancel()
-	resp, err := pc.Has(pctx, &kvringv1.HasRequest{Caller: c.caller(), Namespace: ref, Ids: ids, ReportStaging: true})
+	resp, err := c.has.has(ctx, m.Addr, pc.Has, &kvringv1.HasRequest{Caller: c.caller(), Namespace: ref, Ids: ids, ReportStaging: true})
 	c.peers.note(ctx, m, err)
 	if err != nil {
 		return nil, nil, transfer.FromStatus(err)

@@ -95,6 +95,9 @@ type Coordinator struct {
 	pool  *peerPool
 	// peers logs runs of failures to reach a peer once, not per request.
 	peers *peerFailures
+	// has merges concurrent Has requests to the same peer; it starts no
+	// goroutine.
+	has *hasCoalescer
 
 	// recv tracks the data-phase receivers of puts (idleWatch); Close
 	// waits for them.
@@ -109,6 +112,7 @@ type Coordinator struct {
 func New(cfg Config) *Coordinator {
 	return &Coordinator{cfg: cfg, local: cfg.Owner, reg: cfg.Registry, log: cfg.Log, m: cfg.Metrics,
 		pool: newPeerPool(cfg.PeerDialOptions...), peers: newPeerFailures(cfg.Log, cfg.Now, cfg.Metrics.PeerFailures),
+		has:    newHasCoalescer(cfg.MaxBatch, cfg.PeerTimeout, cfg.Metrics.HasCoalesced),
 		leases: make(map[uint64]coordLease)}
 }
 

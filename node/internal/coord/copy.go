@@ -30,7 +30,8 @@ type CopyChunk struct {
 // Has asks member m which of ids of namespace rec it holds sealed now,
 // pinning them there under pin (nil: no pin; the pins keep m from evicting
 // them until Unpin or the granted time, which it returns, runs out). Blocks
-// for at most PeerTimeout.
+// for at most PeerTimeout. Without a pin the request may share a call with
+// concurrent ones to m (hasCoalescer).
 func (c *Coordinator) Has(ctx context.Context, m ring.Member, rec *kvringv1.NamespaceRecord, ids [][]byte, pin *kvringv1.LeasePin) ([]bool, time.Duration, error) {
 	pc, err := c.peer(m)
 	if err != nil {
@@ -41,7 +42,7 @@ func (c *Coordinator) Has(ctx context.Context, m ring.Member, rec *kvringv1.Name
 	req := &kvringv1.HasRequest{Caller: c.caller(), Namespace: nsRef(rec), Ids: ids, Pin: pin}
 	var resp *kvringv1.HasResponse
 	err = c.taught(ctx, m, rec.GetName(), func() (err error) {
-		resp, err = pc.Has(ctx, req)
+		resp, err = c.has.has(ctx, m.Addr, pc.Has, req)
 		return err
 	})
 	c.peers.note(ctx, m, err)

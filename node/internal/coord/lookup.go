@@ -49,15 +49,14 @@ func (c *Coordinator) hasOn(ctx context.Context, m ring.Member, ref *kvringv1.Na
 	return held, err
 }
 
-// askPeer sends one Has request to peer m, bounded by peerTimeout.
+// askPeer sends one Has request to peer m, bounded by peerTimeout; without
+// a pin it may share a call with concurrent requests to m (hasCoalescer).
 func (c *Coordinator) askPeer(ctx context.Context, m ring.Member, ref *kvringv1.NamespaceRef, ids [][]byte, runs []*kvringv1.GroupRun, pin *kvringv1.LeasePin) ([]bool, []uint32, error) {
 	pc, err := c.peer(m)
 	if err != nil {
 		return nil, nil, err
 	}
-	pctx, cancel := c.peerCtx(ctx)
-	defer cancel()
-	resp, err := pc.Has(pctx, &kvringv1.HasRequest{Caller: c.caller(), Namespace: ref, Ids: ids, Pin: pin, Groups: runs})
+	resp, err := c.has.has(ctx, m.Addr, pc.Has, &kvringv1.HasRequest{Caller: c.caller(), Namespace: ref, Ids: ids, Pin: pin, Groups: runs})
 	if err != nil {
 		return nil, nil, transfer.FromStatus(err)
 	}

@@ -66,10 +66,13 @@ type Set struct {
 	PutSeconds, LookupSeconds, GetSeconds                   prometheus.Observer
 	PrepareSeconds, CommitSeconds, HasSeconds, FetchSeconds prometheus.Observer
 
-	PeerBytes        *prometheus.CounterVec // direction: sent, received
-	PeerSent         prometheus.Counter
-	PeerReceived     prometheus.Counter
-	PeerFailures     prometheus.Counter
+	PeerBytes    *prometheus.CounterVec // direction: sent, received
+	PeerSent     prometheus.Counter
+	PeerReceived prometheus.Counter
+	PeerFailures prometheus.Counter
+	// HasCoalesced counts the Has requests to peers this node sent in a
+	// call shared with other requests (coord's hasCoalescer).
+	HasCoalesced     prometheus.Counter
 	Connections      prometheus.Gauge
 	ConnectionsTotal prometheus.Counter
 }
@@ -113,6 +116,8 @@ func New() *Set {
 			Help: "Chunk bytes moved between this node and its peers (put fan-out and fetches), by direction (sent, received)."}, []string{"direction"}),
 		PeerFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvring_peer_failures_total",
 			Help: "Exchanges with a peer that failed because the peer was unreachable or did not answer in time."}),
+		HasCoalesced: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvring_peer_has_coalesced_total",
+			Help: "Has requests to peers sent in one call with concurrent requests to the same peer (a call of k requests adds k)."}),
 		Connections: prometheus.NewGauge(prometheus.GaugeOpts{Name: "kvring_grpc_connections",
 			Help: "Open Connections to this node's gRPC server (engines and peers)."}),
 		ConnectionsTotal: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvring_grpc_connections_opened_total",
@@ -141,7 +146,7 @@ func New() *Set {
 func (m *Set) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.PutChunks, m.PutBytes, m.PutDegraded, m.PutBusyWait.(prometheus.Collector), m.Lookups, m.LookupIDs, m.LookupIDsMatched,
 		m.LookupFanout.(prometheus.Collector), m.AdminActions,
-		m.GetChunks, m.GetBytes, m.RequestSeconds, m.PeerRequestSeconds, m.PeerBytes, m.PeerFailures,
+		m.GetChunks, m.GetBytes, m.RequestSeconds, m.PeerRequestSeconds, m.PeerBytes, m.PeerFailures, m.HasCoalesced,
 		m.Connections, m.ConnectionsTotal}
 }
 
