@@ -12,7 +12,9 @@ import (
 )
 
 // BenchmarkConcurrentLookups measures what concurrent lookups cost when
-// they ask the same owners: a 3-node cluster in process, one SDK client of
+// they ask the same owners, with Config.CoalescePeerHas off (the default)
+// and on, two clusters alternating in one run: each a 3-node cluster in
+// process, one SDK client of
 // node 0 (the coordinator), and loops (1, 4, 8, 16) each looking up its own 32
 // held chunks (8 KiB, replication 2, so node 0 asks both peers about their
 // share) over and over. Besides ns/op (per lookup) and the latency median
@@ -25,33 +27,44 @@ import (
 //
 //	go test -run '^$' -bench ConcurrentLookups -benchtime 20000x -count 5 ./node/
 func BenchmarkConcurrentLookups(b *testing.B) {
-	tc := newTestCluster(b, 3, 256<<20)
-	sdk := testClient(b, tc.nodes[0].addr, 2, 1)
 	const loops, perLookup = 16, 32
-	sets := make([][]client.ChunkID, loops)
-	for w := range sets {
-		var chunks []client.Chunk
-		for i := range perLookup {
-			chunks = append(chunks, chunkOf(uint64(w*1000+i), 8<<10))
-		}
-		if _, err := sdk.Put(context.Background(), chunks); err != nil {
-			b.Fatal(err)
-		}
-		for _, ch := range chunks {
-			sets[w] = append(sets[w], ch.ID)
-		}
+	type cluster struct {
+		tc   *testCluster
+		sdk  *client.Client
+		sets [][]client.ChunkID
 	}
-	for _, n := range []int{1, 4, 8, 16} {
-		b.Run("loops"+strconv.Itoa(n), func(b *testing.B) {
-			next := make(chan int, n)
-			for w := range n {
-				next <- w
+	start := func(coalesce bool) cluster {
+		tc := newTestClusterWith(b, 3, 256<<20, func(_ int, cfg *Config) { cfg.CoalescePeerHas = coalesce })
+		c := cluster{tc: tc, sdk: testClient(b, tc.nodes[0].addr, 2, 1), sets: make([][]client.ChunkID, loops)}
+		for w := range c.sets {
+			var chunks []client.Chunk
+			for i := range perLookup {
+				chunks = append(chunks, chunkOf(uint64(w*1000+i), 8<<10))
 			}
-			before, cpu := peerHasCalls(b, tc), processCPU(b)
-			timeCalls(b, n, lookupLoop(sdk, sets, next))
-			b.ReportMetric(float64(processCPU(b)-cpu)/float64(time.Microsecond)/float64(b.N), "cpu-us/op")
-			b.ReportMetric(float64(peerHasCalls(b, tc)-before)/float64(b.N), "has-calls/op")
-		})
+			if _, err := c.sdk.Put(context.Background(), chunks); err != nil {
+				b.Fatal(err)
+			}
+			for _, ch := range chunks {
+				c.sets[w] = append(c.sets[w], ch.ID)
+			}
+		}
+		return c
+	}
+	clusters := map[string]cluster{"coalesce=off": start(false), "coalesce=on": start(true)}
+	for _, n := range []int{1, 4, 8, 16} {
+		for _, mode := range []string{"coalesce=off", "coalesce=on"} { // the two clusters alternate in one run
+			c := clusters[mode]
+			b.Run("loops"+strconv.Itoa(n)+"/"+mode, func(b *testing.B) {
+				next := make(chan int, n)
+				for w := range n {
+					next <- w
+				}
+				before, cpu := peerHasCalls(b, c.tc), processCPU(b)
+				timeCalls(b, n, lookupLoop(c.sdk, c.sets, next))
+				b.ReportMetric(float64(processCPU(b)-cpu)/float64(time.Microsecond)/float64(b.N), "cpu-us/op")
+				b.ReportMetric(float64(peerHasCalls(b, c.tc)-before)/float64(b.N), "has-calls/op")
+			})
+		}
 	}
 }
 

@@ -35,6 +35,7 @@ func newServeCmd() *cobra.Command {
 		maxChunk       = byteSize(def.Store.MaxChunkSize)
 		stageLease     = def.Store.StageLease
 		putIdle        = def.PutIdleTimeout
+		coalesceHas    = def.CoalescePeerHas
 		maxNamespaces  = def.MaxNamespaces
 		adminActions   = def.AdminActions
 		shmOvercommit  = def.Store.AllowShmOvercommit
@@ -132,6 +133,7 @@ process exits 0.`,
 			}
 			cfg.Store.StageLease = stageLease
 			cfg.PutIdleTimeout = putIdle
+			cfg.CoalescePeerHas = coalesceHas
 			cfg.MaxNamespaces = maxNamespaces
 			cfg.AdminActions = adminActions
 			cfg.Store.AllowShmOvercommit = shmOvercommit
@@ -189,6 +191,7 @@ process exits 0.`,
 	fs.DurationVar(&stageLease, "stage-lease", stageLease, "how long a staged write waits for its commit")
 	fs.BoolVar(&adminActions, "admin-actions", adminActions, "allow the admin API's write actions (drain, undrain, drop-namespace, evict) without an admin token; with --admin-token-file they need the token instead")
 	fs.IntVar(&maxNamespaces, "max-namespaces", maxNamespaces, "most namespaces the cluster registers; one more is refused")
+	fs.BoolVar(&coalesceHas, "coalesce-peer-lookups", coalesceHas, "merge concurrent lookups of the same owner into one peer call while one is in flight (fewer calls with many concurrent lookups, a wait with few)")
 	fs.DurationVar(&putIdle, "put-idle-timeout", putIdle, "end a put whose engine sends nothing for this long while its bytes are awaited, freeing what it staged (negative: no limit)")
 	fs.BoolVar(&shmOvercommit, "shm-overcommit", shmOvercommit, "start even when the --shm-dir filesystem is smaller than --memory-limit (writes past its space are then rejected: no space)")
 	fs.Var(&maxStaged, "max-staged", "most chunk bytes writes in progress may reserve at once, so stalled writes cannot push out stored chunks (default: half the memory limit)")

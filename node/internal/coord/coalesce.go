@@ -26,6 +26,7 @@ type hasSender func(ctx context.Context, req *kvringv1.HasRequest, opts ...grpc.
 // which wait for the next call. The Coordinator owns it; safe for
 // concurrent use.
 type hasCoalescer struct {
+	off      bool          // every request goes alone (Config.CoalesceHas false)
 	maxBatch int           // the most ids one merged call carries
 	timeout  time.Duration // PeerTimeout: bounds a merged call
 	// merged counts the requests sent in a call with others (may be nil).
@@ -74,7 +75,7 @@ func newHasCoalescer(maxBatch int, timeout time.Duration, merged interface{ Add(
 // The one caller that sends a merged call for the others waits for it all
 // the same: until it returns, at most until the latest deadline among them.
 func (co *hasCoalescer) has(ctx context.Context, addr string, send hasSender, req *kvringv1.HasRequest) (*kvringv1.HasResponse, error) {
-	if req.GetPin() != nil {
+	if co.off || req.GetPin() != nil {
 		return co.sendAlone(ctx, send, req)
 	}
 	ctx, cancel := context.WithTimeout(ctx, co.timeout) // the wait in the queue counts

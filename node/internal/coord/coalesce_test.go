@@ -11,6 +11,8 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/kvring/kvring/node/internal/metrics"
+
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 )
 
@@ -404,4 +406,16 @@ func TestHasCoalescerQueueCountsToTimeout(t *testing.T) {
 		}
 		<-first
 	})
+}
+
+// TestCoalescingIsOffUnlessConfigured: Config.CoalesceHas decides whether
+// the coordinator's Has requests may share calls; by default each goes
+// alone.
+func TestCoalescingIsOffUnlessConfigured(t *testing.T) {
+	if c := New(Config{Metrics: metrics.New()}); !c.has.off {
+		t.Fatal("a coordinator without CoalesceHas merges Has requests")
+	}
+	if c := New(Config{Metrics: metrics.New(), CoalesceHas: true}); c.has.off {
+		t.Fatal("a coordinator with CoalesceHas sends every Has request alone")
+	}
 }

@@ -42,6 +42,11 @@ type Config struct {
 	// PeerTimeout bounds each exchange with one owner, so an owner that is
 	// stuck (not just down) is skipped within the engine's deadline.
 	PeerTimeout time.Duration
+	// CoalesceHas merges concurrent unpinned Has requests to the same owner
+	// into one call (hasCoalescer): fewer peer calls under many concurrent
+	// lookups, but a request that finds a call in flight waits for it.
+	// Default false: each request is its own call.
+	CoalesceHas bool
 	// Draining reports whether a member drains (it takes no new chunks as
 	// an owner; writes go to the next owners, reads ask both). Optional: nil
 	// means no member drains. It must not block.
@@ -110,10 +115,11 @@ type Coordinator struct {
 // New returns a Coordinator. It does no I/O: peer connections are made on
 // first use.
 func New(cfg Config) *Coordinator {
+	has := newHasCoalescer(cfg.MaxBatch, cfg.PeerTimeout, cfg.Metrics.HasCoalesced)
+	has.off = !cfg.CoalesceHas
 	return &Coordinator{cfg: cfg, local: cfg.Owner, reg: cfg.Registry, log: cfg.Log, m: cfg.Metrics,
 		pool: newPeerPool(cfg.PeerDialOptions...), peers: newPeerFailures(cfg.Log, cfg.Now, cfg.Metrics.PeerFailures),
-		has:    newHasCoalescer(cfg.MaxBatch, cfg.PeerTimeout, cfg.Metrics.HasCoalesced),
-		leases: make(map[uint64]coordLease)}
+		has: has, leases: make(map[uint64]coordLease)}
 }
 
 // Close waits for the receivers of abandoned puts (their streams end with
