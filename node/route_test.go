@@ -161,21 +161,11 @@ func TestRoutedCallsReachThePrimaryOwnerAndKeepTheCallersOrder(t *testing.T) {
 	if len(got) != len(order) {
 		t.Fatalf("%d results for %d ids", len(got), len(order))
 	}
-	for k, g := range got {
-		if g.ID != order[k] {
-			t.Fatalf("result %d is for %s, want %s", k, g.ID, order[k])
-		}
-		if order[k] == missing.ID {
-			if g.Found {
-				t.Fatalf("result %d: a chunk nobody holds was found", k)
-			}
-			continue
-		}
-		i := slices.Index(ids, order[k])
+	eachHeld(t, got, order, ids, missing.ID, func(k, i int, g client.GetResult) {
 		if !g.Found || !bytes.Equal(g.Data, chunks[i].Data) || g.Holder.ID != owner[i] {
 			t.Fatalf("result %d (chunk %d): found=%v holder=%s reason=%q", k, i, g.Found, g.Holder.ID, g.Reason)
 		}
-	}
+	})
 	_, gets := tc.coordinated(t)
 	for _, nd := range tc.nodes {
 		w := want[nd.id]
@@ -502,22 +492,31 @@ func TestARoutedGetIntoFillsTheCallersBuffersInTheirOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for k, g := range got {
-		if g.ID != order[k] {
-			t.Fatalf("result %d is for %s, want %s", k, g.ID, order[k])
-		}
-		if order[k] == missing.ID {
-			if g.Found {
-				t.Fatalf("result %d: a chunk nobody holds was found", k)
-			}
-			continue
-		}
-		i := slices.Index(ids, order[k])
+	eachHeld(t, got, order, ids, missing.ID, func(k, i int, g client.GetResult) {
 		if !g.Found || !bytes.Equal(g.Data, chunks[i].Data) || &g.Data[0] != &bufs[k][0] {
 			t.Fatalf("result %d (chunk %d): found=%v, %d bytes, reason %q; want its bytes in buffer %d", k, i, g.Found, len(g.Data), g.Reason, k)
 		}
 		if !bytes.Equal(bufs[k][:len(g.Data)], chunks[i].Data) {
 			t.Fatalf("buffer %d does not hold chunk %d", k, i)
 		}
+	})
+}
+
+// eachHeld checks that result k of got is for order[k] and that missing
+// (held by nobody) was not found, and calls check for every other result
+// with its position i in ids.
+func eachHeld(t *testing.T, got []client.GetResult, order, ids []client.ChunkID, missing client.ChunkID, check func(k, i int, g client.GetResult)) {
+	t.Helper()
+	for k, g := range got {
+		if g.ID != order[k] {
+			t.Fatalf("result %d is for %s, want %s", k, g.ID, order[k])
+		}
+		if order[k] == missing {
+			if g.Found {
+				t.Fatalf("result %d: a chunk nobody holds was found", k)
+			}
+			continue
+		}
+		check(k, slices.Index(ids, order[k]), g)
 	}
 }

@@ -56,6 +56,17 @@ class _PyBuffer(ctypes.Structure):
     ]
 
 
+# The buffer protocol through ctypes (a Py_buffer export of any object; release it once done), shared with
+# localsock's copies outside the GIL.
+_PyBUF_SIMPLE, _PyBUF_WRITABLE = 0, 1
+_get_buffer = ctypes.pythonapi.PyObject_GetBuffer
+_get_buffer.argtypes = [ctypes.py_object, ctypes.POINTER(_PyBuffer), ctypes.c_int]
+_get_buffer.restype = ctypes.c_int
+_release_buffer = ctypes.pythonapi.PyBuffer_Release
+_release_buffer.argtypes = [ctypes.POINTER(_PyBuffer)]
+_release_buffer.restype = None
+
+
 def _has_sse42() -> bool:
     try:
         with open("/proc/cpuinfo") as f:
@@ -83,23 +94,16 @@ def load(reference: Callable[[Any, int], int]) -> Optional[Callable[..., int]]:
     addr = ctypes.addressof(ctypes.c_char.from_buffer(m))
     proto = ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_size_t)
     fn = proto(addr)
-    get_buffer = ctypes.pythonapi.PyObject_GetBuffer
-    get_buffer.argtypes = [ctypes.py_object, ctypes.POINTER(_PyBuffer), ctypes.c_int]
-    get_buffer.restype = ctypes.c_int
-    release = ctypes.pythonapi.PyBuffer_Release
-    release.argtypes = [ctypes.POINTER(_PyBuffer)]
-    release.restype = None
-    PyBUF_SIMPLE = 0
 
     def crc32c(data: Any, crc: int = 0) -> int:
         if type(data) is bytes:
             return fn(crc, data, len(data))  # ctypes passes a bytes object's own storage: no copy
         view = _PyBuffer()
-        get_buffer(data, ctypes.byref(view), PyBUF_SIMPLE)  # raises BufferError for non-contiguous buffers
+        _get_buffer(data, ctypes.byref(view), _PyBUF_SIMPLE)  # raises BufferError for non-contiguous buffers
         try:
             return fn(crc, view.buf, view.len)
         finally:
-            release(ctypes.byref(view))
+            _release_buffer(ctypes.byref(view))
 
     try:
         import os  # noqa: PLC0415

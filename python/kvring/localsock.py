@@ -29,7 +29,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as futures_wait
 from typing import Any, NamedTuple, Optional, Sequence
 
-from ._crc32c_hw import _PyBuffer
+from ._crc32c_hw import _PyBUF_SIMPLE, _PyBUF_WRITABLE, _PyBuffer, _get_buffer, _release_buffer
 from .errors import (
     FailedPrecondition,
     InvalidArgument,
@@ -689,13 +689,6 @@ def _libc_madvise() -> Any:
 
 _madvise = _libc_madvise()
 _EINVAL = 22
-_PyBUF_SIMPLE, _PyBUF_WRITABLE = 0, 1
-_get_buffer = ctypes.pythonapi.PyObject_GetBuffer
-_get_buffer.argtypes = [ctypes.py_object, ctypes.POINTER(_PyBuffer), ctypes.c_int]
-_get_buffer.restype = ctypes.c_int
-_release_buffer = ctypes.pythonapi.PyBuffer_Release
-_release_buffer.argtypes = [ctypes.POINTER(_PyBuffer)]
-_release_buffer.restype = None
 
 
 def _halves(parts: Sequence[tuple[int, int, int, bool]],

@@ -54,6 +54,20 @@ func (s *sentChunk) send(t *testing.T) SendFunc {
 	}
 }
 
+// joined checks that the frames sent are chunk index's, in offset order,
+// each at most MaxFrameBytes, and returns their bytes joined.
+func (s *sentChunk) joined(t *testing.T, index uint32) []byte {
+	t.Helper()
+	var joined []byte
+	for i, f := range s.frames {
+		if f.GetIndex() != index || f.GetOffset() != uint64(len(joined)) || len(f.GetData()) > transfer.MaxFrameBytes {
+			t.Fatalf("frame %d: index %d offset %d, %d bytes", i, f.GetIndex(), f.GetOffset(), len(f.GetData()))
+		}
+		joined = append(joined, f.GetData()...)
+	}
+	return joined
+}
+
 // TestSendCopiesAChunkIntoFramesOnceAndChecksumsIt: a chunk of several
 // frames goes out as a FOUND header with its size and CRC-32C, then frames
 // of at most MaxFrameBytes in offset order that protobuf decodes to the
@@ -78,13 +92,7 @@ func TestSendCopiesAChunkIntoFramesOnceAndChecksumsIt(t *testing.T) {
 		got.headers[0].GetChunk().GetCrc32C() != store.Checksum(data) || got.headers[0].GetHolder().GetNodeId() != "n1" {
 		t.Fatalf("headers %v", got.headers)
 	}
-	var joined []byte
-	for i, f := range got.frames {
-		if f.GetIndex() != 4 || f.GetOffset() != uint64(len(joined)) || len(f.GetData()) > transfer.MaxFrameBytes {
-			t.Fatalf("frame %d: index %d offset %d, %d bytes", i, f.GetIndex(), f.GetOffset(), len(f.GetData()))
-		}
-		joined = append(joined, f.GetData()...)
-	}
+	joined := got.joined(t, 4)
 	want := 0 // frames cut as transfer.FrameLen says
 	for off := 0; off < len(data); off += transfer.FrameLen(len(data) - off) {
 		want++
@@ -179,13 +187,7 @@ func TestSendStreamsAChunkAboveWholeSendMax(t *testing.T) {
 		got.headers[0].GetChunk().GetCrc32C() != store.Checksum(data) {
 		t.Fatalf("headers %v", got.headers)
 	}
-	var joined []byte
-	for i, f := range got.frames {
-		if f.GetIndex() != 2 || f.GetOffset() != uint64(len(joined)) || len(f.GetData()) > transfer.MaxFrameBytes {
-			t.Fatalf("frame %d: index %d offset %d, %d bytes", i, f.GetIndex(), f.GetOffset(), len(f.GetData()))
-		}
-		joined = append(joined, f.GetData()...)
-	}
+	joined := got.joined(t, 2)
 	data[len(data)-1] ^= 0xff // what the frames must carry: the byte as it was when its frame was copied
 	if !bytes.Equal(joined, data) {
 		t.Fatalf("%d frames of %d bytes in all, not the chunk's %d as they were after the header went out", len(got.frames), len(joined), len(data))
