@@ -130,13 +130,15 @@ func seesRing(n *e2eNode, ids ...string) bool {
 	return slices.Equal(got, want)
 }
 
-// startCluster starts three nodes (the second and third join the first) and
-// waits until each sees all three in its ring.
-func startCluster(t *testing.T) []*e2eNode {
+// startCluster starts three nodes (the second and third join the first),
+// each with the extra serve flags, and waits until each sees all three in
+// its ring.
+func startCluster(t *testing.T, extra ...string) []*e2eNode {
 	t.Helper()
-	n1 := startNode(t, t.TempDir(), shmDir(t), "127.0.0.1:0", "127.0.0.1:0")
-	n2 := startNode(t, t.TempDir(), shmDir(t), "127.0.0.1:0", "127.0.0.1:0", "--join", n1.gossip)
-	n3 := startNode(t, t.TempDir(), shmDir(t), "127.0.0.1:0", "127.0.0.1:0", "--join", n1.gossip)
+	n1 := startNode(t, t.TempDir(), shmDir(t), "127.0.0.1:0", "127.0.0.1:0", extra...)
+	join := slices.Concat([]string{"--join", n1.gossip}, extra)
+	n2 := startNode(t, t.TempDir(), shmDir(t), "127.0.0.1:0", "127.0.0.1:0", join...)
+	n3 := startNode(t, t.TempDir(), shmDir(t), "127.0.0.1:0", "127.0.0.1:0", join...)
 	nodes := []*e2eNode{n1, n2, n3}
 	testutil.Eventually(t, "every node to see three active members", 20*time.Second, func() bool {
 		for _, n := range nodes {
