@@ -50,7 +50,7 @@ start_cluster() {
 		[ "$i" -eq 1 ] || join=(--join "${gossips[0]}")
 		mkdir -p "$work/$name$i" "${shm:?start_cluster needs \$shm}/$name$i"
 		"$kv" serve --grpc-addr "${grpcs[i - 1]}" --admin-addr "${admins[i - 1]}" --gossip-addr "${gossips[i - 1]}" \
-			--data-dir "$work/$name$i/data" --shm-dir "$shm/$name$i" --socket "$work/$name$i/kvring.sock" \
+			--data-dir "$work/$name$i/data" --shm-dir "$shm/$name$i" --resp-addr "" --socket "$work/$name$i/kvring.sock" \
 			--memory-limit "${mem}MiB" --log-level warn "${join[@]}" "$@" >>"$work/$name$i.log" 2>&1 &
 		cluster_pids+=($!)
 		pids+=($!)

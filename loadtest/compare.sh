@@ -160,7 +160,7 @@ start_node() {
 	local i=$1 join=()
 	[ "$i" -eq 1 ] || join=(--join "${gossips[0]}")
 	"$kv" serve --grpc-addr "${grpcs[i - 1]}" --admin-addr "${admins[i - 1]}" --gossip-addr "${gossips[i - 1]}" \
-		--data-dir "$work/node$i/data" --shm-dir "$shm/node$i" --socket "$work/node$i/kvring.sock" --memory-limit "${NODE_MEM_MB}MiB" \
+		--data-dir "$work/node$i/data" --shm-dir "$shm/node$i" --resp-addr "" --socket "$work/node$i/kvring.sock" --memory-limit "${NODE_MEM_MB}MiB" \
 		--log-level warn "${join[@]}" >>"$work/node$i.log" 2>&1 &
 	node_pids[i - 1]=$!
 	pids+=($!)

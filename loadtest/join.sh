@@ -56,7 +56,7 @@ run() {
 		local i=$1 j=()
 		[ "$i" -eq 1 ] || j=(--join "${gossips[0]}")
 		"$kv" serve --grpc-addr "${grpcs[i - 1]}" --admin-addr "${admins[i - 1]}" --gossip-addr "${gossips[i - 1]}" \
-			--data-dir "$work/$name/n$i/data" --shm-dir "$work/$name/n$i/shm" --socket "" \
+			--data-dir "$work/$name/n$i/data" --shm-dir "$work/$name/n$i/shm" --resp-addr "" --socket "" \
 			--memory-limit "${NODE_MEM_MB}MiB" --log-level warn "${j[@]}" >>"$work/$name/n$i.log" 2>&1 &
 		pids+=($!)
 	}

@@ -40,6 +40,9 @@ type Config struct {
 	// extensions; docs/vineyard.md). Default: off (Socket.Path ""). The
 	// serve command turns it on at ./kvring.sock.
 	Socket SocketConfig
+	// RESP configures the Redis-protocol port (docs/resp.md). Default:
+	// off.
+	RESP RESPConfig
 	// Membership configures gossip (address, seeds, ring settings). NodeID,
 	// GRPCAddr, AdminAddr and OnRingChange are filled by the node. Default
 	// membership.DefaultConfig() with Ring.ReplicationFactor 3; a zero

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kvring/kvring/node/internal/handoff"
 	"github.com/kvring/kvring/node/internal/localsock"
+	"github.com/kvring/kvring/node/internal/resp"
 	"github.com/kvring/kvring/node/membership"
 	"github.com/kvring/kvring/ring"
 	"github.com/kvring/kvring/store"
@@ -54,6 +55,10 @@ type nodeParts struct {
 	member    *membership.Membership
 	svc       *services
 	unmetrics func() // unregisters the node's metrics
+	// resp serves the Redis-protocol port (nil when off); respUnmetrics
+	// unregisters its metrics.
+	resp          *resp.Server
+	respUnmetrics func()
 	health    *health.Server
 	adminSrv  *http.Server
 	socket    *localsock.Server // nil when the local socket is off
@@ -110,6 +115,9 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		return fmt.Errorf("cannot start node: %w", err)
 	}
 	if err := n.openSocket(p); err != nil {
+		return fmt.Errorf("cannot start node: %w", err)
+	}
+	if err := n.openRESP(ctx, p); err != nil {
 		return fmt.Errorf("cannot start node: %w", err)
 	}
 	n.parts.Store(p)
@@ -229,7 +237,8 @@ func (n *Node) announceActive(ctx context.Context, p *nodeParts) {
 	n.ready.Store(true)
 	p.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	n.log.Info("node ready", "node", p.store.NodeID(), "grpc", p.grpcLis.Addr().String(), "admin", p.adminLis.Addr().String(),
-		"gossip", p.member.GossipAddr(), "memory_limit", p.store.Limit(), "startup", time.Since(p.startedAt).Round(time.Microsecond))
+		"gossip", p.member.GossipAddr(), "memory_limit", p.store.Limit(), "startup", time.Since(p.startedAt).Round(time.Microsecond),
+		"resp", respAddr(p))
 }
 
 // advertisedGRPC is the gRPC address gossiped to peers.
@@ -389,6 +398,9 @@ func (n *Node) closeLocked(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	if p.respUnmetrics != nil {
+		p.respUnmetrics()
+	}
 	if p.unmetrics != nil {
 		p.unmetrics()
 	}
@@ -403,6 +415,12 @@ func (n *Node) closeLocked(ctx context.Context) error {
 // them; listeners that no server took are closed.
 func (n *Node) stopServers(ctx context.Context, p *nodeParts) []error {
 	var errs []error
+	if p.resp != nil {
+		// First, with the socket: its commands call the coordinator.
+		if err := p.resp.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if p.socket != nil {
 		// First: requests in flight on it may still call the gRPC server.
 		if err := p.socket.Close(); err != nil {

@@ -46,7 +46,7 @@ func runCLI(t *testing.T, env []string, args ...string) cliResult {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	// The race detector's default exit delay (1s) would dominate each run.
-	cmd.Env = append(append(os.Environ(), "GORACE=atexit_sleep_ms=0", "KVRING_SOCKET="), env...)
+	cmd.Env = append(append(os.Environ(), "GORACE=atexit_sleep_ms=0", "KVRING_SOCKET=", "KVRING_RESP_ADDR="), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err = cmd.Run()

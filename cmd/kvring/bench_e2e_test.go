@@ -759,7 +759,7 @@ func startBenchNode(b testing.TB, memoryLimit string, extra ...string) *benchNod
 	args := append([]string{"serve", "--data-dir", b.TempDir(), "--shm-dir", shm, "--memory-limit", memoryLimit,
 		"--grpc-addr", "127.0.0.1:0", "--gossip-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"}, extra...)
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "KVRING_SOCKET=")
+	cmd.Env = append(os.Environ(), "KVRING_SOCKET=", "KVRING_RESP_ADDR=")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		b.Fatal(err)

@@ -65,6 +65,7 @@ func newServeCmd() *cobra.Command {
 		socketPath     = "./kvring.sock"
 		socketMode     = "0660"
 		security       node.SecurityConfig
+		respOpts       respFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -121,6 +122,7 @@ process exits 0.`,
 			cfg.AdminIdleTimeout = adminIdle
 			cfg.AdminMaxHeaderBytes = int(min(adminMaxHeader, 1<<31-1))
 			cfg.Socket.Path = socketPath
+			cfg.RESP = respOpts.config()
 			if cfg.Socket.Mode, err = parseSocketMode(socketMode); err != nil {
 				return err
 			}
@@ -222,6 +224,7 @@ process exits 0.`,
 	fs.StringVar(&socketPath, "socket", socketPath, `local Unix socket for engines on this host (Vineyard IPC and kvring extensions); "" turns it off; containers use /var/run/vineyard.sock`)
 	fs.StringVar(&socketMode, "socket-mode", socketMode, "permission bits of the socket file, in octal")
 	registerServeSecurity(fs, &security)
+	registerServeRESP(fs, &respOpts)
 	annotateEnv(fs)
 	return cmd
 }

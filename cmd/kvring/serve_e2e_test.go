@@ -107,7 +107,7 @@ func startKvring(t *testing.T, env []string, args ...string) *proc {
 	}
 	cmd := exec.Command(bin, args...)
 	// No local socket unless the test asks: nodes share the working directory.
-	cmd.Env = append(append(os.Environ(), "KVRING_SOCKET="), env...)
+	cmd.Env = append(append(os.Environ(), "KVRING_SOCKET=", "KVRING_RESP_ADDR="), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

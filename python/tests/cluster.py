@@ -81,6 +81,7 @@ class Node:
             "--data-dir", os.path.join(self.dir, "data"),
             "--shm-dir", self.shm,
             "--socket", "",
+            "--resp-addr", "",
             "--memory-limit", "64MiB",
             "--grpc-addr", self._grpc_addr,
             "--gossip-addr", "127.0.0.1:0",

@@ -1,0 +1,59 @@
+package resp
+
+import (
+	"context"
+
+	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
+	"github.com/kvring/kvring/store"
+)
+
+// Cluster is what the server needs from the node: its coordinator, called
+// as an engine's calls are (the same two-phase write, lookups and reads with
+// owner fallback). Implementations must be safe for concurrent use; every
+// method blocks until the cluster answered or ctx ends.
+type Cluster interface {
+	// Namespace returns the namespace called name. An unknown one is
+	// registered first when create is true (with the schema the server
+	// gives RESP namespaces), else it is ErrNoNamespace.
+	Namespace(ctx context.Context, name string, create bool) (Namespace, error)
+	// Publish runs the two-phase write of one chunk per key, whose bytes
+	// are blobs[i] (sealed, borrowed for the call; this node's share of a
+	// chunk it owns becomes the blob's slot). One result per key.
+	Publish(ctx context.Context, ns Namespace, keys []Key, blobs []*store.Blob) ([]*kvringv1.PutChunkResult, error)
+	// Held reports, per key, whether a read can return its chunk now.
+	Held(ctx context.Context, ns Namespace, keys []Key) ([]bool, error)
+	// Get reads the chunks of keys with owner fallback; each is called once
+	// per key, in order, with the verified bytes (only valid during the
+	// call) or nil for a miss.
+	Get(ctx context.Context, ns Namespace, keys []Key, each func(i int, data []byte) error) error
+	// Delete removes the chunks of keys from every member that holds them
+	// and reports, per key, whether some member held it.
+	Delete(ctx context.Context, ns Namespace, keys []Key) ([]bool, error)
+	// Flush removes every namespace whose name starts with NamespacePrefix
+	// from every member, and reports how many it removed.
+	Flush(ctx context.Context) (int, error)
+	// Authenticate checks a token: the access it grants, or ErrBadToken.
+	Authenticate(token string) (Access, error)
+	// Anonymous is the access of a connection that has not authenticated,
+	// and whether it must AUTH before other commands.
+	Anonymous() (a Access, authRequired bool)
+}
+
+// Namespace is a registered namespace as the server uses it.
+type Namespace struct {
+	Ref   *kvringv1.NamespaceRef
+	Store string // the store's name for it (namespace.StoreName)
+}
+
+// Access is what an authenticated client may do.
+type Access struct {
+	// Admin may run FLUSHDB and CONFIG SET.
+	Admin bool
+	// Allows reports whether a namespace may be read and written; nil
+	// allows every namespace.
+	Allows func(namespace string) bool
+	// Name names the token in logs (never the token itself).
+	Name string
+}
+
+func (a Access) allows(ns string) bool { return a.Allows == nil || a.Allows(ns) }

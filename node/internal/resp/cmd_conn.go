@@ -1,0 +1,178 @@
+package resp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// redisVersion is the Redis version reported to clients, which some of them
+// check before using a command (HELLO, CLIENT SETINFO).
+const redisVersion = "7.2.0"
+
+func cmdPing(_ context.Context, c *conn, req *request) {
+	switch len(req.args) {
+	case 1:
+		c.w.simple("PONG")
+	case 2:
+		c.w.bulk(req.args[1])
+	default:
+		c.fail("arity", errorf(prefixErr, "wrong number of arguments for 'ping' command"))
+	}
+}
+
+func cmdEcho(_ context.Context, c *conn, req *request) { c.w.bulk(req.args[1]) }
+
+// cmdHello answers HELLO [protover [AUTH username password] [SETNAME name]]:
+// the protocol switch (2 or 3), optional authentication and the server's
+// description.
+func cmdHello(_ context.Context, c *conn, req *request) {
+	proto := c.w.proto
+	args := req.args[1:]
+	if len(args) > 0 {
+		v, err := strconv.Atoi(string(args[0]))
+		if err != nil {
+			c.fail("syntax", errorf(prefixErr, "Protocol version is not an integer or out of range"))
+			return
+		}
+		if v != 2 && v != 3 {
+			c.fail("noproto", "NOPROTO unsupported protocol version")
+			return
+		}
+		proto, args = v, args[1:]
+	}
+	name, setName := "", false
+	for len(args) > 0 {
+		switch opt := lower(args[0]); {
+		case opt == "auth" && len(args) >= 3:
+			if !c.authenticate(string(args[2])) {
+				return
+			}
+			args = args[3:]
+		case opt == "setname" && len(args) >= 2:
+			name, setName = string(args[1]), true
+			args = args[2:]
+		default:
+			c.fail("syntax", errorf(prefixErr, "Syntax error in HELLO option '%s'", clip(args[0])))
+			return
+		}
+	}
+	if !c.authed {
+		c.fail("noauth", prefixNoAuth+" HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
+		return
+	}
+	if setName {
+		c.name = name
+	}
+	c.w.proto = proto
+	c.w.mapHeader(7)
+	c.w.bulkString("server")
+	c.w.bulkString("redis")
+	c.w.bulkString("version")
+	c.w.bulkString(redisVersion)
+	c.w.bulkString("proto")
+	c.w.int(int64(proto))
+	c.w.bulkString("id")
+	c.w.int(c.id)
+	c.w.bulkString("mode")
+	c.w.bulkString("standalone")
+	c.w.bulkString("role")
+	c.w.bulkString("master")
+	c.w.bulkString("modules")
+	c.w.array(0)
+}
+
+// cmdAuth answers AUTH token and AUTH username token (the user name is
+// ignored: kvring's tokens name no users).
+func cmdAuth(_ context.Context, c *conn, req *request) {
+	if len(req.args) > 3 {
+		c.fail("syntax", errorf(prefixErr, "syntax error"))
+		return
+	}
+	if _, required := c.s.cfg.Cluster.Anonymous(); !required {
+		c.fail("auth", errorf(prefixErr, "AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"))
+		return
+	}
+	if c.authenticate(string(req.args[len(req.args)-1])) {
+		c.w.ok()
+	}
+}
+
+// authenticate checks token; on failure it writes the error reply.
+func (c *conn) authenticate(token string) bool {
+	a, err := c.s.cfg.Cluster.Authenticate(token)
+	if err != nil {
+		if errors.Is(err, ErrBadToken) {
+			c.fail("auth", prefixWrongPass+" invalid username-password pair or user is disabled.")
+		} else {
+			c.failErr(err)
+		}
+		return false
+	}
+	c.authed, c.access = true, a
+	return true
+}
+
+func cmdSelect(_ context.Context, c *conn, req *request) {
+	if string(req.args[1]) != "0" {
+		c.fail("syntax", errorf(prefixErr, "DB index is out of range"))
+		return
+	}
+	c.w.ok()
+}
+
+// cmdReset returns the connection to its state after connecting.
+func cmdReset(_ context.Context, c *conn, _ *request) {
+	c.name, c.w.proto = "", 2
+	c.anonymous()
+	c.w.simple("RESET")
+}
+
+// cmdClient answers CLIENT SETNAME, GETNAME, ID, INFO, SETINFO and
+// NO-EVICT / NO-TOUCH (accepted: they change nothing here).
+func cmdClient(_ context.Context, c *conn, req *request) {
+	sub := lower(req.args[1])
+	switch {
+	case sub == "setname" && len(req.args) == 3:
+		if strings.ContainsAny(string(req.args[2]), " \n\r") {
+			c.fail("syntax", errorf(prefixErr, "Client names cannot contain spaces, newlines or special characters."))
+			return
+		}
+		c.name = string(req.args[2])
+		c.w.ok()
+	case sub == "getname" && len(req.args) == 2:
+		if c.name == "" {
+			c.w.null()
+		} else {
+			c.w.bulkString(c.name)
+		}
+	case sub == "id" && len(req.args) == 2:
+		c.w.int(c.id)
+	case sub == "info" && len(req.args) == 2:
+		c.w.bulkString(c.info() + "\n")
+	case sub == "setinfo" && len(req.args) == 4:
+		switch lower(req.args[2]) {
+		case "lib-name":
+			c.libName = string(req.args[3])
+		case "lib-ver":
+			c.libVer = string(req.args[3])
+		default:
+			c.fail("syntax", errorf(prefixErr, "Unrecognized option '%s'", clip(req.args[2])))
+			return
+		}
+		c.w.ok()
+	case (sub == "no-evict" || sub == "no-touch") && len(req.args) == 3:
+		c.w.ok()
+	default:
+		c.fail("syntax", errorf(prefixErr, "unknown subcommand or wrong number of arguments for '%s'. Try CLIENT HELP.", clip(req.args[1])))
+	}
+}
+
+// info is the connection's CLIENT INFO / CLIENT LIST line.
+func (c *conn) info() string {
+	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=0 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 resp=%d lib-name=%s lib-ver=%s cmd=%s",
+		c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), c.name, int(time.Since(c.created).Seconds()), c.w.proto, c.libName, c.libVer, c.lastCmd)
+}

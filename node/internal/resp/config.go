@@ -1,0 +1,117 @@
+package resp
+
+import (
+	"crypto/tls"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/kvring/kvring/store"
+)
+
+// Config configures a Server. Zero fields take the documented defaults.
+type Config struct {
+	// Store holds the values while they are written (blobs) and the
+	// chunks this node serves in place. Required.
+	Store *store.Store
+	// Cluster runs writes and reads across the cluster. Required.
+	Cluster Cluster
+	// KeyMap maps keys to namespaces and placement. Default
+	// DefaultKeyMap().
+	KeyMap KeyMap
+	// TLS, when set, serves the port over TLS with this configuration.
+	TLS *tls.Config
+	// NodeID names this node in INFO and CLIENT INFO.
+	NodeID string
+	// Version is kvring's version, reported in INFO and HELLO beside the
+	// Redis version clients check. Default "dev".
+	Version string
+	// MaxConns is the most connections served at once; more are answered
+	// "-ERR max number of clients reached" and closed. Default 10000
+	// (Redis's maxclients).
+	MaxConns int
+	// IdleTimeout closes a connection that sends no command for this long
+	// (clients reconnect on their next command). Default 5m; negative:
+	// never.
+	IdleTimeout time.Duration
+	// CommandTimeout is how long the rest of a command may take to arrive
+	// once its first byte has: a client that trickles bytes is
+	// disconnected. Default 30s.
+	CommandTimeout time.Duration
+	// WriteTimeout: a client that does not read its replies for this long
+	// is disconnected. Default 10s.
+	WriteTimeout time.Duration
+	// CallTimeout bounds one command's work in the cluster. Default 30s.
+	CallTimeout time.Duration
+	// MaxArgs is the most arguments of one command. Default 65536.
+	MaxArgs int
+	// MaxArgLen is the longest argument that is not a value (keys, options).
+	// Default 64 KiB.
+	MaxArgLen int
+	// MaxRequestBytes bounds the arguments of one command that are not
+	// values, and the values of one command together. Default 256 MiB for
+	// values and 16 MiB for the rest.
+	MaxRequestBytes int64
+	// MaxInline is the longest inline (telnet-style) command. Default 64 KiB.
+	MaxInline int
+	// ReplyBuffer is how many bytes of pipelined replies are kept before
+	// they are written out. Default 64 KiB.
+	ReplyBuffer int
+	// Logger receives connection errors. Default slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	c.KeyMap.setDefaults()
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&c.IdleTimeout, 5*time.Minute)
+	def(&c.CommandTimeout, 30*time.Second)
+	def(&c.WriteTimeout, 10*time.Second)
+	def(&c.CallTimeout, 30*time.Second)
+	if c.Version == "" {
+		c.Version = "dev"
+	}
+	if c.MaxConns == 0 {
+		c.MaxConns = 10000
+	}
+	if c.MaxArgs == 0 {
+		c.MaxArgs = 65536
+	}
+	if c.MaxArgLen == 0 {
+		c.MaxArgLen = 64 << 10
+	}
+	if c.MaxRequestBytes == 0 {
+		c.MaxRequestBytes = 256 << 20
+	}
+	if c.MaxInline == 0 {
+		c.MaxInline = 64 << 10
+	}
+	if c.ReplyBuffer == 0 {
+		c.ReplyBuffer = 64 << 10
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+func (c *Config) validate() error {
+	c.setDefaults()
+	switch {
+	case c.Store == nil:
+		return errors.New("resp: Config.Store is required")
+	case c.Cluster == nil:
+		return errors.New("resp: Config.Cluster is required")
+	case c.MaxConns < 0 || c.MaxArgs < 1 || c.MaxArgLen < 1 || c.MaxInline < 1 || c.MaxRequestBytes < 1:
+		return errors.New("resp: limits must be positive")
+	}
+	return c.KeyMap.validate()
+}
+
+func (c *Config) limits() limits {
+	return limits{maxArgs: c.MaxArgs, maxArgLen: c.MaxArgLen, maxArgBytes: int(min(c.MaxRequestBytes, 16<<20)),
+		maxInline: c.MaxInline, maxValue: c.Store.MaxChunkSize(), maxValues: c.MaxRequestBytes}
+}

@@ -1,0 +1,190 @@
+package resp
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"time"
+
+	"github.com/kvring/kvring/store"
+)
+
+// conn is one client connection, served by one goroutine that reads a
+// command, runs it and buffers its reply in turn; replies are written when
+// no more commands are waiting (a pipeline's replies leave together) or
+// when they pass Config.ReplyBuffer.
+type conn struct {
+	s       *Server
+	nc      net.Conn
+	id      int64
+	created time.Time
+	rd      *reader
+	w       *writer
+	// cancel ends the context of the command in flight (Server.Close).
+	cancel context.CancelFunc
+
+	// Guarded by nothing: only the connection's goroutine touches them,
+	// except name and lastCmd, which CLIENT LIST of another connection
+	// reads (stale values are fine; see info).
+	name, libName, libVer string
+	authed                bool
+	access                Access
+	lastCmd               string
+}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	c := &conn{s: s, nc: nc, id: s.nextID.Add(1), created: time.Now()}
+	c.rd = newReader(nc, 64<<10, s.cfg.limits())
+	c.w = newWriter(nc, s.cfg.WriteTimeout, s.cfg.ReplyBuffer)
+	c.anonymous()
+	return c
+}
+
+// serve runs the connection until the client leaves, breaks the protocol,
+// times out, or the server closes.
+func (c *conn) serve() {
+	ctx, cancel := context.WithCancel(context.Background())
+	c.s.mu.Lock()
+	c.cancel = cancel
+	closed := c.s.closed
+	c.s.mu.Unlock()
+	defer cancel()
+	defer c.nc.Close()
+	if closed {
+		return
+	}
+	for {
+		if err := c.await(); err != nil {
+			c.ended(err)
+			return
+		}
+		req, err := c.rd.read(c.alloc)
+		if err != nil {
+			c.ended(err)
+			return
+		}
+		quit := c.run(ctx, req)
+		req.free()
+		if quit || c.w.err != nil {
+			c.w.flush()
+			return
+		}
+	}
+}
+
+// await flushes the pending replies when no command is waiting and waits
+// for the next one's first byte (within IdleTimeout), then gives the rest
+// of the command CommandTimeout to arrive.
+func (c *conn) await() error {
+	if c.rd.br.Buffered() == 0 {
+		if err := c.w.flush(); err != nil {
+			return err
+		}
+		if c.s.cfg.IdleTimeout > 0 {
+			c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
+		} else {
+			c.nc.SetReadDeadline(time.Time{})
+		}
+		if _, err := c.rd.br.Peek(1); err != nil {
+			return err
+		}
+	}
+	return c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.CommandTimeout))
+}
+
+// ended reports why the connection ends: a protocol error is answered
+// first; the rest is logged at debug level (clients leave all the time).
+func (c *conn) ended(err error) {
+	var pe *protocolError
+	if errors.As(err, &pe) {
+		c.s.m.error("protocol")
+		c.w.error(prefixErr + " " + pe.Error())
+		c.w.flush()
+		c.s.log.Info("closing a Redis-protocol connection that broke the protocol", "remote", c.nc.RemoteAddr(), "err", pe.msg)
+		return
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		c.s.m.error("timeout")
+		c.s.log.Debug("closing an idle or slow Redis-protocol connection", "remote", c.nc.RemoteAddr())
+		return
+	}
+	if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+		c.s.log.Debug("Redis-protocol connection ended", "remote", c.nc.RemoteAddr(), "err", err)
+	}
+}
+
+// alloc is the memory of a value: a blob of the store.
+func (c *conn) alloc(size int64) (*store.Blob, error) { return c.s.cfg.Store.CreateBlob(size) }
+
+// run runs one command and reports whether the connection should close.
+func (c *conn) run(ctx context.Context, req *request) (quit bool) {
+	cmd, ok := commands[req.name]
+	c.s.m.command(req.name)
+	c.lastCmd = req.name
+	switch {
+	case !ok:
+		c.fail("unknown", errorf(prefixErr, "unknown command '%s', with args beginning with: %s", clip(req.args[0]), argsPreview(req.args[1:])))
+		return false
+	case !cmd.arityOK(len(req.args)):
+		c.fail("arity", errorf(prefixErr, "wrong number of arguments for '%s' command", req.name))
+		return false
+	case !c.authed && !cmd.noAuth:
+		c.fail("noauth", prefixNoAuth+" Authentication required.")
+		return false
+	}
+	if cmd.run == nil { // quit
+		c.w.ok()
+		return true
+	}
+	cctx, cancel := context.WithTimeout(ctx, c.s.cfg.CallTimeout)
+	defer cancel()
+	cmd.run(cctx, c, req)
+	return false
+}
+
+// fail writes an error reply and counts it by reason.
+func (c *conn) fail(reason, msg string) {
+	c.s.m.error(reason)
+	c.w.error(msg)
+}
+
+// failErr writes the error reply of err (errorReply).
+func (c *conn) failErr(err error) {
+	msg, reason := errorReply(err)
+	c.fail(reason, msg)
+}
+
+// clip shortens a client's argument for an error reply.
+func clip(b []byte) string {
+	const max = 128
+	s := string(b)
+	if len(s) > max {
+		s = s[:max] + "..."
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < ' ' || s[i] > '~' {
+			return "(binary)"
+		}
+	}
+	return s
+}
+
+func argsPreview(args [][]byte) string {
+	out := ""
+	for i, a := range args {
+		if i == 3 {
+			break
+		}
+		out += "'" + clip(a) + "' "
+	}
+	return out
+}
+
+// anonymous gives the connection the access of a client that has not
+// authenticated.
+func (c *conn) anonymous() {
+	a, required := c.s.cfg.Cluster.Anonymous()
+	c.access, c.authed = a, !required
+}

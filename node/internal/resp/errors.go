@@ -1,0 +1,75 @@
+package resp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+
+	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
+	"github.com/kvring/kvring/store"
+	"github.com/kvring/kvring/transfer"
+)
+
+var (
+	// ErrNoNamespace: a read of a namespace nobody has written.
+	ErrNoNamespace = errors.New("resp: no such namespace")
+	// ErrBadToken: AUTH with a token the node does not accept.
+	ErrBadToken = errors.New("resp: invalid token")
+
+	errEmptyValue = errors.New("kvring stores no empty values")
+	errTooBig     = errors.New("value too big")
+)
+
+// Error reply prefixes clients act on (Redis's own).
+const (
+	prefixErr       = "ERR"
+	prefixOOM       = "OOM"
+	prefixTryAgain  = "TRYAGAIN"
+	prefixNoAuth    = "NOAUTH"
+	prefixNoPerm    = "NOPERM"
+	prefixWrongPass = "WRONGPASS"
+)
+
+// errorReply turns an error of the cluster or the store into an error reply
+// with the prefix a Redis client acts on, and the reason (a metric label).
+func errorReply(err error) (msg, reason string) {
+	switch {
+	case errors.Is(err, store.ErrNoSpace), errors.Is(err, transfer.ErrResourceExhausted), errors.Is(err, errTooBig):
+		return prefixOOM + " " + oneLine(err), "no_space"
+	case errors.Is(err, errEmptyValue):
+		return prefixErr + " " + oneLine(err), "empty_value"
+	case errors.Is(err, transfer.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+		return prefixTryAgain + " " + oneLine(err), "unavailable"
+	case errors.Is(err, transfer.ErrInvalidArgument):
+		return prefixErr + " " + oneLine(err), "invalid"
+	}
+	return prefixErr + " " + oneLine(err), "internal"
+}
+
+// oneLine makes err's text fit an error reply (no CR or LF).
+func oneLine(err error) string {
+	return strings.NewReplacer("\r", " ", "\n", " ").Replace(err.Error())
+}
+
+func errorf(prefix, format string, args ...any) string {
+	return prefix + " " + fmt.Sprintf(format, args...)
+}
+
+// resultReply is the error reply of a chunk the cluster did not store (its
+// result is REJECTED or FAILED), by the gRPC code that classifies it.
+func resultReply(r *kvringv1.PutChunkResult) (msg, reason string) {
+	why := strings.NewReplacer("\r", " ", "\n", " ").Replace(r.GetReason())
+	if why == "" {
+		why = r.GetStatus().String()
+	}
+	switch codes.Code(r.GetCode()) {
+	case codes.ResourceExhausted:
+		return prefixOOM + " not stored: " + why, "no_space"
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Aborted:
+		return prefixTryAgain + " not stored: " + why, "unavailable"
+	}
+	return prefixErr + " not stored: " + why, "not_stored"
+}

@@ -1,0 +1,62 @@
+package resp
+
+import (
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the kvring_resp_* instruments, and the counters INFO reports
+// (the same numbers).
+type metrics struct {
+	commands    *prometheus.CounterVec // command (known names only, else "unknown")
+	errors      *prometheus.CounterVec // reason
+	keyspace    *prometheus.CounterVec // result: hit, miss
+	connections prometheus.GaugeFunc
+	accepted    *prometheus.CounterVec // result: accepted, rejected
+
+	hits, misses, commandsN, connsTotal, rejected atomic.Int64
+	inBytes, outBytes                             atomic.Int64
+}
+
+func newMetrics(conns func() float64) *metrics {
+	m := &metrics{
+		commands: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvring_resp_commands_total",
+			Help: "Commands served on the Redis-protocol port, by command (unknown ones as \"unknown\")."}, []string{"command"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvring_resp_errors_total",
+			Help: "Error replies on the Redis-protocol port, by reason."}, []string{"reason"}),
+		keyspace: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvring_resp_keyspace_total",
+			Help: "Keys read on the Redis-protocol port (GET, MGET, GETRANGE, STRLEN, EXISTS), by result: hit or miss."}, []string{"result"}),
+		connections: prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kvring_resp_connections",
+			Help: "Connections open on the Redis-protocol port."}, conns),
+		accepted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvring_resp_connections_total",
+			Help: "Connections to the Redis-protocol port, by result: accepted, or rejected (over the connection cap)."}, []string{"result"}),
+	}
+	return m
+}
+
+func (m *metrics) command(name string) {
+	m.commandsN.Add(1)
+	if _, ok := commands[name]; !ok {
+		name = "unknown"
+	}
+	m.commands.WithLabelValues(name).Inc()
+}
+
+func (m *metrics) error(reason string) { m.errors.WithLabelValues(reason).Inc() }
+
+func (m *metrics) read(hit bool) {
+	if hit {
+		m.hits.Add(1)
+		m.keyspace.WithLabelValues("hit").Inc()
+	} else {
+		m.misses.Add(1)
+		m.keyspace.WithLabelValues("miss").Inc()
+	}
+}
+
+// Collectors are the server's kvring_resp_* metrics, for the node to
+// register.
+func (s *Server) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{s.m.commands, s.m.errors, s.m.keyspace, s.m.connections, s.m.accepted}
+}

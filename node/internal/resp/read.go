@@ -1,0 +1,108 @@
+package resp
+
+import (
+	"context"
+)
+
+// readSink receives the value of key position i, in order: data is only
+// valid during the call, nil for a miss.
+type readSink func(i int, data []byte)
+
+// readKeys reads the values of raw keys and hands each to sink in key
+// order, as soon as it is known, so a reply streams without holding every
+// value: a chunk this node holds is read in place from shared memory
+// (verified against its checksum); consecutive keys of one namespace that it
+// does not hold are read in one cluster call (one round trip per owner).
+// A key the cluster could not read is a miss; the first call error is
+// returned after every remaining key was handed over as a miss.
+func (c *conn) readKeys(ctx context.Context, raw [][]byte) (func(sink readSink) error, bool) {
+	groups, ok := c.mapKeys(raw)
+	if !ok {
+		return nil, false
+	}
+	return func(sink readSink) error {
+		if err := c.resolve(ctx, groups, false); err != nil {
+			for i := range raw {
+				sink(i, nil)
+			}
+			return err
+		}
+		return c.streamKeys(ctx, groups, len(raw), sink)
+	}, true
+}
+
+// streamKeys is readKeys after the namespaces are resolved.
+func (c *conn) streamKeys(ctx context.Context, groups []*nsKeys, n int, sink readSink) error {
+	// where maps a key position to its group and place in it.
+	type where struct {
+		g *nsKeys
+		k keyRef
+	}
+	pos := make([]where, n)
+	for _, g := range groups {
+		for _, k := range g.keys {
+			pos[k.at] = where{g, k}
+		}
+	}
+	var firstErr error
+	var run []keyRef
+	var runNS *nsKeys
+	flush := func() {
+		if len(run) == 0 {
+			return
+		}
+		if firstErr != nil {
+			for _, k := range run {
+				c.countRead(sink, k.at, nil)
+			}
+		} else if err := c.s.cfg.Cluster.Get(ctx, runNS.ns, justKeys(run), func(i int, data []byte) error {
+			c.countRead(sink, run[i].at, data)
+			return nil
+		}); err != nil {
+			firstErr = err
+		}
+		run = run[:0]
+	}
+	for i := range n {
+		w := pos[i]
+		if !w.g.known {
+			flush()
+			c.countRead(sink, i, nil)
+			continue
+		}
+		if c.readLocal(w.g.ns, w.k.Key, func(b []byte) { c.countRead(sink, i, b) }) {
+			flush()
+			continue
+		}
+		if runNS != w.g {
+			flush()
+			runNS = w.g
+		}
+		run = append(run, w.k)
+	}
+	flush()
+	return firstErr
+}
+
+// readLocal hands f the verified bytes of k when this node's store holds
+// it, and reports whether it did. f runs under a fault guard (a fault is
+// "did not": the cluster is asked instead); the chunk is released when f
+// returns.
+func (c *conn) readLocal(ns Namespace, k Key, f func([]byte)) bool {
+	st := c.s.cfg.Store
+	if !st.Contains(ns.Store, k.ID) {
+		return false
+	}
+	v, err := st.Get(ns.Store, k.ID)
+	if err != nil {
+		return false // evicted meanwhile, or failed its checksum: the cluster may have another copy
+	}
+	defer v.Release()
+	return v.Read(f) == nil
+}
+
+// countRead counts a read as a hit or a miss and passes it on.
+func (c *conn) countRead(sink readSink, i int, data []byte) {
+	c.s.m.read(data != nil)
+	sink(i, data)
+}

@@ -1,0 +1,290 @@
+package resp
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/kvring/kvring/store"
+	"strconv"
+)
+
+// protocolError is input that breaks the protocol: the reply is an error
+// and the connection is closed, since the stream cannot be resynchronised.
+type protocolError struct{ msg string }
+
+func (e *protocolError) Error() string { return "Protocol error: " + e.msg }
+
+func protoErr(format string, args ...any) error {
+	return &protocolError{msg: fmt.Sprintf(format, args...)}
+}
+
+// AllocFunc reserves shared memory for a value of size bytes (at least 1):
+// a blob the value is read into, published as a chunk by SET.
+type AllocFunc func(size int64) (*store.Blob, error)
+
+// request is one command: its arguments, with the values of write commands
+// read into memory of their own.
+type request struct {
+	// args[0] is the command name as sent; args alias the reader's buffer
+	// until the next request is read. A value argument is nil here.
+	args [][]byte
+	// name is args[0] in lower case.
+	name string
+	// values are the value arguments, in order (SET's, each of MSET's).
+	values []argValue
+	// inline reports a request sent as a line of text, not a multibulk.
+	inline bool
+}
+
+// argValue is one value argument.
+type argValue struct {
+	at    int         // its argument position
+	size  int64       // its length
+	value *store.Blob // nil when it could not be kept (err) or is empty
+	err   error       // why the value could not be kept (no memory, over the limit)
+}
+
+// free frees every value the request holds.
+func (r *request) free() {
+	for i := range r.values {
+		if r.values[i].value != nil {
+			r.values[i].value.Free()
+			r.values[i].value = nil
+		}
+	}
+}
+
+// limits bound what one request may make the server hold.
+type limits struct {
+	maxArgs     int   // arguments of one multibulk
+	maxArgLen   int   // bytes of one argument that is not a value
+	maxArgBytes int   // bytes of all arguments of one request that are not values
+	maxInline   int   // bytes of an inline request's line
+	maxValue    int64 // bytes of one value (the node's largest chunk)
+	maxValues   int64 // bytes of all values of one request
+}
+
+// reader parses requests. Not safe for concurrent use.
+type reader struct {
+	br   *bufio.Reader
+	lim  limits
+	buf  []byte // backing of the arguments that are not values
+	args [][]byte
+}
+
+func newReader(r io.Reader, size int, lim limits) *reader {
+	return &reader{br: bufio.NewReaderSize(r, size), lim: lim}
+}
+
+// read parses the next request. alloc is asked for the memory of each value
+// argument (valuePos decides which those are). A *protocolError means the
+// connection must close; other errors are the connection's. A request
+// whose values could not all be kept is returned whole, with each value's
+// error, so the stream stays in step.
+func (rd *reader) read(alloc AllocFunc) (*request, error) {
+	for {
+		c, err := rd.br.ReadByte()
+		if err != nil {
+			return nil, err
+		}
+		if c != '*' {
+			rd.br.UnreadByte()
+			req, err := rd.readInline()
+			if err != nil || req != nil {
+				return req, err
+			}
+			continue // an empty line
+		}
+		n, err := rd.readInt('*')
+		if err != nil {
+			return nil, err
+		}
+		if n <= 0 {
+			continue // Redis ignores empty multibulks
+		}
+		if n > int64(rd.lim.maxArgs) {
+			return nil, protoErr("invalid multibulk length")
+		}
+		return rd.readMultibulk(int(n), alloc)
+	}
+}
+
+// readMultibulk reads the n bulk arguments of a request.
+func (rd *reader) readMultibulk(n int, alloc AllocFunc) (*request, error) {
+	if cap(rd.buf) > 1<<20 {
+		rd.buf = nil // do not keep a huge request's buffer
+	}
+	rd.buf, rd.args = rd.buf[:0], rd.args[:0]
+	req := &request{}
+	var valueBytes int64
+	for i := range n {
+		if c, err := rd.br.ReadByte(); err != nil {
+			req.free()
+			return nil, err
+		} else if c != '$' {
+			req.free()
+			return nil, protoErr("expected '$', got '%c'", c)
+		}
+		size, err := rd.readInt('$')
+		if err != nil {
+			req.free()
+			return nil, err
+		}
+		if size < 0 || size > rd.lim.maxValue {
+			req.free()
+			return nil, protoErr("invalid bulk length")
+		}
+		if i > 0 && valuePos(req.name, i) {
+			v, err := rd.readValue(size, &valueBytes, alloc)
+			if err != nil {
+				req.free()
+				return nil, err
+			}
+			v.at = i
+			req.values = append(req.values, v)
+			rd.args = append(rd.args, nil)
+			continue
+		}
+		if size > int64(rd.lim.maxArgLen) || len(rd.buf)+int(size) > rd.lim.maxArgBytes {
+			req.free()
+			return nil, protoErr("argument %d of %d bytes is over this server's limit of %d (only values may be longer)",
+				i, size, rd.lim.maxArgLen)
+		}
+		start := len(rd.buf)
+		rd.buf = slices.Grow(rd.buf, int(size))[:start+int(size)]
+		if _, err := io.ReadFull(rd.br, rd.buf[start:]); err != nil {
+			req.free()
+			return nil, err
+		}
+		if err := rd.crlf(); err != nil {
+			req.free()
+			return nil, err
+		}
+		rd.args = append(rd.args, rd.buf[start:len(rd.buf):len(rd.buf)])
+		if i == 0 {
+			req.name = lower(rd.args[0])
+		}
+	}
+	// An argument read before rd.buf last grew aliases its old array,
+	// which nothing writes to again.
+	req.args = rd.args
+	return req, nil
+}
+
+// readValue reads a value argument of size bytes into memory from alloc,
+// or past it when it cannot be kept.
+func (rd *reader) readValue(size int64, total *int64, alloc AllocFunc) (argValue, error) {
+	v := argValue{size: size}
+	*total += size
+	switch {
+	case size == 0:
+		v.err = errEmptyValue
+	case *total > rd.lim.maxValues:
+		v.err = fmt.Errorf("%w: the request's values are over %d bytes", errTooBig, rd.lim.maxValues)
+	default:
+		v.value, v.err = alloc(size)
+	}
+	var err error
+	if v.value != nil {
+		_, err = io.ReadFull(rd.br, v.value.Bytes())
+	} else {
+		_, err = rd.br.Discard(int(size))
+	}
+	if err == nil {
+		err = rd.crlf()
+	}
+	if err != nil && v.value != nil {
+		v.value.Free()
+		v.value = nil
+	}
+	return v, err
+}
+
+// readInline reads a request sent as a line of words (nil for an empty
+// line).
+func (rd *reader) readInline() (*request, error) {
+	line, err := rd.br.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) || len(line) > rd.lim.maxInline {
+		return nil, protoErr("too big inline request")
+	}
+	if err != nil {
+		return nil, err
+	}
+	fields := bytes.Fields(line)
+	if len(fields) == 0 {
+		return nil, nil
+	}
+	if len(fields) > rd.lim.maxArgs {
+		return nil, protoErr("invalid multibulk length")
+	}
+	rd.buf = append(rd.buf[:0], line...)
+	rd.args = rd.args[:0]
+	for _, f := range bytes.Fields(rd.buf) {
+		rd.args = append(rd.args, f)
+	}
+	return &request{args: rd.args, name: lower(rd.args[0]), inline: true}, nil
+}
+
+// readInt reads the number that ends a '*' or '$' line.
+func (rd *reader) readInt(kind byte) (int64, error) {
+	line, err := rd.br.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) || len(line) > 24 {
+		return 0, protoErr("invalid %s length", lengthKind(kind))
+	}
+	if err != nil {
+		return 0, err
+	}
+	if len(line) < 2 || line[len(line)-2] != '\r' {
+		return 0, protoErr("invalid %s length", lengthKind(kind))
+	}
+	n, perr := strconv.ParseInt(string(line[:len(line)-2]), 10, 64)
+	if perr != nil {
+		return 0, protoErr("invalid %s length", lengthKind(kind))
+	}
+	return n, nil
+}
+
+func lengthKind(kind byte) string {
+	if kind == '*' {
+		return "multibulk"
+	}
+	return "bulk"
+}
+
+// crlf reads the CR LF that ends a bulk argument.
+func (rd *reader) crlf() error {
+	var b [2]byte
+	if _, err := io.ReadFull(rd.br, b[:]); err != nil {
+		return err
+	}
+	if b != [2]byte{'\r', '\n'} {
+		return protoErr("expected CRLF after a bulk argument")
+	}
+	return nil
+}
+
+// valuePos reports whether argument i of command name is a value: read
+// into memory of its own, and allowed up to the largest chunk.
+func valuePos(name string, i int) bool {
+	switch name {
+	case "set", "setnx":
+		return i == 2
+	case "mset", "msetnx":
+		return i%2 == 0
+	}
+	return false
+}
+
+// lower returns b in ASCII lower case as a string.
+func lower(b []byte) string {
+	for _, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			return string(bytes.ToLower(b))
+		}
+	}
+	return string(b)
+}

@@ -1,0 +1,150 @@
+package resp
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Server serves the Redis protocol on one listener. Create it with New, run
+// Serve on a goroutine, stop it with Close. Safe for concurrent use.
+type Server struct {
+	cfg   Config
+	log   *slog.Logger
+	lis   net.Listener
+	m     *metrics
+	start time.Time
+
+	mu     sync.Mutex
+	conns  map[*conn]struct{}
+	closed bool
+	wg     sync.WaitGroup
+	nconns atomic.Int64
+	nextID atomic.Int64
+}
+
+// New validates cfg and returns a Server for lis, which it owns from now on
+// (Close closes it). It does not serve yet: call Serve.
+func New(cfg Config, lis net.Listener) (*Server, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.TLS != nil {
+		lis = tls.NewListener(lis, cfg.TLS)
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, lis: lis, conns: make(map[*conn]struct{}), start: time.Now()}
+	s.m = newMetrics(func() float64 { return float64(s.nconns.Load()) })
+	return s, nil
+}
+
+// Addr is the listener's address.
+func (s *Server) Addr() net.Addr { return s.lis.Addr() }
+
+// Connections is the number of connections served now.
+func (s *Server) Connections() int { return int(s.nconns.Load()) }
+
+// Serve accepts connections until Close; each is served on its own
+// goroutine, which Close waits for. A failed accept for lack of descriptors
+// is retried after a pause, so the port serves again once they are back.
+// It blocks; it returns nil after Close.
+func (s *Server) Serve() error {
+	pause := 5 * time.Millisecond
+	for {
+		nc, err := s.lis.Accept()
+		if err != nil {
+			if s.isClosed() {
+				return nil
+			}
+			if temporary(err) {
+				s.log.Warn("cannot accept a Redis-protocol connection; retrying", "err", err, "pause", pause)
+				time.Sleep(pause)
+				pause = min(2*pause, time.Second)
+				continue
+			}
+			return fmt.Errorf("cannot accept on %s: %w", s.lis.Addr(), err)
+		}
+		pause = 5 * time.Millisecond
+		s.admit(nc)
+	}
+}
+
+// temporary reports whether an accept error passes: a timeout, or too many
+// open descriptors.
+func temporary(err error) bool {
+	var ne net.Error
+	return (errors.As(err, &ne) && ne.Timeout()) || errors.Is(err, syscall.EMFILE) ||
+		errors.Is(err, syscall.ENFILE) || errors.Is(err, syscall.ENOBUFS) || errors.Is(err, syscall.ENOMEM)
+}
+
+// admit serves nc on a goroutine, or refuses it when the server is full.
+func (s *Server) admit(nc net.Conn) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		nc.Close()
+		return
+	}
+	full := len(s.conns) >= s.cfg.MaxConns
+	c := newConn(s, nc)
+	if !full {
+		s.conns[c] = struct{}{}
+		s.nconns.Add(1)
+	}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	if full {
+		s.m.rejected.Add(1)
+		s.m.accepted.WithLabelValues("rejected").Inc()
+		go func() {
+			defer s.wg.Done()
+			nc.SetWriteDeadline(time.Now().Add(time.Second))
+			nc.Write([]byte("-ERR max number of clients reached\r\n"))
+			nc.Close()
+		}()
+		return
+	}
+	s.m.connsTotal.Add(1)
+	s.m.accepted.WithLabelValues("accepted").Inc()
+	go func() {
+		defer s.wg.Done()
+		c.serve()
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+		s.nconns.Add(-1)
+	}()
+}
+
+func (s *Server) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// Close stops accepting, closes every connection (the values of commands
+// in flight are freed) and waits for every goroutine the server started.
+// Idempotent.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	err := s.lis.Close()
+	for c := range s.conns {
+		if c.cancel != nil {
+			c.cancel()
+		}
+		c.nc.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return err
+}

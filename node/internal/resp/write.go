@@ -1,0 +1,69 @@
+package resp
+
+import (
+	"context"
+	"fmt"
+
+	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
+	"github.com/kvring/kvring/store"
+)
+
+// stored reports whether a result means the value is held now.
+func stored(r *kvringv1.PutChunkResult) bool {
+	s := r.GetStatus()
+	return s == kvringv1.PutStatus_PUT_STATUS_STORED || s == kvringv1.PutStatus_PUT_STATUS_ALREADY_HELD
+}
+
+// publish writes vals (one per key position) under the keys of groups, one two-phase write per
+// namespace, and returns a result per key. A value the reader could not
+// keep fails with its error; so does every value of a namespace that could
+// not be registered. It writes no reply.
+func (c *conn) publish(ctx context.Context, groups []*nsKeys, n int, vals []argValue) ([]*kvringv1.PutChunkResult, []error) {
+	results := make([]*kvringv1.PutChunkResult, n)
+	errs := make([]error, n)
+	for _, g := range groups {
+		ns, err := c.s.cfg.Cluster.Namespace(ctx, g.name, true)
+		if err != nil {
+			for _, k := range g.keys {
+				errs[k.at] = err
+			}
+			continue
+		}
+		var keys []Key
+		var blobs []*store.Blob
+		var at []int
+		for _, k := range g.keys {
+			if v := vals[k.at]; v.err != nil {
+				errs[k.at] = v.err
+				continue
+			}
+			keys, blobs, at = append(keys, k.Key), append(blobs, vals[k.at].value), append(at, k.at)
+		}
+		if len(keys) == 0 {
+			continue
+		}
+		res, err := c.s.cfg.Cluster.Publish(ctx, ns, keys, blobs)
+		if err == nil && len(res) != len(keys) {
+			err = fmt.Errorf("BUG: %d results for %d values", len(res), len(keys))
+		}
+		for i, k := range at {
+			if err != nil {
+				errs[k] = err
+			} else {
+				results[k] = res[i]
+			}
+		}
+	}
+	return results, errs
+}
+
+// failWrite writes the error reply of a value that was not stored: its
+// reader or call error, or its result.
+func (c *conn) failWrite(r *kvringv1.PutChunkResult, err error) {
+	if err != nil {
+		c.failErr(err)
+		return
+	}
+	msg, reason := resultReply(r)
+	c.fail(reason, msg)
+}

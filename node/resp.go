@@ -1,0 +1,118 @@
+package node
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/kvring/kvring/node/internal/resp"
+)
+
+// RESPConfig configures the node's Redis-protocol port (docs/resp.md).
+type RESPConfig struct {
+	// Addr is the TCP address of the Redis-protocol port. Default "":
+	// off (kvring serve's --resp-addr defaults to :6379, Redis's port).
+	Addr string
+	// KeyMap maps keys to namespaces and placement; it must be the same
+	// on every node. Default resp.DefaultKeyMap() (LMCache's keys).
+	KeyMap RESPKeyMap
+	// MaxConns is the most connections at once. Default 10000.
+	MaxConns int
+	// IdleTimeout closes a connection that sends no command for this long.
+	// Default 5m; negative: never.
+	IdleTimeout time.Duration
+	// CommandTimeout is how long a command may take to arrive once its
+	// first byte has (a client that trickles bytes is disconnected).
+	// Default 30s.
+	CommandTimeout time.Duration
+}
+
+// openRESP listens on the Redis-protocol port (when configured) and serves
+// it on a goroutine the node owns; Close (stopServers) closes it first.
+func (n *Node) openRESP(ctx context.Context, p *nodeParts) error {
+	rc := n.cfg.RESP
+	if rc.Addr == "" {
+		return nil
+	}
+	t := time.Now()
+	var lc net.ListenConfig
+	lis, err := lc.Listen(ctx, "tcp", rc.Addr)
+	if err != nil {
+		return fmt.Errorf("cannot listen for the Redis protocol on %q: %w", rc.Addr, err)
+	}
+	srv, err := resp.New(resp.Config{Store: p.store, Cluster: newRESPCluster(n, p), KeyMap: rc.KeyMap,
+		TLS: p.sec.serverTLS, NodeID: p.store.NodeID(), MaxConns: rc.MaxConns,
+		IdleTimeout: rc.IdleTimeout, CommandTimeout: rc.CommandTimeout,
+		Logger: n.log.With("component", "resp")}, lis)
+	if err != nil {
+		lis.Close()
+		return fmt.Errorf("cannot serve the Redis protocol: %w", err)
+	}
+	if p.respUnmetrics, err = registerAll(n.cfg.Registerer, srv.Collectors()...); err != nil {
+		srv.Close()
+		return err
+	}
+	p.resp = srv
+	n.serve("resp", srv.Serve)
+	n.phase("redis-protocol port", t, "addr", srv.Addr().String())
+	return nil
+}
+
+// RESPAddr is the Redis-protocol port's address ("" when it is off or
+// before Start).
+func (n *Node) RESPAddr() string {
+	if p := n.parts.Load(); p != nil && p.resp != nil {
+		return p.resp.Addr().String()
+	}
+	return ""
+}
+
+// respAddr is the Redis-protocol port's address for logs: "off" without it.
+func respAddr(p *nodeParts) string {
+	if p.resp == nil {
+		return "off"
+	}
+	return p.resp.Addr().String()
+}
+
+// respAccess is the node's side of the RESP server's authentication: the
+// engine tokens of --auth-tokens-file (their namespace prefixes apply) and
+// the admin token (every namespace, and FLUSHDB).
+type respAccess struct {
+	n *Node
+	p *nodeParts
+}
+
+func (a respAccess) anonymous() (resp.Access, bool) {
+	required := a.p.sec.tokens.Load() != nil || a.p.sec.adminToken.Load() != nil
+	return resp.Access{Admin: a.n.cfg.AdminActions && a.p.sec.adminToken.Load() == nil}, required
+}
+
+func (a respAccess) authenticate(token string) (resp.Access, error) {
+	if want := a.p.sec.adminToken.Load(); want != nil {
+		got := sha256.Sum256([]byte(token))
+		if subtle.ConstantTimeCompare(got[:], want[:]) == 1 {
+			return resp.Access{Admin: true, Name: "admin"}, nil
+		}
+	}
+	ts := a.p.sec.tokens.Load()
+	if ts == nil {
+		return resp.Access{}, resp.ErrBadToken
+	}
+	e := ts.find(token)
+	if e == nil {
+		return resp.Access{}, resp.ErrBadToken
+	}
+	return resp.Access{Allows: e.allows, Name: "engine"}, nil
+}
+
+// RESPKeyMap maps a Redis key to its namespace, chunk id and placement
+// (resp.KeyMap).
+type RESPKeyMap = resp.KeyMap
+
+// DefaultRESPKeyMap is LMCache's key layout: namespace before the last
+// "@", "kv_bytes" and "metadata" siblings placed together.
+func DefaultRESPKeyMap() RESPKeyMap { return resp.DefaultKeyMap() }

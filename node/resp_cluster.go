@@ -1,0 +1,236 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/kvring/kvring/node/internal/coord"
+	"github.com/kvring/kvring/node/internal/namespace"
+	"github.com/kvring/kvring/node/internal/resp"
+	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
+	"github.com/kvring/kvring/store"
+	"github.com/kvring/kvring/transfer"
+)
+
+// respSchema is the schema of every namespace the Redis-protocol port
+// creates: a value per key, placed with its siblings (two chunks per group:
+// a key and its metadata).
+func respSchema() *kvringv1.NamespaceSchema {
+	return &kvringv1.NamespaceSchema{Model: "redis-protocol values", Layout: "resp", HashScheme: "sha256(key)",
+		TokensPerChunk: 1, ChunksPerGroup: 2}
+}
+
+// respCluster serves the Redis-protocol port's calls in process, through
+// the coordinator and its Cache service: the same two-phase write, lookups
+// and reads with owner fallback as a gRPC engine's calls.
+type respCluster struct {
+	respAccess
+	coord *coord.Coordinator
+	svc   *coord.Service
+	reg   *namespace.Registry
+	self  string
+	// lookups bounds the lookups one Held call runs at once.
+	lookups int
+}
+
+func newRESPCluster(n *Node, p *nodeParts) *respCluster {
+	return &respCluster{respAccess: respAccess{n: n, p: p}, coord: p.svc.coord, svc: coord.NewService(p.svc.coord),
+		reg: p.svc.reg, self: p.store.NodeID(), lookups: 16}
+}
+
+func (r *respCluster) Anonymous() (resp.Access, bool)                 { return r.anonymous() }
+func (r *respCluster) Authenticate(token string) (resp.Access, error) { return r.authenticate(token) }
+
+// Namespace returns the registered namespace name, registering it first
+// when create is set.
+func (r *respCluster) Namespace(ctx context.Context, name string, create bool) (resp.Namespace, error) {
+	rec := r.reg.Get(name)
+	if rec == nil && !create {
+		return resp.Namespace{}, resp.ErrNoNamespace
+	}
+	if rec == nil {
+		res, err := r.svc.RegisterNamespace(ctx, &kvringv1.RegisterNamespaceRequest{Name: name, Schema: respSchema()})
+		if err != nil {
+			return resp.Namespace{}, transfer.FromStatus(err)
+		}
+		rec = res.GetNamespace()
+	}
+	return resp.Namespace{Ref: &kvringv1.NamespaceRef{Name: rec.GetName(), Fingerprint: rec.GetFingerprint()},
+		Store: namespace.StoreName(rec.GetName(), rec.GetFingerprint())}, nil
+}
+
+// runs are the group runs of keys: each key placed by its placement key.
+func runs(keys []resp.Key) []*kvringv1.GroupRun {
+	out := make([]*kvringv1.GroupRun, len(keys))
+	for i, k := range keys {
+		out[i] = &kvringv1.GroupRun{Key: k.Place[:], Count: 1}
+	}
+	return out
+}
+
+func ids(keys []resp.Key) [][]byte {
+	out := make([][]byte, len(keys))
+	for i := range keys {
+		out[i] = keys[i].ID[:]
+	}
+	return out
+}
+
+// Publish checksums the blobs and runs the coordinator's two-phase write.
+func (r *respCluster) Publish(ctx context.Context, ns resp.Namespace, keys []resp.Key, blobs []*store.Blob) ([]*kvringv1.PutChunkResult, error) {
+	refs := make([]*kvringv1.ChunkRef, len(keys))
+	for i, b := range blobs {
+		sum, err := b.Checksum()
+		if err != nil {
+			return nil, err
+		}
+		refs[i] = &kvringv1.ChunkRef{Id: keys[i].ID[:], Size: uint64(b.Size()), Crc32C: sum}
+	}
+	_, res, err := r.coord.Publish(ctx, &kvringv1.PutBegin{Namespace: ns.Ref, Chunks: refs, Groups: runs(keys)}, blobs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*kvringv1.PutChunkResult, len(keys))
+	for _, x := range res {
+		if i := int(x.GetIndex()); i < len(out) {
+			out[i] = x
+		}
+	}
+	for i, x := range out {
+		if x == nil {
+			return nil, fmt.Errorf("BUG: no result for chunk %d of %d", i, len(keys))
+		}
+	}
+	return out, nil
+}
+
+// Held asks a lookup per key (a lookup counts a held prefix; these keys are
+// unrelated), at most r.lookups at once.
+func (r *respCluster) Held(ctx context.Context, ns resp.Namespace, keys []resp.Key) ([]bool, error) {
+	out := make([]bool, len(keys))
+	errs := make([]error, len(keys))
+	sem := make(chan struct{}, r.lookups)
+	var wg sync.WaitGroup
+	for i := range keys {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			k := keys[i : i+1]
+			res, err := r.svc.Lookup(ctx, &kvringv1.LookupRequest{Namespace: ns.Ref, Ids: ids(k), Groups: runs(k)})
+			out[i], errs[i] = res.GetHeld() > 0, transfer.FromStatus(err)
+		})
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
+}
+
+// Get reads keys through the coordinator's Get in process: each chunk's
+// frames are gathered into one buffer (the coordinator has verified the
+// bytes) and handed to each.
+func (r *respCluster) Get(ctx context.Context, ns resp.Namespace, keys []resp.Key, each func(i int, data []byte) error) error {
+	s := &getSink{ctx: ctx, n: len(keys), each: each, cur: -1}
+	err := r.svc.Get(&kvringv1.GetRequest{Namespace: ns.Ref, Ids: ids(keys), Groups: runs(keys)}, s)
+	if ferr := s.finish(); err == nil {
+		err = ferr
+	}
+	s.rest()
+	return transfer.FromStatus(err)
+}
+
+// Delete is not served yet.
+func (r *respCluster) Delete(ctx context.Context, ns resp.Namespace, keys []resp.Key) ([]bool, error) {
+	return nil, fmt.Errorf("%w: DEL is not supported yet", transfer.ErrInvalidArgument)
+}
+
+// Flush is not served yet.
+func (r *respCluster) Flush(ctx context.Context) (int, error) {
+	return 0, fmt.Errorf("%w: FLUSHDB is not supported yet", transfer.ErrInvalidArgument)
+}
+
+// getSink is the coordinator's Get stream, in process: it gathers each
+// chunk's frames and hands every chunk (or its miss) to each, in order.
+type getSink struct {
+	grpc.ServerStream
+	ctx  context.Context
+	n    int
+	each func(i int, data []byte) error
+
+	next   int    // the next index handed to each
+	cur    int    // the index being gathered; -1 none
+	buf    []byte // its bytes
+	filled int
+	err    error
+}
+
+func (s *getSink) Context() context.Context     { return s.ctx }
+func (s *getSink) SetHeader(metadata.MD) error  { return nil }
+func (s *getSink) SendHeader(metadata.MD) error { return nil }
+func (s *getSink) SetTrailer(metadata.MD)       {}
+
+func (s *getSink) Send(m *kvringv1.GetResponse) error {
+	if s.err != nil {
+		return s.err
+	}
+	if h := m.GetHeader(); h != nil {
+		if err := s.finish(); err != nil {
+			return err
+		}
+		i := int(h.GetIndex())
+		if i < s.next || i >= s.n {
+			return fmt.Errorf("BUG: get answered chunk %d after %d of %d", i, s.next, s.n)
+		}
+		s.missUntil(i)
+		if h.GetStatus() != kvringv1.ReadStatus_READ_STATUS_FOUND {
+			return s.hand(i, nil)
+		}
+		size := int(h.GetChunk().GetSize())
+		if cap(s.buf) < size {
+			s.buf = make([]byte, size)
+		}
+		s.cur, s.buf, s.filled = i, s.buf[:size], 0
+		return nil
+	}
+	if f := m.GetData(); f != nil && s.cur >= 0 {
+		if f.GetOffset() != uint64(s.filled) || s.filled+len(f.GetData()) > len(s.buf) {
+			return fmt.Errorf("BUG: chunk %d: a frame at offset %d does not follow byte %d", s.cur, f.GetOffset(), s.filled)
+		}
+		s.filled += copy(s.buf[s.filled:], f.GetData())
+	}
+	return nil
+}
+
+// finish hands over the chunk being gathered, if complete (else a miss).
+func (s *getSink) finish() error {
+	if s.cur < 0 {
+		return nil
+	}
+	i := s.cur
+	s.cur = -1
+	if s.filled != len(s.buf) {
+		return s.hand(i, nil)
+	}
+	return s.hand(i, s.buf)
+}
+
+func (s *getSink) hand(i int, data []byte) error {
+	s.next = i + 1
+	if err := s.each(i, data); err != nil {
+		s.err = err
+	}
+	return s.err
+}
+
+// missUntil hands every index before i over as a miss.
+func (s *getSink) missUntil(i int) {
+	for s.next < i {
+		s.hand(s.next, nil)
+	}
+}
+
+// rest hands every index not handed over yet as a miss.
+func (s *getSink) rest() { s.missUntil(s.n) }
