@@ -59,11 +59,11 @@ type nodeParts struct {
 	// unregisters its metrics.
 	resp          *resp.Server
 	respUnmetrics func()
-	health    *health.Server
-	adminSrv  *http.Server
-	socket    *localsock.Server // nil when the local socket is off
-	mover     *handoff.Mover
-	sec       *security // credentials read at start (security.go)
+	health        *health.Server
+	adminSrv      *http.Server
+	socket        *localsock.Server // nil when the local socket is off
+	mover         *handoff.Mover
+	sec           *security // credentials read at start (security.go)
 }
 
 // New checks cfg and returns a node that is not started. It does no I/O.
