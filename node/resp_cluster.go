@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"google.golang.org/grpc"
@@ -142,14 +143,41 @@ func (r *respCluster) Get(ctx context.Context, ns resp.Namespace, keys []resp.Ke
 	return transfer.FromStatus(err)
 }
 
-// Delete is not served yet.
+// Delete removes keys from every member. A key pinned by a lookup lease
+// somewhere stays until the lease ends: an error wrapping ErrUnavailable
+// says so (after the other keys were removed).
 func (r *respCluster) Delete(ctx context.Context, ns resp.Namespace, keys []resp.Key) ([]bool, error) {
-	return nil, fmt.Errorf("%w: DEL is not supported yet", transfer.ErrInvalidArgument)
+	rm, err := r.coord.Remove(ctx, ns.Ref, ids(keys))
+	if err != nil {
+		return nil, err
+	}
+	pinned := 0
+	for _, p := range rm.Pinned {
+		if p {
+			pinned++
+		}
+	}
+	if pinned > 0 {
+		return rm.Removed, fmt.Errorf("%w: %d of the keys are pinned by a lookup lease and stay until it ends", transfer.ErrUnavailable, pinned)
+	}
+	return rm.Removed, nil
 }
 
-// Flush is not served yet.
+// Flush drops every RESP namespace this node knows from every member.
 func (r *respCluster) Flush(ctx context.Context) (int, error) {
-	return 0, fmt.Errorf("%w: FLUSHDB is not supported yet", transfer.ErrInvalidArgument)
+	n := 0
+	var errs []error
+	for _, rec := range r.reg.List() {
+		if !strings.HasPrefix(rec.GetName(), resp.NamespacePrefix) {
+			continue
+		}
+		if _, err := r.coord.DropEverywhere(ctx, &kvringv1.NamespaceRef{Name: rec.GetName(), Fingerprint: rec.GetFingerprint()}); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
 }
 
 // getSink is the coordinator's Get stream, in process: it gathers each
@@ -171,6 +199,41 @@ func (s *getSink) Context() context.Context     { return s.ctx }
 func (s *getSink) SetHeader(metadata.MD) error  { return nil }
 func (s *getSink) SendHeader(metadata.MD) error { return nil }
 func (s *getSink) SetTrailer(metadata.MD)       {}
+
+// SendMsg takes what the coordinator sends besides Send: frames of this
+// node's store (transfer.EncodedFrame, released here) and fetched frames
+// (transfer.OutFrame), both copied into the chunk's buffer.
+func (s *getSink) SendMsg(m any) error {
+	switch f := m.(type) {
+	case *kvringv1.GetResponse:
+		return s.Send(f)
+	case *transfer.EncodedFrame:
+		defer f.Release()
+		return s.frame(uint64(s.filled), f.Data())
+	case *transfer.OutFrame:
+		off := f.Offset
+		for _, d := range f.Data {
+			if err := s.frame(off, d); err != nil {
+				return err
+			}
+			off += uint64(len(d))
+		}
+		return nil
+	}
+	return fmt.Errorf("BUG: get sent a %T", m)
+}
+
+// frame copies data, at offset off of the chunk being gathered.
+func (s *getSink) frame(off uint64, data []byte) error {
+	if s.err != nil || s.cur < 0 {
+		return s.err
+	}
+	if off != uint64(s.filled) || s.filled+len(data) > len(s.buf) {
+		return fmt.Errorf("BUG: chunk %d: a frame at offset %d does not follow byte %d", s.cur, off, s.filled)
+	}
+	s.filled += copy(s.buf[s.filled:], data)
+	return nil
+}
 
 func (s *getSink) Send(m *kvringv1.GetResponse) error {
 	if s.err != nil {
@@ -195,11 +258,8 @@ func (s *getSink) Send(m *kvringv1.GetResponse) error {
 		s.cur, s.buf, s.filled = i, s.buf[:size], 0
 		return nil
 	}
-	if f := m.GetData(); f != nil && s.cur >= 0 {
-		if f.GetOffset() != uint64(s.filled) || s.filled+len(f.GetData()) > len(s.buf) {
-			return fmt.Errorf("BUG: chunk %d: a frame at offset %d does not follow byte %d", s.cur, f.GetOffset(), s.filled)
-		}
-		s.filled += copy(s.buf[s.filled:], f.GetData())
+	if f := m.GetData(); f != nil {
+		return s.frame(f.GetOffset(), f.GetData())
 	}
 	return nil
 }

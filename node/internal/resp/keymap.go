@@ -112,7 +112,7 @@ func (m KeyMap) Namespace(key []byte) string {
 	name := b.String()
 	if len(name) > maxNamespaceName {
 		sum := sha256.Sum256(key[:i])
-		tag := "~" + hex.EncodeToString(sum[:6])
+		tag := "=" + hex.EncodeToString(sum[:6])
 		name = name[:maxNamespaceName-len(tag)] + tag
 	}
 	return name

@@ -32,11 +32,18 @@ func (c *conn) publish(ctx context.Context, groups []*nsKeys, n int, vals []argV
 		var keys []Key
 		var blobs []*store.Blob
 		var at []int
+		first := map[Key]int{} // a key named twice is written once, with its first value
+		var dups []keyRef
 		for _, k := range g.keys {
 			if v := vals[k.at]; v.err != nil {
 				errs[k.at] = v.err
 				continue
 			}
+			if _, seen := first[k.Key]; seen {
+				dups = append(dups, k)
+				continue
+			}
+			first[k.Key] = k.at
 			keys, blobs, at = append(keys, k.Key), append(blobs, vals[k.at].value), append(at, k.at)
 		}
 		if len(keys) == 0 {
@@ -52,6 +59,9 @@ func (c *conn) publish(ctx context.Context, groups []*nsKeys, n int, vals []argV
 			} else {
 				results[k] = res[i]
 			}
+		}
+		for _, d := range dups {
+			results[d.at], errs[d.at] = results[first[d.Key]], errs[first[d.Key]]
 		}
 	}
 	return results, errs

@@ -148,6 +148,152 @@ func (CommitStatus) EnumDescriptor() ([]byte, []int) {
 	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{1}
 }
 
+// RemoveRequest asks a node to remove chunks, or a namespace.
+type RemoveRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The calling coordinator and its ring epoch.
+	Caller *PeerCaller `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	// Target namespace and fingerprint.
+	Namespace *NamespaceRef `protobuf:"bytes,2,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// Chunk ids to remove, 1 to max_batch_chunks, 32 bytes each; empty when drop_namespace is set.
+	Ids [][]byte `protobuf:"bytes,3,rep,name=ids,proto3" json:"ids,omitempty"`
+	// Drop the namespace: every chunk of it and the registry record (as the admin API's drop-namespace).
+	DropNamespace bool `protobuf:"varint,4,opt,name=drop_namespace,json=dropNamespace,proto3" json:"drop_namespace,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveRequest) Reset() {
+	*x = RemoveRequest{}
+	mi := &file_kvring_v1_peer_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveRequest) ProtoMessage() {}
+
+func (x *RemoveRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kvring_v1_peer_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveRequest.ProtoReflect.Descriptor instead.
+func (*RemoveRequest) Descriptor() ([]byte, []int) {
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *RemoveRequest) GetCaller() *PeerCaller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *RemoveRequest) GetNamespace() *NamespaceRef {
+	if x != nil {
+		return x.Namespace
+	}
+	return nil
+}
+
+func (x *RemoveRequest) GetIds() [][]byte {
+	if x != nil {
+		return x.Ids
+	}
+	return nil
+}
+
+func (x *RemoveRequest) GetDropNamespace() bool {
+	if x != nil {
+		return x.DropNamespace
+	}
+	return false
+}
+
+// RemoveResponse answers a RemoveRequest.
+type RemoveResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Ring epoch of the node.
+	Epoch uint64 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// Per id: this node held the chunk and removed it.
+	Removed []bool `protobuf:"varint,2,rep,packed,name=removed,proto3" json:"removed,omitempty"`
+	// Per id: this node holds the chunk and could not remove it now (a lookup lease pins it).
+	Pinned []bool `protobuf:"varint,3,rep,packed,name=pinned,proto3" json:"pinned,omitempty"`
+	// For drop_namespace: the chunks removed.
+	Chunks        uint64 `protobuf:"varint,4,opt,name=chunks,proto3" json:"chunks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveResponse) Reset() {
+	*x = RemoveResponse{}
+	mi := &file_kvring_v1_peer_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveResponse) ProtoMessage() {}
+
+func (x *RemoveResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kvring_v1_peer_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveResponse.ProtoReflect.Descriptor instead.
+func (*RemoveResponse) Descriptor() ([]byte, []int) {
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *RemoveResponse) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *RemoveResponse) GetRemoved() []bool {
+	if x != nil {
+		return x.Removed
+	}
+	return nil
+}
+
+func (x *RemoveResponse) GetPinned() []bool {
+	if x != nil {
+		return x.Pinned
+	}
+	return nil
+}
+
+func (x *RemoveResponse) GetChunks() uint64 {
+	if x != nil {
+		return x.Chunks
+	}
+	return 0
+}
+
 // PrepareRequest is one coordinator-to-owner message of a Prepare stream. The sequence mirrors Cache.Put:
 //
 //	coordinator                              owner
@@ -176,7 +322,7 @@ type PrepareRequest struct {
 
 func (x *PrepareRequest) Reset() {
 	*x = PrepareRequest{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[0]
+	mi := &file_kvring_v1_peer_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -188,7 +334,7 @@ func (x *PrepareRequest) String() string {
 func (*PrepareRequest) ProtoMessage() {}
 
 func (x *PrepareRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[0]
+	mi := &file_kvring_v1_peer_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -201,7 +347,7 @@ func (x *PrepareRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrepareRequest.ProtoReflect.Descriptor instead.
 func (*PrepareRequest) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{0}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *PrepareRequest) GetMsg() isPrepareRequest_Msg {
@@ -295,7 +441,7 @@ type PrepareBegin struct {
 
 func (x *PrepareBegin) Reset() {
 	*x = PrepareBegin{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[1]
+	mi := &file_kvring_v1_peer_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -307,7 +453,7 @@ func (x *PrepareBegin) String() string {
 func (*PrepareBegin) ProtoMessage() {}
 
 func (x *PrepareBegin) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[1]
+	mi := &file_kvring_v1_peer_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -320,7 +466,7 @@ func (x *PrepareBegin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrepareBegin.ProtoReflect.Descriptor instead.
 func (*PrepareBegin) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{1}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *PrepareBegin) GetCaller() *PeerCaller {
@@ -381,7 +527,7 @@ type PrepareEnd struct {
 
 func (x *PrepareEnd) Reset() {
 	*x = PrepareEnd{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[2]
+	mi := &file_kvring_v1_peer_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -393,7 +539,7 @@ func (x *PrepareEnd) String() string {
 func (*PrepareEnd) ProtoMessage() {}
 
 func (x *PrepareEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[2]
+	mi := &file_kvring_v1_peer_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -406,7 +552,7 @@ func (x *PrepareEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrepareEnd.ProtoReflect.Descriptor instead.
 func (*PrepareEnd) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{2}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{4}
 }
 
 // PrepareResponse is one owner-to-coordinator message of a Prepare stream: first one need, then zero or more votes.
@@ -425,7 +571,7 @@ type PrepareResponse struct {
 
 func (x *PrepareResponse) Reset() {
 	*x = PrepareResponse{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[3]
+	mi := &file_kvring_v1_peer_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -437,7 +583,7 @@ func (x *PrepareResponse) String() string {
 func (*PrepareResponse) ProtoMessage() {}
 
 func (x *PrepareResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[3]
+	mi := &file_kvring_v1_peer_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -450,7 +596,7 @@ func (x *PrepareResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrepareResponse.ProtoReflect.Descriptor instead.
 func (*PrepareResponse) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{3}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *PrepareResponse) GetEpoch() uint64 {
@@ -516,7 +662,7 @@ type PrepareNeed struct {
 
 func (x *PrepareNeed) Reset() {
 	*x = PrepareNeed{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[4]
+	mi := &file_kvring_v1_peer_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -528,7 +674,7 @@ func (x *PrepareNeed) String() string {
 func (*PrepareNeed) ProtoMessage() {}
 
 func (x *PrepareNeed) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[4]
+	mi := &file_kvring_v1_peer_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -541,7 +687,7 @@ func (x *PrepareNeed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrepareNeed.ProtoReflect.Descriptor instead.
 func (*PrepareNeed) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{4}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *PrepareNeed) GetNeed() []uint32 {
@@ -569,7 +715,7 @@ type PrepareVotes struct {
 
 func (x *PrepareVotes) Reset() {
 	*x = PrepareVotes{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[5]
+	mi := &file_kvring_v1_peer_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -581,7 +727,7 @@ func (x *PrepareVotes) String() string {
 func (*PrepareVotes) ProtoMessage() {}
 
 func (x *PrepareVotes) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[5]
+	mi := &file_kvring_v1_peer_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -594,7 +740,7 @@ func (x *PrepareVotes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrepareVotes.ProtoReflect.Descriptor instead.
 func (*PrepareVotes) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{5}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *PrepareVotes) GetVotes() []*ChunkVote {
@@ -624,7 +770,7 @@ type ChunkVote struct {
 
 func (x *ChunkVote) Reset() {
 	*x = ChunkVote{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[6]
+	mi := &file_kvring_v1_peer_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -636,7 +782,7 @@ func (x *ChunkVote) String() string {
 func (*ChunkVote) ProtoMessage() {}
 
 func (x *ChunkVote) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[6]
+	mi := &file_kvring_v1_peer_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -649,7 +795,7 @@ func (x *ChunkVote) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChunkVote.ProtoReflect.Descriptor instead.
 func (*ChunkVote) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{6}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ChunkVote) GetIndex() uint32 {
@@ -700,7 +846,7 @@ type StagedChunk struct {
 
 func (x *StagedChunk) Reset() {
 	*x = StagedChunk{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[7]
+	mi := &file_kvring_v1_peer_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -712,7 +858,7 @@ func (x *StagedChunk) String() string {
 func (*StagedChunk) ProtoMessage() {}
 
 func (x *StagedChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[7]
+	mi := &file_kvring_v1_peer_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -725,7 +871,7 @@ func (x *StagedChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StagedChunk.ProtoReflect.Descriptor instead.
 func (*StagedChunk) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{7}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *StagedChunk) GetStageToken() uint64 {
@@ -757,7 +903,7 @@ type CommitRequest struct {
 
 func (x *CommitRequest) Reset() {
 	*x = CommitRequest{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[8]
+	mi := &file_kvring_v1_peer_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -769,7 +915,7 @@ func (x *CommitRequest) String() string {
 func (*CommitRequest) ProtoMessage() {}
 
 func (x *CommitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[8]
+	mi := &file_kvring_v1_peer_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -782,7 +928,7 @@ func (x *CommitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitRequest.ProtoReflect.Descriptor instead.
 func (*CommitRequest) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{8}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CommitRequest) GetCaller() *PeerCaller {
@@ -822,7 +968,7 @@ type CommitResult struct {
 
 func (x *CommitResult) Reset() {
 	*x = CommitResult{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[9]
+	mi := &file_kvring_v1_peer_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -834,7 +980,7 @@ func (x *CommitResult) String() string {
 func (*CommitResult) ProtoMessage() {}
 
 func (x *CommitResult) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[9]
+	mi := &file_kvring_v1_peer_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -847,7 +993,7 @@ func (x *CommitResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitResult.ProtoReflect.Descriptor instead.
 func (*CommitResult) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{9}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CommitResult) GetStatus() CommitStatus {
@@ -884,7 +1030,7 @@ type CommitResponse struct {
 
 func (x *CommitResponse) Reset() {
 	*x = CommitResponse{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[10]
+	mi := &file_kvring_v1_peer_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -896,7 +1042,7 @@ func (x *CommitResponse) String() string {
 func (*CommitResponse) ProtoMessage() {}
 
 func (x *CommitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[10]
+	mi := &file_kvring_v1_peer_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -909,7 +1055,7 @@ func (x *CommitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitResponse.ProtoReflect.Descriptor instead.
 func (*CommitResponse) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{10}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CommitResponse) GetEpoch() uint64 {
@@ -939,7 +1085,7 @@ type AbortRequest struct {
 
 func (x *AbortRequest) Reset() {
 	*x = AbortRequest{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[11]
+	mi := &file_kvring_v1_peer_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -951,7 +1097,7 @@ func (x *AbortRequest) String() string {
 func (*AbortRequest) ProtoMessage() {}
 
 func (x *AbortRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[11]
+	mi := &file_kvring_v1_peer_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -964,7 +1110,7 @@ func (x *AbortRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortRequest.ProtoReflect.Descriptor instead.
 func (*AbortRequest) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{11}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *AbortRequest) GetCaller() *PeerCaller {
@@ -992,7 +1138,7 @@ type AbortResponse struct {
 
 func (x *AbortResponse) Reset() {
 	*x = AbortResponse{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[12]
+	mi := &file_kvring_v1_peer_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1004,7 +1150,7 @@ func (x *AbortResponse) String() string {
 func (*AbortResponse) ProtoMessage() {}
 
 func (x *AbortResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[12]
+	mi := &file_kvring_v1_peer_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1017,7 +1163,7 @@ func (x *AbortResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortResponse.ProtoReflect.Descriptor instead.
 func (*AbortResponse) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{12}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *AbortResponse) GetEpoch() uint64 {
@@ -1042,7 +1188,7 @@ type LeasePin struct {
 
 func (x *LeasePin) Reset() {
 	*x = LeasePin{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[13]
+	mi := &file_kvring_v1_peer_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1054,7 +1200,7 @@ func (x *LeasePin) String() string {
 func (*LeasePin) ProtoMessage() {}
 
 func (x *LeasePin) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[13]
+	mi := &file_kvring_v1_peer_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1067,7 +1213,7 @@ func (x *LeasePin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeasePin.ProtoReflect.Descriptor instead.
 func (*LeasePin) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{13}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *LeasePin) GetLeaseId() uint64 {
@@ -1108,7 +1254,7 @@ type HasRequest struct {
 
 func (x *HasRequest) Reset() {
 	*x = HasRequest{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[14]
+	mi := &file_kvring_v1_peer_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1120,7 +1266,7 @@ func (x *HasRequest) String() string {
 func (*HasRequest) ProtoMessage() {}
 
 func (x *HasRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[14]
+	mi := &file_kvring_v1_peer_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1133,7 +1279,7 @@ func (x *HasRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HasRequest.ProtoReflect.Descriptor instead.
 func (*HasRequest) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{14}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *HasRequest) GetCaller() *PeerCaller {
@@ -1204,7 +1350,7 @@ type HasResponse struct {
 
 func (x *HasResponse) Reset() {
 	*x = HasResponse{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[15]
+	mi := &file_kvring_v1_peer_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1216,7 +1362,7 @@ func (x *HasResponse) String() string {
 func (*HasResponse) ProtoMessage() {}
 
 func (x *HasResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[15]
+	mi := &file_kvring_v1_peer_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1229,7 +1375,7 @@ func (x *HasResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HasResponse.ProtoReflect.Descriptor instead.
 func (*HasResponse) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{15}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *HasResponse) GetEpoch() uint64 {
@@ -1287,7 +1433,7 @@ type UnpinRequest struct {
 
 func (x *UnpinRequest) Reset() {
 	*x = UnpinRequest{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[16]
+	mi := &file_kvring_v1_peer_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1299,7 +1445,7 @@ func (x *UnpinRequest) String() string {
 func (*UnpinRequest) ProtoMessage() {}
 
 func (x *UnpinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[16]
+	mi := &file_kvring_v1_peer_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1312,7 +1458,7 @@ func (x *UnpinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnpinRequest.ProtoReflect.Descriptor instead.
 func (*UnpinRequest) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{16}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *UnpinRequest) GetCaller() *PeerCaller {
@@ -1340,7 +1486,7 @@ type UnpinResponse struct {
 
 func (x *UnpinResponse) Reset() {
 	*x = UnpinResponse{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[17]
+	mi := &file_kvring_v1_peer_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1352,7 +1498,7 @@ func (x *UnpinResponse) String() string {
 func (*UnpinResponse) ProtoMessage() {}
 
 func (x *UnpinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[17]
+	mi := &file_kvring_v1_peer_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1365,7 +1511,7 @@ func (x *UnpinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnpinResponse.ProtoReflect.Descriptor instead.
 func (*UnpinResponse) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{17}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *UnpinResponse) GetEpoch() uint64 {
@@ -1390,7 +1536,7 @@ type FetchRequest struct {
 
 func (x *FetchRequest) Reset() {
 	*x = FetchRequest{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[18]
+	mi := &file_kvring_v1_peer_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1402,7 +1548,7 @@ func (x *FetchRequest) String() string {
 func (*FetchRequest) ProtoMessage() {}
 
 func (x *FetchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[18]
+	mi := &file_kvring_v1_peer_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1415,7 +1561,7 @@ func (x *FetchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchRequest.ProtoReflect.Descriptor instead.
 func (*FetchRequest) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{18}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *FetchRequest) GetCaller() *PeerCaller {
@@ -1457,7 +1603,7 @@ type FetchResponse struct {
 
 func (x *FetchResponse) Reset() {
 	*x = FetchResponse{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[19]
+	mi := &file_kvring_v1_peer_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1469,7 +1615,7 @@ func (x *FetchResponse) String() string {
 func (*FetchResponse) ProtoMessage() {}
 
 func (x *FetchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[19]
+	mi := &file_kvring_v1_peer_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1482,7 +1628,7 @@ func (x *FetchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchResponse.ProtoReflect.Descriptor instead.
 func (*FetchResponse) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{19}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *FetchResponse) GetEpoch() uint64 {
@@ -1548,7 +1694,7 @@ type PutNamespaceRequest struct {
 
 func (x *PutNamespaceRequest) Reset() {
 	*x = PutNamespaceRequest{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[20]
+	mi := &file_kvring_v1_peer_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1560,7 +1706,7 @@ func (x *PutNamespaceRequest) String() string {
 func (*PutNamespaceRequest) ProtoMessage() {}
 
 func (x *PutNamespaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[20]
+	mi := &file_kvring_v1_peer_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1573,7 +1719,7 @@ func (x *PutNamespaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutNamespaceRequest.ProtoReflect.Descriptor instead.
 func (*PutNamespaceRequest) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{20}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PutNamespaceRequest) GetCaller() *PeerCaller {
@@ -1605,7 +1751,7 @@ type PutNamespaceResponse struct {
 
 func (x *PutNamespaceResponse) Reset() {
 	*x = PutNamespaceResponse{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[21]
+	mi := &file_kvring_v1_peer_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1617,7 +1763,7 @@ func (x *PutNamespaceResponse) String() string {
 func (*PutNamespaceResponse) ProtoMessage() {}
 
 func (x *PutNamespaceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[21]
+	mi := &file_kvring_v1_peer_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1630,7 +1776,7 @@ func (x *PutNamespaceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutNamespaceResponse.ProtoReflect.Descriptor instead.
 func (*PutNamespaceResponse) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{21}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PutNamespaceResponse) GetEpoch() uint64 {
@@ -1667,7 +1813,7 @@ type ListNamespacesRequest struct {
 
 func (x *ListNamespacesRequest) Reset() {
 	*x = ListNamespacesRequest{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[22]
+	mi := &file_kvring_v1_peer_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1679,7 +1825,7 @@ func (x *ListNamespacesRequest) String() string {
 func (*ListNamespacesRequest) ProtoMessage() {}
 
 func (x *ListNamespacesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[22]
+	mi := &file_kvring_v1_peer_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1692,7 +1838,7 @@ func (x *ListNamespacesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNamespacesRequest.ProtoReflect.Descriptor instead.
 func (*ListNamespacesRequest) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{22}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ListNamespacesRequest) GetCaller() *PeerCaller {
@@ -1722,7 +1868,7 @@ type ListNamespacesResponse struct {
 
 func (x *ListNamespacesResponse) Reset() {
 	*x = ListNamespacesResponse{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[23]
+	mi := &file_kvring_v1_peer_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1734,7 +1880,7 @@ func (x *ListNamespacesResponse) String() string {
 func (*ListNamespacesResponse) ProtoMessage() {}
 
 func (x *ListNamespacesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[23]
+	mi := &file_kvring_v1_peer_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1747,7 +1893,7 @@ func (x *ListNamespacesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNamespacesResponse.ProtoReflect.Descriptor instead.
 func (*ListNamespacesResponse) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{23}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ListNamespacesResponse) GetEpoch() uint64 {
@@ -1768,7 +1914,17 @@ var File_kvring_v1_peer_proto protoreflect.FileDescriptor
 
 const file_kvring_v1_peer_proto_rawDesc = "" +
 	"\n" +
-	"\x14kvring/v1/peer.proto\x12\tkvring.v1\x1a\x16kvring/v1/common.proto\"\x9f\x01\n" +
+	"\x14kvring/v1/peer.proto\x12\tkvring.v1\x1a\x16kvring/v1/common.proto\"\xae\x01\n" +
+	"\rRemoveRequest\x12-\n" +
+	"\x06caller\x18\x01 \x01(\v2\x15.kvring.v1.PeerCallerR\x06caller\x125\n" +
+	"\tnamespace\x18\x02 \x01(\v2\x17.kvring.v1.NamespaceRefR\tnamespace\x12\x10\n" +
+	"\x03ids\x18\x03 \x03(\fR\x03ids\x12%\n" +
+	"\x0edrop_namespace\x18\x04 \x01(\bR\rdropNamespace\"p\n" +
+	"\x0eRemoveResponse\x12\x14\n" +
+	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x18\n" +
+	"\aremoved\x18\x02 \x03(\bR\aremoved\x12\x16\n" +
+	"\x06pinned\x18\x03 \x03(\bR\x06pinned\x12\x16\n" +
+	"\x06chunks\x18\x04 \x01(\x04R\x06chunks\"\x9f\x01\n" +
 	"\x0ePrepareRequest\x12/\n" +
 	"\x05begin\x18\x01 \x01(\v2\x17.kvring.v1.PrepareBeginH\x00R\x05begin\x12*\n" +
 	"\x04data\x18\x02 \x01(\v2\x14.kvring.v1.DataFrameH\x00R\x04data\x12)\n" +
@@ -1880,7 +2036,7 @@ const file_kvring_v1_peer_proto_rawDesc = "" +
 	"\fCommitStatus\x12\x1d\n" +
 	"\x19COMMIT_STATUS_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14COMMIT_STATUS_SEALED\x10\x01\x12\x18\n" +
-	"\x14COMMIT_STATUS_FAILED\x10\x022\x9f\x04\n" +
+	"\x14COMMIT_STATUS_FAILED\x10\x022\xde\x04\n" +
 	"\x04Peer\x12D\n" +
 	"\aPrepare\x12\x19.kvring.v1.PrepareRequest\x1a\x1a.kvring.v1.PrepareResponse(\x010\x01\x12=\n" +
 	"\x06Commit\x12\x18.kvring.v1.CommitRequest\x1a\x19.kvring.v1.CommitResponse\x12:\n" +
@@ -1889,7 +2045,8 @@ const file_kvring_v1_peer_proto_rawDesc = "" +
 	"\x05Unpin\x12\x17.kvring.v1.UnpinRequest\x1a\x18.kvring.v1.UnpinResponse\x12<\n" +
 	"\x05Fetch\x12\x17.kvring.v1.FetchRequest\x1a\x18.kvring.v1.FetchResponse0\x01\x12O\n" +
 	"\fPutNamespace\x12\x1e.kvring.v1.PutNamespaceRequest\x1a\x1f.kvring.v1.PutNamespaceResponse\x12U\n" +
-	"\x0eListNamespaces\x12 .kvring.v1.ListNamespacesRequest\x1a!.kvring.v1.ListNamespacesResponseB3Z1github.com/kvring/kvring/proto/kvring/v1;kvringv1b\x06proto3"
+	"\x0eListNamespaces\x12 .kvring.v1.ListNamespacesRequest\x1a!.kvring.v1.ListNamespacesResponse\x12=\n" +
+	"\x06Remove\x12\x18.kvring.v1.RemoveRequest\x1a\x19.kvring.v1.RemoveResponseB3Z1github.com/kvring/kvring/proto/kvring/v1;kvringv1b\x06proto3"
 
 var (
 	file_kvring_v1_peer_proto_rawDescOnce sync.Once
@@ -1904,96 +2061,102 @@ func file_kvring_v1_peer_proto_rawDescGZIP() []byte {
 }
 
 var file_kvring_v1_peer_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_kvring_v1_peer_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_kvring_v1_peer_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_kvring_v1_peer_proto_goTypes = []any{
 	(Vote)(0),                      // 0: kvring.v1.Vote
 	(CommitStatus)(0),              // 1: kvring.v1.CommitStatus
-	(*PrepareRequest)(nil),         // 2: kvring.v1.PrepareRequest
-	(*PrepareBegin)(nil),           // 3: kvring.v1.PrepareBegin
-	(*PrepareEnd)(nil),             // 4: kvring.v1.PrepareEnd
-	(*PrepareResponse)(nil),        // 5: kvring.v1.PrepareResponse
-	(*PrepareNeed)(nil),            // 6: kvring.v1.PrepareNeed
-	(*PrepareVotes)(nil),           // 7: kvring.v1.PrepareVotes
-	(*ChunkVote)(nil),              // 8: kvring.v1.ChunkVote
-	(*StagedChunk)(nil),            // 9: kvring.v1.StagedChunk
-	(*CommitRequest)(nil),          // 10: kvring.v1.CommitRequest
-	(*CommitResult)(nil),           // 11: kvring.v1.CommitResult
-	(*CommitResponse)(nil),         // 12: kvring.v1.CommitResponse
-	(*AbortRequest)(nil),           // 13: kvring.v1.AbortRequest
-	(*AbortResponse)(nil),          // 14: kvring.v1.AbortResponse
-	(*LeasePin)(nil),               // 15: kvring.v1.LeasePin
-	(*HasRequest)(nil),             // 16: kvring.v1.HasRequest
-	(*HasResponse)(nil),            // 17: kvring.v1.HasResponse
-	(*UnpinRequest)(nil),           // 18: kvring.v1.UnpinRequest
-	(*UnpinResponse)(nil),          // 19: kvring.v1.UnpinResponse
-	(*FetchRequest)(nil),           // 20: kvring.v1.FetchRequest
-	(*FetchResponse)(nil),          // 21: kvring.v1.FetchResponse
-	(*PutNamespaceRequest)(nil),    // 22: kvring.v1.PutNamespaceRequest
-	(*PutNamespaceResponse)(nil),   // 23: kvring.v1.PutNamespaceResponse
-	(*ListNamespacesRequest)(nil),  // 24: kvring.v1.ListNamespacesRequest
-	(*ListNamespacesResponse)(nil), // 25: kvring.v1.ListNamespacesResponse
-	(*DataFrame)(nil),              // 26: kvring.v1.DataFrame
-	(*PeerCaller)(nil),             // 27: kvring.v1.PeerCaller
-	(*NamespaceRef)(nil),           // 28: kvring.v1.NamespaceRef
-	(*ChunkRef)(nil),               // 29: kvring.v1.ChunkRef
-	(*GroupRun)(nil),               // 30: kvring.v1.GroupRun
-	(*ChunkHeader)(nil),            // 31: kvring.v1.ChunkHeader
-	(*NamespaceRecord)(nil),        // 32: kvring.v1.NamespaceRecord
+	(*RemoveRequest)(nil),          // 2: kvring.v1.RemoveRequest
+	(*RemoveResponse)(nil),         // 3: kvring.v1.RemoveResponse
+	(*PrepareRequest)(nil),         // 4: kvring.v1.PrepareRequest
+	(*PrepareBegin)(nil),           // 5: kvring.v1.PrepareBegin
+	(*PrepareEnd)(nil),             // 6: kvring.v1.PrepareEnd
+	(*PrepareResponse)(nil),        // 7: kvring.v1.PrepareResponse
+	(*PrepareNeed)(nil),            // 8: kvring.v1.PrepareNeed
+	(*PrepareVotes)(nil),           // 9: kvring.v1.PrepareVotes
+	(*ChunkVote)(nil),              // 10: kvring.v1.ChunkVote
+	(*StagedChunk)(nil),            // 11: kvring.v1.StagedChunk
+	(*CommitRequest)(nil),          // 12: kvring.v1.CommitRequest
+	(*CommitResult)(nil),           // 13: kvring.v1.CommitResult
+	(*CommitResponse)(nil),         // 14: kvring.v1.CommitResponse
+	(*AbortRequest)(nil),           // 15: kvring.v1.AbortRequest
+	(*AbortResponse)(nil),          // 16: kvring.v1.AbortResponse
+	(*LeasePin)(nil),               // 17: kvring.v1.LeasePin
+	(*HasRequest)(nil),             // 18: kvring.v1.HasRequest
+	(*HasResponse)(nil),            // 19: kvring.v1.HasResponse
+	(*UnpinRequest)(nil),           // 20: kvring.v1.UnpinRequest
+	(*UnpinResponse)(nil),          // 21: kvring.v1.UnpinResponse
+	(*FetchRequest)(nil),           // 22: kvring.v1.FetchRequest
+	(*FetchResponse)(nil),          // 23: kvring.v1.FetchResponse
+	(*PutNamespaceRequest)(nil),    // 24: kvring.v1.PutNamespaceRequest
+	(*PutNamespaceResponse)(nil),   // 25: kvring.v1.PutNamespaceResponse
+	(*ListNamespacesRequest)(nil),  // 26: kvring.v1.ListNamespacesRequest
+	(*ListNamespacesResponse)(nil), // 27: kvring.v1.ListNamespacesResponse
+	(*PeerCaller)(nil),             // 28: kvring.v1.PeerCaller
+	(*NamespaceRef)(nil),           // 29: kvring.v1.NamespaceRef
+	(*DataFrame)(nil),              // 30: kvring.v1.DataFrame
+	(*ChunkRef)(nil),               // 31: kvring.v1.ChunkRef
+	(*GroupRun)(nil),               // 32: kvring.v1.GroupRun
+	(*ChunkHeader)(nil),            // 33: kvring.v1.ChunkHeader
+	(*NamespaceRecord)(nil),        // 34: kvring.v1.NamespaceRecord
 }
 var file_kvring_v1_peer_proto_depIdxs = []int32{
-	3,  // 0: kvring.v1.PrepareRequest.begin:type_name -> kvring.v1.PrepareBegin
-	26, // 1: kvring.v1.PrepareRequest.data:type_name -> kvring.v1.DataFrame
-	4,  // 2: kvring.v1.PrepareRequest.end:type_name -> kvring.v1.PrepareEnd
-	27, // 3: kvring.v1.PrepareBegin.caller:type_name -> kvring.v1.PeerCaller
-	28, // 4: kvring.v1.PrepareBegin.namespace:type_name -> kvring.v1.NamespaceRef
-	29, // 5: kvring.v1.PrepareBegin.chunks:type_name -> kvring.v1.ChunkRef
-	30, // 6: kvring.v1.PrepareBegin.groups:type_name -> kvring.v1.GroupRun
-	6,  // 7: kvring.v1.PrepareResponse.need:type_name -> kvring.v1.PrepareNeed
-	7,  // 8: kvring.v1.PrepareResponse.votes:type_name -> kvring.v1.PrepareVotes
-	8,  // 9: kvring.v1.PrepareNeed.votes:type_name -> kvring.v1.ChunkVote
-	8,  // 10: kvring.v1.PrepareVotes.votes:type_name -> kvring.v1.ChunkVote
-	0,  // 11: kvring.v1.ChunkVote.vote:type_name -> kvring.v1.Vote
-	27, // 12: kvring.v1.CommitRequest.caller:type_name -> kvring.v1.PeerCaller
-	28, // 13: kvring.v1.CommitRequest.namespace:type_name -> kvring.v1.NamespaceRef
-	9,  // 14: kvring.v1.CommitRequest.chunks:type_name -> kvring.v1.StagedChunk
-	1,  // 15: kvring.v1.CommitResult.status:type_name -> kvring.v1.CommitStatus
-	11, // 16: kvring.v1.CommitResponse.results:type_name -> kvring.v1.CommitResult
-	27, // 17: kvring.v1.AbortRequest.caller:type_name -> kvring.v1.PeerCaller
-	27, // 18: kvring.v1.HasRequest.caller:type_name -> kvring.v1.PeerCaller
-	28, // 19: kvring.v1.HasRequest.namespace:type_name -> kvring.v1.NamespaceRef
-	15, // 20: kvring.v1.HasRequest.pin:type_name -> kvring.v1.LeasePin
-	30, // 21: kvring.v1.HasRequest.groups:type_name -> kvring.v1.GroupRun
-	27, // 22: kvring.v1.UnpinRequest.caller:type_name -> kvring.v1.PeerCaller
-	27, // 23: kvring.v1.FetchRequest.caller:type_name -> kvring.v1.PeerCaller
-	28, // 24: kvring.v1.FetchRequest.namespace:type_name -> kvring.v1.NamespaceRef
-	31, // 25: kvring.v1.FetchResponse.header:type_name -> kvring.v1.ChunkHeader
-	26, // 26: kvring.v1.FetchResponse.data:type_name -> kvring.v1.DataFrame
-	27, // 27: kvring.v1.PutNamespaceRequest.caller:type_name -> kvring.v1.PeerCaller
-	32, // 28: kvring.v1.PutNamespaceRequest.namespace:type_name -> kvring.v1.NamespaceRecord
-	32, // 29: kvring.v1.PutNamespaceResponse.namespace:type_name -> kvring.v1.NamespaceRecord
-	27, // 30: kvring.v1.ListNamespacesRequest.caller:type_name -> kvring.v1.PeerCaller
-	32, // 31: kvring.v1.ListNamespacesResponse.namespaces:type_name -> kvring.v1.NamespaceRecord
-	2,  // 32: kvring.v1.Peer.Prepare:input_type -> kvring.v1.PrepareRequest
-	10, // 33: kvring.v1.Peer.Commit:input_type -> kvring.v1.CommitRequest
-	13, // 34: kvring.v1.Peer.Abort:input_type -> kvring.v1.AbortRequest
-	16, // 35: kvring.v1.Peer.Has:input_type -> kvring.v1.HasRequest
-	18, // 36: kvring.v1.Peer.Unpin:input_type -> kvring.v1.UnpinRequest
-	20, // 37: kvring.v1.Peer.Fetch:input_type -> kvring.v1.FetchRequest
-	22, // 38: kvring.v1.Peer.PutNamespace:input_type -> kvring.v1.PutNamespaceRequest
-	24, // 39: kvring.v1.Peer.ListNamespaces:input_type -> kvring.v1.ListNamespacesRequest
-	5,  // 40: kvring.v1.Peer.Prepare:output_type -> kvring.v1.PrepareResponse
-	12, // 41: kvring.v1.Peer.Commit:output_type -> kvring.v1.CommitResponse
-	14, // 42: kvring.v1.Peer.Abort:output_type -> kvring.v1.AbortResponse
-	17, // 43: kvring.v1.Peer.Has:output_type -> kvring.v1.HasResponse
-	19, // 44: kvring.v1.Peer.Unpin:output_type -> kvring.v1.UnpinResponse
-	21, // 45: kvring.v1.Peer.Fetch:output_type -> kvring.v1.FetchResponse
-	23, // 46: kvring.v1.Peer.PutNamespace:output_type -> kvring.v1.PutNamespaceResponse
-	25, // 47: kvring.v1.Peer.ListNamespaces:output_type -> kvring.v1.ListNamespacesResponse
-	40, // [40:48] is the sub-list for method output_type
-	32, // [32:40] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	28, // 0: kvring.v1.RemoveRequest.caller:type_name -> kvring.v1.PeerCaller
+	29, // 1: kvring.v1.RemoveRequest.namespace:type_name -> kvring.v1.NamespaceRef
+	5,  // 2: kvring.v1.PrepareRequest.begin:type_name -> kvring.v1.PrepareBegin
+	30, // 3: kvring.v1.PrepareRequest.data:type_name -> kvring.v1.DataFrame
+	6,  // 4: kvring.v1.PrepareRequest.end:type_name -> kvring.v1.PrepareEnd
+	28, // 5: kvring.v1.PrepareBegin.caller:type_name -> kvring.v1.PeerCaller
+	29, // 6: kvring.v1.PrepareBegin.namespace:type_name -> kvring.v1.NamespaceRef
+	31, // 7: kvring.v1.PrepareBegin.chunks:type_name -> kvring.v1.ChunkRef
+	32, // 8: kvring.v1.PrepareBegin.groups:type_name -> kvring.v1.GroupRun
+	8,  // 9: kvring.v1.PrepareResponse.need:type_name -> kvring.v1.PrepareNeed
+	9,  // 10: kvring.v1.PrepareResponse.votes:type_name -> kvring.v1.PrepareVotes
+	10, // 11: kvring.v1.PrepareNeed.votes:type_name -> kvring.v1.ChunkVote
+	10, // 12: kvring.v1.PrepareVotes.votes:type_name -> kvring.v1.ChunkVote
+	0,  // 13: kvring.v1.ChunkVote.vote:type_name -> kvring.v1.Vote
+	28, // 14: kvring.v1.CommitRequest.caller:type_name -> kvring.v1.PeerCaller
+	29, // 15: kvring.v1.CommitRequest.namespace:type_name -> kvring.v1.NamespaceRef
+	11, // 16: kvring.v1.CommitRequest.chunks:type_name -> kvring.v1.StagedChunk
+	1,  // 17: kvring.v1.CommitResult.status:type_name -> kvring.v1.CommitStatus
+	13, // 18: kvring.v1.CommitResponse.results:type_name -> kvring.v1.CommitResult
+	28, // 19: kvring.v1.AbortRequest.caller:type_name -> kvring.v1.PeerCaller
+	28, // 20: kvring.v1.HasRequest.caller:type_name -> kvring.v1.PeerCaller
+	29, // 21: kvring.v1.HasRequest.namespace:type_name -> kvring.v1.NamespaceRef
+	17, // 22: kvring.v1.HasRequest.pin:type_name -> kvring.v1.LeasePin
+	32, // 23: kvring.v1.HasRequest.groups:type_name -> kvring.v1.GroupRun
+	28, // 24: kvring.v1.UnpinRequest.caller:type_name -> kvring.v1.PeerCaller
+	28, // 25: kvring.v1.FetchRequest.caller:type_name -> kvring.v1.PeerCaller
+	29, // 26: kvring.v1.FetchRequest.namespace:type_name -> kvring.v1.NamespaceRef
+	33, // 27: kvring.v1.FetchResponse.header:type_name -> kvring.v1.ChunkHeader
+	30, // 28: kvring.v1.FetchResponse.data:type_name -> kvring.v1.DataFrame
+	28, // 29: kvring.v1.PutNamespaceRequest.caller:type_name -> kvring.v1.PeerCaller
+	34, // 30: kvring.v1.PutNamespaceRequest.namespace:type_name -> kvring.v1.NamespaceRecord
+	34, // 31: kvring.v1.PutNamespaceResponse.namespace:type_name -> kvring.v1.NamespaceRecord
+	28, // 32: kvring.v1.ListNamespacesRequest.caller:type_name -> kvring.v1.PeerCaller
+	34, // 33: kvring.v1.ListNamespacesResponse.namespaces:type_name -> kvring.v1.NamespaceRecord
+	4,  // 34: kvring.v1.Peer.Prepare:input_type -> kvring.v1.PrepareRequest
+	12, // 35: kvring.v1.Peer.Commit:input_type -> kvring.v1.CommitRequest
+	15, // 36: kvring.v1.Peer.Abort:input_type -> kvring.v1.AbortRequest
+	18, // 37: kvring.v1.Peer.Has:input_type -> kvring.v1.HasRequest
+	20, // 38: kvring.v1.Peer.Unpin:input_type -> kvring.v1.UnpinRequest
+	22, // 39: kvring.v1.Peer.Fetch:input_type -> kvring.v1.FetchRequest
+	24, // 40: kvring.v1.Peer.PutNamespace:input_type -> kvring.v1.PutNamespaceRequest
+	26, // 41: kvring.v1.Peer.ListNamespaces:input_type -> kvring.v1.ListNamespacesRequest
+	2,  // 42: kvring.v1.Peer.Remove:input_type -> kvring.v1.RemoveRequest
+	7,  // 43: kvring.v1.Peer.Prepare:output_type -> kvring.v1.PrepareResponse
+	14, // 44: kvring.v1.Peer.Commit:output_type -> kvring.v1.CommitResponse
+	16, // 45: kvring.v1.Peer.Abort:output_type -> kvring.v1.AbortResponse
+	19, // 46: kvring.v1.Peer.Has:output_type -> kvring.v1.HasResponse
+	21, // 47: kvring.v1.Peer.Unpin:output_type -> kvring.v1.UnpinResponse
+	23, // 48: kvring.v1.Peer.Fetch:output_type -> kvring.v1.FetchResponse
+	25, // 49: kvring.v1.Peer.PutNamespace:output_type -> kvring.v1.PutNamespaceResponse
+	27, // 50: kvring.v1.Peer.ListNamespaces:output_type -> kvring.v1.ListNamespacesResponse
+	3,  // 51: kvring.v1.Peer.Remove:output_type -> kvring.v1.RemoveResponse
+	43, // [43:52] is the sub-list for method output_type
+	34, // [34:43] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_kvring_v1_peer_proto_init() }
@@ -2002,16 +2165,16 @@ func file_kvring_v1_peer_proto_init() {
 		return
 	}
 	file_kvring_v1_common_proto_init()
-	file_kvring_v1_peer_proto_msgTypes[0].OneofWrappers = []any{
+	file_kvring_v1_peer_proto_msgTypes[2].OneofWrappers = []any{
 		(*PrepareRequest_Begin)(nil),
 		(*PrepareRequest_Data)(nil),
 		(*PrepareRequest_End)(nil),
 	}
-	file_kvring_v1_peer_proto_msgTypes[3].OneofWrappers = []any{
+	file_kvring_v1_peer_proto_msgTypes[5].OneofWrappers = []any{
 		(*PrepareResponse_Need)(nil),
 		(*PrepareResponse_Votes)(nil),
 	}
-	file_kvring_v1_peer_proto_msgTypes[19].OneofWrappers = []any{
+	file_kvring_v1_peer_proto_msgTypes[21].OneofWrappers = []any{
 		(*FetchResponse_Header)(nil),
 		(*FetchResponse_Data)(nil),
 	}
@@ -2021,7 +2184,7 @@ func file_kvring_v1_peer_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kvring_v1_peer_proto_rawDesc), len(file_kvring_v1_peer_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   24,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

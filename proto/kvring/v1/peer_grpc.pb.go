@@ -38,6 +38,7 @@ const (
 	Peer_Fetch_FullMethodName          = "/kvring.v1.Peer/Fetch"
 	Peer_PutNamespace_FullMethodName   = "/kvring.v1.Peer/PutNamespace"
 	Peer_ListNamespaces_FullMethodName = "/kvring.v1.Peer/ListNamespaces"
+	Peer_Remove_FullMethodName         = "/kvring.v1.Peer/Remove"
 )
 
 // PeerClient is the client API for Peer service.
@@ -67,6 +68,10 @@ type PeerClient interface {
 	// ListNamespaces returns the namespace records this node holds, so a joining or restarted node can sync its
 	// registry and any coordinator can check fingerprints.
 	ListNamespaces(ctx context.Context, in *ListNamespacesRequest, opts ...grpc.CallOption) (*ListNamespacesResponse, error)
+	// Remove deletes chunks from this node's store, or drops a whole namespace (its chunks and its registry record):
+	// the Redis protocol's DEL and FLUSHDB, which the coordinator sends to every member that may hold the chunks.
+	// Chunks are immutable, so nothing else ever removes one on purpose. Idempotent.
+	Remove(ctx context.Context, in *RemoveRequest, opts ...grpc.CallOption) (*RemoveResponse, error)
 }
 
 type peerClient struct {
@@ -169,6 +174,16 @@ func (c *peerClient) ListNamespaces(ctx context.Context, in *ListNamespacesReque
 	return out, nil
 }
 
+func (c *peerClient) Remove(ctx context.Context, in *RemoveRequest, opts ...grpc.CallOption) (*RemoveResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RemoveResponse)
+	err := c.cc.Invoke(ctx, Peer_Remove_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PeerServer is the server API for Peer service.
 // All implementations must embed UnimplementedPeerServer
 // for forward compatibility.
@@ -196,6 +211,10 @@ type PeerServer interface {
 	// ListNamespaces returns the namespace records this node holds, so a joining or restarted node can sync its
 	// registry and any coordinator can check fingerprints.
 	ListNamespaces(context.Context, *ListNamespacesRequest) (*ListNamespacesResponse, error)
+	// Remove deletes chunks from this node's store, or drops a whole namespace (its chunks and its registry record):
+	// the Redis protocol's DEL and FLUSHDB, which the coordinator sends to every member that may hold the chunks.
+	// Chunks are immutable, so nothing else ever removes one on purpose. Idempotent.
+	Remove(context.Context, *RemoveRequest) (*RemoveResponse, error)
 	mustEmbedUnimplementedPeerServer()
 }
 
@@ -229,6 +248,9 @@ func (UnimplementedPeerServer) PutNamespace(context.Context, *PutNamespaceReques
 }
 func (UnimplementedPeerServer) ListNamespaces(context.Context, *ListNamespacesRequest) (*ListNamespacesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListNamespaces not implemented")
+}
+func (UnimplementedPeerServer) Remove(context.Context, *RemoveRequest) (*RemoveResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Remove not implemented")
 }
 func (UnimplementedPeerServer) mustEmbedUnimplementedPeerServer() {}
 func (UnimplementedPeerServer) testEmbeddedByValue()              {}
@@ -377,6 +399,24 @@ func _Peer_ListNamespaces_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Peer_Remove_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RemoveRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PeerServer).Remove(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Peer_Remove_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PeerServer).Remove(ctx, req.(*RemoveRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Peer_ServiceDesc is the grpc.ServiceDesc for Peer service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -407,6 +447,10 @@ var Peer_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListNamespaces",
 			Handler:    _Peer_ListNamespaces_Handler,
+		},
+		{
+			MethodName: "Remove",
+			Handler:    _Peer_Remove_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -221,6 +221,30 @@ class PutNamespaceResponse(_message.Message):
     namespace: _common_pb2.NamespaceRecord
     def __init__(self, epoch: _Optional[int] = ..., namespace: _Optional[_Union[_common_pb2.NamespaceRecord, _Mapping]] = ..., accepted: bool = ...) -> None: ...
 
+class RemoveRequest(_message.Message):
+    __slots__ = ["caller", "drop_namespace", "ids", "namespace"]
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    DROP_NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    IDS_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    caller: _common_pb2.PeerCaller
+    drop_namespace: bool
+    ids: _containers.RepeatedScalarFieldContainer[bytes]
+    namespace: _common_pb2.NamespaceRef
+    def __init__(self, caller: _Optional[_Union[_common_pb2.PeerCaller, _Mapping]] = ..., namespace: _Optional[_Union[_common_pb2.NamespaceRef, _Mapping]] = ..., ids: _Optional[_Iterable[bytes]] = ..., drop_namespace: bool = ...) -> None: ...
+
+class RemoveResponse(_message.Message):
+    __slots__ = ["chunks", "epoch", "pinned", "removed"]
+    CHUNKS_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    PINNED_FIELD_NUMBER: _ClassVar[int]
+    REMOVED_FIELD_NUMBER: _ClassVar[int]
+    chunks: int
+    epoch: int
+    pinned: _containers.RepeatedScalarFieldContainer[bool]
+    removed: _containers.RepeatedScalarFieldContainer[bool]
+    def __init__(self, epoch: _Optional[int] = ..., removed: _Optional[_Iterable[bool]] = ..., pinned: _Optional[_Iterable[bool]] = ..., chunks: _Optional[int] = ...) -> None: ...
+
 class StagedChunk(_message.Message):
     __slots__ = ["id", "stage_token"]
     ID_FIELD_NUMBER: _ClassVar[int]

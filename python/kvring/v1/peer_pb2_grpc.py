@@ -55,6 +55,11 @@ class PeerStub(object):
                 request_serializer=kvring_dot_v1_dot_peer__pb2.ListNamespacesRequest.SerializeToString,
                 response_deserializer=kvring_dot_v1_dot_peer__pb2.ListNamespacesResponse.FromString,
                 )
+        self.Remove = channel.unary_unary(
+                '/kvring.v1.Peer/Remove',
+                request_serializer=kvring_dot_v1_dot_peer__pb2.RemoveRequest.SerializeToString,
+                response_deserializer=kvring_dot_v1_dot_peer__pb2.RemoveResponse.FromString,
+                )
 
 
 class PeerServicer(object):
@@ -122,6 +127,15 @@ class PeerServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Remove(self, request, context):
+        """Remove deletes chunks from this node's store, or drops a whole namespace (its chunks and its registry record):
+        the Redis protocol's DEL and FLUSHDB, which the coordinator sends to every member that may hold the chunks.
+        Chunks are immutable, so nothing else ever removes one on purpose. Idempotent.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_PeerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -164,6 +178,11 @@ def add_PeerServicer_to_server(servicer, server):
                     servicer.ListNamespaces,
                     request_deserializer=kvring_dot_v1_dot_peer__pb2.ListNamespacesRequest.FromString,
                     response_serializer=kvring_dot_v1_dot_peer__pb2.ListNamespacesResponse.SerializeToString,
+            ),
+            'Remove': grpc.unary_unary_rpc_method_handler(
+                    servicer.Remove,
+                    request_deserializer=kvring_dot_v1_dot_peer__pb2.RemoveRequest.FromString,
+                    response_serializer=kvring_dot_v1_dot_peer__pb2.RemoveResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -309,5 +328,22 @@ class Peer(object):
         return grpc.experimental.unary_unary(request, target, '/kvring.v1.Peer/ListNamespaces',
             kvring_dot_v1_dot_peer__pb2.ListNamespacesRequest.SerializeToString,
             kvring_dot_v1_dot_peer__pb2.ListNamespacesResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def Remove(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/kvring.v1.Peer/Remove',
+            kvring_dot_v1_dot_peer__pb2.RemoveRequest.SerializeToString,
+            kvring_dot_v1_dot_peer__pb2.RemoveResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

@@ -1,0 +1,71 @@
+package owner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/kvring/kvring/node/internal/namespace"
+	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
+	"github.com/kvring/kvring/store"
+	"github.com/kvring/kvring/transfer"
+)
+
+// Remove deletes the chunks of rawIDs from this node's store and reports,
+// per id, whether it removed one, and whether one is held but pinned by a
+// lookup lease (it stays until the lease ends; the caller may try again).
+func (o *Owner) Remove(ref *kvringv1.NamespaceRef, rawIDs [][]byte) (removed, pinned []bool, err error) {
+	if ref == nil || ref.GetName() == "" {
+		return nil, nil, fmt.Errorf("%w: namespace is required", transfer.ErrInvalidArgument)
+	}
+	ids, err := ParseIDs(rawIDs, o.cfg.MaxBatch)
+	if err != nil {
+		return nil, nil, err
+	}
+	ns := namespace.StoreName(ref.GetName(), ref.GetFingerprint())
+	removed, pinned = make([]bool, len(ids)), make([]bool, len(ids))
+	for i, id := range ids {
+		switch err := o.st.Evict(ns, id); {
+		case err == nil:
+			removed[i] = true
+		case errors.Is(err, store.ErrBusy):
+			pinned[i] = true
+		case errors.Is(err, store.ErrNotFound):
+		default:
+			return nil, nil, fmt.Errorf("cannot remove chunk %s of %q: %w", id, ref.GetName(), err)
+		}
+	}
+	return removed, pinned, nil
+}
+
+// DropNamespace removes the namespace of ref from this node: its registry
+// record and every chunk of it (pinned ones when their pins end). A record
+// with another fingerprint is left alone. It reports the chunks removed.
+func (o *Owner) DropNamespace(ref *kvringv1.NamespaceRef) (uint64, error) {
+	rec := o.cfg.Registry.Get(ref.GetName())
+	if rec == nil || string(rec.GetFingerprint()) != string(ref.GetFingerprint()) {
+		return 0, nil
+	}
+	o.cfg.Registry.Delete(ref.GetName())
+	freed, err := o.st.DropNamespace(namespace.StoreName(ref.GetName(), ref.GetFingerprint()))
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return 0, fmt.Errorf("cannot drop namespace %q: %w", ref.GetName(), err)
+	}
+	return uint64(freed.Chunks), nil
+}
+
+// Remove serves the Peer service's Remove.
+func (s *Service) Remove(_ context.Context, req *kvringv1.RemoveRequest) (*kvringv1.RemoveResponse, error) {
+	if req.GetDropNamespace() {
+		n, err := s.o.DropNamespace(req.GetNamespace())
+		if err != nil {
+			return nil, transfer.ToStatus(err)
+		}
+		return &kvringv1.RemoveResponse{Epoch: s.o.Epoch(), Chunks: n}, nil
+	}
+	removed, pinned, err := s.o.Remove(req.GetNamespace(), req.GetIds())
+	if err != nil {
+		return nil, transfer.ToStatus(err)
+	}
+	return &kvringv1.RemoveResponse{Epoch: s.o.Epoch(), Removed: removed, Pinned: pinned}, nil
+}

@@ -1,0 +1,195 @@
+package resp
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// rawConn dials s and returns the connection with a reader of its replies.
+func rawConn(t *testing.T, s *Server) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	nc, err := net.Dial("tcp", s.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	nc.SetDeadline(time.Now().Add(20 * time.Second))
+	return nc, bufio.NewReader(nc)
+}
+
+// expectClosed reads until the server closes the connection and returns
+// what it sent.
+func expectClosed(t *testing.T, r *bufio.Reader) string {
+	t.Helper()
+	b, err := io.ReadAll(r)
+	if errors.Is(err, syscall.ECONNRESET) {
+		err = nil // closed with unread input left: the kernel resets
+	}
+	if err != nil {
+		t.Fatalf("the server did not close the connection: %v (it sent %q)", err, b)
+	}
+	return string(b)
+}
+
+// stillServes checks the server answers a new client.
+func stillServes(t *testing.T, s *Server) {
+	t.Helper()
+	c := client(t, s, 2)
+	ctx := context.Background()
+	if err := c.Set(ctx, "after", "ok", 0).Err(); err != nil {
+		t.Fatalf("the server stopped serving: %v", err)
+	}
+	if v := c.Get(ctx, "after").Val(); v != "ok" {
+		t.Fatalf("GET after bad input = %q", v)
+	}
+}
+
+// TestBadInputIsAnErrorAndAClose feeds the inputs that break the protocol:
+// each gets Redis's protocol error, the connection is closed and the server
+// serves everyone else.
+func TestBadInputIsAnErrorAndAClose(t *testing.T) {
+	s, _ := testServer(t, nil)
+	for _, tc := range []struct{ name, input, want string }{
+		{"bulk length of 2^40", "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1099511627776\r\n", "invalid bulk length"},
+		{"negative bulk length", "*2\r\n$3\r\nGET\r\n$-5\r\n", "invalid bulk length"},
+		{"10^6 arguments", "*1000000\r\n", "invalid multibulk length"},
+		{"not a bulk", "*2\r\n$3\r\nGET\r\n:1\r\n", "expected '$'"},
+		{"garbage length", "*x\r\n", "invalid multibulk length"},
+		{"no CRLF after a bulk", "*1\r\n$4\r\nPINGxx", "expected CRLF"},
+		{"a key over the argument limit", "*2\r\n$3\r\nGET\r\n$100000\r\n", "over this server's limit"},
+		{"an inline line over the limit", strings.Repeat("A", 70<<10), "too big inline request"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nc, r := rawConn(t, s)
+			if _, err := nc.Write([]byte(tc.input)); err != nil {
+				t.Fatal(err)
+			}
+			got := expectClosed(t, r)
+			if !strings.HasPrefix(got, "-ERR Protocol error") || !strings.Contains(got, tc.want) {
+				t.Fatalf("reply %q, want a protocol error about %q", got, tc.want)
+			}
+			stillServes(t, s)
+		})
+	}
+}
+
+// TestInlineCommandsWork: telnet-style commands are served.
+func TestInlineCommandsWork(t *testing.T) {
+	s, _ := testServer(t, nil)
+	nc, r := rawConn(t, s)
+	nc.Write([]byte("PING\r\n\r\nECHO hello\r\n"))
+	for _, want := range []string{"+PONG\r\n", "$5\r\n", "hello\r\n"} {
+		if line, err := r.ReadString('\n'); err != nil || line != want {
+			t.Fatalf("read %q, %v; want %q", line, err, want)
+		}
+	}
+}
+
+// TestSlowAndIdleClientsAreDisconnected: a command trickled a byte at a
+// time is cut off at CommandTimeout, an unterminated one too, an idle
+// connection at IdleTimeout; the server keeps serving.
+func TestSlowAndIdleClientsAreDisconnected(t *testing.T) {
+	s, _ := testServer(t, func(c *Config, _ *fakeCluster) {
+		c.CommandTimeout = 300 * time.Millisecond
+		c.IdleTimeout = 500 * time.Millisecond
+	})
+	t.Run("unterminated multibulk", func(t *testing.T) {
+		nc, r := rawConn(t, s)
+		nc.Write([]byte("*3\r\n$3\r\nSET\r\n"))
+		expectClosed(t, r)
+	})
+	t.Run("one byte at a time", func(t *testing.T) {
+		nc, r := rawConn(t, s)
+		cmd := []byte("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1000\r\n" + strings.Repeat("v", 1000) + "\r\n")
+		sent := make(chan int, 1)
+		go func() {
+			tick := time.NewTicker(20 * time.Millisecond)
+			defer tick.Stop()
+			n := 0
+			for ; n < len(cmd); n++ {
+				if _, err := nc.Write(cmd[n : n+1]); err != nil {
+					break
+				}
+				<-tick.C
+			}
+			sent <- n
+		}()
+		expectClosed(t, r)
+		nc.Close()
+		if n := <-sent; n == len(cmd) {
+			t.Fatal("the whole trickled command was read")
+		}
+	})
+	t.Run("idle", func(t *testing.T) {
+		_, r := rawConn(t, s)
+		expectClosed(t, r)
+	})
+	stillServes(t, s)
+}
+
+// TestConnectionCapRefusesTheExtraClient: over MaxConns a client is told
+// and closed; a place that frees up is taken again.
+func TestConnectionCapRefusesTheExtraClient(t *testing.T) {
+	s, _ := testServer(t, func(c *Config, _ *fakeCluster) { c.MaxConns = 2 })
+	a, ra := rawConn(t, s)
+	b, rb := rawConn(t, s)
+	for _, c := range []struct {
+		nc net.Conn
+		r  *bufio.Reader
+	}{{a, ra}, {b, rb}} {
+		c.nc.Write([]byte("PING\r\n"))
+		if line, _ := c.r.ReadString('\n'); line != "+PONG\r\n" {
+			t.Fatalf("PING = %q", line)
+		}
+	}
+	_, rc := rawConn(t, s)
+	if got := expectClosed(t, rc); got != "-ERR max number of clients reached\r\n" {
+		t.Fatalf("the third client got %q", got)
+	}
+	a.Close()
+	waitConns(t, s, 1)
+	stillServes(t, s)
+}
+
+// TestAClientThatDoesNotReadIsDisconnected: replies a client never reads
+// are not queued without bound: the write times out and the connection
+// closes.
+func TestAClientThatDoesNotReadIsDisconnected(t *testing.T) {
+	s, _ := testServer(t, func(c *Config, _ *fakeCluster) { c.WriteTimeout = 300 * time.Millisecond })
+	c := client(t, s, 2)
+	ctx := context.Background()
+	big := randBytes(1 << 20)
+	if err := c.Set(ctx, "big", big, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	nc, _ := rawConn(t, s)
+	nc.(*net.TCPConn).SetReadBuffer(4 << 10)
+	waitConns(t, s, 2)
+	get := []byte("*2\r\n$3\r\nGET\r\n$3\r\nbig\r\n")
+	for range 100 { // 100 MiB of replies, never read
+		if _, err := nc.Write(get); err != nil {
+			break
+		}
+	}
+	waitConns(t, s, 1)
+	stillServes(t, s)
+}
+
+// waitConns polls until s serves n connections.
+func waitConns(t *testing.T, s *Server, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for s.Connections() != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("the server serves %d connections, want %d", s.Connections(), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

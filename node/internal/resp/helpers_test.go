@@ -1,0 +1,196 @@
+package resp
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
+	"github.com/kvring/kvring/store"
+	"github.com/kvring/kvring/transfer"
+)
+
+// testStore opens a store with its segments in a fresh /dev/shm directory
+// (removed at the end of the test).
+func testStore(t testing.TB, limit int64) *store.Store {
+	t.Helper()
+	shm, err := os.MkdirTemp("/dev/shm", "kvring-resp-test-")
+	if err != nil {
+		shm = t.TempDir()
+	} else {
+		t.Cleanup(func() { os.RemoveAll(shm) })
+	}
+	st, err := store.Open(store.Config{DataDir: t.TempDir(), ShmDir: shm, MemoryLimit: limit,
+		MaintenanceInterval: -1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// fakeCluster is a one-node cluster: every chunk is this node's, sealed in
+// its store from the value's blob (as the coordinator does when the node
+// owns a chunk). reject, when set, decides a key's write instead.
+type fakeCluster struct {
+	st *store.Store
+
+	mu       sync.Mutex
+	ns       map[string]Namespace
+	reject   func(Key) *kvringv1.PutChunkResult
+	tokens   map[string]Access // nil: no authentication
+	admin    bool              // the access of an anonymous client
+	publishN int               // Publish calls
+}
+
+func (f *fakeCluster) Namespace(_ context.Context, name string, create bool) (Namespace, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if ns, ok := f.ns[name]; ok {
+		return ns, nil
+	}
+	if !create {
+		return Namespace{}, ErrNoNamespace
+	}
+	ns := Namespace{Ref: &kvringv1.NamespaceRef{Name: name, Fingerprint: []byte{1}}, Store: name + ":01"}
+	f.ns[name] = ns
+	return ns, nil
+}
+
+func (f *fakeCluster) Publish(_ context.Context, ns Namespace, keys []Key, blobs []*store.Blob) ([]*kvringv1.PutChunkResult, error) {
+	f.mu.Lock()
+	f.publishN++
+	reject := f.reject
+	f.mu.Unlock()
+	out := make([]*kvringv1.PutChunkResult, len(keys))
+	for i, k := range keys {
+		if reject != nil {
+			if r := reject(k); r != nil {
+				out[i] = r
+				continue
+			}
+		}
+		sum, err := blobs[i].Checksum()
+		if err != nil {
+			return nil, err
+		}
+		w, err := blobs[i].StageChunk(ns.Store, k.ID, sum)
+		switch {
+		case errors.Is(err, store.ErrAlreadyHeld):
+			out[i] = &kvringv1.PutChunkResult{Index: uint32(i), Status: kvringv1.PutStatus_PUT_STATUS_ALREADY_HELD}
+			continue
+		case err != nil:
+			return nil, err
+		}
+		if err := w.Seal(); err != nil {
+			return nil, err
+		}
+		out[i] = &kvringv1.PutChunkResult{Index: uint32(i), Status: kvringv1.PutStatus_PUT_STATUS_STORED}
+	}
+	return out, nil
+}
+
+func (f *fakeCluster) Held(_ context.Context, ns Namespace, keys []Key) ([]bool, error) {
+	out := make([]bool, len(keys))
+	for i, k := range keys {
+		out[i] = f.st.Contains(ns.Store, k.ID)
+	}
+	return out, nil
+}
+
+func (f *fakeCluster) Get(_ context.Context, ns Namespace, keys []Key, each func(int, []byte) error) error {
+	for i, k := range keys {
+		v, err := f.st.Get(ns.Store, k.ID)
+		if err != nil {
+			if err := each(i, nil); err != nil {
+				return err
+			}
+			continue
+		}
+		err = each(i, append([]byte(nil), v.Bytes()...))
+		v.Release()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (f *fakeCluster) Delete(_ context.Context, ns Namespace, keys []Key) ([]bool, error) {
+	out := make([]bool, len(keys))
+	for i, k := range keys {
+		out[i] = f.st.Evict(ns.Store, k.ID) == nil
+	}
+	return out, nil
+}
+
+func (f *fakeCluster) Flush(context.Context) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for name, ns := range f.ns {
+		if _, err := f.st.DropNamespace(ns.Store); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return n, err
+		}
+		delete(f.ns, name)
+		n++
+	}
+	return n, nil
+}
+
+func (f *fakeCluster) Authenticate(token string) (Access, error) {
+	if a, ok := f.tokens[token]; ok {
+		return a, nil
+	}
+	return Access{}, ErrBadToken
+}
+
+func (f *fakeCluster) Anonymous() (Access, bool) { return Access{Admin: f.admin}, f.tokens != nil }
+
+var _ = transfer.ErrUnavailable
+
+// testServer serves a RESP port on 127.0.0.1 over a fake cluster until the
+// test ends.
+func testServer(t testing.TB, mod func(*Config, *fakeCluster)) (*Server, *fakeCluster) {
+	t.Helper()
+	st := testStore(t, 64<<20)
+	fc := &fakeCluster{st: st, ns: map[string]Namespace{}}
+	cfg := Config{Store: st, Cluster: fc, NodeID: "n1", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if mod != nil {
+		mod(&cfg, fc)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(cfg, lis)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Serve() }()
+	t.Cleanup(func() {
+		s.Close()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return s, fc
+}
+
+// client is a go-redis client of s (protocol 2 unless proto says 3).
+func client(t testing.TB, s *Server, proto int) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: s.Addr().String(), Protocol: proto, MaxRetries: -1,
+		DialTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
