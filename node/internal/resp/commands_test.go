@@ -337,3 +337,36 @@ func TestPipelineRepliesComeInOrder(t *testing.T) {
 		t.Logf("publishes: %d", fc.publishN)
 	}
 }
+
+// TestMGetKeepsKeyOrderAcrossLocalAndRemoteKeys mixes keys this node holds
+// with keys other nodes hold, and absent ones, in every order.
+func TestMGetKeepsKeyOrderAcrossLocalAndRemoteKeys(t *testing.T) {
+	s, _ := testServer(t, func(_ *Config, fc *fakeCluster) {
+		fc.elsewhere = func(k Key) bool { return k.ID[0]%2 == 0 }
+	})
+	c := client(t, s, 2)
+	ctx := context.Background()
+	var keys []string
+	want := map[string][]byte{}
+	for i := range 40 {
+		k := fmt.Sprintf("ns@%d", i)
+		keys = append(keys, k)
+		if i%5 == 4 {
+			continue // absent
+		}
+		want[k] = randBytes(100 + i*1000)
+		if err := c.Set(ctx, k, want[k], 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys = append(keys, "other@1", keys[3], keys[0])
+	got, err := c.MGet(ctx, keys...).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range keys {
+		if w, ok := want[k]; ok != (got[i] != nil) || (ok && got[i].(string) != string(w)) {
+			t.Fatalf("MGET answered key %d (%s) with another value", i, k)
+		}
+	}
+}

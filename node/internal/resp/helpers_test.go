@@ -49,6 +49,10 @@ type fakeCluster struct {
 	tokens   map[string]Access // nil: no authentication
 	admin    bool              // the access of an anonymous client
 	publishN int               // Publish calls
+	// elsewhere, when set, says which keys another node holds: their bytes
+	// live in remote, not in this node's store.
+	elsewhere func(Key) bool
+	remote    map[store.ID][]byte
 }
 
 func (f *fakeCluster) Namespace(_ context.Context, name string, create bool) (Namespace, error) {
@@ -78,6 +82,13 @@ func (f *fakeCluster) Publish(_ context.Context, ns Namespace, keys []Key, blobs
 				continue
 			}
 		}
+		if f.elsewhere != nil && f.elsewhere(k) {
+			f.mu.Lock()
+			f.remote[k.ID] = append([]byte(nil), blobs[i].Bytes()...)
+			f.mu.Unlock()
+			out[i] = &kvringv1.PutChunkResult{Index: uint32(i), Status: kvringv1.PutStatus_PUT_STATUS_STORED}
+			continue
+		}
 		sum, err := blobs[i].Checksum()
 		if err != nil {
 			return nil, err
@@ -100,14 +111,26 @@ func (f *fakeCluster) Publish(_ context.Context, ns Namespace, keys []Key, blobs
 
 func (f *fakeCluster) Held(_ context.Context, ns Namespace, keys []Key) ([]bool, error) {
 	out := make([]bool, len(keys))
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	for i, k := range keys {
-		out[i] = f.st.Contains(ns.Store, k.ID)
+		_, far := f.remote[k.ID]
+		out[i] = far || f.st.Contains(ns.Store, k.ID)
 	}
 	return out, nil
 }
 
 func (f *fakeCluster) Get(_ context.Context, ns Namespace, keys []Key, each func(int, []byte) error) error {
 	for i, k := range keys {
+		f.mu.Lock()
+		far, ok := f.remote[k.ID]
+		f.mu.Unlock()
+		if ok {
+			if err := each(i, far); err != nil {
+				return err
+			}
+			continue
+		}
 		v, err := f.st.Get(ns.Store, k.ID)
 		if err != nil {
 			if err := each(i, nil); err != nil {
@@ -162,7 +185,7 @@ var _ = transfer.ErrUnavailable
 func testServer(t testing.TB, mod func(*Config, *fakeCluster)) (*Server, *fakeCluster) {
 	t.Helper()
 	st := testStore(t, 64<<20)
-	fc := &fakeCluster{st: st, ns: map[string]Namespace{}}
+	fc := &fakeCluster{st: st, ns: map[string]Namespace{}, remote: map[store.ID][]byte{}}
 	cfg := Config{Store: st, Cluster: fc, NodeID: "n1", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	if mod != nil {
 		mod(&cfg, fc)

@@ -70,9 +70,11 @@ func (c *conn) streamKeys(ctx context.Context, groups []*nsKeys, n int, sink rea
 			c.countRead(sink, i, nil)
 			continue
 		}
-		if c.readLocal(w.g.ns, w.k.Key, func(b []byte) { c.countRead(sink, i, b) }) {
-			flush()
-			continue
+		if c.heldLocally(w.g.ns, w.k.Key) {
+			flush() // the keys before it go first
+			if c.readLocal(w.g.ns, w.k.Key, func(b []byte) { c.countRead(sink, i, b) }) {
+				continue
+			}
 		}
 		if runNS != w.g {
 			flush()
@@ -89,11 +91,7 @@ func (c *conn) streamKeys(ctx context.Context, groups []*nsKeys, n int, sink rea
 // "did not": the cluster is asked instead); the chunk is released when f
 // returns.
 func (c *conn) readLocal(ns Namespace, k Key, f func([]byte)) bool {
-	st := c.s.cfg.Store
-	if !st.Contains(ns.Store, k.ID) {
-		return false
-	}
-	v, err := st.Get(ns.Store, k.ID)
+	v, err := c.s.cfg.Store.Get(ns.Store, k.ID)
 	if err != nil {
 		return false // evicted meanwhile, or failed its checksum: the cluster may have another copy
 	}

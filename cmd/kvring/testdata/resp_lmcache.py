@@ -1,0 +1,44 @@
+"""LMCache's access pattern against kvring's Redis-protocol port, with redis-py (Debian's python3-redis).
+
+Usage: resp_lmcache.py HOST:PORT [HOST:PORT ...]. Each chunk is written through one node and read back through
+the next, byte-exact, for 256 KiB, 2 MiB and 8 MiB values: SET kv_bytes, SET metadata, EXISTS metadata, GET both;
+the same through a pipeline, and MGET. Prints one line per size; exits non-zero on the first difference.
+"""
+
+import os
+import sys
+
+import redis
+
+clients = []
+for addr in sys.argv[1:]:
+    host, port = addr.rsplit(":", 1)
+    clients.append(redis.Redis(host=host, port=int(port), socket_timeout=60))
+
+for n, size in enumerate((256 << 10, 2 << 20, 8 << 20)):
+    for i in range(4):
+        w, r = clients[i % len(clients)], clients[(i + 1) % len(clients)]
+        key = f"vllm@meta-llama/Llama-3.1-8B@1@0@{size:x}{i:04x}"
+        kv = os.urandom(size)
+        meta = b'{"fmt":"vllm","shape":[32,2,256,8,128],"dtype":"bfloat16","length":%d}' % size
+        assert w.set(key + "kv_bytes", kv) is True, "SET kv_bytes"
+        assert w.set(key + "metadata", meta) is True, "SET metadata"
+        assert r.exists(key + "metadata") == 1, "EXISTS metadata"
+        assert r.get(key + "metadata") == meta, "GET metadata"
+        assert r.get(key + "kv_bytes") == kv, "GET kv_bytes"
+
+        p = w.pipeline(transaction=False)
+        pk = key + "-pipelined"
+        p.set(pk + "kv_bytes", kv)
+        p.set(pk + "metadata", meta)
+        p.exists(pk + "metadata")
+        p.get(pk + "kv_bytes")
+        p.get(pk + "metadata")
+        out = p.execute()
+        assert out[:3] == [True, True, 1], f"pipeline replies {out[:3]}"
+        assert out[3] == kv and out[4] == meta, "pipelined GET"
+
+        got = r.mget([key + "kv_bytes", key + "metadata", key + "absent", pk + "kv_bytes"])
+        assert got == [kv, meta, None, kv], "MGET"
+        assert r.get(key + "absent") is None, "GET of an absent key"
+    print(f"{size} bytes: ok")
