@@ -70,6 +70,7 @@ type limits struct {
 
 // reader parses requests. Not safe for concurrent use.
 type reader struct {
+	raw  io.Reader // under br: values are read from it directly
 	br   *bufio.Reader
 	lim  limits
 	buf  []byte // backing of the arguments that are not values
@@ -77,7 +78,7 @@ type reader struct {
 }
 
 func newReader(r io.Reader, size int, lim limits) *reader {
-	return &reader{br: bufio.NewReaderSize(r, size), lim: lim}
+	return &reader{raw: r, br: bufio.NewReaderSize(r, size), lim: lim}
 }
 
 // read parses the next request. alloc is asked for the memory of each value
@@ -190,7 +191,7 @@ func (rd *reader) readValue(size int64, total *int64, alloc AllocFunc) (argValue
 	}
 	var err error
 	if v.value != nil {
-		_, err = io.ReadFull(rd.br, v.value.Bytes())
+		err = rd.readDirect(v.value.Bytes())
 	} else {
 		_, err = rd.br.Discard(int(size))
 	}
@@ -202,6 +203,24 @@ func (rd *reader) readValue(size int64, total *int64, alloc AllocFunc) (argValue
 		v.value = nil
 	}
 	return v, err
+}
+
+// readDirect fills p with what the buffer holds, then straight from the
+// connection: a value's bytes are copied once, by the kernel.
+func (rd *reader) readDirect(p []byte) error {
+	n := 0
+	for n < len(p) && rd.br.Buffered() > 0 {
+		k, err := rd.br.Read(p[n:])
+		n += k
+		if err != nil {
+			return err
+		}
+	}
+	if n < len(p) {
+		_, err := io.ReadFull(rd.raw, p[n:])
+		return err
+	}
+	return nil
 }
 
 // readInline reads a request sent as a line of words (nil for an empty
