@@ -59,6 +59,9 @@ type Config struct {
 	GRPCAddr string
 	// AdminAddr is the admin HTTP address, gossiped for operators. Default "".
 	AdminAddr string
+	// RESPAddr is the Redis-protocol address, gossiped so that every node
+	// can send Redis Cluster clients to the owners. Default "": off.
+	RESPAddr string
 	// Timing holds memberlist's failure-detection and gossip timings. Default DefaultGossipTiming().
 	Timing GossipTiming
 	// Keys encrypt and authenticate gossip (memberlist's keyring, AES-GCM): each 16, 24 or 32 bytes; the
@@ -221,7 +224,7 @@ func (c *Config) validate() error {
 	if c.NodeID != "" {
 		// State and boot time have a fixed size, so if this fits, every later state does.
 		m := nodeMeta{NodeID: c.NodeID, GRPCAddr: c.GRPCAddr, AdminAddr: c.AdminAddr, State: Joining,
-			Fingerprint: c.Ring.Fingerprint()}
+			Fingerprint: c.Ring.Fingerprint(), RESPAddr: c.RESPAddr}
 		if _, err := m.encode(); err != nil {
 			errs = append(errs, err)
 		}

@@ -63,7 +63,7 @@ func New(cfg Config) (*Membership, error) {
 	}
 	m := &Membership{cfg: cfg, log: cfg.Logger, rs: rs}
 	if err := m.meta.set(nodeMeta{NodeID: cfg.NodeID, GRPCAddr: cfg.GRPCAddr, AdminAddr: cfg.AdminAddr,
-		State: Joining, Fingerprint: cfg.Ring.Fingerprint()}); err != nil {
+		State: Joining, Fingerprint: cfg.Ring.Fingerprint(), RESPAddr: cfg.RESPAddr}); err != nil {
 		return nil, fmt.Errorf("invalid membership configuration: %w", err)
 	}
 	return m, nil

@@ -66,6 +66,8 @@ var (
 //	            node id, gRPC address, admin address, ring settings fingerprint
 //	then        one byte of flags (bit 0: handing off — the node holds chunks that belong on other
 //	            owners and is moving them); absent in metadata from earlier releases (no flags).
+//	then        the Redis-protocol address, a uvarint length and the bytes (empty: the port is off);
+//	            absent in metadata from earlier releases.
 //	then        nothing yet. A decoder ignores bytes after the fields it knows, so later revisions may
 //	            append fields without a version bump; the version changes only when a field is removed or
 //	            its meaning changes (decoders refuse versions they do not know).
@@ -79,6 +81,7 @@ type nodeMeta struct {
 	BootTime    time.Time // millisecond precision on the wire
 	Fingerprint string    // ring.Config.Fingerprint of the node's ring settings
 	HandingOff  bool      // the node is moving chunks to their owners (flags bit 0)
+	RESPAddr    string    // the Redis-protocol address ("": off), after the flags
 }
 
 // metaFlagHandingOff is bit 0 of the flags byte.
@@ -93,7 +96,7 @@ func (m nodeMeta) encode() ([]byte, error) {
 		return nil, fmt.Errorf("cannot encode node meta: unknown state %d: %w", uint8(m.State), errMetaInvalid)
 	}
 	size := 11 // version, state, boot time, flags
-	for _, s := range [...]string{m.NodeID, m.GRPCAddr, m.AdminAddr, m.Fingerprint} {
+	for _, s := range [...]string{m.NodeID, m.GRPCAddr, m.AdminAddr, m.Fingerprint, m.RESPAddr} {
 		size += uvarintLen(uint64(len(s))) + len(s)
 	}
 	if size > metaMaxSize {
@@ -111,7 +114,9 @@ func (m nodeMeta) encode() ([]byte, error) {
 	if m.HandingOff {
 		flags |= metaFlagHandingOff
 	}
-	return append(b, flags), nil
+	b = append(b, flags)
+	b = binary.AppendUvarint(b, uint64(len(m.RESPAddr)))
+	return append(b, m.RESPAddr...), nil
 }
 
 // decodeMeta parses node metadata. It rejects unknown versions (errMetaVersion) and truncated or inconsistent
@@ -148,6 +153,14 @@ func decodeMeta(b []byte) (nodeMeta, error) {
 	}
 	if len(rest) > 0 {
 		m.HandingOff = rest[0]&metaFlagHandingOff != 0
+		rest = rest[1:]
+	}
+	if len(rest) > 0 { // absent from earlier releases
+		n, k := binary.Uvarint(rest)
+		if k <= 0 || n > uint64(len(rest)-k) {
+			return nodeMeta{}, fmt.Errorf("cannot decode node meta: the Redis-protocol address is truncated: %w", errMetaInvalid)
+		}
+		m.RESPAddr = string(rest[k : k+int(n)])
 	}
 	if m.NodeID == "" {
 		return nodeMeta{}, fmt.Errorf("cannot decode node meta: empty node id: %w", errMetaInvalid)

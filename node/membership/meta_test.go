@@ -21,6 +21,7 @@ func sampleNodeMeta() nodeMeta {
 		State:       Active,
 		BootTime:    time.UnixMilli(1_760_000_000_123),
 		Fingerprint: ring.DefaultConfig().Fingerprint(),
+		RESPAddr:    "10.1.2.3:9603",
 	}
 }
 
@@ -31,7 +32,7 @@ func TestMembershipMetaRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(b) > 120 {
+	if len(b) > 135 {
 		t.Errorf("typical meta is %d bytes, want about 100", len(b))
 	}
 	got, err := decodeMeta(b)
@@ -119,15 +120,23 @@ func TestMembershipMetaRejectsMalformed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Every strict prefix is truncated, except the one without the flags
-	// byte: metadata of an earlier release, which had none.
-	for n := range len(good) - 1 {
+	// Every strict prefix is truncated, except the ones that end where an
+	// earlier release's metadata ended: before the flags byte, and before
+	// the Redis-protocol address.
+	resp := 1 + len(sampleNodeMeta().RESPAddr) // its length byte and bytes
+	noFlags, noRESP := len(good)-resp-1, len(good)-resp
+	for n := range len(good) {
+		if n == noFlags || n == noRESP {
+			continue
+		}
 		if _, err := decodeMeta(good[:n]); err == nil {
 			t.Fatalf("prefix of %d bytes decoded without error", n)
 		}
 	}
-	if m, err := decodeMeta(good[:len(good)-1]); err != nil || m.HandingOff {
-		t.Fatalf("metadata without flags: %+v, %v; want decoded, not handing off", m, err)
+	for _, n := range []int{noFlags, noRESP} {
+		if m, err := decodeMeta(good[:n]); err != nil || m.HandingOff || m.RESPAddr != "" {
+			t.Fatalf("metadata of %d bytes: %+v, %v; want decoded, not handing off, no RESP address", n, m, err)
+		}
 	}
 	bad := bytes.Clone(good)
 	bad[1] = 9 // unknown state
@@ -161,6 +170,28 @@ func TestMembershipMetaIgnoresAppendedFields(t *testing.T) {
 	}
 }
 
+// TestMembershipMetaFromEarlierReleasesHasNoRESPAddr decodes metadata that
+// ends after the flags (a release before the Redis-protocol port) and that
+// ends before them.
+func TestMembershipMetaFromEarlierReleasesHasNoRESPAddr(t *testing.T) {
+	t.Parallel()
+	m := sampleNodeMeta()
+	m.RESPAddr, m.HandingOff = "", true
+	b, err := m.encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeMeta(b[:len(b)-1]) // no RESP field
+	if err != nil || !nodeMetaEqual(got, m) {
+		t.Fatalf("without the RESP field: %+v, %v", got, err)
+	}
+	m.HandingOff = false
+	got, err = decodeMeta(b[:len(b)-2]) // no flags either
+	if err != nil || !nodeMetaEqual(got, m) {
+		t.Fatalf("without flags: %+v, %v", got, err)
+	}
+}
+
 func TestMembershipMetaRandomRoundTrip(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -179,6 +210,7 @@ func TestMembershipMetaRandomRoundTrip(t *testing.T) {
 			State:       State(rng.IntN(6)),
 			BootTime:    time.UnixMilli(rng.Int64N(1<<50) - 1<<49),
 			Fingerprint: str(40),
+			RESPAddr:    str(60),
 		}
 		b, err := m.encode()
 		if err != nil {
@@ -232,5 +264,6 @@ func FuzzMembershipMetaDecode(f *testing.F) {
 
 func nodeMetaEqual(a, b nodeMeta) bool {
 	return a.NodeID == b.NodeID && a.GRPCAddr == b.GRPCAddr && a.AdminAddr == b.AdminAddr &&
-		a.State == b.State && a.BootTime.UnixMilli() == b.BootTime.UnixMilli() && a.Fingerprint == b.Fingerprint
+		a.State == b.State && a.BootTime.UnixMilli() == b.BootTime.UnixMilli() && a.Fingerprint == b.Fingerprint &&
+		a.HandingOff == b.HandingOff && a.RESPAddr == b.RESPAddr
 }

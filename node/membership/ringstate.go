@@ -51,6 +51,7 @@ type Member struct {
 	ID         string    // node id (ring member ID)
 	GRPCAddr   string    // gRPC address (ring member Addr)
 	AdminAddr  string    // admin HTTP address
+	RESPAddr   string    // Redis-protocol address ("": off)
 	State      State     // the member's own state, from its metadata
 	HandingOff bool      // it is moving chunks to their owners (from its metadata)
 	BootTime   time.Time // when the member started gossiping
@@ -297,7 +298,7 @@ func (rs *ringState) apply(ev memberEvent, now time.Time) {
 	}
 	old, known := rs.table[ev.name]
 	m := &Member{
-		ID: ev.name, GRPCAddr: meta.GRPCAddr, AdminAddr: meta.AdminAddr, State: meta.State,
+		ID: ev.name, GRPCAddr: meta.GRPCAddr, AdminAddr: meta.AdminAddr, RESPAddr: meta.RESPAddr, State: meta.State,
 		HandingOff: meta.HandingOff, BootTime: meta.BootTime, GossipAddr: ev.gossipAddr, Liveness: Alive, Since: now,
 	}
 	attrs := []any{"member", m.ID, "grpc", m.GRPCAddr, "admin", m.AdminAddr, "gossip", m.GossipAddr,
@@ -320,7 +321,7 @@ func (rs *ringState) apply(ev memberEvent, now time.Time) {
 			break
 		}
 		if old.Liveness == Alive && old.State == m.State && old.HandingOff == m.HandingOff && old.GRPCAddr == m.GRPCAddr &&
-			old.AdminAddr == m.AdminAddr && old.GossipAddr == m.GossipAddr && old.BootTime.Equal(m.BootTime) {
+			old.AdminAddr == m.AdminAddr && old.RESPAddr == m.RESPAddr && old.GossipAddr == m.GossipAddr && old.BootTime.Equal(m.BootTime) {
 			return // nothing this node tracks changed
 		}
 		rs.log.Info("member updated", append(attrs, "old_state", old.State, "handing_off", m.HandingOff)...)

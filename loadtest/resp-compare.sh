@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# resp-compare.sh runs redis-benchmark against one kvring node's
+# Redis-protocol port and one redis-server (--save '', allkeys-lru) with the
+# same memory, alternating kvring and Redis REPS times per value size, and
+# prints requests/s per run and the median ratio kvring / redis per test.
+# CLUSTER=3 adds a three-node kvring cluster driven by
+# `redis-benchmark --cluster` (its Redis Cluster mode), against the same
+# single redis-server. Every process it starts is stopped on exit.
+#
+# Usage: loadtest/resp-compare.sh
+# Environment:
+#   SIZES    value sizes in bytes (default "32768 262144 2097152")
+#   REPS     alternations per size (default 3)
+#   CLIENTS  redis-benchmark -c (default 16)
+#   MEM_MB   memory of the node and of redis-server, MiB (default 1024)
+#   TESTS    redis-benchmark -t (default set,get)
+#   CLUSTER  nodes of a kvring cluster to add (default 0: none)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SIZES=${SIZES:-"32768 262144 2097152"}
+REPS=${REPS:-3}
+CLIENTS=${CLIENTS:-16}
+MEM_MB=${MEM_MB:-1024}
+TESTS=${TESTS:-set,get}
+CLUSTER=${CLUSTER:-0}
+
+work=$(mktemp -d /tmp/kvring-resp-compare.XXXXXX)
+shm=$(mktemp -d /dev/shm/kvring-resp-compare.XXXXXX)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	rm -rf "$work" "$shm"
+}
+trap cleanup EXIT INT TERM
+# shellcheck source=ports.sh
+. loadtest/ports.sh
+
+go build -o "$work/kvring" ./cmd/kvring
+
+# start_node NAME JOIN [flags...]: a kvring node; prints its RESP port.
+start_node() {
+	local name=$1 join=$2; shift 2
+	local grpc admin gossip resp
+	grpc=$(free_port) admin=$(free_port) gossip=$(free_port) resp=$(free_port)
+	mkdir -p "$work/$name" "$shm/$name"
+	"$work/kvring" serve --grpc-addr "127.0.0.1:$grpc" --admin-addr "127.0.0.1:$admin" \
+		--gossip-addr "127.0.0.1:$gossip" --resp-addr "127.0.0.1:$resp" --socket "" \
+		--data-dir "$work/$name/data" --shm-dir "$shm/$name" --memory-limit "${MEM_MB}MiB" \
+		--log-level warn ${join:+--join "$join"} "$@" >>"$work/$name.log" 2>&1 &
+	pids+=($!)
+	for _ in $(seq 1 100); do
+		curl -sf "http://127.0.0.1:$admin/readyz" >/dev/null && break
+		sleep 0.1
+	done
+	echo "$resp $gossip"
+}
+
+read -r kv_port kv_gossip < <(start_node n1 "")
+redis_port=$(free_port)
+redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no --maxmemory "${MEM_MB}mb" \
+	--maxmemory-policy allkeys-lru --logfile "$work/redis.log" &
+pids+=($!)
+for _ in $(seq 1 100); do redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+
+cluster_port=""
+if [ "$CLUSTER" -gt 1 ]; then
+	read -r cluster_port c_gossip < <(start_node c1 "" --resp-cluster)
+	for i in $(seq 2 "$CLUSTER"); do start_node "c$i" "127.0.0.1:$c_gossip" --resp-cluster >/dev/null; done
+fi
+
+# bench PORT SIZE [flags]: one redis-benchmark run; prints "test rps" lines.
+bench() {
+	local port=$1 size=$2; shift 2
+	local n=$((400 * 1024 * 1024 / size)) keys=$((MEM_MB * 1024 * 1024 / size / 4))
+	[ "$n" -gt 100000 ] && n=100000
+	redis-benchmark -p "$port" -c "$CLIENTS" -n "$n" -d "$size" -r "$keys" -t "$TESTS" -q "$@" 2>&1 |
+		tr '\r' '\n' | awk -F'[: ]+' '/requests per second/ {print $1, $2}'
+}
+
+median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+
+echo "# redis-benchmark -c $CLIENTS -t $TESTS, kvring node vs redis-server, ${MEM_MB} MiB each, $REPS alternations"
+printf "%-8s %-5s %-10s %12s %12s %7s\n" size test target kvring redis ratio
+for size in $SIZES; do
+	: >"$work/k" && : >"$work/r" && : >"$work/c"
+	for _ in $(seq 1 "$REPS"); do
+		bench "$kv_port" "$size" >>"$work/k"
+		bench "$redis_port" "$size" >>"$work/r"
+		[ -n "$cluster_port" ] && bench "$cluster_port" "$size" --cluster >>"$work/c"
+	done
+	for t in $(awk '{print $1}' "$work/k" | sort -u); do
+		k=$(awk -v t="$t" '$1==t {print $2}' "$work/k" | median)
+		r=$(awk -v t="$t" '$1==t {print $2}' "$work/r" | median)
+		printf "%-8s %-5s %-10s %12.0f %12.0f %7.2f\n" "$size" "$t" node "$k" "$r" "$(echo "$k / $r" | bc -l)"
+		if [ -s "$work/c" ]; then
+			c=$(awk -v t="$t" '$1==t {print $2}' "$work/c" | median)
+			printf "%-8s %-5s %-10s %12.0f %12.0f %7.2f\n" "$size" "$t" "cluster$CLUSTER" "$c" "$r" "$(echo "$c / $r" | bc -l)"
+		fi
+	done
+done
