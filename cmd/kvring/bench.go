@@ -306,8 +306,20 @@ func readBufferBytes(own bool, cfg loadtest.Config) int {
 }
 
 // connectEngines creates one kvring backend per engine and waits up to
-// timeout for every client to connect.
+// timeout for every client to connect (awaitConnected: an address where no
+// kvring node listens fails at once).
 func connectEngines(ctx context.Context, n int, kc loadtest.KvringConfig, timeout time.Duration) ([]loadtest.Backend, error) {
+	changed := make(chan struct{}, 1)
+	user := kc.Conn.OnStateChange
+	kc.Conn.OnStateChange = func(s client.ConnState) {
+		if user != nil {
+			user(s)
+		}
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}
 	var out []loadtest.Backend
 	closeAll := func() {
 		for _, b := range out {
@@ -322,20 +334,13 @@ func connectEngines(ctx context.Context, n int, kc loadtest.KvringConfig, timeou
 		}
 		out = append(out, b)
 	}
-	deadline := time.Now().Add(timeout)
-	for _, b := range out {
-		c := b.(*loadtest.Kvring).Client()
-		for c.State().Status != client.ConnConnected {
-			if time.Now().After(deadline) || ctx.Err() != nil {
-				closeAll()
-				cause := c.State().LastError
-				if cause == "" {
-					cause = "no answer"
-				}
-				return nil, fmt.Errorf("cannot connect to kvring at %s within %s: %s", strings.Join(kc.Seeds, ","), timeout, oneLine(cause))
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+	cs := make([]*client.Client, len(out))
+	for i, b := range out {
+		cs[i] = b.(*loadtest.Kvring).Client()
+	}
+	if err := awaitConnected(ctx, cs, kc.Seeds, timeout, changed); err != nil {
+		closeAll()
+		return nil, err
 	}
 	return out, nil
 }

@@ -3,11 +3,17 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/kvring/kvring/internal/testutil"
 	"github.com/kvring/kvring/node"
 )
 
@@ -76,5 +82,75 @@ func TestNamespacesJSONPrintsJSON(t *testing.T) {
 	table, _, err := runInProcess(t, "namespaces", "--admin", members[0].AdminAddr)
 	if err != nil || !strings.HasPrefix(table, "NAMESPACE") || !strings.Contains(table, "2 of 2") {
 		t.Fatalf("the table: %v:\n%s", err, table)
+	}
+}
+
+// someID is a chunk id for commands that need one.
+const someID = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+
+// TestAnAdminCommandAtTheGRPCPortSaysSo: an admin command pointed at a
+// gRPC port says that it reached gRPC and which port to use, instead of
+// net/http's "malformed HTTP response" with the frame's bytes.
+func TestAnAdminCommandAtTheGRPCPortSaysSo(t *testing.T) {
+	t.Parallel()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer()
+	healthpb.RegisterHealthServer(gs, health.NewServer())
+	go gs.Serve(lis)
+	t.Cleanup(gs.Stop)
+	addr := lis.Addr().String()
+	for _, args := range [][]string{{"members"}, {"stats"}, {"namespaces"}, {"drain"}} {
+		_, _, err := runInProcess(t, append(args, "--admin", addr)...)
+		want := addr + " answers gRPC, not the admin HTTP API: use --admin with a node's admin port (default 9602)"
+		if err == nil || err.Error() != want {
+			t.Errorf("kvring %s at a gRPC port: %v\nwant: %s", args[0], err, want)
+		}
+	}
+}
+
+// TestADataCommandAtTheAdminPortSaysSo: put, get and lookup pointed at an
+// HTTP port (the admin API's) say at once that it answers HTTP, not gRPC,
+// and which port to use, instead of waiting --timeout for "http2: frame too
+// large".
+func TestADataCommandAtTheAdminPortSaysSo(t *testing.T) {
+	t.Parallel()
+	admin := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(admin.Close)
+	addr := strings.TrimPrefix(admin.URL, "http://")
+	file := writeConfig(t, "chunk bytes") // any file
+	for _, args := range [][]string{{"put", file}, {"get", "--id", someID}, {"lookup", someID}} {
+		_, _, err := runInProcess(t, append(args, "--addr", addr, "--namespace", "ns", "--timeout", "1m")...)
+		want := addr + " answers HTTP/1.1, not gRPC: is it a node's admin port? Use --addr with a node's gRPC port (default 9600)"
+		if err == nil || err.Error() != want {
+			t.Errorf("kvring %s at an HTTP port: %v\nwant: %s", args[0], err, want)
+		}
+	}
+}
+
+// TestARefusedConnectionFailsAtOnceWithTheCause: put, get, lookup and bench
+// at a port where nothing listens fail with "connection refused" naming the
+// address as soon as the attempt is refused, not after --timeout (the error
+// would then say "within 1m0s").
+func TestARefusedConnectionFailsAtOnceWithTheCause(t *testing.T) {
+	t.Parallel()
+	hold, err := testutil.HoldPort("127.0.0.1:0") // bound, not listening: connections are refused
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hold.Close() })
+	addr := hold.Addr()
+	file := writeConfig(t, "chunk bytes")
+	for _, args := range [][]string{
+		{"put", file, "--namespace", "ns"}, {"get", "--id", someID, "--namespace", "ns"}, {"lookup", someID, "--namespace", "ns"},
+		{"bench", "--max-requests", "1", "--progress", "0"},
+	} {
+		_, _, err := runInProcess(t, append(args, "--addr", addr, "--timeout", "1m")...)
+		want := "cannot connect to kvring node at " + addr + ": connection refused (is a kvring node listening there?)"
+		if err == nil || err.Error() != want {
+			t.Errorf("kvring %s at a refused port: %v\nwant: %s", args[0], err, want)
+		}
 	}
 }
