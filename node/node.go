@@ -166,9 +166,9 @@ func (n *Node) membershipConfig(ctx context.Context, p *nodeParts) (membership.C
 		return mcfg, err
 	}
 	mcfg.AdminAddr = sameHost(p.adminLis.Addr().String(), mcfg.GRPCAddr)
-	mcfg.OnRingChange = func(_, r *ring.Ring) {
+	mcfg.OnRingChange = func(old, r *ring.Ring) {
 		if q := n.parts.Load(); q != nil {
-			q.svc.coord.RingChanged(r)
+			q.svc.coord.RingChanged(old, r)
 			q.mover.Kick()
 		}
 	}
