@@ -1,0 +1,46 @@
+package namespace
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
+	"github.com/kvring/kvring/transfer"
+)
+
+// TestCheckNeverCreatesANamespace: Check of a name the registry does not
+// know is ErrUnknownNamespace and leaves the registry as it was (a read of a
+// misspelt name must not register it, nor count against MaxNamespaces);
+// once Register created it, Check returns its record, and a different
+// schema is ErrSchemaMismatch.
+func TestCheckNeverCreatesANamespace(t *testing.T) {
+	t.Parallel()
+	r := NewRegistryWith(RegistryConfig{MaxNamespaces: 1})
+	d := Defaults{Replicas: 1, MinReplicas: 1, MaxReplicas: 3}
+	schema := &kvringv1.NamespaceSchema{Model: "m", TokensPerChunk: 16}
+	reg := Registration{Name: "llama", Schema: schema, Self: "n1", Now: time.Now()}
+	noPeers := func(context.Context, *kvringv1.NamespaceRecord) *kvringv1.NamespaceRecord { return nil }
+
+	typo := reg
+	typo.Name = "llamma"
+	if _, err := r.Check(typo, d); !errors.Is(err, transfer.ErrUnknownNamespace) {
+		t.Fatalf("Check of an unknown name: %v, want ErrUnknownNamespace", err)
+	}
+	if len(r.List()) != 0 {
+		t.Fatalf("Check registered %v", r.List())
+	}
+	created, _, err := r.Register(context.Background(), reg, d, noPeers) // the one namespace MaxNamespaces allows
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := r.Check(reg, d); err != nil || rec != created {
+		t.Fatalf("Check of the registered name: %v, %v", rec, err)
+	}
+	other := reg
+	other.Schema = &kvringv1.NamespaceSchema{Model: "m", TokensPerChunk: 32}
+	if _, err := r.Check(other, d); !errors.Is(err, transfer.ErrSchemaMismatch) {
+		t.Fatalf("Check with another schema: %v, want ErrSchemaMismatch", err)
+	}
+}
