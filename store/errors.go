@@ -48,7 +48,7 @@ var (
 	// a restart would not serve.
 	ErrSegmentLost = errors.New("store: segment file deleted or truncated")
 	// ErrInUse: a running node holds the segment directory (RemoveShmNode).
-	ErrInUse = errors.New("store: in use by a running node")
+	ErrInUse = errors.New("store: in use")
 	// ErrClosed: the store is closed.
 	ErrClosed = errors.New("store: closed")
 	// ErrCatalog: the catalog cannot be written (Health). The chunks are

@@ -167,8 +167,8 @@ func inUse(dir, node string) error {
 	if pid := lockHolder(filepath.Join(dir, lockName)); pid > 0 {
 		running = fmt.Sprintf("is running (pid %d)", pid)
 	}
-	return fmt.Errorf("%w: segment directory %q is in use: node %s %s; stop it first, then remove its segments",
-		ErrInUse, dir, node, running)
+	return fmt.Errorf("%w: node %s %s and holds segment directory %q; stop it first, then remove its segments",
+		ErrInUse, node, running, dir)
 }
 
 // lockHolder returns the process that holds the flock of the file at path,

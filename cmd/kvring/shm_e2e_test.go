@@ -28,7 +28,7 @@ func TestShmListAndRemoveAStoppedNodesSegments(t *testing.T) {
 		t.Fatalf("shm list while the node runs: %s", list.stdout)
 	}
 	r := runCLI(t, nil, "shm", "remove", n.id, "--shm-dir", shm)
-	checkOneLineFailure(t, r, "node "+n.id+" is running ("+pid+"); stop it first")
+	checkOneLineFailure(t, r, "node "+n.id+" is running ("+pid+")", "stop it first")
 	if strings.Contains(r.stderr, "data directory") {
 		t.Fatalf("the hint for a second node on one data directory: %v", r)
 	}
