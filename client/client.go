@@ -188,8 +188,10 @@ func (c *Client) withTimeout(ctx context.Context) (context.Context, context.Canc
 }
 
 // Register registers the namespace (or checks this client's schema against
-// the registered one) and returns the registered record's fingerprint. Calls
-// register by themselves when needed.
+// the registered one) and returns the registered record's fingerprint. Put
+// registers by itself when needed; Lookup and Get only check, and never
+// create a namespace: reads of one nothing was written to (a misspelt name)
+// answer nothing held (LookupResult.NotRegistered) and misses.
 func (c *Client) Register(ctx context.Context) ([]byte, error) {
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
