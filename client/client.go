@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/metadata"
 
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/transfer"
@@ -187,8 +188,10 @@ func (c *Client) withTimeout(ctx context.Context) (context.Context, context.Canc
 }
 
 // Register registers the namespace (or checks this client's schema against
-// the registered one) and returns the registered record's fingerprint. Calls
-// register by themselves when needed.
+// the registered one) and returns the registered record's fingerprint. Put
+// registers by itself when needed; Lookup and Get only check, and never
+// create a namespace: reads of one nothing was written to (a misspelt name)
+// answer nothing held (LookupResult.NotRegistered) and misses.
 func (c *Client) Register(ctx context.Context) ([]byte, error) {
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
@@ -196,14 +199,20 @@ func (c *Client) Register(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	ref, err := c.register(ctx, cc)
+	ref, err := c.register(ctx, cc, true)
 	if err != nil {
 		return nil, err
 	}
 	return ref.GetFingerprint(), nil
 }
 
-func (c *Client) register(ctx context.Context, cc *grpc.ClientConn) (*kvringv1.NamespaceRef, error) {
+// register registers the namespace at cc (create), or only checks it
+// (transfer.RegisterExistingKey: a name the cluster does not know is then
+// ErrUnknownNamespace), and keeps its reference.
+func (c *Client) register(ctx context.Context, cc *grpc.ClientConn, create bool) (*kvringv1.NamespaceRef, error) {
+	if !create {
+		ctx = metadata.AppendToOutgoingContext(ctx, transfer.RegisterExistingKey, "true")
+	}
 	resp, err := kvringv1.NewCacheClient(cc).RegisterNamespace(ctx, &kvringv1.RegisterNamespaceRequest{
 		Name: c.cfg.Namespace, Schema: c.schema(), ReplicationFactor: c.cfg.ReplicationFactor, MinReplicas: c.cfg.MinReplicas})
 	if err != nil {
@@ -219,15 +228,16 @@ func (c *Client) register(ctx context.Context, cc *grpc.ClientConn) (*kvringv1.N
 	return ref, nil
 }
 
-// namespace returns the registered reference, registering first if needed.
-func (c *Client) namespace(ctx context.Context, cc *grpc.ClientConn) (*kvringv1.NamespaceRef, error) {
+// namespace returns the registered reference, registering first if needed
+// (create; a read only checks, see register).
+func (c *Client) namespace(ctx context.Context, cc *grpc.ClientConn, create bool) (*kvringv1.NamespaceRef, error) {
 	c.mu.Lock()
 	ref := c.ref
 	c.mu.Unlock()
 	if ref != nil {
 		return ref, nil
 	}
-	return c.register(ctx, cc)
+	return c.register(ctx, cc, create)
 }
 
 // callErr maps a failed call to the client's error: transport failures tell
@@ -250,8 +260,11 @@ func (c *Client) callErr(cc *grpc.ClientConn, what string, err error) error {
 
 // retryUnregistered runs call once more after re-registering when the node
 // says the namespace is unknown (it restarted, or is new to the cluster).
-func (c *Client) retryUnregistered(ctx context.Context, cc *grpc.ClientConn, call func(*kvringv1.NamespaceRef) error) error {
-	ref, err := c.namespace(ctx, cc)
+// create is false for reads: they never register a namespace, and a name
+// the cluster does not know is ErrUnknownNamespace (the caller answers a
+// miss).
+func (c *Client) retryUnregistered(ctx context.Context, cc *grpc.ClientConn, create bool, call func(*kvringv1.NamespaceRef) error) error {
+	ref, err := c.namespace(ctx, cc, create)
 	if err != nil {
 		return err
 	}
@@ -259,8 +272,14 @@ func (c *Client) retryUnregistered(ctx context.Context, cc *grpc.ClientConn, cal
 	if !errors.Is(err, transfer.ErrUnknownNamespace) {
 		return err
 	}
-	if ref, err = c.register(ctx, cc); err != nil {
+	if ref, err = c.register(ctx, cc, create); err != nil {
 		return err
 	}
 	return call(ref)
+}
+
+// notRegistered is the reason of a read's misses when the cluster does not
+// know the namespace.
+func (c *Client) notRegistered() string {
+	return fmt.Sprintf("namespace %q is not registered: nothing was written to it", c.cfg.Namespace)
 }

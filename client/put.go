@@ -96,7 +96,7 @@ func (c *Client) Put(ctx context.Context, chunks []Chunk) ([]PutResult, error) {
 		refs[i] = &kvringv1.ChunkRef{Id: ch.ID[:], Size: uint64(len(ch.Data)), Crc32C: store.Checksum(ch.Data)}
 	}
 	var results []PutResult
-	err = c.retryUnregistered(ctx, cc, func(ref *kvringv1.NamespaceRef) error {
+	err = c.retryUnregistered(ctx, cc, true, func(ref *kvringv1.NamespaceRef) error {
 		var err error
 		if results, err = c.putRouted(ctx, cc, ref, chunks, refs, keys); err != nil {
 			return err

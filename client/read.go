@@ -23,6 +23,10 @@ type LookupResult struct {
 	LeaseTTL time.Duration
 	// Epoch is the ring epoch the answer was computed under.
 	Epoch uint64
+	// NotRegistered: the cluster does not know the namespace (nothing was
+	// ever written to it, or the name is misspelt), so nothing is held. A
+	// read never registers a namespace.
+	NotRegistered bool
 }
 
 // Lookup asks how many leading ids are held now. With pin > 0 the held
@@ -57,7 +61,7 @@ func (c *Client) lookup(ctx context.Context, ids []ChunkID, keys [][]byte, pin t
 	}
 	groups := groupRuns(keys)
 	var res LookupResult
-	err = c.retryUnregistered(ctx, cc, func(ref *kvringv1.NamespaceRef) error {
+	err = c.retryUnregistered(ctx, cc, false, func(ref *kvringv1.NamespaceRef) error {
 		req := &kvringv1.LookupRequest{Namespace: ref, Ids: raw, PinTtlMs: uint32(pin / time.Millisecond), Groups: groups}
 		via := cc
 		var resp *kvringv1.LookupResponse
@@ -92,6 +96,9 @@ func (c *Client) lookup(ctx context.Context, ids []ChunkID, keys [][]byte, pin t
 			LeaseTTL: time.Duration(resp.GetLeaseTtlMs()) * time.Millisecond, Epoch: resp.GetEpoch()}
 		return nil
 	})
+	if errors.Is(err, transfer.ErrUnknownNamespace) {
+		return LookupResult{NotRegistered: true}, nil
+	}
 	return res, err
 }
 
@@ -210,11 +217,18 @@ func (c *Client) getKeys(ctx context.Context, ids []ChunkID, keys, bufs [][]byte
 		a.raw[i] = ids[i][:]
 	}
 	var out []GetResult
-	err = c.retryUnregistered(ctx, cc, func(ref *kvringv1.NamespaceRef) error {
+	err = c.retryUnregistered(ctx, cc, false, func(ref *kvringv1.NamespaceRef) error {
 		var err error
 		out, err = c.getRouted(ctx, cc, ref, a)
 		return err
 	})
+	if errors.Is(err, transfer.ErrUnknownNamespace) {
+		out = make([]GetResult, len(ids))
+		for i, id := range ids {
+			out[i] = GetResult{ID: id, Reason: c.notRegistered()}
+		}
+		return out, nil
+	}
 	return out, err
 }
 

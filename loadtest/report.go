@@ -13,7 +13,9 @@ import (
 // Report is the outcome of a run. Its JSON form is what `kvring bench --json`
 // prints.
 type Report struct {
-	Backend       string  `json:"backend"`
+	Backend string `json:"backend"`
+	// Namespace is the namespace the run wrote and read ("" when not given).
+	Namespace     string  `json:"namespace,omitempty"`
 	Workload      string  `json:"workload"`
 	Engines       int     `json:"engines"`
 	ChunkTokens   int     `json:"chunk_tokens"`
@@ -226,6 +228,9 @@ func (r *Report) writeTable(w io.Writer, withTimeline bool) error {
 	row := func(k, f string, a ...any) { fmt.Fprintf(tw, "%s\t"+f+"\n", append([]any{k}, a...)...) }
 	row("backend", "%s (%s), %d engines, %d tokens/chunk, %d B/token, speedup %gx",
 		r.Backend, r.Workload, r.Engines, r.ChunkTokens, r.BytesPerToken, r.Speedup)
+	if r.Namespace != "" {
+		row("namespace", "%s", r.Namespace)
+	}
 	stop := ""
 	if r.StoppedEarly {
 		stop = " (stopped early by --duration)"

@@ -44,8 +44,10 @@ type Config struct {
 	// up piece by piece while every piece is fully held. Default 8192 (the
 	// server's default --max-batch).
 	LookupBatch int
-	// Backend names the backend in the report.
-	Backend string
+	// Backend names the backend in the report; Namespace the namespace
+	// (or key prefix) the backends use.
+	Backend   string
+	Namespace string
 	// TimelineInterval is the length of the intervals of Report.Timeline.
 	// Default 1s. Each interval costs 64 bytes per engine during the run.
 	TimelineInterval time.Duration
@@ -132,7 +134,7 @@ func ReplayMooncake(ctx context.Context, reqs []trace.Request, backends []Backen
 	if cfg.MaxRequests > 0 && cfg.MaxRequests < len(reqs) {
 		reqs = reqs[:cfg.MaxRequests]
 	}
-	rep := &Report{Backend: cfg.Backend, Workload: "mooncake", Engines: len(backends), ChunkTokens: cfg.ChunkTokens,
+	rep := &Report{Backend: cfg.Backend, Namespace: cfg.Namespace, Workload: "mooncake", Engines: len(backends), ChunkTokens: cfg.ChunkTokens,
 		BytesPerToken: cfg.BytesPerToken, Speedup: cfg.Speedup, RequestsPlanned: len(reqs)}
 	sum := trace.Stats(reqs)
 	rep.IdealBlockHitRatio = sum.UnboundedHitRatio

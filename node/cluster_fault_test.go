@@ -249,6 +249,9 @@ func TestBytesThatFailTheirChecksumAreNeverServed(t *testing.T) {
 		Schema: client.Schema{Model: "m", Dtype: "bf16", TokensPerChunk: 16}, DisableRouting: true, Logger: quietLogger()})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	if _, err := c.Register(ctx); err != nil { // a read does not register the namespace
+		t.Fatal(err)
+	}
 	res, err := c.Get(ctx, []client.ChunkID{ch.ID})
 	if err != nil {
 		t.Fatal(err)

@@ -277,6 +277,7 @@ func serveFake(t *testing.T, register func(*grpc.Server)) string {
 }
 
 // useMembers makes members every node's ring: epoch 2, up to 3 owners.
+// Each coordinator is told of the change, as a node's membership tells it.
 func (tc *testCluster) useMembers(t *testing.T, members []ring.Member) {
 	t.Helper()
 	rcfg := ring.DefaultConfig()
@@ -285,7 +286,10 @@ func (tc *testCluster) useMembers(t *testing.T, members []ring.Member) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tc.ring.Store(r)
+	old := tc.ring.Swap(r)
+	for _, n := range tc.nodes {
+		n.svc.coord.RingChanged(old, r)
+	}
 }
 
 // TestR1WritesToADownOwnerAreStoredInItsPlace: with an owner down but still

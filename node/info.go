@@ -38,7 +38,10 @@ type ClusterMember struct {
 	Liveness string `json:"liveness"`
 	// RingMember says whether the member owns partitions in the answering
 	// node's ring.
-	RingMember bool      `json:"ring_member"`
+	RingMember bool `json:"ring_member"`
+	// Forgotten: an operator removed the member from the answering node's
+	// ring (kvring forget); it owns nothing there until it joins again.
+	Forgotten  bool      `json:"forgotten"`
 	Self       bool      `json:"self"`
 	GRPCAddr   string    `json:"grpc_addr"`
 	AdminAddr  string    `json:"admin_addr"`
@@ -161,7 +164,7 @@ func (n *Node) Cluster() (info ClusterInfo, ok bool) {
 	info = ClusterInfo{NodeID: self, Epoch: r.Epoch(), Members: []ClusterMember{}}
 	for _, m := range p.member.Members() {
 		info.Members = append(info.Members, ClusterMember{
-			ID: m.ID, State: m.State.String(), Liveness: m.Liveness.String(), RingMember: owns[m.ID], Self: m.ID == self,
+			ID: m.ID, State: m.State.String(), Liveness: m.Liveness.String(), RingMember: owns[m.ID], Forgotten: m.Forgotten, Self: m.ID == self,
 			GRPCAddr: m.GRPCAddr, AdminAddr: m.AdminAddr, GossipAddr: m.GossipAddr, BootTime: m.BootTime, Since: m.Since,
 		})
 	}

@@ -174,9 +174,9 @@ func (n *Node) membershipConfig(ctx context.Context, p *nodeParts) (membership.C
 		return mcfg, err
 	}
 	mcfg.AdminAddr = sameHost(p.adminLis.Addr().String(), mcfg.GRPCAddr)
-	mcfg.OnRingChange = func(_, r *ring.Ring) {
+	mcfg.OnRingChange = func(old, r *ring.Ring) {
 		if q := n.parts.Load(); q != nil {
-			q.svc.coord.RingChanged(r)
+			q.svc.coord.RingChanged(old, r)
 			q.mover.Kick()
 		}
 	}
@@ -188,12 +188,16 @@ func (n *Node) membershipConfig(ctx context.Context, p *nodeParts) (membership.C
 	return mcfg, nil
 }
 
-// wire creates the membership and the services and registers the metrics.
+// wire creates the membership and the services, restores the namespaces
+// the store kept and registers the metrics.
 func (n *Node) wire(p *nodeParts, mcfg membership.Config) (err error) {
 	if p.member, err = membership.New(mcfg); err != nil {
 		return err
 	}
 	p.svc = newServices(&n.cfg, p.store, clusterView{ring: p.member.Ring, unsettled: p.member.Unsettled, draining: p.member.Draining}, p.sec)
+	if err := restoreNamespaces(p.store, p.svc.reg, n.log); err != nil {
+		return err
+	}
 	p.mover = handoff.New(handoff.Config{Self: p.store.NodeID(), Store: p.store, Registry: p.svc.reg, Ring: p.member.Ring,
 		Owners: p.svc.coord.Owners, Peers: p.svc.coord, Spread: p.svc.spread, Announce: p.member.SetHandingOff, Rate: n.cfg.HandoffRate,
 		Retry: n.cfg.HandoffRetry, Sweep: n.cfg.HandoffSweep, Batch: min(n.cfg.MaxBatchChunks, 1024),

@@ -2,6 +2,8 @@ package node
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"runtime"
 	"time"
 
@@ -55,7 +57,7 @@ func newServices(cfg *Config, st *store.Store, view clusterView, sec *security) 
 	rg, unsettled := view.ring, view.unsettled
 	m := metrics.New()
 	reg := namespace.NewRegistryWith(namespace.RegistryConfig{MaxNamespaces: cfg.MaxNamespaces,
-		MaxReplicas: uint32(cfg.Membership.Ring.ReplicationFactor), Now: cfg.Now})
+		MaxReplicas: uint32(cfg.Membership.Ring.ReplicationFactor), Now: cfg.Now, Catalog: st})
 	epoch := func() uint64 {
 		if r := rg(); r != nil {
 			return r.Epoch()
@@ -148,4 +150,23 @@ func (s *services) sweep() {
 func (s *services) close() {
 	s.grpc.Stop()
 	s.coord.Close()
+}
+
+// restoreNamespaces takes back the namespace records the store's catalog
+// kept, before the node serves, so that a full restart of the cluster keeps
+// its namespaces (clients need not register again, and reads find them).
+// Blocks on the disk.
+func restoreNamespaces(st *store.Store, reg *namespace.Registry, log *slog.Logger) error {
+	recs, err := st.NamespaceRecords()
+	if err != nil {
+		return fmt.Errorf("cannot restore the namespaces: %w", err)
+	}
+	restored, dropped := reg.Restore(recs)
+	if len(dropped) > 0 {
+		log.Warn("namespace records dropped from the catalog", "dropped", len(dropped), "first", dropped[0])
+	}
+	if restored > 0 {
+		log.Info("namespaces restored from the catalog", "namespaces", restored)
+	}
+	return nil
 }

@@ -15,8 +15,12 @@ var (
 	bucketMeta     = []byte("meta")
 	bucketSegments = []byte("segments")
 	bucketChunks   = []byte("chunks")
-	keyNodeID      = []byte("node_id")
-	keyNextSegment = []byte("next_segment")
+	// bucketNamespaces holds the caller's namespace records, by name
+	// (SaveNamespaceRecord). Unlike the chunk records they do not depend
+	// on the shared memory: a reset keeps them.
+	bucketNamespaces = []byte("namespaces")
+	keyNodeID        = []byte("node_id")
+	keyNextSegment   = []byte("next_segment")
 )
 
 // catalog is the bbolt file that keeps the node identity and, for a warm
@@ -53,11 +57,14 @@ const (
 	opSegmentDel
 	opChunkPut
 	opChunkDel
+	opNamespacePut
+	opNamespaceDel
 )
 
 type catOp struct {
 	kind catOpKind
 	key  [8]byte // segment id, or segment id + slot
+	name string  // namespace record name
 	val  []byte
 }
 
@@ -155,6 +162,10 @@ func (c *catalog) write(ops []catOp) error {
 				err = chunks.Put(op.key[:], op.val)
 			case opChunkDel:
 				err = chunks.Delete(op.key[:])
+			case opNamespacePut:
+				err = tx.Bucket(bucketNamespaces).Put([]byte(op.name), op.val)
+			case opNamespaceDel:
+				err = tx.Bucket(bucketNamespaces).Delete([]byte(op.name))
 			}
 			if err != nil {
 				return err
@@ -250,7 +261,34 @@ func (c *catalog) load() (segs []segmentRecord, chunks []chunkRecord, bad int, e
 	return segs, chunks, bad, nil
 }
 
-// reset removes every segment and chunk record (the node identity stays).
+// namespaceRecords returns the namespace records as written, with the
+// changes still queued applied over them. Blocks on bbolt.
+func (c *catalog) namespaceRecords() (map[string][]byte, error) {
+	out := map[string][]byte{}
+	err := c.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketNamespaces).ForEach(func(k, v []byte) error {
+			out[string(k)] = bytes.Clone(v)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the namespace records of catalog %q: %w", c.path, err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, op := range c.pending {
+		switch op.kind {
+		case opNamespacePut:
+			out[op.name] = bytes.Clone(op.val)
+		case opNamespaceDel:
+			delete(out, op.name)
+		}
+	}
+	return out, nil
+}
+
+// reset removes every segment and chunk record (the node identity and the
+// namespace records stay).
 func (c *catalog) reset() error {
 	err := c.db.Update(func(tx *bolt.Tx) error {
 		for _, b := range [][]byte{bucketSegments, bucketChunks} {

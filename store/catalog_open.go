@@ -169,7 +169,7 @@ func openCatalogFile(path, nodeID string) (*catalog, error) {
 		}
 		cat := &catalog{db: db, path: path, kick: make(chan struct{}, 1)}
 		err = db.Update(func(tx *bolt.Tx) error {
-			for _, b := range [][]byte{bucketMeta, bucketSegments, bucketChunks} {
+			for _, b := range [][]byte{bucketMeta, bucketSegments, bucketChunks, bucketNamespaces} {
 				if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 					return err
 				}

@@ -72,11 +72,14 @@
 //     restart would not serve). Stats.SegmentsLost counts such files.
 //   - Close waits for calls in flight; later calls return ErrClosed (those
 //     that return no error report false or nothing).
-//   - bbolt (Config.DataDir/catalog.db) keeps the node identity and the
-//     catalog of sealed chunks. Opening a store on the same data directory
-//     re-maps the segments, verifies every chunk's checksum and serves them
-//     again; a catalog whose segments are gone (host reboot) is discarded with
-//     a log line. Catalog writes are batched and written without fsync: the
+//   - bbolt (Config.DataDir/catalog.db) keeps the node identity, the
+//     catalog of sealed chunks and the caller's namespace records
+//     (SaveNamespaceRecord: opaque bytes by name, written like chunk
+//     records, kept when the chunks are discarded; a host that crashes may
+//     lose the last ones, as it loses the chunks). Opening a store on the
+//     same data directory re-maps the segments, verifies every chunk's
+//     checksum and serves them again; a catalog whose segments are gone
+//     (host reboot) is discarded with a log line. Catalog writes are batched and written without fsync: the
 //     catalog is only useful while the shared memory survives, which means the
 //     host did not reboot, which means the page cache did not lose the writes.
 //     So a sealed chunk is readable at once and survives a restart of the

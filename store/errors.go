@@ -47,6 +47,8 @@ var (
 	// lands in a new segment); Health reports it while it holds chunks, which
 	// a restart would not serve.
 	ErrSegmentLost = errors.New("store: segment file deleted or truncated")
+	// ErrInUse: a running node holds the segment directory (RemoveShmNode).
+	ErrInUse = errors.New("store: in use")
 	// ErrClosed: the store is closed.
 	ErrClosed = errors.New("store: closed")
 	// ErrCatalog: the catalog cannot be written (Health). The chunks are

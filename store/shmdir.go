@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -81,8 +82,10 @@ type ShmNode struct {
 	// Files and Bytes count its segment files and the memory they hold.
 	Files int
 	Bytes int64
-	// InUse: a running store holds the directory's lock.
+	// InUse: a running store holds the directory's lock; PID is its
+	// process (0: unknown, or not in use).
 	InUse bool
+	PID   int
 }
 
 // ListShmNodes lists the nodes' segment directories under shmDir, with what
@@ -106,7 +109,9 @@ func ListShmNodes(shmDir string) ([]ShmNode, error) {
 				n.Bytes += st.Blocks * 512
 			}
 		}
-		n.InUse = dirLocked(n.Dir)
+		if n.InUse = dirLocked(n.Dir); n.InUse {
+			n.PID = lockHolder(filepath.Join(n.Dir, lockName))
+		}
 		out = append(out, n)
 	}
 	return out, nil
@@ -114,7 +119,8 @@ func ListShmNodes(shmDir string) ([]ShmNode, error) {
 
 // RemoveShmNode deletes the segment directory of node under shmDir, freeing
 // the memory its chunks hold: for a node that will not come back. A
-// directory a running store uses is refused.
+// directory a running store uses is refused with ErrInUse, naming the
+// node's process when this host's /proc/locks shows it.
 func RemoveShmNode(shmDir, node string) error {
 	if node == "" || strings.ContainsAny(node, `/\`) || node == "." || node == ".." {
 		return fmt.Errorf("%w: node id %q", ErrInvalid, node)
@@ -123,7 +129,13 @@ func RemoveShmNode(shmDir, node string) error {
 	if err := checkPrivateDir(dir); err != nil {
 		return err
 	}
+	if dirLocked(dir) {
+		return inUse(dir, node)
+	}
 	lock, err := openNodeShmDir(dir)
+	if errors.Is(err, ErrInvalid) && dirLocked(dir) { // it started meanwhile
+		return inUse(dir, node)
+	}
 	if err != nil {
 		return err
 	}
@@ -147,4 +159,41 @@ func dirLocked(dir string) bool {
 	}
 	_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
 	return false
+}
+
+// inUse is the error for removing the segments of a node that runs.
+func inUse(dir, node string) error {
+	running := "is running"
+	if pid := lockHolder(filepath.Join(dir, lockName)); pid > 0 {
+		running = fmt.Sprintf("is running (pid %d)", pid)
+	}
+	return fmt.Errorf("%w: node %s %s and holds segment directory %q; stop it first, then remove its segments",
+		ErrInUse, node, running, dir)
+}
+
+// lockHolder returns the process that holds the flock of the file at path,
+// as /proc/locks tells (in this process's pid namespace), or 0 when it
+// cannot tell.
+func lockHolder(path string) int {
+	var st unix.Stat_t
+	if unix.Stat(path, &st) != nil {
+		return 0
+	}
+	locks, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		return 0
+	}
+	// "1: FLOCK  ADVISORY  WRITE 1721 00:1a:4688 0 EOF"; a waiter's line
+	// has "->" after the number.
+	file := fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
+	for _, line := range strings.Split(string(locks), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 6 || f[1] != "FLOCK" || f[5] != file {
+			continue
+		}
+		if pid, err := strconv.Atoi(f[4]); err == nil && pid > 0 {
+			return pid
+		}
+	}
+	return 0
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -111,5 +112,26 @@ func TestPlantedSymlinksAndOpenDirectoriesAreRefused(t *testing.T) {
 	}
 	if _, err := Open(cfg); err == nil || !strings.Contains(err.Error(), "others must have no access") {
 		t.Fatalf("Open with a world-writable segment directory: %v", err)
+	}
+}
+
+// TestRemovingTheSegmentsOfARunningNodeNamesItsProcess: removing the
+// segments of a node that runs is refused with ErrInUse, saying that the
+// node runs, its process id, and that it must be stopped first (not the
+// hint for a second node on the same data directory); the list names the
+// process too.
+func TestRemovingTheSegmentsOfARunningNodeNamesItsProcess(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t, 4<<20)
+	s := openTest(t, cfg)
+	err := RemoveShmNode(cfg.ShmDir, s.NodeID())
+	want := fmt.Sprintf("node %s is running (pid %d)", s.NodeID(), os.Getpid())
+	if !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "stop it first") ||
+		strings.Contains(err.Error(), "data directory") {
+		t.Fatalf("RemoveShmNode of a running node: %v, want ErrInUse saying %q", err, want)
+	}
+	nodes, err := ListShmNodes(cfg.ShmDir)
+	if err != nil || len(nodes) != 1 || !nodes[0].InUse || nodes[0].PID != os.Getpid() {
+		t.Fatalf("ListShmNodes = %+v, %v; want in use by pid %d", nodes, err, os.Getpid())
 	}
 }

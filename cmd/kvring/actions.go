@@ -4,9 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
-	"sort"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -105,17 +106,18 @@ func newNamespacesCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "namespaces",
 		Short: "List the namespaces with the chunks and bytes every alive member holds of each",
-		Args:  cobra.NoArgs,
+		Long: `List the namespaces registered in the cluster, with the chunks and bytes every
+alive member (as the node at --admin lists them) holds of each. With --json the
+answer is one object: {"members": M, "answered": A, "namespaces": [...]}, each
+namespace with its schema, replication, the chunks and bytes summed over the
+members and "nodes", how many members know it. Members that do not answer are
+reported and the command exits non-zero, after printing what the others said.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := loadFlags(cmd); err != nil {
 				return err
 			}
-			type total struct {
-				info          node.NamespaceInfo
-				chunks, bytes int64
-				nodes         int
-			}
-			all := map[string]*total{}
+			all := map[string]*clusterNamespace{}
 			answered, failed, err := fanOut(cmd, &af, http.MethodGet, "/v1/namespaces", "", func(_ node.ClusterMember, body []byte) error {
 				var resp struct {
 					Namespaces []node.NamespaceInfo `json:"namespaces"`
@@ -126,36 +128,28 @@ func newNamespacesCmd() *cobra.Command {
 				for _, ns := range resp.Namespaces {
 					t := all[ns.Name]
 					if t == nil {
-						t = &total{info: ns}
+						t = &clusterNamespace{NamespaceInfo: ns}
+						t.Chunks, t.Bytes = 0, 0
 						all[ns.Name] = t
 					}
-					t.chunks += ns.Chunks
-					t.bytes += ns.Bytes
-					t.nodes++
+					t.Chunks += ns.Chunks
+					t.Bytes += ns.Bytes
+					t.Nodes++
 				}
 				return nil
 			})
 			if err != nil {
 				return err
 			}
-			members := answered + len(failed)
-			names := make([]string, 0, len(all))
-			for n := range all {
-				names = append(names, n)
+			list := clusterNamespaces{Members: answered + len(failed), Answered: answered, Namespaces: []clusterNamespace{}}
+			for _, n := range slices.Sorted(maps.Keys(all)) {
+				list.Namespaces = append(list.Namespaces, *all[n])
 			}
-			sort.Strings(names)
-			tw := newTable(cmd.OutOrStdout())
-			fmt.Fprintf(tw, "NAMESPACE\tMODEL\tCHUNKS\tMEMORY\tREPLICATION\tNODES\n")
-			for _, n := range names {
-				t := all[n]
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d/%d\t%d of %d\n", n, t.info.Schema.Model, t.chunks, humanBytes(t.bytes),
-					t.info.MinReplicas, t.info.ReplicationFactor, t.nodes, members)
-			}
-			if err := tw.Flush(); err != nil {
+			if err := printNamespaces(cmd.OutOrStdout(), list, af.json); err != nil {
 				return err
 			}
 			if len(failed) > 0 {
-				return fmt.Errorf("%d of %d members did not answer (the figures leave them out); first: %v", len(failed), members, failed[0])
+				return fmt.Errorf("%d of %d members did not answer (the figures leave them out); first: %v", len(failed), list.Members, failed[0])
 			}
 			return nil
 		},
@@ -163,6 +157,37 @@ func newNamespacesCmd() *cobra.Command {
 	af.register(cmd.Flags())
 	annotateEnv(cmd.Flags())
 	return cmd
+}
+
+// clusterNamespaces is what `kvring namespaces --json` prints.
+type clusterNamespaces struct {
+	// Members were asked; Answered answered (the figures cover those).
+	Members    int                `json:"members"`
+	Answered   int                `json:"answered"`
+	Namespaces []clusterNamespace `json:"namespaces"`
+}
+
+// clusterNamespace is one namespace over the members that answered: its
+// record, with Chunks and Bytes summed over them, and how many know it.
+type clusterNamespace struct {
+	node.NamespaceInfo
+	Nodes int `json:"nodes"`
+}
+
+// printNamespaces prints the namespaces as a table, or as JSON.
+func printNamespaces(w io.Writer, list clusterNamespaces, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(list)
+	}
+	tw := newTable(w)
+	fmt.Fprintf(tw, "NAMESPACE\tMODEL\tCHUNKS\tMEMORY\tREPLICATION\tNODES\n")
+	for _, t := range list.Namespaces {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d/%d\t%d of %d\n", t.Name, t.Schema.Model, t.Chunks, humanBytes(t.Bytes),
+			t.MinReplicas, t.ReplicationFactor, t.Nodes, list.Members)
+	}
+	return tw.Flush()
 }
 
 func newDropNamespaceCmd() *cobra.Command {

@@ -167,7 +167,8 @@ func TestAdminActionsDrainAndDropANamespace(t *testing.T) {
 // TestForgetAKilledMemberRebuildsTheRingsAtOnce: forgetting a live member is
 // refused with the reason; once it is SIGKILLed, `kvring forget` takes it
 // off every other member's ring before the command returns (gossip would
-// take seconds), and the member owns partitions again after it restarts.
+// take seconds), `kvring members` shows it forgotten (not "active dead"),
+// and the member owns partitions again, active, after it restarts.
 func TestForgetAKilledMemberRebuildsTheRingsAtOnce(t *testing.T) {
 	t.Parallel()
 	n1 := startNode(t, t.TempDir(), shmDir(t), "127.0.0.1:0", "127.0.0.1:0", "--admin-actions")
@@ -202,8 +203,30 @@ func TestForgetAKilledMemberRebuildsTheRingsAtOnce(t *testing.T) {
 	if ringMember(n1, n2.id) || ringMember(n3, n2.id) {
 		t.Fatal("the killed member is still on a ring after forget returned")
 	}
+	for _, n := range []*e2eNode{n1, n3} {
+		if row := memberRow(t, n, n2.id); !strings.HasPrefix(row, n2.id+"  forgotten  ") {
+			t.Fatalf("kvring members at %s lists the forgotten member as %q, want the state forgotten", n.id, row)
+		}
+	}
 	n2 = restartNode(t, n2, "--admin-actions", "--join", n1.gossip)
 	testutil.Eventually(t, "the restarted member back on every ring", 30*time.Second, func() bool {
 		return ringMember(n1, n2.id) && ringMember(n3, n2.id)
 	})
+	if row := memberRow(t, n1, n2.id); !strings.Contains(row, "  active  ") {
+		t.Fatalf("kvring members lists the member that joined again as %q, want active", row)
+	}
+}
+
+// memberRow is the row of member id in `kvring members` at node n, its
+// columns separated by single double spaces.
+func memberRow(t *testing.T, n *e2eNode, id string) string {
+	t.Helper()
+	out := mustCLI(t, nil, "members", "--admin", n.admin).stdout
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, id+" ") {
+			return strings.Join(strings.Fields(line), "  ")
+		}
+	}
+	t.Fatalf("kvring members at %s does not list %s:\n%s", n.id, id, out)
+	return ""
 }

@@ -65,6 +65,10 @@ func (a *adminFlags) call(ctx context.Context, method, addr, path string) ([]byt
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
+		if !strings.HasPrefix(base, "https://") && !dialFailed(err) && speaksHTTP2First(ctx, addr) {
+			return nil, fmt.Errorf("%s answers gRPC, not the admin HTTP API: use --admin with a node's admin port (default %s)",
+				addr, defaultAdminPort)
+		}
 		return nil, fmt.Errorf("cannot reach kvring node at %s: %s", addr, netCause(err, a.timeout))
 	}
 	defer resp.Body.Close()
@@ -115,4 +119,33 @@ func netCause(err error, timeout time.Duration) string {
 		err = ue.Err
 	}
 	return oneLine(err.Error())
+}
+
+// dialFailed reports whether a request failed before a connection was
+// made (refused, no route, a name that does not resolve, a timeout).
+func dialFailed(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// speaksHTTP2First reports whether the server at addr sends an HTTP/2
+// SETTINGS frame as soon as a connection opens, before reading anything: a
+// gRPC port does, an HTTP/1 server never speaks first. It waits at most a
+// second for the frame.
+func speaksHTTP2First(ctx context.Context, addr string) bool {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	c, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	deadline, _ := ctx.Deadline()
+	c.SetReadDeadline(deadline)
+	var h [9]byte // a frame header: 3 bytes of length, type, flags, stream id
+	if _, err := io.ReadFull(c, h[:]); err != nil {
+		return false
+	}
+	const frameSettings = 0x4
+	return h[3] == frameSettings && h[5]|h[6]|h[7]|h[8] == 0 // on stream 0
 }

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -74,8 +77,20 @@ Failed calls do not stop the run: they are counted, and the report's timeline
 changed. The table prints the timeline when something failed or --timeline is
 given; --json always includes it.
 
-Progress goes to stderr: a progress bar when stderr is a terminal, otherwise a
-line every --progress.`,
+A run lasts as long as the cluster takes to serve the requests, not the
+trace's arrival times: the default run (the built-in trace's 3993 requests, 4
+engines, three nodes on a 2-core machine) takes 4 to 5 minutes. --max-requests
+or --duration shorten it. Progress goes to stderr with an estimate of the time
+left: a progress bar when stderr is a terminal, otherwise a line every
+--progress.
+
+Each run writes into a namespace of its own, named on stderr and in the
+report (kvring-bench-...-<UTC date and time>-<random>), so that a rerun starts
+cold and its hit ratio compares with the ideal; --namespace NAME replays into
+NAME instead (a second run into the same one measures a warm cache). The
+namespaces of earlier runs stay until their chunks are evicted or
+"kvring drop-namespace" removes them, and count against the nodes'
+--max-namespaces.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := loadFlags(cmd); err != nil {
@@ -126,13 +141,16 @@ line every --progress.`,
 			default:
 				return fmt.Errorf("--workload must be mooncake or synthetic, got %q", workload)
 			}
-			if ns == "" {
+			fresh := ns == ""
+			if fresh {
 				// Chunk bytes derive from ids, and ids from the workload's
 				// block numbers: a workload gets its own namespace so one
 				// cluster can run several without their ids meeting.
 				// The version of the byte generator is in the name too: a
 				// cluster still holding chunks of an older bench would
-				// otherwise report them corrupt.
+				// otherwise report them corrupt. And so does the run: a
+				// rerun into the last run's namespace would find its chunks
+				// and report hits no cold cache gets.
 				ns = fmt.Sprintf("kvring-bench-v%d-%dt", loadtest.ChunkBytesVersion, cfg.ChunkTokens)
 				if workload == "synthetic" {
 					ns += fmt.Sprintf("-synthetic-%d", synth.Seed)
@@ -140,6 +158,7 @@ line every --progress.`,
 				if cfg.ChunksPerGroup > 1 {
 					ns += fmt.Sprintf("-g%d", cfg.ChunksPerGroup)
 				}
+				ns += "-" + runID(time.Now())
 			}
 			ctx, stopSending, done := interruptible(cmd.Context())
 			defer done()
@@ -211,6 +230,7 @@ line every --progress.`,
 			if backendName == "redis" {
 				cfg.Backend = "redis " + redisAddr
 			}
+			cfg.Namespace = ns
 			var bp *benchProgress
 			if progress > 0 {
 				total := len(reqs)
@@ -218,6 +238,7 @@ line every --progress.`,
 					total = min(total, cfg.MaxRequests)
 				}
 				errOut := cmd.ErrOrStderr()
+				printBenchPlan(errOut, ns, fresh, reqs[:total], engines, cfg)
 				bp = newBenchProgress(errOut, isTerminal(errOut), total)
 				cfg.ProgressInterval = progress
 				if bp.bar != nil {
@@ -270,7 +291,7 @@ line every --progress.`,
 	fs.IntVar(&synth.Conversations, "conversations", 200, "synthetic workload: conversations live at a time")
 	fs.Float64Var(&synth.ZipfS, "zipf", 1.1, "synthetic workload: Zipf exponent of system prompt and conversation popularity (> 1)")
 	fs.Float64Var(&synth.Rate, "rate", 5, "synthetic workload: arrivals per second (Poisson), before --speedup")
-	fs.StringVar(&ns, "namespace", "", "namespace of the chunks (default kvring-bench-v<generator version>-<chunk-tokens>t, with -synthetic-<seed> for the synthetic workload and -g<chunks-per-group> when grouped)")
+	fs.StringVar(&ns, "namespace", "", "namespace of the chunks; give the one of an earlier run to measure a warm cache (default: a new one per run, kvring-bench-v<generator version>-<chunk-tokens>t, with -synthetic-<seed> for the synthetic workload and -g<chunks-per-group> when grouped, then -<UTC date>-<time>-<random>)")
 	fs.StringVar(&model, "model", "kvring-bench", "schema: model name the namespace is registered with")
 	fs.StringVar(&dtype, "dtype", "bytes", "schema: KV data type")
 	fs.IntVar(&engines, "engines", 4, "simulated inference engines, each with its own client")
@@ -306,8 +327,20 @@ func readBufferBytes(own bool, cfg loadtest.Config) int {
 }
 
 // connectEngines creates one kvring backend per engine and waits up to
-// timeout for every client to connect.
+// timeout for every client to connect (awaitConnected: an address where no
+// kvring node listens fails at once).
 func connectEngines(ctx context.Context, n int, kc loadtest.KvringConfig, timeout time.Duration) ([]loadtest.Backend, error) {
+	changed := make(chan struct{}, 1)
+	user := kc.Conn.OnStateChange
+	kc.Conn.OnStateChange = func(s client.ConnState) {
+		if user != nil {
+			user(s)
+		}
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}
 	var out []loadtest.Backend
 	closeAll := func() {
 		for _, b := range out {
@@ -322,20 +355,13 @@ func connectEngines(ctx context.Context, n int, kc loadtest.KvringConfig, timeou
 		}
 		out = append(out, b)
 	}
-	deadline := time.Now().Add(timeout)
-	for _, b := range out {
-		c := b.(*loadtest.Kvring).Client()
-		for c.State().Status != client.ConnConnected {
-			if time.Now().After(deadline) || ctx.Err() != nil {
-				closeAll()
-				cause := c.State().LastError
-				if cause == "" {
-					cause = "no answer"
-				}
-				return nil, fmt.Errorf("cannot connect to kvring at %s within %s: %s", strings.Join(kc.Seeds, ","), timeout, oneLine(cause))
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+	cs := make([]*client.Client, len(out))
+	for i, b := range out {
+		cs[i] = b.(*loadtest.Kvring).Client()
+	}
+	if err := awaitConnected(ctx, cs, kc.Seeds, timeout, changed); err != nil {
+		closeAll()
+		return nil, err
 	}
 	return out, nil
 }
@@ -421,6 +447,40 @@ func writeBenchReport(w io.Writer, rep *loadtest.Report, asJSON, timeline bool) 
 	return enc.Encode(rep)
 }
 
+// runID names one bench run in its namespace: the UTC time it started and
+// 4 random hex digits (two runs may start in one second).
+func runID(now time.Time) string {
+	var b [2]byte
+	_, _ = rand.Read(b[:])
+	return now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
+}
+
+// printBenchPlan tells on w, before a run, which namespace it writes and
+// what it replays: how many requests, over how long of the trace, and that
+// the run takes as long as the cluster needs.
+func printBenchPlan(w io.Writer, ns string, fresh bool, reqs []trace.Request, engines int, cfg loadtest.Config) {
+	if fresh {
+		fmt.Fprintf(w, "bench: namespace %s, new for this run (--namespace replays into a given one, e.g. to measure a warm cache)\n", ns)
+	} else {
+		fmt.Fprintf(w, "bench: namespace %s, as given: chunks earlier runs left in it count as hits\n", ns)
+	}
+	if len(reqs) == 0 {
+		return
+	}
+	span := reqs[len(reqs)-1].Timestamp - reqs[0].Timestamp
+	pace := "sent as fast as the engines go (--speedup < 0)"
+	if speedup := cmp.Or(cfg.Speedup, 100); speedup > 0 { // 0 is loadtest's default
+		pace = fmt.Sprintf("arriving over %s (%s of trace at --speedup %g)",
+			time.Duration(float64(span)/speedup).Round(time.Second), span.Round(time.Second), speedup)
+	}
+	dur := ""
+	if cfg.Duration > 0 {
+		dur = fmt.Sprintf(" or --duration %s ends it", cfg.Duration)
+	}
+	fmt.Fprintf(w, "bench: %d requests with %d engines, %s; the run lasts until the cluster has served them%s: the progress lines estimate the time left\n",
+		len(reqs), engines, pace, dur)
+}
+
 // barRefresh is the longest time between two redraws of the progress bar.
 const barRefresh = 250 * time.Millisecond
 
@@ -453,8 +513,12 @@ func newBenchProgress(w io.Writer, terminal bool, total int) *benchProgress {
 // update shows p; it is the replay's OnProgress.
 func (p *benchProgress) update(pr loadtest.Progress) {
 	if p.bar == nil {
-		fmt.Fprintf(p.w, "bench: %d/%d requests (%s) in %s, chunk hit ratio %.3f, %d failed calls, %d failed chunks\n",
-			pr.Done, pr.Total, percent(float64(pr.Done), float64(pr.Total)), pr.Elapsed.Round(time.Second),
+		left := ""
+		if pr.Done > 0 && pr.Done < pr.Total {
+			left = ", about " + (pr.Elapsed * time.Duration(pr.Total-pr.Done) / time.Duration(pr.Done)).Round(time.Second).String() + " left"
+		}
+		fmt.Fprintf(p.w, "bench: %d/%d requests (%s) in %s%s, chunk hit ratio %.3f, %d failed calls, %d failed chunks\n",
+			pr.Done, pr.Total, percent(float64(pr.Done), float64(pr.Total)), pr.Elapsed.Round(time.Second), left,
 			pr.ChunkHitRatio, pr.Errors, pr.FailedChunks)
 		return
 	}

@@ -19,7 +19,7 @@ func TestBenchReplaysATraceWithVerifiedReads(t *testing.T) {
 	tracePath := filepath.Join("..", "..", "loadtest", "trace", "testdata", "synthetic_trace.jsonl")
 	args := []string{"bench", "--addr", nodes[0].grpc + "," + nodes[1].grpc,
 		"--admin", nodes[0].admin + "," + nodes[1].admin + "," + nodes[2].admin,
-		"--trace", tracePath, "--max-requests", "20", "--speedup", "-1", "--engines", "2", "--json"}
+		"--trace", tracePath, "--max-requests", "20", "--speedup", "-1", "--engines", "2", "--namespace", "e2e/bench", "--json"}
 	run := func() loadtest.Report {
 		t.Helper()
 		r := mustCLI(t, nil, args...)
@@ -76,7 +76,7 @@ func TestBenchRunsTheSyntheticWorkloadReproducibly(t *testing.T) {
 	run := func(seed string) loadtest.Report {
 		t.Helper()
 		r := mustCLI(t, nil, "bench", "--addr", nodes[0].grpc, "--workload", "synthetic", "--seed", seed,
-			"--max-requests", "40", "--speedup", "-1", "--engines", "2", "--system-prompts", "3", "--json")
+			"--max-requests", "40", "--speedup", "-1", "--engines", "2", "--system-prompts", "3", "--namespace", "e2e/synthetic-"+seed, "--json")
 		var rep loadtest.Report
 		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 			t.Fatalf("bench --json printed no report: %v: %v", err, r)
@@ -119,7 +119,7 @@ func TestBenchProgressIsABarOnATerminalAndLinesElsewhere(t *testing.T) {
 	lp.update(p)
 	lp.update(p)
 	lp.finish()
-	want := "bench: 5/10 requests (50.0%) in 3s, chunk hit ratio 0.500, 3 failed calls, 7 failed chunks\n"
+	want := "bench: 5/10 requests (50.0%) in 3s, about 3s left, chunk hit ratio 0.500, 3 failed calls, 7 failed chunks\n"
 	if lines.String() != want+want {
 		t.Fatalf("lines:\n%q\nwant twice:\n%q", lines.String(), want)
 	}
@@ -149,7 +149,7 @@ func TestBenchWithCoalescedPeerLookupsReadsEverythingBack(t *testing.T) {
 	nodes := startCluster(t, "--coalesce-peer-lookups")
 	tracePath := filepath.Join("..", "..", "loadtest", "trace", "testdata", "synthetic_trace.jsonl")
 	args := []string{"bench", "--addr", nodes[0].grpc, "--trace", tracePath, "--max-requests", "30",
-		"--speedup", "-1", "--engines", "4", "--json"}
+		"--speedup", "-1", "--engines", "4", "--namespace", "e2e/coalesced", "--json"}
 	run := func() loadtest.Report {
 		t.Helper()
 		r := mustCLI(t, nil, args...)
@@ -177,4 +177,49 @@ func TestBenchWithCoalescedPeerLookupsReadsEverythingBack(t *testing.T) {
 		merged += v
 	}
 	t.Logf("%v lookups' Has requests shared a peer call", merged) // how many depends on timing: not asserted
+}
+
+// TestABenchRerunStartsColdInANamespaceOfItsOwn: without --namespace every
+// run writes into a new namespace, named on stderr and in the report, so a
+// rerun's hit ratio is the ideal's again instead of 1 (the last run's
+// chunks); stderr says what the run replays, the progress lines estimate
+// the time left, and --help says how long the default run takes and how to
+// shorten it.
+func TestABenchRerunStartsColdInANamespaceOfItsOwn(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, t.TempDir(), shmDir(t), "127.0.0.1:0", "127.0.0.1:0")
+	tracePath := filepath.Join("..", "..", "loadtest", "trace", "testdata", "synthetic_trace.jsonl")
+	run := func() (loadtest.Report, string) {
+		t.Helper()
+		r := mustCLI(t, nil, "bench", "--addr", n.grpc, "--trace", tracePath, "--max-requests", "20", "--speedup", "-1",
+			"--engines", "2", "--progress", "1ms", "--json")
+		var rep loadtest.Report
+		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+			t.Fatalf("bench --json printed no report: %v: %v", err, r)
+		}
+		if rep.RequestsDone != 20 || rep.Stored == 0 || rep.ChunkHitRatio != rep.IdealChunkHitRatio ||
+			!strings.HasPrefix(rep.Namespace, "kvring-bench-") {
+			t.Fatalf("a run: stored %d, hit ratio %v, ideal %v, namespace %q; want a cold run into a namespace of its own",
+				rep.Stored, rep.ChunkHitRatio, rep.IdealChunkHitRatio, rep.Namespace)
+		}
+		if !strings.Contains(r.stderr, "bench: namespace "+rep.Namespace+", new for this run") ||
+			!strings.Contains(r.stderr, "bench: 20 requests with 2 engines") {
+			t.Fatalf("stderr does not say which namespace and what the run replays: %s", r.stderr)
+		}
+		return rep, r.stderr
+	}
+	first, _ := run()
+	second, stderr := run()
+	if second.Namespace == first.Namespace {
+		t.Fatalf("two runs used namespace %s", first.Namespace)
+	}
+	if !strings.Contains(stderr, " left, chunk hit ratio") {
+		t.Logf("no progress line came before the end (a fast run): %s", stderr)
+	}
+	help := mustCLI(t, nil, "bench", "--help").stdout
+	for _, want := range []string{"takes 4 to 5 minutes", "shorten it", "namespace of its own"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("bench --help does not say %q:\n%s", want, help)
+		}
+	}
 }

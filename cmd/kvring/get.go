@@ -22,7 +22,8 @@ func newGetCmd() *cobra.Command {
 		Short: "Read one chunk",
 		Long: `Read chunk --id of namespace --namespace and write its bytes (checksum verified)
 to stdout, or to FILE with -o. Exits non-zero on a miss, with the reason; FILE is
-then left untouched.`,
+then left untouched. A read of a namespace nothing was written to is a miss
+saying so; it does not register the namespace.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := loadFlags(cmd); err != nil {

@@ -18,7 +18,9 @@ func newLookupCmd() *cobra.Command {
 		Use:   "lookup --namespace NS ID...",
 		Short: "Count how many leading chunk ids are held",
 		Long: `Ask how many of the given chunk ids, counted from the first, are held now by a
-reachable node: the length of the cached prefix. Ids are 64 hex characters.`,
+reachable node: the length of the cached prefix. Ids are 64 hex characters.
+A namespace nothing was written to is not registered: nothing of it is held,
+and the lookup does not register it.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := loadFlags(cmd); err != nil {
@@ -46,17 +48,23 @@ reachable node: the length of the cached prefix. Ids are 64 hex characters.`,
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
 				return enc.Encode(struct {
-					Held  int    `json:"held"`
-					Asked int    `json:"asked"`
-					Epoch uint64 `json:"epoch"`
-				}{res.Held, len(ids), res.Epoch})
+					Held          int    `json:"held"`
+					Asked         int    `json:"asked"`
+					Epoch         uint64 `json:"epoch"`
+					NotRegistered bool   `json:"not_registered,omitempty"`
+				}{res.Held, len(ids), res.Epoch, res.NotRegistered})
+			}
+			if res.NotRegistered {
+				_, err = fmt.Fprintf(cmd.OutOrStdout(), "0 of %d leading ids held: namespace %q is not registered (nothing was written to it)\n",
+					len(ids), df.namespace)
+				return err
 			}
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%d of %d leading ids held (ring epoch %d)\n", res.Held, len(ids), res.Epoch)
 			return err
 		},
 	}
 	df.register(cmd.Flags())
-	cmd.Flags().BoolVar(&jsonOut, "json", false, `print {"held": N, "asked": M, "epoch": E}`)
+	cmd.Flags().BoolVar(&jsonOut, "json", false, `print {"held": N, "asked": M, "epoch": E}, with "not_registered": true for an unknown namespace`)
 	annotateEnv(cmd.Flags())
 	return cmd
 }

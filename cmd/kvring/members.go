@@ -17,7 +17,9 @@ func newMembersCmd() *cobra.Command {
 		Short: "List the cluster's members as one node sees them",
 		Long: `List the cluster's members as the node at --admin sees them (GET /v1/cluster):
 each member's state, gossip liveness, whether it owns partitions, its addresses
-and how long it has been up. Members that died or left stay listed for 10 minutes.`,
+and how long it has been up. Members that died or left stay listed for 10 minutes;
+a member removed with "kvring forget" shows the state "forgotten" until it joins
+again.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := loadFlags(cmd); err != nil {
@@ -44,17 +46,27 @@ and how long it has been up. Members that died or left stay listed for 10 minute
 }
 
 func printMembers(w io.Writer, info node.ClusterInfo, now time.Time) error {
-	alive := 0
+	alive, forgotten := 0, 0
 	for _, m := range info.Members {
 		if m.Liveness == "alive" {
 			alive++
 		}
+		if m.Forgotten {
+			forgotten++
+		}
 	}
-	fmt.Fprintf(w, "%d members, %d alive; ring epoch %d as seen by %s\n", len(info.Members), alive, info.Epoch, info.NodeID)
+	also := ""
+	if forgotten > 0 {
+		also = fmt.Sprintf(", %d forgotten (kvring forget: they own nothing until they join again)", forgotten)
+	}
+	fmt.Fprintf(w, "%d members, %d alive%s; ring epoch %d as seen by %s\n", len(info.Members), alive, also, info.Epoch, info.NodeID)
 	tw := newTable(w)
 	fmt.Fprintln(tw, "ID\tSTATE\tLIVENESS\tOWNS\tGRPC\tADMIN\tGOSSIP\tUP")
 	for _, m := range info.Members {
-		id, owns, up := m.ID, "no", "-"
+		id, state, owns, up := m.ID, m.State, "no", "-"
+		if m.Forgotten {
+			state = "forgotten" // its own last word (active) would say the opposite
+		}
 		if m.Self {
 			id += " *"
 		}
@@ -64,7 +76,7 @@ func printMembers(w io.Writer, info node.ClusterInfo, now time.Time) error {
 		if m.Liveness == "alive" && !m.BootTime.IsZero() {
 			up = humanDuration(now.Sub(m.BootTime))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", id, m.State, m.Liveness, owns, m.GRPCAddr, m.AdminAddr, m.GossipAddr, up)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", id, state, m.Liveness, owns, m.GRPCAddr, m.AdminAddr, m.GossipAddr, up)
 	}
 	return tw.Flush()
 }

@@ -76,27 +76,11 @@ func (d *dataFlags) connect(ctx context.Context) (*client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	timer := time.NewTimer(d.timeout)
-	defer timer.Stop()
-	for {
-		if c.State().Status == client.ConnConnected {
-			return c, nil
-		}
-		select {
-		case <-changed:
-		case <-timer.C:
-			s := c.State()
-			c.Close()
-			cause := strings.TrimPrefix(s.LastError, d.addr+": ")
-			if cause == "" {
-				cause = "no answer"
-			}
-			return nil, fmt.Errorf("cannot connect to kvring node at %s within %s: %s", d.addr, d.timeout, oneLine(cause))
-		case <-ctx.Done():
-			c.Close()
-			return nil, fmt.Errorf("cannot connect to kvring node at %s: %w", d.addr, ctx.Err())
-		}
+	if err := awaitConnected(ctx, []*client.Client{c}, []string{d.addr}, d.timeout, changed); err != nil {
+		c.Close()
+		return nil, err
 	}
+	return c, nil
 }
 
 // callCtx bounds one call by --timeout.
@@ -112,3 +96,82 @@ func parseID(what, s string) (client.ChunkID, error) {
 	}
 	return id, nil
 }
+
+// awaitConnected waits until every client is connected, at most timeout.
+// changed is signalled on every state change of any of them. A client whose
+// attempts have gone once round its seeds without reaching a kvring node
+// fails it at once, with the cause: nothing listens there (connection
+// refused), the name does not resolve, or what answers is not gRPC (an
+// admin port). A node that answers but does not serve yet is waited for.
+// It does not close the clients.
+func awaitConnected(ctx context.Context, cs []*client.Client, seeds []string, timeout time.Duration, changed <-chan struct{}) error {
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for _, c := range cs {
+		for {
+			s := c.State()
+			if s.Status == client.ConnConnected {
+				break
+			}
+			if s.Attempt > len(seeds) && hopeless(s.LastError) {
+				return connectError(s, seeds, "")
+			}
+			select {
+			case <-changed:
+			case <-timer.C:
+				return connectError(c.State(), seeds, " within "+timeout.String())
+			case <-ctx.Done():
+				return fmt.Errorf("cannot connect to kvring node at %s: %w", strings.Join(seeds, ","), ctx.Err())
+			}
+		}
+	}
+	return nil
+}
+
+// Causes of a failed connection attempt that waiting does not cure.
+const (
+	causeRefused = "connection refused"
+	causeNoHost  = "no such host"
+	// causeHTTP1 is what gRPC says when an HTTP/1 server answers.
+	causeHTTP1 = "frame header looked like an HTTP/1.1 header"
+)
+
+// hopeless reports whether a connection attempt's error (ConnState.LastError)
+// says that waiting longer cannot help.
+func hopeless(lastErr string) bool {
+	for _, c := range []string{causeRefused, causeNoHost, causeHTTP1} {
+		if strings.Contains(lastErr, c) {
+			return true
+		}
+	}
+	return false
+}
+
+// connectError says in one line why no node of seeds could be connected:
+// the last attempt's cause, shortened, and for an HTTP server where gRPC
+// was expected which port to use instead. within qualifies a timeout.
+func connectError(s client.ConnState, seeds []string, within string) error {
+	addr := s.Addr
+	if addr == "" {
+		addr = strings.Join(seeds, ",")
+	}
+	cause := strings.TrimPrefix(s.LastError, addr+": ")
+	switch {
+	case strings.Contains(cause, causeHTTP1):
+		return fmt.Errorf("%s answers HTTP/1.1, not gRPC: is it a node's admin port? Use --addr with a node's gRPC port (default %s)",
+			addr, defaultGRPCPort)
+	case strings.Contains(cause, causeRefused):
+		cause = causeRefused + " (is a kvring node listening there?)"
+	case strings.Contains(cause, causeNoHost):
+		cause = "the host name does not resolve: " + cause
+	case cause == "":
+		cause = "no answer"
+	}
+	return fmt.Errorf("cannot connect to kvring node at %s%s: %s", addr, within, oneLine(cause))
+}
+
+// The default ports, as errors name them.
+const (
+	defaultGRPCPort  = "9600"
+	defaultAdminPort = "9602"
+)

@@ -25,7 +25,7 @@ one that will not come back holds that memory until "kvring shm remove".`,
 	}
 	list := &cobra.Command{
 		Use:   "list",
-		Short: "List the nodes' segment directories with their size and whether a running node uses them",
+		Short: "List the nodes' segment directories with their size and whether a running node uses them (its pid)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := loadFlags(cmd); err != nil {
@@ -38,7 +38,14 @@ one that will not come back holds that memory until "kvring shm remove".`,
 			tw := newTable(cmd.OutOrStdout())
 			fmt.Fprintf(tw, "NODE\tFILES\tMEMORY\tIN USE\tDIRECTORY\n")
 			for _, n := range nodes {
-				fmt.Fprintf(tw, "%s\t%d\t%s\t%v\t%s\n", n.Node, n.Files, humanBytes(n.Bytes), n.InUse, n.Dir)
+				use := "no"
+				switch {
+				case n.InUse && n.PID > 0:
+					use = fmt.Sprintf("yes (pid %d)", n.PID)
+				case n.InUse:
+					use = "yes"
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", n.Node, n.Files, humanBytes(n.Bytes), use, n.Dir)
 			}
 			return tw.Flush()
 		},

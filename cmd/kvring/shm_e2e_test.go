@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,9 +9,10 @@ import (
 )
 
 // TestShmListAndRemoveAStoppedNodesSegments: `kvring shm list` shows a
-// running node's segment directory in use, `kvring shm remove` refuses it
-// while the node runs, and removes it, freeing its memory, once the node
-// was killed.
+// running node's segment directory in use by its process, `kvring shm
+// remove` refuses it while the node runs, saying so with the node's pid and
+// that it must be stopped first, and removes it, freeing its memory, once
+// the node was killed.
 func TestShmListAndRemoveAStoppedNodesSegments(t *testing.T) {
 	t.Parallel()
 	shm := shmDir(t)
@@ -21,14 +23,18 @@ func TestShmListAndRemoveAStoppedNodesSegments(t *testing.T) {
 	}
 	mustCLI(t, nil, "put", "--addr", n.grpc, "--namespace", "shm/test", file)
 	list := mustCLI(t, nil, "shm", "list", "--shm-dir", shm)
-	if !strings.Contains(list.stdout, n.id) || !strings.Contains(list.stdout, "true") {
+	pid := fmt.Sprintf("pid %d", n.cmd.Process.Pid)
+	if !strings.Contains(list.stdout, n.id) || !strings.Contains(list.stdout, "yes ("+pid+")") {
 		t.Fatalf("shm list while the node runs: %s", list.stdout)
 	}
 	r := runCLI(t, nil, "shm", "remove", n.id, "--shm-dir", shm)
-	checkOneLineFailure(t, r, "in use")
+	checkOneLineFailure(t, r, "node "+n.id+" is running ("+pid+")", "stop it first")
+	if strings.Contains(r.stderr, "data directory") {
+		t.Fatalf("the hint for a second node on one data directory: %v", r)
+	}
 	n.kill(t)
 	list = mustCLI(t, nil, "shm", "list", "--shm-dir", shm)
-	if !strings.Contains(list.stdout, n.id) || !strings.Contains(list.stdout, "false") {
+	if !strings.Contains(list.stdout, n.id) || strings.Contains(list.stdout, "yes") {
 		t.Fatalf("shm list after the kill: %s", list.stdout)
 	}
 	mustCLI(t, nil, "shm", "remove", n.id, "--shm-dir", shm)

@@ -58,6 +58,9 @@ type Member struct {
 	GossipAddr string    // host:port of its gossip
 	Liveness   Liveness
 	Since      time.Time // when this node last saw it join, change or leave
+	// Forgotten: an operator removed it from this node's ring
+	// (Membership.Forget); it owns nothing here until it joins again.
+	Forgotten bool
 }
 
 // ownsPartitions decides who is a ring member: every alive member that is not leaving. A joining member owns
@@ -341,7 +344,9 @@ func (rs *ringState) members() []Member {
 	rs.tableMu.Lock()
 	out := make([]Member, 0, len(rs.table))
 	for _, m := range rs.table {
-		out = append(out, *m)
+		c := *m
+		c.Forgotten = rs.forgotten[m.ID]
+		out = append(out, c)
 	}
 	rs.tableMu.Unlock()
 	slices.SortFunc(out, func(a, b Member) int { return cmp.Compare(a.ID, b.ID) })

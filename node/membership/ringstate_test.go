@@ -223,3 +223,43 @@ func TestTheSettleWindowBoundsUnsettledReads(t *testing.T) {
 		}
 	}
 }
+
+// TestAForgottenMemberIsListedAsForgottenUntilItJoinsAgain: after Forget a
+// member is listed with Forgotten set (and owns nothing), whether gossip
+// still calls it alive or dead; once it joins again it is not forgotten.
+func TestAForgottenMemberIsListedAsForgottenUntilItJoinsAgain(t *testing.T) {
+	t.Parallel()
+	rs, _ := newTestRingState(t)
+	m := &Membership{cfg: Config{NodeID: "a"}, rs: rs}
+	fp := rs.cfg.Fingerprint()
+	for _, id := range []string{"a", "b", "c"} {
+		rs.push(testMemberEvent(t, eventJoin, id, Active, fp))
+	}
+	rs.runOnce()
+	forgotten := func() map[string]bool {
+		out := map[string]bool{}
+		for _, mb := range rs.members() {
+			out[mb.ID] = mb.Forgotten
+		}
+		return out
+	}
+	rs.push(testMemberEvent(t, eventLeave, "c", Active, fp)) // killed: gossip declares it dead
+	rs.runOnce()
+	if err := m.Forget("c"); err != nil {
+		t.Fatal(err)
+	}
+	if got := forgotten(); !got["c"] || got["a"] || got["b"] || livenessOf(rs, "c") != Dead {
+		t.Fatalf("after forgetting dead c: forgotten %v, c %v", got, livenessOf(rs, "c"))
+	}
+	if err := m.Forget("b"); err != nil { // alive (kvring forget --force)
+		t.Fatal(err)
+	}
+	if got := forgotten(); !got["b"] || slices.ContainsFunc(rs.ring().Members(), func(r ring.Member) bool { return r.ID == "b" }) {
+		t.Fatalf("after forgetting alive b: forgotten %v, ring %v", got, rs.ring().Members())
+	}
+	rs.push(testMemberEvent(t, eventJoin, "c", Active, fp)) // c restarts and joins
+	rs.runOnce()
+	if got := forgotten(); got["c"] || !got["b"] {
+		t.Fatalf("after c joined again: forgotten %v", got)
+	}
+}

@@ -103,6 +103,9 @@ type Coordinator struct {
 	// has merges concurrent Has requests to the same peer; it starts no
 	// goroutine.
 	has *hasCoalescer
+	// departed are the members that left the ring lately, for the reason
+	// of a read that finds a chunk nowhere.
+	departed departures
 
 	// recv tracks the data-phase receivers of puts (idleWatch); Close
 	// waits for them.
@@ -131,9 +134,12 @@ func (c *Coordinator) Close() {
 }
 
 // RingChanged closes the connections to, and forgets the outages of, peers
-// that are no longer members of r. The node calls it after every ring
-// rebuild; it never blocks for long.
-func (c *Coordinator) RingChanged(r *ring.Ring) {
+// that are no longer members of r, and remembers them as departed from old
+// (a read that misses everywhere names a departed owner it could not ask).
+// The node calls it after every ring rebuild, with the replaced ring; it
+// never blocks for long.
+func (c *Coordinator) RingChanged(old, r *ring.Ring) {
+	c.departed.ringChanged(old, r, c.cfg.Now())
 	live, liveIDs := map[string]bool{}, map[string]bool{}
 	for _, m := range r.Members() {
 		live[m.Addr] = true

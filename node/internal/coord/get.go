@@ -27,6 +27,9 @@ type getTx struct {
 	ns      string // store namespace
 	ref     *kvringv1.NamespaceRef
 	ids     []store.ID
+	name    string                  // namespace name (rec.Name), for the owners that departed
+	keys    [][]byte                // per id: its placement key
+	r       int                     // replication factor
 	owners  [][]ring.Member         // per id: owners in ring order (then non-owners while unsettled)
 	again   [][]ring.Member         // per id, while unsettled: the owners, asked again after a miss everywhere
 	streams map[string]*fetchStream // remote primary owner id → its stream
@@ -36,15 +39,39 @@ type getTx struct {
 	sendData func(*kvringv1.DataFrame) error
 }
 
-// chunkMiss gathers why no owner could send a chunk.
+// chunkMiss gathers why no owner could send a chunk: one reason per node,
+// in the order they were asked.
 type chunkMiss struct {
-	reasons     []string
-	unavailable int  // owners that did not answer
-	badSum      bool // some owner's bytes failed their checksum
+	nodes, reasons []string
+	unavailable    int  // owners that did not answer
+	badSum         bool // some owner's bytes failed their checksum
 }
 
+// add records why node could not send the chunk. A node asked again (while
+// the ring is unsettled) keeps its one entry: a different answer is added to
+// it ("not held, then ...").
 func (m *chunkMiss) add(node string, format string, args ...any) {
-	m.reasons = append(m.reasons, "node "+node+": "+fmt.Sprintf(format, args...))
+	why := fmt.Sprintf(format, args...)
+	if i := slices.Index(m.nodes, node); i >= 0 {
+		if !strings.HasSuffix(m.reasons[i], why) {
+			m.reasons[i] += ", then " + why
+		}
+		return
+	}
+	m.nodes = append(m.nodes, node)
+	m.reasons = append(m.reasons, why)
+}
+
+// String is the reason of the miss: "node a: not held; node b: ...".
+func (m *chunkMiss) String() string {
+	var b strings.Builder
+	for i, n := range m.nodes {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString("node " + n + ": " + m.reasons[i])
+	}
+	return b.String()
 }
 
 // get streams each id's chunk to the engine in order: from the first owner
@@ -99,6 +126,7 @@ func (c *Coordinator) beginGet(req *kvringv1.GetRequest, stream grpc.ServerStrea
 			Data: [][]byte{f.GetData()}})
 	}
 	replicas, _ := replication(rec)
+	g.name, g.keys, g.r = rec.GetName(), pl.keys, replicas
 	unsettled := c.isUnsettled()
 	var picks *spreadPicks
 	if !unsettled {
@@ -198,8 +226,15 @@ func (g *getTx) serve(idx uint32, id store.ID) error {
 	if miss.badSum {
 		result = metrics.GetChecksumError
 	}
+	// An owner that left the ring (died) is not asked; it may be the
+	// holder, and the reason should say so.
+	for _, d := range g.c.departed.owners(g.name, g.keys[idx], g.r, g.c.cfg.Now()) {
+		if !slices.Contains(miss.nodes, d.ID) {
+			miss.add(d.ID, "an owner until it left the ring %s ago (down?): not asked", d.Ago.Round(time.Second))
+		}
+	}
 	g.c.m.GetBy[result].Inc()
-	return g.send(&kvringv1.ChunkHeader{Index: idx, Status: status, Reason: strings.Join(miss.reasons, "; ")}, nil)
+	return g.send(&kvringv1.ChunkHeader{Index: idx, Status: status, Reason: miss.String()}, nil)
 }
 
 // tryOwner asks the owner at position k of the chunk's owners for it (this

@@ -3,6 +3,7 @@ package coord
 import (
 	"context"
 	"errors"
+	"hash/fnv"
 	"sync"
 
 	"github.com/kvring/kvring/node/internal/namespace"
@@ -116,4 +117,50 @@ func (c *Coordinator) SyncNamespaces(ctx context.Context) {
 	if n, from := c.reg.SyncFrom(ctx, listers); from >= 0 {
 		c.log.Info("learned namespaces from a peer", "node", others[from].ID, "namespaces", n)
 	}
+}
+
+// learnPeers is how many other members a check of an unknown namespace asks
+// (learnNamespace).
+const learnPeers = 3
+
+// learnNamespace asks a few other members (up to learnPeers, from a place
+// in the member list the name decides, so the same ones for one name) for their
+// record of namespace name, in parallel within BroadcastTimeout, and merges
+// what they hold. A read of a namespace this node missed the registration
+// of (it was out of the ring then) so finds it; a misspelt name costs a
+// few calls. It reports whether this node knows the name afterwards.
+func (c *Coordinator) learnNamespace(ctx context.Context, name string) bool {
+	r := c.cfg.Ring()
+	if r == nil {
+		return false
+	}
+	bctx, cancel := context.WithTimeout(ctx, c.cfg.BroadcastTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	members := r.Members()
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	start, asked := int(h.Sum32()%uint32(max(1, len(members)))), 0
+	for i := range members {
+		m := members[(start+i)%len(members)]
+		if m.ID == c.cfg.Self || asked == learnPeers {
+			continue
+		}
+		asked++
+		wg.Go(func() {
+			pc, err := c.peer(m)
+			if err != nil {
+				return
+			}
+			resp, err := pc.ListNamespaces(bctx, &kvringv1.ListNamespacesRequest{Caller: c.caller(), Names: []string{name}})
+			c.peers.note(ctx, m, err)
+			for _, rec := range resp.GetNamespaces() {
+				if rec.GetName() == name {
+					_, _, _ = c.reg.MergePeer(rec) // a record that fails its checks is not taken
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return c.reg.Get(name) != nil
 }

@@ -2,8 +2,11 @@ package coord
 
 import (
 	"context"
+	"errors"
+	"slices"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/kvring/kvring/node/internal/namespace"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
@@ -22,12 +25,26 @@ func NewService(c *Coordinator) *Service { return &Service{c: c} }
 
 // RegisterNamespace registers a namespace's schema cluster-wide, or checks a
 // client's schema against the registered one. A different schema under the
-// same name is FailedPrecondition naming the fields that differ.
+// same name is FailedPrecondition naming the fields that differ. A call
+// with the metadata transfer.RegisterExistingKey ("true"), a client's read,
+// only checks: a name neither this node nor the few members it asks
+// (learnNamespace) know is FailedPrecondition (ErrUnknownNamespace), and
+// nothing is registered.
 func (s *Service) RegisterNamespace(ctx context.Context, req *kvringv1.RegisterNamespaceRequest) (*kvringv1.RegisterNamespaceResponse, error) {
 	c := s.c
-	rec, created, err := c.reg.Register(ctx, namespace.Registration{Name: req.GetName(), Schema: req.GetSchema(),
-		Replicas: req.GetReplicationFactor(), MinReplicas: req.GetMinReplicas(), Self: c.cfg.Self, Now: c.cfg.Now()},
-		c.cfg.Defaults, c.broadcast)
+	reg := namespace.Registration{Name: req.GetName(), Schema: req.GetSchema(),
+		Replicas: req.GetReplicationFactor(), MinReplicas: req.GetMinReplicas(), Self: c.cfg.Self, Now: c.cfg.Now()}
+	var rec *kvringv1.NamespaceRecord
+	var created bool
+	var err error
+	if slices.Contains(metadata.ValueFromIncomingContext(ctx, transfer.RegisterExistingKey), "true") {
+		rec, err = c.reg.Check(reg, c.cfg.Defaults)
+		if errors.Is(err, transfer.ErrUnknownNamespace) && c.learnNamespace(ctx, reg.Name) {
+			rec, err = c.reg.Check(reg, c.cfg.Defaults) // it was registered while this node was out of the ring
+		}
+	} else {
+		rec, created, err = c.reg.Register(ctx, reg, c.cfg.Defaults, c.broadcast)
+	}
 	if err != nil {
 		return nil, transfer.ToStatus(err)
 	}

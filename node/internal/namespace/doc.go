@@ -6,7 +6,9 @@
 // It does no I/O of its own and starts no goroutines: the cluster-wide steps
 // of a registration (offering a record to every member, learning records from
 // a peer) are functions the caller passes in (Broadcast, Lister), which is
-// where network calls and their bounds live. Records are kept in memory only.
+// where network calls and their bounds live. Records live in memory and,
+// through the Catalog the node passes (its store), on disk: Restore takes
+// them back after a restart.
 //
 // It must not hold chunk bytes or know the ring.
 package namespace

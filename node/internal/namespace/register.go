@@ -66,6 +66,26 @@ func (r *Registry) Register(ctx context.Context, reg Registration, d Defaults, b
 	return cur, created, nil
 }
 
+// Check checks reg against the record this node holds for its name and
+// returns the record, without creating one: a name this node does not know
+// is ErrUnknownNamespace. It is what a client's read asks (it must not
+// register a namespace nothing was written to); a mismatch and bad input
+// are as for Register. It does not block.
+func (r *Registry) Check(reg Registration, d Defaults) (*kvringv1.NamespaceRecord, error) {
+	if err := checkRegistration(reg, d, false); err != nil {
+		return nil, err
+	}
+	cur := r.Get(reg.Name)
+	if cur == nil {
+		return nil, fmt.Errorf("%w: namespace %q is not registered: nothing was written to it (reads do not register a namespace)",
+			transfer.ErrUnknownNamespace, reg.Name)
+	}
+	if err := matches(cur, reg, Fingerprint(reg.Schema)); err != nil {
+		return nil, err
+	}
+	return cur, nil
+}
+
 // checkRegistration validates the schema and the replication settings.
 // fresh: the namespace is new to this node, so the defaults will apply.
 func checkRegistration(reg Registration, d Defaults, fresh bool) error {

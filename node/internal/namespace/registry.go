@@ -3,6 +3,7 @@ package namespace
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -20,9 +21,10 @@ import (
 const MaxNameLen = store.MaxNamespaceLen - 17
 
 // Registry holds the namespaces this node knows: name → record. Safe for
-// concurrent use. Records are not persisted: after a restart clients
-// register again (the SDK does so when told the namespace is unknown), and a
-// joining node learns them from its peers.
+// concurrent use. With a Catalog every record taken or deleted is written
+// there, and Restore takes them back after a restart, so a full restart of
+// the cluster keeps its namespaces; a joining node also learns them from
+// its peers.
 type Registry struct {
 	cfg  RegistryConfig
 	mu   sync.RWMutex
@@ -40,6 +42,17 @@ type RegistryConfig struct {
 	// Now is the clock peer records' creation times are checked against.
 	// Default time.Now.
 	Now func() time.Time
+	// Catalog keeps the records across restarts. Optional: nil keeps them
+	// in memory only.
+	Catalog Catalog
+}
+
+// Catalog keeps namespace records across restarts: the node's store. Its
+// methods queue the write and must not block for long; they are called with
+// the registry's lock held, in the order the records change.
+type Catalog interface {
+	SaveNamespaceRecord(name string, rec []byte) error
+	DeleteNamespaceRecord(name string) error
 }
 
 // ErrTooManyNamespaces: the registry holds MaxNamespaces names already.
@@ -107,7 +120,21 @@ func (r *Registry) Merge(rec *kvringv1.NamespaceRecord) (*kvringv1.NamespaceReco
 			ErrTooManyNamespaces, len(r.recs), rec.GetName())
 	}
 	r.recs[rec.GetName()] = rec
+	r.save(rec)
 	return rec, true, nil
+}
+
+// save writes rec to the catalog, if any; r.mu is held. A record that
+// cannot be written stays in memory: the cluster still knows it, and a
+// restarted node learns it from a peer.
+func (r *Registry) save(rec *kvringv1.NamespaceRecord) {
+	if r.cfg.Catalog == nil {
+		return
+	}
+	b, err := proto.Marshal(rec)
+	if err == nil {
+		_ = r.cfg.Catalog.SaveNamespaceRecord(rec.GetName(), b) // ErrClosed: the node stops
+	}
 }
 
 // Delete forgets the record of name and returns it (nil when unknown).
@@ -116,7 +143,46 @@ func (r *Registry) Delete(name string) *kvringv1.NamespaceRecord {
 	defer r.mu.Unlock()
 	rec := r.recs[name]
 	delete(r.recs, name)
+	if rec != nil && r.cfg.Catalog != nil {
+		_ = r.cfg.Catalog.DeleteNamespaceRecord(name)
+	}
 	return rec
+}
+
+// Restore takes back the records a Catalog kept (name → the bytes save
+// wrote), before the node serves: each is checked as a peer's record is
+// (ValidateRecord), and one that cannot be read, fails the check or would
+// exceed MaxNamespaces is dropped from the catalog and named in dropped
+// with the reason. It returns how many it took.
+func (r *Registry) Restore(recs map[string][]byte) (restored int, dropped []string) {
+	names := slices.Sorted(maps.Keys(recs))
+	for _, name := range names {
+		rec := new(kvringv1.NamespaceRecord)
+		err := proto.Unmarshal(recs[name], rec)
+		if err == nil && rec.GetName() != name {
+			err = fmt.Errorf("it is the record of %q", rec.GetName())
+		}
+		if err == nil {
+			err = ValidateRecord(rec, r.cfg.MaxReplicas, r.cfg.Now())
+		}
+		if err == nil {
+			r.mu.Lock()
+			if len(r.recs) >= r.cfg.MaxNamespaces && r.recs[name] == nil {
+				err = fmt.Errorf("%w: more than %d namespaces", ErrTooManyNamespaces, r.cfg.MaxNamespaces)
+			} else {
+				r.recs[name] = rec
+				restored++
+			}
+			r.mu.Unlock()
+		}
+		if err != nil {
+			dropped = append(dropped, fmt.Sprintf("%s: %v", name, err))
+			if r.cfg.Catalog != nil {
+				_ = r.cfg.Catalog.DeleteNamespaceRecord(name)
+			}
+		}
+	}
+	return restored, dropped
 }
 
 // MergePeer is Merge for a record a peer offers: one that fails

@@ -1,0 +1,58 @@
+package coord
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/kvring/kvring/ring"
+)
+
+func testRing(t *testing.T, epoch uint64, ids ...string) *ring.Ring {
+	t.Helper()
+	ms := make([]ring.Member, len(ids))
+	for i, id := range ids {
+		ms[i] = ring.Member{ID: id, Addr: id + ":9600"}
+	}
+	r, err := ring.New(ms, epoch, ring.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestADepartedOwnerIsNamedUntilItReturnsOrIsLongGone: a member that left
+// the ring is an owner of the keys it owned in the last ring it was in,
+// until it joins again or the retention passes; members that owned nothing
+// of a key are not named.
+func TestADepartedOwnerIsNamedUntilItReturnsOrIsLongGone(t *testing.T) {
+	t.Parallel()
+	var d departures
+	now := time.Unix(1000, 0)
+	full, rest := testRing(t, 1, "a", "b", "c"), testRing(t, 2, "a", "b")
+	d.ringChanged(nil, full, now)
+	d.ringChanged(full, rest, now)
+	var cKey, otherKey []byte
+	for i := 0; cKey == nil || otherKey == nil; i++ {
+		k := []byte(fmt.Sprintf("key-%d", i))
+		if full.Owners("ns", k, 1)[0].ID == "c" {
+			cKey = k
+		} else {
+			otherKey = k
+		}
+	}
+	later := now.Add(time.Minute)
+	if got := d.owners("ns", cKey, 1, later); len(got) != 1 || got[0].ID != "c" || got[0].Ago != time.Minute {
+		t.Fatalf("owners of c's key: %+v, want c a minute ago", got)
+	}
+	if got := d.owners("ns", otherKey, 1, later); len(got) != 0 {
+		t.Fatalf("owners of another key: %+v, want none", got)
+	}
+	if got := d.owners("ns", cKey, 1, now.Add(departureRetention+time.Second)); len(got) != 0 {
+		t.Fatalf("after the retention: %+v, want none", got)
+	}
+	d.ringChanged(rest, testRing(t, 3, "a", "b", "c"), later) // c is back
+	if got := d.owners("ns", cKey, 1, later); len(got) != 0 {
+		t.Fatalf("c joined again, still departed: %+v", got)
+	}
+}
