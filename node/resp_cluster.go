@@ -51,13 +51,17 @@ func (r *respCluster) Authenticate(token string) (resp.Access, error) { return r
 // when create is set.
 func (r *respCluster) Namespace(ctx context.Context, name string, create bool) (resp.Namespace, error) {
 	rec := r.reg.Get(name)
-	if rec == nil && !create {
-		return resp.Namespace{}, resp.ErrNoNamespace
-	}
 	if rec == nil {
+		if !create { // a read: check with a few members, register nothing
+			ctx = metadata.NewIncomingContext(ctx, metadata.Pairs(transfer.RegisterExistingKey, "true"))
+		}
 		res, err := r.svc.RegisterNamespace(ctx, &kvringv1.RegisterNamespaceRequest{Name: name, Schema: respSchema()})
 		if err != nil {
-			return resp.Namespace{}, transfer.FromStatus(err)
+			err = transfer.FromStatus(err)
+			if !create && errors.Is(err, transfer.ErrUnknownNamespace) {
+				return resp.Namespace{}, resp.ErrNoNamespace
+			}
+			return resp.Namespace{}, err
 		}
 		rec = res.GetNamespace()
 	}
