@@ -58,6 +58,7 @@ type nodeParts struct {
 	// resp serves the Redis-protocol port (nil when off); respUnmetrics
 	// unregisters its metrics.
 	resp          *resp.Server
+	respLis       net.Listener // until resp takes it
 	respUnmetrics func()
 	health        *health.Server
 	adminSrv      *http.Server
@@ -117,7 +118,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	if err := n.openSocket(p); err != nil {
 		return fmt.Errorf("cannot start node: %w", err)
 	}
-	if err := n.openRESP(ctx, p); err != nil {
+	if err := n.openRESP(p); err != nil {
 		return fmt.Errorf("cannot start node: %w", err)
 	}
 	n.parts.Store(p)
@@ -156,6 +157,11 @@ func (n *Node) listen(ctx context.Context, p *nodeParts) (err error) {
 	if p.adminLis, err = lc.Listen(ctx, "tcp", n.cfg.AdminAddr); err != nil {
 		return fmt.Errorf("cannot listen for admin HTTP on %q: %w", n.cfg.AdminAddr, err)
 	}
+	if a := n.cfg.RESP.Addr; a != "" {
+		if p.respLis, err = lc.Listen(ctx, "tcp", a); err != nil {
+			return fmt.Errorf("cannot listen for the Redis protocol on %q: %w", a, err)
+		}
+	}
 	n.phase("listeners", t, "grpc", p.grpcLis.Addr().String(), "admin", p.adminLis.Addr().String())
 	return nil
 }
@@ -174,6 +180,9 @@ func (n *Node) membershipConfig(ctx context.Context, p *nodeParts) (membership.C
 		return mcfg, err
 	}
 	mcfg.AdminAddr = sameHost(p.adminLis.Addr().String(), mcfg.GRPCAddr)
+	if p.respLis != nil {
+		mcfg.RESPAddr = sameHost(p.respLis.Addr().String(), mcfg.GRPCAddr)
+	}
 	mcfg.OnRingChange = func(old, r *ring.Ring) {
 		if q := n.parts.Load(); q != nil {
 			q.svc.coord.RingChanged(old, r)
@@ -455,6 +464,9 @@ func (n *Node) stopServers(ctx context.Context, p *nodeParts) []error {
 	}
 	if p.adminLis != nil {
 		p.adminLis.Close()
+	}
+	if p.respLis != nil && p.resp == nil {
+		p.respLis.Close() // a server that never served leaves its listener open
 	}
 	return errs
 }

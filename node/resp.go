@@ -1,11 +1,9 @@
 package node
 
 import (
-	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
-	"net"
 	"time"
 
 	"github.com/kvring/kvring/node/internal/resp"
@@ -28,27 +26,25 @@ type RESPConfig struct {
 	// first byte has (a client that trickles bytes is disconnected).
 	// Default 30s.
 	CommandTimeout time.Duration
+	// ClusterMode answers as a Redis Cluster (resp.Config.ClusterMode): the
+	// slots follow the ring, keys are placed by slot, a key this node does
+	// not own is answered -MOVED. Every node must agree. Default off.
+	ClusterMode bool
 }
 
-// openRESP listens on the Redis-protocol port (when configured) and serves
-// it on a goroutine the node owns; Close (stopServers) closes it first.
-func (n *Node) openRESP(ctx context.Context, p *nodeParts) error {
+// openRESP serves the Redis-protocol port (when configured: listen opened
+// it) on a goroutine the node owns; Close (stopServers) closes it first.
+func (n *Node) openRESP(p *nodeParts) error {
 	rc := n.cfg.RESP
-	if rc.Addr == "" {
+	if p.respLis == nil {
 		return nil
 	}
 	t := time.Now()
-	var lc net.ListenConfig
-	lis, err := lc.Listen(ctx, "tcp", rc.Addr)
-	if err != nil {
-		return fmt.Errorf("cannot listen for the Redis protocol on %q: %w", rc.Addr, err)
-	}
 	srv, err := resp.New(resp.Config{Store: p.store, Cluster: newRESPCluster(n, p), KeyMap: rc.KeyMap,
-		TLS: p.sec.serverTLS, NodeID: p.store.NodeID(), MaxConns: rc.MaxConns,
+		ClusterMode: rc.ClusterMode, TLS: p.sec.serverTLS, NodeID: p.store.NodeID(), MaxConns: rc.MaxConns,
 		IdleTimeout: rc.IdleTimeout, CommandTimeout: rc.CommandTimeout,
-		Logger: n.log.With("component", "resp")}, lis)
+		Logger: n.log.With("component", "resp")}, p.respLis)
 	if err != nil {
-		lis.Close()
 		return fmt.Errorf("cannot serve the Redis protocol: %w", err)
 	}
 	if p.respUnmetrics, err = registerAll(n.cfg.Registerer, srv.Collectors()...); err != nil {
@@ -57,7 +53,7 @@ func (n *Node) openRESP(ctx context.Context, p *nodeParts) error {
 	}
 	p.resp = srv
 	n.serve("resp", srv.Serve)
-	n.phase("redis-protocol port", t, "addr", srv.Addr().String())
+	n.phase("redis-protocol port", t, "addr", srv.Addr().String(), "cluster_mode", rc.ClusterMode)
 	return nil
 }
 

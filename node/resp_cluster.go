@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -11,9 +12,11 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/kvring/kvring/node/internal/coord"
+	"github.com/kvring/kvring/node/membership"
 	"github.com/kvring/kvring/node/internal/namespace"
 	"github.com/kvring/kvring/node/internal/resp"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
+	"github.com/kvring/kvring/ring"
 	"github.com/kvring/kvring/store"
 	"github.com/kvring/kvring/transfer"
 )
@@ -37,11 +40,22 @@ type respCluster struct {
 	self  string
 	// lookups bounds the lookups one Held call runs at once.
 	lookups int
+	places  slotPlaces
+	members func() []membership.Member
+	ring    func() *ring.Ring
+	// draining, replicas: as the coordinator sees them.
+	draining func(id string) bool
+	replicas int
+
+	mu     sync.Mutex
+	table  *resp.SlotTable
+	tableV string // what table was built from (ring epoch, members' ports and drains)
 }
 
 func newRESPCluster(n *Node, p *nodeParts) *respCluster {
 	return &respCluster{respAccess: respAccess{n: n, p: p}, coord: p.svc.coord, svc: coord.NewService(p.svc.coord),
-		reg: p.svc.reg, self: p.store.NodeID(), lookups: 16}
+		reg: p.svc.reg, self: p.store.NodeID(), lookups: 16, members: p.member.Members, ring: p.member.Ring,
+		draining: p.member.Draining, replicas: max(1, n.cfg.Replication)}
 }
 
 func (r *respCluster) Anonymous() (resp.Access, bool)                 { return r.anonymous() }
@@ -67,6 +81,45 @@ func (r *respCluster) Namespace(ctx context.Context, name string, create bool) (
 	}
 	return resp.Namespace{Ref: &kvringv1.NamespaceRef{Name: rec.GetName(), Fingerprint: rec.GetFingerprint()},
 		Store: namespace.StoreName(rec.GetName(), rec.GetFingerprint())}, nil
+}
+
+// Slots is the slot table of the current ring, rebuilt when the ring, a
+// member's Redis-protocol address or a drain changes.
+func (r *respCluster) Slots() *resp.SlotTable {
+	rg := r.ring()
+	if rg == nil {
+		return &resp.SlotTable{Self: -1}
+	}
+	var peers []slotPeer
+	var v strings.Builder
+	v.WriteString(strconv.FormatUint(rg.Epoch(), 10))
+	live := map[string]bool{}
+	for _, m := range rg.Members() {
+		live[m.ID] = true
+	}
+	for _, m := range r.members() {
+		if !live[m.ID] {
+			continue
+		}
+		d := r.draining(m.ID)
+		peers = append(peers, slotPeer{id: m.ID, respAddr: m.RESPAddr, draining: d})
+		fmt.Fprintf(&v, " %s=%s/%t", m.ID, m.RESPAddr, d)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.table == nil || r.tableV != v.String() {
+		r.table, r.tableV = buildSlotTable(rg, r.self, r.replicas, peers), v.String()
+	}
+	return r.table
+}
+
+// SlotPlace is the placement key of slot s in namespace ns (slotPlaceKey).
+func (r *respCluster) SlotPlace(ns string, s uint16) store.ID {
+	rg := r.ring()
+	if rg == nil || rg.Len() == 0 {
+		return store.ID{} // no ring: the write fails as unavailable anyway
+	}
+	return r.places.get(rg, ns, s)
 }
 
 // runs are the group runs of keys: each key placed by its placement key.

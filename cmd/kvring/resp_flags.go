@@ -25,6 +25,7 @@ func registerServeRESP(fs *pflag.FlagSet, f *respFlags) {
 	f.cfg = node.RESPConfig{Addr: defaultRESPAddr, KeyMap: km, MaxConns: 10000, IdleTimeout: 5 * time.Minute,
 		CommandTimeout: 30 * time.Second}
 	fs.StringVar(&f.cfg.Addr, "resp-addr", f.cfg.Addr, `Redis-protocol port (RESP2/RESP3: LMCache's redis:// remote tier, any Redis client); "" turns it off`)
+	fs.BoolVar(&f.cfg.ClusterMode, "resp-cluster", false, "answer as a Redis Cluster: CLUSTER SLOTS follows the ring, keys are placed by slot, -MOVED sends clients to the owner (every node must agree)")
 	fs.IntVar(&f.cfg.MaxConns, "resp-max-conns", f.cfg.MaxConns, "most Redis-protocol connections at once; more are refused")
 	fs.DurationVar(&f.cfg.IdleTimeout, "resp-idle-timeout", f.cfg.IdleTimeout, "close a Redis-protocol connection that sends no command for this long (negative: never)")
 	fs.DurationVar(&f.cfg.CommandTimeout, "resp-command-timeout", f.cfg.CommandTimeout, "how long a Redis-protocol command may take to arrive once its first byte has")

@@ -34,6 +34,14 @@ type Cluster interface {
 	Flush(ctx context.Context) (int, error)
 	// Authenticate checks a token: the access it grants, or ErrBadToken.
 	Authenticate(token string) (Access, error)
+	// Slots is the slot table of the current ring, for Redis Cluster mode
+	// (Config.ClusterMode). It must not block.
+	Slots() *SlotTable
+	// SlotPlace is the placement key of slot s in namespace ns: a key whose
+	// ring partition is the one slot s stands for, so that every key of a
+	// slot has the owners the slot table gives it. Only Redis Cluster mode
+	// asks. It must not block for long.
+	SlotPlace(ns string, s uint16) store.ID
 	// Anonymous is the access of a connection that has not authenticated,
 	// and whether it must AUTH before other commands.
 	Anonymous() (a Access, authRequired bool)

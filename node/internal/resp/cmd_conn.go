@@ -78,7 +78,7 @@ func cmdHello(_ context.Context, c *conn, req *request) {
 	c.w.bulkString("id")
 	c.w.int(c.id)
 	c.w.bulkString("mode")
-	c.w.bulkString("standalone")
+	c.w.bulkString(c.s.mode())
 	c.w.bulkString("role")
 	c.w.bulkString("master")
 	c.w.bulkString("modules")

@@ -26,7 +26,7 @@ func cmdInfo(_ context.Context, c *conn, req *request) {
 		write func(*strings.Builder)
 	}{
 		{"server", c.s.infoServer}, {"clients", c.s.infoClients}, {"memory", c.s.infoMemory},
-		{"stats", c.s.infoStats}, {"keyspace", c.s.infoKeyspace},
+		{"stats", c.s.infoStats}, {"cluster", c.s.infoCluster}, {"keyspace", c.s.infoKeyspace},
 	} {
 		if !all && !want[sec.name] {
 			continue
@@ -49,7 +49,7 @@ func (s *Server) infoServer(b *strings.Builder) {
 	}
 	up := time.Since(s.start)
 	field(b, "redis_version", redisVersion)
-	field(b, "redis_mode", "standalone")
+	field(b, "redis_mode", s.mode())
 	field(b, "kvring_version", s.cfg.Version)
 	field(b, "kvring_node", s.cfg.NodeID)
 	field(b, "os", runtime.GOOS)
@@ -90,6 +90,22 @@ func (s *Server) infoStats(b *strings.Builder) {
 	field(b, "evicted_keys", evicted)
 	field(b, "keyspace_hits", s.m.hits.Load())
 	field(b, "keyspace_misses", s.m.misses.Load())
+}
+
+func (s *Server) infoCluster(b *strings.Builder) {
+	if s.cfg.ClusterMode {
+		field(b, "cluster_enabled", 1)
+	} else {
+		field(b, "cluster_enabled", 0)
+	}
+}
+
+// mode is redis_mode: "cluster" in Redis Cluster mode, else "standalone".
+func (s *Server) mode() string {
+	if s.cfg.ClusterMode {
+		return "cluster"
+	}
+	return "standalone"
 }
 
 func (s *Server) infoKeyspace(b *strings.Builder) {
@@ -140,7 +156,7 @@ func (c *conn) configGet(patterns [][]byte) {
 		{"databases", "1"},
 		{"save", ""},
 		{"appendonly", "no"},
-		{"cluster-enabled", "no"},
+		{"cluster-enabled", map[bool]string{true: "yes", false: "no"}[c.s.cfg.ClusterMode]},
 	}
 	var out [][2]string
 	for _, kv := range settings {

@@ -62,6 +62,11 @@ func init() {
 		"ttl":    {arity: 2, flags: []string{"readonly", "fast"}, firstKey: 1, lastKey: 1, step: 1, run: cmdTTL},
 		"pttl":   {arity: 2, flags: []string{"readonly", "fast"}, firstKey: 1, lastKey: 1, step: 1, run: cmdTTL},
 		"dbsize": {arity: 1, flags: []string{"readonly", "fast"}, run: cmdDBSize},
+		// Redis Cluster
+		"cluster":   {arity: -2, flags: []string{"stale"}, run: cmdCluster},
+		"readonly":  {arity: 1, flags: []string{"loading", "stale", "fast"}, run: cmdReadonly},
+		"readwrite": {arity: 1, flags: []string{"loading", "stale", "fast"}, run: cmdReadonly},
+		"asking":    {arity: 1, flags: []string{"fast"}, run: cmdAsking},
 		// server
 		"info":    {arity: -1, flags: []string{"loading", "stale"}, run: cmdInfo},
 		"config":  {arity: -2, flags: []string{"admin", "noscript", "loading", "stale"}, run: cmdConfig},

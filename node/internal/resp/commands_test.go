@@ -370,3 +370,51 @@ func TestMGetKeepsKeyOrderAcrossLocalAndRemoteKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterModeRedirectsKeysOfOtherNodes: in Redis Cluster mode a key of
+// a slot this node does not own is answered -MOVED to its owner, unless a
+// READONLY client reads a slot this node also owns; CLUSTER describes the
+// slot table.
+func TestClusterModeRedirectsKeysOfOtherNodes(t *testing.T) {
+	s, _ := testServer(t, func(c *Config, _ *fakeCluster) { c.ClusterMode = true })
+	c := client(t, s, 2)
+	ctx := context.Background()
+	mine, theirs := "bar", "foo" // slots 5061 and 12182
+	if err := c.Set(ctx, mine, "v", 0).Err(); err != nil {
+		t.Fatalf("SET of a key this node owns: %v", err)
+	}
+	if err := c.Set(ctx, theirs, "v", 0).Err(); err == nil || err.Error() != "MOVED 12182 127.0.0.2:2" {
+		t.Fatalf("SET of another node's key: %v, want MOVED 12182 127.0.0.2:2", err)
+	}
+	if err := c.Get(ctx, theirs).Err(); err == nil || !strings.HasPrefix(err.Error(), "MOVED") {
+		t.Fatalf("GET of another node's key: %v", err)
+	}
+	rc := redis.NewClient(&redis.Options{Addr: s.Addr().String(), Protocol: 2, OnConnect: func(ctx context.Context, cn *redis.Conn) error {
+		return cn.ReadOnly(ctx).Err()
+	}})
+	defer rc.Close()
+	if err := rc.Get(ctx, theirs).Err(); err != redis.Nil {
+		t.Fatalf("READONLY GET of a slot this node also owns: %v, want nil (served here)", err)
+	}
+	if err := rc.Set(ctx, theirs, "v", 0).Err(); err == nil || !strings.HasPrefix(err.Error(), "MOVED") {
+		t.Fatalf("READONLY SET of another node's key: %v, want MOVED", err)
+	}
+	slots, err := c.ClusterSlots(ctx).Result()
+	if err != nil || len(slots) != 2 || slots[0].End != 8191 || slots[1].Nodes[0].Addr != "127.0.0.2:2" || len(slots[0].Nodes[0].ID) != 40 {
+		t.Fatalf("CLUSTER SLOTS = %+v, %v", slots, err)
+	}
+	if n := c.ClusterKeySlot(ctx, "foo").Val(); n != 12182 {
+		t.Fatalf("CLUSTER KEYSLOT foo = %d", n)
+	}
+	nodes := c.ClusterNodes(ctx).Val()
+	if !strings.Contains(nodes, "myself,master") || !strings.Contains(nodes, " 0-8191\n") || !strings.Contains(nodes, " 8192-16383\n") {
+		t.Fatalf("CLUSTER NODES =\n%s", nodes)
+	}
+	if info := c.ClusterInfo(ctx).Val(); !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, "cluster_known_nodes:2") {
+		t.Fatalf("CLUSTER INFO =\n%s", info)
+	}
+	shards, err := c.ClusterShards(ctx).Result()
+	if err != nil || len(shards) != 2 || shards[0].Slots[0].End != 8191 {
+		t.Fatalf("CLUSTER SHARDS = %+v, %v", shards, err)
+	}
+}

@@ -19,6 +19,12 @@ type Config struct {
 	// KeyMap maps keys to namespaces and placement. Default
 	// DefaultKeyMap().
 	KeyMap KeyMap
+	// ClusterMode answers as a Redis Cluster: CLUSTER SLOTS, SHARDS and
+	// NODES describe kvring's placement as slots (Cluster.Slots), a key is
+	// placed by its slot, and a command whose key this node does not own is
+	// answered -MOVED to the owner. Off: the node answers every key itself,
+	// as a single Redis does. It must be the same on every node. Default off.
+	ClusterMode bool
 	// TLS, when set, serves the port over TLS with this configuration.
 	TLS *tls.Config
 	// NodeID names this node in INFO and CLIENT INFO.

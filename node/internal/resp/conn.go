@@ -31,6 +31,9 @@ type conn struct {
 	authed                bool
 	access                Access
 	lastCmd               string
+	// readonly: the client sent READONLY, so reads of slots this node
+	// holds as a replica are served here (Redis Cluster mode).
+	readonly bool
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -132,6 +135,10 @@ func (c *conn) run(ctx context.Context, req *request) (quit bool) {
 		return false
 	case !c.authed && !cmd.noAuth:
 		c.fail("noauth", prefixNoAuth+" Authentication required.")
+		return false
+	}
+	if msg := c.redirect(cmd, req); msg != "" {
+		c.fail("moved", msg)
 		return false
 	}
 	if cmd.run == nil { // quit

@@ -176,6 +176,14 @@ func (f *fakeCluster) Authenticate(token string) (Access, error) {
 	return Access{}, ErrBadToken
 }
 
+// Slots: this node owns the lower half of the slots, "other" the upper.
+func (f *fakeCluster) Slots() *SlotTable {
+	return &SlotTable{Epoch: 7, Self: 0, Nodes: []SlotNode{{ID: "self", Host: "127.0.0.1", Port: 1}, {ID: "other", Host: "127.0.0.2", Port: 2}},
+		Ranges: []SlotRange{{Start: 0, End: 8191, Owners: []int{0, 1}}, {Start: 8192, End: 16383, Owners: []int{1, 0}}}}
+}
+
+func (f *fakeCluster) SlotPlace(_ string, s uint16) store.ID { return store.ID{byte(s >> 8), byte(s)} }
+
 func (f *fakeCluster) Anonymous() (Access, bool) { return Access{Admin: f.admin}, f.tokens != nil }
 
 var _ = transfer.ErrUnavailable

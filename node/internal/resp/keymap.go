@@ -75,13 +75,16 @@ type Key struct {
 	// distinct chunks whatever namespace they share.
 	ID store.ID
 	// Place is the placement key: SHA-256 of the key's hash tag, or of the
-	// key without its sibling suffix, under a label.
+	// key without its sibling suffix, under a label. In Redis Cluster mode
+	// the server replaces it with its slot's (Cluster.SlotPlace).
 	Place store.ID
+	// Slot is the key's Redis Cluster hash slot.
+	Slot uint16
 }
 
 // Map maps key. It never fails: every byte string is a key.
 func (m KeyMap) Map(key []byte) Key {
-	return Key{Namespace: m.Namespace(key), ID: sha256.Sum256(key), Place: placeKey(m.placement(key))}
+	return Key{Namespace: m.Namespace(key), ID: sha256.Sum256(key), Place: placeKey(m.placement(key)), Slot: Slot(key)}
 }
 
 // Namespace is the namespace of key: NamespacePrefix and the part before the

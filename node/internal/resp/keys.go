@@ -29,6 +29,9 @@ func (c *conn) mapKeys(raw [][]byte) ([]*nsKeys, bool) {
 	byName := map[string]*nsKeys{}
 	for i, k := range raw {
 		m := c.s.cfg.KeyMap.Map(k)
+		if c.s.cfg.ClusterMode {
+			m.Place = c.s.cfg.Cluster.SlotPlace(m.Namespace, m.Slot)
+		}
 		g := byName[m.Namespace]
 		if g == nil {
 			if !c.access.allows(m.Namespace) {
