@@ -73,3 +73,14 @@ bench-compare:
 .PHONY: image
 image:
 	deploy/build-image.sh
+
+# python-wheel builds the Python client's wheel into dist/ with Debian's
+# setuptools and wheel (python3-setuptools, python3-wheel), without a network:
+# --no-build-isolation uses them instead of fetching setuptools from PyPI, and
+# --no-deps leaves grpcio and protobuf to the system (python3-grpcio,
+# python3-protobuf). Install it with `pip install dist/kvring-*.whl` in a venv
+# made with --system-site-packages; see python/README.md.
+.PHONY: python-wheel
+python-wheel:
+	$(PYTHON) -m pip wheel --no-build-isolation --no-deps --wheel-dir dist ./python
+	rm -rf python/build

@@ -38,7 +38,8 @@ type Config struct {
 	EnablePprof bool
 	// Socket configures the local Unix socket (Vineyard IPC and kvring's
 	// extensions; docs/vineyard.md). Default: off (Socket.Path ""). The
-	// serve command turns it on at ./kvring.sock.
+	// serve command turns it on at kvring.sock in Store.DataDir, so every
+	// node has its own.
 	Socket SocketConfig
 	// RESP configures the Redis-protocol port (docs/resp.md). Default:
 	// off.
@@ -71,7 +72,8 @@ type Config struct {
 	// (docs/benchmarks.md). Default false: one call per request.
 	CoalescePeerHas bool
 	// AdminActions allows the admin API's write actions (drain, undrain,
-	// drop a namespace, evict a chunk) on a node without an admin token.
+	// forget a member, drop a namespace, evict a chunk) on a node without
+	// an admin token.
 	// With an admin token they are allowed to whoever presents it. Default
 	// false: without a token the admin API only reads.
 	AdminActions bool

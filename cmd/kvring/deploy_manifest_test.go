@@ -1,8 +1,11 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -149,5 +152,104 @@ func TestDeployBenchJobArgsParse(t *testing.T) {
 	}
 	if got := bench.Flags().Lookup("trace").Value.String(); got != "" {
 		t.Errorf("--trace %q: the image has no trace file; use the built-in one", got)
+	}
+}
+
+// TestDeploySocketDirectoryBelongsToTheNodesUser: the StatefulSet's local socket is containerSocket (what
+// `kvring serve --help` names) in the directory of a hostPath volume, and an init container hands that
+// directory, which DirectoryOrCreate makes root's, to the user the node runs as before it starts, with no
+// more privilege than chown needs. The init container's image is fully qualified, as the node's base image is.
+func TestDeploySocketDirectoryBelongsToTheNodesUser(t *testing.T) {
+	t.Parallel()
+	m, err := deploy.Load(deployDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := m.StatefulSet.Spec.Template.Spec
+	c, err := deploy.Container(&spec, "kvring")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := deploy.ExpandEnv(c, map[string]string{"metadata.name": "kvring-0", "status.podIP": "10.1.2.3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "KVRING_SOCKET="); ok {
+			sock = v
+		}
+	}
+	if sock != containerSocket {
+		t.Fatalf("KVRING_SOCKET=%q, want %q, the path `kvring serve --help` and the docs name", sock, containerSocket)
+	}
+	vol := ""
+	for _, vm := range c.VolumeMounts {
+		if vm.MountPath == filepath.Dir(sock) {
+			vol = vm.Name
+		}
+	}
+	var host *corev1.HostPathVolumeSource
+	for _, v := range spec.Volumes {
+		if v.Name == vol {
+			host = v.HostPath
+		}
+	}
+	if host == nil {
+		t.Fatalf("the socket's directory %s is not a hostPath volume the container mounts (volume %q)", filepath.Dir(sock), vol)
+	}
+	psc := spec.SecurityContext
+	if psc == nil || psc.RunAsUser == nil || psc.RunAsGroup == nil || *psc.RunAsUser == 0 {
+		t.Fatalf("the pod runs as %+v, want a non-root user and group", psc)
+	}
+	owner := fmt.Sprintf("%d:%d", *psc.RunAsUser, *psc.RunAsGroup)
+	chowned := false
+	for _, ic := range spec.InitContainers {
+		if !strings.Contains(strings.SplitN(ic.Image, "/", 2)[0], ".") {
+			t.Errorf("init container %s: image %q is not fully qualified (registry host first)", ic.Name, ic.Image)
+		}
+		mountedAt := ""
+		for _, vm := range ic.VolumeMounts {
+			if vm.Name == vol {
+				mountedAt = vm.MountPath
+			}
+		}
+		if mountedAt == "" || !slices.Equal(ic.Command, []string{"chown", owner, mountedAt}) {
+			continue
+		}
+		chowned = true
+		sc := ic.SecurityContext
+		if sc == nil || sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) ||
+			!slices.Equal(sc.Capabilities.Add, []corev1.Capability{"CHOWN"}) || sc.AllowPrivilegeEscalation == nil ||
+			*sc.AllowPrivilegeEscalation || sc.RunAsUser == nil || *sc.RunAsUser != 0 {
+			t.Errorf("init container %s: security context %+v, want root with CAP_CHOWN alone and no escalation", ic.Name, sc)
+		}
+	}
+	if !chowned {
+		t.Errorf("no init container runs [chown %s <the %q volume>]: the node could not create %s in a directory DirectoryOrCreate made root's",
+			owner, vol, sock)
+	}
+}
+
+// TestDocsNameOneSocketPathForContainers: wherever the README, docs/ or the Python client's README name a
+// vineyard.sock, it is the path the manifests use.
+func TestDocsNameOneSocketPathForContainers(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, filepath.Join("..", "..", "README.md"), filepath.Join("..", "..", "python", "README.md"))
+	re := regexp.MustCompile(`[\w./-]*vineyard\.sock`)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range re.FindAllString(string(b), -1) {
+			if p != containerSocket {
+				t.Errorf("%s names %s; the manifests' socket is %s", f, p, containerSocket)
+			}
+		}
 	}
 }

@@ -175,11 +175,16 @@ func (r *rehearsal) startPod(ord int) *e2eNode {
 		case "socket":
 			// A hostPath: one directory per Kubernetes node, and the
 			// StatefulSet puts one pod on each; a replaced pod finds its
-			// predecessor's stale socket there and replaces it.
+			// predecessor's stale socket there and replaces it. On a fresh
+			// node DirectoryOrCreate makes it root's, mode 0755.
 			if r.sock[ord] == "" {
 				r.sock[ord] = t.TempDir()
+				if err := os.Chmod(r.sock[ord], 0o755); err != nil {
+					t.Fatal(err)
+				}
 			}
 			mounts[vm.MountPath] = r.sock[ord]
+			r.runInitContainers(vm.Name, r.sock[ord])
 		default:
 			t.Fatalf("volume mount %q: the rehearsal does not know it", vm.Name)
 		}
@@ -209,6 +214,53 @@ func (r *rehearsal) startPod(ord int) *e2eNode {
 	})
 	r.pods[ord] = n
 	return n
+}
+
+// runInitContainers plays the pod's init containers that mount volume (at hostDir here), as the kubelet runs
+// them before the pod's container, and then checks that the container's user can create files in hostDir,
+// as the node must to create its socket. The rehearsal knows one command: chown UID:GID MOUNT_PATH. Run as
+// root it changes the owner, as the init container does; otherwise the directories are the test's user's and
+// only the command is checked.
+func (r *rehearsal) runInitContainers(volume, hostDir string) {
+	t := r.t
+	t.Helper()
+	spec := r.m.StatefulSet.Spec.Template.Spec
+	for _, ic := range spec.InitContainers {
+		for _, vm := range ic.VolumeMounts {
+			if vm.Name != volume {
+				continue
+			}
+			if len(ic.Command) != 3 || ic.Command[0] != "chown" || ic.Command[2] != vm.MountPath {
+				t.Fatalf("init container %s runs %q: the rehearsal knows only chown UID:GID %s", ic.Name, ic.Command, vm.MountPath)
+			}
+			var uid, gid int
+			if _, err := fmt.Sscanf(ic.Command[1], "%d:%d", &uid, &gid); err != nil {
+				t.Fatalf("init container %s: chown %q: %v", ic.Name, ic.Command[1], err)
+			}
+			if os.Geteuid() == 0 {
+				if err := os.Chown(hostDir, uid, gid); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	if os.Geteuid() != 0 {
+		return
+	}
+	psc := spec.SecurityContext
+	fi, err := os.Stat(hostDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	uid, gid, perm := int64(st.Uid), int64(st.Gid), fi.Mode().Perm()
+	writable := (uid == *psc.RunAsUser && perm&0o300 == 0o300) ||
+		(uid != *psc.RunAsUser && gid == *psc.RunAsGroup && perm&0o030 == 0o030) ||
+		(uid != *psc.RunAsUser && gid != *psc.RunAsGroup && perm&0o003 == 0o003)
+	if !writable {
+		t.Fatalf("volume %s: the directory belongs to %d:%d, mode %v, after the init containers: UID %d cannot create its socket there",
+			volume, uid, gid, perm, *psc.RunAsUser)
+	}
 }
 
 // serviceProxy is the client Service: each new connection goes to the next ready endpoint.

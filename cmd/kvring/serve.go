@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
@@ -62,7 +63,7 @@ func newServeCmd() *cobra.Command {
 		adminWrite     = def.AdminWriteTimeout
 		adminIdle      = def.AdminIdleTimeout
 		adminMaxHeader = byteSize(def.AdminMaxHeaderBytes)
-		socketPath     = "./kvring.sock"
+		socketPath     = ""
 		socketMode     = "0660"
 		security       node.SecurityConfig
 		respOpts       respFlags
@@ -121,7 +122,9 @@ process exits 0.`,
 			cfg.AdminWriteTimeout = adminWrite
 			cfg.AdminIdleTimeout = adminIdle
 			cfg.AdminMaxHeaderBytes = int(min(adminMaxHeader, 1<<31-1))
-			cfg.Socket.Path = socketPath
+			if cfg.Socket.Path, err = servedSocketPath(cmd, socketPath, dataDir); err != nil {
+				return err
+			}
 			cfg.RESP = respOpts.config()
 			if cfg.Socket.Mode, err = parseSocketMode(socketMode); err != nil {
 				return err
@@ -191,7 +194,7 @@ process exits 0.`,
 	fs.Var(&memLimit, "memory-limit", "memory budget for chunk bytes (e.g. 1GiB, 512MiB)")
 	fs.Var(&maxChunk, "max-chunk-size", "largest chunk accepted")
 	fs.DurationVar(&stageLease, "stage-lease", stageLease, "how long a staged write waits for its commit")
-	fs.BoolVar(&adminActions, "admin-actions", adminActions, "allow the admin API's write actions (drain, undrain, drop-namespace, evict) without an admin token; with --admin-token-file they need the token instead")
+	fs.BoolVar(&adminActions, "admin-actions", adminActions, "allow the admin API's write actions (drain, undrain, forget, drop-namespace, evict) without an admin token; with --admin-token-file they need the token instead")
 	fs.IntVar(&maxNamespaces, "max-namespaces", maxNamespaces, "most namespaces the cluster registers; one more is refused")
 	fs.BoolVar(&coalesceHas, "coalesce-peer-lookups", coalesceHas, "merge concurrent lookups of the same owner into one peer call while one is in flight (fewer calls with many concurrent lookups, a wait with few)")
 	fs.DurationVar(&putIdle, "put-idle-timeout", putIdle, "end a put whose engine sends nothing for this long while its bytes are awaited, freeing what it staged (negative: no limit)")
@@ -221,12 +224,46 @@ process exits 0.`,
 	fs.DurationVar(&adminWrite, "admin-write-timeout", adminWrite, "longest time to answer an admin request; must exceed pprof profile durations (negative: no limit)")
 	fs.DurationVar(&adminIdle, "admin-idle-timeout", adminIdle, "close admin keep-alive connections idle for this long")
 	fs.Var(&adminMaxHeader, "admin-max-header-size", "largest admin request header")
-	fs.StringVar(&socketPath, "socket", socketPath, `local Unix socket for engines on this host (Vineyard IPC and kvring extensions); "" turns it off; containers use /var/run/vineyard.sock`)
+	fs.StringVar(&socketPath, "socket", socketPath, "local Unix socket for engines on this host (Vineyard IPC and kvring extensions); \"\" turns it off; the Kubernetes manifests use "+containerSocket+" (default: "+defaultSocketName+" in --data-dir)")
 	fs.StringVar(&socketMode, "socket-mode", socketMode, "permission bits of the socket file, in octal")
 	registerServeSecurity(fs, &security)
 	registerServeRESP(fs, &respOpts)
 	annotateEnv(fs)
 	return cmd
+}
+
+// defaultSocketName is the local socket's file name in the data directory
+// when --socket is not set: one socket per node, so nodes started from one
+// directory with their own data directories do not collide.
+const defaultSocketName = "kvring.sock"
+
+// containerSocket is the local socket's path in the container image's
+// deployments (deploy/kubernetes sets KVRING_SOCKET to it): a directory of
+// its own, which the host shares with the engines' pods.
+const containerSocket = "/var/run/kvring/vineyard.sock"
+
+// maxSocketPath is the longest path a Unix socket can be bound at on Linux
+// (sun_path holds 108 bytes with the terminating NUL).
+const maxSocketPath = 107
+
+// servedSocketPath returns the local socket's path: --socket when it was
+// set (on the command line, in the environment or the config file; "" turns
+// the socket off), else defaultSocketName in the data directory. A path the
+// kernel cannot bind is an error naming the flag.
+func servedSocketPath(cmd *cobra.Command, flagValue, dataDir string) (string, error) {
+	path, derived := flagValue, !cmd.Flags().Changed("socket")
+	if derived {
+		path = filepath.Join(dataDir, defaultSocketName)
+	}
+	if len(path) <= maxSocketPath {
+		return path, nil
+	}
+	if derived {
+		return "", fmt.Errorf("the local socket's path %q (%s in --data-dir) is %d bytes long, and a Unix socket path may have at most %d: set --socket to a shorter path, or to \"\" to turn the socket off",
+			path, defaultSocketName, len(path), maxSocketPath)
+	}
+	return "", fmt.Errorf("--socket %q is %d bytes long, and a Unix socket path may have at most %d: use a shorter (or relative) path, or \"\" to turn the socket off",
+		path, len(path), maxSocketPath)
 }
 
 // parseSocketMode parses --socket-mode: octal permission bits.

@@ -7,7 +7,7 @@ put them. Prints what it reused and what it stored. Prompts share a system prefi
 that earlier ones stored. With --socket (or $KVRING_SOCKET) naming a node's local socket on this host, chunk
 bytes go through the node's shared memory instead of gRPC.
 
-    /usr/bin/python3 python/examples/engine.py --seeds 127.0.0.1:9600 [--socket ./kvring.sock]
+    /usr/bin/python3 python/examples/engine.py --seeds 127.0.0.1:9600 [--socket ./kvring-data/kvring.sock]
 """
 
 from __future__ import annotations

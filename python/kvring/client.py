@@ -18,7 +18,7 @@ import grpc
 
 from . import _stcall, _wire
 from .chunkid import group_keys
-from .conn import ConnConfig, Conn, ConnState, TLS
+from .conn import ConnConfig, Conn, ConnState, ConnStatus, TLS
 from .checksum import crc32c
 from .errors import (
     Cancelled,
@@ -152,7 +152,14 @@ class Client:
         self._conn = Conn(cfg)
         if routing:
             # An owner gets as long to answer as a node gets to connect and pass a health check.
-            self._router = Router(self._conn, cfg.dial_timeout + cfg.probe_timeout)
+            router = Router(self._conn, cfg.dial_timeout + cfg.probe_timeout)
+            self._router = router
+            # The connection's thread runs already: a CONNECTED callback that fired before the line above found no
+            # router to prompt, and the router's own first look may have come before the connection was up; then
+            # the view would wait for the periodic fetch (~10 s). The state was published before its callback ran,
+            # so a connection up by now is seen here.
+            if self._conn.state.status is ConnStatus.CONNECTED:
+                router.prompt()
 
     # --- lifecycle ------------------------------------------------------------------------------------------
 

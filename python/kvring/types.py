@@ -16,6 +16,26 @@ Buffer = Any  # any object with the buffer protocol: bytes, bytearray, memoryvie
 _DEFAULT_MAX_CHUNK = 64 << 20
 
 
+def _hex(b: Any) -> str:
+    """A chunk id (or group key) as hex; None as None."""
+    if b is None:
+        return "None"
+    try:
+        return bytes(b).hex()
+    except TypeError:
+        return repr(b)
+
+
+def _size(data: Any) -> str:
+    """A payload as its length, never its bytes: a chunk is often 32 KiB or more."""
+    if data is None:
+        return "None"
+    try:
+        return f"<{memoryview(data).nbytes} bytes>"
+    except TypeError:
+        return f"<{type(data).__name__}>"
+
+
 @dataclasses.dataclass(frozen=True)
 class Schema:
     """The KV layout of a namespace. Two clients with different schemas under one namespace name are refused
@@ -51,15 +71,19 @@ class Schema:
         )
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(repr=False)
 class Chunk:
     """One chunk to store. ``data`` is any C-contiguous buffer-protocol object; it is only read, and only during
     :meth:`Client.put` (the client keeps no reference afterwards). ``group`` is the chunk's group key, required
-    when the namespace groups chunks."""
+    when the namespace groups chunks. Its repr shows the id and group in hex and the payload's length."""
 
     id: bytes
     data: Buffer
     group: Optional[bytes] = None
+
+    def __repr__(self) -> str:
+        group = "" if self.group is None else f", group={_hex(self.group)}"
+        return f"Chunk(id={_hex(self.id)}, data={_size(self.data)}{group})"
 
 
 class PutStatus:
@@ -85,9 +109,10 @@ class Node(NamedTuple):
     addr: str
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(repr=False)
 class PutResult:
-    """The cluster's answer for one chunk of a put."""
+    """The cluster's answer for one chunk of a put. Its repr shows the id in hex, and the reason and code only
+    when there is one."""
 
     id: bytes
     status: str
@@ -103,6 +128,16 @@ class PutResult:
         """Whether the cluster holds the chunk after the put."""
         return self.status in (PutStatus.STORED, PutStatus.ALREADY_HELD)
 
+    def __repr__(self) -> str:
+        out = f"PutResult(id={_hex(self.id)}, status={self.status!r}, holders={self.holders!r}"
+        if self.degraded:
+            out += ", degraded=True"
+        if self.reason:
+            out += f", reason={self.reason!r}"
+        if self.code is not None:
+            out += f", code={self.code.name}"
+        return out + ")"
+
 
 class LookupResult(NamedTuple):
     """How much of a prefix the cluster holds now. ``lease`` pins ``ids[:held]`` until ``lease_ttl`` seconds pass
@@ -114,9 +149,10 @@ class LookupResult(NamedTuple):
     epoch: int = 0
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(repr=False)
 class GetResult:
-    """One chunk read back: ``data`` (checksum verified) when found, else None and a reason."""
+    """One chunk read back: ``data`` (checksum verified) when found, else None and a reason. Its repr shows the id
+    in hex and the payload's length, not its bytes."""
 
     id: bytes
     found: bool = False
@@ -124,6 +160,11 @@ class GetResult:
     size: int = 0
     holder: Optional[Node] = None
     reason: str = "the node sent no answer for this chunk"
+
+    def __repr__(self) -> str:
+        if self.found:
+            return f"GetResult(id={_hex(self.id)}, found=True, data={_size(self.data)}, size={self.size}, holder={self.holder!r})"
+        return f"GetResult(id={_hex(self.id)}, found=False, reason={self.reason!r})"
 
 
 @dataclasses.dataclass
