@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -156,4 +157,131 @@ func TestRedisCliAndRedisBenchmarkWork(t *testing.T) {
 			t.Fatalf("redis-benchmark did not run %s:\n%s", test, out)
 		}
 	}
+}
+
+// movedCounter counts the -MOVED replies a cluster client's node clients
+// see (the cluster client follows them).
+type movedCounter struct{ n atomic.Int64 }
+
+func (m *movedCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (m *movedCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if err != nil && strings.HasPrefix(err.Error(), "MOVED ") {
+			m.n.Add(1)
+		}
+		return err
+	}
+}
+func (m *movedCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestGoRedisClusterClientFollowsTheRing: go-redis's ClusterClient against
+// three nodes in Redis Cluster mode: CLUSTER SLOTS agrees with where values
+// are stored, a steady workload sees no MOVED after the first refresh, and
+// after a fourth node joins the client follows MOVED and reads every key
+// back; redis-cli -c follows redirects too.
+func TestGoRedisClusterClientFollowsTheRing(t *testing.T) {
+	nodes, addrs := respCluster(t, "--resp-cluster")
+	moved := &movedCounter{}
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRedirects: 8, ReadTimeout: 30 * time.Second})
+	defer cc.Close()
+	cc.OnNewNode(func(c *redis.Client) { c.AddHook(moved) })
+	ctx := context.Background()
+	vals := map[string][]byte{}
+	for i := range 200 {
+		k := fmt.Sprintf("vllm@m@1@0@%04xkv_bytes", i)
+		vals[k] = make([]byte, 4096+i)
+		rand.Read(vals[k])
+		if err := cc.Set(ctx, k, vals[k], 0).Err(); err != nil {
+			t.Fatalf("SET %s: %v", k, err)
+		}
+	}
+	cc.ReloadState(ctx)
+	before := moved.n.Load()
+	for k, v := range vals {
+		if got, err := cc.Get(ctx, k).Bytes(); err != nil || !bytes.Equal(got, v) {
+			t.Fatalf("GET %s: %v", k, err)
+		}
+	}
+	if n := moved.n.Load() - before; n != 0 {
+		t.Fatalf("a steady workload saw %d MOVED replies", n)
+	}
+	// Where CLUSTER SLOTS says each key lives, a plain client reads it
+	// without a redirect, and the nodes hold one copy of each key in all.
+	slots, err := cc.ClusterSlots(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	for _, a := range addrs {
+		c := redis.NewClient(&redis.Options{Addr: a})
+		total += c.DBSize(ctx).Val()
+		c.Close()
+	}
+	if total != int64(len(vals)) {
+		t.Fatalf("the nodes hold %d values, want %d (one copy each)", total, len(vals))
+	}
+	for k, v := range vals {
+		owner := slotOwner(t, slots, k)
+		c := redis.NewClient(&redis.Options{Addr: owner, MaxRetries: -1})
+		got, err := c.Get(ctx, k).Bytes()
+		c.Close()
+		if err != nil || !bytes.Equal(got, v) {
+			t.Fatalf("GET %s at %s, its slot's owner: %v", k, owner, err)
+		}
+	}
+	// A fourth node joins: slots move with the ring.
+	n4 := startNode(t, t.TempDir(), shmDir(t), "127.0.0.1:0", "127.0.0.1:0", "--join", nodes[0].gossip, "--resp-addr", "127.0.0.1:0", "--resp-cluster")
+	waitRing(t, append(nodes, n4)...)
+	before = moved.n.Load()
+	for k, v := range vals {
+		if got, err := cc.Get(ctx, k).Bytes(); err != nil || !bytes.Equal(got, v) {
+			t.Fatalf("GET %s after a join: %v", k, err)
+		}
+	}
+	t.Logf("after the join the client followed %d MOVED replies", moved.n.Load()-before)
+	if moved.n.Load() == before {
+		t.Fatal("no key moved to the fourth node")
+	}
+	needTool(t, exec.Command("redis-cli", "--version"), "Debian's redis-tools")
+	host, port, _ := strings.Cut(addrs[0], ":")
+	for k := range vals {
+		out, err := exec.Command("redis-cli", "-c", "-h", host, "-p", port, "STRLEN", k).CombinedOutput()
+		if err != nil || strings.TrimSpace(string(out)) != fmt.Sprint(len(vals[k])) {
+			t.Fatalf("redis-cli -c STRLEN %s = %q, %v", k, out, err)
+		}
+		break
+	}
+}
+
+// slotOwner is the address CLUSTER SLOTS gives for key's slot.
+func slotOwner(t *testing.T, slots []redis.ClusterSlot, key string) string {
+	t.Helper()
+	s := int(crc16XModem([]byte(key)) % 16384)
+	for _, r := range slots {
+		if r.Start <= s && s <= r.End {
+			return r.Nodes[0].Addr
+		}
+	}
+	t.Fatalf("no range holds slot %d", s)
+	return ""
+}
+
+// crc16XModem is Redis Cluster's key hash, written again here so the test
+// does not trust the server's.
+func crc16XModem(b []byte) uint16 {
+	var crc uint16
+	for _, c := range b {
+		crc ^= uint16(c) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc
 }
