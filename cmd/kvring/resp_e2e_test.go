@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"os"
 	"os/exec"
@@ -284,4 +286,59 @@ func crc16XModem(b []byte) uint16 {
 		}
 	}
 	return crc
+}
+
+// TestTheRedisPortUsesTheNodesTLSAndTokens: with TLS and tokens, the
+// Redis-protocol port speaks TLS with the node's certificate, wants AUTH
+// with an engine token whose namespace prefixes apply, and FLUSHDB needs the
+// admin token.
+func TestTheRedisPortUsesTheNodesTLSAndTokens(t *testing.T) {
+	pki := newTestPKI(t)
+	tokens := writeFile(t, "tokens", "engine-token-0123456789 resp:vllm:llama\n")
+	admin := writeFile(t, "admin", "admin-token-0123456789\n")
+	n := startNode(t, t.TempDir(), shmDir(t), "127.0.0.1:0", "127.0.0.1:0", append(pki.tlsArgs(),
+		"--auth-tokens-file", tokens, "--admin-token-file", admin, "--resp-addr", "127.0.0.1:0")...)
+	addr := n.respAddr(t)
+	pool := x509.NewCertPool()
+	caPEM, _ := os.ReadFile(pki.ca)
+	pool.AppendCertsFromPEM(caPEM)
+	tlsCfg := &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}
+	ctx := context.Background()
+	dial := func(password string, tlsOn bool) *redis.Client {
+		o := &redis.Options{Addr: addr, Password: password, MaxRetries: -1, DialTimeout: 5 * time.Second}
+		if tlsOn {
+			o.TLSConfig = tlsCfg
+		}
+		c := redis.NewClient(o)
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	if err := dial("", false).Ping(ctx).Err(); err == nil {
+		t.Fatal("a plaintext client was answered on a TLS port")
+	}
+	if err := dial("", true).Set(ctx, "vllm@llama@1@0@a", "v", 0).Err(); err == nil || !strings.HasPrefix(err.Error(), "NOAUTH") {
+		t.Fatalf("SET without AUTH: %v, want NOAUTH", err)
+	}
+	if err := dial("wrong-token-0123456789", true).Ping(ctx).Err(); err == nil || !strings.HasPrefix(err.Error(), "WRONGPASS") {
+		t.Fatalf("a wrong token: %v, want WRONGPASS", err)
+	}
+	eng := dial("engine-token-0123456789", true)
+	if err := eng.Set(ctx, "vllm@llama@1@0@a", "v", 0).Err(); err != nil {
+		t.Fatalf("SET with the engine token: %v", err)
+	}
+	if v := eng.Get(ctx, "vllm@llama@1@0@a").Val(); v != "v" {
+		t.Fatalf("GET = %q", v)
+	}
+	if err := eng.Set(ctx, "vllm@mistral@1@0@a", "v", 0).Err(); err == nil || !strings.HasPrefix(err.Error(), "NOPERM") {
+		t.Fatalf("SET outside the token's namespaces: %v, want NOPERM", err)
+	}
+	if err := eng.FlushDB(ctx).Err(); err == nil || !strings.HasPrefix(err.Error(), "NOPERM") {
+		t.Fatalf("FLUSHDB with an engine token: %v, want NOPERM", err)
+	}
+	if err := dial("admin-token-0123456789", true).FlushDB(ctx).Err(); err != nil {
+		t.Fatalf("FLUSHDB with the admin token: %v", err)
+	}
+	if n := eng.Exists(ctx, "vllm@llama@1@0@a").Val(); n != 0 {
+		t.Fatalf("EXISTS after FLUSHDB = %d", n)
+	}
 }
