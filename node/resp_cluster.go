@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
@@ -147,7 +148,7 @@ func (r *respCluster) Publish(ctx context.Context, ns resp.Namespace, keys []res
 		if err != nil {
 			return nil, err
 		}
-		refs[i] = &kvringv1.ChunkRef{Id: keys[i].ID[:], Size: uint64(b.Size()), Crc32C: sum}
+		refs[i] = &kvringv1.ChunkRef{Id: keys[i].ID[:], Size: uint64(b.Size()), Crc32C: sum, Name: []byte(keys[i].Name)}
 	}
 	_, res, err := r.coord.Publish(ctx, &kvringv1.PutBegin{Namespace: ns.Ref, Chunks: refs, Groups: runs(keys)}, blobs)
 	if err != nil {
@@ -218,6 +219,42 @@ func (r *respCluster) Delete(ctx context.Context, ns resp.Namespace, keys []resp
 		return rm.Removed, fmt.Errorf("%w: %d of the keys are pinned by a lookup lease and stay until it ends", transfer.ErrUnavailable, pinned)
 	}
 	return rm.Removed, nil
+}
+
+// Scan pages through the key names members hold: the cursor's top 8 bits
+// are the member (an index into the ring's members, sorted by id; always 0
+// with local), the other 56 the first 7 bytes of the next chunk id to list
+// on it. A member's pages follow each other until it has no more; then the
+// next member's start. A ring change during a scan may skip or repeat
+// keys, as a Redis rehash may repeat them.
+func (r *respCluster) Scan(ctx context.Context, cursor uint64, count int, local bool) ([][]byte, uint64, error) {
+	rg := r.ring()
+	var members []ring.Member
+	if local {
+		members = []ring.Member{{ID: r.self}}
+	} else if rg != nil {
+		members = rg.Members()
+	}
+	var names [][]byte
+	for idx := int(cursor >> 56); idx < len(members) && len(names) < count; idx++ {
+		var from []byte
+		if low := cursor & (1<<56 - 1); low != 0 {
+			from = binary.BigEndian.AppendUint64(nil, low<<8)[:7]
+		}
+		page, next, err := r.coord.ListKeys(ctx, members[idx], resp.NamespacePrefix, from, count-len(names))
+		if err != nil {
+			return nil, 0, fmt.Errorf("cannot list the keys of node %s: %w", members[idx].ID, err)
+		}
+		names = append(names, page...)
+		if next != nil {
+			return names, uint64(idx)<<56 | binary.BigEndian.Uint64(append(next[:7:7], 0))>>8, nil
+		}
+		cursor = uint64(idx+1) << 56
+	}
+	if int(cursor>>56) >= len(members) {
+		cursor = 0
+	}
+	return names, cursor, nil
 }
 
 // Flush drops every RESP namespace this node knows from every member.

@@ -79,6 +79,8 @@ type chunkRecord struct {
 	// place is the chunk's placement group key (nil: placed by its id, or
 	// recorded before placement keys were kept).
 	place *ID
+	// name is the chunk's key name (nil: none).
+	name *string
 }
 
 func (c *catalog) queue(op catOp) {
@@ -104,7 +106,7 @@ func (c *catalog) recordSegment(seg *segment, created bool) {
 }
 
 func (c *catalog) addChunk(ns string, e *entry) {
-	v := encodeChunkValue(ns, e.size, e.crc, e.key.id, e.place)
+	v := encodeChunkValue(ns, e.size, e.crc, e.key.id, e.place, e.name)
 	c.queue(catOp{kind: opChunkPut, key: chunkKeyBytes(e.slot.seg.id, e.slot.slot), val: v})
 }
 

@@ -17,13 +17,15 @@ import (
 // trust (a valid namespace, a slot and size in range).
 func FuzzDecodeChunkRecord(f *testing.F) {
 	id := testID(7)
-	f.Add(keyBytes(chunkKeyBytes(3, 9)), encodeChunkValue("ns", 1000, 0xdeadbeef, id, nil))
-	f.Add(keyBytes(chunkKeyBytes(0, 0)), encodeChunkValue("a/b:c", 1, 0, ID{}, nil))
-	f.Add(keyBytes(chunkKeyBytes(2, 4)), encodeChunkValue("ns", 77, 1, id, &id))
-	f.Add(keyBytes(chunkKeyBytes(1, -1)), encodeChunkValue("ns", 0, 0, id, nil))
+	f.Add(keyBytes(chunkKeyBytes(3, 9)), encodeChunkValue("ns", 1000, 0xdeadbeef, id, nil, nil))
+	f.Add(keyBytes(chunkKeyBytes(0, 0)), encodeChunkValue("a/b:c", 1, 0, ID{}, nil, nil))
+	f.Add(keyBytes(chunkKeyBytes(2, 4)), encodeChunkValue("ns", 77, 1, id, &id, nil))
+	name := "vllm@m@1@0@abckv_bytes"
+	f.Add(keyBytes(chunkKeyBytes(2, 5)), encodeChunkValue("ns", 77, 1, id, &id, &name))
+	f.Add(keyBytes(chunkKeyBytes(1, -1)), encodeChunkValue("ns", 0, 0, id, nil, nil))
 	f.Add([]byte{1, 2, 3}, []byte("short"))
-	f.Add(keyBytes(chunkKeyBytes(1, 1)), encodeChunkValue("bad ns!", 10, 0, id, nil))
-	f.Add(keyBytes(chunkKeyBytes(1, 1)), encodeChunkValue("", 10, 0, id, nil))
+	f.Add(keyBytes(chunkKeyBytes(1, 1)), encodeChunkValue("bad ns!", 10, 0, id, nil, nil))
+	f.Add(keyBytes(chunkKeyBytes(1, 1)), encodeChunkValue("", 10, 0, id, nil, nil))
 	f.Fuzz(func(t *testing.T, k, v []byte) {
 		r, err := decodeChunkRecord(k, v)
 		if err != nil {
@@ -33,7 +35,7 @@ func FuzzDecodeChunkRecord(f *testing.F) {
 			t.Fatalf("decoded a record recovery cannot use: %+v", r)
 		}
 		key := chunkKeyBytes(r.seg, r.slot)
-		if !bytes.Equal(key[:], k) || !bytes.Equal(encodeChunkValue(r.ns, r.size, r.crc, r.id, r.place), v) {
+		if !bytes.Equal(key[:], k) || !bytes.Equal(encodeChunkValue(r.ns, r.size, r.crc, r.id, r.place, r.name), v) {
 			t.Fatalf("record %+v does not encode back to %x / %x", r, k, v)
 		}
 	})

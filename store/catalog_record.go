@@ -64,13 +64,20 @@ func decodeSegmentRecord(k, v []byte) (segmentRecord, error) {
 
 // encodeChunkValue returns the value of a chunk record: size, crc, id,
 // namespace and, for a chunk placed on the ring by a group key (place
-// non-nil), a zero byte and that key. A namespace never contains a
-// zero byte (ValidateNamespace), so records written before placement keys
-// existed decode unchanged, with no key.
-func encodeChunkValue(ns string, size, crc uint32, id ID, place *ID) []byte {
+// non-nil) or with a name, a zero byte, the key (the id when place is nil)
+// and the name. A namespace never contains a zero byte (ValidateNamespace),
+// so records written before placement keys existed decode unchanged, with
+// no key, and records written before names with no name.
+func encodeChunkValue(ns string, size, crc uint32, id ID, place *ID, name *string) []byte {
+	if place == nil && name != nil {
+		place = &id
+	}
 	n := 8 + IDSize + len(ns)
 	if place != nil {
 		n += 1 + IDSize
+	}
+	if name != nil {
+		n += len(*name)
 	}
 	v := make([]byte, n)
 	binary.BigEndian.PutUint32(v[0:], size)
@@ -79,6 +86,9 @@ func encodeChunkValue(ns string, size, crc uint32, id ID, place *ID) []byte {
 	copy(v[8+IDSize:], ns)
 	if place != nil {
 		copy(v[8+IDSize+len(ns)+1:], place[:])
+	}
+	if name != nil {
+		copy(v[8+IDSize+len(ns)+1+IDSize:], *name)
 	}
 	return v
 }
@@ -97,11 +107,15 @@ func decodeChunkRecord(k, v []byte) (chunkRecord, error) {
 	copy(r.id[:], v[8:8+IDSize])
 	rest := v[8+IDSize:]
 	if z := bytes.IndexByte(rest, 0); z >= 0 {
-		if len(rest)-z-1 != IDSize {
+		if len(rest)-z-1 < IDSize {
 			return chunkRecord{}, fmt.Errorf("malformed chunk record %x: placement key of %d bytes", k, len(rest)-z-1)
 		}
 		r.place = new(ID)
 		copy(r.place[:], rest[z+1:])
+		if len(rest)-z-1 > IDSize {
+			name := string(rest[z+1+IDSize:])
+			r.name = &name
+		}
 		rest = rest[:z]
 	}
 	r.ns = string(rest)

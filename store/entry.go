@@ -21,7 +21,10 @@ type entry struct {
 	crc  uint32
 	// place is the key of the chunk's placement group on the ring, for a
 	// namespace placed by groups (SetPlacement); nil otherwise.
-	place   *ID
+	place *ID
+	// name is the key a chunk written through the Redis protocol was
+	// stored under (SetName); nil otherwise.
+	name    *string
 	state   uint8
 	reason  uint8 // why a dead entry died (a reason* constant)
 	hasSlot bool  // slot is allocated and not yet returned to the arena

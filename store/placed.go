@@ -19,6 +19,18 @@ func (w *Staged) SetPlacement(key ID) {
 	w.s.mu.Unlock()
 }
 
+// SetName records the key a chunk written through the Redis protocol was
+// stored under. It is kept with the chunk once sealed, in memory and in the
+// catalog, and listed by Names. Call it before Seal.
+func (w *Staged) SetName(name string) {
+	if w == nil || w.e == nil {
+		return
+	}
+	w.s.mu.Lock()
+	w.e.name = &name
+	w.s.mu.Unlock()
+}
+
 // HeldChunk is a sealed chunk as Held lists it.
 type HeldChunk struct {
 	Namespace string
@@ -31,6 +43,8 @@ type HeldChunk struct {
 	// keys were kept: where it belongs is unknown.
 	Keyed bool
 	Size  int64
+	// Name is the key SetName recorded ("" for none).
+	Name string
 }
 
 // Held lists every sealed chunk. It copies the index under the store's
@@ -53,6 +67,9 @@ func (s *Store) Held() []HeldChunk {
 			h := HeldChunk{Namespace: s.nsNames[e.key.ns], ID: e.key.id, Place: e.key.id, Size: int64(e.size)}
 			if e.place != nil {
 				h.Place, h.Keyed = *e.place, true
+			}
+			if e.name != nil {
+				h.Name = *e.name
 			}
 			out = append(out, h)
 		}

@@ -19,6 +19,16 @@ type View struct {
 	corrupted bool
 }
 
+// Name is the key SetName recorded for the chunk ("" for none).
+func (v *View) Name() string {
+	v.s.mu.Lock()
+	defer v.s.mu.Unlock()
+	if v.e.name == nil {
+		return ""
+	}
+	return *v.e.name
+}
+
 // Location says where a chunk lives, for handing its segment to a process on
 // the same host (through segmentFile, unexported until the local socket uses
 // it).

@@ -70,7 +70,7 @@ func (s *Store) recover() (int, error) {
 		}
 		k, _, _ := s.key(r.ns, r.id, true)
 		e := &entry{key: k, hash: k.hash(), slot: slotRef{seg, r.slot}, size: r.size, crc: r.crc,
-			place: r.place, state: stateSealed, hasSlot: true, policy: true}
+			place: r.place, name: r.name, state: stateSealed, hasSlot: true, policy: true}
 		if s.idx.get(k, e.hash) != nil {
 			bad++
 			s.cat.queue(catOp{kind: opChunkDel, key: chunkKeyBytes(r.seg, r.slot)})

@@ -342,3 +342,71 @@ func TestTheRedisPortUsesTheNodesTLSAndTokens(t *testing.T) {
 		t.Fatalf("EXISTS after FLUSHDB = %d", n)
 	}
 }
+
+// TestScanListsEveryKeyThroughTheCluster: redis-cli --scan through one node
+// lists every key written through any node, once a ring change has moved
+// some of them to a new member too (a key's name travels with its chunk).
+func TestScanListsEveryKeyThroughTheCluster(t *testing.T) {
+	needTool(t, exec.Command("redis-cli", "--version"), "Debian's redis-tools")
+	nodes, addrs := respCluster(t)
+	ctx := context.Background()
+	want := map[string]bool{}
+	for i := range 300 {
+		c := redis.NewClient(&redis.Options{Addr: addrs[i%3]})
+		k := fmt.Sprintf("vllm@m@1@%d@%04xkv_bytes", i%2, i)
+		if err := c.Set(ctx, k, "value", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+		want[k] = true
+	}
+	scan := func(addr, pattern string) map[string]bool {
+		host, port, _ := strings.Cut(addr, ":")
+		out, err := exec.Command("redis-cli", "-h", host, "-p", port, "--scan", "--pattern", pattern).CombinedOutput()
+		if err != nil {
+			t.Fatalf("redis-cli --scan: %v\n%s", err, out)
+		}
+		got := map[string]bool{}
+		for _, l := range strings.Fields(string(out)) {
+			got[l] = true
+		}
+		return got
+	}
+	equal := func(got map[string]bool, want map[string]bool) bool {
+		if len(got) != len(want) {
+			return false
+		}
+		for k := range want {
+			if !got[k] {
+				return false
+			}
+		}
+		return true
+	}
+	if got := scan(addrs[1], "*"); !equal(got, want) {
+		t.Fatalf("redis-cli --scan listed %d keys, want %d", len(got), len(want))
+	}
+	half := map[string]bool{}
+	for k := range want {
+		if strings.HasPrefix(k, "vllm@m@1@1@") {
+			half[k] = true
+		}
+	}
+	if got := scan(addrs[2], "vllm@m@1@1@*"); !equal(got, half) {
+		t.Fatalf("redis-cli --scan --pattern listed %d keys, want %d", len(got), len(half))
+	}
+	n4 := startNode(t, t.TempDir(), shmDir(t), "127.0.0.1:0", "127.0.0.1:0", "--join", nodes[0].gossip, "--resp-addr", "127.0.0.1:0")
+	waitRing(t, append(nodes, n4)...)
+	a4 := redis.NewClient(&redis.Options{Addr: n4.respAddr(t)})
+	defer a4.Close()
+	deadline := time.Now().Add(60 * time.Second)
+	for a4.DBSize(ctx).Val() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no chunk was handed to the new member")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got := scan(n4.respAddr(t), "*"); len(got) != len(want) || !equal(got, want) {
+		t.Fatalf("after a hand-off redis-cli --scan listed %d keys, want %d", len(got), len(want))
+	}
+}

@@ -98,7 +98,8 @@ func (c *Coordinator) copyTo(ctx context.Context, m ring.Member, rec *kvringv1.N
 	refs := make([]*kvringv1.ChunkRef, len(chunks))
 	keys := make([][]byte, len(chunks))
 	for i, ch := range chunks {
-		refs[i] = &kvringv1.ChunkRef{Id: ch.ID[:], Size: uint64(len(ch.View.Bytes())), Crc32C: ch.View.Checksum()}
+		refs[i] = &kvringv1.ChunkRef{Id: ch.ID[:], Size: uint64(len(ch.View.Bytes())), Crc32C: ch.View.Checksum(),
+			Name: nameBytes(ch.View.Name())}
 		keys[i] = ch.Place[:]
 	}
 	var runs []*kvringv1.GroupRun
@@ -222,4 +223,12 @@ func voteErr(v *kvringv1.ChunkVote) error {
 	default:
 		return fmt.Errorf("%s", v.GetReason())
 	}
+}
+
+// nameBytes is a chunk's name as ChunkRef.name carries it (nil for none).
+func nameBytes(name string) []byte {
+	if name == "" {
+		return nil
+	}
+	return []byte(name)
 }

@@ -131,3 +131,23 @@ func (c *Coordinator) everyMember(ctx context.Context, f func(context.Context, r
 	}
 	return nil
 }
+
+// ListKeys asks member m (this node in process) for a page of the names of
+// the chunks it holds (owner.ListKeys), bounded by PeerTimeout.
+func (c *Coordinator) ListKeys(ctx context.Context, m ring.Member, prefix string, from []byte, count int) (names [][]byte, next []byte, err error) {
+	if m.ID == c.cfg.Self {
+		return c.local.ListKeys(prefix, from, count)
+	}
+	pc, err := c.peer(m)
+	if err != nil {
+		return nil, nil, err
+	}
+	pctx, cancel := c.peerCtx(ctx)
+	defer cancel()
+	resp, err := pc.ListKeys(pctx, &kvringv1.ListKeysRequest{Caller: c.caller(), NamespacePrefix: prefix, From: from, Count: uint32(count)})
+	c.peers.note(ctx, m, err)
+	if err != nil {
+		return nil, nil, transfer.FromStatus(err)
+	}
+	return resp.GetNames(), resp.GetNext(), nil
+}

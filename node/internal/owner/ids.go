@@ -25,9 +25,13 @@ func ParseIDs(raw [][]byte, maxBatch int) ([]store.ID, error) {
 	return ids, nil
 }
 
+// MaxNameLen is the longest ChunkRef.name: the key of a value written
+// through the Redis protocol.
+const MaxNameLen = 1024
+
 // ValidateChunks checks a batch's descriptors: ids of 32 bytes, sizes within
-// (0, maxChunk], at most maxBatch chunks, no id twice. The error names the
-// chunk index and the field.
+// (0, maxChunk], names of at most MaxNameLen bytes, at most maxBatch chunks,
+// no id twice. The error names the chunk index and the field.
 func ValidateChunks(chunks []*kvringv1.ChunkRef, maxChunk int64, maxBatch int) ([]store.ID, error) {
 	if len(chunks) == 0 {
 		return nil, fmt.Errorf("%w: the batch has no chunks", transfer.ErrInvalidArgument)
@@ -44,6 +48,9 @@ func ValidateChunks(chunks []*kvringv1.ChunkRef, maxChunk int64, maxBatch int) (
 		}
 		if c.GetSize() == 0 || int64(c.GetSize()) > maxChunk {
 			return nil, fmt.Errorf("%w: chunks[%d].size: %d bytes is outside (0, %d]", transfer.ErrInvalidArgument, i, c.GetSize(), maxChunk)
+		}
+		if len(c.GetName()) > MaxNameLen {
+			return nil, fmt.Errorf("%w: chunks[%d].name: %d bytes, at most %d", transfer.ErrInvalidArgument, i, len(c.GetName()), MaxNameLen)
 		}
 		if j, dup := first[id]; dup {
 			return nil, fmt.Errorf("%w: chunks[%d].id is the same as chunks[%d].id: a batch names each chunk once", transfer.ErrInvalidArgument, i, j)

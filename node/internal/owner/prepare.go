@@ -83,6 +83,9 @@ func (p *Prepare) stage(chunks []*kvringv1.ChunkRef, slot SlotFunc) (need []uint
 		if p.keys != nil {
 			w.SetPlacement(store.ID(p.keys[i]))
 		}
+		if len(c.GetName()) > 0 {
+			w.SetName(string(c.GetName()))
+		}
 		p.staged[idx] = w
 		if !w.Complete() {
 			needed[idx] = true

@@ -69,3 +69,45 @@ func (s *Service) Remove(_ context.Context, req *kvringv1.RemoveRequest) (*kvrin
 	}
 	return &kvringv1.RemoveResponse{Epoch: s.o.Epoch(), Removed: removed, Pinned: pinned}, nil
 }
+
+// maxListKeys bounds one ListKeys page.
+const maxListKeys = 10000
+
+// ListKeys serves the Peer service's ListKeys: a page of the names this
+// node's store holds (store.Names).
+func (s *Service) ListKeys(_ context.Context, req *kvringv1.ListKeysRequest) (*kvringv1.ListKeysResponse, error) {
+	names, next, err := s.o.ListKeys(req.GetNamespacePrefix(), req.GetFrom(), int(req.GetCount()))
+	if err != nil {
+		return nil, transfer.ToStatus(err)
+	}
+	return &kvringv1.ListKeysResponse{Epoch: s.o.Epoch(), Names: names, Next: next}, nil
+}
+
+// ListKeys returns up to count names of the chunks of namespaces starting
+// with prefix whose id is at least from, in id order, and where the next
+// page starts (nil after the last).
+func (o *Owner) ListKeys(prefix string, from []byte, count int) (names [][]byte, next []byte, err error) {
+	if count < 1 || count > maxListKeys || len(from) > store.IDSize {
+		return nil, nil, fmt.Errorf("%w: count %d (1 to %d), from of %d bytes (at most %d)",
+			transfer.ErrInvalidArgument, count, maxListKeys, len(from), store.IDSize)
+	}
+	page, more := o.st.Names(prefix, from, count)
+	names = make([][]byte, len(page))
+	for i, c := range page {
+		names[i] = []byte(c.Name)
+	}
+	if more {
+		next = nextID(page[len(page)-1].ID)
+	}
+	return names, next, nil
+}
+
+// nextID is the id after id (id + 1, big-endian), nil after the last.
+func nextID(id store.ID) []byte {
+	for i := len(id) - 1; i >= 0; i-- {
+		if id[i]++; id[i] != 0 {
+			return id[:]
+		}
+	}
+	return nil
+}

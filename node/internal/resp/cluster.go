@@ -29,6 +29,13 @@ type Cluster interface {
 	// Delete removes the chunks of keys from every member that holds them
 	// and reports, per key, whether some member held it.
 	Delete(ctx context.Context, ns Namespace, keys []Key) ([]bool, error)
+	// Scan returns a page of at least count key names (fewer only at the
+	// end), the names of chunks written through this port, and the cursor
+	// of the next page (0 after the last). Cursor 0 starts a scan. local
+	// limits it to the chunks this node holds (Redis Cluster mode, where
+	// SCAN is per node); otherwise it walks every member in turn. A name
+	// may be listed twice (by two holders, or around a ring change).
+	Scan(ctx context.Context, cursor uint64, count int, local bool) (names [][]byte, next uint64, err error)
 	// Flush removes every namespace whose name starts with NamespacePrefix
 	// from every member, and reports how many it removed.
 	Flush(ctx context.Context) (int, error)

@@ -61,6 +61,7 @@ func init() {
 		"type":   {arity: 2, flags: []string{"readonly", "fast"}, firstKey: 1, lastKey: 1, step: 1, run: cmdType},
 		"ttl":    {arity: 2, flags: []string{"readonly", "fast"}, firstKey: 1, lastKey: 1, step: 1, run: cmdTTL},
 		"pttl":   {arity: 2, flags: []string{"readonly", "fast"}, firstKey: 1, lastKey: 1, step: 1, run: cmdTTL},
+		"scan":   {arity: -2, flags: []string{"readonly"}, run: cmdScan},
 		"dbsize": {arity: 1, flags: []string{"readonly", "fast"}, run: cmdDBSize},
 		// Redis Cluster
 		"cluster":   {arity: -2, flags: []string{"stale"}, run: cmdCluster},

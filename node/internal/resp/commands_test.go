@@ -418,3 +418,44 @@ func TestClusterModeRedirectsKeysOfOtherNodes(t *testing.T) {
 		t.Fatalf("CLUSTER SHARDS = %+v, %v", shards, err)
 	}
 }
+
+// TestScanListsEveryKeyOnceAcrossPages: SCAN pages through every key
+// written, with MATCH and TYPE applied, until the cursor is 0 again.
+func TestScanListsEveryKeyOnceAcrossPages(t *testing.T) {
+	s, _ := testServer(t, nil)
+	c := client(t, s, 2)
+	ctx := context.Background()
+	want := map[string]bool{}
+	for i := range 2500 {
+		k := fmt.Sprintf("vllm@m@1@0@%04x", i)
+		suffix := "kv_bytes"
+		if i%2 == 1 {
+			suffix = "metadata"
+		}
+		if err := c.Set(ctx, k+suffix, "v", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if suffix == "metadata" {
+			want[k+suffix] = true
+		}
+	}
+	got := map[string]int{}
+	iter := c.Scan(ctx, 0, "*metadata", 10).Iterator()
+	for iter.Next(ctx) {
+		got[iter.Val()]++
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("SCAN MATCH *metadata listed %d keys, want %d", len(got), len(want))
+	}
+	for k, n := range got {
+		if !want[k] || n != 1 {
+			t.Fatalf("SCAN listed %q %d times", k, n)
+		}
+	}
+	if keys, cur, err := c.ScanType(ctx, 0, "", 10, "hash").Result(); err != nil || len(keys) != 0 || cur != 0 {
+		t.Fatalf("SCAN TYPE hash = %v, %d, %v", keys, cur, err)
+	}
+}

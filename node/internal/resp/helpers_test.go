@@ -101,6 +101,7 @@ func (f *fakeCluster) Publish(_ context.Context, ns Namespace, keys []Key, blobs
 		case err != nil:
 			return nil, err
 		}
+		w.SetName(k.Name)
 		if err := w.Seal(); err != nil {
 			return nil, err
 		}
@@ -174,6 +175,21 @@ func (f *fakeCluster) Authenticate(token string) (Access, error) {
 		return a, nil
 	}
 	return Access{}, ErrBadToken
+}
+
+// Scan lists the names in this node's store (and none of the "remote"
+// keys): the cursor is a count of names already listed.
+func (f *fakeCluster) Scan(_ context.Context, cursor uint64, count int, _ bool) ([][]byte, uint64, error) {
+	all, _ := f.st.Names(NamespacePrefix, nil, 1<<20)
+	var out [][]byte
+	for i := int(cursor); i < len(all) && len(out) < count; i++ {
+		out = append(out, []byte(all[i].Name))
+	}
+	next := cursor + uint64(len(out))
+	if int(next) >= len(all) {
+		next = 0
+	}
+	return out, next, nil
 }
 
 // Slots: this node owns the lower half of the slots, "other" the upper.

@@ -80,11 +80,14 @@ type Key struct {
 	Place store.ID
 	// Slot is the key's Redis Cluster hash slot.
 	Slot uint16
+	// Name is the key itself, kept with its chunk for SCAN.
+	Name string
 }
 
 // Map maps key. It never fails: every byte string is a key.
 func (m KeyMap) Map(key []byte) Key {
-	return Key{Namespace: m.Namespace(key), ID: sha256.Sum256(key), Place: placeKey(m.placement(key)), Slot: Slot(key)}
+	return Key{Namespace: m.Namespace(key), ID: sha256.Sum256(key), Place: placeKey(m.placement(key)), Slot: Slot(key),
+		Name: string(key)}
 }
 
 // Namespace is the namespace of key: NamespacePrefix and the part before the

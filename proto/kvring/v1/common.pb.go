@@ -399,7 +399,10 @@ type ChunkRef struct {
 	// Chunk length in bytes, 1 to max_chunk_bytes (default 64 MiB).
 	Size uint64 `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
 	// CRC-32C (Castagnoli) of the complete chunk bytes.
-	Crc32C        uint32 `protobuf:"fixed32,3,opt,name=crc32c,proto3" json:"crc32c,omitempty"`
+	Crc32C uint32 `protobuf:"fixed32,3,opt,name=crc32c,proto3" json:"crc32c,omitempty"`
+	// The key a chunk written through the Redis protocol was stored under, up to 1 KiB; empty for other chunks. Kept
+	// with the chunk (and by every copy of it) so that SCAN can list keys.
+	Name          []byte `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -453,6 +456,13 @@ func (x *ChunkRef) GetCrc32C() uint32 {
 		return x.Crc32C
 	}
 	return 0
+}
+
+func (x *ChunkRef) GetName() []byte {
+	if x != nil {
+		return x.Name
+	}
+	return nil
 }
 
 // GroupRun gives the placement key of a run of consecutive chunks of a request: the next `count` chunks (in
@@ -883,11 +893,12 @@ const file_kvring_v1_common_proto_rawDesc = "" +
 	"\fmin_replicas\x18\x05 \x01(\rR\vminReplicas\x12&\n" +
 	"\x0fcreated_unix_ms\x18\x06 \x01(\x03R\rcreatedUnixMs\x12\x1d\n" +
 	"\n" +
-	"created_by\x18\a \x01(\tR\tcreatedBy\"F\n" +
+	"created_by\x18\a \x01(\tR\tcreatedBy\"Z\n" +
 	"\bChunkRef\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\fR\x02id\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x04R\x04size\x12\x16\n" +
-	"\x06crc32c\x18\x03 \x01(\aR\x06crc32c\"2\n" +
+	"\x06crc32c\x18\x03 \x01(\aR\x06crc32c\x12\x12\n" +
+	"\x04name\x18\x04 \x01(\fR\x04name\"2\n" +
 	"\bGroupRun\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\rR\x05count\"?\n" +

@@ -148,6 +148,143 @@ func (CommitStatus) EnumDescriptor() ([]byte, []int) {
 	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{1}
 }
 
+// ListKeysRequest asks for a page of key names.
+type ListKeysRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The calling coordinator and its ring epoch.
+	Caller *PeerCaller `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	// Only chunks of namespaces whose name starts with this.
+	NamespacePrefix string `protobuf:"bytes,2,opt,name=namespace_prefix,json=namespacePrefix,proto3" json:"namespace_prefix,omitempty"`
+	// Only chunks whose id is at least this (up to 32 bytes, compared as a prefix; empty: from the first).
+	From []byte `protobuf:"bytes,3,opt,name=from,proto3" json:"from,omitempty"`
+	// The most names to return, 1 to 10000.
+	Count         uint32 `protobuf:"varint,4,opt,name=count,proto3" json:"count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListKeysRequest) Reset() {
+	*x = ListKeysRequest{}
+	mi := &file_kvring_v1_peer_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListKeysRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListKeysRequest) ProtoMessage() {}
+
+func (x *ListKeysRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kvring_v1_peer_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListKeysRequest.ProtoReflect.Descriptor instead.
+func (*ListKeysRequest) Descriptor() ([]byte, []int) {
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *ListKeysRequest) GetCaller() *PeerCaller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *ListKeysRequest) GetNamespacePrefix() string {
+	if x != nil {
+		return x.NamespacePrefix
+	}
+	return ""
+}
+
+func (x *ListKeysRequest) GetFrom() []byte {
+	if x != nil {
+		return x.From
+	}
+	return nil
+}
+
+func (x *ListKeysRequest) GetCount() uint32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+// ListKeysResponse is a page of key names.
+type ListKeysResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Ring epoch of the node.
+	Epoch uint64 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// Key names, in chunk id order.
+	Names [][]byte `protobuf:"bytes,2,rep,name=names,proto3" json:"names,omitempty"`
+	// Where the next page starts (ListKeysRequest.from); empty when this page is the last.
+	Next          []byte `protobuf:"bytes,3,opt,name=next,proto3" json:"next,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListKeysResponse) Reset() {
+	*x = ListKeysResponse{}
+	mi := &file_kvring_v1_peer_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListKeysResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListKeysResponse) ProtoMessage() {}
+
+func (x *ListKeysResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kvring_v1_peer_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListKeysResponse.ProtoReflect.Descriptor instead.
+func (*ListKeysResponse) Descriptor() ([]byte, []int) {
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ListKeysResponse) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *ListKeysResponse) GetNames() [][]byte {
+	if x != nil {
+		return x.Names
+	}
+	return nil
+}
+
+func (x *ListKeysResponse) GetNext() []byte {
+	if x != nil {
+		return x.Next
+	}
+	return nil
+}
+
 // RemoveRequest asks a node to remove chunks, or a namespace.
 type RemoveRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -165,7 +302,7 @@ type RemoveRequest struct {
 
 func (x *RemoveRequest) Reset() {
 	*x = RemoveRequest{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[0]
+	mi := &file_kvring_v1_peer_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -177,7 +314,7 @@ func (x *RemoveRequest) String() string {
 func (*RemoveRequest) ProtoMessage() {}
 
 func (x *RemoveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[0]
+	mi := &file_kvring_v1_peer_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -190,7 +327,7 @@ func (x *RemoveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveRequest.ProtoReflect.Descriptor instead.
 func (*RemoveRequest) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{0}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *RemoveRequest) GetCaller() *PeerCaller {
@@ -238,7 +375,7 @@ type RemoveResponse struct {
 
 func (x *RemoveResponse) Reset() {
 	*x = RemoveResponse{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[1]
+	mi := &file_kvring_v1_peer_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -250,7 +387,7 @@ func (x *RemoveResponse) String() string {
 func (*RemoveResponse) ProtoMessage() {}
 
 func (x *RemoveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[1]
+	mi := &file_kvring_v1_peer_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -263,7 +400,7 @@ func (x *RemoveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveResponse.ProtoReflect.Descriptor instead.
 func (*RemoveResponse) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{1}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *RemoveResponse) GetEpoch() uint64 {
@@ -322,7 +459,7 @@ type PrepareRequest struct {
 
 func (x *PrepareRequest) Reset() {
 	*x = PrepareRequest{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[2]
+	mi := &file_kvring_v1_peer_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -334,7 +471,7 @@ func (x *PrepareRequest) String() string {
 func (*PrepareRequest) ProtoMessage() {}
 
 func (x *PrepareRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[2]
+	mi := &file_kvring_v1_peer_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -347,7 +484,7 @@ func (x *PrepareRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrepareRequest.ProtoReflect.Descriptor instead.
 func (*PrepareRequest) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{2}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *PrepareRequest) GetMsg() isPrepareRequest_Msg {
@@ -441,7 +578,7 @@ type PrepareBegin struct {
 
 func (x *PrepareBegin) Reset() {
 	*x = PrepareBegin{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[3]
+	mi := &file_kvring_v1_peer_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -453,7 +590,7 @@ func (x *PrepareBegin) String() string {
 func (*PrepareBegin) ProtoMessage() {}
 
 func (x *PrepareBegin) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[3]
+	mi := &file_kvring_v1_peer_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -466,7 +603,7 @@ func (x *PrepareBegin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrepareBegin.ProtoReflect.Descriptor instead.
 func (*PrepareBegin) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{3}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *PrepareBegin) GetCaller() *PeerCaller {
@@ -527,7 +664,7 @@ type PrepareEnd struct {
 
 func (x *PrepareEnd) Reset() {
 	*x = PrepareEnd{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[4]
+	mi := &file_kvring_v1_peer_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -539,7 +676,7 @@ func (x *PrepareEnd) String() string {
 func (*PrepareEnd) ProtoMessage() {}
 
 func (x *PrepareEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[4]
+	mi := &file_kvring_v1_peer_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -552,7 +689,7 @@ func (x *PrepareEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrepareEnd.ProtoReflect.Descriptor instead.
 func (*PrepareEnd) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{4}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{6}
 }
 
 // PrepareResponse is one owner-to-coordinator message of a Prepare stream: first one need, then zero or more votes.
@@ -571,7 +708,7 @@ type PrepareResponse struct {
 
 func (x *PrepareResponse) Reset() {
 	*x = PrepareResponse{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[5]
+	mi := &file_kvring_v1_peer_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -583,7 +720,7 @@ func (x *PrepareResponse) String() string {
 func (*PrepareResponse) ProtoMessage() {}
 
 func (x *PrepareResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[5]
+	mi := &file_kvring_v1_peer_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -596,7 +733,7 @@ func (x *PrepareResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrepareResponse.ProtoReflect.Descriptor instead.
 func (*PrepareResponse) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{5}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *PrepareResponse) GetEpoch() uint64 {
@@ -662,7 +799,7 @@ type PrepareNeed struct {
 
 func (x *PrepareNeed) Reset() {
 	*x = PrepareNeed{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[6]
+	mi := &file_kvring_v1_peer_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -674,7 +811,7 @@ func (x *PrepareNeed) String() string {
 func (*PrepareNeed) ProtoMessage() {}
 
 func (x *PrepareNeed) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[6]
+	mi := &file_kvring_v1_peer_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -687,7 +824,7 @@ func (x *PrepareNeed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrepareNeed.ProtoReflect.Descriptor instead.
 func (*PrepareNeed) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{6}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *PrepareNeed) GetNeed() []uint32 {
@@ -715,7 +852,7 @@ type PrepareVotes struct {
 
 func (x *PrepareVotes) Reset() {
 	*x = PrepareVotes{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[7]
+	mi := &file_kvring_v1_peer_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -727,7 +864,7 @@ func (x *PrepareVotes) String() string {
 func (*PrepareVotes) ProtoMessage() {}
 
 func (x *PrepareVotes) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[7]
+	mi := &file_kvring_v1_peer_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -740,7 +877,7 @@ func (x *PrepareVotes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrepareVotes.ProtoReflect.Descriptor instead.
 func (*PrepareVotes) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{7}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *PrepareVotes) GetVotes() []*ChunkVote {
@@ -770,7 +907,7 @@ type ChunkVote struct {
 
 func (x *ChunkVote) Reset() {
 	*x = ChunkVote{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[8]
+	mi := &file_kvring_v1_peer_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -782,7 +919,7 @@ func (x *ChunkVote) String() string {
 func (*ChunkVote) ProtoMessage() {}
 
 func (x *ChunkVote) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[8]
+	mi := &file_kvring_v1_peer_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -795,7 +932,7 @@ func (x *ChunkVote) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChunkVote.ProtoReflect.Descriptor instead.
 func (*ChunkVote) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{8}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ChunkVote) GetIndex() uint32 {
@@ -846,7 +983,7 @@ type StagedChunk struct {
 
 func (x *StagedChunk) Reset() {
 	*x = StagedChunk{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[9]
+	mi := &file_kvring_v1_peer_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -858,7 +995,7 @@ func (x *StagedChunk) String() string {
 func (*StagedChunk) ProtoMessage() {}
 
 func (x *StagedChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[9]
+	mi := &file_kvring_v1_peer_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -871,7 +1008,7 @@ func (x *StagedChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StagedChunk.ProtoReflect.Descriptor instead.
 func (*StagedChunk) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{9}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *StagedChunk) GetStageToken() uint64 {
@@ -903,7 +1040,7 @@ type CommitRequest struct {
 
 func (x *CommitRequest) Reset() {
 	*x = CommitRequest{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[10]
+	mi := &file_kvring_v1_peer_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -915,7 +1052,7 @@ func (x *CommitRequest) String() string {
 func (*CommitRequest) ProtoMessage() {}
 
 func (x *CommitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[10]
+	mi := &file_kvring_v1_peer_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -928,7 +1065,7 @@ func (x *CommitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitRequest.ProtoReflect.Descriptor instead.
 func (*CommitRequest) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{10}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CommitRequest) GetCaller() *PeerCaller {
@@ -968,7 +1105,7 @@ type CommitResult struct {
 
 func (x *CommitResult) Reset() {
 	*x = CommitResult{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[11]
+	mi := &file_kvring_v1_peer_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -980,7 +1117,7 @@ func (x *CommitResult) String() string {
 func (*CommitResult) ProtoMessage() {}
 
 func (x *CommitResult) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[11]
+	mi := &file_kvring_v1_peer_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -993,7 +1130,7 @@ func (x *CommitResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitResult.ProtoReflect.Descriptor instead.
 func (*CommitResult) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{11}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CommitResult) GetStatus() CommitStatus {
@@ -1030,7 +1167,7 @@ type CommitResponse struct {
 
 func (x *CommitResponse) Reset() {
 	*x = CommitResponse{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[12]
+	mi := &file_kvring_v1_peer_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1042,7 +1179,7 @@ func (x *CommitResponse) String() string {
 func (*CommitResponse) ProtoMessage() {}
 
 func (x *CommitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[12]
+	mi := &file_kvring_v1_peer_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1055,7 +1192,7 @@ func (x *CommitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitResponse.ProtoReflect.Descriptor instead.
 func (*CommitResponse) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{12}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CommitResponse) GetEpoch() uint64 {
@@ -1085,7 +1222,7 @@ type AbortRequest struct {
 
 func (x *AbortRequest) Reset() {
 	*x = AbortRequest{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[13]
+	mi := &file_kvring_v1_peer_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1097,7 +1234,7 @@ func (x *AbortRequest) String() string {
 func (*AbortRequest) ProtoMessage() {}
 
 func (x *AbortRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[13]
+	mi := &file_kvring_v1_peer_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1110,7 +1247,7 @@ func (x *AbortRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortRequest.ProtoReflect.Descriptor instead.
 func (*AbortRequest) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{13}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *AbortRequest) GetCaller() *PeerCaller {
@@ -1138,7 +1275,7 @@ type AbortResponse struct {
 
 func (x *AbortResponse) Reset() {
 	*x = AbortResponse{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[14]
+	mi := &file_kvring_v1_peer_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1150,7 +1287,7 @@ func (x *AbortResponse) String() string {
 func (*AbortResponse) ProtoMessage() {}
 
 func (x *AbortResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[14]
+	mi := &file_kvring_v1_peer_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1163,7 +1300,7 @@ func (x *AbortResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortResponse.ProtoReflect.Descriptor instead.
 func (*AbortResponse) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{14}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *AbortResponse) GetEpoch() uint64 {
@@ -1188,7 +1325,7 @@ type LeasePin struct {
 
 func (x *LeasePin) Reset() {
 	*x = LeasePin{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[15]
+	mi := &file_kvring_v1_peer_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1200,7 +1337,7 @@ func (x *LeasePin) String() string {
 func (*LeasePin) ProtoMessage() {}
 
 func (x *LeasePin) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[15]
+	mi := &file_kvring_v1_peer_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1213,7 +1350,7 @@ func (x *LeasePin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeasePin.ProtoReflect.Descriptor instead.
 func (*LeasePin) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{15}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *LeasePin) GetLeaseId() uint64 {
@@ -1254,7 +1391,7 @@ type HasRequest struct {
 
 func (x *HasRequest) Reset() {
 	*x = HasRequest{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[16]
+	mi := &file_kvring_v1_peer_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1266,7 +1403,7 @@ func (x *HasRequest) String() string {
 func (*HasRequest) ProtoMessage() {}
 
 func (x *HasRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[16]
+	mi := &file_kvring_v1_peer_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1279,7 +1416,7 @@ func (x *HasRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HasRequest.ProtoReflect.Descriptor instead.
 func (*HasRequest) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{16}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *HasRequest) GetCaller() *PeerCaller {
@@ -1350,7 +1487,7 @@ type HasResponse struct {
 
 func (x *HasResponse) Reset() {
 	*x = HasResponse{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[17]
+	mi := &file_kvring_v1_peer_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1362,7 +1499,7 @@ func (x *HasResponse) String() string {
 func (*HasResponse) ProtoMessage() {}
 
 func (x *HasResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[17]
+	mi := &file_kvring_v1_peer_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1375,7 +1512,7 @@ func (x *HasResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HasResponse.ProtoReflect.Descriptor instead.
 func (*HasResponse) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{17}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *HasResponse) GetEpoch() uint64 {
@@ -1433,7 +1570,7 @@ type UnpinRequest struct {
 
 func (x *UnpinRequest) Reset() {
 	*x = UnpinRequest{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[18]
+	mi := &file_kvring_v1_peer_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1445,7 +1582,7 @@ func (x *UnpinRequest) String() string {
 func (*UnpinRequest) ProtoMessage() {}
 
 func (x *UnpinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[18]
+	mi := &file_kvring_v1_peer_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1458,7 +1595,7 @@ func (x *UnpinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnpinRequest.ProtoReflect.Descriptor instead.
 func (*UnpinRequest) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{18}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *UnpinRequest) GetCaller() *PeerCaller {
@@ -1486,7 +1623,7 @@ type UnpinResponse struct {
 
 func (x *UnpinResponse) Reset() {
 	*x = UnpinResponse{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[19]
+	mi := &file_kvring_v1_peer_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1498,7 +1635,7 @@ func (x *UnpinResponse) String() string {
 func (*UnpinResponse) ProtoMessage() {}
 
 func (x *UnpinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[19]
+	mi := &file_kvring_v1_peer_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1511,7 +1648,7 @@ func (x *UnpinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnpinResponse.ProtoReflect.Descriptor instead.
 func (*UnpinResponse) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{19}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *UnpinResponse) GetEpoch() uint64 {
@@ -1536,7 +1673,7 @@ type FetchRequest struct {
 
 func (x *FetchRequest) Reset() {
 	*x = FetchRequest{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[20]
+	mi := &file_kvring_v1_peer_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1548,7 +1685,7 @@ func (x *FetchRequest) String() string {
 func (*FetchRequest) ProtoMessage() {}
 
 func (x *FetchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[20]
+	mi := &file_kvring_v1_peer_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1561,7 +1698,7 @@ func (x *FetchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchRequest.ProtoReflect.Descriptor instead.
 func (*FetchRequest) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{20}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *FetchRequest) GetCaller() *PeerCaller {
@@ -1603,7 +1740,7 @@ type FetchResponse struct {
 
 func (x *FetchResponse) Reset() {
 	*x = FetchResponse{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[21]
+	mi := &file_kvring_v1_peer_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1615,7 +1752,7 @@ func (x *FetchResponse) String() string {
 func (*FetchResponse) ProtoMessage() {}
 
 func (x *FetchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[21]
+	mi := &file_kvring_v1_peer_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1628,7 +1765,7 @@ func (x *FetchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchResponse.ProtoReflect.Descriptor instead.
 func (*FetchResponse) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{21}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *FetchResponse) GetEpoch() uint64 {
@@ -1694,7 +1831,7 @@ type PutNamespaceRequest struct {
 
 func (x *PutNamespaceRequest) Reset() {
 	*x = PutNamespaceRequest{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[22]
+	mi := &file_kvring_v1_peer_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1706,7 +1843,7 @@ func (x *PutNamespaceRequest) String() string {
 func (*PutNamespaceRequest) ProtoMessage() {}
 
 func (x *PutNamespaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[22]
+	mi := &file_kvring_v1_peer_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1719,7 +1856,7 @@ func (x *PutNamespaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutNamespaceRequest.ProtoReflect.Descriptor instead.
 func (*PutNamespaceRequest) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{22}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *PutNamespaceRequest) GetCaller() *PeerCaller {
@@ -1751,7 +1888,7 @@ type PutNamespaceResponse struct {
 
 func (x *PutNamespaceResponse) Reset() {
 	*x = PutNamespaceResponse{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[23]
+	mi := &file_kvring_v1_peer_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1763,7 +1900,7 @@ func (x *PutNamespaceResponse) String() string {
 func (*PutNamespaceResponse) ProtoMessage() {}
 
 func (x *PutNamespaceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[23]
+	mi := &file_kvring_v1_peer_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1776,7 +1913,7 @@ func (x *PutNamespaceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutNamespaceResponse.ProtoReflect.Descriptor instead.
 func (*PutNamespaceResponse) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{23}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *PutNamespaceResponse) GetEpoch() uint64 {
@@ -1813,7 +1950,7 @@ type ListNamespacesRequest struct {
 
 func (x *ListNamespacesRequest) Reset() {
 	*x = ListNamespacesRequest{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[24]
+	mi := &file_kvring_v1_peer_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1825,7 +1962,7 @@ func (x *ListNamespacesRequest) String() string {
 func (*ListNamespacesRequest) ProtoMessage() {}
 
 func (x *ListNamespacesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[24]
+	mi := &file_kvring_v1_peer_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1838,7 +1975,7 @@ func (x *ListNamespacesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNamespacesRequest.ProtoReflect.Descriptor instead.
 func (*ListNamespacesRequest) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{24}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ListNamespacesRequest) GetCaller() *PeerCaller {
@@ -1868,7 +2005,7 @@ type ListNamespacesResponse struct {
 
 func (x *ListNamespacesResponse) Reset() {
 	*x = ListNamespacesResponse{}
-	mi := &file_kvring_v1_peer_proto_msgTypes[25]
+	mi := &file_kvring_v1_peer_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1880,7 +2017,7 @@ func (x *ListNamespacesResponse) String() string {
 func (*ListNamespacesResponse) ProtoMessage() {}
 
 func (x *ListNamespacesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_peer_proto_msgTypes[25]
+	mi := &file_kvring_v1_peer_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1893,7 +2030,7 @@ func (x *ListNamespacesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNamespacesResponse.ProtoReflect.Descriptor instead.
 func (*ListNamespacesResponse) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{25}
+	return file_kvring_v1_peer_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ListNamespacesResponse) GetEpoch() uint64 {
@@ -1914,7 +2051,16 @@ var File_kvring_v1_peer_proto protoreflect.FileDescriptor
 
 const file_kvring_v1_peer_proto_rawDesc = "" +
 	"\n" +
-	"\x14kvring/v1/peer.proto\x12\tkvring.v1\x1a\x16kvring/v1/common.proto\"\xae\x01\n" +
+	"\x14kvring/v1/peer.proto\x12\tkvring.v1\x1a\x16kvring/v1/common.proto\"\x95\x01\n" +
+	"\x0fListKeysRequest\x12-\n" +
+	"\x06caller\x18\x01 \x01(\v2\x15.kvring.v1.PeerCallerR\x06caller\x12)\n" +
+	"\x10namespace_prefix\x18\x02 \x01(\tR\x0fnamespacePrefix\x12\x12\n" +
+	"\x04from\x18\x03 \x01(\fR\x04from\x12\x14\n" +
+	"\x05count\x18\x04 \x01(\rR\x05count\"R\n" +
+	"\x10ListKeysResponse\x12\x14\n" +
+	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x14\n" +
+	"\x05names\x18\x02 \x03(\fR\x05names\x12\x12\n" +
+	"\x04next\x18\x03 \x01(\fR\x04next\"\xae\x01\n" +
 	"\rRemoveRequest\x12-\n" +
 	"\x06caller\x18\x01 \x01(\v2\x15.kvring.v1.PeerCallerR\x06caller\x125\n" +
 	"\tnamespace\x18\x02 \x01(\v2\x17.kvring.v1.NamespaceRefR\tnamespace\x12\x10\n" +
@@ -2036,7 +2182,7 @@ const file_kvring_v1_peer_proto_rawDesc = "" +
 	"\fCommitStatus\x12\x1d\n" +
 	"\x19COMMIT_STATUS_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14COMMIT_STATUS_SEALED\x10\x01\x12\x18\n" +
-	"\x14COMMIT_STATUS_FAILED\x10\x022\xde\x04\n" +
+	"\x14COMMIT_STATUS_FAILED\x10\x022\xa3\x05\n" +
 	"\x04Peer\x12D\n" +
 	"\aPrepare\x12\x19.kvring.v1.PrepareRequest\x1a\x1a.kvring.v1.PrepareResponse(\x010\x01\x12=\n" +
 	"\x06Commit\x12\x18.kvring.v1.CommitRequest\x1a\x19.kvring.v1.CommitResponse\x12:\n" +
@@ -2046,7 +2192,8 @@ const file_kvring_v1_peer_proto_rawDesc = "" +
 	"\x05Fetch\x12\x17.kvring.v1.FetchRequest\x1a\x18.kvring.v1.FetchResponse0\x01\x12O\n" +
 	"\fPutNamespace\x12\x1e.kvring.v1.PutNamespaceRequest\x1a\x1f.kvring.v1.PutNamespaceResponse\x12U\n" +
 	"\x0eListNamespaces\x12 .kvring.v1.ListNamespacesRequest\x1a!.kvring.v1.ListNamespacesResponse\x12=\n" +
-	"\x06Remove\x12\x18.kvring.v1.RemoveRequest\x1a\x19.kvring.v1.RemoveResponseB3Z1github.com/kvring/kvring/proto/kvring/v1;kvringv1b\x06proto3"
+	"\x06Remove\x12\x18.kvring.v1.RemoveRequest\x1a\x19.kvring.v1.RemoveResponse\x12C\n" +
+	"\bListKeys\x12\x1a.kvring.v1.ListKeysRequest\x1a\x1b.kvring.v1.ListKeysResponseB3Z1github.com/kvring/kvring/proto/kvring/v1;kvringv1b\x06proto3"
 
 var (
 	file_kvring_v1_peer_proto_rawDescOnce sync.Once
@@ -2061,102 +2208,107 @@ func file_kvring_v1_peer_proto_rawDescGZIP() []byte {
 }
 
 var file_kvring_v1_peer_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_kvring_v1_peer_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_kvring_v1_peer_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_kvring_v1_peer_proto_goTypes = []any{
 	(Vote)(0),                      // 0: kvring.v1.Vote
 	(CommitStatus)(0),              // 1: kvring.v1.CommitStatus
-	(*RemoveRequest)(nil),          // 2: kvring.v1.RemoveRequest
-	(*RemoveResponse)(nil),         // 3: kvring.v1.RemoveResponse
-	(*PrepareRequest)(nil),         // 4: kvring.v1.PrepareRequest
-	(*PrepareBegin)(nil),           // 5: kvring.v1.PrepareBegin
-	(*PrepareEnd)(nil),             // 6: kvring.v1.PrepareEnd
-	(*PrepareResponse)(nil),        // 7: kvring.v1.PrepareResponse
-	(*PrepareNeed)(nil),            // 8: kvring.v1.PrepareNeed
-	(*PrepareVotes)(nil),           // 9: kvring.v1.PrepareVotes
-	(*ChunkVote)(nil),              // 10: kvring.v1.ChunkVote
-	(*StagedChunk)(nil),            // 11: kvring.v1.StagedChunk
-	(*CommitRequest)(nil),          // 12: kvring.v1.CommitRequest
-	(*CommitResult)(nil),           // 13: kvring.v1.CommitResult
-	(*CommitResponse)(nil),         // 14: kvring.v1.CommitResponse
-	(*AbortRequest)(nil),           // 15: kvring.v1.AbortRequest
-	(*AbortResponse)(nil),          // 16: kvring.v1.AbortResponse
-	(*LeasePin)(nil),               // 17: kvring.v1.LeasePin
-	(*HasRequest)(nil),             // 18: kvring.v1.HasRequest
-	(*HasResponse)(nil),            // 19: kvring.v1.HasResponse
-	(*UnpinRequest)(nil),           // 20: kvring.v1.UnpinRequest
-	(*UnpinResponse)(nil),          // 21: kvring.v1.UnpinResponse
-	(*FetchRequest)(nil),           // 22: kvring.v1.FetchRequest
-	(*FetchResponse)(nil),          // 23: kvring.v1.FetchResponse
-	(*PutNamespaceRequest)(nil),    // 24: kvring.v1.PutNamespaceRequest
-	(*PutNamespaceResponse)(nil),   // 25: kvring.v1.PutNamespaceResponse
-	(*ListNamespacesRequest)(nil),  // 26: kvring.v1.ListNamespacesRequest
-	(*ListNamespacesResponse)(nil), // 27: kvring.v1.ListNamespacesResponse
-	(*PeerCaller)(nil),             // 28: kvring.v1.PeerCaller
-	(*NamespaceRef)(nil),           // 29: kvring.v1.NamespaceRef
-	(*DataFrame)(nil),              // 30: kvring.v1.DataFrame
-	(*ChunkRef)(nil),               // 31: kvring.v1.ChunkRef
-	(*GroupRun)(nil),               // 32: kvring.v1.GroupRun
-	(*ChunkHeader)(nil),            // 33: kvring.v1.ChunkHeader
-	(*NamespaceRecord)(nil),        // 34: kvring.v1.NamespaceRecord
+	(*ListKeysRequest)(nil),        // 2: kvring.v1.ListKeysRequest
+	(*ListKeysResponse)(nil),       // 3: kvring.v1.ListKeysResponse
+	(*RemoveRequest)(nil),          // 4: kvring.v1.RemoveRequest
+	(*RemoveResponse)(nil),         // 5: kvring.v1.RemoveResponse
+	(*PrepareRequest)(nil),         // 6: kvring.v1.PrepareRequest
+	(*PrepareBegin)(nil),           // 7: kvring.v1.PrepareBegin
+	(*PrepareEnd)(nil),             // 8: kvring.v1.PrepareEnd
+	(*PrepareResponse)(nil),        // 9: kvring.v1.PrepareResponse
+	(*PrepareNeed)(nil),            // 10: kvring.v1.PrepareNeed
+	(*PrepareVotes)(nil),           // 11: kvring.v1.PrepareVotes
+	(*ChunkVote)(nil),              // 12: kvring.v1.ChunkVote
+	(*StagedChunk)(nil),            // 13: kvring.v1.StagedChunk
+	(*CommitRequest)(nil),          // 14: kvring.v1.CommitRequest
+	(*CommitResult)(nil),           // 15: kvring.v1.CommitResult
+	(*CommitResponse)(nil),         // 16: kvring.v1.CommitResponse
+	(*AbortRequest)(nil),           // 17: kvring.v1.AbortRequest
+	(*AbortResponse)(nil),          // 18: kvring.v1.AbortResponse
+	(*LeasePin)(nil),               // 19: kvring.v1.LeasePin
+	(*HasRequest)(nil),             // 20: kvring.v1.HasRequest
+	(*HasResponse)(nil),            // 21: kvring.v1.HasResponse
+	(*UnpinRequest)(nil),           // 22: kvring.v1.UnpinRequest
+	(*UnpinResponse)(nil),          // 23: kvring.v1.UnpinResponse
+	(*FetchRequest)(nil),           // 24: kvring.v1.FetchRequest
+	(*FetchResponse)(nil),          // 25: kvring.v1.FetchResponse
+	(*PutNamespaceRequest)(nil),    // 26: kvring.v1.PutNamespaceRequest
+	(*PutNamespaceResponse)(nil),   // 27: kvring.v1.PutNamespaceResponse
+	(*ListNamespacesRequest)(nil),  // 28: kvring.v1.ListNamespacesRequest
+	(*ListNamespacesResponse)(nil), // 29: kvring.v1.ListNamespacesResponse
+	(*PeerCaller)(nil),             // 30: kvring.v1.PeerCaller
+	(*NamespaceRef)(nil),           // 31: kvring.v1.NamespaceRef
+	(*DataFrame)(nil),              // 32: kvring.v1.DataFrame
+	(*ChunkRef)(nil),               // 33: kvring.v1.ChunkRef
+	(*GroupRun)(nil),               // 34: kvring.v1.GroupRun
+	(*ChunkHeader)(nil),            // 35: kvring.v1.ChunkHeader
+	(*NamespaceRecord)(nil),        // 36: kvring.v1.NamespaceRecord
 }
 var file_kvring_v1_peer_proto_depIdxs = []int32{
-	28, // 0: kvring.v1.RemoveRequest.caller:type_name -> kvring.v1.PeerCaller
-	29, // 1: kvring.v1.RemoveRequest.namespace:type_name -> kvring.v1.NamespaceRef
-	5,  // 2: kvring.v1.PrepareRequest.begin:type_name -> kvring.v1.PrepareBegin
-	30, // 3: kvring.v1.PrepareRequest.data:type_name -> kvring.v1.DataFrame
-	6,  // 4: kvring.v1.PrepareRequest.end:type_name -> kvring.v1.PrepareEnd
-	28, // 5: kvring.v1.PrepareBegin.caller:type_name -> kvring.v1.PeerCaller
-	29, // 6: kvring.v1.PrepareBegin.namespace:type_name -> kvring.v1.NamespaceRef
-	31, // 7: kvring.v1.PrepareBegin.chunks:type_name -> kvring.v1.ChunkRef
-	32, // 8: kvring.v1.PrepareBegin.groups:type_name -> kvring.v1.GroupRun
-	8,  // 9: kvring.v1.PrepareResponse.need:type_name -> kvring.v1.PrepareNeed
-	9,  // 10: kvring.v1.PrepareResponse.votes:type_name -> kvring.v1.PrepareVotes
-	10, // 11: kvring.v1.PrepareNeed.votes:type_name -> kvring.v1.ChunkVote
-	10, // 12: kvring.v1.PrepareVotes.votes:type_name -> kvring.v1.ChunkVote
-	0,  // 13: kvring.v1.ChunkVote.vote:type_name -> kvring.v1.Vote
-	28, // 14: kvring.v1.CommitRequest.caller:type_name -> kvring.v1.PeerCaller
-	29, // 15: kvring.v1.CommitRequest.namespace:type_name -> kvring.v1.NamespaceRef
-	11, // 16: kvring.v1.CommitRequest.chunks:type_name -> kvring.v1.StagedChunk
-	1,  // 17: kvring.v1.CommitResult.status:type_name -> kvring.v1.CommitStatus
-	13, // 18: kvring.v1.CommitResponse.results:type_name -> kvring.v1.CommitResult
-	28, // 19: kvring.v1.AbortRequest.caller:type_name -> kvring.v1.PeerCaller
-	28, // 20: kvring.v1.HasRequest.caller:type_name -> kvring.v1.PeerCaller
-	29, // 21: kvring.v1.HasRequest.namespace:type_name -> kvring.v1.NamespaceRef
-	17, // 22: kvring.v1.HasRequest.pin:type_name -> kvring.v1.LeasePin
-	32, // 23: kvring.v1.HasRequest.groups:type_name -> kvring.v1.GroupRun
-	28, // 24: kvring.v1.UnpinRequest.caller:type_name -> kvring.v1.PeerCaller
-	28, // 25: kvring.v1.FetchRequest.caller:type_name -> kvring.v1.PeerCaller
-	29, // 26: kvring.v1.FetchRequest.namespace:type_name -> kvring.v1.NamespaceRef
-	33, // 27: kvring.v1.FetchResponse.header:type_name -> kvring.v1.ChunkHeader
-	30, // 28: kvring.v1.FetchResponse.data:type_name -> kvring.v1.DataFrame
-	28, // 29: kvring.v1.PutNamespaceRequest.caller:type_name -> kvring.v1.PeerCaller
-	34, // 30: kvring.v1.PutNamespaceRequest.namespace:type_name -> kvring.v1.NamespaceRecord
-	34, // 31: kvring.v1.PutNamespaceResponse.namespace:type_name -> kvring.v1.NamespaceRecord
-	28, // 32: kvring.v1.ListNamespacesRequest.caller:type_name -> kvring.v1.PeerCaller
-	34, // 33: kvring.v1.ListNamespacesResponse.namespaces:type_name -> kvring.v1.NamespaceRecord
-	4,  // 34: kvring.v1.Peer.Prepare:input_type -> kvring.v1.PrepareRequest
-	12, // 35: kvring.v1.Peer.Commit:input_type -> kvring.v1.CommitRequest
-	15, // 36: kvring.v1.Peer.Abort:input_type -> kvring.v1.AbortRequest
-	18, // 37: kvring.v1.Peer.Has:input_type -> kvring.v1.HasRequest
-	20, // 38: kvring.v1.Peer.Unpin:input_type -> kvring.v1.UnpinRequest
-	22, // 39: kvring.v1.Peer.Fetch:input_type -> kvring.v1.FetchRequest
-	24, // 40: kvring.v1.Peer.PutNamespace:input_type -> kvring.v1.PutNamespaceRequest
-	26, // 41: kvring.v1.Peer.ListNamespaces:input_type -> kvring.v1.ListNamespacesRequest
-	2,  // 42: kvring.v1.Peer.Remove:input_type -> kvring.v1.RemoveRequest
-	7,  // 43: kvring.v1.Peer.Prepare:output_type -> kvring.v1.PrepareResponse
-	14, // 44: kvring.v1.Peer.Commit:output_type -> kvring.v1.CommitResponse
-	16, // 45: kvring.v1.Peer.Abort:output_type -> kvring.v1.AbortResponse
-	19, // 46: kvring.v1.Peer.Has:output_type -> kvring.v1.HasResponse
-	21, // 47: kvring.v1.Peer.Unpin:output_type -> kvring.v1.UnpinResponse
-	23, // 48: kvring.v1.Peer.Fetch:output_type -> kvring.v1.FetchResponse
-	25, // 49: kvring.v1.Peer.PutNamespace:output_type -> kvring.v1.PutNamespaceResponse
-	27, // 50: kvring.v1.Peer.ListNamespaces:output_type -> kvring.v1.ListNamespacesResponse
-	3,  // 51: kvring.v1.Peer.Remove:output_type -> kvring.v1.RemoveResponse
-	43, // [43:52] is the sub-list for method output_type
-	34, // [34:43] is the sub-list for method input_type
-	34, // [34:34] is the sub-list for extension type_name
-	34, // [34:34] is the sub-list for extension extendee
-	0,  // [0:34] is the sub-list for field type_name
+	30, // 0: kvring.v1.ListKeysRequest.caller:type_name -> kvring.v1.PeerCaller
+	30, // 1: kvring.v1.RemoveRequest.caller:type_name -> kvring.v1.PeerCaller
+	31, // 2: kvring.v1.RemoveRequest.namespace:type_name -> kvring.v1.NamespaceRef
+	7,  // 3: kvring.v1.PrepareRequest.begin:type_name -> kvring.v1.PrepareBegin
+	32, // 4: kvring.v1.PrepareRequest.data:type_name -> kvring.v1.DataFrame
+	8,  // 5: kvring.v1.PrepareRequest.end:type_name -> kvring.v1.PrepareEnd
+	30, // 6: kvring.v1.PrepareBegin.caller:type_name -> kvring.v1.PeerCaller
+	31, // 7: kvring.v1.PrepareBegin.namespace:type_name -> kvring.v1.NamespaceRef
+	33, // 8: kvring.v1.PrepareBegin.chunks:type_name -> kvring.v1.ChunkRef
+	34, // 9: kvring.v1.PrepareBegin.groups:type_name -> kvring.v1.GroupRun
+	10, // 10: kvring.v1.PrepareResponse.need:type_name -> kvring.v1.PrepareNeed
+	11, // 11: kvring.v1.PrepareResponse.votes:type_name -> kvring.v1.PrepareVotes
+	12, // 12: kvring.v1.PrepareNeed.votes:type_name -> kvring.v1.ChunkVote
+	12, // 13: kvring.v1.PrepareVotes.votes:type_name -> kvring.v1.ChunkVote
+	0,  // 14: kvring.v1.ChunkVote.vote:type_name -> kvring.v1.Vote
+	30, // 15: kvring.v1.CommitRequest.caller:type_name -> kvring.v1.PeerCaller
+	31, // 16: kvring.v1.CommitRequest.namespace:type_name -> kvring.v1.NamespaceRef
+	13, // 17: kvring.v1.CommitRequest.chunks:type_name -> kvring.v1.StagedChunk
+	1,  // 18: kvring.v1.CommitResult.status:type_name -> kvring.v1.CommitStatus
+	15, // 19: kvring.v1.CommitResponse.results:type_name -> kvring.v1.CommitResult
+	30, // 20: kvring.v1.AbortRequest.caller:type_name -> kvring.v1.PeerCaller
+	30, // 21: kvring.v1.HasRequest.caller:type_name -> kvring.v1.PeerCaller
+	31, // 22: kvring.v1.HasRequest.namespace:type_name -> kvring.v1.NamespaceRef
+	19, // 23: kvring.v1.HasRequest.pin:type_name -> kvring.v1.LeasePin
+	34, // 24: kvring.v1.HasRequest.groups:type_name -> kvring.v1.GroupRun
+	30, // 25: kvring.v1.UnpinRequest.caller:type_name -> kvring.v1.PeerCaller
+	30, // 26: kvring.v1.FetchRequest.caller:type_name -> kvring.v1.PeerCaller
+	31, // 27: kvring.v1.FetchRequest.namespace:type_name -> kvring.v1.NamespaceRef
+	35, // 28: kvring.v1.FetchResponse.header:type_name -> kvring.v1.ChunkHeader
+	32, // 29: kvring.v1.FetchResponse.data:type_name -> kvring.v1.DataFrame
+	30, // 30: kvring.v1.PutNamespaceRequest.caller:type_name -> kvring.v1.PeerCaller
+	36, // 31: kvring.v1.PutNamespaceRequest.namespace:type_name -> kvring.v1.NamespaceRecord
+	36, // 32: kvring.v1.PutNamespaceResponse.namespace:type_name -> kvring.v1.NamespaceRecord
+	30, // 33: kvring.v1.ListNamespacesRequest.caller:type_name -> kvring.v1.PeerCaller
+	36, // 34: kvring.v1.ListNamespacesResponse.namespaces:type_name -> kvring.v1.NamespaceRecord
+	6,  // 35: kvring.v1.Peer.Prepare:input_type -> kvring.v1.PrepareRequest
+	14, // 36: kvring.v1.Peer.Commit:input_type -> kvring.v1.CommitRequest
+	17, // 37: kvring.v1.Peer.Abort:input_type -> kvring.v1.AbortRequest
+	20, // 38: kvring.v1.Peer.Has:input_type -> kvring.v1.HasRequest
+	22, // 39: kvring.v1.Peer.Unpin:input_type -> kvring.v1.UnpinRequest
+	24, // 40: kvring.v1.Peer.Fetch:input_type -> kvring.v1.FetchRequest
+	26, // 41: kvring.v1.Peer.PutNamespace:input_type -> kvring.v1.PutNamespaceRequest
+	28, // 42: kvring.v1.Peer.ListNamespaces:input_type -> kvring.v1.ListNamespacesRequest
+	4,  // 43: kvring.v1.Peer.Remove:input_type -> kvring.v1.RemoveRequest
+	2,  // 44: kvring.v1.Peer.ListKeys:input_type -> kvring.v1.ListKeysRequest
+	9,  // 45: kvring.v1.Peer.Prepare:output_type -> kvring.v1.PrepareResponse
+	16, // 46: kvring.v1.Peer.Commit:output_type -> kvring.v1.CommitResponse
+	18, // 47: kvring.v1.Peer.Abort:output_type -> kvring.v1.AbortResponse
+	21, // 48: kvring.v1.Peer.Has:output_type -> kvring.v1.HasResponse
+	23, // 49: kvring.v1.Peer.Unpin:output_type -> kvring.v1.UnpinResponse
+	25, // 50: kvring.v1.Peer.Fetch:output_type -> kvring.v1.FetchResponse
+	27, // 51: kvring.v1.Peer.PutNamespace:output_type -> kvring.v1.PutNamespaceResponse
+	29, // 52: kvring.v1.Peer.ListNamespaces:output_type -> kvring.v1.ListNamespacesResponse
+	5,  // 53: kvring.v1.Peer.Remove:output_type -> kvring.v1.RemoveResponse
+	3,  // 54: kvring.v1.Peer.ListKeys:output_type -> kvring.v1.ListKeysResponse
+	45, // [45:55] is the sub-list for method output_type
+	35, // [35:45] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_kvring_v1_peer_proto_init() }
@@ -2165,16 +2317,16 @@ func file_kvring_v1_peer_proto_init() {
 		return
 	}
 	file_kvring_v1_common_proto_init()
-	file_kvring_v1_peer_proto_msgTypes[2].OneofWrappers = []any{
+	file_kvring_v1_peer_proto_msgTypes[4].OneofWrappers = []any{
 		(*PrepareRequest_Begin)(nil),
 		(*PrepareRequest_Data)(nil),
 		(*PrepareRequest_End)(nil),
 	}
-	file_kvring_v1_peer_proto_msgTypes[5].OneofWrappers = []any{
+	file_kvring_v1_peer_proto_msgTypes[7].OneofWrappers = []any{
 		(*PrepareResponse_Need)(nil),
 		(*PrepareResponse_Votes)(nil),
 	}
-	file_kvring_v1_peer_proto_msgTypes[21].OneofWrappers = []any{
+	file_kvring_v1_peer_proto_msgTypes[23].OneofWrappers = []any{
 		(*FetchResponse_Header)(nil),
 		(*FetchResponse_Data)(nil),
 	}
@@ -2184,7 +2336,7 @@ func file_kvring_v1_peer_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kvring_v1_peer_proto_rawDesc), len(file_kvring_v1_peer_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   26,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

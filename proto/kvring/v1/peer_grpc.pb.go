@@ -39,6 +39,7 @@ const (
 	Peer_PutNamespace_FullMethodName   = "/kvring.v1.Peer/PutNamespace"
 	Peer_ListNamespaces_FullMethodName = "/kvring.v1.Peer/ListNamespaces"
 	Peer_Remove_FullMethodName         = "/kvring.v1.Peer/Remove"
+	Peer_ListKeys_FullMethodName       = "/kvring.v1.Peer/ListKeys"
 )
 
 // PeerClient is the client API for Peer service.
@@ -72,6 +73,9 @@ type PeerClient interface {
 	// the Redis protocol's DEL and FLUSHDB, which the coordinator sends to every member that may hold the chunks.
 	// Chunks are immutable, so nothing else ever removes one on purpose. Idempotent.
 	Remove(ctx context.Context, in *RemoveRequest, opts ...grpc.CallOption) (*RemoveResponse, error)
+	// ListKeys pages through the names of the chunks this node holds that were written through the Redis protocol
+	// (ChunkRef.name), in chunk id order: the Redis protocol's SCAN, one member at a time.
+	ListKeys(ctx context.Context, in *ListKeysRequest, opts ...grpc.CallOption) (*ListKeysResponse, error)
 }
 
 type peerClient struct {
@@ -184,6 +188,16 @@ func (c *peerClient) Remove(ctx context.Context, in *RemoveRequest, opts ...grpc
 	return out, nil
 }
 
+func (c *peerClient) ListKeys(ctx context.Context, in *ListKeysRequest, opts ...grpc.CallOption) (*ListKeysResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListKeysResponse)
+	err := c.cc.Invoke(ctx, Peer_ListKeys_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PeerServer is the server API for Peer service.
 // All implementations must embed UnimplementedPeerServer
 // for forward compatibility.
@@ -215,6 +229,9 @@ type PeerServer interface {
 	// the Redis protocol's DEL and FLUSHDB, which the coordinator sends to every member that may hold the chunks.
 	// Chunks are immutable, so nothing else ever removes one on purpose. Idempotent.
 	Remove(context.Context, *RemoveRequest) (*RemoveResponse, error)
+	// ListKeys pages through the names of the chunks this node holds that were written through the Redis protocol
+	// (ChunkRef.name), in chunk id order: the Redis protocol's SCAN, one member at a time.
+	ListKeys(context.Context, *ListKeysRequest) (*ListKeysResponse, error)
 	mustEmbedUnimplementedPeerServer()
 }
 
@@ -251,6 +268,9 @@ func (UnimplementedPeerServer) ListNamespaces(context.Context, *ListNamespacesRe
 }
 func (UnimplementedPeerServer) Remove(context.Context, *RemoveRequest) (*RemoveResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Remove not implemented")
+}
+func (UnimplementedPeerServer) ListKeys(context.Context, *ListKeysRequest) (*ListKeysResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListKeys not implemented")
 }
 func (UnimplementedPeerServer) mustEmbedUnimplementedPeerServer() {}
 func (UnimplementedPeerServer) testEmbeddedByValue()              {}
@@ -417,6 +437,24 @@ func _Peer_Remove_Handler(srv interface{}, ctx context.Context, dec func(interfa
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Peer_ListKeys_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListKeysRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PeerServer).ListKeys(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Peer_ListKeys_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PeerServer).ListKeys(ctx, req.(*ListKeysRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Peer_ServiceDesc is the grpc.ServiceDesc for Peer service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -451,6 +489,10 @@ var Peer_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Remove",
 			Handler:    _Peer_Remove_Handler,
+		},
+		{
+			MethodName: "ListKeys",
+			Handler:    _Peer_ListKeys_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

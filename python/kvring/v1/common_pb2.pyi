@@ -25,14 +25,16 @@ class ChunkHeader(_message.Message):
     def __init__(self, index: _Optional[int] = ..., status: _Optional[_Union[ReadStatus, str]] = ..., chunk: _Optional[_Union[ChunkRef, _Mapping]] = ..., holder: _Optional[_Union[NodeRef, _Mapping]] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class ChunkRef(_message.Message):
-    __slots__ = ["crc32c", "id", "size"]
+    __slots__ = ["crc32c", "id", "name", "size"]
     CRC32C_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
     SIZE_FIELD_NUMBER: _ClassVar[int]
     crc32c: int
     id: bytes
+    name: bytes
     size: int
-    def __init__(self, id: _Optional[bytes] = ..., size: _Optional[int] = ..., crc32c: _Optional[int] = ...) -> None: ...
+    def __init__(self, id: _Optional[bytes] = ..., size: _Optional[int] = ..., crc32c: _Optional[int] = ..., name: _Optional[bytes] = ...) -> None: ...
 
 class DataFrame(_message.Message):
     __slots__ = ["data", "index", "offset"]

@@ -131,6 +131,27 @@ class LeasePin(_message.Message):
     ttl_ms: int
     def __init__(self, lease_id: _Optional[int] = ..., ttl_ms: _Optional[int] = ...) -> None: ...
 
+class ListKeysRequest(_message.Message):
+    __slots__ = ["caller", "count", "namespace_prefix"]
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    FROM_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_PREFIX_FIELD_NUMBER: _ClassVar[int]
+    caller: _common_pb2.PeerCaller
+    count: int
+    namespace_prefix: str
+    def __init__(self, caller: _Optional[_Union[_common_pb2.PeerCaller, _Mapping]] = ..., namespace_prefix: _Optional[str] = ..., count: _Optional[int] = ..., **kwargs) -> None: ...
+
+class ListKeysResponse(_message.Message):
+    __slots__ = ["epoch", "names", "next"]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    NAMES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_FIELD_NUMBER: _ClassVar[int]
+    epoch: int
+    names: _containers.RepeatedScalarFieldContainer[bytes]
+    next: bytes
+    def __init__(self, epoch: _Optional[int] = ..., names: _Optional[_Iterable[bytes]] = ..., next: _Optional[bytes] = ...) -> None: ...
+
 class ListNamespacesRequest(_message.Message):
     __slots__ = ["caller", "names"]
     CALLER_FIELD_NUMBER: _ClassVar[int]

@@ -60,6 +60,11 @@ class PeerStub(object):
                 request_serializer=kvring_dot_v1_dot_peer__pb2.RemoveRequest.SerializeToString,
                 response_deserializer=kvring_dot_v1_dot_peer__pb2.RemoveResponse.FromString,
                 )
+        self.ListKeys = channel.unary_unary(
+                '/kvring.v1.Peer/ListKeys',
+                request_serializer=kvring_dot_v1_dot_peer__pb2.ListKeysRequest.SerializeToString,
+                response_deserializer=kvring_dot_v1_dot_peer__pb2.ListKeysResponse.FromString,
+                )
 
 
 class PeerServicer(object):
@@ -136,6 +141,14 @@ class PeerServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListKeys(self, request, context):
+        """ListKeys pages through the names of the chunks this node holds that were written through the Redis protocol
+        (ChunkRef.name), in chunk id order: the Redis protocol's SCAN, one member at a time.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_PeerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -183,6 +196,11 @@ def add_PeerServicer_to_server(servicer, server):
                     servicer.Remove,
                     request_deserializer=kvring_dot_v1_dot_peer__pb2.RemoveRequest.FromString,
                     response_serializer=kvring_dot_v1_dot_peer__pb2.RemoveResponse.SerializeToString,
+            ),
+            'ListKeys': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListKeys,
+                    request_deserializer=kvring_dot_v1_dot_peer__pb2.ListKeysRequest.FromString,
+                    response_serializer=kvring_dot_v1_dot_peer__pb2.ListKeysResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -345,5 +363,22 @@ class Peer(object):
         return grpc.experimental.unary_unary(request, target, '/kvring.v1.Peer/Remove',
             kvring_dot_v1_dot_peer__pb2.RemoveRequest.SerializeToString,
             kvring_dot_v1_dot_peer__pb2.RemoveResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListKeys(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/kvring.v1.Peer/ListKeys',
+            kvring_dot_v1_dot_peer__pb2.ListKeysRequest.SerializeToString,
+            kvring_dot_v1_dot_peer__pb2.ListKeysResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
