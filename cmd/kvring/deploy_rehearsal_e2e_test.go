@@ -36,12 +36,14 @@ const rehearsalPods = 3
 
 func rehearsalPodIP(ord int) string { return fmt.Sprintf("127.0.0.%d", 21+ord) }
 
+var jsonRESPRe = regexp.MustCompile(`"msg":"node ready".*"resp":"([^"]+)"`)
+
 var jsonReadyRe = regexp.MustCompile(`"msg":"node ready","node":"([^"]+)","grpc":"([^"]+)","admin":"([^"]+)","gossip":"([^"]+)"`)
 
-// rehearsalPorts are the run-time ports standing for 9600, 7946 and 9602, held on every pod address
+// rehearsalPorts are the run-time ports standing for 9600, 7946, 9602 and 9603, held on every pod address
 // (TCP for the whole test; UDP gossip while no pod listens there).
 type rehearsalPorts struct {
-	grpc, gossip, admin int
+	grpc, gossip, admin, resp int
 	mu                  sync.Mutex
 	udp                 map[int]net.PacketConn
 }
@@ -52,7 +54,7 @@ func holdRehearsalPorts(t *testing.T) *rehearsalPorts {
 		p := &rehearsalPorts{udp: map[int]net.PacketConn{}}
 		var holds []*testutil.PortHold
 		ok := true
-		for i, port := range []*int{&p.grpc, &p.gossip, &p.admin} {
+		for i, port := range []*int{&p.grpc, &p.gossip, &p.admin, &p.resp} {
 			for ord := range rehearsalPods {
 				h, err := testutil.HoldPort(net.JoinHostPort(rehearsalPodIP(ord), strconv.Itoa(*port)))
 				if err != nil {
@@ -140,6 +142,7 @@ func (r *rehearsal) replacer(ord int, mounts map[string]string) *strings.Replace
 		`":9600"`, strconv.Quote(net.JoinHostPort(ip, strconv.Itoa(r.ports.grpc))),
 		`":7946"`, strconv.Quote(net.JoinHostPort(ip, strconv.Itoa(r.ports.gossip))),
 		`":9602"`, strconv.Quote(net.JoinHostPort(ip, strconv.Itoa(r.ports.admin))),
+		`":9603"`, strconv.Quote(net.JoinHostPort(ip, strconv.Itoa(r.ports.resp))),
 		// the headless Service's name: every pod's address
 		"kvring-peers:7946", strings.Join(seeds, ", "),
 		ip + ":9600", net.JoinHostPort(ip, strconv.Itoa(r.ports.grpc)),
@@ -202,6 +205,10 @@ func (r *rehearsal) startPod(ord int) *e2eNode {
 		env[i] = rep.Replace(kv)
 	}
 	r.ports.releaseUDP(ord)
+	// startKvring turns the Redis-protocol port off unless the environment says otherwise; the ConfigMap's
+	// resp-addr is what the pod's node serves.
+	respAddr := net.JoinHostPort(rehearsalPodIP(ord), strconv.Itoa(r.ports.resp))
+	env = append(env, "KVRING_RESP_ADDR="+respAddr)
 	p := startKvring(t, env, r.c.Args...)
 	m := p.waitLog(t, jsonReadyRe, 60*time.Second)
 	n := &e2eNode{proc: p, id: m[1], grpc: m[2], admin: m[3], gossip: m[4], shm: shm}
@@ -212,6 +219,9 @@ func (r *rehearsal) startPod(ord int) *e2eNode {
 		code, err := getJSON(n.admin, "/readyz", nil)
 		return err == nil && code == 200
 	})
+	if m := jsonRESPRe.FindStringSubmatch(p.logs()); m == nil || m[1] != respAddr {
+		t.Fatalf("pod %s serves the Redis protocol on %v, want %s (the ConfigMap's resp-addr)", name, m, respAddr)
+	}
 	r.pods[ord] = n
 	return n
 }

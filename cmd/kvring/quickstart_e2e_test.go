@@ -31,7 +31,7 @@ func startInDir(t *testing.T, dir string, args ...string) *dirNode {
 		t.Fatalf("cannot build kvring: %v", err)
 	}
 	cmd := exec.Command(bin, append([]string{"serve", "--grpc-addr", "127.0.0.1:0", "--gossip-addr", "127.0.0.1:0",
-		"--admin-addr", "127.0.0.1:0", "--shm-dir", shmDir(t), "--memory-limit", "64MiB"}, args...)...)
+		"--admin-addr", "127.0.0.1:0", "--resp-addr", "127.0.0.1:0", "--shm-dir", shmDir(t), "--memory-limit", "64MiB"}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "KVRING_SOCKET=") })
 	cmd.Env = append(cmd.Env, "GORACE=atexit_sleep_ms=0")
