@@ -13,9 +13,9 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/kvring/kvring/node/internal/coord"
-	"github.com/kvring/kvring/node/membership"
 	"github.com/kvring/kvring/node/internal/namespace"
 	"github.com/kvring/kvring/node/internal/resp"
+	"github.com/kvring/kvring/node/membership"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/ring"
 	"github.com/kvring/kvring/store"

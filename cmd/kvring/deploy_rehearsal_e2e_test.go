@@ -44,8 +44,8 @@ var jsonReadyRe = regexp.MustCompile(`"msg":"node ready","node":"([^"]+)","grpc"
 // (TCP for the whole test; UDP gossip while no pod listens there).
 type rehearsalPorts struct {
 	grpc, gossip, admin, resp int
-	mu                  sync.Mutex
-	udp                 map[int]net.PacketConn
+	mu                        sync.Mutex
+	udp                       map[int]net.PacketConn
 }
 
 func holdRehearsalPorts(t *testing.T) *rehearsalPorts {
