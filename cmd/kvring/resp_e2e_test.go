@@ -6,12 +6,17 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
+	"io"
+	"net"
 	"fmt"
 	"os"
 	"os/exec"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -408,5 +413,93 @@ func TestScanListsEveryKeyThroughTheCluster(t *testing.T) {
 	}
 	if got := scan(n4.respAddr(t), "*"); len(got) != len(want) || !equal(got, want) {
 		t.Fatalf("after a hand-off redis-cli --scan listed %d keys, want %d", len(got), len(want))
+	}
+}
+
+// rssBytes is the resident memory of process pid (VmRSS).
+func rssBytes(t *testing.T, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			var kb int64
+			fmt.Sscanf(strings.TrimSpace(v), "%d", &kb)
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmRSS")
+	return 0
+}
+
+// TestBadRedisInputLeavesTheNodeServing feeds the real binary what breaks
+// the protocol — garbage, a bulk length of 2^40, 10^6 arguments, an
+// unterminated multibulk, a sender of one byte at a time — 20 times each
+// on connections of their own: each gets an error or a close within the
+// command timeout, the node keeps serving, and its memory does not grow.
+func TestBadRedisInputLeavesTheNodeServing(t *testing.T) {
+	n := startNode(t, t.TempDir(), shmDir(t), "127.0.0.1:0", "127.0.0.1:0", "--resp-addr", "127.0.0.1:0",
+		"--resp-command-timeout", "1s")
+	addr := n.respAddr(t)
+	good := redis.NewClient(&redis.Options{Addr: addr})
+	defer good.Close()
+	ctx := context.Background()
+	if err := good.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	before := rssBytes(t, n.cmd.Process.Pid)
+	inputs := []string{
+		"\x00\x01\x02garbage\r\n\xff\xfe",
+		"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1099511627776\r\n",
+		"*1000000\r\n",
+		"*3\r\n$3\r\nSET\r\n",
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 20*len(inputs))
+	for round := range 20 { // at once: the unterminated ones wait out the command timeout together
+		for _, in := range inputs {
+			wg.Go(func() {
+				nc, err := net.Dial("tcp", addr)
+				if err != nil {
+					errs <- err
+					return
+				}
+				defer nc.Close()
+				nc.SetDeadline(time.Now().Add(30 * time.Second))
+				nc.Write([]byte(in))
+				if _, err := io.ReadAll(nc); err != nil && !errors.Is(err, syscall.ECONNRESET) {
+					errs <- fmt.Errorf("round %d, input %q: the node did not close the connection: %w", round, in[:min(len(in), 20)], err)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	slow, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	start := time.Now()
+	cmd := "*3\r\n$3\r\nSET\r\n$1\r\nx\r\n$100\r\n" + strings.Repeat("v", 100) + "\r\n"
+	for i := 0; i < len(cmd); i++ {
+		if _, err := slow.Write([]byte{cmd[i]}); err != nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond) // a sender of 20 bytes a second, not a wait for the node
+		if time.Since(start) > 20*time.Second {
+			t.Fatal("a client sending a byte every 50 ms was not disconnected within 20s (command timeout 1s)")
+		}
+	}
+	if v, err := good.Get(ctx, "k").Result(); err != nil || v != "v" {
+		t.Fatalf("after the bad input: GET = %q, %v", v, err)
+	}
+	if grown := rssBytes(t, n.cmd.Process.Pid) - before; grown > 64<<20 {
+		t.Fatalf("the node's RSS grew %d MiB under bad input", grown>>20)
 	}
 }
