@@ -227,8 +227,20 @@ func cmdMSetNX(ctx context.Context, c *conn, req *request) {
 }
 
 // cmdGet answers GET key: the value, verified against its checksum, or nil.
+// GETs pipelined behind it are read with it (pipelinedGets).
 func cmdGet(ctx context.Context, c *conn, req *request) {
-	read, ok := c.readKeys(ctx, req.args[1:2])
+	if !c.s.cfg.ClusterMode && !req.inline && c.rd.br.Buffered() > 0 {
+		if _, _, ok := c.rd.peekGet(); ok {
+			c.pipelinedGets(ctx, req)
+			return
+		}
+	}
+	getKey(ctx, c, req.args[1])
+}
+
+// getKey answers a GET of key.
+func getKey(ctx context.Context, c *conn, key []byte) {
+	read, ok := c.readKeys(ctx, [][]byte{key})
 	if !ok {
 		return
 	}

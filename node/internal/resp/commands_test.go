@@ -459,3 +459,45 @@ func TestScanListsEveryKeyOnceAcrossPages(t *testing.T) {
 		t.Fatalf("SCAN TYPE hash = %v, %d, %v", keys, cur, err)
 	}
 }
+
+// TestPipelinedGetsAreReadTogether: GETs a client pipelines are answered
+// in order, each with its own reply, and the keys other nodes hold cost one
+// cluster read for the whole pipeline.
+func TestPipelinedGetsAreReadTogether(t *testing.T) {
+	s, fc := testServer(t, func(_ *Config, fc *fakeCluster) {
+		fc.elsewhere = func(Key) bool { return true }
+	})
+	c := client(t, s, 2)
+	ctx := context.Background()
+	want := map[string]string{}
+	for i := range 50 {
+		k := fmt.Sprintf("p@%d", i)
+		want[k] = fmt.Sprint("value ", i)
+		if err := c.Set(ctx, k, want[k], 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fc.mu.Lock()
+	fc.getCalls = 0
+	fc.mu.Unlock()
+	p := c.Pipeline()
+	var cmds []*redis.StringCmd
+	var keys []string
+	for i := range 60 {
+		k := fmt.Sprintf("p@%d", i) // 50 to 59 are missing
+		keys = append(keys, k)
+		cmds = append(cmds, p.Get(ctx, k))
+	}
+	p.Exec(ctx)
+	for i, cmd := range cmds {
+		v, err := cmd.Result()
+		if w, ok := want[keys[i]]; ok != (err == nil) || v != w {
+			t.Fatalf("pipelined GET %d = %q, %v; want %q", i, v, err, w)
+		}
+	}
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	if fc.getCalls > 3 {
+		t.Fatalf("60 pipelined GETs made %d cluster reads, want a few", fc.getCalls)
+	}
+}

@@ -53,6 +53,7 @@ type fakeCluster struct {
 	// live in remote, not in this node's store.
 	elsewhere func(Key) bool
 	remote    map[store.ID][]byte
+	getCalls  int // Get calls
 }
 
 func (f *fakeCluster) Namespace(_ context.Context, name string, create bool) (Namespace, error) {
@@ -122,6 +123,9 @@ func (f *fakeCluster) Held(_ context.Context, ns Namespace, keys []Key) ([]bool,
 }
 
 func (f *fakeCluster) Get(_ context.Context, ns Namespace, keys []Key, each func(int, []byte) error) error {
+	f.mu.Lock()
+	f.getCalls++
+	f.mu.Unlock()
 	for i, k := range keys {
 		f.mu.Lock()
 		far, ok := f.remote[k.ID]
