@@ -8,12 +8,8 @@ import (
 // cmdExists answers EXISTS key [key ...]: how many of the keys (counted
 // with repeats, as Redis does) a GET can return now.
 func cmdExists(ctx context.Context, c *conn, req *request) {
-	groups, ok := c.mapKeys(req.args[1:])
+	groups, ok := c.readGroups(ctx, req.args[1:])
 	if !ok {
-		return
-	}
-	if err := c.resolve(ctx, groups, false); err != nil {
-		c.failErr(err)
 		return
 	}
 	h, err := c.held(ctx, groups, len(req.args)-1)
@@ -34,12 +30,8 @@ func cmdExists(ctx context.Context, c *conn, req *request) {
 // cmdDel answers DEL and UNLINK: the keys are removed from every member
 // that holds them; the reply counts the distinct keys some member held.
 func cmdDel(ctx context.Context, c *conn, req *request) {
-	groups, ok := c.mapKeys(req.args[1:])
+	groups, ok := c.readGroups(ctx, req.args[1:])
 	if !ok {
-		return
-	}
-	if err := c.resolve(ctx, groups, false); err != nil {
-		c.failErr(err)
 		return
 	}
 	n := 0
@@ -100,12 +92,8 @@ func cmdTTL(ctx context.Context, c *conn, req *request) {
 // exists1 reports whether one key can be read now; on failure it wrote the
 // error reply.
 func (c *conn) exists1(ctx context.Context, key []byte) (held, ok bool) {
-	groups, ok := c.mapKeys([][]byte{key})
+	groups, ok := c.readGroups(ctx, [][]byte{key})
 	if !ok {
-		return false, false
-	}
-	if err := c.resolve(ctx, groups, false); err != nil {
-		c.failErr(err)
 		return false, false
 	}
 	h, err := c.held(ctx, groups, 1)
@@ -114,6 +102,20 @@ func (c *conn) exists1(ctx context.Context, key []byte) (held, ok bool) {
 		return false, false
 	}
 	return h[0], true
+}
+
+// readGroups maps raw keys and looks their namespaces up without creating
+// any; on failure it wrote the error reply.
+func (c *conn) readGroups(ctx context.Context, raw [][]byte) ([]*nsKeys, bool) {
+	groups, ok := c.mapKeys(raw)
+	if !ok {
+		return nil, false
+	}
+	if err := c.resolve(ctx, groups, false); err != nil {
+		c.failErr(err)
+		return nil, false
+	}
+	return groups, true
 }
 
 // cmdDBSize answers DBSIZE: the values this node holds (in Redis Cluster,

@@ -109,12 +109,8 @@ func (c *conn) setConditional(ctx context.Context, req *request, groups []*nsKey
 // cmdSetNX answers SETNX key value: 1 when this call stored the value, 0
 // when the key existed.
 func cmdSetNX(ctx context.Context, c *conn, req *request) {
-	groups, ok := c.mapKeys(req.args[1:2])
+	groups, ok := c.readGroups(ctx, req.args[1:2])
 	if !ok {
-		return
-	}
-	if err := c.resolve(ctx, groups, false); err != nil {
-		c.failErr(err)
 		return
 	}
 	h, err := c.held(ctx, groups, 1)
@@ -141,19 +137,26 @@ func cmdSetNX(ctx context.Context, c *conn, req *request) {
 // held; otherwise an error naming how many were not and why the first was
 // not. Unlike Redis's, it is not atomic: the values that were stored stay.
 func cmdMSet(ctx context.Context, c *conn, req *request) {
-	if len(req.args)%2 != 1 {
-		c.fail("arity", errorf(prefixErr, "wrong number of arguments for 'mset' command"))
+	keys, groups, ok := c.pairKeys(req)
+	if !ok {
 		return
+	}
+	c.msetKeys(ctx, groups, len(keys), req.values)
+}
+
+// pairKeys checks the key-value pairs of MSET and MSETNX and maps their
+// keys; on failure it wrote the error reply.
+func (c *conn) pairKeys(req *request) ([][]byte, []*nsKeys, bool) {
+	if len(req.args)%2 != 1 {
+		c.fail("arity", errorf(prefixErr, "wrong number of arguments for '%s' command", req.name))
+		return nil, nil, false
 	}
 	keys := make([][]byte, 0, len(req.args)/2)
 	for i := 1; i < len(req.args); i += 2 {
 		keys = append(keys, req.args[i])
 	}
 	groups, ok := c.mapKeys(keys)
-	if !ok {
-		return
-	}
-	c.msetKeys(ctx, groups, len(keys), req.values)
+	return keys, groups, ok
 }
 
 // msetKeys writes values and replies +OK or the error of the first failure.
@@ -189,15 +192,7 @@ func (c *conn) msetKeys(ctx context.Context, groups []*nsKeys, n int, vals []arg
 // cmdMSetNX answers MSETNX: 1 when no key existed and every value was
 // stored, 0 when some key existed (then nothing is written).
 func cmdMSetNX(ctx context.Context, c *conn, req *request) {
-	if len(req.args)%2 != 1 {
-		c.fail("arity", errorf(prefixErr, "wrong number of arguments for 'msetnx' command"))
-		return
-	}
-	keys := make([][]byte, 0, len(req.args)/2)
-	for i := 1; i < len(req.args); i += 2 {
-		keys = append(keys, req.args[i])
-	}
-	groups, ok := c.mapKeys(keys)
+	keys, groups, ok := c.pairKeys(req)
 	if !ok {
 		return
 	}
