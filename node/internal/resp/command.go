@@ -3,7 +3,6 @@ package resp
 import (
 	"context"
 	"slices"
-	"strings"
 )
 
 // command is one command the server knows.
@@ -156,6 +155,3 @@ func sortedCommands() []string {
 	slices.Sort(names)
 	return names
 }
-
-// upper is a name as Redis writes it in messages.
-func upper(s string) string { return strings.ToUpper(s) }

@@ -16,7 +16,6 @@ type metrics struct {
 	accepted    *prometheus.CounterVec // result: accepted, rejected
 
 	hits, misses, commandsN, connsTotal, rejected atomic.Int64
-	inBytes, outBytes                             atomic.Int64
 }
 
 func newMetrics(conns func() float64) *metrics {

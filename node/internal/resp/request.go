@@ -242,9 +242,7 @@ func (rd *reader) readInline() (*request, error) {
 	}
 	rd.buf = append(rd.buf[:0], line...)
 	rd.args = rd.args[:0]
-	for _, f := range bytes.Fields(rd.buf) {
-		rd.args = append(rd.args, f)
-	}
+	rd.args = append(rd.args, bytes.Fields(rd.buf)...)
 	return &request{args: rd.args, name: lower(rd.args[0]), inline: true}, nil
 }
 
