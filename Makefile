@@ -39,7 +39,7 @@ fuzz:
 bench: bench-store bench-policy bench-cluster
 
 bench-store:
-	$(GO) test -run '^$$' -bench . -benchtime 2s ./store/
+	$(GO) test -run '^$$' -bench . -benchtime 2s ./store/ ./internal/crc32c/
 
 bench-policy:
 	$(GO) test -run '^$$' -bench 'Policy(Prefix)?Replay' -benchtime 1x -timeout 60m ./loadtest/

@@ -8,8 +8,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 
+	"github.com/kvring/kvring/internal/crc32c"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
-	"github.com/kvring/kvring/store"
 	"github.com/kvring/kvring/transfer"
 )
 
@@ -93,7 +93,7 @@ func (c *Client) Put(ctx context.Context, chunks []Chunk) ([]PutResult, error) {
 	}
 	refs := make([]*kvringv1.ChunkRef, len(chunks))
 	for i, ch := range chunks {
-		refs[i] = &kvringv1.ChunkRef{Id: ch.ID[:], Size: uint64(len(ch.Data)), Crc32C: store.Checksum(ch.Data)}
+		refs[i] = &kvringv1.ChunkRef{Id: ch.ID[:], Size: uint64(len(ch.Data)), Crc32C: crc32c.Checksum(ch.Data)}
 	}
 	var results []PutResult
 	err = c.retryUnregistered(ctx, cc, true, func(ref *kvringv1.NamespaceRef) error {

@@ -18,7 +18,7 @@ func zeroChecksum(n int64) uint32 {
 	var crc uint32
 	for n > 0 {
 		k := min(n, int64(len(zeros)))
-		crc = crc32.Update(crc, castagnoli, zeros[:k])
+		crc = crc32.Update(crc, crc32.MakeTable(crc32.Castagnoli), zeros[:k])
 		n -= k
 	}
 	return crc

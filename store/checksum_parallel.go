@@ -1,6 +1,10 @@
 package store
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/kvring/kvring/internal/crc32c"
+)
 
 // parallelChecksumPart is the smallest part a checksum is split into: below
 // it the goroutine hand-off costs more than the second core gains.
@@ -9,7 +13,7 @@ const parallelChecksumPart = 256 << 10
 // guardedChecksumParts is guardedChecksum of b split into up to parts
 // pieces of at least parallelChecksumPart bytes, each checksummed under its
 // own fault guard, the first on the calling goroutine and the others on
-// goroutines of their own, and combined (combineChecksum). One pass over
+// goroutines of their own, and combined (crc32c.CombineChecksum). One pass over
 // the bytes in all; it returns when every part is done. A fault in any
 // part is the error (wrapping ErrFault). parts <= 1, or a b too short to
 // split, is one pass on the caller. It keeps no reference to b.
@@ -45,7 +49,7 @@ func guardedChecksumParts(b []byte, parts int) (uint32, error) {
 		if i == parts-1 {
 			n = len(b) - i*step
 		}
-		sum = combineChecksum(sum, res[i].sum, int64(n))
+		sum = crc32c.CombineChecksum(sum, res[i].sum, int64(n))
 	}
 	if res[0].err != nil {
 		return 0, res[0].err

@@ -72,6 +72,11 @@
 //     restart would not serve). Stats.SegmentsLost counts such files.
 //   - Close waits for calls in flight; later calls return ErrClosed (those
 //     that return no error report false or nothing).
+//   - The checksum (Checksum, UpdateChecksum, CopyChecksum) is package
+//     internal/crc32c's, and the sentinels that cross the wire (ErrNotFound
+//     ... ErrClosed, all but ErrFault, ErrInUse and ErrCatalog) are defined
+//     in internal/storeerr; the store's are the same functions and values.
+//     transfer and the SDK use those leaves and never import this package.
 //   - bbolt (Config.DataDir/catalog.db) keeps the node identity, the
 //     catalog of sealed chunks and the caller's namespace records
 //     (SaveNamespaceRecord: opaque bytes by name, written like chunk

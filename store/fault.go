@@ -3,6 +3,8 @@ package store
 import (
 	"fmt"
 	"runtime/debug"
+
+	"github.com/kvring/kvring/internal/crc32c"
 )
 
 // guardFault runs f, which reads or writes mapped segment memory, and turns
@@ -32,8 +34,8 @@ func guardFault(f func()) (err error) {
 }
 
 // guardedChecksum is Checksum of mapped bytes under guardFault, with the
-// fold kernel (checksum_fold.go).
+// fold kernel (internal/crc32c/checksum_fold.go).
 func guardedChecksum(b []byte) (sum uint32, err error) {
-	err = guardFault(func() { sum = foldChecksum(0, b) })
+	err = guardFault(func() { sum = crc32c.Checksum(b) })
 	return sum, err
 }

@@ -3,6 +3,8 @@ package store
 import (
 	"errors"
 	"fmt"
+
+	"github.com/kvring/kvring/internal/crc32c"
 )
 
 // stageTouches is how many accesses a write counts for in the eviction
@@ -208,11 +210,11 @@ func (w *Staged) WriteBuffers(bufs [][]byte) (int, error) {
 	if w.fresh {
 		w.s.prefault(w.buf[w.written : w.written+n])
 	}
-	nt := n >= copyCRCNonTemporalMin
+	nt := n >= crc32c.CopyNonTemporalMin
 	start := w.written
 	ferr := guardFault(func() {
 		for _, p := range bufs {
-			w.crc = copyCRC32CStores(w.buf[w.written:], p, w.crc, nt)
+			w.crc = crc32c.CopyChecksumStores(w.buf[w.written:], p, w.crc, nt)
 			w.written += int64(len(p))
 		}
 	})

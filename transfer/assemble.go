@@ -5,8 +5,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/kvring/kvring/store"
-
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 )
 
@@ -28,8 +26,6 @@ type BuffersSink interface {
 	Sink
 	WriteBuffers(bufs [][]byte) (int, error)
 }
-
-var _ BuffersSink = (*store.Staged)(nil)
 
 // Assembler reassembles the frames of one batch of chunks (the chunks of one
 // Put, Prepare, Get or Fetch stream), checks them against the framing rules

@@ -13,7 +13,12 @@ import (
 	"google.golang.org/grpc/codes"
 
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
+	"github.com/kvring/kvring/store"
 )
+
+// A store's Staged is a BuffersSink (transfer itself does not import the
+// store).
+var _ BuffersSink = (*store.Staged)(nil)
 
 // assemble feeds frames to a new Assembler for chunks with buffer sinks on
 // the needed ones and returns the sinks.

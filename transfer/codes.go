@@ -8,13 +8,15 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/kvring/kvring/store"
+	"github.com/kvring/kvring/internal/storeerr"
 )
 
 // ErrorDomain is the ErrorInfo domain of kvring's status errors.
 const ErrorDomain = "kvring"
 
-// wireErrors is kvring's one table from domain errors to gRPC codes. The
+// wireErrors is kvring's one table from domain errors to gRPC codes (the
+// store's are named by internal/storeerr, which defines them, so that
+// transfer does not link the store). The
 // reason travels in a google.rpc.ErrorInfo detail so that FromStatus finds
 // the sentinel again; reasons are part of the wire contract and never
 // change. Order matters for errors that wrap several sentinels: the first
@@ -43,19 +45,19 @@ var wireErrors = []struct {
 	code   codes.Code
 	reason string
 }{
-	{store.ErrNotFound, codes.NotFound, "CHUNK_NOT_FOUND"},
-	{store.ErrAlreadyHeld, codes.AlreadyExists, "ALREADY_HELD"},
-	{store.ErrBusy, codes.Aborted, "BUSY"},
-	{store.ErrLeaseExpired, codes.Aborted, "STAGE_LEASE_EXPIRED"},
-	{store.ErrRejected, codes.ResourceExhausted, "REJECTED"},
-	{store.ErrNoSpace, codes.ResourceExhausted, "NO_SPACE"},
-	{store.ErrNotStaged, codes.FailedPrecondition, "NOT_STAGED"},
-	{store.ErrChecksum, codes.DataLoss, "CHECKSUM_MISMATCH"},
-	{store.ErrPinLimit, codes.ResourceExhausted, "PIN_LIMIT"},
-	{store.ErrSegmentLost, codes.Aborted, "SEGMENT_LOST"},
-	{store.ErrIncomplete, codes.InvalidArgument, "CHUNK_INCOMPLETE"},
-	{store.ErrInvalid, codes.InvalidArgument, "STORE_INVALID"},
-	{store.ErrClosed, codes.Unavailable, "STORE_CLOSED"},
+	{storeerr.ErrNotFound, codes.NotFound, "CHUNK_NOT_FOUND"},
+	{storeerr.ErrAlreadyHeld, codes.AlreadyExists, "ALREADY_HELD"},
+	{storeerr.ErrBusy, codes.Aborted, "BUSY"},
+	{storeerr.ErrLeaseExpired, codes.Aborted, "STAGE_LEASE_EXPIRED"},
+	{storeerr.ErrRejected, codes.ResourceExhausted, "REJECTED"},
+	{storeerr.ErrNoSpace, codes.ResourceExhausted, "NO_SPACE"},
+	{storeerr.ErrNotStaged, codes.FailedPrecondition, "NOT_STAGED"},
+	{storeerr.ErrChecksum, codes.DataLoss, "CHECKSUM_MISMATCH"},
+	{storeerr.ErrPinLimit, codes.ResourceExhausted, "PIN_LIMIT"},
+	{storeerr.ErrSegmentLost, codes.Aborted, "SEGMENT_LOST"},
+	{storeerr.ErrIncomplete, codes.InvalidArgument, "CHUNK_INCOMPLETE"},
+	{storeerr.ErrInvalid, codes.InvalidArgument, "STORE_INVALID"},
+	{storeerr.ErrClosed, codes.Unavailable, "STORE_CLOSED"},
 	{ErrBadFrame, codes.InvalidArgument, "BAD_FRAME"},
 	{ErrIncompleteStream, codes.InvalidArgument, "INCOMPLETE_STREAM"},
 	{ErrSchemaMismatch, codes.FailedPrecondition, "SCHEMA_MISMATCH"},
@@ -84,9 +86,9 @@ var codeErrors = map[codes.Code]error{
 // (from grpc itself, a proxy, another implementation), for the codes that
 // only one sentinel of the table stands for.
 var codeOnlyErrors = map[codes.Code]error{
-	codes.NotFound:      store.ErrNotFound,
-	codes.AlreadyExists: store.ErrAlreadyHeld,
-	codes.DataLoss:      store.ErrChecksum,
+	codes.NotFound:      storeerr.ErrNotFound,
+	codes.AlreadyExists: storeerr.ErrAlreadyHeld,
+	codes.DataLoss:      storeerr.ErrChecksum,
 	// gRPC itself answers Unauthenticated for a per-RPC credential it cannot
 	// send (a token without transport security when the credential demands
 	// it), and a proxy may refuse with either code.

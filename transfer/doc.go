@@ -51,7 +51,10 @@
 // # Errors on the wire
 //
 // codes.go holds kvring's one table from domain errors (this package's
-// sentinels, store's, and context's) to gRPC codes. ToStatus turns an error
+// sentinels, store's, and context's) to gRPC codes. The store's sentinels
+// that cross the wire are defined in internal/storeerr and re-exported by
+// store, so transfer, and the SDK with it, never link the store; the
+// checksum is internal/crc32c's, the store's own. ToStatus turns an error
 // into a status error for a server to return; FromStatus turns a status
 // error back into an error that wraps the matching sentinel, so clients test
 // errors with errors.Is as if the call had been local. The sentinel travels

@@ -11,7 +11,7 @@ import (
 // EncodedFrame is a data frame encoded ahead of sending, in a buffer of the
 // pool OutFrame copies into, whose data bytes the sender fills itself: a
 // node reading a chunk out of shared memory copies and checksums it in one
-// pass (store.CopyChecksum) straight into the frame, then sends it with no
+// pass (crc32c.CopyChecksum) straight into the frame, then sends it with no
 // further copy. Give it to a stream's SendMsg through Codec: Marshal hands
 // the buffer to gRPC as it is, and gRPC returns it to the pool once it has
 // written it (or dropped it with the stream).

@@ -9,8 +9,8 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/kvring/kvring/internal/crc32c"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
-	"github.com/kvring/kvring/store"
 )
 
 // Frame is a received data frame: its chunk index, its offset, and its bytes
@@ -32,13 +32,13 @@ func (f Frame) Len() int {
 
 // AppendChecksum appends the frame's bytes to dst and returns it with crc (a
 // CRC-32C, 0 to start) extended by them: one pass, the copy and the checksum
-// together (store.CopyChecksum). dst must have room for them: a reader sizes
+// together (crc32c.CopyChecksum). dst must have room for them: a reader sizes
 // its buffer to the chunk from its header, so it is never reallocated.
 func (f Frame) AppendChecksum(dst []byte, crc uint32) ([]byte, uint32) {
 	for _, p := range f.Data {
 		n := len(dst)
 		dst = dst[:n+len(p)]
-		crc = store.CopyChecksum(dst[n:], p, crc)
+		crc = crc32c.CopyChecksum(dst[n:], p, crc)
 	}
 	return dst, crc
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/kvring/kvring/node/internal/spread"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/ring"
-	"github.com/kvring/kvring/store"
 )
 
 // Peers is how the Mover reaches other members: the coordinator.
@@ -27,7 +26,7 @@ type Peers interface {
 // Config configures a Mover. Fields without a default are required.
 type Config struct {
 	Self     string
-	Store    *store.Store
+	Store    Store
 	Registry *namespace.Registry
 	// Ring returns the current ring; it must not block.
 	Ring func() *ring.Ring

@@ -6,8 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"time"
-
-	"github.com/kvring/kvring/store"
 )
 
 // MaxMessageBytes is the largest request body accepted: 256 MiB, as
@@ -23,7 +21,7 @@ type Config struct {
 	// clients check they can write the file before connecting.
 	Mode os.FileMode
 	// Store holds the blobs. Required.
-	Store *store.Store
+	Store Store
 	// Cluster serves the kvring extensions that reach the cluster (publish,
 	// lookup, get, namespace registration). Default nil: those requests
 	// are answered with error code 6 (NotImplemented).

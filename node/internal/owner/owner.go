@@ -20,7 +20,7 @@ import (
 // Config configures an Owner. Every field is required unless it says
 // otherwise.
 type Config struct {
-	Store    *store.Store
+	Store    Store
 	Log      *slog.Logger
 	Registry *namespace.Registry
 	// Epoch is the node's current ring epoch, carried in replies.
@@ -55,7 +55,7 @@ type Config struct {
 // Safe for concurrent use.
 type Owner struct {
 	cfg      Config
-	st       *store.Store
+	st       Store
 	maxChunk int64
 
 	mu     sync.Mutex

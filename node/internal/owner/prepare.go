@@ -14,7 +14,7 @@ import (
 // coordinator's in-process session both drive it. Not safe for concurrent
 // use: it belongs to the goroutine that receives the batch's frames.
 type Prepare struct {
-	st     *store.Store
+	st     Store
 	ns     string // store namespace
 	ids    []store.ID
 	keys   [][]byte // placement group key per index (nil: placed by ids)

@@ -38,7 +38,7 @@ const (
 // Config configures a Spreader. Fields without a default are required.
 type Config struct {
 	Self     string
-	Store    *store.Store
+	Store    Store
 	Registry *namespace.Registry
 	// Ring returns the current ring; it must not block.
 	Ring func() *ring.Ring

@@ -1,4 +1,4 @@
-package store
+package crc32c
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 // BenchmarkCopyCRC32C measures, per frame size, a plain copy, copy then
 // crc32.Update (two passes) and copyCRC32C (fused), each into a rotation over
 // a 256 MiB already-touched destination with the source reused, as
-// BenchmarkStageSeal's copy baseline does. Compare the MB/s of fused/X with
+// store's BenchmarkStageSeal's copy baseline does. Compare the MB/s of fused/X with
 // copy/X.
 func BenchmarkCopyCRC32C(b *testing.B) {
 	const workingSet = 256 << 20

@@ -1,4 +1,4 @@
-package store
+package crc32c
 
 // Reading CRC-32C of mapped memory.
 //
@@ -12,11 +12,11 @@ package store
 // with one large copy (Go's copy streams 1 MiB or more past the caches,
 // and so does a device's DMA) is in memory when the node checksums it.
 //
-// foldChecksum is used for the store's passes over shared memory
-// (guardedChecksum) and by Checksum of Go memory. The kernel's loads are
-// invisible to the race detector, as are those of hash/crc32's SSE 4.2
-// assembly on amd64 (a test that writes p while crc32.Checksum reads it is
-// not reported either).
+// foldChecksum is Checksum: the store's passes over shared memory (store's
+// guardedChecksum, under its fault guard) and checksums of Go memory. The
+// kernel's loads are invisible to the race detector, as are those of
+// hash/crc32's SSE 4.2 assembly on amd64 (a test that writes p while
+// crc32.Checksum reads it is not reported either).
 
 // foldChecksumMin is the shortest p foldChecksum hands to the kernel.
 const foldChecksumMin = copyCRCFoldMin

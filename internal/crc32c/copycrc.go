@@ -1,4 +1,4 @@
-package store
+package crc32c
 
 import "unsafe"
 
@@ -41,7 +41,7 @@ import "unsafe"
 // destination read back soon after then comes from memory. Go's memmove
 // switches to them at 1 MiB. A staged write is not read back (Seal compares
 // the running CRC) and a 256 KiB slot is a quarter of this core's L2, so
-// copyCRCNonTemporalMin is 256 KiB: there a fused write measured 10-13 GB/s
+// CopyNonTemporalMin is 256 KiB: there a fused write measured 10-13 GB/s
 // with non-temporal stores against 7-8 GB/s with ordinary ones.
 //
 // Off amd64, and on CPUs without 256-bit VPCLMULQDQ (Intel before Ice Lake,
@@ -55,9 +55,9 @@ const (
 	// bytes up the kernel already beats two passes in cache.
 	copyCRCFoldMin = 256
 
-	// copyCRCNonTemporalMin is the smallest src copied with non-temporal
+	// CopyNonTemporalMin is the smallest src copied with non-temporal
 	// stores. See above.
-	copyCRCNonTemporalMin = 256 << 10
+	CopyNonTemporalMin = 256 << 10
 )
 
 // copyCRC32C copies src into dst[:len(src)] and returns
@@ -66,14 +66,15 @@ const (
 // overlap it. Bytes of dst past len(src) are not touched. It neither blocks
 // nor keeps dst or src, and is safe for concurrent use on distinct dst.
 func copyCRC32C(dst, src []byte, crc uint32) uint32 {
-	return copyCRC32CStores(dst, src, crc, len(src) >= copyCRCNonTemporalMin)
+	return CopyChecksumStores(dst, src, crc, len(src) >= CopyNonTemporalMin)
 }
 
-// copyCRC32CStores is copyCRC32C with the choice of non-temporal stores made
+// CopyChecksumStores is copyCRC32C with the choice of non-temporal stores made
 // by the caller: a write that arrives in pieces smaller than
-// copyCRCNonTemporalMin (gRPC's 16 KiB receive buffers) still fills a cold
-// slot that is not read back.
-func copyCRC32CStores(dst, src []byte, crc uint32, nt bool) uint32 {
+// CopyNonTemporalMin (gRPC's 16 KiB receive buffers) still fills a cold
+// slot that is not read back. It neither blocks nor keeps dst or src, and is
+// safe for concurrent use on distinct dst.
+func CopyChecksumStores(dst, src []byte, crc uint32, nt bool) uint32 {
 	if len(dst) < len(src) {
 		panic("BUG: copyCRC32C: dst shorter than src")
 	}

@@ -1,4 +1,4 @@
-package store
+package crc32c
 
 import (
 	"hash/crc32"

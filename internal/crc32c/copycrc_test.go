@@ -1,4 +1,4 @@
-package store
+package crc32c
 
 import (
 	"bytes"
@@ -53,7 +53,7 @@ func copyCRCSizes(rng *rand.Rand) []int {
 		167, 168, 169, 504, 3*1344 - 1, 3 * 1344, 3*1344 + 1, 4096,
 		copyCRCFoldMin, copyCRCFoldMin + 31, copyCRCFoldMin + 128,
 		copyCRCFoldMin + 159, copyCRCFoldMin + 160, 1 << 16,
-		copyCRCNonTemporalMin, copyCRCNonTemporalMin + 127,
+		CopyNonTemporalMin, CopyNonTemporalMin + 127,
 		256 << 10, 2 << 20, 3 << 20,
 	} {
 		for d := -2; d <= 2; d++ {

@@ -1,4 +1,4 @@
-package store
+package crc32c
 
 // CRC-32C of a concatenation from the CRCs of its parts.
 //
@@ -51,10 +51,10 @@ func xPow8nModP(n int64) uint32 {
 	return p
 }
 
-// combineChecksum returns Checksum(A||B) from crcA = Checksum(A), crcB =
+// CombineChecksum returns Checksum(A||B) from crcA = Checksum(A), crcB =
 // Checksum(B) and lenB = len(B) (not negative). It neither blocks nor
-// allocates.
-func combineChecksum(crcA, crcB uint32, lenB int64) uint32 {
+// allocates, and is safe for concurrent use.
+func CombineChecksum(crcA, crcB uint32, lenB int64) uint32 {
 	if lenB == 0 {
 		return crcA
 	}

@@ -1,4 +1,4 @@
-package store
+package crc32c
 
 import "golang.org/x/sys/cpu"
 

@@ -1,6 +1,6 @@
 //go:build !amd64
 
-package store
+package crc32c
 
 // copyCRCHasFold is false: the fused kernel exists only on amd64, and
 // copyCRC32C copies then checksums.

@@ -1,4 +1,4 @@
-package store
+package crc32c
 
 import (
 	"hash/crc32"
@@ -40,7 +40,7 @@ func TestFoldChecksumMatchesHashCRC32(t *testing.T) {
 // of 128 buffers, 256 MiB in all, far more than the caches) and from the
 // caches (the same buffer again and again). Each way's GB/s and the ratio.
 //
-//	go test -run '^$' -bench FoldChecksum -count 3 ./store/
+//	go test -run '^$' -bench FoldChecksum -count 3 ./internal/crc32c/
 func BenchmarkFoldChecksum(b *testing.B) {
 	const size = 2 << 20
 	for _, place := range []string{"memory", "cache"} {
