@@ -43,6 +43,11 @@ type Store interface {
 	// Release ends a pin lease; false when it was unknown or had expired.
 	Release(pin store.PinID) bool
 
+	// Names lists, in id order, up to limit sealed chunks with a name
+	// (Staged.SetName) of namespaces starting with prefix whose id is at
+	// least from; more reports whether others follow. It walks the index
+	// under the store's mutex: for SCAN, not a data path.
+	Names(prefix string, from []byte, limit int) (out []store.NamedChunk, more bool)
 	// Evict removes a held chunk: it stops being readable at once, and its
 	// slot is freed when its last View is released. A pinned chunk is
 	// store.ErrBusy, one not held store.ErrNotFound.
