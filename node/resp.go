@@ -12,7 +12,7 @@ import (
 // RESPConfig configures the node's Redis-protocol port (docs/resp.md).
 type RESPConfig struct {
 	// Addr is the TCP address of the Redis-protocol port. Default "":
-	// off (kvring serve's --resp-addr defaults to :6379, Redis's port).
+	// off (kvring serve's --resp-addr defaults to :9603).
 	Addr string
 	// KeyMap maps keys to namespaces and placement; it must be the same
 	// on every node. Default resp.DefaultKeyMap() (LMCache's keys).
@@ -82,8 +82,11 @@ type respAccess struct {
 	p *nodeParts
 }
 
+// anonymous: AUTH is required where the gRPC port requires a bearer token
+// (engine tokens configured); an admin token alone protects the admin
+// rights (FLUSHDB), which a client then gains with AUTH.
 func (a respAccess) anonymous() (resp.Access, bool) {
-	required := a.p.sec.tokens.Load() != nil || a.p.sec.adminToken.Load() != nil
+	required := a.p.sec.tokens.Load() != nil
 	return resp.Access{Admin: a.n.cfg.AdminActions && a.p.sec.adminToken.Load() == nil}, required
 }
 

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
@@ -48,15 +49,19 @@ type respCluster struct {
 	draining func(id string) bool
 	replicas int
 
-	mu     sync.Mutex
-	table  *resp.SlotTable
-	tableV string // what table was built from (ring epoch, members' ports and drains)
+	// unsettled reports whether the ring changed moments ago.
+	unsettled func() bool
+
+	mu      sync.Mutex
+	table   *resp.SlotTable
+	tableV  string    // what table was built from (ring epoch, members' ports and drains)
+	tableAt time.Time // when that was last checked
 }
 
 func newRESPCluster(n *Node, p *nodeParts) *respCluster {
 	return &respCluster{respAccess: respAccess{n: n, p: p}, coord: p.svc.coord, svc: coord.NewService(p.svc.coord),
 		reg: p.svc.reg, self: p.store.NodeID(), lookups: 16, members: p.member.Members, ring: p.member.Ring,
-		draining: p.member.Draining, replicas: max(1, n.cfg.Replication)}
+		draining: p.member.Draining, unsettled: p.member.Unsettled, replicas: max(1, n.cfg.Replication)}
 }
 
 func (r *respCluster) Anonymous() (resp.Access, bool)                 { return r.anonymous() }
@@ -85,12 +90,38 @@ func (r *respCluster) Namespace(ctx context.Context, name string, create bool) (
 }
 
 // Slots is the slot table of the current ring, rebuilt when the ring, a
-// member's Redis-protocol address or a drain changes.
+// member's Redis-protocol address or a drain changes: at once for a new
+// ring epoch, otherwise seen within slotsRecheck (drains and addresses
+// travel by gossip anyway). While the ring settles after a change the
+// table says so (resp.SlotTable.Unsettled).
 func (r *respCluster) Slots() *resp.SlotTable {
 	rg := r.ring()
 	if rg == nil {
 		return &resp.SlotTable{Self: -1}
 	}
+	now := time.Now()
+	r.mu.Lock()
+	t := r.table
+	fresh := t != nil && t.Epoch == rg.Epoch() && now.Sub(r.tableAt) < slotsRecheck
+	r.mu.Unlock()
+	if !fresh {
+		t = r.rebuildSlots(rg, now)
+	}
+	if u := r.unsettled(); u != t.Unsettled {
+		cp := *t
+		cp.Unsettled = u
+		return &cp
+	}
+	return t
+}
+
+// slotsRecheck is how often Slots looks for drains and address changes
+// within one ring epoch.
+const slotsRecheck = 250 * time.Millisecond
+
+// rebuildSlots builds the slot table of rg unless what it is built from is
+// unchanged.
+func (r *respCluster) rebuildSlots(rg *ring.Ring, now time.Time) *resp.SlotTable {
 	var peers []slotPeer
 	var v strings.Builder
 	v.WriteString(strconv.FormatUint(rg.Epoch(), 10))
@@ -111,6 +142,7 @@ func (r *respCluster) Slots() *resp.SlotTable {
 	if r.table == nil || r.tableV != v.String() {
 		r.table, r.tableV = buildSlotTable(rg, r.self, r.replicas, peers), v.String()
 	}
+	r.tableAt = now
 	return r.table
 }
 
@@ -225,8 +257,9 @@ func (r *respCluster) Delete(ctx context.Context, ns resp.Namespace, keys []resp
 // are the member (an index into the ring's members, sorted by id; always 0
 // with local), the other 56 the first 7 bytes of the next chunk id to list
 // on it. A member's pages follow each other until it has no more; then the
-// next member's start. A ring change during a scan may skip or repeat
-// keys, as a Redis rehash may repeat them.
+// next member's start. A member that does not answer is skipped (logged):
+// its keys cannot be read now either. A ring change during a scan may skip
+// or repeat keys, as a Redis rehash may repeat them.
 func (r *respCluster) Scan(ctx context.Context, cursor uint64, count int, local bool) ([][]byte, uint64, error) {
 	rg := r.ring()
 	var members []ring.Member
@@ -242,8 +275,12 @@ func (r *respCluster) Scan(ctx context.Context, cursor uint64, count int, local 
 			from = binary.BigEndian.AppendUint64(nil, low<<8)[:7]
 		}
 		page, next, err := r.coord.ListKeys(ctx, members[idx], resp.NamespacePrefix, from, count-len(names))
-		if err != nil {
+		if err != nil && (local || ctx.Err() != nil) {
 			return nil, 0, fmt.Errorf("cannot list the keys of node %s: %w", members[idx].ID, err)
+		}
+		if err != nil { // its keys cannot be read now either: the scan goes on without them
+			r.n.log.Warn("SCAN skips a member that did not answer", "component", "resp", "member", members[idx].ID, "err", err)
+			next = nil
 		}
 		names = append(names, page...)
 		if next != nil {

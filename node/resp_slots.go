@@ -94,13 +94,17 @@ func slotPlaceKey(rg *ring.Ring, ns string, s uint16) store.ID {
 	panic("BUG: no placement key found for a slot in 64 times the partition count")
 }
 
-// slotPlaces caches slotPlaceKey per namespace and slot (at most 16384 keys
-// per namespace; 36 bytes each).
+// slotPlaces caches slotPlaceKey per namespace and slot, at most
+// maxSlotPlaces of them (about 100 bytes each): past that the cache starts
+// over, so names a client makes up cannot grow it without bound.
 type slotPlaces struct {
 	mu    sync.RWMutex
 	parts int
 	keys  map[slotPlaceRef]store.ID
 }
+
+// maxSlotPlaces bounds the slotPlaces cache: 16 namespaces' every slot.
+const maxSlotPlaces = 16 * 16384
 
 type slotPlaceRef struct {
 	ns   string
@@ -119,7 +123,7 @@ func (c *slotPlaces) get(rg *ring.Ring, ns string, s uint16) store.ID {
 	}
 	k = slotPlaceKey(rg, ns, s)
 	c.mu.Lock()
-	if c.parts != parts || c.keys == nil {
+	if c.parts != parts || c.keys == nil || len(c.keys) >= maxSlotPlaces {
 		c.parts, c.keys = parts, map[slotPlaceRef]store.ID{}
 	}
 	c.keys[ref] = k

@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // rawConn dials s and returns the connection with a reader of its replies.
@@ -191,5 +194,63 @@ func waitConns(t *testing.T, s *Server, n int) {
 			t.Fatalf("the server serves %d connections, want %d", s.Connections(), n)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestInlineWritesAreServed: telnet-style SET and MSET store their values
+// (an inline SET once crashed the node).
+func TestInlineWritesAreServed(t *testing.T) {
+	s, _ := testServer(t, nil)
+	nc, r := rawConn(t, s)
+	nc.Write([]byte("SET a hello\r\nMSET b 1 c 2\r\nSETNX a x\r\nGET a\r\nMGET b c\r\n"))
+	want := []string{"+OK\r\n", "+OK\r\n", ":0\r\n", "$5\r\n", "hello\r\n", "*2\r\n", "$1\r\n", "1\r\n", "$1\r\n", "2\r\n"}
+	for _, w := range want {
+		if line, err := r.ReadString('\n'); err != nil || line != w {
+			t.Fatalf("read %q, %v; want %q", line, err, w)
+		}
+	}
+	stillServes(t, s)
+}
+
+// TestARefusedSetTakesNoSharedMemory: the value of a SET the server will
+// refuse (before AUTH, a namespace the token does not allow, a key another
+// node owns) is read past, not into shared memory, so it evicts nothing;
+// a client that has not authenticated may not even send a large one.
+func TestARefusedSetTakesNoSharedMemory(t *testing.T) {
+	s, fc := testServer(t, func(c *Config, fc *fakeCluster) {
+		c.ClusterMode = true
+		fc.tokens = map[string]Access{"engine-token-0123456789": {Allows: func(ns string) bool { return ns == "resp:mine" }}}
+	})
+	ctx := context.Background()
+	eng := redis.NewClient(&redis.Options{Addr: s.Addr().String(), Password: "engine-token-0123456789", MaxRetries: -1})
+	defer eng.Close()
+	big := randBytes(14 << 20)
+	for i := range 4 { // 56 MiB of the 64 MiB store, in this node's slots (bar, slot 5061): one more evicts
+		if err := eng.Set(ctx, fmt.Sprintf("mine@{bar}%d", i), big, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := fc.st.Stats()
+	for _, k := range []string{"other@{bar}x", "mine@{foo}x"} { // NOPERM, MOVED
+		if err := eng.Set(ctx, k, big, 0).Err(); err == nil {
+			t.Fatalf("SET %s answered OK", k)
+		}
+	}
+	nc, r := rawConn(t, s)
+	fmt.Fprintf(nc, "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$%d\r\n", len(big))
+	nc.Write(big)
+	if got := expectClosed(t, r); !strings.Contains(got, "Protocol error: invalid bulk length") {
+		t.Fatalf("a large SET before AUTH: %q", got)
+	}
+	after := fc.st.Stats()
+	var ev0, ev1 uint64
+	for _, n := range before.Evictions {
+		ev0 += n
+	}
+	for _, n := range after.Evictions {
+		ev1 += n
+	}
+	if ev1 != ev0 || after.Chunks != before.Chunks {
+		t.Fatalf("refused SETs evicted %d chunks (%d → %d held)", ev1-ev0, before.Chunks, after.Chunks)
 	}
 }

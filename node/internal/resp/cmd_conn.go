@@ -92,10 +92,6 @@ func cmdAuth(_ context.Context, c *conn, req *request) {
 		c.fail("syntax", errorf(prefixErr, "syntax error"))
 		return
 	}
-	if _, required := c.s.cfg.Cluster.Anonymous(); !required {
-		c.fail("auth", errorf(prefixErr, "AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"))
-		return
-	}
 	if c.authenticate(string(req.args[len(req.args)-1])) {
 		c.w.ok()
 	}
@@ -105,9 +101,13 @@ func cmdAuth(_ context.Context, c *conn, req *request) {
 func (c *conn) authenticate(token string) bool {
 	a, err := c.s.cfg.Cluster.Authenticate(token)
 	if err != nil {
-		if errors.Is(err, ErrBadToken) {
+		_, required := c.s.cfg.Cluster.Anonymous()
+		switch {
+		case errors.Is(err, ErrBadToken) && !required:
+			c.fail("auth", errorf(prefixErr, "AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"))
+		case errors.Is(err, ErrBadToken):
 			c.fail("auth", prefixWrongPass+" invalid username-password pair or user is disabled.")
-		} else {
+		default:
 			c.failErr(err)
 		}
 		return false
@@ -124,9 +124,10 @@ func cmdSelect(_ context.Context, c *conn, req *request) {
 	c.w.ok()
 }
 
-// cmdReset returns the connection to its state after connecting.
+// cmdReset returns the connection to its state after connecting: name,
+// library, READONLY, protocol and authentication.
 func cmdReset(_ context.Context, c *conn, _ *request) {
-	c.name, c.w.proto = "", 2
+	c.name, c.libName, c.libVer, c.readonly, c.w.proto = "", "", "", false, 2
 	c.anonymous()
 	c.w.simple("RESET")
 }

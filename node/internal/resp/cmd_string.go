@@ -70,17 +70,27 @@ func cmdSet(ctx context.Context, c *conn, req *request) {
 func (c *conn) setConditional(ctx context.Context, req *request, groups []*nsKeys, o setOpts) {
 	var old []byte
 	found := false
-	read, _ := c.readKeys(ctx, req.args[1:2])
-	if err := read(func(_ int, data []byte) {
-		if data != nil {
-			found = true
-			if o.get {
-				old = append([]byte(nil), data...)
+	if o.get { // the kept value is the reply
+		read, _ := c.readKeys(ctx, req.args[1:2])
+		if err := read(func(_ int, data []byte) {
+			if data != nil {
+				found, old = true, append([]byte(nil), data...)
 			}
+		}); err != nil {
+			c.failErr(err)
+			return
 		}
-	}); err != nil {
-		c.failErr(err)
-		return
+	} else { // NX, XX: whether it exists is enough
+		rg, ok := c.readGroups(ctx, req.args[1:2])
+		if !ok {
+			return
+		}
+		h, err := c.held(ctx, rg, 1)
+		if err != nil {
+			c.failErr(err)
+			return
+		}
+		found = h[0]
 	}
 	if found || o.xx { // nothing to write: the first value stays
 		switch {

@@ -113,6 +113,8 @@ func (c *Config) validate() error {
 		return errors.New("resp: Config.Cluster is required")
 	case c.MaxConns < 0 || c.MaxArgs < 1 || c.MaxArgLen < 1 || c.MaxInline < 1 || c.MaxRequestBytes < 1:
 		return errors.New("resp: limits must be positive")
+	case c.CommandTimeout < 0 || c.WriteTimeout < 0 || c.CallTimeout < 0:
+		return errors.New("resp: the command, write and call timeouts must be positive")
 	}
 	return c.KeyMap.validate()
 }

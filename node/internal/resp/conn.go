@@ -2,6 +2,7 @@ package resp
 
 import (
 	"context"
+	"runtime/debug"
 	"errors"
 	"io"
 	"net"
@@ -24,9 +25,7 @@ type conn struct {
 	// cancel ends the context of the command in flight (Server.Close).
 	cancel context.CancelFunc
 
-	// Guarded by nothing: only the connection's goroutine touches them,
-	// except name and lastCmd, which CLIENT LIST of another connection
-	// reads (stale values are fine; see info).
+	// Only the connection's goroutine touches these.
 	name, libName, libVer string
 	authed                bool
 	access                Access
@@ -38,7 +37,7 @@ type conn struct {
 
 func newConn(s *Server, nc net.Conn) *conn {
 	c := &conn{s: s, nc: nc, id: s.nextID.Add(1), created: time.Now()}
-	c.rd = newReader(nc, 64<<10, s.cfg.limits())
+	c.rd = newReader(nc, max(64<<10, s.cfg.MaxInline+2), s.cfg.limits())
 	c.w = newWriter(nc, s.cfg.WriteTimeout, s.cfg.ReplyBuffer)
 	c.anonymous()
 	return c
@@ -54,6 +53,12 @@ func (c *conn) serve() {
 	c.s.mu.Unlock()
 	defer cancel()
 	defer c.nc.Close()
+	defer func() {
+		if r := recover(); r != nil { // a bug must cost one connection, not the node
+			c.s.log.Error("BUG: a Redis-protocol command panicked; closing its connection", "remote", c.nc.RemoteAddr(),
+				"command", c.lastCmd, "panic", r, "stack", string(debug.Stack()))
+		}
+	}()
 	if closed {
 		return
 	}
@@ -62,13 +67,15 @@ func (c *conn) serve() {
 			c.ended(err)
 			return
 		}
-		req, err := c.rd.read(c.alloc)
+		c.rd.unauth = !c.authed
+		req, err := c.rd.read(c.alloc, c.admit)
 		if err != nil {
 			c.ended(err)
 			return
 		}
 		quit := c.run(ctx, req)
 		req.free()
+		c.rd.release()
 		if quit || c.w.err != nil {
 			c.w.flush()
 			return
@@ -116,6 +123,23 @@ func (c *conn) ended(err error) {
 	if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 		c.s.log.Debug("Redis-protocol connection ended", "remote", c.nc.RemoteAddr(), "err", err)
 	}
+}
+
+// admit decides whether the value after key may take shared memory: not
+// for a command run will refuse (before AUTH, a key of a namespace the
+// token does not allow, a key another node owns in cluster mode), whose
+// reply then says why.
+func (c *conn) admit(name string, key []byte) error {
+	cmd := commands[name]
+	switch {
+	case !c.authed && !cmd.noAuth:
+		return errRefused
+	case !c.access.allows(c.s.cfg.KeyMap.Namespace(key)):
+		return errRefused
+	case c.s.cfg.ClusterMode && c.redirectKey(cmd, key) != "":
+		return errRefused
+	}
+	return nil
 }
 
 // alloc is the memory of a value: a blob of the store.

@@ -20,6 +20,9 @@ var (
 	ErrBadToken = errors.New("resp: invalid token")
 
 	errEmptyValue = errors.New("kvring stores no empty values")
+	// errRefused: a value the command's checks refuse before it is read;
+	// the command's own reply says why.
+	errRefused = errors.New("the command was refused")
 	errTooBig     = errors.New("value too big")
 )
 

@@ -2,48 +2,49 @@ package resp
 
 // globMatch reports whether s matches pattern as Redis's MATCH and KEYS
 // patterns do: * any run of bytes (including none, and '/'), ? one byte,
-// [abc] [^abc] [a-z] a set, \x the byte x. Bytes are compared exactly.
+// [abc] [^abc] [a-z] a set, \x the byte x. Bytes are compared exactly. It
+// backtracks only to the last '*' (time at most len(pattern)·len(s), never
+// exponential: a pattern is a client's input).
 func globMatch(pattern, s []byte) bool {
-	for len(pattern) > 0 {
-		switch pattern[0] {
-		case '*':
-			for len(pattern) > 1 && pattern[1] == '*' {
-				pattern = pattern[1:]
+	p, i := 0, 0
+	starP, starI := -1, 0
+	for i < len(s) {
+		if p < len(pattern) {
+			if pattern[p] == '*' {
+				starP, starI = p, i
+				p++
+				continue
 			}
-			if len(pattern) == 1 {
-				return true
+			if n, ok := matchOne(pattern[p:], s[i]); ok {
+				p, i = p+n, i+1
+				continue
 			}
-			for i := 0; i <= len(s); i++ {
-				if globMatch(pattern[1:], s[i:]) {
-					return true
-				}
-			}
-			return false
-		case '?':
-			if len(s) == 0 {
-				return false
-			}
-			pattern, s = pattern[1:], s[1:]
-		case '[':
-			if len(s) == 0 {
-				return false
-			}
-			ok, rest := matchSet(pattern[1:], s[0])
-			if !ok {
-				return false
-			}
-			pattern, s = rest, s[1:]
-		default:
-			if pattern[0] == '\\' && len(pattern) > 1 {
-				pattern = pattern[1:]
-			}
-			if len(s) == 0 || pattern[0] != s[0] {
-				return false
-			}
-			pattern, s = pattern[1:], s[1:]
 		}
+		if starP < 0 {
+			return false
+		}
+		starI++ // the last '*' takes one byte more
+		p, i = starP+1, starI
 	}
-	return len(s) == 0
+	for p < len(pattern) && pattern[p] == '*' {
+		p++
+	}
+	return p == len(pattern)
+}
+
+// matchOne matches byte c against the pattern element that starts p (not
+// '*') and returns how many pattern bytes the element takes.
+func matchOne(p []byte, c byte) (int, bool) {
+	switch {
+	case p[0] == '?':
+		return 1, true
+	case p[0] == '[':
+		ok, rest := matchSet(p[1:], c)
+		return len(p) - len(rest), ok
+	case p[0] == '\\' && len(p) > 1:
+		return 2, p[1] == c
+	}
+	return 1, p[0] == c
 }
 
 // matchSet matches c against the set that starts p (after its '[') and

@@ -1,6 +1,11 @@
 package resp
 
-import "testing"
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
 
 // TestGlobMatchesAsRedisDoes checks MATCH patterns against Redis's
 // stringmatchlen behaviour.
@@ -20,5 +25,22 @@ func TestGlobMatchesAsRedisDoes(t *testing.T) {
 		if got := globMatch([]byte(tc.pattern), []byte(tc.s)); got != tc.want {
 			t.Errorf("globMatch(%q, %q) = %v, want %v", tc.pattern, tc.s, got, tc.want)
 		}
+	}
+}
+
+// TestGlobMatchIsNotExponential: a pattern of many stars that fails on a
+// long key answers at once (a backtracking matcher takes minutes).
+func TestGlobMatchIsNotExponential(t *testing.T) {
+	key := bytes.Repeat([]byte{'a'}, 300)
+	pattern := []byte(strings.Repeat("*a", 20) + "*b")
+	done := make(chan bool, 1)
+	go func() { done <- globMatch(pattern, key) }()
+	select {
+	case m := <-done:
+		if m {
+			t.Fatal("matched a key without a b")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("globMatch took over 10s on a pathological pattern")
 	}
 }

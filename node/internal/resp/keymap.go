@@ -24,7 +24,7 @@ type KeyMap struct {
 	// Separator splits a key's namespace from the rest: the namespace is
 	// everything before the key's last Separator. LMCache's chunk keys,
 	// "fmt@model@world size@worker id@chunk hash", map to one namespace per
-	// model and worker. Default "@".
+	// model and worker. Required (DefaultKeyMap's is "@").
 	Separator string
 	// Default is the namespace (after NamespacePrefix) of keys without a
 	// Separator. Default "default".
@@ -33,7 +33,8 @@ type KeyMap struct {
 	// lacks them: "<k>kv_bytes" and "<k>metadata" land on the owners of
 	// "<k>", so a value and its metadata live and die together. Default
 	// LMCache's, "kv_bytes" and "metadata". A key with a Redis Cluster hash
-	// tag ({...}) is placed by its tag instead.
+	// tag ({...}) is placed by its tag instead, and in Redis Cluster mode
+	// every key by its slot (siblings share owners only through a tag).
 	Siblings []string
 }
 
@@ -44,8 +45,9 @@ func DefaultKeyMap() KeyMap {
 
 func (m *KeyMap) setDefaults() {
 	d := DefaultKeyMap()
-	if m.Separator == "" {
-		m.Separator = d.Separator
+	if m.Separator == "" && m.Default == "" && m.Siblings == nil {
+		*m = d // the zero KeyMap is the default one
+		return
 	}
 	if m.Default == "" {
 		m.Default = d.Default
@@ -56,6 +58,9 @@ func (m *KeyMap) setDefaults() {
 }
 
 func (m KeyMap) validate() error {
+	if m.Separator == "" {
+		return fmt.Errorf("resp key map: the namespace separator is empty")
+	}
 	if err := store.ValidateNamespace(NamespacePrefix + m.Default); err != nil {
 		return fmt.Errorf("resp key map: default namespace %q: %w", m.Default, err)
 	}

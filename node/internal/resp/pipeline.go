@@ -72,7 +72,8 @@ func (c *conn) pipelinedGets(ctx context.Context, first *request) {
 			c.w.bulk(data)
 		}
 	})
-	if err != nil {
+	if err != nil { // the keys the cluster could not read were answered nil, as misses
+		c.s.m.error("read")
 		for ; next < len(keys); next++ { // read handed every key over; this only guards the count
 			c.w.null()
 		}

@@ -68,25 +68,67 @@ type limits struct {
 	maxValues   int64 // bytes of all values of one request
 }
 
+// AdmitFunc decides, before any memory is taken for it, whether the value
+// that follows key in command name may be kept: nil to read it into a blob,
+// or the error the command will be refused with (the value is then read
+// past: a refused or unauthenticated SET costs no shared memory).
+type AdmitFunc func(name string, key []byte) error
+
+// Limits on a client that has not authenticated yet, as Redis's: a few
+// short arguments are all AUTH and HELLO need.
+const (
+	unauthMaxArgs   = 10
+	unauthMaxArgLen = 16 << 10
+)
+
 // reader parses requests. Not safe for concurrent use.
 type reader struct {
-	raw  io.Reader // under br: values are read from it directly
-	br   *bufio.Reader
-	lim  limits
-	buf  []byte // backing of the arguments that are not values
-	args [][]byte
+	raw io.Reader // under br: values are read from it directly
+	br  *bufio.Reader
+	lim limits
+	// unauth applies the limits of a client that has not authenticated.
+	unauth bool
+	buf    []byte // backing of the arguments that are not values
+	spans  []span // where each argument of the request being read is in buf
+	args   [][]byte
+}
+
+// span is an argument's place in reader.buf; value marks a value argument.
+type span struct {
+	off, n int
+	value  bool
 }
 
 func newReader(r io.Reader, size int, lim limits) *reader {
 	return &reader{raw: r, br: bufio.NewReaderSize(r, size), lim: lim}
 }
 
+// release drops buffers a large request grew, once it has been served, so
+// an idle connection holds little.
+func (rd *reader) release() {
+	if cap(rd.buf) > 64<<10 {
+		rd.buf = nil
+	}
+	if cap(rd.args) > 1024 {
+		rd.args, rd.spans = nil, nil
+	}
+}
+
+// argLimits are the bounds of the next request's arguments.
+func (rd *reader) argLimits() (maxArgs, maxArgLen int) {
+	if rd.unauth {
+		return unauthMaxArgs, unauthMaxArgLen
+	}
+	return rd.lim.maxArgs, rd.lim.maxArgLen
+}
+
 // read parses the next request. alloc is asked for the memory of each value
-// argument (valuePos decides which those are). A *protocolError means the
-// connection must close; other errors are the connection's. A request
-// whose values could not all be kept is returned whole, with each value's
-// error, so the stream stays in step.
-func (rd *reader) read(alloc AllocFunc) (*request, error) {
+// argument (valuePos decides which those are) that admit lets through. A
+// *protocolError means the connection must close; other errors are the
+// connection's. A request whose values could not all be kept is returned
+// whole, with each value's error, so the stream stays in step.
+func (rd *reader) read(alloc AllocFunc, admit AdmitFunc) (*request, error) {
+	maxArgs, _ := rd.argLimits()
 	for {
 		c, err := rd.br.ReadByte()
 		if err != nil {
@@ -94,7 +136,7 @@ func (rd *reader) read(alloc AllocFunc) (*request, error) {
 		}
 		if c != '*' {
 			rd.br.UnreadByte()
-			req, err := rd.readInline()
+			req, err := rd.readInline(alloc, admit)
 			if err != nil || req != nil {
 				return req, err
 			}
@@ -107,19 +149,19 @@ func (rd *reader) read(alloc AllocFunc) (*request, error) {
 		if n <= 0 {
 			continue // Redis ignores empty multibulks
 		}
-		if n > int64(rd.lim.maxArgs) {
+		if n > int64(maxArgs) {
 			return nil, protoErr("invalid multibulk length")
 		}
-		return rd.readMultibulk(int(n), alloc)
+		return rd.readMultibulk(int(n), alloc, admit)
 	}
 }
 
-// readMultibulk reads the n bulk arguments of a request.
-func (rd *reader) readMultibulk(n int, alloc AllocFunc) (*request, error) {
-	if cap(rd.buf) > 1<<20 {
-		rd.buf = nil // do not keep a huge request's buffer
-	}
-	rd.buf, rd.args = rd.buf[:0], rd.args[:0]
+// readMultibulk reads the n bulk arguments of a request. The arguments that
+// are not values are read into one buffer, and sliced from it only once it
+// has stopped growing: no argument keeps an outgrown array alive.
+func (rd *reader) readMultibulk(n int, alloc AllocFunc, admit AdmitFunc) (*request, error) {
+	_, maxArgLen := rd.argLimits()
+	rd.buf, rd.spans = rd.buf[:0], rd.spans[:0]
 	req := &request{}
 	var valueBytes int64
 	for i := range n {
@@ -135,25 +177,30 @@ func (rd *reader) readMultibulk(n int, alloc AllocFunc) (*request, error) {
 			req.free()
 			return nil, err
 		}
-		if size < 0 || size > rd.lim.maxValue {
+		if size < 0 || size > rd.lim.maxValue || (rd.unauth && size > unauthMaxArgLen) {
 			req.free()
 			return nil, protoErr("invalid bulk length")
 		}
 		if i > 0 && valuePos(req.name, i) {
-			v, err := rd.readValue(size, &valueBytes, alloc)
+			var refused error
+			if admit != nil {
+				prev := rd.spans[i-1]
+				refused = admit(req.name, rd.buf[prev.off:prev.off+prev.n])
+			}
+			v, err := rd.readValue(size, &valueBytes, alloc, refused)
 			if err != nil {
 				req.free()
 				return nil, err
 			}
 			v.at = i
 			req.values = append(req.values, v)
-			rd.args = append(rd.args, nil)
+			rd.spans = append(rd.spans, span{value: true})
 			continue
 		}
-		if size > int64(rd.lim.maxArgLen) || len(rd.buf)+int(size) > rd.lim.maxArgBytes {
+		if size > int64(maxArgLen) || len(rd.buf)+int(size) > rd.lim.maxArgBytes {
 			req.free()
 			return nil, protoErr("argument %d of %d bytes is over this server's limit of %d (only values may be longer)",
-				i, size, rd.lim.maxArgLen)
+				i, size, maxArgLen)
 		}
 		start := len(rd.buf)
 		rd.buf = slices.Grow(rd.buf, int(size))[:start+int(size)]
@@ -165,23 +212,31 @@ func (rd *reader) readMultibulk(n int, alloc AllocFunc) (*request, error) {
 			req.free()
 			return nil, err
 		}
-		rd.args = append(rd.args, rd.buf[start:len(rd.buf):len(rd.buf)])
+		rd.spans = append(rd.spans, span{off: start, n: int(size)})
 		if i == 0 {
-			req.name = lower(rd.args[0])
+			req.name = lower(rd.buf[:size])
 		}
 	}
-	// An argument read before rd.buf last grew aliases its old array,
-	// which nothing writes to again.
+	rd.args = rd.args[:0]
+	for _, sp := range rd.spans {
+		if sp.value {
+			rd.args = append(rd.args, nil)
+		} else {
+			rd.args = append(rd.args, rd.buf[sp.off:sp.off+sp.n:sp.off+sp.n])
+		}
+	}
 	req.args = rd.args
 	return req, nil
 }
 
 // readValue reads a value argument of size bytes into memory from alloc,
-// or past it when it cannot be kept.
-func (rd *reader) readValue(size int64, total *int64, alloc AllocFunc) (argValue, error) {
+// or past it when it cannot be kept (refused is why, when admit refused it).
+func (rd *reader) readValue(size int64, total *int64, alloc AllocFunc, refused error) (argValue, error) {
 	v := argValue{size: size}
 	*total += size
 	switch {
+	case refused != nil:
+		v.err = refused
 	case size == 0:
 		v.err = errEmptyValue
 	case *total > rd.lim.maxValues:
@@ -224,8 +279,10 @@ func (rd *reader) readDirect(p []byte) error {
 }
 
 // readInline reads a request sent as a line of words (nil for an empty
-// line).
-func (rd *reader) readInline() (*request, error) {
+// line). Its value arguments are copied into blobs from alloc, as a
+// multibulk's are read into them.
+func (rd *reader) readInline(alloc AllocFunc, admit AdmitFunc) (*request, error) {
+	maxArgs, _ := rd.argLimits()
 	line, err := rd.br.ReadSlice('\n')
 	if errors.Is(err, bufio.ErrBufferFull) || len(line) > rd.lim.maxInline {
 		return nil, protoErr("too big inline request")
@@ -237,13 +294,39 @@ func (rd *reader) readInline() (*request, error) {
 	if len(fields) == 0 {
 		return nil, nil
 	}
-	if len(fields) > rd.lim.maxArgs {
+	if len(fields) > maxArgs {
 		return nil, protoErr("invalid multibulk length")
 	}
 	rd.buf = append(rd.buf[:0], line...)
-	rd.args = rd.args[:0]
-	rd.args = append(rd.args, bytes.Fields(rd.buf)...)
-	return &request{args: rd.args, name: lower(rd.args[0]), inline: true}, nil
+	rd.args = append(rd.args[:0], bytes.Fields(rd.buf)...)
+	req := &request{args: rd.args, name: lower(rd.args[0]), inline: true}
+	var total int64
+	for i := 1; i < len(req.args); i++ {
+		if !valuePos(req.name, i) {
+			continue
+		}
+		var refused error
+		if admit != nil {
+			refused = admit(req.name, req.args[i-1])
+		}
+		v := argValue{at: i, size: int64(len(req.args[i]))}
+		total += v.size
+		switch {
+		case refused != nil:
+			v.err = refused
+		case v.size == 0:
+			v.err = errEmptyValue
+		case total > rd.lim.maxValues:
+			v.err = fmt.Errorf("%w: the request's values are over %d bytes", errTooBig, rd.lim.maxValues)
+		default:
+			if v.value, v.err = alloc(v.size); v.err == nil {
+				copy(v.value.Bytes(), req.args[i])
+			}
+		}
+		req.values = append(req.values, v)
+		req.args[i] = nil
+	}
+	return req, nil
 }
 
 // readInt reads the number that ends a '*' or '$' line.

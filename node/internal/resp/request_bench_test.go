@@ -37,7 +37,7 @@ func BenchmarkReadSetValue(b *testing.B) {
 			for range b.N {
 				rd := newReader(bytes.NewReader(stream), 64<<10, lim)
 				for range batch {
-					req, err := rd.read(st.CreateBlob)
+					req, err := rd.read(st.CreateBlob, nil)
 					if err != nil || len(req.values) != 1 || req.values[0].value == nil {
 						b.Fatalf("read: %v", err)
 					}

@@ -64,6 +64,9 @@ type SlotTable struct {
 	Self   int        // this node's index in Nodes; -1 when it owns nothing
 	Nodes  []SlotNode // sorted by ID
 	Ranges []SlotRange
+	// Unsettled: the ring changed moments ago, so other nodes may still
+	// see other owners; keys are served where they arrive, not redirected.
+	Unsettled bool
 }
 
 // owners returns the owners of slot s (nil when the table has none).

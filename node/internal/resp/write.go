@@ -21,6 +21,12 @@ func stored(r *kvringv1.PutChunkResult) bool {
 func (c *conn) publish(ctx context.Context, groups []*nsKeys, n int, vals []argValue) ([]*kvringv1.PutChunkResult, []error) {
 	results := make([]*kvringv1.PutChunkResult, n)
 	errs := make([]error, n)
+	if len(vals) != n {
+		for i := range errs {
+			errs[i] = fmt.Errorf("BUG: %d values for %d keys", len(vals), n)
+		}
+		return results, errs
+	}
 	for _, g := range groups {
 		ns, err := c.s.cfg.Cluster.Namespace(ctx, g.name, true)
 		if err != nil {
