@@ -221,8 +221,8 @@ func (r *respCluster) Held(ctx context.Context, ns resp.Namespace, keys []resp.K
 }
 
 // Get reads keys through the coordinator's Get in process: each chunk's
-// frames are gathered into one buffer (the coordinator has verified the
-// bytes) and handed to each.
+// frames are gathered into a buffer of its own (the coordinator has
+// verified the bytes), handed to each to keep.
 func (r *respCluster) Get(ctx context.Context, ns resp.Namespace, keys []resp.Key, each func(i int, data []byte) error) error {
 	s := &getSink{ctx: ctx, n: len(keys), each: each, cur: -1}
 	err := r.svc.Get(&kvringv1.GetRequest{Namespace: ns.Ref, Ids: ids(keys), Groups: runs(keys)}, s)
@@ -382,11 +382,9 @@ func (s *getSink) Send(m *kvringv1.GetResponse) error {
 		if h.GetStatus() != kvringv1.ReadStatus_READ_STATUS_FOUND {
 			return s.hand(i, nil)
 		}
-		size := int(h.GetChunk().GetSize())
-		if cap(s.buf) < size {
-			s.buf = make([]byte, size)
-		}
-		s.cur, s.buf, s.filled = i, s.buf[:size], 0
+		// A buffer of its own per chunk: each keeps it (the reply is
+		// written from it after Send returns).
+		s.cur, s.buf, s.filled = i, make([]byte, h.GetChunk().GetSize()), 0
 		return nil
 	}
 	if f := m.GetData(); f != nil {
@@ -400,12 +398,12 @@ func (s *getSink) finish() error {
 	if s.cur < 0 {
 		return nil
 	}
-	i := s.cur
-	s.cur = -1
-	if s.filled != len(s.buf) {
+	i, buf := s.cur, s.buf
+	s.cur, s.buf = -1, nil
+	if s.filled != len(buf) {
 		return s.hand(i, nil)
 	}
-	return s.hand(i, s.buf)
+	return s.hand(i, buf)
 }
 
 func (s *getSink) hand(i int, data []byte) error {

@@ -2,6 +2,7 @@ package resp
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -253,4 +254,54 @@ func TestARefusedSetTakesNoSharedMemory(t *testing.T) {
 	if ev1 != ev0 || after.Chunks != before.Chunks {
 		t.Fatalf("refused SETs evicted %d chunks (%d → %d held)", ev1-ev0, before.Chunks, after.Chunks)
 	}
+}
+
+// TestAPipelineOfLargeValuesIsServed: a client that sends a whole pipeline
+// — GET of a 16 MiB value, SET of another, GET of it — before it reads any
+// reply is served (one goroutine that blocked writing the first reply
+// while the client blocked sending the SET deadlocked until the write
+// timeout), and the reply queue's bound holds.
+func TestAPipelineOfLargeValuesIsServed(t *testing.T) {
+	s, _ := testServer(t, func(c *Config, _ *fakeCluster) { c.WriteTimeout = 2 * time.Second })
+	c := client(t, s, 2)
+	ctx := context.Background()
+	a, b := randBytes(16<<20), randBytes(16<<20)
+	if err := c.Set(ctx, "a", a, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	nc, r := rawConn(t, s)
+	sent := make(chan error, 1)
+	go func() {
+		var buf bytes.Buffer
+		buf.WriteString("*2\r\n$3\r\nGET\r\n$1\r\na\r\n")
+		fmt.Fprintf(&buf, "*3\r\n$3\r\nSET\r\n$1\r\nb\r\n$%d\r\n", len(b))
+		buf.Write(b)
+		buf.WriteString("\r\n*2\r\n$3\r\nGET\r\n$1\r\nb\r\n")
+		_, err := nc.Write(buf.Bytes())
+		sent <- err
+	}()
+	readBulk := func(want []byte) {
+		t.Helper()
+		line, err := r.ReadString('\n')
+		if err != nil || line != fmt.Sprintf("$%d\r\n", len(want)) {
+			t.Fatalf("reply header %q, %v", line, err)
+		}
+		got := make([]byte, len(want)+2)
+		if _, err := io.ReadFull(r, got); err != nil || !bytes.Equal(got[:len(want)], want) {
+			t.Fatalf("reply of %d bytes: %v, equal %v", len(want), err, bytes.Equal(got[:len(want)], want))
+		}
+	}
+	select { // the whole pipeline goes out before any reply is read
+	case err := <-sent:
+		if err != nil {
+			t.Fatalf("sending the pipeline: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the server stopped reading the pipeline while its first reply was unread")
+	}
+	readBulk(a)
+	if line, err := r.ReadString('\n'); err != nil || line != "+OK\r\n" {
+		t.Fatalf("SET reply %q, %v", line, err)
+	}
+	readBulk(b)
 }

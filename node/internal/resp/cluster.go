@@ -23,8 +23,8 @@ type Cluster interface {
 	// Held reports, per key, whether a read can return its chunk now.
 	Held(ctx context.Context, ns Namespace, keys []Key) ([]bool, error)
 	// Get reads the chunks of keys with owner fallback; each is called once
-	// per key, in order, with the verified bytes (only valid during the
-	// call) or nil for a miss.
+	// per key, in order, with the verified bytes (each's to keep: Get does
+	// not reuse them) or nil for a miss.
 	Get(ctx context.Context, ns Namespace, keys []Key, each func(i int, data []byte) error) error
 	// Delete removes the chunks of keys from every member that holds them
 	// and reports, per key, whether some member held it.

@@ -72,10 +72,11 @@ func (c *conn) setConditional(ctx context.Context, req *request, groups []*nsKey
 	found := false
 	if o.get { // the kept value is the reply
 		read, _ := c.readKeys(ctx, req.args[1:2])
-		if err := read(func(_ int, data []byte) {
+		if err := read(func(_ int, data []byte, release func()) {
 			if data != nil {
 				found, old = true, append([]byte(nil), data...)
 			}
+			let(release)
 		}); err != nil {
 			c.failErr(err)
 			return
@@ -250,11 +251,11 @@ func getKey(ctx context.Context, c *conn, key []byte) {
 		return
 	}
 	wrote := false
-	err := read(func(_ int, data []byte) {
+	err := read(func(_ int, data []byte, release func()) {
 		if data == nil {
 			return
 		}
-		c.w.bulk(data)
+		c.w.bulkOwned(data, release)
 		wrote = true
 	})
 	switch {
@@ -275,11 +276,11 @@ func cmdMGet(ctx context.Context, c *conn, req *request) {
 		return
 	}
 	c.w.array(len(req.args) - 1)
-	err := read(func(_ int, data []byte) {
+	err := read(func(_ int, data []byte, release func()) {
 		if data == nil {
 			c.w.null()
 		} else {
-			c.w.bulk(data)
+			c.w.bulkOwned(data, release)
 		}
 	})
 	if err != nil {
@@ -294,7 +295,7 @@ func cmdStrlen(ctx context.Context, c *conn, req *request) {
 		return
 	}
 	n := 0
-	if err := read(func(_ int, data []byte) { n = len(data) }); err != nil && n == 0 {
+	if err := read(func(_ int, data []byte, release func()) { n = len(data); let(release) }); err != nil && n == 0 {
 		c.failErr(err)
 		return
 	}
@@ -315,11 +316,12 @@ func cmdGetRange(ctx context.Context, c *conn, req *request) {
 		return
 	}
 	wrote := false
-	err := read(func(_ int, data []byte) {
+	err := read(func(_ int, data []byte, release func()) {
 		if data == nil {
 			return
 		}
 		c.w.bulk(byteRange(data, start, end))
+		let(release)
 		wrote = true
 	})
 	switch {

@@ -333,8 +333,10 @@ func TestPipelineRepliesComeInOrder(t *testing.T) {
 			t.Fatalf("pipelined GET %d answered another value", i)
 		}
 	}
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
 	if fc.publishN != len(vals) {
-		t.Logf("publishes: %d", fc.publishN)
+		t.Fatalf("%d SETs made %d writes", len(vals), fc.publishN)
 	}
 }
 

@@ -45,7 +45,8 @@ type Config struct {
 	// disconnected. Default 30s.
 	CommandTimeout time.Duration
 	// WriteTimeout: a client that does not read its replies for this long
-	// is disconnected. Default 10s.
+	// is disconnected (each write call of up to 4 MiB gets this long, so a
+	// client that reads steadily is never cut off). Default 10s.
 	WriteTimeout time.Duration
 	// CallTimeout bounds one command's work in the cluster. Default 30s.
 	CallTimeout time.Duration
@@ -60,9 +61,14 @@ type Config struct {
 	MaxRequestBytes int64
 	// MaxInline is the longest inline (telnet-style) command. Default 64 KiB.
 	MaxInline int
-	// ReplyBuffer is how many bytes of pipelined replies are kept before
-	// they are written out. Default 64 KiB.
+	// ReplyBuffer is how many bytes of small replies are gathered before
+	// they are queued for writing. Default 64 KiB.
 	ReplyBuffer int
+	// MaxReplyQueue bounds the reply bytes queued for a connection that has
+	// not read them yet (values this node holds are queued where they are,
+	// in shared memory; others on the heap). Past it the connection reads
+	// no more requests until the client reads. Default 64 MiB.
+	MaxReplyQueue int64
 	// Logger receives connection errors. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -98,6 +104,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.ReplyBuffer == 0 {
 		c.ReplyBuffer = 64 << 10
+	}
+	if c.MaxReplyQueue == 0 {
+		c.MaxReplyQueue = 64 << 20
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

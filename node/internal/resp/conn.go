@@ -2,10 +2,10 @@ package resp
 
 import (
 	"context"
-	"runtime/debug"
 	"errors"
 	"io"
 	"net"
+	"runtime/debug"
 	"time"
 
 	"github.com/kvring/kvring/store"
@@ -38,7 +38,7 @@ type conn struct {
 func newConn(s *Server, nc net.Conn) *conn {
 	c := &conn{s: s, nc: nc, id: s.nextID.Add(1), created: time.Now()}
 	c.rd = newReader(nc, max(64<<10, s.cfg.MaxInline+2), s.cfg.limits())
-	c.w = newWriter(nc, s.cfg.WriteTimeout, s.cfg.ReplyBuffer)
+	c.w = newWriter(nc, s.cfg.WriteTimeout, s.cfg.ReplyBuffer, s.cfg.MaxReplyQueue)
 	c.anonymous()
 	return c
 }
@@ -53,6 +53,7 @@ func (c *conn) serve() {
 	c.s.mu.Unlock()
 	defer cancel()
 	defer c.nc.Close()
+	defer c.w.close() // first: what is queued is written before the connection closes
 	defer func() {
 		if r := recover(); r != nil { // a bug must cost one connection, not the node
 			c.s.log.Error("BUG: a Redis-protocol command panicked; closing its connection", "remote", c.nc.RemoteAddr(),
@@ -76,8 +77,7 @@ func (c *conn) serve() {
 		quit := c.run(ctx, req)
 		req.free()
 		c.rd.release()
-		if quit || c.w.err != nil {
-			c.w.flush()
+		if quit || c.w.failed() != nil {
 			return
 		}
 	}
@@ -110,7 +110,6 @@ func (c *conn) ended(err error) {
 	if errors.As(err, &pe) {
 		c.s.m.error("protocol")
 		c.w.error(prefixErr + " " + pe.Error())
-		c.w.flush()
 		c.s.log.Info("closing a Redis-protocol connection that broke the protocol", "remote", c.nc.RemoteAddr(), "err", pe.msg)
 		return
 	}

@@ -23,7 +23,7 @@ var (
 	// errRefused: a value the command's checks refuse before it is read;
 	// the command's own reply says why.
 	errRefused = errors.New("the command was refused")
-	errTooBig     = errors.New("value too big")
+	errTooBig  = errors.New("value too big")
 )
 
 // Error reply prefixes clients act on (Redis's own).

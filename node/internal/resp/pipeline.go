@@ -64,12 +64,12 @@ func (c *conn) pipelinedGets(ctx context.Context, first *request) {
 	}
 	read, _ := c.readKeys(ctx, keys)
 	next := 0
-	err := read(func(i int, data []byte) {
+	err := read(func(i int, data []byte, release func()) {
 		next = i + 1
 		if data == nil {
 			c.w.null()
 		} else {
-			c.w.bulk(data)
+			c.w.bulkOwned(data, release)
 		}
 	})
 	if err != nil { // the keys the cluster could not read were answered nil, as misses

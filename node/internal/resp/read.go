@@ -4,9 +4,22 @@ import (
 	"context"
 )
 
-// readSink receives the value of key position i, in order: data is only
-// valid during the call, nil for a miss.
-type readSink func(i int, data []byte)
+// readSink receives the value of key position i, in order (nil for a miss).
+// With release nil, data is only valid during the call; otherwise the sink
+// owns data and must call release once it is done with it (at once after
+// copying it, or when the writer has sent it: bulkOwned).
+type readSink func(i int, data []byte, release func())
+
+// let calls release, when there is one: a sink that is done with its data.
+func let(release func()) {
+	if release != nil {
+		release()
+	}
+}
+
+// owned is the release of data nothing else holds (the garbage collector
+// frees it).
+func owned() {}
 
 // readKeys reads the values of raw keys and hands each to sink in key
 // order, as soon as it is known, so a reply streams without holding every
@@ -23,7 +36,7 @@ func (c *conn) readKeys(ctx context.Context, raw [][]byte) (func(sink readSink) 
 	return func(sink readSink) error {
 		if err := c.resolve(ctx, groups, false); err != nil {
 			for i := range raw {
-				sink(i, nil)
+				sink(i, nil, nil)
 			}
 			return err
 		}
@@ -53,10 +66,10 @@ func (c *conn) streamKeys(ctx context.Context, groups []*nsKeys, n int, sink rea
 		}
 		if firstErr != nil {
 			for _, k := range run {
-				c.countRead(sink, k.at, nil)
+				c.countRead(sink, k.at, nil, nil)
 			}
 		} else if err := c.s.cfg.Cluster.Get(ctx, runNS.ns, justKeys(run), func(i int, data []byte) error {
-			c.countRead(sink, run[i].at, data)
+			c.countRead(sink, run[i].at, data, owned)
 			return nil
 		}); err != nil {
 			firstErr = err
@@ -67,12 +80,12 @@ func (c *conn) streamKeys(ctx context.Context, groups []*nsKeys, n int, sink rea
 		w := pos[i]
 		if !w.g.known {
 			flush()
-			c.countRead(sink, i, nil)
+			c.countRead(sink, i, nil, nil)
 			continue
 		}
 		if c.heldLocally(w.g.ns, w.k.Key) {
 			flush() // the keys before it go first
-			if c.readLocal(w.g.ns, w.k.Key, func(b []byte) { c.countRead(sink, i, b) }) {
+			if c.readLocal(w.g.ns, w.k.Key, func(b []byte, release func()) { c.countRead(sink, i, b, release) }) {
 				continue
 			}
 		}
@@ -87,20 +100,26 @@ func (c *conn) streamKeys(ctx context.Context, groups []*nsKeys, n int, sink rea
 }
 
 // readLocal hands f the verified bytes of k when this node's store holds
-// it, and reports whether it did. f runs under a fault guard (a fault is
-// "did not": the cluster is asked instead); the chunk is released when f
-// returns.
-func (c *conn) readLocal(ns Namespace, k Key, f func([]byte)) bool {
+// it, and reports whether it did. A value under bigReply is read under a
+// fault guard (a fault is "did not": the cluster is asked instead) and only
+// valid during f (release nil); a larger one is handed over with the
+// chunk's reference, which f must release (the writer sends it from shared
+// memory, where a fault is a failed write, not a crash).
+func (c *conn) readLocal(ns Namespace, k Key, f func(data []byte, release func())) bool {
 	v, err := c.s.cfg.Store.Get(ns.Store, k.ID)
 	if err != nil {
 		return false // evicted meanwhile, or failed its checksum: the cluster may have another copy
 	}
+	if len(v.Bytes()) >= bigReply {
+		f(v.Bytes(), v.Release)
+		return true
+	}
 	defer v.Release()
-	return v.Read(f) == nil
+	return v.Read(func(b []byte) { f(b, nil) }) == nil
 }
 
 // countRead counts a read as a hit or a miss and passes it on.
-func (c *conn) countRead(sink readSink, i int, data []byte) {
+func (c *conn) countRead(sink readSink, i int, data []byte, release func()) {
 	c.s.m.read(data != nil)
-	sink(i, data)
+	sink(i, data, release)
 }

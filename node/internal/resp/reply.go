@@ -3,6 +3,8 @@ package resp
 import (
 	"net"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -10,48 +12,180 @@ import (
 // memory (writev) instead of being copied behind the pending replies.
 const bigReply = 16 << 10
 
-// writer buffers replies and writes them to the connection. A reply is
-// written in the protocol version the connection chose (HELLO): 2 unless 3.
-// Not safe for concurrent use.
+// writePiece is the most one write call sends: each gets WriteTimeout, so
+// a client that reads steadily, however slowly, is never cut off.
+const writePiece = 4 << 20
+
+// segment is a piece of output queued for the connection: bytes and, for
+// bytes the writer does not own (a chunk in shared memory), the function
+// that lets them go once written.
+type segment struct {
+	data    []byte
+	release func()
+}
+
+// writer turns replies into output and writes it from a goroutine of its
+// own, so the connection's goroutine goes on reading requests while a reply
+// is written: a client that sends a large value while it has not yet read
+// a large reply (a pipeline) is served, not deadlocked. Replies are built in
+// buf (in the protocol version the connection chose: 2 unless HELLO 3) and
+// queued by flush; large values are queued where they are (bulkOwned). The
+// queue holds at most maxQueued bytes: past that, queueing blocks until the
+// client reads. The methods that build replies are for the connection's
+// goroutine only; close stops the writing goroutine and waits for it.
 type writer struct {
-	nc      net.Conn
-	timeout time.Duration // for one write; 0: none
-	proto   int
-	buf     []byte
-	limit   int // pending bytes above which the buffer is written out
-	err     error
-	written int64 // bytes written to the connection
+	nc        net.Conn
+	timeout   time.Duration // for one write call; 0: none
+	proto     int
+	buf       []byte
+	limit     int   // pending bytes above which buf is queued
+	maxQueued int64 // bytes queued at most
+	written   atomic.Int64
+
+	mu     sync.Mutex
+	cond   *sync.Cond
+	queue  []segment
+	queued int64
+	closed bool  // close was called: write what is queued, then stop
+	err    error // the first write error; nothing is written after it
+	done   chan struct{}
 }
 
-func newWriter(nc net.Conn, timeout time.Duration, limit int) *writer {
-	return &writer{nc: nc, timeout: timeout, proto: 2, buf: make([]byte, 0, 16<<10), limit: limit}
+func newWriter(nc net.Conn, timeout time.Duration, limit int, maxQueued int64) *writer {
+	w := &writer{nc: nc, timeout: timeout, proto: 2, buf: make([]byte, 0, 16<<10), limit: limit,
+		maxQueued: maxQueued, done: make(chan struct{})}
+	w.cond = sync.NewCond(&w.mu)
+	go w.loop()
+	return w
 }
 
-// flush writes the pending replies. Errors stick: once a write failed,
-// every later flush returns the error.
+// failed returns the first write error, if any.
+func (w *writer) failed() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+// flush queues the pending replies. It blocks while the queue is full.
 func (w *writer) flush() error {
-	if w.err != nil || len(w.buf) == 0 {
-		return w.err
+	if len(w.buf) == 0 {
+		return w.failed()
 	}
-	w.deadline()
-	n, err := w.nc.Write(w.buf)
-	w.written += int64(n)
-	w.err = err
-	w.buf = w.buf[:0]
-	if cap(w.buf) > 4*w.limit {
-		w.buf = make([]byte, 0, 16<<10)
-	}
-	return err
+	b := w.buf
+	w.buf = make([]byte, 0, min(max(cap(b), 16<<10), 4*w.limit))
+	return w.enqueue(segment{data: b})
 }
 
-func (w *writer) deadline() {
-	if w.timeout > 0 {
-		w.nc.SetWriteDeadline(time.Now().Add(w.timeout))
+// enqueue adds seg to the queue, waiting while the queue holds maxQueued
+// bytes. After a write error it releases seg and returns the error.
+func (w *writer) enqueue(seg segment) error {
+	w.mu.Lock()
+	for w.err == nil && w.queued > 0 && w.queued+int64(len(seg.data)) > w.maxQueued {
+		w.cond.Wait()
+	}
+	if w.err != nil {
+		err := w.err
+		w.mu.Unlock()
+		if seg.release != nil {
+			seg.release()
+		}
+		return err
+	}
+	w.queue = append(w.queue, seg)
+	w.queued += int64(len(seg.data))
+	w.cond.Broadcast()
+	w.mu.Unlock()
+	return nil
+}
+
+// close queues what is pending, lets the writing goroutine write the queue
+// (or fail) and waits for it; what was not written is released.
+func (w *writer) close() {
+	w.flush()
+	w.mu.Lock()
+	w.closed = true
+	w.cond.Broadcast()
+	w.mu.Unlock()
+	<-w.done
+}
+
+// loop writes queued segments until close (or a write error, which closes
+// the connection so its reader stops too).
+func (w *writer) loop() {
+	defer close(w.done)
+	for {
+		w.mu.Lock()
+		for len(w.queue) == 0 && !w.closed && w.err == nil {
+			w.cond.Wait()
+		}
+		if len(w.queue) == 0 || w.err != nil {
+			rest := w.queue
+			w.queue, w.queued = nil, 0
+			w.cond.Broadcast()
+			w.mu.Unlock()
+			for _, s := range rest {
+				if s.release != nil {
+					s.release()
+				}
+			}
+			return
+		}
+		batch := w.queue
+		w.queue = nil
+		w.mu.Unlock()
+		err := w.writeBatch(batch)
+		w.mu.Lock()
+		for _, s := range batch {
+			w.queued -= int64(len(s.data))
+		}
+		if err != nil && w.err == nil {
+			w.err = err
+			w.nc.Close()
+		}
+		w.cond.Broadcast()
+		w.mu.Unlock()
+		for _, s := range batch {
+			if s.release != nil {
+				s.release()
+			}
+		}
 	}
 }
 
-// maybeFlush writes the pending replies out when there are many of them,
-// so a pipeline's replies never queue without bound.
+// writeBatch writes segments with writev, at most writePiece bytes per
+// call, each call with its own deadline.
+func (w *writer) writeBatch(batch []segment) error {
+	var bufs net.Buffers
+	size := 0
+	send := func() error {
+		if len(bufs) == 0 {
+			return nil
+		}
+		if w.timeout > 0 {
+			w.nc.SetWriteDeadline(time.Now().Add(w.timeout))
+		}
+		n, err := bufs.WriteTo(w.nc)
+		w.written.Add(n)
+		bufs, size = bufs[:0], 0
+		return err
+	}
+	for _, s := range batch {
+		for d := s.data; len(d) > 0; {
+			k := min(len(d), writePiece-size)
+			bufs = append(bufs, d[:k])
+			size += k
+			d = d[k:]
+			if size == writePiece {
+				if err := send(); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return send()
+}
+
+// maybeFlush queues the pending replies when there are many of them.
 func (w *writer) maybeFlush() {
 	if len(w.buf) >= w.limit {
 		w.flush()
@@ -82,18 +216,33 @@ func (w *writer) header(kind byte, n int) {
 	w.buf = append(w.buf, '\r', '\n')
 }
 
-// bulk writes a bulk string; b is only read until bulk returns.
-func (w *writer) bulk(b []byte) {
-	if len(b) >= bigReply {
-		w.bulkDirect(b)
+// bulk writes a bulk string; b is only read until bulk returns (it is
+// copied).
+func (w *writer) bulk(b []byte) { w.bulkOwned(b, nil) }
+
+// bulkOwned writes a bulk string of b. With release nil, b is only read
+// until bulkOwned returns (it is copied). Otherwise the writer owns b and
+// calls release once b is written (or will never be): a value from
+// bigReply up is queued where it is, not copied, and the kernel copies it
+// straight to the socket.
+func (w *writer) bulkOwned(b []byte, release func()) {
+	if release == nil || len(b) < bigReply {
+		// Appended in one go, so that a fault while b is read (a segment
+		// truncated under a lent chunk) leaves the pending replies as they
+		// were.
+		out := strconv.AppendInt(append(w.buf, '$'), int64(len(b)), 10)
+		out = append(append(append(out, '\r', '\n'), b...), '\r', '\n')
+		w.buf = out
+		if release != nil {
+			release()
+		}
+		w.maybeFlush()
 		return
 	}
-	// Appended in one go, so that a fault while b is read (a segment
-	// truncated under a lent chunk) leaves the pending replies as they were.
-	out := strconv.AppendInt(append(w.buf, '$'), int64(len(b)), 10)
-	out = append(append(append(out, '\r', '\n'), b...), '\r', '\n')
-	w.buf = out
-	w.maybeFlush()
+	w.header('$', len(b))
+	w.flush()
+	w.enqueue(segment{data: b, release: release})
+	w.buf = append(w.buf, '\r', '\n')
 }
 
 func (w *writer) bulkString(s string) {
@@ -101,25 +250,6 @@ func (w *writer) bulkString(s string) {
 	w.buf = append(append(w.buf, s...), '\r', '\n')
 	w.maybeFlush()
 }
-
-// bulkDirect writes the pending replies, the bulk header, b and the
-// trailing CRLF in one writev: b's bytes are copied by the kernel only. b
-// is only read until bulkDirect returns.
-func (w *writer) bulkDirect(b []byte) {
-	w.header('$', len(b))
-	if w.err != nil {
-		w.buf = w.buf[:0]
-		return
-	}
-	w.deadline()
-	bufs := net.Buffers{w.buf, b, crlf}
-	n, err := bufs.WriteTo(w.nc)
-	w.written += n
-	w.err = err
-	w.buf = w.buf[:0]
-}
-
-var crlf = []byte("\r\n")
 
 // null writes a missing value: $-1 in RESP2, _ in RESP3.
 func (w *writer) null() {
