@@ -63,6 +63,7 @@ func TestBadInputIsAnErrorAndAClose(t *testing.T) {
 	for _, tc := range []struct{ name, input, want string }{
 		{"bulk length of 2^40", "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1099511627776\r\n", "invalid bulk length"},
 		{"negative bulk length", "*2\r\n$3\r\nGET\r\n$-5\r\n", "invalid bulk length"},
+		{"a length with a plus sign", "*2\r\n$+3\r\nGET\r\n", "invalid bulk length"},
 		{"10^6 arguments", "*1000000\r\n", "invalid multibulk length"},
 		{"not a bulk", "*2\r\n$3\r\nGET\r\n:1\r\n", "expected '$'"},
 		{"garbage length", "*x\r\n", "invalid multibulk length"},

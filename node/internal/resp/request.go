@@ -341,8 +341,9 @@ func (rd *reader) readInt(kind byte) (int64, error) {
 	if len(line) < 2 || line[len(line)-2] != '\r' {
 		return 0, protoErr("invalid %s length", lengthKind(kind))
 	}
-	n, perr := strconv.ParseInt(string(line[:len(line)-2]), 10, 64)
-	if perr != nil {
+	digits := line[:len(line)-2]
+	n, perr := strconv.ParseInt(string(digits), 10, 64)
+	if perr != nil || len(digits) == 0 || digits[0] == '+' {
 		return 0, protoErr("invalid %s length", lengthKind(kind))
 	}
 	return n, nil
