@@ -70,13 +70,20 @@ if [ "$CLUSTER" -gt 1 ]; then
 	for i in $(seq 2 "$CLUSTER"); do start_node "c$i" "127.0.0.1:$c_gossip" --resp-cluster >/dev/null; done
 fi
 
-# bench PORT SIZE [flags]: one redis-benchmark run; prints "test rps" lines.
+# bench PORT SIZE [flags]: one redis-benchmark run; prints "test rps" lines,
+# and stops the script when redis-benchmark reports an error.
 bench() {
 	local port=$1 size=$2; shift 2
-	local n=$((400 * 1024 * 1024 / size)) keys=$((MEM_MB * 1024 * 1024 / size / 4))
-	[ "$n" -gt 100000 ] && n=100000
-	redis-benchmark -p "$port" -c "$CLIENTS" -n "$n" -d "$size" -r "$keys" -t "$TESTS" -q "$@" 2>&1 |
-		tr '\r' '\n' | awk -F'[: ]+' '/requests per second/ {print $1, $2}'
+	local n=$((2 * 1024 * 1024 * 1024 / size)) keys=$((MEM_MB * 1024 * 1024 / size / 4))
+	[ "$n" -gt 50000 ] && n=50000
+	local out="$work/bench-$port-$size.txt"
+	redis-benchmark -p "$port" -c "$CLIENTS" -n "$n" -d "$size" -r "$keys" -t "$TESTS" -q "$@" >"$out" 2>&1
+	if grep -qi "error" "$out"; then
+		echo "redis-benchmark against port $port reported errors:" >&2
+		tr '\r' '\n' <"$out" | grep -i error | sort | uniq -c | head >&2
+		exit 1
+	fi
+	tr '\r' '\n' <"$out" | awk -F'[: ]+' '/requests per second/ {print $1, $2}'
 }
 
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
