@@ -48,7 +48,7 @@ start_node() {
 	"$work/kvring" serve --grpc-addr "127.0.0.1:$grpc" --admin-addr "127.0.0.1:$admin" \
 		--gossip-addr "127.0.0.1:$gossip" --resp-addr "127.0.0.1:$resp" --socket "" \
 		--data-dir "$work/$name/data" --shm-dir "$shm/$name" --memory-limit "${MEM_MB}MiB" \
-		--log-level warn ${join:+--join "$join"} "$@" >>"$work/$name.log" 2>&1 &
+		--admin-actions --log-level warn ${join:+--join "$join"} "$@" >>"$work/$name.log" 2>&1 &
 	pids+=($!)
 	for _ in $(seq 1 100); do
 		curl -sf "http://127.0.0.1:$admin/readyz" >/dev/null && break
@@ -90,12 +90,18 @@ median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a
 
 echo "# redis-benchmark -c $CLIENTS -t $TESTS, kvring node vs redis-server, ${MEM_MB} MiB each, $REPS alternations"
 printf "%-8s %-5s %-10s %12s %12s %7s\n" size test target kvring redis ratio
+# flush PORT: empty a target before each run. redis-benchmark writes one
+# key space (key:NNN) in every run, and kvring keeps a key's first value
+# (values are immutable): without this, a run's SETs would find their keys
+# held and its GETs would read the previous size's values.
+flush() { redis-cli -p "$1" flushdb >/dev/null; }
+
 for size in $SIZES; do
 	: >"$work/k" && : >"$work/r" && : >"$work/c"
 	for _ in $(seq 1 "$REPS"); do
-		bench "$kv_port" "$size" >>"$work/k"
-		bench "$redis_port" "$size" >>"$work/r"
-		[ -n "$cluster_port" ] && bench "$cluster_port" "$size" --cluster >>"$work/c"
+		flush "$kv_port" && bench "$kv_port" "$size" >>"$work/k"
+		flush "$redis_port" && bench "$redis_port" "$size" >>"$work/r"
+		if [ -n "$cluster_port" ]; then flush "$cluster_port" && bench "$cluster_port" "$size" --cluster >>"$work/c"; fi
 	done
 	for t in $(awk '{print $1}' "$work/k" | sort -u); do
 		k=$(awk -v t="$t" '$1==t {print $2}' "$work/k" | median)

@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"errors"
 	"net"
 	"strconv"
 	"sync"
@@ -46,6 +47,7 @@ type writer struct {
 	cond   *sync.Cond
 	queue  []segment
 	queued int64
+	busy   bool  // a goroutine is writing to the connection now
 	closed bool  // close was called: write what is queued, then stop
 	err    error // the first write error; nothing is written after it
 	done   chan struct{}
@@ -66,14 +68,61 @@ func (w *writer) failed() error {
 	return w.err
 }
 
-// flush queues the pending replies. It blocks while the queue is full.
+// syncWait is how long the connection's goroutine writes replies itself,
+// when nothing is queued, before it queues what is left: the usual reply
+// leaves without a hand-off to the writing goroutine, and a client that
+// does not read costs the connection's goroutine no more than this.
+const syncWait = 2 * time.Millisecond
+
+// flush sends the pending replies: written at once when nothing is queued
+// (trySync), queued otherwise. It blocks while the queue is full.
 func (w *writer) flush() error {
 	if len(w.buf) == 0 {
 		return w.failed()
 	}
-	b := w.buf
-	w.buf = make([]byte, 0, min(max(cap(b), 16<<10), 4*w.limit))
+	n := w.trySync(w.buf, nil)
+	if n == len(w.buf) {
+		w.buf = w.buf[:0]
+		return w.failed()
+	}
+	b := w.buf[n:]
+	w.buf = make([]byte, 0, min(max(cap(w.buf), 16<<10), 4*w.limit))
 	return w.enqueue(segment{data: b})
+}
+
+// trySync writes a and then b on the connection from the caller's
+// goroutine when nothing is queued and nothing is being written, for up to
+// syncWait, and returns how many bytes of a and b together it wrote (0 when
+// it could not try). A write error sticks, as the writing goroutine's do.
+func (w *writer) trySync(a, b []byte) int {
+	w.mu.Lock()
+	if w.err != nil || w.busy || len(w.queue) > 0 {
+		w.mu.Unlock()
+		return 0
+	}
+	w.busy = true
+	w.mu.Unlock()
+	w.nc.SetWriteDeadline(time.Now().Add(syncWait))
+	var n int64
+	var err error
+	if b == nil {
+		k, e := w.nc.Write(a)
+		n, err = int64(k), e
+	} else {
+		bufs := net.Buffers{a, b}
+		n, err = bufs.WriteTo(w.nc)
+	}
+	w.written.Add(n)
+	w.mu.Lock()
+	w.busy = false
+	var ne net.Error
+	if err != nil && !(errors.As(err, &ne) && ne.Timeout()) && w.err == nil {
+		w.err = err
+		w.nc.Close()
+	}
+	w.cond.Broadcast()
+	w.mu.Unlock()
+	return int(n)
 }
 
 // enqueue adds seg to the queue, waiting while the queue holds maxQueued
@@ -115,7 +164,7 @@ func (w *writer) loop() {
 	defer close(w.done)
 	for {
 		w.mu.Lock()
-		for len(w.queue) == 0 && !w.closed && w.err == nil {
+		for (len(w.queue) == 0 && !w.closed && w.err == nil) || w.busy {
 			w.cond.Wait()
 		}
 		if len(w.queue) == 0 || w.err != nil {
@@ -132,9 +181,11 @@ func (w *writer) loop() {
 		}
 		batch := w.queue
 		w.queue = nil
+		w.busy = true
 		w.mu.Unlock()
 		err := w.writeBatch(batch)
 		w.mu.Lock()
+		w.busy = false
 		for _, s := range batch {
 			w.queued -= int64(len(s.data))
 		}
@@ -161,9 +212,11 @@ func (w *writer) writeBatch(batch []segment) error {
 		if len(bufs) == 0 {
 			return nil
 		}
+		deadline := time.Time{} // none; trySync may have left its own
 		if w.timeout > 0 {
-			w.nc.SetWriteDeadline(time.Now().Add(w.timeout))
+			deadline = time.Now().Add(w.timeout)
 		}
+		w.nc.SetWriteDeadline(deadline)
 		n, err := bufs.WriteTo(w.nc)
 		w.written.Add(n)
 		bufs, size = bufs[:0], 0
@@ -240,8 +293,21 @@ func (w *writer) bulkOwned(b []byte, release func()) {
 		return
 	}
 	w.header('$', len(b))
-	w.flush()
-	w.enqueue(segment{data: b, release: release})
+	head := len(w.buf)
+	n := w.trySync(w.buf, b) // the pending replies, the header and the value
+	switch {
+	case n >= head+len(b):
+		w.buf = w.buf[:0]
+		release()
+	case n >= head:
+		w.buf = w.buf[:0]
+		w.enqueue(segment{data: b[n-head:], release: release})
+	default:
+		rest := w.buf[n:]
+		w.buf = make([]byte, 0, cap(w.buf))
+		w.enqueue(segment{data: rest})
+		w.enqueue(segment{data: b, release: release})
+	}
 	w.buf = append(w.buf, '\r', '\n')
 }
 
