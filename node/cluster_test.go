@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -68,11 +67,7 @@ func newTestClusterWith(t testing.TB, n int, limit int64, change func(i int, cfg
 		if err != nil {
 			t.Fatal(err)
 		}
-		shm, err := os.MkdirTemp("/dev/shm", "kvring-node-test-")
-		if err != nil {
-			shm = t.TempDir()
-		}
-		t.Cleanup(func() { os.RemoveAll(shm) })
+		shm := testutil.ShmDir(t, "node-")
 		cfg := DefaultConfig()
 		cfg.Logger = quietLogger()
 		cfg.Registerer = prometheus.NewRegistry()
