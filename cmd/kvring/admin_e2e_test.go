@@ -49,7 +49,7 @@ func runCLI(t *testing.T, env []string, args ...string) cliResult {
 	cmd.Env = append(append(os.Environ(), "GORACE=atexit_sleep_ms=0", "KVRING_SOCKET="), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err = cmd.Run()
+	err = testutil.Run(cmd)
 	if ctx.Err() != nil {
 		t.Fatalf("kvring %v did not finish within 30s", args)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvring/kvring/internal/testutil"
 	"github.com/kvring/kvring/loadtest"
 )
 
@@ -29,7 +30,7 @@ func TestBenchNeedsNoFilesAroundIt(t *testing.T) {
 	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
+	if err := testutil.Run(cmd); err != nil {
 		t.Fatalf("kvring bench from an empty directory: %v\nstderr: %s", err, stderr.String())
 	}
 	var rep loadtest.Report

@@ -381,7 +381,7 @@ func TestDeployStatefulSetRehearsalRollingRestartUnderBench(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := bench.Start(); err != nil {
+	if err := testutil.Start(bench); err != nil {
 		t.Fatal(err)
 	}
 	progress := make(chan string, 1024)
