@@ -366,10 +366,7 @@ func TestDeployStatefulSetRehearsalRollingRestartUnderBench(t *testing.T) {
 		// The whole suite runs at once under the race detector on two cores while the pods hand their chunks
 		// off: a call's deadline is the machine's, not the cluster's, to miss.
 		"--timeout", "30s", "--progress", "1s")
-	bin, err := buildBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := kvringBinary(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	bench := exec.CommandContext(ctx, bin, args...)

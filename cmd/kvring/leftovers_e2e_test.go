@@ -27,10 +27,7 @@ const orphanHelperEnv = "KVRING_TEST_ORPHAN_HELPER"
 // removed by its janitor at once.
 func TestAKilledTestBinaryLeavesNothingBehind(t *testing.T) {
 	t.Parallel()
-	bin, err := buildBinary()
-	if err != nil {
-		t.Fatalf("cannot build kvring: %v", err)
-	}
+	bin := kvringBinary(t)
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

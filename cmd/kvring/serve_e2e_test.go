@@ -40,6 +40,22 @@ var buildBinary = sync.OnceValues(func() (string, error) {
 	return bin, nil
 })
 
+// kvringBinary returns the kvring binary for a test that runs it (an e2e
+// test), building it the first time. Under -short (make test-short) it skips
+// the test instead: e2e tests take most of the suite's time, and make test
+// runs them all.
+func kvringBinary(t testing.TB) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("an e2e test (it runs the kvring binary): skipped by -short; make test runs it")
+	}
+	bin, err := buildBinary()
+	if err != nil {
+		t.Fatalf("cannot build kvring: %v", err)
+	}
+	return bin
+}
+
 type buildError struct {
 	out string
 	err error
@@ -111,10 +127,7 @@ func (p *proc) waitLog(t *testing.T, re *regexp.Regexp, timeout time.Duration) [
 
 func startKvring(t *testing.T, env []string, args ...string) *proc {
 	t.Helper()
-	bin, err := buildBinary()
-	if err != nil {
-		t.Fatalf("cannot build kvring: %v", err)
-	}
+	bin := kvringBinary(t)
 	cmd := exec.Command(bin, args...)
 	// No local socket unless the test asks: nodes share the working directory.
 	cmd.Env = append(append(os.Environ(), "KVRING_SOCKET="), env...)

@@ -203,7 +203,7 @@ func TestBenchReplaysThroughTheSocket(t *testing.T) {
 	n := startNode(t, t.TempDir(), shmDir(t), "127.0.0.1:0", "127.0.0.1:0", "--socket", sockPath)
 	tracePath := filepath.Join("..", "..", "loadtest", "trace", "testdata", "synthetic_trace.jsonl")
 	common := []string{"bench", "--admin", n.admin, "--trace", tracePath, "--max-requests", "20", "--speedup", "-1",
-		"--engines", "2", "--json"}
+		"--engines", "2", "--json", "--timeout", benchCallTimeout}
 	run := func(args ...string) loadtest.Report {
 		t.Helper()
 		r := mustCLI(t, nil, append(slices.Clone(common), args...)...)
@@ -225,6 +225,7 @@ func TestBenchReplaysThroughTheSocket(t *testing.T) {
 	if again := run("--socket", sockPath, "--namespace", "over-socket"); again.ChunkHitRatio != 1 || again.Stored != 0 {
 		t.Fatalf("second socket replay: hit ratio %v, stored %d", again.ChunkHitRatio, again.Stored)
 	}
-	r := runCLI(t, nil, append(slices.Clone(common), "--socket", filepath.Join(t.TempDir(), "none.sock"))...)
+	// A socket nobody serves fails, after the connection timeout at worst: the default one.
+	r := runCLI(t, nil, append(slices.Clone(common), "--socket", filepath.Join(t.TempDir(), "none.sock"), "--timeout", "10s")...)
 	checkOneLineFailure(t, r, "local socket")
 }
