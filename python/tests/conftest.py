@@ -10,9 +10,14 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.dirname(__file__))
 
-from cluster import Node, kvring_binary  # noqa: E402
+from cluster import Node, Scratch, kvring_binary  # noqa: E402
 
 import kvring  # noqa: E402
+
+
+def pytest_configure(config):
+    """The run's files (pytest's tmp_path included) go to scratch directories removed at exit (cluster.Scratch)."""
+    Scratch()
 
 
 @pytest.fixture(scope="session")
