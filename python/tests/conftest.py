@@ -20,6 +20,14 @@ def pytest_configure(config):
     Scratch()
 
 
+def pytest_collection_modifyitems(config, items):
+    """Tests that start real nodes (they need the kvring binary) are marked `nodes`: `make test-short` runs the
+    others (-m "not nodes"), the client against in-process fakes, without building the binary."""
+    for item in items:
+        if "binary" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.nodes)
+
+
 @pytest.fixture(scope="session")
 def tmp_root():
     with tempfile.TemporaryDirectory(prefix="kvring-pytest-") as d:
