@@ -24,7 +24,7 @@ func startBenchNode(b *testing.B, limit int64, mod ...func(*Config)) (*Node, Con
 	cfg.Store = store.Config{DataDir: b.TempDir(), ShmDir: shm, MemoryLimit: limit}
 	cfg.Logger = quietLogger()
 	cfg.Membership.Logger = cfg.Logger
-	cfg.Socket.Path = filepath.Join(b.TempDir(), "kvring.sock")
+	cfg.Socket.Path = filepath.Join(testutil.SocketDir(b), "kvring.sock")
 	for _, m := range mod {
 		m(&cfg)
 	}

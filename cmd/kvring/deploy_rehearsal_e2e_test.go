@@ -177,7 +177,7 @@ func (r *rehearsal) startPod(ord int) *e2eNode {
 			// StatefulSet puts one pod on each; a replaced pod finds its
 			// predecessor's stale socket there and replaces it.
 			if r.sock[ord] == "" {
-				r.sock[ord] = t.TempDir()
+				r.sock[ord] = testutil.SocketDir(t) // a socket path has at most 107 bytes
 			}
 			mounts[vm.MountPath] = r.sock[ord]
 		default:

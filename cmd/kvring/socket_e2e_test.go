@@ -77,7 +77,7 @@ func socketChunk(t *testing.T, c *local.Client, n uint64, size int) (id [32]byte
 // succeeds again.
 func TestSocketEnginesShareChunksAcrossTheCluster(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
+	dir := testutil.SocketDir(t)
 	sock := func(i int) string { return filepath.Join(dir, fmt.Sprintf("n%d.sock", i)) }
 	n1 := startNode(t, t.TempDir(), shmDir(t), "127.0.0.1:0", "127.0.0.1:0", "--socket", sock(1))
 	n2 := startNode(t, t.TempDir(), shmDir(t), "127.0.0.1:0", "127.0.0.1:0", "--socket", sock(2), "--join", n1.gossip)
@@ -199,7 +199,7 @@ func TestSocketEnginesShareChunksAcrossTheCluster(t *testing.T) {
 // missing chunk; a second replay finds every chunk.
 func TestBenchReplaysThroughTheSocket(t *testing.T) {
 	t.Parallel()
-	sockPath := filepath.Join(t.TempDir(), "n.sock")
+	sockPath := filepath.Join(testutil.SocketDir(t), "n.sock")
 	n := startNode(t, t.TempDir(), shmDir(t), "127.0.0.1:0", "127.0.0.1:0", "--socket", sockPath)
 	tracePath := filepath.Join("..", "..", "loadtest", "trace", "testdata", "synthetic_trace.jsonl")
 	common := []string{"bench", "--admin", n.admin, "--trace", tracePath, "--max-requests", "20", "--speedup", "-1",
@@ -226,6 +226,6 @@ func TestBenchReplaysThroughTheSocket(t *testing.T) {
 		t.Fatalf("second socket replay: hit ratio %v, stored %d", again.ChunkHitRatio, again.Stored)
 	}
 	// A socket nobody serves fails, after the connection timeout at worst: the default one.
-	r := runCLI(t, nil, append(slices.Clone(common), "--socket", filepath.Join(t.TempDir(), "none.sock"), "--timeout", "10s")...)
+	r := runCLI(t, nil, append(slices.Clone(common), "--socket", filepath.Join(testutil.SocketDir(t), "none.sock"), "--timeout", "10s")...)
 	checkOneLineFailure(t, r, "local socket")
 }

@@ -171,6 +171,19 @@ func ShmDir(t testing.TB, prefix string) string {
 	return dir
 }
 
+// SocketDir makes a directory with a short path for Unix sockets (a
+// socket's path has at most 107 bytes, and t.TempDir's holds the test's
+// name) in the temporary directory, and removes it when the test ends.
+func SocketDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "s")
+	if err != nil {
+		t.Fatalf("cannot make a socket directory: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
 // Sweep removes the scratch directories in parent whose owner is dead: their
 // owner lock can be taken, or they have none and are older than a minute.
 // It touches nothing else. Errors are ignored: a directory it cannot remove

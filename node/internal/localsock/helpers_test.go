@@ -35,7 +35,7 @@ func testStore(t testing.TB, limit int64) *store.Store {
 // startServer serves a socket in t.TempDir() over st until the test ends.
 func startServer(t testing.TB, st *store.Store, mod func(*Config)) *Server {
 	t.Helper()
-	cfg := Config{Path: filepath.Join(t.TempDir(), "kvring.sock"), Store: st, InstanceID: 7,
+	cfg := Config{Path: filepath.Join(testutil.SocketDir(t), "kvring.sock"), Store: st, InstanceID: 7,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	if mod != nil {
 		mod(&cfg)
