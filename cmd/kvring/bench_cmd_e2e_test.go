@@ -19,7 +19,8 @@ func TestBenchReplaysATraceWithVerifiedReads(t *testing.T) {
 	tracePath := filepath.Join("..", "..", "loadtest", "trace", "testdata", "synthetic_trace.jsonl")
 	args := []string{"bench", "--addr", nodes[0].grpc + "," + nodes[1].grpc,
 		"--admin", nodes[0].admin + "," + nodes[1].admin + "," + nodes[2].admin,
-		"--trace", tracePath, "--max-requests", "20", "--speedup", "-1", "--engines", "2", "--json", "--timeout", benchCallTimeout}
+		"--trace", tracePath, "--max-requests", "20", "--speedup", "-1", "--engines", "2", "--timeout", benchCallTimeout,
+		"--json"} // last: the table run below drops it
 	run := func() loadtest.Report {
 		t.Helper()
 		r := mustCLI(t, nil, args...)
