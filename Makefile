@@ -3,19 +3,48 @@ GO ?= go
 BIN := $(CURDIR)/.bin
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: test test-go test-python race lint fuzz bench bench-store bench-policy bench-cluster bench-python proto verify-proto build ci
+.PHONY: test test-go test-python test-short test-go-short test-python-short race lint fuzz bench bench-store bench-policy bench-cluster bench-python proto verify-proto build ci
 
 # PYTHON is Debian's interpreter, with python3-grpcio, python3-protobuf, python3-pytest and python3-numpy.
 PYTHON ?= /usr/bin/python3
 
-test: test-go test-python
+# Timeouts, sized from the suite's wall time on a 2-core machine quiet and
+# under load (docs/benchmarks.md, "Test suite wall time"), with margin: they
+# bound a hang, they do not judge speed. GO_TEST_TIMEOUT is per package (the
+# slowest, cmd/kvring, sets it); PYTHON_TEST_TIMEOUT is the whole Python run.
+GO_TEST_TIMEOUT ?= 40m
+PYTHON_TEST_TIMEOUT ?= 20m
+GO_TEST_SHORT_TIMEOUT ?= 10m
+PYTHON_TEST_SHORT_TIMEOUT ?= 5m
+
+# test runs the Go suite, then the Python suite even when the Go one failed,
+# reports both and fails when either failed.
+test:
+	@$(MAKE) --no-print-directory test-go; go=$$?; \
+	$(MAKE) --no-print-directory test-python; py=$$?; \
+	scripts/test-report.sh "make test" $$go $$py
 
 test-go:
-	$(GO) test -race ./...
+	$(GO) test -race -timeout $(GO_TEST_TIMEOUT) ./...
 
 # test-python runs the Python client's tests (python/tests) against real nodes built from ./cmd/kvring.
 test-python:
-	cd python && $(PYTHON) -m pytest
+	cd python && timeout -k 30s $(PYTHON_TEST_TIMEOUT) $(PYTHON) -m pytest
+
+# test-short is the inner loop (about 2 minutes): every Go test but the e2e
+# ones that run the kvring binary (skipped by -short), and the Python
+# client's tests against in-process fakes (not the ones marked `nodes`).
+# Both halves run, as in make test.
+test-short:
+	@$(MAKE) --no-print-directory test-go-short; go=$$?; \
+	$(MAKE) --no-print-directory test-python-short; py=$$?; \
+	scripts/test-report.sh "make test-short" $$go $$py
+
+test-go-short:
+	$(GO) test -race -short -timeout $(GO_TEST_SHORT_TIMEOUT) ./...
+
+test-python-short:
+	cd python && timeout -k 30s $(PYTHON_TEST_SHORT_TIMEOUT) $(PYTHON) -m pytest -m "not nodes"
 
 # race is the same as test: the suite always runs under the race detector.
 race: test

@@ -237,11 +237,7 @@ func TestEveryDashboardAndAlertMetricIsExported(t *testing.T) {
 // metric name → the label sets of its series.
 func liveSeries(t *testing.T) map[string][]map[string]string {
 	t.Helper()
-	shm, err := os.MkdirTemp("/dev/shm", "kvring-deploy-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(shm) })
+	shm := testutil.ShmDir(t, "deploy-")
 	cfg := node.DefaultConfig()
 	cfg.GRPCAddr, cfg.AdminAddr = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.Membership = membership.LocalConfig("")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"os"
 	"testing"
 	"time"
 
@@ -76,11 +75,7 @@ func TestKvringReadBuffersAreReusedAndVerified(t *testing.T) {
 // inProcessNode starts one kvring node in this process (segments in
 // /dev/shm when it can) and returns its gRPC address.
 func inProcessNode(t *testing.T) string {
-	shm, err := os.MkdirTemp("/dev/shm", "kvring-loadtest-")
-	if err != nil {
-		shm = t.TempDir()
-	}
-	t.Cleanup(func() { os.RemoveAll(shm) })
+	shm := testutil.ShmDir(t, "loadtest-")
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfg := node.DefaultConfig()
 	cfg.GRPCAddr, cfg.AdminAddr = "127.0.0.1:0", "127.0.0.1:0"

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/kvring/kvring/internal/testutil"
 	"github.com/kvring/kvring/loadtest/trace"
 	"github.com/kvring/kvring/store"
 )
@@ -32,11 +33,7 @@ func blockID(n int64) store.ID {
 
 // policyStore opens a store of capacity chunks of size bytes under policy.
 func policyStore(b *testing.B, policy string, capacity, size int) *store.Store {
-	shm, err := os.MkdirTemp("/dev/shm", "kvring-bench-")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { os.RemoveAll(shm) })
+	shm := testutil.ShmDir(b, "bench-")
 	s, err := store.Open(store.Config{
 		DataDir:             b.TempDir(),
 		ShmDir:              shm,

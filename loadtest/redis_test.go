@@ -41,7 +41,7 @@ func startRedis(t *testing.T, args ...string) (addr string, kill func()) {
 		"--save", "", "--appendonly", "no", "--dir", t.TempDir()}, args...)...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
+	if err := testutil.Start(cmd); err != nil {
 		t.Fatalf("cannot start redis-server: %v", err)
 	}
 	exited := make(chan struct{})

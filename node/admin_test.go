@@ -6,7 +6,6 @@ import (
 	"hash/crc32"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/kvring/kvring/internal/testutil"
 	"github.com/kvring/kvring/node/internal/namespace"
 	"github.com/kvring/kvring/node/membership"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
@@ -56,12 +56,7 @@ func startAdminTestNode(t *testing.T, data, shm string, opts ...func(*Config)) *
 }
 
 func testShmDir(t *testing.T) string {
-	dir, err := os.MkdirTemp("/dev/shm", "kvring-admin-test-")
-	if err != nil {
-		return t.TempDir()
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
+	return testutil.ShmDir(t, "admin-")
 }
 
 // adminGet does one request to the admin address addr with a short

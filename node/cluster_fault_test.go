@@ -63,7 +63,7 @@ func (tc *testCluster) addFakeMember(t *testing.T, id string, peer kvringv1.Peer
 // engine's deadline.
 func TestAStuckOwnerIsSkippedWithinTheDeadline(t *testing.T) {
 	t.Parallel()
-	tc := newTestCluster(t, 2, 64<<20)
+	tc := newTestClusterWith(t, 2, 64<<20, func(_ int, cfg *Config) { cfg.PeerTimeout = time.Second })
 	c := testClient(t, tc.nodes[0].addr, 2, 1)
 	ctx := context.Background()
 	if _, err := c.Register(ctx); err != nil {

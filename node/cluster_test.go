@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -68,16 +67,16 @@ func newTestClusterWith(t testing.TB, n int, limit int64, change func(i int, cfg
 		if err != nil {
 			t.Fatal(err)
 		}
-		shm, err := os.MkdirTemp("/dev/shm", "kvring-node-test-")
-		if err != nil {
-			shm = t.TempDir()
-		}
-		t.Cleanup(func() { os.RemoveAll(shm) })
+		shm := testutil.ShmDir(t, "node-")
 		cfg := DefaultConfig()
 		cfg.Logger = quietLogger()
 		cfg.Registerer = prometheus.NewRegistry()
 		cfg.Store = store.Config{DataDir: t.TempDir(), ShmDir: shm, MemoryLimit: limit, MaintenanceInterval: -1}
-		cfg.CommitTimeout, cfg.PeerTimeout, cfg.Store.MaxPinLease = 5*time.Second, time.Second, time.Minute
+		// The timeouts bound a peer that hangs, not one that is slow: on a
+		// loaded 2-core machine under the race detector a healthy peer can
+		// take seconds to answer, and a lookup that gives up on it counts its
+		// chunks as missing. Tests of hung peers set short ones.
+		cfg.CommitTimeout, cfg.PeerTimeout, cfg.Store.MaxPinLease = time.Minute, 30*time.Second, time.Minute
 		if change != nil {
 			change(i, &cfg)
 		}
@@ -114,6 +113,11 @@ func newTestClusterWith(t testing.TB, n int, limit int64, change func(i int, cfg
 // stop kills a node's server (as if the process died); the ring still lists it.
 func (n *testNode) stop() { n.gs.Stop() }
 
+// testCallTimeout bounds a test client's call that has no deadline of its
+// own: a bound on a hang, not a speed test (the SDK's default of 10s is
+// outrun by a loaded machine).
+const testCallTimeout = 2 * time.Minute
+
 func testClient(t testing.TB, addr string, rf, minR uint32) *client.Client {
 	t.Helper()
 	return testClientWith(t, client.Config{
@@ -126,8 +130,13 @@ func testClient(t testing.TB, addr string, rf, minR uint32) *client.Client {
 }
 
 // testClientWith creates a client with cfg and waits until it is connected.
+// A call without a deadline gets two minutes (testCallTimeout) unless cfg
+// says otherwise.
 func testClientWith(t testing.TB, cfg client.Config) *client.Client {
 	t.Helper()
+	if cfg.CallTimeout == 0 {
+		cfg.CallTimeout = testCallTimeout
+	}
 	c, err := client.New(cfg)
 	if err != nil {
 		t.Fatal(err)

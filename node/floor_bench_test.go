@@ -130,7 +130,7 @@ func benchRedis(b *testing.B, n, size int) *redis.Client {
 		"--save", "", "--appendonly", "no", "--dir", b.TempDir())
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
+	if err := testutil.Start(cmd); err != nil {
 		b.Fatalf("cannot start redis-server: %v", err)
 	}
 	b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })

@@ -4,13 +4,13 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kvring/kvring/internal/testutil"
 	"github.com/kvring/kvring/node/membership"
 	"github.com/kvring/kvring/store"
 )
@@ -18,11 +18,7 @@ import (
 // testNodeConfig is a single-host node configuration on free ports.
 func testNodeConfig(t testing.TB) Config {
 	t.Helper()
-	shm, err := os.MkdirTemp("/dev/shm", "kvring-node-test-")
-	if err != nil {
-		shm = t.TempDir()
-	}
-	t.Cleanup(func() { os.RemoveAll(shm) })
+	shm := testutil.ShmDir(t, "node-")
 	cfg := DefaultConfig()
 	cfg.GRPCAddr, cfg.AdminAddr = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.Membership = membership.LocalConfig("")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -23,11 +22,7 @@ import (
 //
 //	go test -run '^$' -bench OneNodePutLookup -benchtime 2000x -count 5 ./node/
 func BenchmarkOneNodePutLookup(b *testing.B) {
-	shm, err := os.MkdirTemp("/dev/shm", "kvring-node-bench-")
-	if err != nil {
-		shm = b.TempDir()
-	}
-	b.Cleanup(func() { os.RemoveAll(shm) })
+	shm := testutil.ShmDir(b, "bench-")
 	cfg := DefaultConfig()
 	cfg.GRPCAddr, cfg.AdminAddr = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.Membership = membership.LocalConfig("")
@@ -102,11 +97,7 @@ func BenchmarkOneNodePutLookup(b *testing.B) {
 // benchNode starts one node in process (its segments in /dev/shm when it
 // can) and an SDK connected to it over loopback.
 func benchNode(b *testing.B) *client.Client {
-	shm, err := os.MkdirTemp("/dev/shm", "kvring-node-bench-")
-	if err != nil {
-		shm = b.TempDir()
-	}
-	b.Cleanup(func() { os.RemoveAll(shm) })
+	shm := testutil.ShmDir(b, "bench-")
 	cfg := DefaultConfig()
 	cfg.GRPCAddr, cfg.AdminAddr = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.Membership = membership.LocalConfig("")

@@ -29,7 +29,8 @@ func routedClient(t *testing.T, addr string, rf, minR uint32, change func(*clien
 		Namespace:         "test/model",
 		Schema:            client.Schema{Model: "m", Dtype: "bf16", TokensPerChunk: 16},
 		ReplicationFactor: rf, MinReplicas: minR,
-		Logger: quietLogger(),
+		CallTimeout: testCallTimeout,
+		Logger:      quietLogger(),
 	}
 	if change != nil {
 		change(&cfg)
@@ -279,10 +280,13 @@ func (hangingNode) Get(_ *kvringv1.GetRequest, s grpc.ServerStreamingServer[kvri
 
 // TestRoutingSkipsAnOwnerThatHangs: an owner that accepts the call but never
 // answers costs the client the owner answer timeout (Conn.DialTimeout +
-// Conn.ProbeTimeout), then its share goes through the connected node.
+// Conn.ProbeTimeout), then its share goes through the connected node, which
+// gives up on it after PeerTimeout. The hung owner never answers, so the
+// calls' deadline only bounds the test: were it not skipped, they would
+// fail however long the deadline.
 func TestRoutingSkipsAnOwnerThatHangs(t *testing.T) {
 	t.Parallel()
-	tc := newTestCluster(t, 2, 64<<20)
+	tc := newTestClusterWith(t, 2, 64<<20, func(_ int, cfg *Config) { cfg.PeerTimeout = time.Second })
 	hung := ring.Member{ID: "hung", Addr: serveFake(t, func(gs *grpc.Server) {
 		kvringv1.RegisterCacheServer(gs, hangingNode{})
 		kvringv1.RegisterPeerServer(gs, hangingNode{})
@@ -304,7 +308,7 @@ func TestRoutingSkipsAnOwnerThatHangs(t *testing.T) {
 	if want[hung.ID] == 0 {
 		t.Fatal("the hanging node is primary for none of the chunks; the test proves nothing")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	res, err := c.Put(ctx, chunks)
 	if err != nil {

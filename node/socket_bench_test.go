@@ -5,11 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/kvring/kvring/client/local"
+	"github.com/kvring/kvring/internal/testutil"
 	"github.com/kvring/kvring/node/membership"
 	"github.com/kvring/kvring/store"
 )
@@ -17,18 +17,14 @@ import (
 // startBenchNode starts a single node with a local socket and a store of
 // limit bytes in a fresh /dev/shm directory, for the benchmarks.
 func startBenchNode(b *testing.B, limit int64, mod ...func(*Config)) (*Node, Config) {
-	shm, err := os.MkdirTemp("/dev/shm", "kvring-node-bench-")
-	if err != nil {
-		shm = b.TempDir()
-	}
-	b.Cleanup(func() { os.RemoveAll(shm) })
+	shm := testutil.ShmDir(b, "bench-")
 	cfg := DefaultConfig()
 	cfg.GRPCAddr, cfg.AdminAddr = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.Membership = membership.LocalConfig("")
 	cfg.Store = store.Config{DataDir: b.TempDir(), ShmDir: shm, MemoryLimit: limit}
 	cfg.Logger = quietLogger()
 	cfg.Membership.Logger = cfg.Logger
-	cfg.Socket.Path = filepath.Join(b.TempDir(), "kvring.sock")
+	cfg.Socket.Path = filepath.Join(testutil.SocketDir(b), "kvring.sock")
 	for _, m := range mod {
 		m(&cfg)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kvring/kvring/client/local"
+	"github.com/kvring/kvring/internal/testutil"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -91,7 +92,7 @@ func TestSocketWorksWhenTheNodeRequiresTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := testNodeConfig(t)
-	cfg.Socket.Path = filepath.Join(dir, "kvring.sock")
+	cfg.Socket.Path = filepath.Join(testutil.SocketDir(t), "kvring.sock")
 	cfg.Security.AuthTokensFile, cfg.Security.ClusterKeyFile = tokens, key
 	n := startNode(t, cfg)
 	c, err := local.Dial(t.Context(), local.Config{Path: cfg.Socket.Path})

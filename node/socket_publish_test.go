@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kvring/kvring/client/local"
+	"github.com/kvring/kvring/internal/testutil"
 )
 
 // socketNode starts a node with a local socket, connects a client to it and
@@ -16,7 +17,7 @@ import (
 func socketNode(t *testing.T, name string) (*Node, *local.Client, local.Namespace) {
 	t.Helper()
 	cfg := testNodeConfig(t)
-	cfg.Socket.Path = filepath.Join(t.TempDir(), "kvring.sock")
+	cfg.Socket.Path = filepath.Join(testutil.SocketDir(t), "kvring.sock")
 	n := startNode(t, cfg)
 	c, err := local.Dial(t.Context(), local.Config{Path: cfg.Socket.Path})
 	if err != nil {
@@ -111,7 +112,7 @@ func TestSocketPublishMakesTheBlobTheChunk(t *testing.T) {
 func TestSocketClientFailsFastAndRedialsAfterARestart(t *testing.T) {
 	t.Parallel()
 	cfg := testNodeConfig(t)
-	cfg.Socket.Path = filepath.Join(t.TempDir(), "kvring.sock")
+	cfg.Socket.Path = filepath.Join(testutil.SocketDir(t), "kvring.sock")
 	n, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -167,7 +168,7 @@ func TestSocketPublishKeepsPlacementKeys(t *testing.T) {
 
 func testPublishKeepsPlacementKeys(t *testing.T, useJSON bool) {
 	cfg := testNodeConfig(t)
-	cfg.Socket.Path = filepath.Join(t.TempDir(), "kvring.sock")
+	cfg.Socket.Path = filepath.Join(testutil.SocketDir(t), "kvring.sock")
 	n := startNode(t, cfg)
 	c, err := local.Dial(t.Context(), local.Config{Path: cfg.Socket.Path, JSON: useJSON})
 	if err != nil {

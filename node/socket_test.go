@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kvring/kvring/client/local"
+	"github.com/kvring/kvring/internal/testutil"
 )
 
 // TestLocalSocketLivesWithTheNode: Start creates the socket with its mode,
@@ -16,7 +17,7 @@ import (
 func TestLocalSocketLivesWithTheNode(t *testing.T) {
 	t.Parallel()
 	cfg := testNodeConfig(t)
-	cfg.Socket.Path = filepath.Join(t.TempDir(), "kvring.sock")
+	cfg.Socket.Path = filepath.Join(testutil.SocketDir(t), "kvring.sock")
 	n := startNode(t, cfg)
 	if n.SocketPath() != cfg.Socket.Path {
 		t.Fatalf("SocketPath = %q", n.SocketPath())

@@ -5,20 +5,16 @@ import (
 	"encoding/binary"
 	"io"
 	"log/slog"
-	"os"
 	"testing"
+
+	"github.com/kvring/kvring/internal/testutil"
 )
 
 // testConfig returns a config with its directories under the test's temp
 // space: the catalog on disk, the segments in a fresh /dev/shm directory.
 func testConfig(t testing.TB, limit int64) Config {
 	t.Helper()
-	shm, err := os.MkdirTemp("/dev/shm", "kvring-test-")
-	if err != nil {
-		shm = t.TempDir() // no /dev/shm: a disk directory works too
-	} else {
-		t.Cleanup(func() { os.RemoveAll(shm) })
-	}
+	shm := testutil.ShmDir(t, "store-")
 	return Config{
 		DataDir:             t.TempDir(),
 		ShmDir:              shm,

@@ -4,7 +4,13 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/kvring/kvring/internal/testutil"
 )
 
-// TestMain fails the package when its tests leave a goroutine running.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain runs the package's tests in a scratch directory (testutil.Scratch)
+// and fails the package when they leave a goroutine running.
+func TestMain(m *testing.M) {
+	s := testutil.NewScratch()
+	goleak.VerifyTestMain(m, goleak.Cleanup(s.Exit), testutil.IgnoreStarter)
+}

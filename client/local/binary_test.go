@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/kvring/kvring/internal/testutil"
 )
 
 // oldNode serves a socket the way a node from before the binary framing
@@ -67,7 +69,7 @@ func (o *oldNode) serve(l net.Listener) {
 // later request on the connection in JSON, without the caller noticing.
 func TestClientFallsBackToJSONForAnOldNode(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "old.sock")
+	path := filepath.Join(testutil.SocketDir(t), "old.sock")
 	l, err := net.Listen("unix", path)
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +105,7 @@ func TestClientFallsBackToJSONForAnOldNode(t *testing.T) {
 // without it from then on.
 func TestClientDropsTheCodesFlagForANodeWithout(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "nocodes.sock")
+	path := filepath.Join(testutil.SocketDir(t), "nocodes.sock")
 	l, err := net.Listen("unix", path)
 	if err != nil {
 		t.Fatal(err)

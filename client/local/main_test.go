@@ -4,9 +4,15 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/kvring/kvring/internal/testutil"
 )
 
-// TestMain fails the package when its tests leave a goroutine running. The
-// client is exercised against a real server by node/internal/localsock's
-// and node's tests.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain runs the package's tests in a scratch directory (testutil.Scratch)
+// and fails the package when they leave a goroutine running. The client is
+// exercised against a real server by node/internal/localsock's and node's
+// tests.
+func TestMain(m *testing.M) {
+	s := testutil.NewScratch()
+	goleak.VerifyTestMain(m, goleak.Cleanup(s.Exit), testutil.IgnoreStarter)
+}

@@ -35,23 +35,30 @@ func (r cliResult) String() string {
 	return fmt.Sprintf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 }
 
+// cliTimeout bounds one run of the CLI in the tests: a bound on a hang, not
+// a speed test (a replay by `kvring bench` takes a minute on a loaded
+// 2-core machine under the race detector).
+const cliTimeout = 3 * time.Minute
+
+// benchCallTimeout is the tests' `kvring bench --timeout`: the default (10s
+// a call) is outrun by a loaded machine, and a call that times out fails
+// the report.
+const benchCallTimeout = "1m"
+
 // runCLI runs the kvring binary with args and extra environment variables.
 func runCLI(t *testing.T, env []string, args ...string) cliResult {
 	t.Helper()
-	bin, err := buildBinary()
-	if err != nil {
-		t.Fatalf("cannot build kvring: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	bin := kvringBinary(t)
+	ctx, cancel := context.WithTimeout(t.Context(), cliTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	// The race detector's default exit delay (1s) would dominate each run.
 	cmd.Env = append(append(os.Environ(), "GORACE=atexit_sleep_ms=0", "KVRING_SOCKET=", "KVRING_RESP_ADDR="), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err = cmd.Run()
+	err := testutil.Run(cmd)
 	if ctx.Err() != nil {
-		t.Fatalf("kvring %v did not finish within 30s", args)
+		t.Fatalf("kvring %v did not finish within %v", args, cliTimeout)
 	}
 	if _, ok := err.(*exec.ExitError); err != nil && !ok {
 		t.Fatalf("kvring %v: %v", args, err)

@@ -7,8 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"testing"
-	"time"
 
+	"github.com/kvring/kvring/internal/testutil"
 	"github.com/kvring/kvring/loadtest"
 )
 
@@ -17,19 +17,16 @@ import (
 func TestBenchNeedsNoFilesAroundIt(t *testing.T) {
 	t.Parallel()
 	n := startNode(t, t.TempDir(), shmDir(t), "127.0.0.1:0", "127.0.0.1:0")
-	bin, err := buildBinary()
-	if err != nil {
-		t.Fatalf("cannot build kvring: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	bin := kvringBinary(t)
+	ctx, cancel := context.WithTimeout(t.Context(), cliTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "bench", "--addr", n.grpc, "--max-requests", "10", "--speedup", "-1",
-		"--engines", "1", "--json")
+		"--engines", "1", "--json", "--timeout", benchCallTimeout)
 	cmd.Dir = t.TempDir()
 	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
+	if err := testutil.Run(cmd); err != nil {
 		t.Fatalf("kvring bench from an empty directory: %v\nstderr: %s", err, stderr.String())
 	}
 	var rep loadtest.Report

@@ -19,7 +19,8 @@ func TestBenchReplaysATraceWithVerifiedReads(t *testing.T) {
 	tracePath := filepath.Join("..", "..", "loadtest", "trace", "testdata", "synthetic_trace.jsonl")
 	args := []string{"bench", "--addr", nodes[0].grpc + "," + nodes[1].grpc,
 		"--admin", nodes[0].admin + "," + nodes[1].admin + "," + nodes[2].admin,
-		"--trace", tracePath, "--max-requests", "20", "--speedup", "-1", "--engines", "2", "--namespace", "e2e/bench", "--json"}
+		"--trace", tracePath, "--max-requests", "20", "--speedup", "-1", "--engines", "2", "--namespace", "e2e/bench",
+		"--timeout", benchCallTimeout, "--json"} // last: the table run below drops it
 	run := func() loadtest.Report {
 		t.Helper()
 		r := mustCLI(t, nil, args...)
@@ -76,7 +77,8 @@ func TestBenchRunsTheSyntheticWorkloadReproducibly(t *testing.T) {
 	run := func(seed string) loadtest.Report {
 		t.Helper()
 		r := mustCLI(t, nil, "bench", "--addr", nodes[0].grpc, "--workload", "synthetic", "--seed", seed,
-			"--max-requests", "40", "--speedup", "-1", "--engines", "2", "--system-prompts", "3", "--namespace", "e2e/synthetic-"+seed, "--json")
+			"--max-requests", "40", "--speedup", "-1", "--engines", "2", "--system-prompts", "3", "--namespace", "e2e/synthetic-"+seed,
+			"--json", "--timeout", benchCallTimeout)
 		var rep loadtest.Report
 		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 			t.Fatalf("bench --json printed no report: %v: %v", err, r)
@@ -149,7 +151,7 @@ func TestBenchWithCoalescedPeerLookupsReadsEverythingBack(t *testing.T) {
 	nodes := startCluster(t, "--coalesce-peer-lookups")
 	tracePath := filepath.Join("..", "..", "loadtest", "trace", "testdata", "synthetic_trace.jsonl")
 	args := []string{"bench", "--addr", nodes[0].grpc, "--trace", tracePath, "--max-requests", "30",
-		"--speedup", "-1", "--engines", "4", "--namespace", "e2e/coalesced", "--json"}
+		"--speedup", "-1", "--engines", "4", "--namespace", "e2e/coalesced", "--json", "--timeout", benchCallTimeout}
 	run := func() loadtest.Report {
 		t.Helper()
 		r := mustCLI(t, nil, args...)

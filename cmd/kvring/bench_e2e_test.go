@@ -700,9 +700,6 @@ func benchPrepare(b *testing.B) {
 // one, e.g. to compare two builds.
 const benchBinaryEnv = "KVRING_BENCH_BINARY"
 
-// benchBinaryDir holds the binary benchBinary built, removed by benchCleanup.
-var benchBinaryDir string
-
 // benchBinary compiles cmd/kvring without -race, once per test binary run,
 // unless benchBinaryEnv names a binary.
 var benchBinary = sync.OnceValues(func() (string, error) {
@@ -713,21 +710,12 @@ var benchBinary = sync.OnceValues(func() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	benchBinaryDir = dir
 	bin := filepath.Join(dir, "kvring")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	if out, err := testutil.CombinedOutput(exec.Command("go", "build", "-o", bin, ".")); err != nil {
 		return "", fmt.Errorf("%w: %s", err, out)
 	}
 	return bin, nil
 })
-
-// benchCleanup removes what the benchmarks left behind them. Called by
-// TestMain after the run.
-func benchCleanup() {
-	if benchBinaryDir != "" {
-		os.RemoveAll(benchBinaryDir)
-	}
-}
 
 var benchReadyRe = regexp.MustCompile(`msg="node ready" node=(\S+) grpc=(\S+) admin=(\S+) gossip=(\S+)`)
 
@@ -750,12 +738,7 @@ func startBenchNode(b testing.TB, memoryLimit string, extra ...string) *benchNod
 	if err != nil {
 		b.Fatalf("cannot build kvring: %v", err)
 	}
-	shm, err := os.MkdirTemp("/dev/shm", "kvring-bench-")
-	if err != nil {
-		shm = b.TempDir()
-	} else {
-		b.Cleanup(func() { os.RemoveAll(shm) })
-	}
+	shm := testutil.ShmDir(b, "bench-")
 	args := append([]string{"serve", "--data-dir", b.TempDir(), "--shm-dir", shm, "--memory-limit", memoryLimit,
 		"--grpc-addr", "127.0.0.1:0", "--gossip-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"}, extra...)
 	cmd := exec.Command(bin, args...)
@@ -764,7 +747,7 @@ func startBenchNode(b testing.TB, memoryLimit string, extra ...string) *benchNod
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	if err := testutil.Start(cmd); err != nil {
 		b.Fatal(err)
 	}
 	n := &benchNode{cmd: cmd, done: make(chan struct{})}
@@ -1040,7 +1023,7 @@ func startBenchSink(b *testing.B) *benchSink {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	if err := testutil.Start(cmd); err != nil {
 		b.Fatal(err)
 	}
 	done := make(chan struct{})

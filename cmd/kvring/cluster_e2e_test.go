@@ -89,7 +89,10 @@ func newEngine(t *testing.T, seeds []string, rf, minR uint32) (*client.Client, *
 		Namespace:         "e2e/llama",
 		Schema:            client.Schema{Model: "llama-8b", Dtype: "bf16", TokensPerChunk: 16, Layout: "nhd"},
 		ReplicationFactor: rf, MinReplicas: minR,
-		CallTimeout: 5 * time.Second,
+		// A bound on a hang: 5s was outrun by a get on a loaded machine
+		// (TestThreeNodesKeepWritingWhenOneDies); calls that must fail fast
+		// set their own deadline or check the code (Unavailable, not a timeout).
+		CallTimeout: 30 * time.Second,
 		Logger:      slog.New(slog.NewTextHandler(logs, nil)),
 	})
 	if err != nil {

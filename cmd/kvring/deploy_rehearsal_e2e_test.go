@@ -181,7 +181,7 @@ func (r *rehearsal) startPod(ord int) *e2eNode {
 			// predecessor's stale socket there and replaces it. On a fresh
 			// node DirectoryOrCreate makes it root's, mode 0755.
 			if r.sock[ord] == "" {
-				r.sock[ord] = t.TempDir()
+				r.sock[ord] = testutil.SocketDir(t) // a socket path has at most 107 bytes
 				if err := os.Chmod(r.sock[ord], 0o755); err != nil {
 					t.Fatal(err)
 				}
@@ -405,8 +405,8 @@ func TestDeployStatefulSetRehearsalRollingRestartUnderBench(t *testing.T) {
 	testutil.Eventually(t, "the three pods to form one cluster through the headless name", 30*time.Second, whole)
 
 	// The bench Job, its Services mapped to the rehearsal's, and paced for the test: small chunks, a
-	// duration longer than the rolling restart (each pod hands its chunks off before it exits), ended by
-	// SIGINT once the cluster is whole again.
+	// duration longer than the rolling restart (each pod hands its chunks off before it exits; about two
+	// minutes, five or more on a loaded machine), ended by SIGINT once the cluster is whole again.
 	jm, err := deploy.Load(filepath.Join(deployDir, "bench"))
 	if err != nil {
 		t.Fatal(err)
@@ -424,15 +424,12 @@ func TestDeployStatefulSetRehearsalRollingRestartUnderBench(t *testing.T) {
 	for i, a := range jc.Args {
 		args[i] = rep.Replace(a)
 	}
-	args = append(args, "--json", "--speedup", "2", "--bytes-per-token", "16", "--duration", "240s",
+	args = append(args, "--json", "--speedup", "2", "--bytes-per-token", "16", "--duration", "20m",
 		// The whole suite runs at once under the race detector on two cores while the pods hand their chunks
 		// off: a call's deadline is the machine's, not the cluster's, to miss.
 		"--timeout", "30s", "--progress", "1s")
-	bin, err := buildBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	bin := kvringBinary(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute) // a bound on a hang, as --duration
 	defer cancel()
 	bench := exec.CommandContext(ctx, bin, args...)
 	bench.Dir = t.TempDir()
@@ -443,7 +440,7 @@ func TestDeployStatefulSetRehearsalRollingRestartUnderBench(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := bench.Start(); err != nil {
+	if err := testutil.Start(bench); err != nil {
 		t.Fatal(err)
 	}
 	progress := make(chan string, 1024)

@@ -14,21 +14,47 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kvring/kvring/internal/testutil"
 )
 
-// buildBinary compiles cmd/kvring once per test binary run.
+// e2eBinaryEnv names a kvring binary for the e2e tests to use instead of
+// building one (a test binary that re-executes itself passes its own on).
+const e2eBinaryEnv = "KVRING_E2E_BINARY"
+
+// buildBinary compiles cmd/kvring once per test binary run, into the run's
+// scratch directory (see TestMain), unless e2eBinaryEnv names a binary.
 var buildBinary = sync.OnceValues(func() (string, error) {
+	if bin := os.Getenv(e2eBinaryEnv); bin != "" {
+		return bin, nil
+	}
 	dir, err := os.MkdirTemp("", "kvring-bin-")
 	if err != nil {
 		return "", err
 	}
 	bin := filepath.Join(dir, "kvring")
-	out, err := exec.Command("go", "build", "-race", "-o", bin, ".").CombinedOutput()
+	out, err := testutil.CombinedOutput(exec.Command("go", "build", "-race", "-o", bin, "."))
 	if err != nil {
 		return "", &buildError{out: string(out), err: err}
 	}
 	return bin, nil
 })
+
+// kvringBinary returns the kvring binary for a test that runs it (an e2e
+// test), building it the first time. Under -short (make test-short) it skips
+// the test instead: e2e tests take most of the suite's time, and make test
+// runs them all.
+func kvringBinary(t testing.TB) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("an e2e test (it runs the kvring binary): skipped by -short; make test runs it")
+	}
+	bin, err := buildBinary()
+	if err != nil {
+		t.Fatalf("cannot build kvring: %v", err)
+	}
+	return bin
+}
 
 type buildError struct {
 	out string
@@ -101,10 +127,7 @@ func (p *proc) waitLog(t *testing.T, re *regexp.Regexp, timeout time.Duration) [
 
 func startKvring(t *testing.T, env []string, args ...string) *proc {
 	t.Helper()
-	bin, err := buildBinary()
-	if err != nil {
-		t.Fatalf("cannot build kvring: %v", err)
-	}
+	bin := kvringBinary(t)
 	cmd := exec.Command(bin, args...)
 	// No local socket unless the test asks: nodes share the working directory.
 	cmd.Env = append(append(os.Environ(), "KVRING_SOCKET=", "KVRING_RESP_ADDR="), env...)
@@ -112,7 +135,7 @@ func startKvring(t *testing.T, env []string, args ...string) *proc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	if err := testutil.Start(cmd); err != nil {
 		t.Fatal(err)
 	}
 	p := &proc{cmd: cmd, changed: make(chan struct{}), done: make(chan struct{})}
@@ -139,14 +162,9 @@ func startKvring(t *testing.T, env []string, args ...string) *proc {
 	return p
 }
 
-func shmDir(t *testing.T) string {
-	dir, err := os.MkdirTemp("/dev/shm", "kvring-e2e-")
-	if err != nil {
-		return t.TempDir()
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
+// shmDir is a directory for a node's segments in /dev/shm, removed when
+// the test ends.
+func shmDir(t *testing.T) string { return testutil.ShmDir(t, "e2e-") }
 
 var adminRe = regexp.MustCompile(`msg="node ready".* admin=(\S+)`)
 

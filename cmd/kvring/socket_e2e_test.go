@@ -77,7 +77,7 @@ func socketChunk(t *testing.T, c *local.Client, n uint64, size int) (id [32]byte
 // succeeds again.
 func TestSocketEnginesShareChunksAcrossTheCluster(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
+	dir := testutil.SocketDir(t)
 	sock := func(i int) string { return filepath.Join(dir, fmt.Sprintf("n%d.sock", i)) }
 	n1 := startNode(t, t.TempDir(), shmDir(t), "127.0.0.1:0", "127.0.0.1:0", "--socket", sock(1))
 	n2 := startNode(t, t.TempDir(), shmDir(t), "127.0.0.1:0", "127.0.0.1:0", "--socket", sock(2), "--join", n1.gossip)
@@ -199,11 +199,11 @@ func TestSocketEnginesShareChunksAcrossTheCluster(t *testing.T) {
 // missing chunk; a second replay finds every chunk.
 func TestBenchReplaysThroughTheSocket(t *testing.T) {
 	t.Parallel()
-	sockPath := filepath.Join(t.TempDir(), "n.sock")
+	sockPath := filepath.Join(testutil.SocketDir(t), "n.sock")
 	n := startNode(t, t.TempDir(), shmDir(t), "127.0.0.1:0", "127.0.0.1:0", "--socket", sockPath)
 	tracePath := filepath.Join("..", "..", "loadtest", "trace", "testdata", "synthetic_trace.jsonl")
 	common := []string{"bench", "--admin", n.admin, "--trace", tracePath, "--max-requests", "20", "--speedup", "-1",
-		"--engines", "2", "--json"}
+		"--engines", "2", "--json", "--timeout", benchCallTimeout}
 	run := func(args ...string) loadtest.Report {
 		t.Helper()
 		r := mustCLI(t, nil, append(slices.Clone(common), args...)...)
@@ -225,6 +225,7 @@ func TestBenchReplaysThroughTheSocket(t *testing.T) {
 	if again := run("--socket", sockPath, "--namespace", "over-socket"); again.ChunkHitRatio != 1 || again.Stored != 0 {
 		t.Fatalf("second socket replay: hit ratio %v, stored %d", again.ChunkHitRatio, again.Stored)
 	}
-	r := runCLI(t, nil, append(slices.Clone(common), "--socket", filepath.Join(t.TempDir(), "none.sock"))...)
+	// A socket nobody serves fails, after the connection timeout at worst: the default one.
+	r := runCLI(t, nil, append(slices.Clone(common), "--socket", filepath.Join(testutil.SocketDir(t), "none.sock"), "--timeout", "10s")...)
 	checkOneLineFailure(t, r, "local socket")
 }

@@ -30,6 +30,10 @@ func testMembershipConfig(t *testing.T, id string) (Config, *testutil.Logs) {
 	cfg.GRPCAddr = "127.0.0.1:9600/" + id // placeholders: nothing dials them here
 	cfg.AdminAddr = "127.0.0.1:9602/" + id
 	cfg.Ring.ReplicationFactor = 3
+	// A bound on a hang: LocalConfig's 2s for a leave or a state change to
+	// go out is outrun by a loaded 2-core machine under the race detector
+	// ("timeout waiting for update broadcast").
+	cfg.BroadcastTimeout = 30 * time.Second
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("logs of %s:\n%s", id, logs)

@@ -10,9 +10,22 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.dirname(__file__))
 
-from cluster import Node, kvring_binary  # noqa: E402
+from cluster import Node, Scratch, kvring_binary  # noqa: E402
 
 import kvring  # noqa: E402
+
+
+def pytest_configure(config):
+    """The run's files (pytest's tmp_path included) go to scratch directories removed at exit (cluster.Scratch)."""
+    Scratch()
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests that start real nodes (they need the kvring binary) are marked `nodes`: `make test-short` runs the
+    others (-m "not nodes"), the client against in-process fakes, without building the binary."""
+    for item in items:
+        if "binary" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.nodes)
 
 
 @pytest.fixture(scope="session")

@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/kvring/kvring/internal/testutil"
 	"github.com/kvring/kvring/node/internal/coord"
 	"github.com/kvring/kvring/node/internal/namespace"
 	"github.com/kvring/kvring/node/internal/spread"
@@ -23,7 +24,12 @@ import (
 	"github.com/kvring/kvring/store"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain runs the package's tests in a scratch directory (testutil.Scratch)
+// and fails the package when they leave a goroutine running.
+func TestMain(m *testing.M) {
+	s := testutil.NewScratch()
+	goleak.VerifyTestMain(m, goleak.Cleanup(s.Exit), testutil.IgnoreStarter)
+}
 
 // fakePeers is the other members, each a real store: Has pins there,
 // Copy stages and seals there, Unpin releases. Members can be made

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kvring/kvring/client/local"
+	"github.com/kvring/kvring/internal/testutil"
 	"github.com/kvring/kvring/store"
 )
 
@@ -21,12 +22,7 @@ import (
 // (removed at the end of the test).
 func testStore(t testing.TB, limit int64) *store.Store {
 	t.Helper()
-	shm, err := os.MkdirTemp("/dev/shm", "kvring-localsock-test-")
-	if err != nil {
-		shm = t.TempDir()
-	} else {
-		t.Cleanup(func() { os.RemoveAll(shm) })
-	}
+	shm := testutil.ShmDir(t, "localsock-")
 	st, err := store.Open(store.Config{DataDir: t.TempDir(), ShmDir: shm, MemoryLimit: limit,
 		MaintenanceInterval: -1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
@@ -39,7 +35,7 @@ func testStore(t testing.TB, limit int64) *store.Store {
 // startServer serves a socket in t.TempDir() over st until the test ends.
 func startServer(t testing.TB, st *store.Store, mod func(*Config)) *Server {
 	t.Helper()
-	cfg := Config{Path: filepath.Join(t.TempDir(), "kvring.sock"), Store: st, InstanceID: 7,
+	cfg := Config{Path: filepath.Join(testutil.SocketDir(t), "kvring.sock"), Store: st, InstanceID: 7,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	if mod != nil {
 		mod(&cfg)

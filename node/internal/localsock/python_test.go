@@ -21,7 +21,7 @@ func TestStockPythonClient(t *testing.T) {
 	}
 	st := testStore(t, 64<<20)
 	s := startServer(t, st, nil)
-	out, err := exec.Command(python, "testdata/vineyard_check.py", s.Path()).CombinedOutput()
+	out, err := testutil.CombinedOutput(exec.Command(python, "testdata/vineyard_check.py", s.Path()))
 	if err != nil || strings.TrimSpace(string(out)) != "ok" {
 		t.Fatalf("vineyard_check.py: %v\n%s", err, out)
 	}

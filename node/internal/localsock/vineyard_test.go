@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/kvring/kvring/client/local"
+	"github.com/kvring/kvring/internal/testutil"
 )
 
 // A blob written through the client's mapping is read back byte-exact by a
@@ -211,7 +212,7 @@ func TestBlobMetadata(t *testing.T) {
 // the mode is applied and Close removes the file.
 func TestSocketFileLifecycle(t *testing.T) {
 	st := testStore(t, 16<<20)
-	path := filepath.Join(t.TempDir(), "v.sock")
+	path := filepath.Join(testutil.SocketDir(t), "v.sock")
 	// A stale socket: bound, then its listener gone without removing it.
 	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
