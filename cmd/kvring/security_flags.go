@@ -60,10 +60,16 @@ func (a *adminSecurity) register(fs *pflag.FlagSet) {
 	fs.StringVar(&a.ca, "admin-tls-ca", "", "CA (PEM) to verify an HTTPS admin port (give --admin as https://HOST:PORT)")
 }
 
-// httpClient returns the HTTP client for the admin API.
+// httpClient returns the HTTP client for the admin API. It keeps no idle
+// connections: a command makes a few calls, and a port that is not an admin
+// port (a gRPC port sends its HTTP/2 settings unasked) must not make the
+// transport log "Unsolicited response received on idle HTTP channel" to
+// the command's stderr.
 func (a *adminSecurity) httpClient() (*http.Client, error) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DisableKeepAlives = true
 	if a.ca == "" {
-		return http.DefaultClient, nil
+		return &http.Client{Transport: tr}, nil
 	}
 	pem, err := os.ReadFile(a.ca)
 	if err != nil {
@@ -73,7 +79,6 @@ func (a *adminSecurity) httpClient() (*http.Client, error) {
 	if !pool.AppendCertsFromPEM(pem) {
 		return nil, fmt.Errorf("--admin-tls-ca %s holds no PEM certificate", a.ca)
 	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool}
 	return &http.Client{Transport: tr}, nil
 }
