@@ -31,7 +31,7 @@ test-go:
 test-python:
 	cd python && timeout -k 30s $(PYTHON_TEST_TIMEOUT) $(PYTHON) -m pytest
 
-# test-short is the inner loop (about 2 minutes): every Go test but the e2e
+# test-short is the inner loop (under 3 minutes): every Go test but the e2e
 # ones that run the kvring binary (skipped by -short), and the Python
 # client's tests against in-process fakes (not the ones marked `nodes`).
 # Both halves run, as in make test.

@@ -22,7 +22,9 @@ import (
 // end of the 30 s stage lease), and another engine's put is stored.
 func TestAStalledPutIsEndedAndFreesWhatItStaged(t *testing.T) {
 	t.Parallel()
-	tc := newTestClusterWith(t, 1, 16<<20, func(_ int, cfg *Config) { cfg.PutIdleTimeout = 200 * time.Millisecond })
+	// 2s, not less: the idle limit applies to the other engine's healthy put
+	// too, whose messages came 209ms apart on a loaded machine.
+	tc := newTestClusterWith(t, 1, 16<<20, func(_ int, cfg *Config) { cfg.PutIdleTimeout = 2 * time.Second })
 	nd := tc.nodes[0]
 	good := testClient(t, nd.addr, 1, 1)
 	fp, err := good.Register(context.Background())
