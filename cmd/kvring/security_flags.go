@@ -6,9 +6,11 @@ import (
 	"crypto/x509"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 
 	"github.com/spf13/pflag"
@@ -60,14 +62,23 @@ func (a *adminSecurity) register(fs *pflag.FlagSet) {
 	fs.StringVar(&a.ca, "admin-tls-ca", "", "CA (PEM) to verify an HTTPS admin port (give --admin as https://HOST:PORT)")
 }
 
-// httpClient returns the HTTP client for the admin API. It keeps no idle
-// connections: a command makes a few calls, and a port that is not an admin
-// port (a gRPC port sends its HTTP/2 settings unasked) must not make the
-// transport log "Unsolicited response received on idle HTTP channel" to
-// the command's stderr.
+// httpClient returns the HTTP client for the admin API. Its connections
+// read nothing before they have written (writeFirstConn), and it keeps no
+// idle ones: a gRPC port sends its HTTP/2 settings unasked, which the
+// transport would otherwise log to the command's stderr ("Unsolicited
+// response received on idle HTTP channel") before the command says which
+// port it reached.
 func (a *adminSecurity) httpClient() (*http.Client, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.DisableKeepAlives = true
+	var d net.Dialer
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &writeFirstConn{Conn: c, wrote: make(chan struct{})}, nil
+	}
 	if a.ca == "" {
 		return &http.Client{Transport: tr}, nil
 	}
@@ -103,4 +114,27 @@ func reloadOnHangup(ctx context.Context, n *node.Node, log *slog.Logger) {
 			}
 		}
 	}()
+}
+
+// writeFirstConn holds its reads until its first write (or Close), so bytes
+// a server sends before it is asked are read as the answer to the request.
+type writeFirstConn struct {
+	net.Conn
+	once  sync.Once
+	wrote chan struct{}
+}
+
+func (c *writeFirstConn) Write(b []byte) (int, error) {
+	c.once.Do(func() { close(c.wrote) })
+	return c.Conn.Write(b)
+}
+
+func (c *writeFirstConn) Read(b []byte) (int, error) {
+	<-c.wrote
+	return c.Conn.Read(b)
+}
+
+func (c *writeFirstConn) Close() error {
+	c.once.Do(func() { close(c.wrote) })
+	return c.Conn.Close()
 }
