@@ -39,7 +39,9 @@ trap cleanup EXIT INT TERM
 
 go build -o "$work/kvring" ./cmd/kvring
 
-# start_node NAME JOIN [flags...]: a kvring node; prints its RESP port.
+# start_node NAME JOIN [flags...]: a kvring node; sets resp_port and
+# gossip_port. It runs in this shell (never in $(...) or <(...)), so the
+# node's pid reaches pids and the cleanup.
 start_node() {
 	local name=$1 join=$2; shift 2
 	local grpc admin gossip resp
@@ -54,10 +56,11 @@ start_node() {
 		curl -sf "http://127.0.0.1:$admin/readyz" >/dev/null && break
 		sleep 0.1
 	done
-	echo "$resp $gossip"
+	resp_port=$resp gossip_port=$gossip
 }
 
-read -r kv_port kv_gossip < <(start_node n1 "")
+start_node n1 ""
+kv_port=$resp_port
 redis_port=$(free_port)
 redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no --maxmemory "${MEM_MB}mb" \
 	--maxmemory-policy allkeys-lru --logfile "$work/redis.log" &
@@ -66,8 +69,9 @@ for _ in $(seq 1 100); do redis-cli -p "$redis_port" ping >/dev/null 2>&1 && bre
 
 cluster_port=""
 if [ "$CLUSTER" -gt 1 ]; then
-	read -r cluster_port c_gossip < <(start_node c1 "" --resp-cluster)
-	for i in $(seq 2 "$CLUSTER"); do start_node "c$i" "127.0.0.1:$c_gossip" --resp-cluster >/dev/null; done
+	start_node c1 "" --resp-cluster
+	cluster_port=$resp_port c_gossip=$gossip_port
+	for i in $(seq 2 "$CLUSTER"); do start_node "c$i" "127.0.0.1:$c_gossip" --resp-cluster; done
 fi
 
 # bench PORT SIZE [flags]: one redis-benchmark run; prints "test rps" lines,
