@@ -6,28 +6,23 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/kvring/kvring/internal/testutil"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/store"
 	"github.com/kvring/kvring/transfer"
 )
 
 // testStore opens a store with its segments in a fresh /dev/shm directory
-// (removed at the end of the test).
+// of the run's scratch (removed at the end of the test, or of a killed run).
 func testStore(t testing.TB, limit int64) *store.Store {
 	t.Helper()
-	shm, err := os.MkdirTemp("/dev/shm", "kvring-resp-test-")
-	if err != nil {
-		shm = t.TempDir()
-	} else {
-		t.Cleanup(func() { os.RemoveAll(shm) })
-	}
+	shm := testutil.ShmDir(t, "resp-")
 	st, err := store.Open(store.Config{DataDir: t.TempDir(), ShmDir: shm, MemoryLimit: limit,
 		MaintenanceInterval: -1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {

@@ -91,8 +91,9 @@ func (s *Server) admit(nc net.Conn) {
 		return
 	}
 	full := len(s.conns) >= s.cfg.MaxConns
-	c := newConn(s, nc)
-	if !full {
+	var c *conn
+	if !full { // a refused connection gets no conn: its writer's goroutine would never end
+		c = newConn(s, nc)
 		s.conns[c] = struct{}{}
 		s.nconns.Add(1)
 	}
