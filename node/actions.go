@@ -11,6 +11,7 @@ import (
 
 	"github.com/kvring/kvring/node/internal/namespace"
 	"github.com/kvring/kvring/node/membership"
+	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/store"
 )
 
@@ -181,12 +182,12 @@ type DroppedNamespace struct {
 func (n *Node) DropNamespace(name string) (DroppedNamespace, error) {
 	p := n.parts.Load()
 	out := DroppedNamespace{Node: p.store.NodeID(), Namespace: name}
-	rec := p.svc.reg.Delete(name)
+	rec := p.svc.reg.Get(name)
 	if rec == nil {
 		return out, refuse(http.StatusNotFound, "namespace %q is not registered on this node", name)
 	}
-	freed, err := p.store.DropNamespace(namespace.StoreName(name, rec.GetFingerprint()))
-	if err != nil && !errors.Is(err, store.ErrNotFound) { // ErrNotFound: it never held a chunk here
+	freed, _, err := p.svc.owner.DropNamespace(&kvringv1.NamespaceRef{Name: name, Fingerprint: rec.GetFingerprint()})
+	if err != nil {
 		return out, err
 	}
 	out.Chunks, out.Bytes, out.PinnedChunks = freed.Chunks, freed.SlotBytes, freed.Pinned

@@ -61,9 +61,9 @@ func (c *Coordinator) DropEverywhere(ctx context.Context, ref *kvringv1.Namespac
 	)
 	err := c.everyMember(ctx, func(ctx context.Context, m ring.Member) error {
 		if m.ID == c.cfg.Self {
-			k, err := c.local.DropNamespace(ref)
+			freed, _, err := c.local.DropNamespace(ref)
 			mu.Lock()
-			n += k
+			n += uint64(freed.Chunks)
 			mu.Unlock()
 			return err
 		}

@@ -40,28 +40,29 @@ func (o *Owner) Remove(ref *kvringv1.NamespaceRef, rawIDs [][]byte) (removed, pi
 
 // DropNamespace removes the namespace of ref from this node: its registry
 // record and every chunk of it (pinned ones when their pins end). A record
-// with another fingerprint is left alone. It reports the chunks removed.
-func (o *Owner) DropNamespace(ref *kvringv1.NamespaceRef) (uint64, error) {
+// with another fingerprint is left alone. It reports what it freed, and
+// whether the namespace was registered here.
+func (o *Owner) DropNamespace(ref *kvringv1.NamespaceRef) (store.NamespaceUsage, bool, error) {
 	rec := o.cfg.Registry.Get(ref.GetName())
 	if rec == nil || string(rec.GetFingerprint()) != string(ref.GetFingerprint()) {
-		return 0, nil
+		return store.NamespaceUsage{}, false, nil
 	}
 	o.cfg.Registry.Delete(ref.GetName())
 	freed, err := o.st.DropNamespace(namespace.StoreName(ref.GetName(), ref.GetFingerprint()))
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return 0, fmt.Errorf("cannot drop namespace %q: %w", ref.GetName(), err)
+	if err != nil && !errors.Is(err, store.ErrNotFound) { // ErrNotFound: it never held a chunk here
+		return freed, true, fmt.Errorf("cannot drop namespace %q: %w", ref.GetName(), err)
 	}
-	return uint64(freed.Chunks), nil
+	return freed, true, nil
 }
 
 // Remove serves the Peer service's Remove.
 func (s *Service) Remove(_ context.Context, req *kvringv1.RemoveRequest) (*kvringv1.RemoveResponse, error) {
 	if req.GetDropNamespace() {
-		n, err := s.o.DropNamespace(req.GetNamespace())
+		freed, _, err := s.o.DropNamespace(req.GetNamespace())
 		if err != nil {
 			return nil, transfer.ToStatus(err)
 		}
-		return &kvringv1.RemoveResponse{Epoch: s.o.Epoch(), Chunks: n}, nil
+		return &kvringv1.RemoveResponse{Epoch: s.o.Epoch(), Chunks: uint64(freed.Chunks)}, nil
 	}
 	removed, pinned, err := s.o.Remove(req.GetNamespace(), req.GetIds())
 	if err != nil {
