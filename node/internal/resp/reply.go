@@ -42,6 +42,7 @@ type writer struct {
 	limit     int   // pending bytes above which buf is queued
 	maxQueued int64 // bytes queued at most
 	written   atomic.Int64
+	crlf      [2]byte // "\r\n", written after a value sent from its own memory
 
 	mu     sync.Mutex
 	cond   *sync.Cond
@@ -55,7 +56,7 @@ type writer struct {
 
 func newWriter(nc net.Conn, timeout time.Duration, limit int, maxQueued int64) *writer {
 	w := &writer{nc: nc, timeout: timeout, proto: 2, buf: make([]byte, 0, 16<<10), limit: limit,
-		maxQueued: maxQueued, done: make(chan struct{})}
+		maxQueued: maxQueued, done: make(chan struct{}), crlf: [2]byte{'\r', '\n'}}
 	w.cond = sync.NewCond(&w.mu)
 	go w.loop()
 	return w
@@ -80,7 +81,7 @@ func (w *writer) flush() error {
 	if len(w.buf) == 0 {
 		return w.failed()
 	}
-	n := w.trySync(w.buf, nil)
+	n := w.trySync(w.buf, nil, nil)
 	if n == len(w.buf) {
 		w.buf = w.buf[:0]
 		return w.failed()
@@ -90,11 +91,12 @@ func (w *writer) flush() error {
 	return w.enqueue(segment{data: b})
 }
 
-// trySync writes a and then b on the connection from the caller's
-// goroutine when nothing is queued and nothing is being written, for up to
-// syncWait, and returns how many bytes of a and b together it wrote (0 when
-// it could not try). A write error sticks, as the writing goroutine's do.
-func (w *writer) trySync(a, b []byte) int {
+// trySync writes a, then b, then c (b and c may be nil) on the connection
+// from the caller's goroutine when nothing is queued and nothing is being
+// written, for up to syncWait, and returns how many bytes of them together
+// it wrote (0 when it could not try). A write error sticks, as the writing
+// goroutine's do.
+func (w *writer) trySync(a, b, c []byte) int {
 	w.mu.Lock()
 	if w.err != nil || w.busy || len(w.queue) > 0 {
 		w.mu.Unlock()
@@ -105,11 +107,11 @@ func (w *writer) trySync(a, b []byte) int {
 	w.nc.SetWriteDeadline(time.Now().Add(syncWait))
 	var n int64
 	var err error
-	if b == nil {
+	if b == nil && c == nil {
 		k, e := w.nc.Write(a)
 		n, err = int64(k), e
 	} else {
-		bufs := net.Buffers{a, b}
+		bufs := net.Buffers{a, b, c}
 		n, err = bufs.WriteTo(w.nc)
 	}
 	w.written.Add(n)
@@ -294,21 +296,25 @@ func (w *writer) bulkOwned(b []byte, release func()) {
 	}
 	w.header('$', len(b))
 	head := len(w.buf)
-	n := w.trySync(w.buf, b) // the pending replies, the header and the value
+	// The pending replies and the header, the value and its CRLF leave in
+	// one writev: a CRLF sent apart would make the client wait for a
+	// second segment before it has the whole reply.
+	n := w.trySync(w.buf, b, w.crlf[:])
 	switch {
 	case n >= head+len(b):
-		w.buf = w.buf[:0]
+		w.buf = append(w.buf[:0], w.crlf[n-head-len(b):]...)
 		release()
 	case n >= head:
 		w.buf = w.buf[:0]
 		w.enqueue(segment{data: b[n-head:], release: release})
+		w.buf = append(w.buf, '\r', '\n')
 	default:
 		rest := w.buf[n:]
 		w.buf = make([]byte, 0, cap(w.buf))
 		w.enqueue(segment{data: rest})
 		w.enqueue(segment{data: b, release: release})
+		w.buf = append(w.buf, '\r', '\n')
 	}
-	w.buf = append(w.buf, '\r', '\n')
 }
 
 func (w *writer) bulkString(s string) {
