@@ -151,6 +151,28 @@ func (a *arena) alloc(n int64) (r slotRef, fresh bool, err error) {
 	return slotRef{seg, i}, true, nil
 }
 
+// allocReclaiming is arena.alloc that, when the budget has no room, asks
+// the policy to evict more chunks and tries again, a few times: the room an
+// offer counted may still be held by the chunks it chose (see
+// policy.reclaim). still reports whether the caller still wants the slot
+// after mu was released; when it does not, the last error is returned.
+// s.mu held; released while the policy evicts.
+func (s *Store) allocReclaiming(size int64, still func() bool) (r slotRef, fresh bool, err error) {
+	const tries = 8
+	for try := 0; ; try++ {
+		r, fresh, err = s.arena.alloc(size)
+		if err == nil || !errors.Is(err, ErrNoSpace) || try == tries {
+			return r, fresh, err
+		}
+		s.mu.Unlock()
+		evicted := s.pol.reclaim(classSize(size))
+		s.mu.Lock()
+		if !evicted || s.closed || !still() {
+			return r, fresh, err
+		}
+	}
+}
+
 func (a *arena) newSegment(c *sizeClass) (*segment, error) {
 	id := a.nextID
 	seg, err := createSegment(id, a.segmentPath(id), c.size, a.slotsPerSegment(c.size))

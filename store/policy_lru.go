@@ -78,10 +78,27 @@ func (l *lru) offer(e *entry, cost int64) bool {
 		l.used += cost
 	}
 	l.pushFront(it)
-	victims := l.victims(it)
+	victims := l.victims(it, l.used-l.maxCost)
 	l.mu.Unlock()
+	l.evict(victims)
+	return true
+}
+
+// reclaim evicts the oldest unpinned chunks worth cost bytes, whatever the
+// budget's count says.
+func (l *lru) reclaim(cost int64) bool {
+	l.mu.Lock()
+	victims := l.victims(nil, cost)
+	l.mu.Unlock()
+	l.evict(victims)
+	return len(victims) > 0
+}
+
+// evict asks the store to evict each victim and puts back those it keeps.
+// l.mu not held.
+func (l *lru) evict(victims []*lruItem) {
 	if len(victims) == 0 {
-		return true
+		return
 	}
 	kept := make([]bool, len(victims))
 	for i, v := range victims {
@@ -103,14 +120,12 @@ func (l *lru) offer(e *entry, cost int64) bool {
 		l.pushFront(v)
 	}
 	l.mu.Unlock()
-	return true
 }
 
 // victims unlinks the oldest chunks that are not pinned, other than newest,
-// whose cost brings used within maxCost, marks them evicting and returns
-// them. It takes none when pinned chunks leave no room. l.mu held.
-func (l *lru) victims(newest *lruItem) []*lruItem {
-	excess := l.used - l.maxCost
+// whose cost adds up to excess, marks them evicting and returns them. It
+// takes none when pinned chunks leave too little. l.mu held.
+func (l *lru) victims(newest *lruItem, excess int64) []*lruItem {
 	if excess <= 0 {
 		return nil
 	}

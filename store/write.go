@@ -91,7 +91,9 @@ func (s *Store) Stage(ns string, id ID, size int64, crc uint32) (*Staged, error)
 		}
 		return nil, fmt.Errorf("cannot stage chunk %s/%s (%d bytes): %w", ns, id, size, ErrRejected)
 	}
-	r, fresh, err := s.arena.alloc(size)
+	r, fresh, err := s.allocReclaiming(size, func() bool {
+		return !e.rejected && !e.evicted && e.state == stateStaged
+	})
 	if err != nil {
 		if s.kill(e, reasonRejected) {
 			s.forgetLater(e)
