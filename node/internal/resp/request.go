@@ -278,26 +278,40 @@ func (rd *reader) readDirect(p []byte) error {
 	return nil
 }
 
+// readLine reads an inline request's line, up to maxInline bytes, into
+// rd.buf: a line may be longer than the read buffer.
+func (rd *reader) readLine() error {
+	rd.buf = rd.buf[:0]
+	for {
+		part, err := rd.br.ReadSlice('\n')
+		if len(rd.buf)+len(part) > rd.lim.maxInline {
+			return protoErr("too big inline request")
+		}
+		rd.buf = append(rd.buf, part...)
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return err
+		}
+		if len(rd.buf) >= rd.lim.maxInline {
+			return protoErr("too big inline request") // no room for the '\n'
+		}
+	}
+}
+
 // readInline reads a request sent as a line of words (nil for an empty
 // line). Its value arguments are copied into blobs from alloc, as a
 // multibulk's are read into them.
 func (rd *reader) readInline(alloc AllocFunc, admit AdmitFunc) (*request, error) {
 	maxArgs, _ := rd.argLimits()
-	line, err := rd.br.ReadSlice('\n')
-	if errors.Is(err, bufio.ErrBufferFull) || len(line) > rd.lim.maxInline {
-		return nil, protoErr("too big inline request")
-	}
-	if err != nil {
+	if err := rd.readLine(); err != nil {
 		return nil, err
 	}
-	fields := bytes.Fields(line)
+	fields := bytes.Fields(rd.buf)
 	if len(fields) == 0 {
 		return nil, nil
 	}
 	if len(fields) > maxArgs {
 		return nil, protoErr("invalid multibulk length")
 	}
-	rd.buf = append(rd.buf[:0], line...)
 	rd.args = append(rd.args[:0], bytes.Fields(rd.buf)...)
 	req := &request{args: rd.args, name: lower(rd.args[0]), inline: true}
 	var total int64
