@@ -64,6 +64,9 @@ __all__ = [
 log = logging.getLogger("kvring")
 
 _LOCAL = "\x00local"  # the lease table's name for leases granted through the local socket
+# Metadata a read sends with RegisterNamespace: check the namespace, never create it (the node answers
+# UnknownNamespace for a name it does not know).
+_REGISTER_EXISTING_KEY = "kvring-register-existing"
 
 
 class Client:
@@ -292,7 +295,9 @@ class Client:
         stub, _, _, addr = self._stub()
         return self._register(stub, addr).fingerprint
 
-    def _register(self, stub: Any, addr: str) -> common_pb2.NamespaceRef:
+    def _register(self, stub: Any, addr: str, create: bool = True) -> common_pb2.NamespaceRef:
+        """Register the namespace (create), or only check it: reads never create a namespace, and a name the
+        cluster does not know is then UnknownNamespace."""
         req = cache_pb2.RegisterNamespaceRequest(
             name=self.namespace,
             schema=self.schema.to_proto(),
@@ -300,7 +305,10 @@ class Client:
             min_replicas=self.min_replicas,
         )
         try:
-            resp = stub.RegisterNamespace(req, timeout=self.call_timeout, metadata=self._conn.metadata or None)
+            metadata = list(self._conn.metadata or [])
+            if not create:
+                metadata.append((_REGISTER_EXISTING_KEY, "true"))
+            resp = stub.RegisterNamespace(req, timeout=self.call_timeout, metadata=metadata or None)
         except grpc.RpcError as exc:
             raise self._call_err(exc, addr, "register namespace") from None
         ref = common_pb2.NamespaceRef(name=resp.namespace.name, fingerprint=resp.namespace.fingerprint)
@@ -310,17 +318,23 @@ class Client:
                 self._max_chunk = resp.limits.max_chunk_bytes
         return ref
 
-    def _retry_unregistered(self, stub: Any, addr: str, call: Any) -> Any:
-        """Run call(ref) once more after re-registering when the node says the namespace is unknown."""
+    def _retry_unregistered(self, stub: Any, addr: str, call: Any, create: bool = True) -> Any:
+        """Run call(ref) once more after re-registering when the node says the namespace is unknown. create is
+        False for reads: they never register a namespace, and a name the cluster does not know raises
+        UnknownNamespace (the caller answers a miss)."""
         with self._lock:
             ref = self._ref
         if ref is None:
-            ref = self._register(stub, addr)
+            ref = self._register(stub, addr, create)
         try:
             return call(ref)
         except UnknownNamespace:
             pass
-        return call(self._register(stub, addr))
+        return call(self._register(stub, addr, create))
+
+    def _not_registered(self) -> str:
+        """The reason of a read's misses when the cluster does not know the namespace."""
+        return f"namespace {self.namespace!r} is not registered: nothing was written to it"
 
     def _group_size(self) -> int:
         return max(1, int(self.schema.chunks_per_group))
@@ -398,7 +412,10 @@ class Client:
                 raise ProtocolError(f"kvring lookup: the node reported {r.held} of {len(ids)} ids held")
             return LookupResult(r.held, r.lease_id, r.lease_ttl_ms / 1000.0, r.epoch)
 
-        return self._retry_unregistered(main.stub, main.addr, call)
+        try:
+            return self._retry_unregistered(main.stub, main.addr, call, create=False)
+        except UnknownNamespace:
+            return LookupResult(0)
 
     def _lookup_owner(self, main: "_Target", namespace: str, key: bytes) -> Optional["_Target"]:
         """The primary owner of key (or a member of its spread set when that group is known to be spread) when a
@@ -780,8 +797,12 @@ class Client:
                 pass
         main = self._target()
         deadline = time.monotonic() + self.call_timeout
-        return self._retry_unregistered(main.stub, main.addr,
-                                        lambda ref: self._get_routed(main, ref, ids, keys, views, deadline))
+        try:
+            return self._retry_unregistered(main.stub, main.addr,
+                                            lambda ref: self._get_routed(main, ref, ids, keys, views, deadline),
+                                            create=False)
+        except UnknownNamespace:
+            return [GetResult(i, reason=self._not_registered()) for i in ids]
 
     def _get_routed(self, main: "_Target", ref: common_pb2.NamespaceRef, ids: list[bytes], keys: Optional[list[bytes]],
                     views: Optional[list[memoryview]], deadline: float) -> list[GetResult]:

@@ -1,7 +1,9 @@
 """The client against real kvring nodes: every put outcome, reads, leases, groups, bad input."""
 
+import json
 import os
 import time
+import urllib.request
 
 import numpy as np
 import pytest
@@ -172,3 +174,16 @@ def test_degraded_and_failed_when_an_owner_is_down(make_node, client_for, namesp
     for r in res:
         assert r.status == kvring.PutStatus.STORED and r.degraded and len(r.holders) == 1, r
     assert c1.stats.degraded_puts == len(res)
+
+
+def test_reads_of_an_unwritten_namespace_miss_without_registering_it(cluster, client_for, namespace):
+    c = client_for([cluster[0].grpc], namespace + "-never-written")
+    wait_for(lambda: connected(c), what="client to connect")
+    ids = prompt_ids(2, seed=7)
+    assert c.lookup(ids).held == 0
+    got = c.read(ids)
+    assert [r.found for r in got] == [False, False]
+    assert "is not registered" in got[0].reason
+    with urllib.request.urlopen(f"http://{cluster[0].admin}/v1/namespaces", timeout=5) as r:
+        names = [n.get("name") for n in json.load(r).get("namespaces") or []]
+    assert namespace + "-never-written" not in names, names
