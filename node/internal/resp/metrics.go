@@ -15,6 +15,11 @@ type metrics struct {
 	connections prometheus.GaugeFunc
 	accepted    *prometheus.CounterVec // result: accepted, rejected
 
+	// The counters of every known command and of the keyspace results,
+	// looked up once: a command costs no label hashing.
+	byCommand          map[string]prometheus.Counter
+	unknown, hit, miss prometheus.Counter
+
 	hits, misses, commandsN, connsTotal, rejected atomic.Int64
 }
 
@@ -31,15 +36,22 @@ func newMetrics(conns func() float64) *metrics {
 		accepted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvring_resp_connections_total",
 			Help: "Connections to the Redis-protocol port, by result: accepted, or rejected (over the connection cap)."}, []string{"result"}),
 	}
+	m.byCommand = make(map[string]prometheus.Counter, len(commands))
+	for name := range commands {
+		m.byCommand[name] = m.commands.WithLabelValues(name)
+	}
+	m.unknown = m.commands.WithLabelValues("unknown")
+	m.hit, m.miss = m.keyspace.WithLabelValues("hit"), m.keyspace.WithLabelValues("miss")
 	return m
 }
 
 func (m *metrics) command(name string) {
 	m.commandsN.Add(1)
-	if _, ok := commands[name]; !ok {
-		name = "unknown"
+	if c, ok := m.byCommand[name]; ok {
+		c.Inc()
+		return
 	}
-	m.commands.WithLabelValues(name).Inc()
+	m.unknown.Inc()
 }
 
 func (m *metrics) error(reason string) { m.errors.WithLabelValues(reason).Inc() }
@@ -47,10 +59,10 @@ func (m *metrics) error(reason string) { m.errors.WithLabelValues(reason).Inc() 
 func (m *metrics) read(hit bool) {
 	if hit {
 		m.hits.Add(1)
-		m.keyspace.WithLabelValues("hit").Inc()
+		m.hit.Inc()
 	} else {
 		m.misses.Add(1)
-		m.keyspace.WithLabelValues("miss").Inc()
+		m.miss.Inc()
 	}
 }
 
