@@ -26,6 +26,10 @@ type RESPConfig struct {
 	// first byte has (a client that trickles bytes is disconnected).
 	// Default 30s.
 	CommandTimeout time.Duration
+	// MaxClientMemory bounds the heap all connections hold together for
+	// arguments and queued replies (resp.Config.MaxClientMemory). Default
+	// 512 MiB; negative: no bound.
+	MaxClientMemory int64
 	// ClusterMode answers as a Redis Cluster (resp.Config.ClusterMode): the
 	// slots follow the ring, keys are placed by slot, a key this node does
 	// not own is answered -MOVED. Every node must agree. Default off.
@@ -42,7 +46,7 @@ func (n *Node) openRESP(p *nodeParts) error {
 	t := time.Now()
 	srv, err := resp.New(resp.Config{Store: p.store, Cluster: newRESPCluster(n, p), KeyMap: rc.KeyMap,
 		ClusterMode: rc.ClusterMode, TLS: p.sec.serverTLS, NodeID: p.store.NodeID(), MaxConns: rc.MaxConns,
-		IdleTimeout: rc.IdleTimeout, CommandTimeout: rc.CommandTimeout,
+		IdleTimeout: rc.IdleTimeout, CommandTimeout: rc.CommandTimeout, MaxClientMemory: rc.MaxClientMemory,
 		Logger: n.log.With("component", "resp")}, p.respLis)
 	if err != nil {
 		return fmt.Errorf("cannot serve the Redis protocol: %w", err)

@@ -76,6 +76,10 @@ func (s *Server) infoMemory(b *strings.Builder) {
 	field(b, "maxmemory_policy", "allkeys-lru")
 	field(b, "kvring_payload_bytes", st.PayloadBytes)
 	field(b, "kvring_resident_bytes", st.ResidentBytes)
+	// Redis's name for the memory its normal clients hold; here the heap
+	// charged to MaxClientMemory.
+	field(b, "mem_clients_normal", s.mem.used.Load())
+	field(b, "maxmemory_clients", s.mem.limit)
 }
 
 func (s *Server) infoStats(b *strings.Builder) {

@@ -59,6 +59,13 @@ type Config struct {
 	// values, and the values of one command together. Default 256 MiB for
 	// values and 16 MiB for the rest.
 	MaxRequestBytes int64
+	// MaxClientMemory bounds the heap all connections hold together for
+	// arguments that are not values (past 64 KiB a connection) and for
+	// queued replies whose bytes are not in shared memory. A request that
+	// would pass it is answered -OOM and its connection closed; a reply
+	// waits while its connection has others queued. Default 512 MiB;
+	// negative: no bound.
+	MaxClientMemory int64
 	// MaxInline is the longest inline (telnet-style) command. Default 64 KiB.
 	MaxInline int
 	// ReplyBuffer is how many bytes of small replies are gathered before
@@ -98,6 +105,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxRequestBytes == 0 {
 		c.MaxRequestBytes = 256 << 20
+	}
+	if c.MaxClientMemory == 0 {
+		c.MaxClientMemory = 512 << 20
 	}
 	if c.MaxInline == 0 {
 		c.MaxInline = 64 << 10

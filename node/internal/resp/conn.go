@@ -45,7 +45,8 @@ const readBuffer = 16 << 10
 func newConn(s *Server, nc net.Conn) *conn {
 	c := &conn{s: s, nc: nc, id: s.nextID.Add(1), created: time.Now()}
 	c.rd = newReader(nc, readBuffer, s.cfg.limits())
-	c.w = newWriter(nc, s.cfg.WriteTimeout, s.cfg.ReplyBuffer, s.cfg.MaxReplyQueue)
+	c.rd.mem = s.mem
+	c.w = newWriter(nc, s.cfg.WriteTimeout, s.cfg.ReplyBuffer, s.cfg.MaxReplyQueue, s.mem)
 	c.anonymous()
 	return c
 }
@@ -59,6 +60,7 @@ func (c *conn) serve() {
 	closed := c.s.closed
 	c.s.mu.Unlock()
 	defer cancel()
+	defer c.rd.uncharge()
 	defer c.nc.Close()
 	defer c.w.close() // first: what is queued is written before the connection closes
 	defer func() {
@@ -118,6 +120,14 @@ func (c *conn) ended(err error) {
 		c.s.m.error("protocol")
 		c.w.error(prefixErr + " " + pe.Error())
 		c.s.log.Info("closing a Redis-protocol connection that broke the protocol", "remote", c.nc.RemoteAddr(), "err", pe.msg)
+		return
+	}
+	var me *clientMemoryError
+	if errors.As(err, &me) {
+		c.s.m.error("client_memory")
+		c.w.error(me.Error())
+		c.s.log.Warn("closing a Redis-protocol connection: the connections' memory budget is spent", "remote", c.nc.RemoteAddr(),
+			"needed", me.need, "used", me.used, "limit", me.limit)
 		return
 	}
 	var ne net.Error

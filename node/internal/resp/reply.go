@@ -42,7 +42,8 @@ type writer struct {
 	limit     int   // pending bytes above which buf is queued
 	maxQueued int64 // bytes queued at most
 	written   atomic.Int64
-	crlf      [2]byte // "\r\n", written after a value sent from its own memory
+	mem       *memBudget // the server's, charged for queued heap bytes
+	crlf      [2]byte    // "\r\n", written after a value sent from its own memory
 
 	mu     sync.Mutex
 	cond   *sync.Cond
@@ -54,8 +55,8 @@ type writer struct {
 	done   chan struct{}
 }
 
-func newWriter(nc net.Conn, timeout time.Duration, limit int, maxQueued int64) *writer {
-	w := &writer{nc: nc, timeout: timeout, proto: 2, buf: make([]byte, 0, 16<<10), limit: limit,
+func newWriter(nc net.Conn, timeout time.Duration, limit int, maxQueued int64, mem *memBudget) *writer {
+	w := &writer{nc: nc, timeout: timeout, proto: 2, buf: make([]byte, 0, 16<<10), limit: limit, mem: mem,
 		maxQueued: maxQueued, done: make(chan struct{}), crlf: [2]byte{'\r', '\n'}}
 	w.cond = sync.NewCond(&w.mu)
 	go w.loop()
@@ -128,25 +129,54 @@ func (w *writer) trySync(a, b, c []byte) int {
 }
 
 // enqueue adds seg to the queue, waiting while the queue holds maxQueued
-// bytes. After a write error it releases seg and returns the error.
+// bytes, or while the server's client memory is spent and the queue holds
+// anything (a reply on the heap is charged to it; with nothing queued it
+// is charged anyway, so every connection can make progress). After a
+// write error it releases seg and returns the error.
 func (w *writer) enqueue(seg segment) error {
+	n := int64(len(seg.data))
+	charged := seg.release != nil // bytes in shared memory cost no heap
 	w.mu.Lock()
-	for w.err == nil && w.queued > 0 && w.queued+int64(len(seg.data)) > w.maxQueued {
+	for w.err == nil {
+		if w.queued == 0 || w.queued+n <= w.maxQueued {
+			if charged || w.mem.take(n) {
+				charged = true
+				break
+			}
+			if w.queued == 0 {
+				w.mem.force(n)
+				charged = true
+				break
+			}
+		}
 		w.cond.Wait()
 	}
 	if w.err != nil {
 		err := w.err
 		w.mu.Unlock()
+		if seg.release == nil && charged {
+			w.mem.give(n)
+		}
 		if seg.release != nil {
 			seg.release()
 		}
 		return err
 	}
 	w.queue = append(w.queue, seg)
-	w.queued += int64(len(seg.data))
+	w.queued += n
 	w.cond.Broadcast()
 	w.mu.Unlock()
 	return nil
+}
+
+// drop lets a queued segment go: its bytes released, or its heap returned
+// to the server's budget.
+func (w *writer) drop(s segment) {
+	if s.release != nil {
+		s.release()
+	} else {
+		w.mem.give(int64(len(s.data)))
+	}
 }
 
 // close queues what is pending, lets the writing goroutine write the queue
@@ -175,9 +205,7 @@ func (w *writer) loop() {
 			w.cond.Broadcast()
 			w.mu.Unlock()
 			for _, s := range rest {
-				if s.release != nil {
-					s.release()
-				}
+				w.drop(s)
 			}
 			return
 		}
@@ -198,9 +226,7 @@ func (w *writer) loop() {
 		w.cond.Broadcast()
 		w.mu.Unlock()
 		for _, s := range batch {
-			if s.release != nil {
-				s.release()
-			}
+			w.drop(s)
 		}
 	}
 }

@@ -89,8 +89,12 @@ type reader struct {
 	// unauth applies the limits of a client that has not authenticated.
 	unauth bool
 	buf    []byte // backing of the arguments that are not values
-	spans  []span // where each argument of the request being read is in buf
-	args   [][]byte
+	// mem is the server's budget for argument memory; charged is what this
+	// reader holds of it (see charge). nil mem: no bound.
+	mem     *memBudget
+	charged int64
+	spans   []span // where each argument of the request being read is in buf
+	args    [][]byte
 }
 
 // span is an argument's place in reader.buf; value marks a value argument.
@@ -106,11 +110,14 @@ func newReader(r io.Reader, size int, lim limits) *reader {
 // release drops buffers a large request grew, once it has been served, so
 // an idle connection holds little.
 func (rd *reader) release() {
-	if cap(rd.buf) > 64<<10 {
+	if cap(rd.buf) > argAllowance {
 		rd.buf = nil
 	}
 	if cap(rd.args) > 1024 {
 		rd.args, rd.spans = nil, nil
+	}
+	if rd.buf == nil || rd.args == nil {
+		rd.uncharge()
 	}
 }
 
@@ -162,6 +169,13 @@ func (rd *reader) read(alloc AllocFunc, admit AdmitFunc) (*request, error) {
 func (rd *reader) readMultibulk(n int, alloc AllocFunc, admit AdmitFunc) (*request, error) {
 	_, maxArgLen := rd.argLimits()
 	rd.buf, rd.spans = rd.buf[:0], rd.spans[:0]
+	overhead := int64(0)
+	if n > 1024 {
+		overhead = int64(n) * argOverhead
+	}
+	if err := rd.charge(overhead); err != nil {
+		return nil, err
+	}
 	req := &request{}
 	var valueBytes int64
 	for i := range n {
@@ -203,6 +217,10 @@ func (rd *reader) readMultibulk(n int, alloc AllocFunc, admit AdmitFunc) (*reque
 				i, size, maxArgLen)
 		}
 		start := len(rd.buf)
+		if err := rd.charge(overhead + int64(start) + size); err != nil {
+			req.free()
+			return nil, err
+		}
 		rd.buf = slices.Grow(rd.buf, int(size))[:start+int(size)]
 		if _, err := io.ReadFull(rd.br, rd.buf[start:]); err != nil {
 			req.free()

@@ -27,6 +27,8 @@ type Server struct {
 	wg     sync.WaitGroup
 	nconns atomic.Int64
 	nextID atomic.Int64
+	// mem bounds the heap all connections hold (Config.MaxClientMemory).
+	mem *memBudget
 }
 
 // New validates cfg and returns a Server for lis, which it owns from now on
@@ -38,7 +40,8 @@ func New(cfg Config, lis net.Listener) (*Server, error) {
 	if cfg.TLS != nil {
 		lis = tls.NewListener(lis, cfg.TLS)
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, lis: lis, conns: make(map[*conn]struct{}), start: time.Now()}
+	s := &Server{cfg: cfg, log: cfg.Logger, lis: lis, conns: make(map[*conn]struct{}), start: time.Now(),
+		mem: &memBudget{limit: cfg.MaxClientMemory}}
 	s.m = newMetrics(func() float64 { return float64(s.nconns.Load()) })
 	return s, nil
 }
