@@ -88,11 +88,12 @@ func (p *tinyLFU) touch(h uint64) { p.c.Get(h) }
 func (p *tinyLFU) forget(h uint64) { p.c.Del(h) }
 
 // reclaim cannot choose victims: ristretto evicts only to admit a key. It
-// waits for the evictions queued so far, whose slots are then free, and
-// reports false.
+// waits for the offers and evictions queued so far, whose slots are then
+// free, and reports true: the store tries its allocation again (a bounded
+// number of times).
 func (p *tinyLFU) reclaim(int64) bool {
 	p.c.Wait()
-	return false
+	return true
 }
 
 func (p *tinyLFU) close() { p.c.Close() }
