@@ -99,10 +99,10 @@ type Config struct {
 	// Default 1m; negative: only on ring changes.
 	HandoffSweep time.Duration
 	// Spread configures hot-group spreading: a group of a namespace placed
-	// by groups that reaches its primary owner in SpreadThreshold lookups
-	// within SpreadWindow is copied to the other members of its key's spread
-	// set (its owners, then members picked by keys derived from it;
-	// SpreadWidth members in all), who keep it for SpreadTTL after it
+	// by groups that reaches its primary owner in Spread.Threshold lookups
+	// within Spread.Window is copied to the other members of its key's
+	// spread set (its owners, then members picked by keys derived from it;
+	// Spread.Width members in all), who keep it for Spread.TTL after it
 	// was last found hot; lookups and gets of the group then go to any of
 	// them (docs/placement.md).
 	Spread SpreadConfig
