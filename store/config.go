@@ -75,7 +75,7 @@ type Config struct {
 	// 256 KiB, checksummed at once and combined. It can only help when a
 	// core is free and the bytes are in a cache (from memory one core
 	// already reads about as fast as the bus allows); on the 2-vCPU
-	// reference host it did not reliably (docs/benchmarks.md). Default 1:
+	// reference host it did not reliably (BenchmarkBlobChecksumParts). Default 1:
 	// one pass on the caller's goroutine. Must not be negative.
 	ChecksumParts int
 	// Now is the clock of stage and pin leases; ExpireNow reads it. Default
