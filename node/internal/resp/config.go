@@ -73,6 +73,13 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// The defaults of the settings kvring serve has flags for (node.RESPConfig).
+const (
+	DefaultMaxConns       = 10000
+	DefaultIdleTimeout    = 5 * time.Minute
+	DefaultCommandTimeout = 30 * time.Second
+)
+
 func (c *Config) setDefaults() {
 	c.KeyMap.setDefaults()
 	def := func(d *time.Duration, v time.Duration) {
@@ -80,15 +87,15 @@ func (c *Config) setDefaults() {
 			*d = v
 		}
 	}
-	def(&c.IdleTimeout, 5*time.Minute)
-	def(&c.CommandTimeout, 30*time.Second)
+	def(&c.IdleTimeout, DefaultIdleTimeout)
+	def(&c.CommandTimeout, DefaultCommandTimeout)
 	def(&c.WriteTimeout, 10*time.Second)
 	def(&c.CallTimeout, 30*time.Second)
 	if c.Version == "" {
 		c.Version = "dev"
 	}
 	if c.MaxConns == 0 {
-		c.MaxConns = 10000
+		c.MaxConns = DefaultMaxConns
 	}
 	if c.MaxArgs == 0 {
 		c.MaxArgs = 65536
