@@ -100,6 +100,29 @@ var ErrUnauthenticated = transfer.ErrUnauthenticated
 // the client's namespace.
 var ErrPermissionDenied = transfer.ErrPermissionDenied
 
+// The defaults of Config's settings.
+const (
+	defaultCallTimeout   = 10 * time.Second
+	defaultEagerPutBytes = 1 << 20
+)
+
+// setDefaults sets every zero field of c to its default (CallTimeout also
+// when negative); the connection's are set by ConnConfig.setDefaults.
+func (c *Config) setDefaults() {
+	if c.CallTimeout <= 0 {
+		c.CallTimeout = defaultCallTimeout
+	}
+	if c.EagerPutBytes == 0 {
+		c.EagerPutBytes = defaultEagerPutBytes
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Conn.Logger == nil {
+		c.Conn.Logger = c.Logger
+	}
+}
+
 // New validates cfg and starts connecting in the background. It never
 // blocks.
 func New(cfg Config) (*Client, error) {
@@ -109,18 +132,7 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Schema.Model == "" || cfg.Schema.TokensPerChunk == 0 {
 		return nil, errors.New("client: Config.Schema needs at least Model and TokensPerChunk")
 	}
-	if cfg.CallTimeout <= 0 {
-		cfg.CallTimeout = 10 * time.Second
-	}
-	if cfg.EagerPutBytes == 0 {
-		cfg.EagerPutBytes = 1 << 20
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.Conn.Logger == nil {
-		cfg.Conn.Logger = cfg.Logger
-	}
+	cfg.setDefaults()
 	var route atomic.Pointer[router]
 	if !cfg.DisableRouting {
 		user := cfg.Conn.OnStateChange

@@ -84,7 +84,7 @@ type connSnapshot struct {
 // newConn validates cfg and starts connecting in the background. It never blocks and fails only for an invalid
 // config, never because the cluster cannot be reached.
 func newConn(cfg ConnConfig) (*conn, error) {
-	cfg = cfg.withDefaults()
+	cfg.setDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
