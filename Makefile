@@ -3,7 +3,7 @@ GO ?= go
 BIN := $(CURDIR)/.bin
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: test test-go test-python test-short test-go-short test-python-short race lint fuzz bench bench-store bench-policy bench-cluster bench-python proto verify-proto build ci
+.PHONY: check-docs test test-go test-python test-short test-go-short test-python-short race lint fuzz bench bench-store bench-policy bench-cluster bench-python proto verify-proto build ci
 
 # PYTHON is Debian's interpreter, with python3-grpcio, python3-protobuf, python3-pytest and python3-numpy.
 PYTHON ?= /usr/bin/python3
@@ -57,6 +57,11 @@ lint:
 	$(GO) vet ./...
 	GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	$(BIN)/staticcheck ./...
+	GO=$(GO) scripts/check-doc-identifiers.sh
+
+# check-docs: every Go identifier the docs name in backticks exists (part of lint).
+check-docs:
+	GO=$(GO) scripts/check-doc-identifiers.sh
 
 # fuzz runs every fuzz target in the module (found with go test -list) for
 # FUZZTIME each: make fuzz FUZZTIME=5m.

@@ -14,31 +14,19 @@ import (
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/kvring/kvring/internal/nsschema"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/transfer"
 )
 
-// Schema describes the KV layout of a namespace. Two clients with different
-// schemas under one namespace name are refused (FailedPrecondition naming
+// Schema describes the KV layout of a namespace: model, dtype, tokens per
+// chunk, layout, hash scheme, tensor-parallel rank and size, placement group
+// size (ChunksPerGroup) and free-form Extra. Two clients with different
+// schemas under one namespace name are refused (ErrSchemaMismatch, naming
 // the fields that differ) instead of silently missing each other's chunks.
-type Schema struct {
-	Model          string
-	Dtype          string
-	TokensPerChunk uint32
-	Layout         string
-	HashScheme     string
-	TPRank, TPSize uint32
-	Extra          map[string]string
-	// ChunksPerGroup is the placement group size K in chunks (see
-	// GroupKeys): above 1, a prompt's chunks are placed K at a time, so a
-	// Lookup asks a few nodes instead of one node per chunk; Put then needs
-	// every Chunk.Group, and Lookup and Get take ids that start at a
-	// prompt's first chunk. 32 (one 512-token block at 16 tokens a chunk)
-	// suits engines; see docs/placement.md. Default 0: each chunk is placed
-	// by its own id, as before groups existed. Part of the fingerprint when
-	// above 1. At most 4096.
-	ChunksPerGroup uint32
-}
+// It is the one schema type of the SDK, the local socket client and the
+// admin API (node.NamespaceInfo).
+type Schema = nsschema.Schema
 
 // Config configures a Client.
 type Config struct {
@@ -112,6 +100,29 @@ var ErrUnauthenticated = transfer.ErrUnauthenticated
 // the client's namespace.
 var ErrPermissionDenied = transfer.ErrPermissionDenied
 
+// The defaults of Config's settings.
+const (
+	defaultCallTimeout   = 10 * time.Second
+	defaultEagerPutBytes = 1 << 20
+)
+
+// setDefaults sets every zero field of c to its default (CallTimeout also
+// when negative); the connection's are set by ConnConfig.setDefaults.
+func (c *Config) setDefaults() {
+	if c.CallTimeout <= 0 {
+		c.CallTimeout = defaultCallTimeout
+	}
+	if c.EagerPutBytes == 0 {
+		c.EagerPutBytes = defaultEagerPutBytes
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Conn.Logger == nil {
+		c.Conn.Logger = c.Logger
+	}
+}
+
 // New validates cfg and starts connecting in the background. It never
 // blocks.
 func New(cfg Config) (*Client, error) {
@@ -121,18 +132,7 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Schema.Model == "" || cfg.Schema.TokensPerChunk == 0 {
 		return nil, errors.New("client: Config.Schema needs at least Model and TokensPerChunk")
 	}
-	if cfg.CallTimeout <= 0 {
-		cfg.CallTimeout = 10 * time.Second
-	}
-	if cfg.EagerPutBytes == 0 {
-		cfg.EagerPutBytes = 1 << 20
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.Conn.Logger == nil {
-		cfg.Conn.Logger = cfg.Logger
-	}
+	cfg.setDefaults()
 	var route atomic.Pointer[router]
 	if !cfg.DisableRouting {
 		user := cfg.Conn.OnStateChange
@@ -173,12 +173,6 @@ func (c *Client) Close() error {
 	return c.conn.close()
 }
 
-func (c *Client) schema() *kvringv1.NamespaceSchema {
-	s := c.cfg.Schema
-	return &kvringv1.NamespaceSchema{Model: s.Model, Dtype: s.Dtype, TokensPerChunk: s.TokensPerChunk, Layout: s.Layout,
-		HashScheme: s.HashScheme, TpRank: s.TPRank, TpSize: s.TPSize, Extra: s.Extra, ChunksPerGroup: s.ChunksPerGroup}
-}
-
 // withTimeout applies CallTimeout when ctx has no deadline.
 func (c *Client) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
 	if _, ok := ctx.Deadline(); ok {
@@ -214,7 +208,7 @@ func (c *Client) register(ctx context.Context, cc *grpc.ClientConn, create bool)
 		ctx = metadata.AppendToOutgoingContext(ctx, transfer.RegisterExistingKey, "true")
 	}
 	resp, err := kvringv1.NewCacheClient(cc).RegisterNamespace(ctx, &kvringv1.RegisterNamespaceRequest{
-		Name: c.cfg.Namespace, Schema: c.schema(), ReplicationFactor: c.cfg.ReplicationFactor, MinReplicas: c.cfg.MinReplicas})
+		Name: c.cfg.Namespace, Schema: c.cfg.Schema.Proto(), ReplicationFactor: c.cfg.ReplicationFactor, MinReplicas: c.cfg.MinReplicas})
 	if err != nil {
 		return nil, c.callErr(cc, "register namespace", err)
 	}

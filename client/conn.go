@@ -84,7 +84,7 @@ type connSnapshot struct {
 // newConn validates cfg and starts connecting in the background. It never blocks and fails only for an invalid
 // config, never because the cluster cannot be reached.
 func newConn(cfg ConnConfig) (*conn, error) {
-	cfg = cfg.withDefaults()
+	cfg.setDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -135,8 +135,9 @@ func (c *conn) State() ConnState {
 	return c.cur.Load().state
 }
 
-// ready returns the connection to use for a call. It never waits: while no node is connected it fails at once
-// with an Unavailable error wrapping errNotConnected (and so transfer.ErrUnavailable) that says why and which
+// ready returns the connection to use for a call. Right after a loss it waits for the first round of attempts to
+// reconnect (awaitFirstAttempt: at most DialTimeout, and while ctx lasts); otherwise it does not wait: while no
+// node is connected it fails at once with an Unavailable error wrapping errNotConnected (and so transfer.ErrUnavailable) that says why and which
 // attempt is under way; after close it fails with a Canceled error wrapping errConnClosed
 // (transfer.ErrClientClosed).
 //

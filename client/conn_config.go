@@ -76,8 +76,9 @@ type ConnConfig struct {
 	OnStateChange func(ConnState)
 }
 
-// withDefaults returns cfg with every zero field set to its default.
-func (cfg ConnConfig) withDefaults() ConnConfig {
+// setDefaults sets every zero field of cfg to its default (and copies
+// Seeds, so the caller's slice is not shared).
+func (cfg *ConnConfig) setDefaults() {
 	cfg.Seeds = append([]string(nil), cfg.Seeds...)
 	if cfg.DialTimeout == 0 {
 		cfg.DialTimeout = defaultConnDialTimeout
@@ -103,10 +104,9 @@ func (cfg ConnConfig) withDefaults() ConnConfig {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return cfg
 }
 
-// validate checks a config that has been through withDefaults.
+// validate checks a config that has been through setDefaults.
 func (cfg ConnConfig) validate() error {
 	if len(cfg.Seeds) == 0 {
 		return fmt.Errorf("%w: Seeds: want at least one host:port address", errInvalidConnConfig)

@@ -17,8 +17,8 @@ import (
 
 // lookupConn returns the connection to the primary owner of key, or nil
 // when the lookup goes over cc (routing off, no view, cc is that owner).
-func (c *Client) lookupConn(cc *grpc.ClientConn, ns string, key []byte) *grpc.ClientConn {
-	shares := c.route.split(cc, ns, 1, func(int) []byte { return key }, true)
+func (c *Client) lookupConn(cc *grpc.ClientConn, namespace string, key []byte) *grpc.ClientConn {
+	shares := c.route.split(cc, namespace, 1, func(int) []byte { return key }, true)
 	if len(shares) != 1 || shares[0].main {
 		return nil
 	}

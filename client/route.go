@@ -48,7 +48,7 @@ type share struct {
 // spread set instead (spread.go). Ids owned by the node cc is connected to, or by a member without an address,
 // form the main share. It returns nil when the whole batch goes over cc anyway: routing disabled, no view, or
 // one share for cc.
-func (r *router) split(cc *grpc.ClientConn, ns string, n int, id func(int) []byte, reads bool) []share {
+func (r *router) split(cc *grpc.ClientConn, namespace string, n int, id func(int) []byte, reads bool) []share {
 	if r == nil {
 		return nil
 	}
@@ -72,9 +72,9 @@ func (r *router) split(cc *grpc.ClientConn, ns string, n int, id func(int) []byt
 		var p ring.Member
 		var err error
 		if reads {
-			p, err = r.readMember(t.ring, ns, id(i), picked, now)
+			p, err = r.readMember(t.ring, namespace, id(i), picked, now)
 		} else {
-			p, err = t.ring.Primary(ns, id(i))
+			p, err = t.ring.Primary(namespace, id(i))
 		}
 		if err != nil {
 			return nil

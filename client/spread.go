@@ -28,8 +28,8 @@ const (
 )
 
 type spreadKey struct {
-	ns  string
-	key [32]byte
+	namespace string
+	key       [32]byte
 }
 
 type spreadHint struct {
@@ -70,8 +70,8 @@ func (h *spreadHints) load(addr string, now time.Time) uint32 {
 	return uint32(v.width)
 }
 
-// learn records the widths a lookup of namespace ns reported for its runs.
-func (h *spreadHints) learn(ns string, runs []*kvringv1.GroupRun, widths []uint32, now time.Time) {
+// learn records the widths a lookup in namespace reported for its runs.
+func (h *spreadHints) learn(namespace string, runs []*kvringv1.GroupRun, widths []uint32, now time.Time) {
 	if len(widths) != len(runs) {
 		return
 	}
@@ -81,7 +81,7 @@ func (h *spreadHints) learn(ns string, runs []*kvringv1.GroupRun, widths []uint3
 		if len(r.GetKey()) != 32 {
 			continue
 		}
-		k := spreadKey{ns: ns, key: [32]byte(r.GetKey())}
+		k := spreadKey{namespace: namespace, key: [32]byte(r.GetKey())}
 		if widths[i] <= 1 {
 			delete(h.m, k)
 			continue
@@ -103,15 +103,15 @@ func (h *spreadHints) learn(ns string, runs []*kvringv1.GroupRun, widths []uint3
 	}
 }
 
-// width is how wide group key of namespace ns is spread as far as the
+// width is how wide group key of namespace is spread as far as the
 // client knows now (0: not known to be).
-func (h *spreadHints) width(ns string, key []byte, now time.Time) int {
+func (h *spreadHints) width(namespace string, key []byte, now time.Time) int {
 	if len(key) != 32 {
 		return 0
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	v, ok := h.m[spreadKey{ns: ns, key: [32]byte(key)}]
+	v, ok := h.m[spreadKey{namespace: namespace, key: [32]byte(key)}]
 	if !ok || !now.Before(v.until) {
 		return 0
 	}
@@ -122,16 +122,16 @@ func (h *spreadHints) width(ns string, key []byte, now time.Time) int {
 // loaded of two random members of its spread set (by the loads they
 // answered lately) when the group is known to be spread, else its primary
 // owner. picked memoises the choice per key within one call.
-func (r *router) readMember(rg *ring.Ring, ns string, key []byte, picked map[string]ring.Member, now time.Time) (ring.Member, error) {
+func (r *router) readMember(rg *ring.Ring, namespace string, key []byte, picked map[string]ring.Member, now time.Time) (ring.Member, error) {
 	if m, ok := picked[string(key)]; ok {
 		return m, nil
 	}
-	m, err := rg.Primary(ns, key)
+	m, err := rg.Primary(namespace, key)
 	if err != nil {
 		return m, err
 	}
-	if w := r.hints.width(ns, key, now); w > 1 {
-		if set := rg.SpreadSet(ns, key, w); len(set) > 0 {
+	if w := r.hints.width(namespace, key, now); w > 1 {
+		if set := rg.SpreadSet(namespace, key, w); len(set) > 0 {
 			m = set[choice.TwoChoices(len(set), func(i int) uint32 { return r.hints.load(set[i].Addr, now) })]
 		}
 	}

@@ -142,11 +142,11 @@ func (s *security) checkToken(ctx context.Context) (allowed *tokenEntry, err err
 }
 
 // checkNamespace refuses a namespace the token's prefixes do not cover.
-func checkNamespace(e *tokenEntry, ns string) error {
-	if e == nil || e.allows(ns) {
+func checkNamespace(e *tokenEntry, namespace string) error {
+	if e == nil || e.allows(namespace) {
 		return nil
 	}
-	return permissionDenied("the token does not allow namespace %q (its prefixes: %s)", ns, strings.Join(e.prefixes, ", "))
+	return permissionDenied("the token does not allow namespace %q (its prefixes: %s)", namespace, strings.Join(e.prefixes, ", "))
 }
 
 // unary authenticates unary calls.
@@ -161,8 +161,8 @@ func (s *security) unary(ctx context.Context, req any, info *grpc.UnaryServerInf
 		if err != nil {
 			return nil, err
 		}
-		if ns, ok := requestNamespace(req); ok {
-			if err := checkNamespace(e, ns); err != nil {
+		if namespace, ok := requestNamespace(req); ok {
+			if err := checkNamespace(e, namespace); err != nil {
 				return nil, err
 			}
 		}
@@ -184,10 +184,10 @@ func (s *security) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServer
 			return err
 		}
 		if e != nil {
-			ns := &namespaceStream{ServerStream: ss, token: e}
-			err := handler(srv, ns)
-			if ns.denied != nil {
-				return ns.denied // whatever the handler made of it
+			stream := &namespaceStream{ServerStream: ss, token: e}
+			err := handler(srv, stream)
+			if stream.denied != nil {
+				return stream.denied // whatever the handler made of it
 			}
 			return err
 		}
@@ -211,8 +211,8 @@ func (n *namespaceStream) RecvMsg(m any) error {
 		return err
 	}
 	n.checked = true
-	ns, _ := requestNamespace(m) // a first message without one names namespace ""
-	n.denied = checkNamespace(n.token, ns)
+	namespace, _ := requestNamespace(m) // a first message without one names namespace ""
+	n.denied = checkNamespace(n.token, namespace)
 	return n.denied
 }
 
@@ -242,9 +242,9 @@ type tokenEntry struct {
 	prefixes []string // "*" allows every namespace
 }
 
-func (e *tokenEntry) allows(ns string) bool {
+func (e *tokenEntry) allows(namespace string) bool {
 	for _, p := range e.prefixes {
-		if p == "*" || strings.HasPrefix(ns, p) {
+		if p == "*" || strings.HasPrefix(namespace, p) {
 			return true
 		}
 	}

@@ -11,14 +11,19 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/kvring/kvring/node/internal/handoff"
+	"github.com/kvring/kvring/node/internal/localsock"
+	"github.com/kvring/kvring/node/internal/resp"
 	"github.com/kvring/kvring/node/internal/spread"
 	"github.com/kvring/kvring/node/membership"
 	"github.com/kvring/kvring/ring"
 	"github.com/kvring/kvring/store"
 )
 
-// Config configures a Node. DefaultConfig returns the documented defaults;
-// New fills zero durations and limits with them.
+// Config configures a Node. DefaultConfig returns the documented defaults,
+// the one place the node's own defaults are written (settings of the node's
+// parts take their defaults from those packages: store.DefaultConfig,
+// membership.DefaultConfig, handoff, spread, resp, localsock); New fills
+// every zero field with them (setDefaults).
 type Config struct {
 	// GRPCAddr is the listen address of the engine-facing Cache service and
 	// the node-to-node Peer service. Default ":9600". Port 0 picks a free
@@ -99,10 +104,10 @@ type Config struct {
 	// Default 1m; negative: only on ring changes.
 	HandoffSweep time.Duration
 	// Spread configures hot-group spreading: a group of a namespace placed
-	// by groups that reaches its primary owner in SpreadThreshold lookups
-	// within SpreadWindow is copied to the other members of its key's spread
-	// set (its owners, then members picked by keys derived from it;
-	// SpreadWidth members in all), who keep it for SpreadTTL after it
+	// by groups that reaches its primary owner in Spread.Threshold lookups
+	// within Spread.Window is copied to the other members of its key's
+	// spread set (its owners, then members picked by keys derived from it;
+	// Spread.Width members in all), who keep it for Spread.TTL after it
 	// was last found hot; lookups and gets of the group then go to any of
 	// them (docs/placement.md).
 	Spread SpreadConfig
@@ -202,8 +207,8 @@ func DefaultConfig() Config {
 		MaintenanceInterval: 5 * time.Second,
 		PutIdleTimeout:      10 * time.Second,
 		HandoffRate:         handoff.DefaultRate,
-		HandoffRetry:        5 * time.Second,
-		HandoffSweep:        time.Minute,
+		HandoffRetry:        handoff.DefaultRetry,
+		HandoffSweep:        handoff.DefaultSweep,
 		Spread: SpreadConfig{Threshold: spread.DefaultThreshold, Window: spread.DefaultWindow, Width: spread.DefaultWidth,
 			TTL: spread.DefaultTTL},
 		MaxNamespaces:       1024,
@@ -218,9 +223,13 @@ func DefaultConfig() Config {
 		AdminWriteTimeout:   2 * time.Minute,
 		AdminIdleTimeout:    2 * time.Minute,
 		AdminMaxHeaderBytes: 64 << 10,
-		Store:               store.DefaultConfig("./kvring-data"),
-		Logger:              slog.Default(),
-		Now:                 time.Now,
+		Socket:              SocketConfig{Mode: localsock.DefaultMode},
+		RESP: RESPConfig{KeyMap: DefaultRESPKeyMap(), MaxConns: resp.DefaultMaxConns, IdleTimeout: resp.DefaultIdleTimeout,
+			MaxClientMemory: resp.DefaultMaxClientMemory,
+			CommandTimeout:  resp.DefaultCommandTimeout},
+		Store:  store.DefaultConfig("./kvring-data"),
+		Logger: slog.Default(),
+		Now:    time.Now,
 	}
 }
 
@@ -239,10 +248,12 @@ type SpreadConfig struct {
 	TTL time.Duration
 }
 
-func (c *Config) validate() error {
+// setDefaults fills every zero field of c with DefaultConfig's value, and
+// the parts' loggers and clock with the node's. validate calls it first.
+func (c *Config) setDefaults() {
 	def := DefaultConfig()
 	if c.Logger == nil {
-		c.Logger = slog.Default()
+		c.Logger = def.Logger
 	}
 	if c.Store.Logger == nil {
 		c.Store.Logger = c.Logger.With("component", "store")
@@ -250,45 +261,8 @@ func (c *Config) validate() error {
 	if c.Membership.Logger == nil {
 		c.Membership.Logger = c.Logger.With("component", "membership")
 	}
-	if c.Replication == 0 {
-		c.Replication = def.Replication
-	}
-	if c.MinReplicas == 0 {
-		c.MinReplicas = def.MinReplicas
-	}
-	if c.MaxBatchChunks == 0 {
-		c.MaxBatchChunks = def.MaxBatchChunks
-	}
-	if c.CommitTimeout == 0 {
-		c.CommitTimeout = def.CommitTimeout
-	}
-	if c.PeerTimeout == 0 {
-		c.PeerTimeout = def.PeerTimeout
-	}
-	if c.MaintenanceInterval == 0 {
-		c.MaintenanceInterval = def.MaintenanceInterval
-	}
-	if c.MaxNamespaces == 0 {
-		c.MaxNamespaces = def.MaxNamespaces
-	}
-	if c.PutIdleTimeout == 0 {
-		c.PutIdleTimeout = def.PutIdleTimeout
-	}
-	if c.HandoffRate == 0 {
-		c.HandoffRate = def.HandoffRate
-	}
-	if c.HandoffRetry <= 0 {
-		c.HandoffRetry = def.HandoffRetry
-	}
-	if c.HandoffSweep == 0 {
-		c.HandoffSweep = def.HandoffSweep
-	}
-	if err := c.Spread.fill(def.Spread); err != nil {
-		return err
-	}
-	c.fillLimits(def)
 	if c.Now == nil {
-		c.Now = time.Now
+		c.Now = def.Now
 	}
 	if c.Store.Now == nil {
 		c.Store.Now = c.Now
@@ -299,6 +273,41 @@ func (c *Config) validate() error {
 	if c.Membership.Ring == (ring.Config{}) {
 		c.Membership.Ring = def.Membership.Ring
 	}
+	if c.HandoffRetry < 0 {
+		c.HandoffRetry = 0 // "no wait" is not a setting: the default
+	}
+	for _, f := range []struct{ v, def *int }{
+		{&c.Replication, &def.Replication}, {&c.MinReplicas, &def.MinReplicas},
+		{&c.MaxBatchChunks, &def.MaxBatchChunks}, {&c.MaxNamespaces, &def.MaxNamespaces},
+		{&c.MaxStreamsPerConn, &def.MaxStreamsPerConn}, {&c.MaxRecvMsgBytes, &def.MaxRecvMsgBytes},
+		{&c.AdminMaxHeaderBytes, &def.AdminMaxHeaderBytes},
+		{&c.Spread.Threshold, &def.Spread.Threshold}, {&c.Spread.Width, &def.Spread.Width},
+	} {
+		if *f.v == 0 {
+			*f.v = *f.def
+		}
+	}
+	for _, f := range []struct{ v, def *time.Duration }{
+		{&c.CommitTimeout, &def.CommitTimeout}, {&c.PeerTimeout, &def.PeerTimeout},
+		{&c.MaintenanceInterval, &def.MaintenanceInterval}, {&c.PutIdleTimeout, &def.PutIdleTimeout},
+		{&c.HandoffRetry, &def.HandoffRetry}, {&c.HandoffSweep, &def.HandoffSweep},
+		{&c.Spread.Window, &def.Spread.Window}, {&c.Spread.TTL, &def.Spread.TTL},
+		{&c.KeepaliveMinTime, &def.KeepaliveMinTime}, {&c.KeepaliveTime, &def.KeepaliveTime},
+		{&c.KeepaliveTimeout, &def.KeepaliveTimeout}, {&c.MaxConnIdle, &def.MaxConnIdle},
+		{&c.MaxConnAgeGrace, &def.MaxConnAgeGrace}, {&c.AdminReadTimeout, &def.AdminReadTimeout},
+		{&c.AdminWriteTimeout, &def.AdminWriteTimeout}, {&c.AdminIdleTimeout, &def.AdminIdleTimeout},
+	} {
+		if *f.v == 0 {
+			*f.v = *f.def
+		}
+	}
+	if c.HandoffRate == 0 {
+		c.HandoffRate = def.HandoffRate
+	}
+}
+
+func (c *Config) validate() error {
+	c.setDefaults()
 	var errs []error
 	if c.Registerer == nil && c.Gatherer == nil {
 		reg := prometheus.NewRegistry()
@@ -339,6 +348,7 @@ func (c *Config) validate() error {
 	if c.MinReplicas < 1 || c.MinReplicas > c.Replication {
 		errs = append(errs, fmt.Errorf("min replicas must be in [1, replication=%d], got %d", c.Replication, c.MinReplicas))
 	}
+	errs = append(errs, c.Spread.check()...)
 	errs = append(errs, c.checkLimits()...)
 	errs = append(errs, c.Security.validate()...)
 	if err := errors.Join(errs...); err != nil {
@@ -347,27 +357,15 @@ func (c *Config) validate() error {
 	return nil
 }
 
-// fill sets the zero fields of s to def's and checks the rest.
-func (s *SpreadConfig) fill(def SpreadConfig) error {
-	if s.Threshold == 0 {
-		s.Threshold = def.Threshold
-	}
-	if s.Window == 0 {
-		s.Window = def.Window
-	}
-	if s.Width == 0 {
-		s.Width = def.Width
-	}
-	if s.TTL == 0 {
-		s.TTL = def.TTL
-	}
+// check reports the spread settings that cannot work (defaults filled in).
+func (s *SpreadConfig) check() []error {
 	switch {
 	case s.Window < 0:
-		return fmt.Errorf("invalid spread window %s: must be positive", s.Window)
+		return []error{fmt.Errorf("invalid spread window %s: must be positive", s.Window)}
 	case s.Width < 1:
-		return fmt.Errorf("invalid spread width %d: must be at least 1", s.Width)
+		return []error{fmt.Errorf("invalid spread width %d: must be at least 1", s.Width)}
 	case s.TTL < 0 || s.TTL > spread.MaxTTL:
-		return fmt.Errorf("invalid spread TTL %s: must be positive and at most %s", s.TTL, spread.MaxTTL)
+		return []error{fmt.Errorf("invalid spread TTL %s: must be positive and at most %s", s.TTL, spread.MaxTTL)}
 	}
 	return nil
 }

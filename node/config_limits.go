@@ -21,30 +21,6 @@ const pprofDefaultProfile = 30 * time.Second
 // size, a CRC and their tags) or chunk id in a call's message.
 const bytesPerChunkRef = 64
 
-// fillLimits sets the zero connection limits of c to those of def.
-func (c *Config) fillLimits(def Config) {
-	for _, f := range []struct {
-		v   *int
-		def int
-	}{{&c.MaxStreamsPerConn, def.MaxStreamsPerConn}, {&c.MaxRecvMsgBytes, def.MaxRecvMsgBytes},
-		{&c.AdminMaxHeaderBytes, def.AdminMaxHeaderBytes}} {
-		if *f.v == 0 {
-			*f.v = f.def
-		}
-	}
-	for _, d := range []struct {
-		v   *time.Duration
-		def time.Duration
-	}{{&c.KeepaliveMinTime, def.KeepaliveMinTime}, {&c.KeepaliveTime, def.KeepaliveTime},
-		{&c.KeepaliveTimeout, def.KeepaliveTimeout}, {&c.MaxConnIdle, def.MaxConnIdle},
-		{&c.MaxConnAgeGrace, def.MaxConnAgeGrace}, {&c.AdminReadTimeout, def.AdminReadTimeout},
-		{&c.AdminWriteTimeout, def.AdminWriteTimeout}, {&c.AdminIdleTimeout, def.AdminIdleTimeout}} {
-		if *d.v == 0 {
-			*d.v = d.def
-		}
-	}
-}
-
 // minRecvMsgBytes is the smallest MaxRecvMsgBytes that carries a data frame
 // and a call naming maxBatch chunks, with room for the message's other
 // fields.

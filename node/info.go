@@ -2,10 +2,10 @@ package node
 
 import (
 	"encoding/hex"
-	"maps"
 	"slices"
 	"time"
 
+	"github.com/kvring/kvring/internal/nsschema"
 	"github.com/kvring/kvring/node/internal/namespace"
 	"github.com/kvring/kvring/node/membership"
 	"github.com/kvring/kvring/ring"
@@ -97,17 +97,8 @@ type NamespaceInfo struct {
 }
 
 // NamespaceSchema is a namespace's KV layout, as its first client registered
-// it.
-type NamespaceSchema struct {
-	Model          string            `json:"model"`
-	Dtype          string            `json:"dtype"`
-	TokensPerChunk uint32            `json:"tokens_per_chunk"`
-	Layout         string            `json:"layout"`
-	HashScheme     string            `json:"hash_scheme"`
-	TPRank         uint32            `json:"tp_rank"`
-	TPSize         uint32            `json:"tp_size"`
-	Extra          map[string]string `json:"extra,omitempty"`
-}
+// it: the SDK's schema type (client.Schema).
+type NamespaceSchema = nsschema.Schema
 
 // Readiness is whether the node serves engines, and why not (GET /readyz).
 type Readiness struct {
@@ -206,14 +197,10 @@ func (n *Node) Namespaces() []NamespaceInfo {
 	}
 	out := make([]NamespaceInfo, 0, len(recs))
 	for _, rec := range recs {
-		s := rec.GetSchema()
 		u := usage[namespace.StoreName(rec.GetName(), rec.GetFingerprint())]
 		out = append(out, NamespaceInfo{
-			Name: rec.GetName(),
-			Schema: NamespaceSchema{
-				Model: s.GetModel(), Dtype: s.GetDtype(), TokensPerChunk: s.GetTokensPerChunk(), Layout: s.GetLayout(),
-				HashScheme: s.GetHashScheme(), TPRank: s.GetTpRank(), TPSize: s.GetTpSize(), Extra: maps.Clone(s.GetExtra()),
-			},
+			Name:              rec.GetName(),
+			Schema:            nsschema.FromProto(rec.GetSchema()),
 			Fingerprint:       hex.EncodeToString(rec.GetFingerprint()),
 			ReplicationFactor: rec.GetReplicationFactor(),
 			MinReplicas:       rec.GetMinReplicas(),

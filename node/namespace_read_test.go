@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -88,5 +89,31 @@ func TestANodeKeepsItsNamespacesAcrossARestart(t *testing.T) {
 		Schema: client.Schema{Model: "m", TokensPerChunk: 16}, Logger: quietLogger()})
 	if res, err := c.Get(ctx, []client.ChunkID{ch.ID}); err != nil || !res[0].Found {
 		t.Fatalf("get after the restart: %+v, %v; want the chunk (a warm restart keeps it)", res, err)
+	}
+}
+
+// TestNamespacesListTheGroupSize: a grouped namespace is listed with its
+// whole schema, the group size (ChunksPerGroup) and Extra included, as its
+// client registered it.
+func TestNamespacesListTheGroupSize(t *testing.T) {
+	t.Parallel()
+	cfg := testNodeConfig(t)
+	cfg.Registerer = prometheus.NewRegistry()
+	n := startNode(t, cfg)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	want := client.Schema{Model: "m", Dtype: "bf16", TokensPerChunk: 16, Layout: "nhd", HashScheme: "sha256",
+		TPRank: 1, TPSize: 2, ChunksPerGroup: 8, Extra: map[string]string{"k": "v"}}
+	c := testClientWith(t, client.Config{Conn: client.ConnConfig{Seeds: []string{n.GRPCAddr()}}, Namespace: "grouped/a",
+		Schema: want, Logger: quietLogger()})
+	if _, err := c.Register(ctx); err != nil {
+		t.Fatal(err)
+	}
+	list := n.Namespaces()
+	if len(list) != 1 || list[0].Name != "grouped/a" {
+		t.Fatalf("namespaces %+v, want grouped/a alone", list)
+	}
+	if got := list[0].Schema; !reflect.DeepEqual(got, want) {
+		t.Fatalf("listed schema %+v, want %+v", got, want)
 	}
 }

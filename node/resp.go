@@ -28,7 +28,7 @@ type RESPConfig struct {
 	CommandTimeout time.Duration
 	// MaxClientMemory bounds the heap all connections hold together for
 	// arguments and queued replies (resp.Config.MaxClientMemory). Default
-	// 512 MiB; negative: no bound.
+	// resp.DefaultMaxClientMemory (512 MiB); negative: no bound.
 	MaxClientMemory int64
 	// ClusterMode answers as a Redis Cluster (resp.Config.ClusterMode): the
 	// slots follow the ring, keys are placed by slot, a key this node does

@@ -146,13 +146,14 @@ func (r *respCluster) rebuildSlots(rg *ring.Ring, now time.Time) *resp.SlotTable
 	return r.table
 }
 
-// SlotPlace is the placement key of slot s in namespace ns (slotPlaceKey).
-func (r *respCluster) SlotPlace(ns string, s uint16) store.ID {
+// SlotPlace is the placement key of slot s in the namespace named name
+// (slotPlaceKey).
+func (r *respCluster) SlotPlace(name string, s uint16) store.ID {
 	rg := r.ring()
 	if rg == nil || rg.Len() == 0 {
 		return store.ID{} // no ring: the write fails as unavailable anyway
 	}
-	return r.places.get(rg, ns, s)
+	return r.places.get(rg, name, s)
 }
 
 // runs are the group runs of keys: each key placed by its placement key.

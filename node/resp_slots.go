@@ -74,12 +74,12 @@ func buildSlotTable(rg *ring.Ring, self string, replicas int, peers []slotPeer) 
 	return t
 }
 
-// slotPlaceKey finds the placement key of slot s in namespace ns on rg: the
+// slotPlaceKey finds the placement key of slot s in namespace on rg: the
 // first key of the form "kvring/resp/slot" ‖ s ‖ counter (zero-padded to 32
 // bytes) whose ring partition is slotPartition(s). A pure function of the
 // namespace, the slot and the partition count; about PartitionCount hashes
 // on average, so callers cache it (slotPlaces).
-func slotPlaceKey(rg *ring.Ring, ns string, s uint16) store.ID {
+func slotPlaceKey(rg *ring.Ring, namespace string, s uint16) store.ID {
 	var k store.ID
 	copy(k[:], "kvring/resp/slot")
 	binary.BigEndian.PutUint16(k[16:], s)
@@ -87,7 +87,7 @@ func slotPlaceKey(rg *ring.Ring, ns string, s uint16) store.ID {
 	want := slotPartition(s, parts)
 	for c := uint32(0); c < uint32(64*parts); c++ {
 		binary.BigEndian.PutUint32(k[18:], c)
-		if rg.Partition(ns, k[:]) == want {
+		if rg.Partition(namespace, k[:]) == want {
 			return k
 		}
 	}
@@ -107,12 +107,12 @@ type slotPlaces struct {
 const maxSlotPlaces = 16 * 16384
 
 type slotPlaceRef struct {
-	ns   string
-	slot uint16
+	namespace string
+	slot      uint16
 }
 
-func (c *slotPlaces) get(rg *ring.Ring, ns string, s uint16) store.ID {
-	ref := slotPlaceRef{ns, s}
+func (c *slotPlaces) get(rg *ring.Ring, namespace string, s uint16) store.ID {
+	ref := slotPlaceRef{namespace, s}
 	parts := rg.Config().PartitionCount
 	c.mu.RLock()
 	k, ok := c.keys[ref]
@@ -121,7 +121,7 @@ func (c *slotPlaces) get(rg *ring.Ring, ns string, s uint16) store.ID {
 	if ok {
 		return k
 	}
-	k = slotPlaceKey(rg, ns, s)
+	k = slotPlaceKey(rg, namespace, s)
 	c.mu.Lock()
 	if c.parts != parts || c.keys == nil || len(c.keys) >= maxSlotPlaces {
 		c.parts, c.keys = parts, map[slotPlaceRef]store.ID{}

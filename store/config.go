@@ -46,7 +46,7 @@ type Config struct {
 	// MaxPinnedBytes caps the slot bytes that pin leases hold at once, over
 	// all callers: a Has whose pins would go beyond it is refused with
 	// ErrPinLimit and pins nothing, so pins can never freeze the whole
-	// budget. Zero means MemoryLimit/2, worked out at Open (so a Config from
+	// budget. Zero means MemoryLimit/2, worked out by Validate (so a Config from
 	// DefaultConfig follows a MemoryLimit set later); must not be negative or
 	// exceed MemoryLimit.
 	MaxPinnedBytes int64
@@ -54,7 +54,7 @@ type Config struct {
 	// not yet sealed or ended) at once: a Stage beyond it is refused with
 	// ErrNoSpace, so reservations that are not receiving bytes can never
 	// push out more than that share of the sealed chunks. Zero means
-	// MemoryLimit/2, worked out at Open; must not be negative or exceed
+	// MemoryLimit/2, worked out by Validate; must not be negative or exceed
 	// MemoryLimit.
 	MaxStagedBytes int64
 	// Policy names the eviction policy: PolicyLRU (default) or
@@ -75,7 +75,7 @@ type Config struct {
 	// 256 KiB, checksummed at once and combined. It can only help when a
 	// core is free and the bytes are in a cache (from memory one core
 	// already reads about as fast as the bus allows); on the 2-vCPU
-	// reference host it did not reliably (docs/benchmarks.md). Default 1:
+	// reference host it did not reliably (BenchmarkBlobChecksumParts). Default 1:
 	// one pass on the caller's goroutine. Must not be negative.
 	ChecksumParts int
 	// Now is the clock of stage and pin leases; ExpireNow reads it. Default
@@ -100,6 +100,14 @@ func DefaultConfig(dataDir string) Config {
 // safe for concurrent use with other uses of c; it never blocks.
 func (c *Config) Validate() error {
 	c.setDefaults()
+	// The defaults that follow MemoryLimit: set here, not by setDefaults,
+	// so that a Config from DefaultConfig follows a MemoryLimit set later.
+	if c.MaxPinnedBytes == 0 {
+		c.MaxPinnedBytes = c.MemoryLimit / 2
+	}
+	if c.MaxStagedBytes == 0 {
+		c.MaxStagedBytes = c.MemoryLimit / 2
+	}
 	var errs []error
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...))

@@ -3,10 +3,11 @@
 //
 // # Contract
 //
-//   - Chunk bytes live in shared-memory segments: files under Config.ShmDir
-//     (normally /dev/shm) named after the node, mapped MAP_SHARED, so a segment
-//     can be handed to another process as a file descriptor (segmentFile does
-//     that; it stays unexported until the local socket uses it). A chunk's
+//   - Chunk bytes live in shared-memory segments: files in the node's own
+//     directory under Config.ShmDir (normally /dev/shm), named
+//     kvring-<node id>/kvring-<node id>-<n>.seg and mapped MAP_SHARED, so a
+//     segment can be handed to another process as a file descriptor
+//     (SegmentFile does that, for the local socket). A chunk's
 //     (segment, offset) never moves while the chunk is held, and every segment
 //     file is at least 8 bytes longer than the last byte of any slot in it (the
 //     mmap rule of docs/vineyard-protocol.md).
@@ -88,8 +89,10 @@
 //     catalog is only useful while the shared memory survives, which means the
 //     host did not reboot, which means the page cache did not lose the writes.
 //     So a sealed chunk is readable at once and survives a restart of the
-//     process once its record is written (within catalogDelay of the seal
-//     while the catalog can be written). A write that fails keeps its
+//     process once its record is written: by FlushCatalog (the owner calls
+//     it before it answers a commit), or by the background loop within
+//     catalogDelay of the seal while the catalog can be written; Open and
+//     Close write the catalog too. A write that fails keeps its
 //     changes queued and is retried with backoff; Stats.CatalogErrors counts
 //     the failures and Health reports ErrCatalog until a write succeeds, so
 //     the node can stop calling itself ready meanwhile. A catalog that

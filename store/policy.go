@@ -8,7 +8,7 @@ const (
 	// write makes a chunk the newest, and the oldest is evicted first. No
 	// chunk is refused admission while it fits the budget. The default:
 	// prefix traffic rewards recency, and refusing single chunks breaks the
-	// prefixes they belong to (docs/benchmarks.md, "Policy quality").
+	// prefixes they belong to (docs/benchmarks.md, "Eviction policy").
 	PolicyLRU = "lru"
 	// PolicyTinyLFU is ristretto's TinyLFU admission with sampled-LFU
 	// eviction: a new chunk is admitted only when the frequency sketch

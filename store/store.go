@@ -109,12 +109,6 @@ func open(cfg Config, makePolicy policyMaker) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("cannot open store: %w", err)
 	}
-	if cfg.MaxPinnedBytes == 0 {
-		cfg.MaxPinnedBytes = cfg.MemoryLimit / 2
-	}
-	if cfg.MaxStagedBytes == 0 {
-		cfg.MaxStagedBytes = cfg.MemoryLimit / 2
-	}
 	start := time.Now()
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("cannot create data directory %q: %w", cfg.DataDir, err)

@@ -7,6 +7,8 @@ import (
 	"fmt"
 
 	"google.golang.org/grpc/codes"
+
+	"github.com/kvring/kvring/internal/nsschema"
 )
 
 // Namespace names a registered namespace: its name and schema fingerprint.
@@ -15,18 +17,9 @@ type Namespace struct {
 	Fingerprint []byte
 }
 
-// Schema is a namespace's schema (see proto NamespaceSchema).
-type Schema struct {
-	Model          string            `json:"model,omitempty"`
-	Dtype          string            `json:"dtype,omitempty"`
-	TokensPerChunk uint32            `json:"tokens_per_chunk,omitempty"`
-	Layout         string            `json:"layout,omitempty"`
-	HashScheme     string            `json:"hash_scheme,omitempty"`
-	TPRank         uint32            `json:"tp_rank,omitempty"`
-	TPSize         uint32            `json:"tp_size,omitempty"`
-	ChunksPerGroup uint32            `json:"chunks_per_group,omitempty"`
-	Extra          map[string]string `json:"extra,omitempty"`
-}
+// Schema is a namespace's schema: the same type as client.Schema, sent as
+// the request's "schema" object.
+type Schema = nsschema.Schema
 
 // RegisterNamespace registers name with schema (or checks it matches the
 // registered one) and returns the namespace to use in chunk calls.

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -107,7 +108,9 @@ func newNamespacesCmd() *cobra.Command {
 		Use:   "namespaces",
 		Short: "List the namespaces with the chunks and bytes every alive member holds of each",
 		Long: `List the namespaces registered in the cluster, with the chunks and bytes every
-alive member (as the node at --admin lists them) holds of each. With --json the
+alive member (as the node at --admin lists them) holds of each. GROUP is a
+grouped namespace's placement group size in chunks ("-" when each chunk is
+placed by its own id). With --json the
 answer is one object: {"members": M, "answered": A, "namespaces": [...]}, each
 namespace with its schema, replication, the chunks and bytes summed over the
 members and "nodes", how many members know it. Members that do not answer are
@@ -182,12 +185,21 @@ func printNamespaces(w io.Writer, list clusterNamespaces, asJSON bool) error {
 		return enc.Encode(list)
 	}
 	tw := newTable(w)
-	fmt.Fprintf(tw, "NAMESPACE\tMODEL\tCHUNKS\tMEMORY\tREPLICATION\tNODES\n")
+	fmt.Fprintf(tw, "NAMESPACE\tMODEL\tGROUP\tCHUNKS\tMEMORY\tREPLICATION\tNODES\n")
 	for _, t := range list.Namespaces {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d/%d\t%d of %d\n", t.Name, t.Schema.Model, t.Chunks, humanBytes(t.Bytes),
-			t.MinReplicas, t.ReplicationFactor, t.Nodes, list.Members)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d/%d\t%d of %d\n", t.Name, t.Schema.Model, groupColumn(t.Schema.ChunksPerGroup),
+			t.Chunks, humanBytes(t.Bytes), t.MinReplicas, t.ReplicationFactor, t.Nodes, list.Members)
 	}
 	return tw.Flush()
+}
+
+// groupColumn is the GROUP column of `kvring namespaces`: the placement group
+// size in chunks, or "-" for a namespace that places each chunk by its own id.
+func groupColumn(chunksPerGroup uint32) string {
+	if chunksPerGroup <= 1 {
+		return "-"
+	}
+	return strconv.FormatUint(uint64(chunksPerGroup), 10)
 }
 
 func newDropNamespaceCmd() *cobra.Command {

@@ -29,25 +29,25 @@ import (
 
 func newBenchCmd() *cobra.Command {
 	var (
-		addrs, admins []string
-		tracePath, ns string
-		workload      string
-		synth         loadtest.SyntheticConfig
-		model, dtype  string
-		cfg           loadtest.Config
-		engines       int
-		pin, timeout  time.Duration
-		progress      time.Duration
-		eagerPut      int
-		ownBuffers    bool
-		jsonOut       bool
-		showTimeline  bool
-		backendName   string
-		redisAddr     string
-		socketPath    string
-		cpuProfile    string
-		clientSec     clientSecurity
-		adminSec      adminSecurity
+		addrs, admins        []string
+		tracePath, namespace string
+		workload             string
+		synth                loadtest.SyntheticConfig
+		model, dtype         string
+		cfg                  loadtest.Config
+		engines              int
+		pin, timeout         time.Duration
+		progress             time.Duration
+		eagerPut             int
+		ownBuffers           bool
+		jsonOut              bool
+		showTimeline         bool
+		backendName          string
+		redisAddr            string
+		socketPath           string
+		cpuProfile           string
+		clientSec            clientSecurity
+		adminSec             adminSecurity
 	)
 	cmd := &cobra.Command{
 		Use:   "bench --addr HOST:PORT[,HOST:PORT...] | --socket PATH [--trace PATH] [flags]",
@@ -141,7 +141,7 @@ namespaces of earlier runs stay until their chunks are evicted or
 			default:
 				return fmt.Errorf("--workload must be mooncake or synthetic, got %q", workload)
 			}
-			fresh := ns == ""
+			fresh := namespace == ""
 			if fresh {
 				// Chunk bytes derive from ids, and ids from the workload's
 				// block numbers: a workload gets its own namespace so one
@@ -151,14 +151,14 @@ namespaces of earlier runs stay until their chunks are evicted or
 				// otherwise report them corrupt. And so does the run: a
 				// rerun into the last run's namespace would find its chunks
 				// and report hits no cold cache gets.
-				ns = fmt.Sprintf("kvring-bench-v%d-%dt", loadtest.ChunkBytesVersion, cfg.ChunkTokens)
+				namespace = fmt.Sprintf("kvring-bench-v%d-%dt", loadtest.ChunkBytesVersion, cfg.ChunkTokens)
 				if workload == "synthetic" {
-					ns += fmt.Sprintf("-synthetic-%d", synth.Seed)
+					namespace += fmt.Sprintf("-synthetic-%d", synth.Seed)
 				}
 				if cfg.ChunksPerGroup > 1 {
-					ns += fmt.Sprintf("-g%d", cfg.ChunksPerGroup)
+					namespace += fmt.Sprintf("-g%d", cfg.ChunksPerGroup)
 				}
-				ns += "-" + runID(time.Now())
+				namespace += "-" + runID(time.Now())
 			}
 			ctx, stopSending, done := interruptible(cmd.Context())
 			defer done()
@@ -181,10 +181,10 @@ namespaces of earlier runs stay until their chunks are evicted or
 				// the report counts them, so keep them off the progress bar.
 				redis.SetLogger(discardRedisLog{})
 				backends, err = connectRedisEngines(ctx, engines, loadtest.RedisConfig{
-					Addr: redisAddr, Namespace: ns, CallTimeout: timeout})
+					Addr: redisAddr, Namespace: namespace, CallTimeout: timeout})
 			} else if socketPath != "" {
 				backends, err = connectSocketEngines(ctx, engines, loadtest.SocketConfig{
-					Path: socketPath, Namespace: ns, PinTTL: pin, CallTimeout: timeout,
+					Path: socketPath, Namespace: namespace, PinTTL: pin, CallTimeout: timeout,
 					Schema: local.Schema{Model: model, Dtype: dtype, TokensPerChunk: uint32(cfg.ChunkTokens),
 						ChunksPerGroup: uint32(cfg.ChunksPerGroup)},
 				}, timeout)
@@ -193,7 +193,7 @@ namespaces of earlier runs stay until their chunks are evicted or
 				clientSec.apply(&conn)
 				backends, err = connectEngines(ctx, engines, loadtest.KvringConfig{
 					Conn:  conn,
-					Seeds: addrs, Namespace: ns, PinTTL: pin, CallTimeout: timeout, EagerPutBytes: eagerPut,
+					Seeds: addrs, Namespace: namespace, PinTTL: pin, CallTimeout: timeout, EagerPutBytes: eagerPut,
 					Schema: client.Schema{Model: model, Dtype: dtype, TokensPerChunk: uint32(cfg.ChunkTokens),
 						ChunksPerGroup: uint32(cfg.ChunksPerGroup)},
 					ReadBufferBytes: readBufferBytes(ownBuffers, cfg),
@@ -230,7 +230,7 @@ namespaces of earlier runs stay until their chunks are evicted or
 			if backendName == "redis" {
 				cfg.Backend = "redis " + redisAddr
 			}
-			cfg.Namespace = ns
+			cfg.Namespace = namespace
 			var bp *benchProgress
 			if progress > 0 {
 				total := len(reqs)
@@ -238,7 +238,7 @@ namespaces of earlier runs stay until their chunks are evicted or
 					total = min(total, cfg.MaxRequests)
 				}
 				errOut := cmd.ErrOrStderr()
-				printBenchPlan(errOut, ns, fresh, reqs[:total], engines, cfg)
+				printBenchPlan(errOut, namespace, fresh, reqs[:total], engines, cfg)
 				bp = newBenchProgress(errOut, isTerminal(errOut), total)
 				cfg.ProgressInterval = progress
 				if bp.bar != nil {
@@ -291,7 +291,7 @@ namespaces of earlier runs stay until their chunks are evicted or
 	fs.IntVar(&synth.Conversations, "conversations", 200, "synthetic workload: conversations live at a time")
 	fs.Float64Var(&synth.ZipfS, "zipf", 1.1, "synthetic workload: Zipf exponent of system prompt and conversation popularity (> 1)")
 	fs.Float64Var(&synth.Rate, "rate", 5, "synthetic workload: arrivals per second (Poisson), before --speedup")
-	fs.StringVar(&ns, "namespace", "", "namespace of the chunks; give the one of an earlier run to measure a warm cache (default: a new one per run, kvring-bench-v<generator version>-<chunk-tokens>t, with -synthetic-<seed> for the synthetic workload and -g<chunks-per-group> when grouped, then -<UTC date>-<time>-<random>)")
+	fs.StringVar(&namespace, "namespace", "", "namespace of the chunks; give the one of an earlier run to measure a warm cache (default: a new one per run, kvring-bench-v<generator version>-<chunk-tokens>t, with -synthetic-<seed> for the synthetic workload and -g<chunks-per-group> when grouped, then -<UTC date>-<time>-<random>)")
 	fs.StringVar(&model, "model", "kvring-bench", "schema: model name the namespace is registered with")
 	fs.StringVar(&dtype, "dtype", "bytes", "schema: KV data type")
 	fs.IntVar(&engines, "engines", 4, "simulated inference engines, each with its own client")
@@ -458,11 +458,11 @@ func runID(now time.Time) string {
 // printBenchPlan tells on w, before a run, which namespace it writes and
 // what it replays: how many requests, over how long of the trace, and that
 // the run takes as long as the cluster needs.
-func printBenchPlan(w io.Writer, ns string, fresh bool, reqs []trace.Request, engines int, cfg loadtest.Config) {
+func printBenchPlan(w io.Writer, namespace string, fresh bool, reqs []trace.Request, engines int, cfg loadtest.Config) {
 	if fresh {
-		fmt.Fprintf(w, "bench: namespace %s, new for this run (--namespace replays into a given one, e.g. to measure a warm cache)\n", ns)
+		fmt.Fprintf(w, "bench: namespace %s, new for this run (--namespace replays into a given one, e.g. to measure a warm cache)\n", namespace)
 	} else {
-		fmt.Fprintf(w, "bench: namespace %s, as given: chunks earlier runs left in it count as hits\n", ns)
+		fmt.Fprintf(w, "bench: namespace %s, as given: chunks earlier runs left in it count as hits\n", namespace)
 	}
 	if len(reqs) == 0 {
 		return

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -82,6 +83,41 @@ func TestNamespacesJSONPrintsJSON(t *testing.T) {
 	table, _, err := runInProcess(t, "namespaces", "--admin", members[0].AdminAddr)
 	if err != nil || !strings.HasPrefix(table, "NAMESPACE") || !strings.Contains(table, "2 of 2") {
 		t.Fatalf("the table: %v:\n%s", err, table)
+	}
+}
+
+// TestNamespacesShowTheGroupSize: `kvring namespaces` shows a grouped
+// namespace's placement group size, in the table and in --json, and "-" for
+// a namespace placed chunk by chunk.
+func TestNamespacesShowTheGroupSize(t *testing.T) {
+	t.Parallel()
+	var members []node.ClusterMember
+	a := fakeAdmin(t, func() []node.ClusterMember { return members }, []node.NamespaceInfo{
+		{Name: "grouped", Schema: node.NamespaceSchema{Model: "llama-8b", TokensPerChunk: 16, ChunksPerGroup: 32},
+			ReplicationFactor: 1, MinReplicas: 1},
+		{Name: "single", Schema: node.NamespaceSchema{Model: "llama-8b", TokensPerChunk: 16}, ReplicationFactor: 1, MinReplicas: 1},
+	})
+	members = []node.ClusterMember{{ID: "a", Liveness: "alive", AdminAddr: strings.TrimPrefix(a.URL, "http://")}}
+	table, _, err := runInProcess(t, "namespaces", "--admin", members[0].AdminAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(table), "\n")
+	if len(lines) != 3 || !slices.Equal(strings.Fields(lines[0])[:3], []string{"NAMESPACE", "MODEL", "GROUP"}) ||
+		!slices.Equal(strings.Fields(lines[1])[:3], []string{"grouped", "llama-8b", "32"}) ||
+		!slices.Equal(strings.Fields(lines[2])[:3], []string{"single", "llama-8b", "-"}) {
+		t.Fatalf("the table does not show the group sizes 32 and -:\n%s", table)
+	}
+	stdout, _, err := runInProcess(t, "namespaces", "--admin", members[0].AdminAddr, "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got clusterNamespaces
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil || len(got.Namespaces) != 2 {
+		t.Fatalf("--json: %v:\n%s", err, stdout)
+	}
+	if k := got.Namespaces[0].Schema.ChunksPerGroup; got.Namespaces[0].Name != "grouped" || k != 32 {
+		t.Fatalf("--json lists %s with chunks_per_group %d, want grouped with 32:\n%s", got.Namespaces[0].Name, k, stdout)
 	}
 }
 

@@ -65,12 +65,12 @@ Exits non-zero when no node holds the chunk (rejected or failed), with the reaso
 	return cmd
 }
 
-func printPut(w io.Writer, ns string, size int, r client.PutResult) error {
+func printPut(w io.Writer, namespace string, size int, r client.PutResult) error {
 	what := "stored"
 	if r.Status == client.AlreadyHeld {
 		what = "already held"
 	}
-	fmt.Fprintf(w, "%s %s (%d bytes) in namespace %s, held by %d node(s)", what, r.ID, size, ns, len(r.Holders))
+	fmt.Fprintf(w, "%s %s (%d bytes) in namespace %s, held by %d node(s)", what, r.ID, size, namespace, len(r.Holders))
 	if r.Degraded {
 		fmt.Fprint(w, "; degraded: fewer holders than the replication factor")
 	}

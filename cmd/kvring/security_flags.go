@@ -19,18 +19,19 @@ import (
 	"github.com/kvring/kvring/node"
 )
 
-// registerServeSecurity adds the flags of node.SecurityConfig to serve.
+// registerServeSecurity adds the flags of node.SecurityConfig, bound to s's
+// fields; their defaults are s's values (none: as open as before).
 func registerServeSecurity(fs *pflag.FlagSet, s *node.SecurityConfig) {
-	fs.StringVar(&s.TLSCertFile, "tls-cert", "", "node certificate (PEM; serverAuth and clientAuth usages): gRPC speaks TLS only, and peers are dialled with it")
-	fs.StringVar(&s.TLSKeyFile, "tls-key", "", "private key of --tls-cert (PEM)")
-	fs.StringVar(&s.TLSCAFile, "tls-ca", "", "cluster CA (PEM): peers' certificates are verified against it, and only certificates it signed with serverAuth may call the Peer service")
-	fs.StringVar(&s.TLSServerName, "tls-server-name", "", "name expected in peers' certificates instead of the address dialled")
-	fs.StringVar(&s.ClusterKeyFile, "cluster-key-file", "", "file holding a secret shared by every node (at least 16 bytes); peer calls must carry it")
-	fs.StringVar(&s.AuthTokensFile, "auth-tokens-file", "", "bearer tokens of engines, one a line: TOKEN PREFIX[,PREFIX...] (* for every namespace); reloaded on SIGHUP")
-	fs.StringVar(&s.GossipKeyFile, "gossip-key-file", "", "gossip keyring: base64 keys of 16, 24 or 32 bytes, one a line, the first encrypts")
-	fs.StringVar(&s.AdminTokenFile, "admin-token-file", "", "file holding the admin token: /v1/* and /debug/pprof/* then need it; reloaded on SIGHUP")
-	fs.StringVar(&s.AdminTLSCertFile, "admin-tls-cert", "", "certificate (PEM) for HTTPS on the admin port")
-	fs.StringVar(&s.AdminTLSKeyFile, "admin-tls-key", "", "private key of --admin-tls-cert (PEM)")
+	fs.StringVar(&s.TLSCertFile, "tls-cert", s.TLSCertFile, "node certificate (PEM; serverAuth and clientAuth usages): gRPC speaks TLS only, and peers are dialled with it")
+	fs.StringVar(&s.TLSKeyFile, "tls-key", s.TLSKeyFile, "private key of --tls-cert (PEM)")
+	fs.StringVar(&s.TLSCAFile, "tls-ca", s.TLSCAFile, "cluster CA (PEM): peers' certificates are verified against it, and only certificates it signed with serverAuth may call the Peer service")
+	fs.StringVar(&s.TLSServerName, "tls-server-name", s.TLSServerName, "name expected in peers' certificates instead of the address dialled")
+	fs.StringVar(&s.ClusterKeyFile, "cluster-key-file", s.ClusterKeyFile, "file holding a secret shared by every node (at least 16 bytes); peer calls must carry it")
+	fs.StringVar(&s.AuthTokensFile, "auth-tokens-file", s.AuthTokensFile, "bearer tokens of engines, one a line: TOKEN PREFIX[,PREFIX...] (* for every namespace); reloaded on SIGHUP")
+	fs.StringVar(&s.GossipKeyFile, "gossip-key-file", s.GossipKeyFile, "gossip keyring: base64 keys of 16, 24 or 32 bytes, one a line, the first encrypts")
+	fs.StringVar(&s.AdminTokenFile, "admin-token-file", s.AdminTokenFile, "file holding the admin token: /v1/* and /debug/pprof/* then need it; reloaded on SIGHUP")
+	fs.StringVar(&s.AdminTLSCertFile, "admin-tls-cert", s.AdminTLSCertFile, "certificate (PEM) for HTTPS on the admin port")
+	fs.StringVar(&s.AdminTLSKeyFile, "admin-tls-key", s.AdminTLSKeyFile, "private key of --admin-tls-cert (PEM)")
 }
 
 // clientSecurity are the TLS and token flags of the commands that call the

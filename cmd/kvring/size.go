@@ -2,8 +2,12 @@ package main
 
 import (
 	"fmt"
+	"math"
+	"os"
 	"strconv"
 	"strings"
+
+	"github.com/spf13/pflag"
 )
 
 // byteSize is a flag value for sizes such as 1GiB, 512MiB, 64M or 1048576.
@@ -53,3 +57,51 @@ func (s *byteSize) Set(v string) error {
 }
 
 func (s *byteSize) Type() string { return "size" }
+
+// sizeVar defines a size flag (byteSize's syntax) bound to *p, whose
+// default is *p. An int field takes at most 2 GiB - 1 (gRPC's and
+// net/http's limits are ints that size buffers).
+func sizeVar[T int | int64](fs *pflag.FlagSet, p *T, name, usage string) {
+	fs.Var(sizeValue[T]{p}, name, usage)
+}
+
+// sizeValue is a size flag bound to an int or int64 config field.
+type sizeValue[T int | int64] struct{ p *T }
+
+func (s sizeValue[T]) String() string {
+	b := byteSize(*s.p)
+	return b.String()
+}
+
+func (s sizeValue[T]) Set(v string) error {
+	var b byteSize
+	if err := b.Set(v); err != nil {
+		return err
+	}
+	n := int64(b)
+	if _, isInt := any(*s.p).(int); isInt {
+		n = min(n, math.MaxInt32)
+	}
+	*s.p = T(n)
+	return nil
+}
+
+func (s sizeValue[T]) Type() string { return "size" }
+
+// fileMode is a flag of octal permission bits (--socket-mode 0660) bound to
+// an os.FileMode field. Its Type is "string", as the flag's help has always
+// shown it.
+type fileMode os.FileMode
+
+func (m *fileMode) String() string { return fmt.Sprintf("%04o", uint32(*m)) }
+
+func (m *fileMode) Set(s string) error {
+	v, err := strconv.ParseUint(s, 8, 32)
+	if err != nil || v == 0 || v > 0o777 {
+		return fmt.Errorf("%q: want octal permission bits such as 0660", s)
+	}
+	*m = fileMode(v)
+	return nil
+}
+
+func (m *fileMode) Type() string { return "string" }

@@ -3,10 +3,11 @@
 //
 // # What it owns
 //
-//   - Two goroutines per Membership, started by Start and waited for by Close:
-//     the ring goroutine, which applies membership events and rebuilds the
-//     ring, and the rejoin loop, which joins the seeds again so a split
-//     cluster heals.
+//   - One or two goroutines of its own per Membership (besides memberlist's),
+//     started by Start and waited for by Close: the ring goroutine, which
+//     applies membership events and rebuilds the ring, and, when Config.Join
+//     names seeds, the rejoin loop, which joins them again so a split cluster
+//     heals.
 //   - The gossip sockets (TCP and UDP) memberlist binds.
 //   - The member table (who is alive, dead or left, and each member's own
 //     state) and the node metadata this node gossips (meta.go: id, gRPC and
@@ -15,7 +16,8 @@
 // # Contract
 //
 //   - New validates and does no I/O; Start binds, joins and starts the
-//     goroutines; Close announces Leaving, leaves, shuts gossip down and waits.
+//     goroutines; Close stops its goroutines and waits for them, then
+//     announces Leaving, leaves and shuts gossip down.
 //   - memberlist's callbacks (delegate.go) never block: they copy what they keep
 //     and hand it to the ring goroutine.
 //   - Ring never blocks and never returns nil. A ring is rebuilt only when its

@@ -12,8 +12,11 @@
 //
 //   - The connections to peers (peers.go), made on first use, closed when a
 //     peer leaves the ring (RingChanged) and on Close.
-//   - Goroutines only within a call: one per owner while a phase fans out,
-//     all waited for before the call returns.
+//   - Goroutines within a call: one per owner while a phase fans out, all
+//     waited for before the call returns. The one exception is a put's
+//     receiver of the engine's frames (idle.go): a put abandoned for
+//     idleness returns without it, it ends when gRPC cancels the stream, and
+//     Close waits for it.
 //   - No chunk bytes beyond the frame in flight, and one chunk read from a
 //     peer while its checksum is verified. This node's own chunks are read
 //     and written through package owner, in process.
@@ -26,8 +29,10 @@
 //   - Every status error it returns is built by transfer.ToStatus.
 //   - Time (lease records, outage durations) comes from Config.Now.
 //
-// It must not decide membership, hold state across calls beyond lookup-lease
-// records, or touch the store directly (a publish's blobs, lent by the
-// caller for the call, are read and handed to the owner as slots; nothing
-// else of the store is touched).
+// State it keeps across calls: the lookup-lease records, the peer
+// connections, the runs of peer failures it logged, the members that left
+// the ring lately (departed.go) and the queues of coalesced Has requests
+// (coalesce.go). It must not decide membership or touch the store directly
+// (a publish's blobs, lent by the caller for the call, are read and handed
+// to the owner as slots; nothing else of the store is touched).
 package coord

@@ -23,8 +23,9 @@ import (
 type putStream = grpc.BidiStreamingServer[kvringv1.PutRequest, kvringv1.PutResponse]
 
 // putTx is one engine Put, a two-phase confirmed write of a batch. Its
-// methods are its phases, in the order put runs them: place, prepare, plan,
-// receive, vote, commit, resolveBusy, results. Not safe for concurrent use
+// methods are its phases, in the order put runs them: place, prepare,
+// substitute, plan, receive, vote, commit, noteOutcomes, then the
+// coordinator's awaitOtherWriters, then results. Not safe for concurrent use
 // (a phase fans out over the owners itself).
 type putTx struct {
 	c           *Coordinator

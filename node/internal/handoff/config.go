@@ -65,18 +65,23 @@ type Config struct {
 	Log   *slog.Logger
 }
 
-// DefaultRate is Config.Rate's default: 256 MiB/s.
-const DefaultRate = 256 << 20
+// The defaults of Config's settings that kvring serve has flags or node
+// fields for: Rate (256 MiB/s), Retry and Sweep.
+const (
+	DefaultRate  = 256 << 20
+	DefaultRetry = 5 * time.Second
+	DefaultSweep = time.Minute
+)
 
 func (c *Config) setDefaults() {
 	if c.Rate == 0 {
 		c.Rate = DefaultRate
 	}
 	if c.Retry <= 0 {
-		c.Retry = 5 * time.Second
+		c.Retry = DefaultRetry
 	}
 	if c.Sweep == 0 {
-		c.Sweep = time.Minute
+		c.Sweep = DefaultSweep
 	}
 	if c.Quiet == 0 {
 		c.Quiet = time.Second

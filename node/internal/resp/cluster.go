@@ -48,7 +48,7 @@ type Cluster interface {
 	// ring partition is the one slot s stands for, so that every key of a
 	// slot has the owners the slot table gives it. Only Redis Cluster mode
 	// asks. It must not block for long.
-	SlotPlace(ns string, s uint16) store.ID
+	SlotPlace(namespace string, s uint16) store.ID
 	// Anonymous is the access of a connection that has not authenticated,
 	// and whether it must AUTH before other commands.
 	Anonymous() (a Access, authRequired bool)

@@ -63,8 +63,8 @@ type Config struct {
 	// arguments that are not values (past 64 KiB a connection) and for
 	// queued replies whose bytes are not in shared memory. A request that
 	// would pass it is answered -OOM and its connection closed; a reply
-	// waits while its connection has others queued. Default 512 MiB;
-	// negative: no bound.
+	// waits while its connection has others queued. Default
+	// DefaultMaxClientMemory; negative: no bound.
 	MaxClientMemory int64
 	// MaxInline is the longest inline (telnet-style) command. Default 64 KiB.
 	MaxInline int
@@ -80,6 +80,15 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// The defaults of the settings kvring serve has flags for (node.RESPConfig).
+const (
+	DefaultMaxConns       = 10000
+	DefaultIdleTimeout    = 5 * time.Minute
+	DefaultCommandTimeout = 30 * time.Second
+	// DefaultMaxClientMemory is MaxClientMemory's default: 512 MiB.
+	DefaultMaxClientMemory = 512 << 20
+)
+
 func (c *Config) setDefaults() {
 	c.KeyMap.setDefaults()
 	def := func(d *time.Duration, v time.Duration) {
@@ -87,15 +96,15 @@ func (c *Config) setDefaults() {
 			*d = v
 		}
 	}
-	def(&c.IdleTimeout, 5*time.Minute)
-	def(&c.CommandTimeout, 30*time.Second)
+	def(&c.IdleTimeout, DefaultIdleTimeout)
+	def(&c.CommandTimeout, DefaultCommandTimeout)
 	def(&c.WriteTimeout, 10*time.Second)
 	def(&c.CallTimeout, 30*time.Second)
 	if c.Version == "" {
 		c.Version = "dev"
 	}
 	if c.MaxConns == 0 {
-		c.MaxConns = 10000
+		c.MaxConns = DefaultMaxConns
 	}
 	if c.MaxArgs == 0 {
 		c.MaxArgs = 65536
@@ -107,7 +116,7 @@ func (c *Config) setDefaults() {
 		c.MaxRequestBytes = 256 << 20
 	}
 	if c.MaxClientMemory == 0 {
-		c.MaxClientMemory = 512 << 20
+		c.MaxClientMemory = DefaultMaxClientMemory
 	}
 	if c.MaxInline == 0 {
 		c.MaxInline = 64 << 10
