@@ -150,10 +150,11 @@ type engines struct {
 	spaces  []space
 	clients [][]*client.Client // [engine][space]
 	h       *history
+	log     *slog.Logger
 }
 
 func newEngines(cfg Config, seeds []string, log *slog.Logger, h *history) (*engines, error) {
-	e := &engines{cfg: cfg, h: h, spaces: []space{{"netfault-main", cfg.Replication}, {"netfault-r1", 1}}}
+	e := &engines{cfg: cfg, h: h, log: log, spaces: []space{{"netfault-main", cfg.Replication}, {"netfault-r1", 1}}}
 	for range cfg.Engines {
 		var cs []*client.Client
 		for _, s := range e.spaces {
@@ -248,6 +249,7 @@ func (e *engines) put(ctx context.Context, k, s int) {
 	if err != nil {
 		c.CallFailed = int64(len(chunks))
 		e.h.record(c, nil, over)
+		e.log.Warn("put failed", "engine", k, "namespace", e.spaces[s].name, "code", codeOf(err), "took", end.Sub(start), "err", err)
 		return
 	}
 	var acks []ack
@@ -264,6 +266,9 @@ func (e *engines) put(ctx context.Context, k, s int) {
 		}
 		if r.Degraded {
 			c.Degraded++
+		}
+		if r.Status == client.Failed && c.Failed <= 1 {
+			e.log.Warn("chunk failed", "engine", k, "namespace", e.spaces[s].name, "reason", r.Reason)
 		}
 		if !r.Status.Held() {
 			continue
@@ -314,6 +319,7 @@ func (e *engines) get(ctx context.Context, k, s int, rng *rand.Rand) {
 		}
 	} else {
 		c.Missed += int64(len(ids))
+		e.log.Warn("get failed", "engine", k, "namespace", e.spaces[s].name, "code", codeOf(err), "err", err)
 	}
 	e.h.record(c, nil, over, violations...)
 }
