@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -155,10 +156,14 @@ type engines struct {
 
 func newEngines(cfg Config, seeds []string, log *slog.Logger, h *history) (*engines, error) {
 	e := &engines{cfg: cfg, h: h, log: log, spaces: []space{{"netfault-main", cfg.Replication}, {"netfault-r1", 1}}}
-	for range cfg.Engines {
+	for k := range cfg.Engines {
+		// Engine k tries the nodes starting with node k, so the engines are
+		// connected to (and take their ring view from) different nodes, on
+		// either side of a partition.
+		mine := append(slices.Clone(seeds[k%len(seeds):]), seeds[:k%len(seeds)]...)
 		var cs []*client.Client
 		for _, s := range e.spaces {
-			c, err := newClient(cfg, seeds, s, log)
+			c, err := newClient(cfg, mine, s, log)
 			if err != nil {
 				return nil, err
 			}
