@@ -47,6 +47,7 @@ type summary struct {
 	MaxDeclaredDeadS     float64 `json:"max_declared_dead_s"`
 	MaxConvergeS         float64 `json:"max_converge_s"`
 	ConvergeGoalS        float64 `json:"converge_goal_s"`
+	MaxStartupS          float64 `json:"max_restart_startup_s"`
 	DeadUnderLoss        int     `json:"dead_under_loss"`
 	Evictions            uint64  `json:"evictions"`
 	GoroutineGrowth      float64 `json:"goroutine_growth"`
@@ -60,10 +61,10 @@ type summary struct {
 
 func (s summary) line() string {
 	return fmt.Sprintf("acknowledged %d, lost %d, corrupt %d, late calls %d, phantom holders %d, put success %.2f%% (%d chunks, %d failed, %d degraded), "+
-		"get misses %d, max overrun %dms, declared dead max %.1fs, converged max %.1fs (goal %.1fs), dead under loss %d, evictions %d, "+
+		"get misses %d, max overrun %dms, declared dead max %.1fs, converged max %.1fs (goal %.1fs), restart start-up max %.1fs, dead under loss %d, evictions %d, "+
 		"growth goroutines %+.0f fds %+.0f heap %+.1fMiB (%d nodes), lost r1 after holder kill %d, violations %d",
 		s.Acknowledged, s.Lost, s.Corrupt, s.LateCalls, s.PhantomHolders, 100*s.PutSuccess, s.PutChunks, s.Failed, s.Degraded,
-		s.GetMisses, s.MaxOverrunMS, s.MaxDeclaredDeadS, s.MaxConvergeS, s.ConvergeGoalS, s.DeadUnderLoss, s.Evictions,
+		s.GetMisses, s.MaxOverrunMS, s.MaxDeclaredDeadS, s.MaxConvergeS, s.ConvergeGoalS, s.MaxStartupS, s.DeadUnderLoss, s.Evictions,
 		s.GoroutineGrowth, s.FDGrowth, s.HeapGrowthMiB, s.ResourceNodesChecked, s.LostR1Excused, s.Violations)
 }
 
@@ -101,6 +102,8 @@ func (k *checker) check(ctx context.Context) summary {
 		switch {
 		case strings.HasPrefix(m.what, "convergence"):
 			s.MaxConvergeS = max(s.MaxConvergeS, m.d.Seconds())
+		case strings.HasPrefix(m.what, "start-up"):
+			s.MaxStartupS = max(s.MaxStartupS, m.d.Seconds())
 		case m.what == "dead under loss":
 			s.DeadUnderLoss++
 		case m.ok:

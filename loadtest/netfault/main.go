@@ -79,9 +79,9 @@ type Config struct {
 func defaultConfig() Config {
 	return Config{
 		Nodes: 5, Seed: 1, Duration: 10 * time.Minute, Replication: 2, Engines: 4, Rate: 10,
-		ChunkSize: 16 << 10, Batch: 8, Deadline: 5 * time.Second, Faults: "all",
+		ChunkSize: 4 << 10, Batch: 8, Deadline: 5 * time.Second, Faults: "all",
 		FaultMin: 5 * time.Second, FaultMax: 30 * time.Second, QuietMin: 10 * time.Second, QuietMax: 20 * time.Second,
-		Settle: 90 * time.Second, MemoryLimit: "512MiB",
+		Settle: 90 * time.Second, MemoryLimit: "1GiB",
 	}
 }
 

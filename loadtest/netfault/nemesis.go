@@ -242,6 +242,16 @@ func (n *nemesis) run(ctx context.Context, events []event) {
 		n.logf("heal")
 		n.h.setPhase("heal")
 		n.heal(context.WithoutCancel(ctx), e)
+		if e.kind == "kill" {
+			// Convergence is measured from when the restarted node answers:
+			// its start-up (opening and checksumming what it holds) is no
+			// gossip time.
+			d, ok := waitFor(ctx, n.cfg.Settle, func(ctx context.Context) bool {
+				_, err := n.o.view(ctx, e.node)
+				return err == nil
+			})
+			n.note(measure{what: fmt.Sprintf("start-up of n%d after its restart", e.node), d: d, ok: ok})
+		}
 		d, ok := waitFor(ctx, n.cfg.Settle, func(ctx context.Context) bool { return n.o.converged(ctx, n.ids) })
 		if ctx.Err() != nil {
 			return
