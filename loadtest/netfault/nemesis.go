@@ -239,6 +239,9 @@ func (n *nemesis) run(ctx context.Context, events []event) {
 		n.h.setPhase(e.kind)
 		n.logf("fault: %s", e)
 		n.apply(ctx, e)
+		if dropped, err := n.topo.dropped(ctx); err == nil && dropped > 0 {
+			n.logf("the switch dropped %d packets", dropped)
+		}
 		n.logf("heal")
 		n.h.setPhase("heal")
 		n.heal(context.WithoutCancel(ctx), e)
@@ -278,7 +281,7 @@ func (n *nemesis) apply(ctx context.Context, e event) {
 	ip := n.topo.nodeIP
 	start := time.Now()
 	var rules []string
-	cut := func(a, b int) { rules = append(rules, fmt.Sprintf("ip saddr %s ip daddr %s drop", ip(a), ip(b))) }
+	cut := func(a, b int) { rules = append(rules, fmt.Sprintf("ip saddr %s ip daddr %s counter drop", ip(a), ip(b))) }
 	// gone: nodes the others should drop from their ring, watched: who should drop them.
 	var gone []int
 	var watchers []int
@@ -302,7 +305,7 @@ func (n *nemesis) apply(ctx context.Context, e event) {
 		}
 		gone = e.sides[0]
 	case "loss":
-		rules = append(rules, fmt.Sprintf("ip saddr %s numgen random mod 1000 < %d drop", n.topo.subnet, e.param*10))
+		rules = append(rules, fmt.Sprintf("ip saddr %s numgen random mod 1000 < %d counter drop", n.topo.subnet, e.param*10))
 	case "bandwidth":
 		if err := n.topo.setRate(ctx, e.node, int64(e.param)*1_000_000); err != nil {
 			n.logf("error: %v", err)

@@ -240,3 +240,20 @@ func killNamespacePids(ctx context.Context, ns string) {
 		time.Sleep(50 * time.Millisecond) // polling the kernel for the processes to exit
 	}
 }
+
+// dropped sums the packet counters of the switch's drop rules.
+func (t topology) dropped(ctx context.Context) (int64, error) {
+	out, err := run(ctx, "ip", "netns", "exec", t.switchNS(), "nft", "list", "table", "bridge", "kvnf")
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	f := strings.Fields(out)
+	for i := 0; i+1 < len(f); i++ {
+		if f[i] == "packets" {
+			n, _ := strconv.ParseInt(f[i+1], 10, 64)
+			total += n
+		}
+	}
+	return total, nil
+}
