@@ -185,6 +185,18 @@ func newClient(cfg Config, seeds []string, s space, log *slog.Logger) (*client.C
 	})
 }
 
+// connected reports whether every engine's clients are connected.
+func (e *engines) connected() bool {
+	for _, cs := range e.clients {
+		for _, c := range cs {
+			if c.State().Status != client.ConnConnected {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 func (e *engines) close() {
 	for _, cs := range e.clients {
 		for _, c := range cs {

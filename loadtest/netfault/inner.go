@@ -84,7 +84,7 @@ func (r *runner) run(ctx context.Context) int {
 	var ids []string
 	if _, ok := waitFor(ctx, 60*time.Second, func(ctx context.Context) bool {
 		ids, err = o.ids(ctx)
-		return err == nil && o.converged(ctx, ids)
+		return err == nil && o.converged(ctx, ids) && o.ready(ctx)
 	}); !ok {
 		r.logf("error: the cluster did not form within 60s (%v); node logs in %s", err, cfg.Out)
 		return 2
@@ -108,6 +108,9 @@ func (r *runner) run(ctx context.Context) int {
 		return 2
 	}
 	defer eng.close()
+	// The engines start once connected: a client's calls fail fast until its
+	// first connection (client.New never blocks), which is no fault's doing.
+	waitFor(ctx, 10*time.Second, func(context.Context) bool { return eng.connected() })
 	lctx, stopLoad := context.WithCancel(ctx)
 	loadDone := make(chan struct{})
 	go func() {

@@ -209,3 +209,16 @@ func (o *observer) evictions(ctx context.Context) (uint64, error) {
 	}
 	return total, nil
 }
+
+// ready reports whether every node answers GET /readyz with 200.
+func (o *observer) ready(ctx context.Context) bool {
+	for i := range o.c.cfg.Nodes {
+		var rd struct {
+			Ready bool `json:"ready"`
+		}
+		if err := o.getJSON(ctx, i, "/readyz", &rd); err != nil || !rd.Ready {
+			return false
+		}
+	}
+	return true
+}
