@@ -345,6 +345,9 @@ func (n *nemesis) apply(ctx context.Context, e event) {
 				goneIDs = append(goneIDs, n.ids[g])
 			}
 			d, ok := waitFor(fctx, e.dur, func(ctx context.Context) bool { return n.o.dropped(ctx, watchers, goneIDs) })
+			if ctx.Err() != nil {
+				return // interrupted: no measure
+			}
 			n.note(measure{what: fmt.Sprintf("%s: %s off the others' ring", e.kind, sidesString([][]int{gone})), d: d, ok: ok})
 		})
 	}
