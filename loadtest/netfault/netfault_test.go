@@ -63,6 +63,16 @@ func runHarness(t *testing.T, cfg Config) (int, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	code := outerMain(ctx, cfg, os.Args[0], []string{"-test.run=^$"}, &out, &out)
+	if code != 0 {
+		// The nodes' and engines' last lines, for the failure's cause.
+		logs, _ := filepath.Glob(filepath.Join(cfg.Out, "*.log"))
+		for _, l := range logs {
+			if b, err := os.ReadFile(l); err == nil {
+				lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+				t.Logf("last lines of %s:\n%s", filepath.Base(l), strings.Join(lines[max(0, len(lines)-30):], "\n"))
+			}
+		}
+	}
 	return code, out.String()
 }
 
