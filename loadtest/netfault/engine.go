@@ -197,12 +197,14 @@ func (e *engines) connected() bool {
 	return true
 }
 
+// close closes every client; a second call does nothing.
 func (e *engines) close() {
 	for _, cs := range e.clients {
 		for _, c := range cs {
 			c.Close()
 		}
 	}
+	e.clients = nil
 }
 
 func (e *engines) run(ctx context.Context) {

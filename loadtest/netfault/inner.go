@@ -136,14 +136,11 @@ func (r *runner) run(ctx context.Context) int {
 	h.setPhase("settle")
 	r.logf("schedule done; load continues for %v, then stops", warm)
 	sleepCtx(ctx, warm)
-	end := make([]resources, cfg.Nodes)
-	for i := range end {
-		end[i], _ = o.resources(ctx, i)
-	}
 	stopLoad()
 	<-loadDone
+	eng.close()
 	r.logf("load stopped; reading back every acknowledged chunk")
-	ck := &checker{cfg: cfg, c: c, o: o, h: h, n: n, seeds: seeds, log: r.logf, elog: elog, base: base, end: end}
+	ck := &checker{cfg: cfg, c: c, o: o, h: h, n: n, seeds: seeds, log: r.logf, elog: elog, base: base}
 	sum := ck.check(ctx)
 	line := sum.line()
 	fmt.Fprintln(r.log, line)

@@ -281,7 +281,9 @@ func (n *nemesis) apply(ctx context.Context, e event) {
 	ip := n.topo.nodeIP
 	start := time.Now()
 	var rules []string
-	cut := func(a, b int) { rules = append(rules, fmt.Sprintf("ip saddr %s ip daddr %s counter drop", ip(a), ip(b))) }
+	cut := func(a, b int) {
+		rules = append(rules, fmt.Sprintf("ip saddr %s ip daddr %s counter drop", ip(a), ip(b)))
+	}
 	// gone: nodes the others should drop from their ring, watched: who should drop them.
 	var gone []int
 	var watchers []int
