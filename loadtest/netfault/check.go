@@ -70,7 +70,7 @@ func (s summary) line() string {
 
 func (k *checker) check(ctx context.Context) summary {
 	h, c := k.h, k.c
-	s := summary{Seed: k.cfg.Seed, Nodes: k.cfg.Nodes, Replication: k.cfg.Replication, ConvergeGoalS: 2 * suspicionTimeout(k.cfg.Nodes).Seconds()}
+	s := summary{Seed: k.cfg.Seed, Nodes: k.cfg.Nodes, Replication: k.cfg.Replication, ConvergeGoalS: k.n.convergeBound().Seconds()}
 	violate := func(format string, args ...any) {
 		s.Violations++
 		if len(s.Details) < 50 {

@@ -66,6 +66,7 @@ type Config struct {
 	QuietMin    time.Duration // shortest quiet time between faults
 	QuietMax    time.Duration
 	Settle      time.Duration // bound on the final convergence and reads
+	Converge    time.Duration // bound on convergence after each heal (0: twice the suspicion timeout)
 	MemoryLimit string        // per node
 	Out         string        // directory for logs, events and the summary (default: the run's scratch directory, removed)
 	ExtraArgs   []string      // appended to every node's serve flags
@@ -109,6 +110,7 @@ func main() {
 	flag.DurationVar(&cfg.QuietMin, "quiet-min", cfg.QuietMin, "shortest quiet time between faults")
 	flag.DurationVar(&cfg.QuietMax, "quiet-max", cfg.QuietMax, "longest quiet time between faults")
 	flag.DurationVar(&cfg.Settle, "settle", cfg.Settle, "bound on convergence after the last heal and on the final reads")
+	flag.DurationVar(&cfg.Converge, "converge-bound", 0, "a heal must be followed by convergence within this (default: twice memberlist's suspicion timeout)")
 	flag.StringVar(&cfg.MemoryLimit, "memory-limit", cfg.MemoryLimit, "each node's --memory-limit")
 	flag.StringVar(&cfg.Out, "out", "", "directory for node logs, the event log and summary.json (default: removed at exit)")
 	flag.Parse()

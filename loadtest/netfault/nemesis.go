@@ -224,6 +224,15 @@ func suspicionTimeout(n int) time.Duration {
 	return time.Duration(4 * math.Max(1, math.Log10(float64(n))) * float64(time.Second))
 }
 
+// convergeBound is how soon after a heal every node must see every node
+// alive on one ring.
+func (n *nemesis) convergeBound() time.Duration {
+	if n.cfg.Converge > 0 {
+		return n.cfg.Converge
+	}
+	return 2 * suspicionTimeout(n.cfg.Nodes)
+}
+
 // run applies events in order; it returns early when ctx ends, after healing.
 func (n *nemesis) run(ctx context.Context, events []event) {
 	for _, e := range events {
@@ -260,8 +269,11 @@ func (n *nemesis) run(ctx context.Context, events []event) {
 			return
 		}
 		n.note(measure{what: "convergence after healing " + e.kind, d: d, ok: ok})
-		if !ok {
+		switch bound := n.convergeBound(); {
+		case !ok:
 			n.violate("the cluster did not converge within %v after healing %s", n.cfg.Settle, e)
+		case d > bound:
+			n.violate("the cluster took %.1fs to converge after healing %s, more than %v", d.Seconds(), e, bound)
 		}
 	}
 }
