@@ -119,7 +119,7 @@ func (r *runner) run(ctx context.Context) int {
 	}()
 	defer func() { stopLoad(); <-loadDone }()
 
-	warm := 10 * time.Second
+	warm := cfg.Warm
 	sleepCtx(ctx, warm)
 	base := make([]resources, cfg.Nodes)
 	for i := range base {

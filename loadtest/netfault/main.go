@@ -65,6 +65,7 @@ type Config struct {
 	FaultMax    time.Duration // longest fault
 	QuietMin    time.Duration // shortest quiet time between faults
 	QuietMax    time.Duration
+	Warm        time.Duration // load before the first fault, and after the last heal
 	Settle      time.Duration // bound on the final convergence and reads
 	Converge    time.Duration // bound on convergence after each heal (0: twice the suspicion timeout)
 	MemoryLimit string        // per node
@@ -82,7 +83,7 @@ func defaultConfig() Config {
 		Nodes: 5, Seed: 1, Duration: 10 * time.Minute, Replication: 2, Engines: 4, Rate: 10,
 		ChunkSize: 4 << 10, Batch: 8, Deadline: 5 * time.Second, Faults: "all",
 		FaultMin: 5 * time.Second, FaultMax: 30 * time.Second, QuietMin: 10 * time.Second, QuietMax: 20 * time.Second,
-		Settle: 90 * time.Second, MemoryLimit: "1GiB",
+		Warm: 10 * time.Second, Settle: 90 * time.Second, MemoryLimit: "1GiB",
 	}
 }
 
@@ -109,6 +110,7 @@ func main() {
 	flag.DurationVar(&cfg.FaultMax, "fault-max", cfg.FaultMax, "longest fault (pauses last 2-30 s whatever this says)")
 	flag.DurationVar(&cfg.QuietMin, "quiet-min", cfg.QuietMin, "shortest quiet time between faults")
 	flag.DurationVar(&cfg.QuietMax, "quiet-max", cfg.QuietMax, "longest quiet time between faults")
+	flag.DurationVar(&cfg.Warm, "warm", cfg.Warm, "load before the first fault and after the last heal")
 	flag.DurationVar(&cfg.Settle, "settle", cfg.Settle, "bound on convergence after the last heal and on the final reads")
 	flag.DurationVar(&cfg.Converge, "converge-bound", 0, "a heal must be followed by convergence within this (default: twice memberlist's suspicion timeout)")
 	flag.StringVar(&cfg.MemoryLimit, "memory-limit", cfg.MemoryLimit, "each node's --memory-limit")
@@ -203,10 +205,10 @@ func outerMain(ctx context.Context, cfg Config, exe string, exeArgs []string, st
 		fmt.Fprintln(stderr, "netfault: interrupted; stopping the run and removing its namespaces")
 		cmd.Process.Signal(syscall.SIGTERM)
 		select {
-		case err = <-done:
+		case <-done:
 		case <-time.After(20 * time.Second):
 			cmd.Process.Kill()
-			err = <-done
+			<-done
 		}
 		return 2
 	}
@@ -220,7 +222,7 @@ func outerMain(ctx context.Context, cfg Config, exe string, exeArgs []string, st
 	return 0
 }
 
-// checkTools fails when the tools or kernel features the harness needs are missing.
+// checkTools fails when a tool the harness runs is missing.
 func checkTools(ctx context.Context) error {
 	for _, tool := range []string{"ip", "nft", "tc"} {
 		if _, err := exec.LookPath(tool); err != nil {
