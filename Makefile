@@ -118,3 +118,19 @@ image:
 python-wheel:
 	$(PYTHON) -m pip wheel --no-build-isolation --no-deps --wheel-dir dist ./python
 	rm -rf python/build
+
+# netfault runs a kvring cluster in network namespaces under a seeded schedule
+# of partitions, loss, bandwidth caps, pauses and kills, and checks that
+# nothing acknowledged is lost (loadtest/netfault; needs root, iproute2,
+# nftables, tc). docs/reliability.md lists the runs and their seeds:
+# make netfault NETFAULT_ARGS="-nodes 3 -duration 2m -seed 31"
+# netfault-ci is the CI-sized run, as the Go test that make test runs.
+NETFAULT_ARGS ?= -nodes 5 -replication 2 -duration 10m -seed 1
+.PHONY: netfault netfault-ci
+netfault:
+	$(GO) build -o $(BIN)/kvring ./cmd/kvring
+	$(GO) build -o $(BIN)/netfault ./loadtest/netfault
+	$(BIN)/netfault -kvring $(BIN)/kvring $(NETFAULT_ARGS)
+
+netfault-ci:
+	$(GO) test -race -count 1 -v -run 'TestACISizedFaultSchedule' ./loadtest/netfault/

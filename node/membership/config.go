@@ -37,8 +37,10 @@ type Config struct {
 	// joined) and of AdvertiseAddr. Default net.DefaultResolver.
 	Resolver Resolver
 	// RejoinInterval is how often the seeds are joined again, with ±20% jitter, so a split cluster heals;
-	// a round is skipped when every seed is already a member. Until a join succeeds, retries back off from
-	// 1s up to RejoinInterval. Default 30s.
+	// a round is skipped when every seed is already a member. A member that leaves or is declared dead
+	// starts a round at once, and until a join succeeds, retries back off from 1s up to the smaller of
+	// RejoinInterval and the suspicion timeout (Timing.SuspicionMult × Timing.ProbeInterval, at least 1s),
+	// so the sides of a healed partition find each other within about that. Default 30s.
 	RejoinInterval time.Duration
 	// BroadcastTimeout bounds how long a state change (SetState) and a leave (Close) wait for their message
 	// to reach at least one peer; a shorter context deadline wins. Default 5s.

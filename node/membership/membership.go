@@ -46,6 +46,10 @@ type Membership struct {
 	wg       sync.WaitGroup
 	bindPort int
 
+	// lost wakes the rejoin loop when a member left or was declared dead (ringState.onLost, once the ring
+	// goroutine has applied it, so the round sees the member gone).
+	lost chan struct{}
+
 	joinMu      sync.Mutex // guards the join bookkeeping below
 	joinFailing bool       // the last join attempt failed (its first failure was logged)
 	joinedOnce  bool
@@ -61,7 +65,7 @@ func New(cfg Config) (*Membership, error) {
 	if err != nil {
 		return nil, fmt.Errorf("invalid membership configuration: %w", err)
 	}
-	m := &Membership{cfg: cfg, log: cfg.Logger, rs: rs}
+	m := &Membership{cfg: cfg, log: cfg.Logger, rs: rs, lost: make(chan struct{}, 1)}
 	if err := m.meta.set(nodeMeta{NodeID: cfg.NodeID, GRPCAddr: cfg.GRPCAddr, AdminAddr: cfg.AdminAddr,
 		State: Joining, Fingerprint: cfg.Ring.Fingerprint(), RESPAddr: cfg.RESPAddr}); err != nil {
 		return nil, fmt.Errorf("invalid membership configuration: %w", err)
@@ -120,6 +124,12 @@ func (m *Membership) Start(ctx context.Context) error {
 	m.rs.rebuildMu.Lock()
 	m.rs.onChange = m.cfg.OnRingChange
 	m.rs.onDrain = m.cfg.OnDrainingChange
+	m.rs.onLost = func() {
+		select {
+		case m.lost <- struct{}{}:
+		default: // a wake-up is already pending
+		}
+	}
 	m.rs.rebuildMu.Unlock()
 	ml, err := memberlist.Create(mc)
 	if err != nil {
@@ -296,13 +306,18 @@ func (m *Membership) GossipAddr() string {
 	return ""
 }
 
-// rejoinLoop joins the seeds again every RejoinInterval (±20%), backing off from 1s while joins fail.
+// rejoinLoop joins the seeds again every RejoinInterval (±20%), and at once when a member leaves or is
+// declared dead; while joins fail it retries with backoff from 1s up to rejoinRetryMax.
+//
+// After a partition heals, each side holds the other dead and memberlist probes and gossips only to live
+// members, so nothing but a join brings the sides together again: a member lost starts the retries at once,
+// and their cap keeps the wait after the heal near the suspicion timeout whatever RejoinInterval is.
 func (m *Membership) rejoinLoop(ctx context.Context) {
 	failures := 0
 	for {
 		d := m.cfg.RejoinInterval
 		if m.lastJoinFailed() {
-			d = min(d, time.Second<<min(failures, 16))
+			d = min(d, m.rejoinRetryMax(), time.Second<<min(failures, 16))
 			failures++
 		} else {
 			failures = 0
@@ -314,9 +329,17 @@ func (m *Membership) rejoinLoop(ctx context.Context) {
 			t.Stop()
 			return
 		case <-t.C:
+		case <-m.lost:
+			t.Stop()
 		}
 		m.rejoinOnce(ctx)
 	}
+}
+
+// rejoinRetryMax caps the wait between failing joins: memberlist's suspicion timeout before Lifeguard's
+// scaling (SuspicionMult × ProbeInterval; 4s with the default timings), at least 1s.
+func (m *Membership) rejoinRetryMax() time.Duration {
+	return max(time.Second, time.Duration(m.cfg.Timing.SuspicionMult)*m.cfg.Timing.ProbeInterval)
 }
 
 // rejoinOnce resolves the seeds again and joins every address behind them that is not a member yet (all of

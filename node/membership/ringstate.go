@@ -117,6 +117,9 @@ type ringState struct {
 	// onChange, if set before the loop starts, is called after every rebuild with the replaced and the new
 	// ring, from the goroutine that rebuilt (calls are serialised, in epoch order). It must not call runOnce.
 	onChange func(old, new *ring.Ring)
+	// onLost, if set before the loop starts, is called after events that took another member away (it left
+	// or was declared dead) are applied, so what it does sees the member gone. It must not block.
+	onLost func()
 
 	cur       atomic.Pointer[ring.Ring]
 	changedAt atomic.Int64 // UnixNano of the last rebuild (or of newRingState)
@@ -238,9 +241,11 @@ func (rs *ringState) runOnce() *ring.Ring {
 				rs.cfg.ReplicationFactor, rs.cfg.Load, rs.cfg.VirtualNodes, rs.cfg.Hasher))
 	}
 	now := rs.now()
+	lost := false
 	rs.tableMu.Lock()
 	for _, ev := range events {
 		rs.apply(ev, now)
+		lost = lost || (ev.kind == eventLeave && ev.name != rs.self)
 	}
 	for id, m := range rs.table {
 		if m.Liveness != Alive && now.Sub(m.Since) > deadMemberRetention {
@@ -266,6 +271,9 @@ func (rs *ringState) runOnce() *ring.Ring {
 		}
 	}
 	rs.tableMu.Unlock()
+	if lost && rs.onLost != nil {
+		rs.onLost()
+	}
 	if drainChanged && rs.onDrain != nil {
 		rs.onDrain() // a drained member's chunks move, or come back, without a ring change
 	}
