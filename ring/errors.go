@@ -15,6 +15,6 @@ var (
 	ErrTooManyMembers = errors.New("ring: too many members for the partition count")
 	// ErrHashCollision reports two virtual nodes that hash to the same point; renaming a member resolves it.
 	ErrHashCollision = errors.New("ring: virtual node hash collision")
-	// ErrPlacement reports that the ring library failed in a way validation should have prevented (a bug).
+	// ErrPlacement reports that placement failed in a way validation should have prevented (a bug).
 	ErrPlacement = errors.New("ring: placement failed")
 )
