@@ -209,7 +209,7 @@ process exits 0.`,
 	fs.DurationVar(&handoffSweep, "handoff-sweep", handoffSweep, "how often the node checks, unprompted, that its chunks are on their owners with enough replicas (negative: only after ring changes)")
 	fs.IntVar(&spreadCfg.Threshold, "spread-threshold", spreadCfg.Threshold, "lookups of one placement group within --spread-window that make it hot: its primary owner then copies it to --spread-width members, and its lookups and gets are shared by them (negative: never)")
 	fs.DurationVar(&spreadCfg.Window, "spread-window", spreadCfg.Window, "the window hot groups are counted in")
-	fs.IntVar(&spreadCfg.Width, "spread-width", spreadCfg.Width, "how many members hold a hot group, its owners included")
+	fs.IntVar(&spreadCfg.Width, "spread-width", spreadCfg.Width, "how many members hold a hot group, its owners included (0: grows with the cluster, 8 up to 64 members and one in 8 above)")
 	fs.DurationVar(&spreadCfg.TTL, "spread-ttl", spreadCfg.TTL, "how long members keep a hot group's copies after it was last found hot (at most 1h)")
 	fs.Var(&handoffRate, "handoff-rate", "most bytes per second the node copies to other nodes when it hands chunks off or re-replicates them (e.g. 256MiB; 0: no cap)")
 	fs.IntVar(&maxStreams, "grpc-max-streams", maxStreams, "most calls one gRPC connection may have open at once; clients queue the rest")
