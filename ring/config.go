@@ -62,13 +62,14 @@ type Config struct {
 // of partitions, and that the busiest member is primary for at most 1.15× the mean, up to 256 members.
 // Load 1.15 caps the share outright. The cap spills partitions to the next members, and a spill that
 // changes with the membership moves partitions beyond the ideal, so members must rarely reach the cap: 256
-// virtual nodes keep a member's share within about ±6 % (1/sqrt(256)), and 65521 evenly spaced partitions
-// (256 per member at 256 members) add almost nothing to that. Measured over 10 joiners and 10 leavers each
-// (TestJoinAndLeaveMoveLittle, docs/placement.md): at 8 to 256 members joins and leaves move 0.98–1.04× the
-// ideal on average and at most 1.16×; the busiest member holds 1.08–1.15× the mean. 4099 partitions moved
-// 1.22× at 64 members and 8× at 256 (16 partitions a member: the cap decides almost everything). New
-// takes about 2 ms at 64 members and 8 ms at 256 (BenchmarkNew); the owner table is 4 bytes × 65521 ×
-// min(ReplicationFactor, members).
+// virtual nodes keep a member's share within about 6 % of the mean (one standard deviation, 1/sqrt(256)),
+// and 65521 evenly spaced partitions (256 per member at 256 members) add almost nothing to that. Measured
+// over 10 joiners and 10 leavers each (TestJoinAndLeaveMoveLittle, docs/placement.md): at 8 to 256 members
+// joins and leaves move 0.98–1.04× the ideal on average and at most 1.16×; the busiest member holds
+// 1.08–1.15× the mean. Placement v1 (the ring library, 4099 partitions) moved 1.22× at 64 members and 8× at
+// 256 (16 partitions a member: the cap decided almost everything). New costs about 1 ms of CPU at 64
+// members and 3 ms at 256 (BenchmarkNew); the owner table is 4 bytes × 65521 × min(ReplicationFactor,
+// members).
 func DefaultConfig() Config {
 	return Config{
 		PartitionCount:    DefaultPartitionCount,
