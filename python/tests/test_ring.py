@@ -35,8 +35,19 @@ def test_config_fingerprint_and_validation_match_go(c):
             cfg.validate()
 
 
+@pytest.fixture(params=["pure-python", "numpy"])
+def circle(request, monkeypatch):
+    """Runs a test with each way of building the circle (kvring.ring uses numpy when it can)."""
+    if request.param == "numpy":
+        pytest.importorskip("numpy")
+        monkeypatch.setattr(ring, "_circle", ring._circle_numpy)
+    else:
+        monkeypatch.setattr(ring, "_circle", ring._circle_py)
+    return request.param
+
+
 @pytest.mark.parametrize("v", VECTORS["rings"], ids=lambda v: v["name"])
-def test_placement_matches_go(v):
+def test_placement_matches_go(v, circle):
     cfg = _cfg(v["config"])
     members = [ring.Member(m, f"addr-of-{m}") for m in v["members"]]
     if v.get("error"):
@@ -99,3 +110,12 @@ def test_empty_ring_has_no_primary():
     assert len(r) == 0 and r.owners("ns", b"\0" * 32, 1) == []
     with pytest.raises(ring.RingError, match="no members"):
         r.primary("ns", b"\0" * 32)
+
+
+@pytest.mark.parametrize("impl", [ring._circle_py, ring._circle_numpy], ids=["pure-python", "numpy"])
+def test_shared_points_are_reported(impl):
+    if impl is ring._circle_numpy:
+        pytest.importorskip("numpy")
+    # The same ID twice shares every point (Ring refuses duplicate IDs before it gets here).
+    with pytest.raises(ring.RingError, match="'a' and 'a' share point"):
+        impl(["a", "a"], 2, 7)
