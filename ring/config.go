@@ -50,7 +50,7 @@ type Config struct {
 	// each member and of each joining member (it varies by about 1/sqrt(VirtualNodes)), so fewer members hit
 	// the Load bound; New's work grows with members × VirtualNodes. It must be at least 2. Default 256.
 	VirtualNodes int
-	// Hasher names the hash function for keys, partitions and virtual nodes. Only "xxhash64" (the default)
+	// Hasher names the hash function for keys and for the seeds of members' points. Only "xxhash64" (the default)
 	// exists for now.
 	Hasher string
 }

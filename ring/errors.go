@@ -10,8 +10,7 @@ var (
 	ErrInvalidConfig = errors.New("ring: invalid config")
 	// ErrInvalidMember reports a member that cannot be placed: an empty or duplicate ID.
 	ErrInvalidMember = errors.New("ring: invalid member")
-	// ErrTooManyMembers reports a member count that the configured partitions cannot be spread over within the
-	// load bound (in practice: more members than partitions).
+	// ErrTooManyMembers reports more members than partitions (see Config.MaxMembers).
 	ErrTooManyMembers = errors.New("ring: too many members for the partition count")
 	// ErrHashCollision reports two virtual nodes that hash to the same point; renaming a member resolves it.
 	ErrHashCollision = errors.New("ring: virtual node hash collision")
