@@ -3,7 +3,6 @@ module github.com/kvring/kvring
 go 1.26.0
 
 require (
-	github.com/buraksezer/consistent v0.10.0
 	github.com/cespare/xxhash/v2 v2.3.0
 	github.com/dgraph-io/ristretto/v2 v2.4.2
 	github.com/hashicorp/memberlist v0.7.0

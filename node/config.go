@@ -209,7 +209,7 @@ func DefaultConfig() Config {
 		HandoffRate:         handoff.DefaultRate,
 		HandoffRetry:        handoff.DefaultRetry,
 		HandoffSweep:        handoff.DefaultSweep,
-		Spread: SpreadConfig{Threshold: spread.DefaultThreshold, Window: spread.DefaultWindow, Width: spread.DefaultWidth,
+		Spread: SpreadConfig{Threshold: spread.DefaultThreshold, Window: spread.DefaultWindow,
 			TTL: spread.DefaultTTL},
 		MaxNamespaces:       1024,
 		MaxStreamsPerConn:   256,
@@ -241,7 +241,9 @@ type SpreadConfig struct {
 	// Window is the counting window. Default 10s.
 	Window time.Duration
 	// Width is how many members hold a hot group, its owners included (at
-	// most the cluster's size). Default 8.
+	// most the cluster's size). Default 0: it grows with the cluster,
+	// ring.SpreadWidth of the ring's size (8 up to 64 members, one in 8
+	// above), so a hot group's members stay about as busy at any size.
 	Width int
 	// TTL is how long the members keep a spread group after it was last
 	// found hot (at most 1h). Default 2m.
@@ -281,7 +283,7 @@ func (c *Config) setDefaults() {
 		{&c.MaxBatchChunks, &def.MaxBatchChunks}, {&c.MaxNamespaces, &def.MaxNamespaces},
 		{&c.MaxStreamsPerConn, &def.MaxStreamsPerConn}, {&c.MaxRecvMsgBytes, &def.MaxRecvMsgBytes},
 		{&c.AdminMaxHeaderBytes, &def.AdminMaxHeaderBytes},
-		{&c.Spread.Threshold, &def.Spread.Threshold}, {&c.Spread.Width, &def.Spread.Width},
+		{&c.Spread.Threshold, &def.Spread.Threshold},
 	} {
 		if *f.v == 0 {
 			*f.v = *f.def
@@ -362,8 +364,8 @@ func (s *SpreadConfig) check() []error {
 	switch {
 	case s.Window < 0:
 		return []error{fmt.Errorf("invalid spread window %s: must be positive", s.Window)}
-	case s.Width < 1:
-		return []error{fmt.Errorf("invalid spread width %d: must be at least 1", s.Width)}
+	case s.Width < 0:
+		return []error{fmt.Errorf("invalid spread width %d: must not be negative (0: grows with the cluster)", s.Width)}
 	case s.TTL < 0 || s.TTL > spread.MaxTTL:
 		return []error{fmt.Errorf("invalid spread TTL %s: must be positive and at most %s", s.TTL, spread.MaxTTL)}
 	}

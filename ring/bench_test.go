@@ -48,14 +48,23 @@ func BenchmarkAppendOwners(b *testing.B) {
 	}
 }
 
+// BenchmarkNew builds a ring with the default Config (65521 partitions, 256 virtual nodes), the work every
+// node and SDK does on each membership change; rf3 also fills the replica walk of 3 owners per partition.
 func BenchmarkNew(b *testing.B) {
-	for _, n := range []int{3, 10, 30, 100} {
-		b.Run(fmt.Sprintf("members%d", n), func(b *testing.B) {
-			members := testMembers("node-", n)
-			b.ReportAllocs()
-			for b.Loop() {
-				_ = mustNew(b, members, 1, DefaultConfig())
+	for _, rf := range []int{1, 3} {
+		for _, n := range []int{3, 16, 64, 128, 256} {
+			if rf > 1 && n != 64 && n != 256 {
+				continue
 			}
-		})
+			b.Run(fmt.Sprintf("rf%d/members%d", rf, n), func(b *testing.B) {
+				members := testMembers("node-", n)
+				cfg := DefaultConfig()
+				cfg.ReplicationFactor = rf
+				b.ReportAllocs()
+				for b.Loop() {
+					_ = mustNew(b, members, 1, cfg)
+				}
+			})
+		}
 	}
 }

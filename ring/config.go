@@ -10,61 +10,66 @@ import (
 
 // Defaults. See DefaultConfig for why they were chosen.
 const (
-	DefaultPartitionCount    = 4099
+	DefaultPartitionCount    = 65521
 	DefaultReplicationFactor = 1
 	DefaultLoad              = 1.15
-	DefaultVirtualNodes      = 300
+	DefaultVirtualNodes      = 256
 	DefaultHasher            = HasherXXHash64
 )
 
-// Limits enforced by Validate. They bound the work and memory of New (its owner table holds
-// PartitionCount × min(ReplicationFactor, members) entries), not the library.
+// Limits enforced by Validate. They bound the work and memory of New: its owner table holds
+// PartitionCount × min(ReplicationFactor, members) entries, its circle members × VirtualNodes points.
 const (
 	MaxPartitionCount    = 1 << 16
 	MaxReplicationFactor = 64
 	MaxVirtualNodes      = 1024
 )
 
-// placementVersion names the placement algorithm (the ring library's bounded-load assignment plus this
-// package's key hash, virtual node names and replica walk). It is part of Fingerprint: bump it whenever
-// the same Config and members could place a key differently.
-const placementVersion = "kvring-ring-v1"
+// placementVersion names the placement algorithm (this package's key hash, virtual node points, evenly
+// spaced partitions, bounded-load sweep and replica walk; v1 was github.com/buraksezer/consistent's
+// assignment). It is part of Fingerprint: bump it whenever the same Config and members could place a key
+// differently.
+const placementVersion = "kvring-ring-v2"
 
 // Config holds the cluster-wide ring settings. Every node of a cluster must use the same settings (compare
 // Fingerprint); there are no implicit defaults: start from DefaultConfig and change what you need.
 type Config struct {
 	// PartitionCount is the number of partitions keys are hashed into; partitions, not keys, are assigned to
 	// members. More partitions give a finer spread and fewer excess moves on a membership change. It must be
-	// at least the member count. Default 4099 (prime; any value works since keys are hashed with 64 bits).
+	// at least the member count. Default 65521 (any value works: keys are hashed with 64 bits).
 	PartitionCount int
 	// ReplicationFactor is the most owners any namespace may ask for: Owners never returns more. It does not
 	// change who the first k owners of a partition are, for any k. Default 1.
 	ReplicationFactor int
-	// Load is the bounded-load factor: no member is primary for more than ceil(floor(P/M)·Load) partitions
-	// (P partitions, M members). It must be > 1. Lower values balance better but make more members hit the
-	// bound and spill partitions onto their neighbours. Default 1.15.
+	// Load is the bounded-load factor: no member is primary for more than max(ceil(P/M), floor(P·Load/M))
+	// partitions (P partitions, M members), so with enough partitions per member the busiest holds at most
+	// Load × the mean. It must be > 1. Lower values balance better but make more members hit the bound and
+	// spill partitions onto their neighbours, which moves more on every membership change. Default 1.15.
 	Load float64
 	// VirtualNodes is how many points each member gets on the hash circle. More points even out the share of
-	// each member and of each joining member, at the cost of a slower New. It must be at least 2. Default 300.
+	// each member and of each joining member (it varies by about 1/sqrt(VirtualNodes)), so fewer members hit
+	// the Load bound; New's work grows with members × VirtualNodes. It must be at least 2. Default 256.
 	VirtualNodes int
-	// Hasher names the hash function for keys, partitions and virtual nodes. Only "xxhash64" (the default)
+	// Hasher names the hash function for keys and for the seeds of members' points. Only "xxhash64" (the default)
 	// exists for now.
 	Hasher string
 }
 
-// DefaultConfig returns the default settings: 4099 partitions, replication factor 1, load 1.15, 300 virtual
+// DefaultConfig returns the default settings: 65521 partitions, replication factor 1, load 1.15, 256 virtual
 // nodes, xxhash64.
 //
-// Why: the goal is that one member joining N (or leaving N+1) moves at most 1.2× the ideal share 1/(N+1) of
-// keys. The ring library's own defaults (271 partitions, 20 virtual nodes, load 1.25) move up to ~1.8×: a
-// member's share of the circle varies by ~1/sqrt(20) ≈ 22%, the joining member takes up to 1.25× its share,
-// members above the bound spill partitions that move again on every change, and 271 partitions are coarse
-// for 10 members. The excess of a join is the joining member's share plus such spills. Load 1.15 caps the
-// share outright; 300 virtual nodes (share spread ~6%) keep few members at the cap, so spills stay rare;
-// 4099 partitions make a partition ~0.25% of keys. Over 1,600 random sets of member IDs the worst join for
-// N = 3..10 moved 1.18× the ideal (load 1.25 with 200-400 virtual nodes: up to 1.25×). The price is New:
-// the library re-sorts every virtual node after adding each member, O(M²·V·log(M·V)): ~5 ms for 10
-// members, ~260 ms for 100 (BenchmarkNew).
+// Why: the goals are that one member joining N (or leaving N+1) moves at most 1.2× the ideal share 1/(N+1)
+// of partitions, and that the busiest member is primary for at most 1.15× the mean, up to 256 members.
+// Load 1.15 caps the share outright. The cap spills partitions to the next members, and a spill that
+// changes with the membership moves partitions beyond the ideal, so members must rarely reach the cap: 256
+// virtual nodes keep a member's share within about 6 % of the mean (one standard deviation, 1/sqrt(256)),
+// and 65521 evenly spaced partitions (256 per member at 256 members) add almost nothing to that. Measured
+// over 10 joiners and 10 leavers each (TestJoinAndLeaveMoveLittle, docs/placement.md): at 8 to 256 members
+// joins and leaves move 0.98–1.04× the ideal on average and at most 1.16×; the busiest member holds
+// 1.08–1.15× the mean. Placement v1 (the ring library, 4099 partitions) moved 1.22× at 64 members and 8× at
+// 256 (16 partitions a member: the cap decided almost everything). New costs about 1 ms of CPU at 64
+// members and 3 ms at 256 (BenchmarkNew); the owner table is 4 bytes × 65521 × min(ReplicationFactor,
+// members).
 func DefaultConfig() Config {
 	return Config{
 		PartitionCount:    DefaultPartitionCount,
@@ -75,22 +80,21 @@ func DefaultConfig() Config {
 	}
 }
 
-// Validate reports the first setting that is out of range, wrapping ErrInvalidConfig. A Config that passes
-// Validate never makes the ring library panic; member-count limits (see MaxMembers) are checked by New.
+// Validate reports the first setting that is out of range, wrapping ErrInvalidConfig. Member-count limits (see
+// MaxMembers) are checked by New.
 func (c Config) Validate() error {
 	switch {
 	case c.PartitionCount <= 0 || c.PartitionCount > MaxPartitionCount:
-		// 0 would silently become the library's default (271); a negative count turns into a huge uint64.
+		// Keys are hashed modulo the count; 0 has no partition to hash into.
 		return fmt.Errorf("partition count %d not in [1, %d]: %w", c.PartitionCount, MaxPartitionCount, ErrInvalidConfig)
 	case c.ReplicationFactor <= 0 || c.ReplicationFactor > MaxReplicationFactor:
 		return fmt.Errorf("replication factor %d not in [1, %d]: %w", c.ReplicationFactor, MaxReplicationFactor, ErrInvalidConfig)
 	case math.IsNaN(c.Load) || math.IsInf(c.Load, 0) || c.Load <= 1:
-		// Load <= 1 panics in the library whenever members do not divide partitions evenly; NaN always
-		// panics; +Inf disables the bound.
+		// Load 1 leaves no slack: nearly every member sits at the bound and every membership change
+		// reshuffles the spills. NaN and +Inf disable the bound.
 		return fmt.Errorf("load %v must be a finite number > 1: %w", c.Load, ErrInvalidConfig)
 	case c.VirtualNodes < 2 || c.VirtualNodes > MaxVirtualNodes:
-		// The library's search for a member with room skips one point of the circle; with a single point
-		// per member it skips a whole member and panics (always for one member, often for two).
+		// One point per member gives shares that vary by 100 %: the bound would decide most placements.
 		return fmt.Errorf("virtual nodes %d not in [2, %d]: %w", c.VirtualNodes, MaxVirtualNodes, ErrInvalidConfig)
 	case c.Hasher != HasherXXHash64:
 		return fmt.Errorf("unknown hasher %q (want %q): %w", c.Hasher, HasherXXHash64, ErrInvalidConfig)
@@ -98,8 +102,8 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// MaxMembers is the largest member count New accepts with this Config: the library panics when
-// M × ceil(floor(P/M) × Load) < P, which for Load > 1 means exactly M > P. It returns 0 for an invalid Config.
+// MaxMembers is the largest member count New accepts with this Config: one partition per member at least, so
+// PartitionCount. It returns 0 for an invalid Config.
 func (c Config) MaxMembers() int {
 	if c.Validate() != nil {
 		return 0
@@ -107,21 +111,22 @@ func (c Config) MaxMembers() int {
 	return c.PartitionCount
 }
 
-// fits reports whether m members can take all partitions within the library's load bound. It repeats the
-// library's arithmetic (averageLoad) exactly, so it stays right even if Validate is relaxed later.
-func (c Config) fits(m int) bool {
-	if m <= 0 {
-		return true
-	}
-	return float64(m)*c.maxLoad(m) >= float64(c.PartitionCount)
-}
+// fits reports whether m members can share the partitions: at most one member per partition.
+func (c Config) fits(m int) bool { return m <= c.PartitionCount }
 
-// maxLoad is the library's per-member bound on primary partitions for m members.
-func (c Config) maxLoad(m int) float64 {
+// maxLoad is the most partitions one of m members may be primary for: max(ceil(P/m), floor(P·Load/m)), at
+// most P; 0 for m <= 0. m × maxLoad >= P, so every partition finds a member with room.
+func (c Config) maxLoad(m int) int {
 	if m <= 0 {
 		return 0
 	}
-	return math.Ceil(float64(uint64(c.PartitionCount)/uint64(m)) * c.Load)
+	p := c.PartitionCount
+	even := (p + m - 1) / m
+	bound := float64(p) * c.Load / float64(m)
+	if !(bound < float64(p)) { // also NaN: Validate rules it out, but a bound of P is always safe
+		return p
+	}
+	return max(even, int(math.Floor(bound)))
 }
 
 // Fingerprint is a short, stable hex string over every setting and the placement algorithm version. Two

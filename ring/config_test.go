@@ -51,7 +51,7 @@ func TestValidateRejectsOutOfRangeSettings(t *testing.T) {
 // not change unless the settings or the placement algorithm do.
 func TestFingerprintIsStable(t *testing.T) {
 	t.Parallel()
-	if got, want := DefaultConfig().Fingerprint(), "45cd233b75458bb6"; got != want {
+	if got, want := DefaultConfig().Fingerprint(), "c43d0c59437ea9df"; got != want {
 		t.Fatalf("DefaultConfig().Fingerprint() = %q, want %q", got, want)
 	}
 }

@@ -10,11 +10,10 @@ var (
 	ErrInvalidConfig = errors.New("ring: invalid config")
 	// ErrInvalidMember reports a member that cannot be placed: an empty or duplicate ID.
 	ErrInvalidMember = errors.New("ring: invalid member")
-	// ErrTooManyMembers reports a member count that the configured partitions cannot be spread over within the
-	// load bound (in practice: more members than partitions).
+	// ErrTooManyMembers reports more members than partitions (see Config.MaxMembers).
 	ErrTooManyMembers = errors.New("ring: too many members for the partition count")
 	// ErrHashCollision reports two virtual nodes that hash to the same point; renaming a member resolves it.
 	ErrHashCollision = errors.New("ring: virtual node hash collision")
-	// ErrPlacement reports that the ring library failed in a way validation should have prevented (a bug).
+	// ErrPlacement reports that placement failed in a way validation should have prevented (a bug).
 	ErrPlacement = errors.New("ring: placement failed")
 )

@@ -36,7 +36,7 @@ func Example() {
 	fmt.Printf("epoch %d → %d: %d of %d partitions moved\n",
 		r.Epoch(), bigger.Epoch(), ring.Moved(r, bigger), cfg.PartitionCount)
 	// Output:
+	// owner node-a 10.0.0.1:9600
 	// owner node-b 10.0.0.2:9600
-	// owner node-c 10.0.0.3:9600
-	// epoch 1 → 2: 1028 of 4099 partitions moved
+	// epoch 1 → 2: 18161 of 65521 partitions moved
 }

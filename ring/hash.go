@@ -2,23 +2,13 @@ package ring
 
 import (
 	"encoding/binary"
-	"strconv"
+	"math/bits"
 
 	"github.com/cespare/xxhash/v2"
 )
 
 // HasherXXHash64 names xxHash64 (github.com/cespare/xxhash/v2), the default and, for now, only hash function.
 const HasherXXHash64 = "xxhash64"
-
-// vnodeSep ends every name the ring library sees. The library names virtual node i of member m by the string
-// m+itoa(i), so IDs "n1" and "n11" would share the point "n110" (n1's 10th, n11's 0th). With the separator the
-// digits after the last '#' are always the index, so distinct IDs can never produce the same virtual node name.
-const vnodeSep = "#"
-
-// libHasher adapts xxHash64 to consistent.Hasher. It has no state.
-type libHasher struct{}
-
-func (libHasher) Sum64(b []byte) uint64 { return xxhash.Sum64(b) }
 
 // keyHash hashes a chunk key: xxHash64(len(namespace) as 8 little-endian bytes ‖ namespace ‖ id). The length
 // comes first so that no (namespace, id) pair can be read as another: ("ab", "c…") and ("a", "bc…") hash
@@ -39,16 +29,31 @@ func keyHash(namespace string, id []byte) uint64 {
 	return d.Sum64()
 }
 
-// partitionPoint is where partition p sits on the hash circle; it matches the ring library's own computation
-// (xxHash64 of p as 8 little-endian bytes), so replica walks start where the library looked for the primary.
-func partitionPoint(p int) uint64 {
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], uint64(p))
-	return xxhash.Sum64(b[:])
+// partitionsUpTo returns how many of parts partitions sit at or before point v on the circle: partition p sits
+// at floor(p·2^64/parts), so it is min(parts, ceil((v+1)·parts/2^64)), computed exactly in 128 bits.
+func partitionsUpTo(v uint64, parts int) int {
+	hi, lo := bits.Mul64(v, uint64(parts))
+	lo, carry := bits.Add64(lo, uint64(parts), 0)
+	hi += carry
+	if lo != 0 {
+		hi++
+	}
+	return min(int(hi), parts)
 }
 
-// vnodePoint is where virtual node i of the member with the given ID sits; it matches the ring library's
-// computation for a member whose name is id+vnodeSep.
-func vnodePoint(id string, i int) uint64 {
-	return xxhash.Sum64String(id + vnodeSep + strconv.Itoa(i))
+// Virtual node points. A member's points are the splitmix64 sequence seeded with xxHash64 of its ID: point i
+// (1-based) is mix64(seed + i·vnodeStep). One hash per member and a few multiplies per point keep ring builds
+// cheap in every language (the Python client computes the same points). Distinct IDs give distinct points
+// unless their seeds differ by a multiple of vnodeStep below V (chance about 2V/2^64); New reports that as
+// ErrHashCollision.
+const vnodeStep = 0x9e3779b97f4a7c15
+
+// memberSeed is the start of a member's point sequence.
+func memberSeed(id string) uint64 { return xxhash.Sum64String(id) }
+
+// mix64 is splitmix64's output function, a bijection of uint64.
+func mix64(z uint64) uint64 {
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
 }

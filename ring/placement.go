@@ -1,17 +1,11 @@
 package ring
 
 import (
+	"cmp"
 	"fmt"
+	"math/bits"
 	"slices"
-	"sort"
-
-	"github.com/buraksezer/consistent"
 )
-
-// libMember is a member as the ring library sees it: its name is the member ID followed by vnodeSep.
-type libMember string
-
-func (m libMember) String() string { return string(m) }
 
 // vnode is one point of a member on the hash circle.
 type vnode struct {
@@ -26,67 +20,88 @@ type placement struct {
 	loads  []int   // primary partitions per member index
 }
 
-// place assigns partitions to members (sorted by ID, at least one, validated by New).
+// place assigns partitions to members (sorted by ID, at least one, validated by New). It is one sorted sweep:
+// O(M·V·log(M·V) + P·width) for M members, V virtual nodes and P partitions, with no per-partition search.
 //
-// The primary of each partition comes from the ring library (consistent hashing with bounded loads). The
-// other owners come from a walk clockwise along the virtual nodes from the partition's point, skipping members
-// already chosen. The library's GetClosestN is not used: it orders replicas by a hash of member names alone, so
-// every partition of a member would share the same second owner, which would take all its load when it fails.
+// Partition p sits at point floor(p·2^64/P), so partitions are evenly spaced on the circle and the arc a
+// virtual node covers holds a number of partitions proportional to its length, give or take one; a member's
+// share then varies only with its arcs (about 1/sqrt(V)), not also with where P hashed points fell.
+//
+// Primaries are bounded-load consistent hashing, greedy in partition order: partition p goes to the member of
+// the first virtual node clockwise from its point (inclusive) whose member is primary for fewer than
+// cfg.maxLoad(M) partitions so far. The sweep walks the virtual nodes once in circle order with the lowest
+// unassigned partition next: every partition below next is assigned, every partition from next up to the end
+// of the current node's arc is waiting for a member with room, and the current node's member takes as many of
+// them as it has room for. Partitions past the last virtual node start over at the first one, with the loads
+// of the first lap (a second lap, which ends because M·maxLoad >= P). This gives exactly the result of the
+// per-partition greedy loop, which python/kvring/ring.py and TestSweepMatchesGreedy spell out.
+//
+// The other owners come from a walk clockwise along the virtual nodes from the partition's point, skipping
+// members already chosen, so the replicas of one member's partitions are spread over many members.
 func place(members []Member, cfg Config) (placement, error) {
 	vnodes, err := buildVnodes(members, cfg.VirtualNodes)
 	if err != nil {
 		return placement{}, err
 	}
-	primaries, err := libPrimaries(members, cfg)
-	if err != nil {
-		return placement{}, err
+	parts, n := cfg.PartitionCount, len(vnodes)
+	width := min(cfg.ReplicationFactor, len(members))
+	bound := cfg.maxLoad(len(members))
+	pl := placement{width: width, owners: make([]int32, parts*width), loads: make([]int, len(members))}
+	// ends[k]: partitions whose point is at or before vnode k's, so vnode k's arc holds [ends[k-1], ends[k]).
+	ends := make([]int32, n)
+	for k, v := range vnodes {
+		ends[k] = int32(partitionsUpTo(v.point, parts))
 	}
-	pl := placement{
-		width:  min(cfg.ReplicationFactor, len(members)),
-		owners: make([]int32, 0, cfg.PartitionCount*min(cfg.ReplicationFactor, len(members))),
-		loads:  make([]int, len(members)),
-	}
-	for p, primary := range primaries {
-		pl.loads[primary]++
-		pl.owners = append(pl.owners, primary)
-		if pl.width == 1 {
-			continue
+	next := 0
+	for k := 0; next < parts; k++ {
+		if k == 2*n {
+			return placement{}, fmt.Errorf("BUG: %d members with room for %d partitions each left partition %d without a primary: %w",
+				len(members), bound, next, ErrPlacement)
 		}
-		part := pl.owners[p*pl.width : p*pl.width+1]
-		point := partitionPoint(p)
-		i := sort.Search(len(vnodes), func(i int) bool { return vnodes[i].point >= point })
-		for n := 0; len(part) < pl.width; n++ {
-			if n == len(vnodes) {
+		end := parts // second lap: everything left is waiting
+		if k < n {
+			end = int(ends[k])
+		}
+		m := vnodes[k%n].member
+		for take := min(bound-pl.loads[m], end-next); take > 0; take-- {
+			pl.owners[next*width] = m
+			next++
+			pl.loads[m]++
+		}
+	}
+	if width == 1 {
+		return pl, nil
+	}
+	k := 0 // the first vnode at or after partition p's point: the first whose arc ends past p
+	for p := range parts {
+		for k < n && int(ends[k]) <= p {
+			k++
+		}
+		part := pl.owners[p*width : p*width+1]
+		for i := 0; len(part) < width; i++ {
+			if i == n {
 				panic("BUG: ring: replica walk went round the circle without finding enough members")
 			}
-			m := vnodes[(i+n)%len(vnodes)].member
-			if !slices.Contains(part, m) {
+			if m := vnodes[(k+i)%n].member; !slices.Contains(part, m) {
 				part = append(part, m)
 			}
 		}
-		pl.owners = pl.owners[:(p+1)*pl.width]
 	}
 	return pl, nil
 }
 
 // buildVnodes returns every member's virtual nodes sorted by point, or ErrHashCollision if two share a point.
-// A shared point would make the library's placement depend on insertion order and could hide a member.
+// A shared point would make the order of the two members on the circle, and so placement, ambiguous.
 func buildVnodes(members []Member, perMember int) ([]vnode, error) {
 	vnodes := make([]vnode, 0, len(members)*perMember)
 	for m, mem := range members {
-		for i := range perMember {
-			vnodes = append(vnodes, vnode{point: vnodePoint(mem.ID, i), member: int32(m)})
+		s := memberSeed(mem.ID)
+		for range perMember {
+			s += vnodeStep
+			vnodes = append(vnodes, vnode{point: mix64(s), member: int32(m)})
 		}
 	}
-	slices.SortFunc(vnodes, func(a, b vnode) int {
-		switch {
-		case a.point < b.point:
-			return -1
-		case a.point > b.point:
-			return 1
-		}
-		return 0
-	})
+	vnodes = sortVnodes(vnodes)
 	for i := 1; i < len(vnodes); i++ {
 		if vnodes[i].point == vnodes[i-1].point {
 			a, b := members[vnodes[i-1].member].ID, members[vnodes[i].member].ID
@@ -96,39 +111,33 @@ func buildVnodes(members []Member, perMember int) ([]vnode, error) {
 	return vnodes, nil
 }
 
-// libPrimaries runs the ring library and returns each partition's primary as a member index. New has
-// already ruled out every input known to make the library panic; the recover turns an unknown one into an
-// error, because member lists come from peers and a bad one must not crash the node.
-func libPrimaries(members []Member, cfg Config) (primaries []int32, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			primaries, err = nil, fmt.Errorf("BUG: ring library panicked on %d members: %v: %w", len(members), r, ErrPlacement)
+// sortVnodes returns vs sorted by point. Points are uniform (mixed hashes), so one counting pass by their top
+// bits, into about as many buckets as points, leaves buckets of a point or two to sort: O(n) expected where a
+// comparison sort of 65,536 points costs ten times as much. A bucket that is large anyway is still sorted in
+// O(k log k).
+func sortVnodes(vs []vnode) []vnode {
+	shift := 64 - bits.Len(uint(len(vs)))
+	ends := make([]int32, 1<<(64-shift)) // per bucket: its start, then (after the scatter) its end
+	for _, v := range vs {
+		if b := v.point >> shift; int(b)+1 < len(ends) {
+			ends[b+1]++
 		}
-	}()
-	libMembers := make([]consistent.Member, len(members))
-	index := make(map[string]int32, len(members))
-	for i, m := range members {
-		name := m.ID + vnodeSep
-		libMembers[i] = libMember(name)
-		index[name] = int32(i)
 	}
-	c := consistent.New(libMembers, consistent.Config{
-		Hasher:            libHasher{},
-		PartitionCount:    cfg.PartitionCount,
-		ReplicationFactor: cfg.VirtualNodes,
-		Load:              cfg.Load,
-	})
-	primaries = make([]int32, cfg.PartitionCount)
-	for p := range primaries {
-		owner := c.GetPartitionOwner(p)
-		if owner == nil {
-			return nil, fmt.Errorf("BUG: ring library left partition %d without owner: %w", p, ErrPlacement)
-		}
-		i, ok := index[owner.String()]
-		if !ok {
-			return nil, fmt.Errorf("BUG: ring library returned unknown member %q: %w", owner.String(), ErrPlacement)
-		}
-		primaries[p] = i
+	for b := 1; b < len(ends); b++ {
+		ends[b] += ends[b-1]
 	}
-	return primaries, nil
+	out := make([]vnode, len(vs))
+	for _, v := range vs {
+		b := v.point >> shift
+		out[ends[b]] = v
+		ends[b]++
+	}
+	start := int32(0)
+	for _, end := range ends {
+		if end-start > 1 {
+			slices.SortFunc(out[start:end], func(a, b vnode) int { return cmp.Compare(a.point, b.point) })
+		}
+		start = end
+	}
+	return out
 }

@@ -4,6 +4,8 @@ package ring
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"flag"
@@ -37,15 +39,20 @@ type pyKeyVector struct {
 }
 
 type pyRingVector struct {
-	Name    string         `json:"name"`
-	Config  pyConfig       `json:"config"`
-	Members []string       `json:"members"` // in the order given to New (not sorted)
-	Error   string         `json:"error,omitempty"`
-	Owners  [][]int        `json:"owners,omitempty"` // per partition: indices into the sorted member IDs, primary first
-	Loads   map[string]int `json:"loads,omitempty"`
-	MaxLoad int            `json:"max_load,omitempty"`
-	Keys    []pyKeyVector  `json:"keys,omitempty"`
-	Spread  []pySpreadSet  `json:"spread,omitempty"`
+	Name    string   `json:"name"`
+	Config  pyConfig `json:"config"`
+	Members []string `json:"members"` // in the order given to New (not sorted)
+	Error   string   `json:"error,omitempty"`
+	// Owners holds sampled partitions (every one of a small ring): each entry is the partition, then its owners
+	// as indices into the sorted member IDs, primary first.
+	Owners [][]int `json:"owners,omitempty"`
+	// OwnersSHA256 is the hex SHA-256 of every partition's owners in partition order, each owner index as 2
+	// little-endian bytes: the whole table, which is too large to list at 65521 partitions.
+	OwnersSHA256 string         `json:"owners_sha256,omitempty"`
+	Loads        map[string]int `json:"loads,omitempty"`
+	MaxLoad      int            `json:"max_load,omitempty"`
+	Keys         []pyKeyVector  `json:"keys,omitempty"`
+	Spread       []pySpreadSet  `json:"spread,omitempty"`
 }
 
 // pySpreadSet is one Ring.SpreadSet answer (spread.go).
@@ -106,6 +113,12 @@ func buildPythonVectors(t *testing.T) []byte {
 	tight := Config{PartitionCount: 13, ReplicationFactor: 2, Load: 1.01, VirtualNodes: 2, Hasher: HasherXXHash64}
 	rep := def
 	rep.ReplicationFactor = 3
+	rep2 := def
+	rep2.ReplicationFactor = 2
+	ids256 := make([]string, 256)
+	for i := range ids256 {
+		ids256[(i*97)%256] = fmt.Sprintf("kvring-%d", i)
+	}
 	namespaces := []string{"", "llama-8b/tp0of1", "a-namespace-name-long-enough-to-push-the-key-past-one-hundred-and-sixty-bytes-" +
 		"when-joined-with-a-32-byte-id-and-its-8-byte-length-prefix/xxxxxxxxxxxxxxxxxxxx"}
 	for _, rc := range []struct {
@@ -119,6 +132,8 @@ func buildPythonVectors(t *testing.T) []byte {
 		{"default five uuid-like members", def, []string{"7f9c2ba4e88f827d", "0a1b2c3d4e5f6071", "ffee", "kvring-0", "kvring-1"}},
 		{"default twelve members", def, []string{"node-0", "node-1", "node-2", "node-3", "node-4", "node-5", "node-6",
 			"node-7", "node-8", "node-9", "node-10", "node-11"}},
+		// Members at the load bound: spills, and a second lap of the sweep.
+		{"default 256 members, replication 2", rep2, ids256},
 		{"replication three", rep, []string{"a", "b", "c", "d"}},
 		{"small ring", small, []string{"x", "y", "z", "w", "v"}},
 		{"tight load", tight, []string{"p", "q", "r", "s", "t", "u"}},
@@ -142,13 +157,18 @@ func buildPythonVectors(t *testing.T) []byte {
 		for i, m := range r.Members() {
 			pos[m.ID] = i
 		}
+		sum := sha256.New()
 		for p := range rc.cfg.PartitionCount {
-			var owners []int
+			owners := []int{p}
 			for _, m := range r.PartitionOwners(p, rc.cfg.ReplicationFactor) {
 				owners = append(owners, pos[m.ID])
+				_, _ = sum.Write(binary.LittleEndian.AppendUint16(nil, uint16(pos[m.ID])))
 			}
-			rv.Owners = append(rv.Owners, owners)
+			if sampledPartition(p, rc.cfg.PartitionCount) {
+				rv.Owners = append(rv.Owners, owners)
+			}
 		}
+		rv.OwnersSHA256 = hex.EncodeToString(sum.Sum(nil))
 		rv.Loads, rv.MaxLoad = r.LoadDistribution(), r.MaxLoad()
 		for k := range 12 {
 			ns := namespaces[k%len(namespaces)]
@@ -205,6 +225,12 @@ func buildPythonVectors(t *testing.T) []byte {
 	}
 	buf.WriteString("]\n}\n")
 	return buf.Bytes()
+}
+
+// sampledPartition reports whether the vectors list partition p's owners: every partition of a ring of at most
+// 300, else the first and last 40 and every 307th.
+func sampledPartition(p, parts int) bool {
+	return parts <= 300 || p < 40 || p >= parts-40 || p%307 == 0
 }
 
 // TestPythonRingVectors checks that python/tests/testdata/ring_vectors.json is what this package computes today,

@@ -22,16 +22,16 @@ func TestGoldenPlacement(t *testing.T) {
 		partition int
 		owners    []string
 	}{
-		{"llama3-8b/bf16/16/tp0", "chunk-0", 3810, []string{"node-b", "node-c", "node-a"}},
-		{"llama3-8b/bf16/16/tp0", "chunk-1", 496, []string{"node-c", "node-b", "node-a"}},
-		{"llama3-8b/bf16/16/tp0", "chunk-2", 4026, []string{"node-c", "node-a", "node-b"}},
-		{"llama3-8b/bf16/16/tp0", "chunk-3", 1052, []string{"node-a", "node-c", "node-b"}},
-		{"llama3-8b/bf16/16/tp0", "chunk-4", 2482, []string{"node-a", "node-b", "node-c"}},
-		{"qwen2-7b/fp16/16/tp1", "chunk-0", 4034, []string{"node-a", "node-b", "node-c"}},
-		{"qwen2-7b/fp16/16/tp1", "chunk-1", 3813, []string{"node-b", "node-c", "node-a"}},
-		{"qwen2-7b/fp16/16/tp1", "chunk-2", 2096, []string{"node-a", "node-c", "node-b"}},
-		{"qwen2-7b/fp16/16/tp1", "chunk-3", 1521, []string{"node-c", "node-a", "node-b"}},
-		{"qwen2-7b/fp16/16/tp1", "chunk-4", 1583, []string{"node-c", "node-b", "node-a"}},
+		{"llama3-8b/bf16/16/tp0", "chunk-0", 56589, []string{"node-a", "node-b", "node-c"}},
+		{"llama3-8b/bf16/16/tp0", "chunk-1", 18264, []string{"node-c", "node-a", "node-b"}},
+		{"llama3-8b/bf16/16/tp0", "chunk-2", 8775, []string{"node-c", "node-a", "node-b"}},
+		{"llama3-8b/bf16/16/tp0", "chunk-3", 60057, []string{"node-b", "node-a", "node-c"}},
+		{"llama3-8b/bf16/16/tp0", "chunk-4", 49098, []string{"node-a", "node-b", "node-c"}},
+		{"qwen2-7b/fp16/16/tp1", "chunk-0", 33698, []string{"node-a", "node-b", "node-c"}},
+		{"qwen2-7b/fp16/16/tp1", "chunk-1", 22775, []string{"node-c", "node-b", "node-a"}},
+		{"qwen2-7b/fp16/16/tp1", "chunk-2", 55981, []string{"node-a", "node-b", "node-c"}},
+		{"qwen2-7b/fp16/16/tp1", "chunk-3", 31982, []string{"node-c", "node-a", "node-b"}},
+		{"qwen2-7b/fp16/16/tp1", "chunk-4", 8122, []string{"node-a", "node-c", "node-b"}},
 	}
 	for _, g := range golden {
 		id := testID(g.label)
@@ -42,7 +42,7 @@ func TestGoldenPlacement(t *testing.T) {
 			t.Errorf("Owners(%q, %s, 3) = %v, want %v", g.namespace, g.label, got, g.owners)
 		}
 	}
-	wantLoads := map[string]int{"node-a": 1344, "node-b": 1395, "node-c": 1360}
+	wantLoads := map[string]int{"node-a": 20726, "node-b": 23651, "node-c": 21144}
 	if got := r.LoadDistribution(); !mapsEqual(got, wantLoads) {
 		t.Errorf("LoadDistribution() = %v, want %v", got, wantLoads)
 	}

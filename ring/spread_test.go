@@ -65,3 +65,13 @@ func TestSpreadSetsShareTheLoadOfManyHotGroups(t *testing.T) {
 		}
 	}
 }
+
+// TestSpreadWidthGrowsWithTheRing: 8 members (or every member of a smaller ring) up to 64, then one in 8.
+func TestSpreadWidthGrowsWithTheRing(t *testing.T) {
+	t.Parallel()
+	for n, want := range map[int]int{-1: 0, 0: 0, 1: 1, 5: 5, 8: 8, 9: 8, 64: 8, 65: 9, 72: 9, 73: 10, 128: 16, 256: 32, 1000: 125} {
+		if got := SpreadWidth(n); got != want {
+			t.Errorf("SpreadWidth(%d) = %d, want %d", n, got, want)
+		}
+	}
+}

@@ -95,7 +95,7 @@ func registerServeAdmin(fs *pflag.FlagSet, c *node.Config) {
 func registerServeSpread(fs *pflag.FlagSet, c *node.SpreadConfig) {
 	fs.IntVar(&c.Threshold, "spread-threshold", c.Threshold, "lookups of one placement group within --spread-window that make it hot: its primary owner then copies it to --spread-width members, and its lookups and gets are shared by them (negative: never)")
 	fs.DurationVar(&c.Window, "spread-window", c.Window, "the window hot groups are counted in")
-	fs.IntVar(&c.Width, "spread-width", c.Width, "how many members hold a hot group, its owners included")
+	fs.IntVar(&c.Width, "spread-width", c.Width, "how many members hold a hot group, its owners included (0: grows with the cluster, 8 up to 64 members and one in 8 above)")
 	fs.DurationVar(&c.TTL, "spread-ttl", c.TTL, "how long members keep a hot group's copies after it was last found hot (at most 1h)")
 }
 

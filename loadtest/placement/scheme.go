@@ -3,6 +3,8 @@ package placement
 import (
 	"errors"
 	"fmt"
+
+	"github.com/kvring/kvring/ring"
 )
 
 // Spread says which groups are served by several ring owners instead of one.
@@ -19,6 +21,19 @@ const (
 	SpreadHot
 	// SpreadAll: every group is stored on its key's first Replicas owners (power of d choices for lookups).
 	SpreadAll
+)
+
+// Members says which members hold a spread group.
+type Members int
+
+const (
+	// MembersOwners: the key's first Replicas ring owners (its partition's owners, primary first).
+	MembersOwners Members = iota
+	// MembersSpreadSet: the key's spread set as ring.SpreadSet builds it (what kvring does): the key's primary,
+	// then the primaries of keys derived from it, skipping members already in, until the set is wide enough
+	// or 4× its width keys were tried. The simulator knows partitions, not ids, so a derived key is a
+	// partition drawn by hashing the group key's chunk index with the derivation number.
+	MembersSpreadSet
 )
 
 // Pick says which of a spread group's owners a lookup asks.
@@ -55,9 +70,13 @@ type Scheme struct {
 	Leading int
 	// HotAfter is the lookup count at which SpreadHot spreads a group.
 	HotAfter int
-	// Replicas is how many ring owners a spread group lives on (2..MaxReplicas).
+	// Replicas is how many members a spread group lives on (2..MaxReplicas): with GrowWidth, the fewest.
 	Replicas int
-	Pick     Pick
+	// GrowWidth spreads a group over ring.SpreadWidth(N) members on N nodes (at least Replicas), kvring's
+	// default; it needs MembersSpreadSet.
+	GrowWidth bool
+	Members   Members
+	Pick      Pick
 }
 
 // Validate reports the first setting out of range.
@@ -94,23 +113,37 @@ func (s Scheme) Validate() error {
 	if s.Pick != PickHash && s.Pick != PickLeastLoaded && s.Pick != PickTwoChoices {
 		return errors.New("scheme " + s.Name + ": unknown pick")
 	}
+	if s.Members != MembersOwners && s.Members != MembersSpreadSet {
+		return fmt.Errorf("scheme %q: unknown members %d", s.Name, s.Members)
+	}
+	if s.GrowWidth && s.Members != MembersSpreadSet {
+		return fmt.Errorf("scheme %q: GrowWidth needs MembersSpreadSet", s.Name)
+	}
 	return nil
 }
 
-// replicas returns how many owners group number g (0-based in its prompt) is spread over, given whether the
-// online counter has marked it hot.
-func (s Scheme) replicas(g int, hot bool) int {
+// width returns how many members a spread group lives on in a cluster of n nodes.
+func (s Scheme) width(n int) int {
+	if s.GrowWidth {
+		return max(s.Replicas, ring.SpreadWidth(n))
+	}
+	return s.Replicas
+}
+
+// replicas returns how many members group number g (0-based in its prompt) is spread over on n nodes, given
+// whether the online counter has marked it hot.
+func (s Scheme) replicas(g int, hot bool, n int) int {
 	switch s.Spread {
 	case SpreadLeading:
 		if g < s.Leading {
-			return s.Replicas
+			return s.width(n)
 		}
 	case SpreadHot:
 		if hot {
-			return s.Replicas
+			return s.width(n)
 		}
 	case SpreadAll:
-		return s.Replicas
+		return s.width(n)
 	}
 	return 1
 }

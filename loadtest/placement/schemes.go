@@ -13,6 +13,10 @@ package placement
 //   - D32hot8r: D32hot8 with a random owner asked (hash of the request): a client that knows nothing of load.
 //   - D32hot8p2: D32hot8 with the less loaded of two random owners asked (power of two choices): what kvring's
 //     nodes and SDK do, with the load figures nodes report in their answers.
+//   - D32hot8p2s: D32hot8p2 with the group spread over its spread set (ring.SpreadSet, as kvring does) instead of
+//     its first 8 ring owners.
+//   - D32hotNp2: D32hot8p2s with the spread width growing with the cluster, ring.SpreadWidth(N): 8 up to 64
+//     nodes, N/8 above (kvring's default).
 //   - D32ll: D32h4 with the least-loaded of the 4 owners.
 //   - E-geo: position-dependent groups 32, 32, 64, 128, 256, … (doubling, capped at 1024 chunks), early
 //     stop in doubling waves, first 2 groups spread over 4 owners by request hash.
@@ -39,6 +43,10 @@ func DefaultSchemes() []Scheme {
 			Spread: SpreadHot, HotAfter: 8, Replicas: 8, Pick: PickHash},
 		{Name: "D32hot8p2", Groups: []int{32}, EarlyStop: true, FirstWave: 1, WaveGrowth: 2,
 			Spread: SpreadHot, HotAfter: 8, Replicas: 8, Pick: PickTwoChoices},
+		{Name: "D32hot8p2s", Groups: []int{32}, EarlyStop: true, FirstWave: 1, WaveGrowth: 2,
+			Spread: SpreadHot, HotAfter: 8, Replicas: 8, Members: MembersSpreadSet, Pick: PickTwoChoices},
+		{Name: "D32hotNp2", Groups: []int{32}, EarlyStop: true, FirstWave: 1, WaveGrowth: 2,
+			Spread: SpreadHot, HotAfter: 8, Replicas: 8, GrowWidth: true, Members: MembersSpreadSet, Pick: PickTwoChoices},
 		{Name: "D64hot8", Groups: []int{64}, EarlyStop: true, FirstWave: 1, WaveGrowth: 2,
 			Spread: SpreadHot, HotAfter: 8, Replicas: 8, Pick: PickLeastLoaded},
 		{Name: "D32ll", Groups: []int{32}, EarlyStop: true, FirstWave: 1, WaveGrowth: 2,

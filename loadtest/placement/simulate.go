@@ -26,6 +26,8 @@ type replay struct {
 	perRequest []int32 // lookup calls per request
 	roundTrips int64
 
+	sets map[*Cluster]map[int32][]int32 // MembersSpreadSet: a cluster's spread set per group key, when first needed
+
 	bounds []int   // scratch: group boundaries of the current prompt
 	chosen []int32 // scratch: node asked for each group of the current prompt
 }
@@ -107,7 +109,7 @@ func (rp *replay) askWave(r int, prompt []int32, from, to int) {
 	rp.roundTrips++
 	for g := from; g < to; g++ {
 		key := prompt[rp.bounds[g]]
-		owners := rp.c.owners(rp.w.Parts[key], rp.s.replicas(g, rp.isHot(key)))
+		owners := rp.members(rp.c, key, rp.s.replicas(g, rp.isHot(key), len(rp.c.IDs)))
 		o := rp.pick(r, key, owners)
 		rp.chosen[g] = o
 		if rp.stamp[o] != rp.wave {
@@ -150,10 +152,41 @@ func (rp *replay) pick(r int, key int32, owners []int32) int32 {
 	return first
 }
 
-// copyOwners returns the owners chunk c is stored on in cluster c (its group's owners).
+// copyOwners returns the owners chunk c is stored on in cluster cl (its group's owners). A spread group is as
+// wide as on the base cluster also in a joined one: a join that widens spread sets (GrowWidth) adds copies
+// once the group is found hot again, it moves none.
 func (rp *replay) copyOwners(cl *Cluster, c int) []int32 {
 	key := rp.groupKey[c]
-	return cl.owners(rp.w.Parts[key], rp.s.replicas(int(rp.groupIdx[c]), rp.isHot(key)))
+	return rp.members(cl, key, rp.s.replicas(int(rp.groupIdx[c]), rp.isHot(key), len(rp.c.IDs)))
+}
+
+// members returns the h members that hold the group with the given key in cluster cl, primary first.
+func (rp *replay) members(cl *Cluster, key int32, h int) []int32 {
+	if h <= 1 || rp.s.Members == MembersOwners {
+		return cl.owners(rp.w.Parts[key], h)
+	}
+	sets := rp.sets[cl]
+	if sets == nil {
+		if rp.sets == nil {
+			rp.sets = make(map[*Cluster]map[int32][]int32)
+		}
+		sets = make(map[int32][]int32)
+		rp.sets[cl] = sets
+	}
+	set := sets[key]
+	if len(set) >= min(h, len(cl.IDs)) {
+		return set[:min(h, len(set))]
+	}
+	// The same walk as ring.SpreadSet: the primary, then derived keys' primaries, at most 4h tries.
+	set = append(set[:0], cl.owners(rp.w.Parts[key], 1)[0])
+	for i := uint64(1); len(set) < h && i <= uint64(4*h); i++ {
+		p := int32(mix64(uint64(uint32(key))<<24^i) % uint64(cl.Partitions))
+		if m := cl.owners(p, 1)[0]; !slices.Contains(set, m) {
+			set = append(set, m)
+		}
+	}
+	sets[key] = set
+	return set
 }
 
 // result computes the Result from the replay's final state.
@@ -237,7 +270,7 @@ func (rp *replay) storedFloor(n int, seed uint64) float64 {
 	for c, key := range rp.groupKey {
 		if key >= 0 {
 			size[key]++
-			width[key] = rp.s.replicas(int(rp.groupIdx[c]), rp.isHot(key))
+			width[key] = rp.s.replicas(int(rp.groupIdx[c]), rp.isHot(key), n)
 		}
 	}
 	keys := slices.Sorted(maps.Keys(size)) // a fixed order, so the draws are deterministic

@@ -165,3 +165,29 @@ func TestSimulateRejectsMismatchedPartitions(t *testing.T) {
 		t.Fatal("Simulate accepted a scheme without group sizes")
 	}
 }
+
+// A hot group spread with GrowWidth lives on ring.SpreadWidth(N) distinct members of its spread set.
+func TestGrowWidthSpreadsOverTheSpreadSet(t *testing.T) {
+	t.Parallel()
+	cfg := SimRingConfig(ring.DefaultConfig())
+	topo, err := NewTopology(128, 1, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &Workload{Name: "one hot chunk", Parts: []int32{4242}, Partitions: cfg.PartitionCount}
+	for range 10 {
+		w.Prompts = append(w.Prompts, []int32{0})
+	}
+	s := Scheme{Name: "grow", Groups: []int{1}, Spread: SpreadHot, HotAfter: 1, Replicas: 8, GrowWidth: true,
+		Members: MembersSpreadSet, Pick: PickLeastLoaded}
+	res, err := Simulate(w, topo, s, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	near(t, "extra stored", res.ExtraStored, float64(ring.SpreadWidth(128)-1))
+	near(t, "asked mean", res.AskedMean, 1)
+	s.Members = MembersOwners
+	if _, err := Simulate(w, topo, s, 1); err == nil {
+		t.Error("GrowWidth without MembersSpreadSet was accepted")
+	}
+}

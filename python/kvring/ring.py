@@ -1,11 +1,13 @@
 """The cluster's chunk placement, ported from the Go ring (``ring/``), so the client can send each chunk to its primary
 owner like the Go SDK.
 
-A chunk key (namespace, id) hashes to one of ``partition_count`` partitions with xxHash64; partitions are assigned to
-members by the bounded-load consistent hashing of github.com/buraksezer/consistent v0.10.0 (each member has
-``virtual_nodes`` points on the circle, no member is primary for more than ceil(floor(P/M) * load) partitions), and
-further owners come from a clockwise walk over the virtual nodes. :func:`RingConfig.fingerprint` names the algorithm
-and settings: a node whose fingerprint differs places keys differently, and the client then routes nothing.
+A chunk key (namespace, id) hashes to one of ``partition_count`` partitions with xxHash64. Each member has
+``virtual_nodes`` points on a 64-bit circle (a splitmix64 sequence seeded with xxHash64 of its id); partition p sits at
+floor(p * 2**64 / P). Partitions are assigned to members by consistent hashing with bounded loads, greedy in partition
+order: the member of the first point clockwise whose member has room, no member being primary for more than
+max(ceil(P/M), floor(P * load / M)) partitions. Further owners come from a clockwise walk over the points.
+:func:`RingConfig.fingerprint` names the algorithm and settings: a node whose fingerprint differs places keys
+differently, and the client then routes nothing.
 
 Everything here is pure computation: no I/O, clock or threads. :class:`Ring` is immutable once built and safe to
 share between threads. python/tests/test_ring.py checks it against vectors generated from the Go ring
@@ -105,7 +107,7 @@ xxh64 = _pick_xxh64()
 xxh64.__doc__ = "xxHash64 (seed 0) of a bytes-like object, as an int."
 
 HASHER_XXHASH64 = "xxhash64"
-_PLACEMENT_VERSION = "kvring-ring-v1"  # ring/config.go placementVersion
+_PLACEMENT_VERSION = "kvring-ring-v2"  # ring/config.go placementVersion
 MAX_PARTITION_COUNT = 1 << 16
 MAX_REPLICATION_FACTOR = 64
 MAX_VIRTUAL_NODES = 1024
@@ -154,10 +156,10 @@ def _go_float_g(x: float) -> str:
 class RingConfig:
     """The cluster-wide ring settings (the Topology call's RingSettings). Defaults are the Go ring's."""
 
-    partition_count: int = 4099
+    partition_count: int = 65521
     replication_factor: int = 1
     load: float = 1.15
-    virtual_nodes: int = 300
+    virtual_nodes: int = 256
     hasher: str = HASHER_XXHASH64
 
     def validate(self) -> None:
@@ -174,10 +176,15 @@ class RingConfig:
             raise RingError(f"unknown hasher {self.hasher!r} (want {HASHER_XXHASH64!r})")
 
     def max_load(self, members: int) -> int:
-        """The most partitions one of ``members`` members may be primary for (the library's averageLoad)."""
+        """The most partitions one of ``members`` members may be primary for: max(ceil(P/M), floor(P * load / M)), at
+        most P (ring/config.go maxLoad)."""
         if members <= 0:
             return 0
-        return int(math.ceil(float(self.partition_count // members) * self.load))
+        p = self.partition_count
+        bound = float(p) * self.load / float(members)
+        if not bound < p:
+            return p
+        return max(-(-p // members), math.floor(bound))
 
     def fingerprint(self) -> str:
         """The Go ring's Config.Fingerprint: equal fingerprints place every key identically."""
@@ -201,10 +208,77 @@ def key_hash(namespace: str, cid: bytes) -> int:
     return xxh64(struct.pack("<Q", len(ns)) + ns + bytes(cid))
 
 
+_VNODE_STEP = 0x9E3779B97F4A7C15  # ring/hash.go vnodeStep
+_MIX1 = 0xBF58476D1CE4E5B9
+_MIX2 = 0x94D049BB133111EB
+
+
+def _circle_py(ids: Sequence[str], virtual_nodes: int, parts: int) -> tuple[list[int], list[int]]:
+    """The circle (ring/placement.go buildVnodes): every member's points in order, as two lists, the member index
+    of each point and its end, the partitions at or before it (partition p sits at floor(p * 2**64 / P), so end =
+    ceil((point + 1) * P / 2**64) <= P). A member's points are mix64(seed + i * step) for i = 1..virtual_nodes,
+    seed = xxh64(id): the splitmix64 sequence. Raises :class:`RingError` when two points coincide."""
+    keys: list[int] = []  # point << 33 | end << 16 | member: ends <= P <= 2**16, members < P
+    ap = keys.append
+    add = parts + _M64
+    for mi, mid in enumerate(ids):
+        s = xxh64(mid.encode())
+        for _ in range(virtual_nodes):
+            s = (s + _VNODE_STEP) & _M64
+            z = ((s ^ (s >> 30)) * _MIX1) & _M64
+            z = ((z ^ (z >> 27)) * _MIX2) & _M64
+            z ^= z >> 31
+            ap((z << 33) | (((z * parts + add) >> 64) << 16) | mi)
+    keys.sort()
+    points = [k >> 33 for k in keys]
+    if any(map(int.__eq__, points, points[1:])):
+        i = next(i for i in range(1, len(points)) if points[i] == points[i - 1])
+        raise RingError(f"members {ids[keys[i - 1] & 0xFFFF]!r} and {ids[keys[i] & 0xFFFF]!r} share point {points[i]:#x}")
+    return [k & 0xFFFF for k in keys], [(k >> 16) & 0x1FFFF for k in keys]
+
+
+def _circle_numpy(ids: Sequence[str], virtual_nodes: int, parts: int) -> tuple[list[int], list[int]]:
+    """_circle_py with numpy's wrapping uint64 arithmetic: the same lists, several times faster."""
+    import numpy as np  # noqa: PLC0415 - optional
+
+    u = np.uint64
+    seeds = np.array([xxh64(i.encode()) for i in ids], dtype=u)
+    steps = np.arange(1, virtual_nodes + 1, dtype=u) * u(_VNODE_STEP)
+    z = (seeds[:, None] + steps[None, :]).ravel()
+    z = (z ^ (z >> u(30))) * u(_MIX1)
+    z = (z ^ (z >> u(27))) * u(_MIX2)
+    z ^= z >> u(31)
+    order = np.argsort(z, kind="stable")
+    points = z[order]
+    member = order // virtual_nodes
+    same = np.flatnonzero(points[1:] == points[:-1])
+    if len(same):
+        i = int(same[0]) + 1
+        raise RingError(f"members {ids[int(member[i - 1])]!r} and {ids[int(member[i])]!r} share point {int(points[i]):#x}")
+    # end = ceil((v + 1) * P / 2**64) = floor(((v + 1) * P - 1) / 2**64) + 1, in 64-bit pieces: v = hi * 2**32 + lo
+    hi, lo = points >> u(32), points & u(0xFFFFFFFF)
+    p = u(parts)
+    ends = ((hi * p + (((lo + u(1)) * p - u(1)) >> u(32))) >> u(32)) + u(1)
+    return member.tolist(), ends.tolist()
+
+
+def _pick_circle():
+    try:
+        import numpy  # noqa: F401, PLC0415 - optional (Debian: python3-numpy)
+
+        return _circle_numpy
+    except ImportError:
+        return _circle_py
+
+
+_circle = _pick_circle()
+
+
 class Ring:
     """An immutable placement snapshot: (namespace, id) -> partition -> owners, primary first. Building one costs
-    O(members x virtual_nodes + partitions) hashes (~30 ms for 3 members with the defaults); lookups do one hash.
-    Safe for concurrent use."""
+    members x virtual_nodes points, one sort and one pass over the points: with the defaults at 256 members about
+    30 ms of CPU with numpy, 125 ms without (python/bench/ring_build.py). Owners beyond the primary are walked on
+    first use of a partition and remembered; lookups do one hash. Safe for concurrent use."""
 
     def __init__(self, members: Sequence[Member], epoch: int, cfg: RingConfig) -> None:
         cfg.validate()
@@ -214,71 +288,73 @@ class Ring:
                 raise RingError(f"member with address {m.addr!r} has an empty ID")
             if i and ms[i - 1].id == m.id:
                 raise RingError(f"duplicate member ID {m.id!r}")
-        if ms and len(ms) * cfg.max_load(len(ms)) < cfg.partition_count:
+        if len(ms) > cfg.partition_count:
             raise RingError(f"{len(ms)} members cannot share {cfg.partition_count} partitions "
                             f"(at most {cfg.partition_count} members)")
         self.epoch = epoch
         self.config = cfg
         self.members: tuple[Member, ...] = tuple(ms)
         self._width = min(cfg.replication_factor, len(ms))
-        self._owners: list[tuple[int, ...]] = []
+        self._primary: list[int] = []
         self._loads = [0] * len(ms)
+        self._owner_of: list[int] = []  # member index of each point, in circle order
+        self._ends: list[int] = []  # per point: partitions at or before it (its arc ends there)
+        self._replicas: dict[int, tuple[int, ...]] = {}  # partition -> owners, filled on first use
         if ms:
             self._place()
 
     def _place(self) -> None:
         cfg, ms = self.config, self.members
-        # Virtual node i of member m sits at xxh64(m.id + "#" + str(i)) (ring/hash.go vnodePoint; the library names
-        # it member.String() + itoa(i), and the Go ring's member names end with "#").
-        point_member: dict[int, int] = {}
-        for mi, m in enumerate(ms):
-            for i in range(cfg.virtual_nodes):
-                p = xxh64(f"{m.id}#{i}".encode())
-                if p in point_member:
-                    a = ms[point_member[p]].id
-                    raise RingError(f"members {a!r} and {m.id!r} share point {p:#x}")
-                point_member[p] = mi
-        points = sorted(point_member)
-        owner_of = [point_member[p] for p in points]
-        n = len(points)
-        avg = cfg.max_load(len(ms))
+        parts = cfg.partition_count
+        owner_of, ends = _circle([m.id for m in ms], cfg.virtual_nodes, parts)
+        self._owner_of, self._ends = owner_of, ends
+        # The bounded-load sweep (ring/placement.go place): every partition below nxt has its primary; those from
+        # nxt to the end of the current point's arc wait for a member with room; past the last point, a second lap
+        # in which everything left waits.
+        bound = cfg.max_load(len(ms))
         loads = self._loads
-        width = self._width
-        owners = self._owners
-        pack = struct.Struct("<Q").pack
-        for part in range(cfg.partition_count):
-            key = xxh64(pack(part))
-            idx = bisect.bisect_left(points, key)
-            if idx >= n:
-                idx = 0
-            # consistent.distributeWithLoad: the first member clockwise with room under the bound
-            count = 0
-            while True:
-                count += 1
-                if count >= n:
-                    raise RingError(f"BUG: no member has room for partition {part}")
-                mi = owner_of[idx]
-                if loads[mi] + 1 <= avg:
-                    loads[mi] += 1
-                    break
-                idx += 1
-                if idx >= n:
-                    idx = 0
-            if width == 1:
-                owners.append((mi,))
-                continue
-            # replicas: walk clockwise from the partition's point, skipping members already chosen (placement.go)
-            got = [mi]
-            j = bisect.bisect_left(points, key)
-            k = 0
-            while len(got) < width:
-                if k == n:
-                    raise RingError("BUG: replica walk went round the circle without finding enough members")
-                m2 = owner_of[(j + k) % n]
-                if m2 not in got:
-                    got.append(m2)
-                k += 1
-            owners.append(tuple(got))
+        prim = self._primary
+        nxt = 0
+        for end, m in zip(ends, owner_of):
+            room = bound - loads[m]
+            if room > 0 and end > nxt:
+                take = room if room < end - nxt else end - nxt
+                prim += [m] * take
+                loads[m] += take
+                nxt += take
+        for m in owner_of:
+            if nxt == parts:
+                break
+            room = bound - loads[m]
+            if room > 0:
+                take = room if room < parts - nxt else parts - nxt
+                prim += [m] * take
+                loads[m] += take
+                nxt += take
+        if nxt < parts:
+            raise RingError(f"BUG: no member has room for partition {nxt}")
+
+    def _owners(self, part: int) -> tuple[int, ...]:
+        """Partition part's owners as member indices, primary first: the primary, then distinct members walking
+        clockwise from the partition's point."""
+        got = self._replicas.get(part)
+        if got is not None:
+            return got
+        owners = [self._primary[part]]
+        owner_of = self._owner_of
+        n = len(owner_of)
+        j = bisect.bisect_right(self._ends, part)  # the first point whose arc ends past part
+        k = 0
+        while len(owners) < self._width:
+            if k == n:
+                raise RingError("BUG: replica walk went round the circle without finding enough members")
+            m = owner_of[(j + k) % n]
+            if m not in owners:
+                owners.append(m)
+            k += 1
+        got = tuple(owners)
+        self._replicas[part] = got
+        return got
 
     def __len__(self) -> int:
         return len(self.members)
@@ -291,7 +367,9 @@ class Ring:
         """The first n owners of a partition, primary first (at most min(replication_factor, members))."""
         if not self.members or not 0 <= part < self.config.partition_count or n <= 0:
             return []
-        return [self.members[i] for i in self._owners[part][:n]]
+        if n == 1 or self._width == 1:
+            return [self.members[self._primary[part]]]
+        return [self.members[i] for i in self._owners(part)[:n]]
 
     def owners(self, namespace: str, cid: bytes, n: int) -> list[Member]:
         """The first n owners of the chunk's partition, primary first."""
@@ -301,7 +379,7 @@ class Ring:
         """The primary owner of the chunk's partition. Raises :class:`RingError` when the ring has no members."""
         if not self.members:
             raise RingError("ring has no members")
-        return self.members[self._owners[self.partition(namespace, cid)][0]]
+        return self.members[self._primary[self.partition(namespace, cid)]]
 
     def spread_set(self, namespace: str, key: bytes, width: int) -> list[Member]:
         """The members that hold a group spread to ``width`` members because it is hot (the Go ring's SpreadSet):

@@ -2,8 +2,10 @@
 (testdata/ring_vectors.json, written by ring/pyvectors_test.go: `go generate ./ring/`; `go test ./ring/` fails
 when the file no longer matches the Go ring)."""
 
+import hashlib
 import json
 import pathlib
+import struct
 
 import pytest
 
@@ -33,8 +35,19 @@ def test_config_fingerprint_and_validation_match_go(c):
             cfg.validate()
 
 
+@pytest.fixture(params=["pure-python", "numpy"])
+def circle(request, monkeypatch):
+    """Runs a test with each way of building the circle (kvring.ring uses numpy when it can)."""
+    if request.param == "numpy":
+        pytest.importorskip("numpy")
+        monkeypatch.setattr(ring, "_circle", ring._circle_numpy)
+    else:
+        monkeypatch.setattr(ring, "_circle", ring._circle_py)
+    return request.param
+
+
 @pytest.mark.parametrize("v", VECTORS["rings"], ids=lambda v: v["name"])
-def test_placement_matches_go(v):
+def test_placement_matches_go(v, circle):
     cfg = _cfg(v["config"])
     members = [ring.Member(m, f"addr-of-{m}") for m in v["members"]]
     if v.get("error"):
@@ -48,10 +61,16 @@ def test_placement_matches_go(v):
     assert r.max_load() == v["max_load"]
     assert r.load_distribution() == v["loads"]
     width = min(cfg.replication_factor, len(ids))
-    for p, want in enumerate(v["owners"]):
-        got = [ids.index(m.id) for m in r.partition_owners(p, cfg.replication_factor)]
+    pos = {m: i for i, m in enumerate(ids)}
+    for p, *want in v["owners"]:
+        got = [pos[m.id] for m in r.partition_owners(p, cfg.replication_factor)]
         assert got == want, f"partition {p}"
         assert len(got) == width
+    table = hashlib.sha256()
+    for p in range(cfg.partition_count):
+        for m in r.partition_owners(p, cfg.replication_factor):
+            table.update(struct.pack("<H", pos[m.id]))
+    assert table.hexdigest() == v["owners_sha256"], "owner table differs from the Go ring's"
     for k in v["keys"]:
         cid = bytes.fromhex(k["id"])
         assert ring.key_hash(k["namespace"], cid) == int(k["hash"])
@@ -91,3 +110,12 @@ def test_empty_ring_has_no_primary():
     assert len(r) == 0 and r.owners("ns", b"\0" * 32, 1) == []
     with pytest.raises(ring.RingError, match="no members"):
         r.primary("ns", b"\0" * 32)
+
+
+@pytest.mark.parametrize("impl", [ring._circle_py, ring._circle_numpy], ids=["pure-python", "numpy"])
+def test_shared_points_are_reported(impl):
+    if impl is ring._circle_numpy:
+        pytest.importorskip("numpy")
+    # The same ID twice shares every point (Ring refuses duplicate IDs before it gets here).
+    with pytest.raises(ring.RingError, match="'a' and 'a' share point"):
+        impl(["a", "a"], 2, 7)

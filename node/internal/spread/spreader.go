@@ -26,8 +26,7 @@ type Chunk struct {
 
 // Spreader defaults.
 const (
-	DefaultWidth = 8
-	DefaultTTL   = 2 * time.Minute
+	DefaultTTL = 2 * time.Minute
 	// MaxTTL caps the keeping time a receiver accepts.
 	MaxTTL = time.Hour
 	// queueLen is how many hot groups wait for the Spreader; more are
@@ -57,8 +56,10 @@ type Config struct {
 	// Table records the groups this node spreads (so that its coordinator
 	// answers their width).
 	Table *Table
-	// Width is how many members of a hot group's ring order hold it, its
-	// owners included. Default DefaultWidth; at most the ring's size.
+	// Width is how many members hold a hot group, its owners included, at
+	// most the ring's size. 0 (the default): ring.SpreadWidth of the ring's
+	// size, which grows with the cluster (8 up to 64 members, one in 8
+	// above).
 	Width int
 	// TTL is how long members keep a spread group after it was last found
 	// hot. Default DefaultTTL, at most MaxTTL.
@@ -69,9 +70,6 @@ type Config struct {
 }
 
 func (c *Config) setDefaults() {
-	if c.Width <= 0 {
-		c.Width = DefaultWidth
-	}
 	if c.TTL <= 0 {
 		c.TTL = DefaultTTL
 	}
@@ -181,7 +179,11 @@ func (s *Spreader) Spread(ctx context.Context, h Hot) {
 		return
 	}
 	replicas := int(max(1, rec.GetReplicationFactor()))
-	width := min(s.cfg.Width, rg.Len())
+	width := s.cfg.Width
+	if width <= 0 {
+		width = ring.SpreadWidth(rg.Len())
+	}
+	width = min(width, rg.Len())
 	if width <= replicas {
 		return // nothing to spread to
 	}

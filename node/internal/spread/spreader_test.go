@@ -155,3 +155,24 @@ func TestAFullSpreaderQueueDropsAndCounts(t *testing.T) {
 		t.Fatalf("dropped %d, want 5", d)
 	}
 }
+
+// TestWidthZeroGrowsWithTheRing: with no width configured the spread set is
+// ring.SpreadWidth of the ring's size wide (the whole 8-member ring here).
+func TestWidthZeroGrowsWithTheRing(t *testing.T) {
+	f := newSpreaderFixture(t)
+	f.s.cfg.Width = 0
+	ids := f.hold(t, 2)
+	key := f.key(t, true)
+	f.s.Offer(Hot{Key: Key{NS: f.ns, Place: key}, IDs: ids})
+	f.s.RunOnce(context.Background())
+	want := ring.SpreadWidth(f.rg.Len())
+	set := f.rg.SpreadSet("g", key[:], want)
+	if len(set) != want || len(f.sent) != want-1 {
+		t.Fatalf("copied to %d members of a set of %d, want %d", len(f.sent), len(set), want-1)
+	}
+	for _, m := range set[1:] {
+		if f.marks[m.ID][0] != want {
+			t.Fatalf("member %s marked width %d, want %d", m.ID, f.marks[m.ID][0], want)
+		}
+	}
+}

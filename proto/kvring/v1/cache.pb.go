@@ -1321,14 +1321,14 @@ func (x *TopologyResponse) GetRing() *RingSettings {
 // settings and the same member ids give the same placement of every key.
 type RingSettings struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Partitions keys are hashed into (ring.Config.PartitionCount), >= the member count. Default 4099.
+	// Partitions keys are hashed into (ring.Config.PartitionCount), >= the member count. Default 65521.
 	PartitionCount uint32 `protobuf:"varint,1,opt,name=partition_count,json=partitionCount,proto3" json:"partition_count,omitempty"`
 	// Most owners any namespace may have (ring.Config.ReplicationFactor); a namespace's own factor (NamespaceRecord)
 	// picks the first R of them. Default 1.
 	ReplicationFactor uint32 `protobuf:"varint,2,opt,name=replication_factor,json=replicationFactor,proto3" json:"replication_factor,omitempty"`
 	// Bounded-load factor (ring.Config.Load), > 1. Default 1.15.
 	Load float64 `protobuf:"fixed64,3,opt,name=load,proto3" json:"load,omitempty"`
-	// Points per member on the hash circle (ring.Config.VirtualNodes), >= 2. Default 300.
+	// Points per member on the hash circle (ring.Config.VirtualNodes), >= 2. Default 256.
 	VirtualNodes uint32 `protobuf:"varint,4,opt,name=virtual_nodes,json=virtualNodes,proto3" json:"virtual_nodes,omitempty"`
 	// Hash function for keys, partitions and virtual nodes (ring.Config.Hasher): "xxhash64".
 	Hasher string `protobuf:"bytes,5,opt,name=hasher,proto3" json:"hasher,omitempty"`

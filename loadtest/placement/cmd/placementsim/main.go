@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"slices"
@@ -19,6 +20,7 @@ import (
 	"github.com/kvring/kvring/loadtest"
 	"github.com/kvring/kvring/loadtest/placement"
 	"github.com/kvring/kvring/node"
+	"github.com/kvring/kvring/ring"
 )
 
 type options struct {
@@ -161,7 +163,8 @@ func run(args []string) error {
 	fmt.Printf("ring: %d partitions, load %v, %d virtual nodes; moved averaged over %d joiners; seed %d\n\n",
 		cfg.PartitionCount, cfg.Load, cfg.VirtualNodes, o.joins, o.seed)
 	for _, t := range topologies {
-		fmt.Printf("- N=%d: partitions per node max/mean %.3f\n", t.N(), t.Base.PartitionSkew())
+		fmt.Printf("- N=%d: partitions per node max/mean %.3f, ring build %s (best of 5)\n", t.N(), t.Base.PartitionSkew(),
+			buildTime(t.N(), cfg))
 	}
 	fmt.Println()
 	if err := placement.WriteTable(os.Stdout, results, placement.DefaultGoals()); err != nil {
@@ -169,6 +172,24 @@ func run(args []string) error {
 	}
 	fmt.Fprintf(os.Stderr, "done in %v\n", time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// buildTime is the best of five ring.New calls over n members with cfg, the work a node and an SDK do on a
+// membership change (with every partition's owners up to cfg.ReplicationFactor, MaxReplicas here).
+func buildTime(n int, cfg ring.Config) time.Duration {
+	members := make([]ring.Member, n)
+	for i, id := range placement.NodeIDs(n) {
+		members[i] = ring.Member{ID: id}
+	}
+	best := time.Duration(math.MaxInt64)
+	for range 5 {
+		start := time.Now()
+		if _, err := ring.New(members, 1, cfg); err != nil {
+			return 0
+		}
+		best = min(best, time.Since(start))
+	}
+	return best.Round(10 * time.Microsecond)
 }
 
 // parallel calls f(0) … f(n-1) on at most width goroutines and returns the errors joined.
