@@ -1,6 +1,9 @@
 package store
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // Lend returns a View of the chunk without the checksum pass of Get, for
 // handing the chunk's memory to a process on the same host that reads it
@@ -16,7 +19,11 @@ func (s *Store) Lend(ns string, id ID) (*View, error) {
 		return nil, ErrClosed
 	}
 	defer s.exit()
-	return s.acquire(ns, id)
+	v, err := s.acquire(ns, id)
+	if errors.Is(err, ErrNotFound) && s.cfg.Lower != nil {
+		return s.readLower(ns, id, true, err)
+	}
+	return v, err
 }
 
 // Read runs f with the chunk's bytes under a fault guard: if a process the

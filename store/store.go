@@ -84,6 +84,8 @@ type counters struct {
 	gets, hits    uint64
 	stageExpired  uint64
 	segmentsLost  uint64
+	lowerHits     uint64 // reads served by the Lower tier
+	promotions    uint64 // chunks copied back from the Lower tier
 }
 
 // Open opens (or creates) the store of cfg.DataDir, with cfg's defaults
@@ -322,6 +324,9 @@ func (s *Store) policyEvicted(e *entry, force bool) bool {
 		if e.pins > 0 {
 			e.evicted = true // dies when its pins end
 			return true
+		}
+		if s.cfg.Lower != nil && !s.offloadLocked(e, force) {
+			return s.closed || force || e.state != stateSealed
 		}
 		s.st.evictions[ReasonPolicy]++
 		s.kill(e, reasonPolicy)

@@ -63,24 +63,24 @@ type Tier struct {
 	wbufs  *bufPool // record buffers
 	faults faults
 
-	mu         sync.Mutex
-	closed     bool
-	idx        map[uint64]loc
-	pending    map[uint64]*record // queued or being written
-	queue      []*record
-	queued     int64 // bytes of queued records
-	regions    map[uint32]*region
-	order      []uint32 // region seqs, oldest first
-	nextSeq    uint32
-	nsIDs      map[string]uint16
-	nsNames    []string
-	bytes      int64 // payload bytes indexed (on disk)
-	degraded   error // why offloads stop; nil when healthy
-	retryAt    int64 // unix ns: when a degraded tier tries again
-	hotCur     map[uint64]struct{}
-	hotPrev    map[uint64]struct{}
-	st         counters
-	dirInode   uint64
+	mu       sync.Mutex
+	closed   bool
+	idx      map[uint64]loc
+	pending  map[uint64]*record // queued or being written
+	queue    []*record
+	queued   int64 // bytes of queued records
+	regions  map[uint32]*region
+	order    []uint32 // region seqs, oldest first
+	nextSeq  uint32
+	nsIDs    map[string]uint16
+	nsNames  []string
+	bytes    int64 // payload bytes indexed (on disk)
+	degraded error // why offloads stop; nil when healthy
+	retryAt  int64 // unix ns: when a degraded tier tries again
+	hotCur   map[uint64]struct{}
+	hotPrev  map[uint64]struct{}
+	st       counters
+	dirInode uint64
 
 	kick chan struct{}
 	stop chan struct{}

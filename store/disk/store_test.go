@@ -1,0 +1,133 @@
+package disk
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/kvring/kvring/internal/crc32c"
+	"github.com/kvring/kvring/internal/testutil"
+	"github.com/kvring/kvring/store"
+)
+
+// tiered opens a store of memLimit bytes over a disk tier in diskDir.
+func tiered(t testing.TB, dataDir, shmDir, diskDir string, memLimit int64) (*store.Store, *Tier) {
+	t.Helper()
+	logs := &testutil.Logs{}
+	tr, err := Open(Config{Dir: diskDir, Limit: 32 * mib, RegionSize: 2 * mib, Logger: logs.Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(store.Config{DataDir: dataDir, ShmDir: shmDir, MemoryLimit: memLimit,
+		MaintenanceInterval: -1, Lower: tr, Logger: logs.Logger()})
+	if err != nil {
+		tr.Close()
+		t.Fatal(err)
+	}
+	return st, tr
+}
+
+func put(t testing.TB, st *store.Store, ns string, i, size int) {
+	t.Helper()
+	b := chunkBytes(i, size)
+	w, err := st.Stage(ns, chunkID(i), int64(size), crc32c.Checksum(b))
+	if err != nil {
+		t.Fatalf("Stage %d: %v", i, err)
+	}
+	if _, err := w.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Seal(); err != nil {
+		t.Fatalf("Seal %d: %v", i, err)
+	}
+}
+
+func getExact(t testing.TB, st *store.Store, ns string, i, size int, lend bool) {
+	t.Helper()
+	get := st.Get
+	if lend {
+		get = st.Lend
+	}
+	v, err := get(ns, chunkID(i))
+	if err != nil {
+		t.Fatalf("get %d: %v", i, err)
+	}
+	defer v.Release()
+	if !bytes.Equal(v.Bytes(), chunkBytes(i, size)) || v.Checksum() != crc32c.Checksum(v.Bytes()) {
+		t.Fatalf("chunk %d: wrong bytes", i)
+	}
+}
+
+func TestWhatTheStoreEvictsStaysHeldOnDisk(t *testing.T) {
+	const size, n = 256 << 10, 40 // 10 MiB through a 2 MiB store
+	st, tr := tiered(t, t.TempDir(), testutil.ShmDir(t, "disk-"), t.TempDir(), 2*mib)
+	defer tr.Close()
+	defer st.Close()
+	for i := range n {
+		put(t, st, "ns", i, size)
+	}
+	ids := make([]store.ID, n)
+	for i := range ids {
+		ids[i] = chunkID(i)
+		if !st.Contains("ns", ids[i]) {
+			t.Fatalf("chunk %d not held after eviction", i)
+		}
+	}
+	held, _, err := st.Has("ns", ids, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, h := range held {
+		if !h {
+			t.Fatalf("Has: chunk %d not held", i)
+		}
+	}
+	if held, _, err := st.Has("ns", ids[:4], time.Minute); err != nil || !held[0] || !held[3] {
+		t.Fatalf("a pinned Has of disk-held chunks: %v %v", held, err)
+	}
+	if s := st.Stats(); s.Chunks >= n || s.Evictions[store.ReasonPolicy] == 0 {
+		t.Fatalf("nothing was evicted: %+v", s)
+	}
+	if _, err := st.Stage("ns", chunkID(0), size, 0); !errors.Is(err, store.ErrAlreadyHeld) {
+		t.Fatalf("a put of a disk-held chunk: %v, want ErrAlreadyHeld", err)
+	}
+	for i := range n {
+		getExact(t, st, "ns", i, size, i%2 == 0)
+	}
+	if s := st.Stats(); s.LowerHits == 0 || s.Promotions == 0 {
+		t.Fatalf("no disk hits or promotions: %+v", s)
+	}
+	if got := len(st.Held()); got != n {
+		t.Fatalf("Held lists %d chunks, want %d", got, n)
+	}
+	if err := st.Evict("ns", chunkID(1)); err != nil || st.Contains("ns", chunkID(1)) {
+		t.Fatalf("Evict: %v, still held %v", err, st.Contains("ns", chunkID(1)))
+	}
+	u, err := st.DropNamespace("ns")
+	if err != nil || u.Chunks < n-1 {
+		t.Fatalf("DropNamespace: %+v %v", u, err)
+	}
+	for i := range n {
+		if st.Contains("ns", chunkID(i)) {
+			t.Fatalf("chunk %d held after the drop", i)
+		}
+	}
+}
+
+func TestDiskHeldChunksSurviveARestart(t *testing.T) {
+	const size, n = 256 << 10, 40
+	data, shm, disk := t.TempDir(), testutil.ShmDir(t, "disk-"), t.TempDir()
+	st, tr := tiered(t, data, shm, disk, 2*mib)
+	for i := range n {
+		put(t, st, "ns", i, size)
+	}
+	st.Close()
+	tr.Close()
+	st, tr = tiered(t, data, shm, disk, 2*mib)
+	defer tr.Close()
+	defer st.Close()
+	for i := range n {
+		getExact(t, st, "ns", i, size, false)
+	}
+}
