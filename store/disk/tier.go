@@ -82,6 +82,8 @@ type Tier struct {
 	st       counters
 	dirInode uint64
 
+	idle *sync.Cond // on mu: broadcast when the writer finished a batch
+
 	kick chan struct{}
 	stop chan struct{}
 	done chan struct{}
@@ -132,6 +134,7 @@ func Open(cfg Config) (*Tier, error) {
 		done:    make(chan struct{}),
 		st:      newCounters(),
 	}
+	t.idle = sync.NewCond(&t.mu)
 	switch cfg.DirectIO {
 	case DirectOff:
 	case DirectOn:

@@ -52,7 +52,20 @@ func (t *Tier) writeQueued() bool {
 		return false
 	}
 	t.writeBatch(batch)
+	t.mu.Lock()
+	t.idle.Broadcast()
+	t.mu.Unlock()
 	return true
+}
+
+// Flush blocks until every chunk queued before the call is written (or
+// dropped). For tests and benchmarks: the data path never waits for it.
+func (t *Tier) Flush() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for len(t.pending) > 0 && !t.closed {
+		t.idle.Wait()
+	}
 }
 
 // writeBatch writes the records of batch (skipping those removed while
