@@ -67,6 +67,7 @@ func newServeCmd() *cobra.Command {
 		socketMode     = "0660"
 		security       node.SecurityConfig
 		respOpts       respFlags
+		diskOpts       diskFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -126,6 +127,7 @@ process exits 0.`,
 				return err
 			}
 			cfg.RESP = respOpts.config()
+			cfg.Disk = diskOpts.config()
 			if cfg.Socket.Mode, err = parseSocketMode(socketMode); err != nil {
 				return err
 			}
@@ -228,6 +230,7 @@ process exits 0.`,
 	fs.StringVar(&socketMode, "socket-mode", socketMode, "permission bits of the socket file, in octal")
 	registerServeSecurity(fs, &security)
 	registerServeRESP(fs, &respOpts)
+	registerServeDisk(fs, &diskOpts)
 	annotateEnv(fs)
 	return cmd
 }
