@@ -218,7 +218,7 @@ func (n *Node) wire(p *nodeParts, mcfg membership.Config) (err error) {
 		Retry: n.cfg.HandoffRetry, Sweep: n.cfg.HandoffSweep, Batch: min(n.cfg.MaxBatchChunks, 1024),
 		Log: n.cfg.Logger.With("component", "handoff")})
 	p.unmetrics, err = registerAll(n.cfg.Registerer, append(nodeCollectors(p.svc, p.store, p.member.Members, p.member.Ring),
-		append(p.mover.Collectors(), spreadCollectors(p.svc)...)...)...)
+		append(append(p.mover.Collectors(), spreadCollectors(p.svc)...), diskCollectors(p)...)...)...)
 	return err
 }
 

@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
@@ -89,6 +92,15 @@ func (n *e2eNode) diskStats(t *testing.T) diskNodeStats {
 	return st
 }
 
+// diskChunk derives chunk i's id and size bytes from i (cheaper to make
+// than e2eChunk's, for hundreds of MiB).
+func diskChunk(i, size int) client.Chunk {
+	seed := sha256.Sum256(fmt.Appendf(nil, "disk-chunk-%d", i))
+	data := make([]byte, size)
+	_, _ = rand.NewChaCha8(seed).Read(data)
+	return client.Chunk{ID: client.ChunkID(seed), Data: data}
+}
+
 // TestADiskTierHoldsWhatSharedMemoryCannot: a node with 64 MiB of shared
 // memory and 1 GiB of disk stores 600 MiB of chunks; every acknowledged
 // chunk is held (a lookup counts it) and reads back byte-exact, most of
@@ -108,11 +120,12 @@ func TestADiskTierHoldsWhatSharedMemoryCannot(t *testing.T) {
 	ctx := context.Background()
 	testutil.Eventually(t, "the client to connect", 10*time.Second, func() bool { return c.State().Status == client.ConnConnected })
 
+	start := time.Now()
 	ids := make([]client.ChunkID, n)
 	for i := 0; i < n; i += 8 {
 		batch := make([]client.Chunk, 0, 8)
 		for j := i; j < min(i+8, n); j++ {
-			ch := e2eChunk(uint64(j), size)
+			ch := diskChunk(j, size)
 			ids[j] = ch.ID
 			batch = append(batch, ch)
 		}
@@ -127,7 +140,7 @@ func TestADiskTierHoldsWhatSharedMemoryCannot(t *testing.T) {
 		}
 	}
 	st := node.diskStats(t)
-	t.Logf("after the puts: %d chunks in shared memory, disk %+v", st.Chunks, *st.Disk)
+	t.Logf("%v: after the puts: %d chunks in shared memory, disk %+v", time.Since(start), st.Chunks, *st.Disk)
 	if st.Chunks >= n/4 || st.Disk.Chunks+st.Disk.QueuedChunks < n-st.Chunks {
 		t.Fatalf("%d chunks in memory and %d on disk for %d stored", st.Chunks, st.Disk.Chunks+st.Disk.QueuedChunks, n)
 	}
@@ -143,23 +156,26 @@ func TestADiskTierHoldsWhatSharedMemoryCannot(t *testing.T) {
 				t.Fatalf("%s: get: %v", when, err)
 			}
 			for k, r := range res {
-				if !r.Found || !bytes.Equal(r.Data, e2eChunk(uint64(i+k), size).Data) {
+				if !r.Found || !bytes.Equal(r.Data, diskChunk(i+k, size).Data) {
 					t.Fatalf("%s: chunk %d not read back byte-exact (found %v: %s)", when, i+k, r.Found, r.Reason)
 				}
 			}
 		}
 	}
 	checkAll(node, c, "before the kill")
+	t.Logf("%v: read back", time.Since(start))
 	if st := node.diskStats(t); st.LowerHits == 0 || st.Disk.Drops[disk.DropQueueFull] != 0 || st.Disk.ChecksumErrors != 0 {
 		t.Fatalf("after the reads: %+v %+v", st, *st.Disk)
 	}
 
 	node.kill(t)
 	node = restartNode(t, node, args...)
+	t.Logf("%v: restarted", time.Since(start))
 	c2, _ := newEngine(t, []string{node.grpc}, 0, 0)
 	testutil.Eventually(t, "the client to connect again", 10*time.Second, func() bool { return c2.State().Status == client.ConnConnected })
 	if st := node.diskStats(t); st.Disk.Chunks < n-st.Chunks {
 		t.Fatalf("after the restart: %d chunks in memory, %d on disk", st.Chunks, st.Disk.Chunks)
 	}
 	checkAll(node, c2, "after SIGKILL and restart")
+	t.Logf("%v: read back again", time.Since(start))
 }

@@ -131,3 +131,37 @@ func TestDiskHeldChunksSurviveARestart(t *testing.T) {
 		getExact(t, st, "ns", i, size, false)
 	}
 }
+
+// BenchmarkStoreGetFromDisk reads chunks the store evicted to disk through
+// Get (no promotion on a first read) and Lend (promoted).
+func BenchmarkStoreGetFromDisk(b *testing.B) {
+	for _, lend := range []bool{false, true} {
+		name := "Get"
+		if lend {
+			name = "Lend"
+		}
+		b.Run(name, func(b *testing.B) {
+			const size, n = 1 << 20, 14 // 4 in memory, 10 of the 16 one-chunk regions
+			st, tr := tiered(b, b.TempDir(), testutil.ShmDir(b, "disk-"), b.TempDir(), 4*mib)
+			defer tr.Close()
+			defer st.Close()
+			for i := range n {
+				put(b, st, "ns", i, size)
+			}
+			tr.Flush()
+			b.SetBytes(size)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				get := st.Get
+				if lend {
+					get = st.Lend
+				}
+				v, err := get("ns", chunkID(i%n))
+				if err != nil {
+					b.Fatal(err)
+				}
+				v.Release()
+			}
+		})
+	}
+}
