@@ -25,7 +25,7 @@ func (t *Tier) Offload(ns string, id store.ID, crc uint32, size int, meta []byte
 	case t.closed:
 		t.mu.Unlock()
 		return false
-	case t.has(k):
+	case t.heldFresh(k):
 		t.st.already++
 		t.mu.Unlock()
 		return true
@@ -82,6 +82,27 @@ func (t *Tier) Offload(ns string, id store.ID, crc uint32, size int, meta []byte
 	select {
 	case t.kick <- struct{}{}:
 	default:
+	}
+	return true
+}
+
+// heldFresh reports whether k is queued, or indexed in a region outside
+// the oldest quarter. A copy in the oldest quarter (the next regions FIFO
+// evicts) is dropped so that the caller writes the chunk again: a chunk
+// that keeps coming back from shared memory is reinserted before its
+// region goes. mu held.
+func (t *Tier) heldFresh(k uint64) bool {
+	if _, ok := t.pending[k]; ok {
+		return true
+	}
+	l, ok := t.idx[k]
+	if !ok {
+		return false
+	}
+	if old := max(1, len(t.order)/4); len(t.order) > 1 && l.region <= t.order[min(old, len(t.order))-1] {
+		t.removeKey(k)
+		t.st.reinserted++
+		return false
 	}
 	return true
 }

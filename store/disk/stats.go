@@ -13,6 +13,7 @@ const (
 // counters are the tier's running totals, guarded by Tier.mu.
 type counters struct {
 	queuedTotal, offloads, already      uint64
+	reinserted                          uint64
 	writeBytes, readBytes               int64
 	reads, hits, queueHits              uint64
 	checksumErrors, readErrors          uint64
@@ -42,10 +43,14 @@ type Stats struct {
 	// Offloads counts records written; AlreadyHeld offloads of chunks
 	// the tier held already (nothing written); Drops offloads given up, by
 	// reason (Drop* constants).
-	Offloads    uint64            `json:"offloads"`
-	AlreadyHeld uint64            `json:"already_held"`
-	Drops       map[string]uint64 `json:"drops"`
-	WriteBytes  int64             `json:"write_bytes"`
+	Offloads    uint64 `json:"offloads"`
+	AlreadyHeld uint64 `json:"already_held"`
+	// Reinserted counts offloads of chunks held in the oldest quarter of
+	// the regions, written again so that their region's eviction keeps
+	// them.
+	Reinserted uint64            `json:"reinserted"`
+	Drops      map[string]uint64 `json:"drops"`
+	WriteBytes int64             `json:"write_bytes"`
 	// Reads counts Read calls; Hits those served (QueueHits from the
 	// queue); ReadBytes the bytes read from disk.
 	Reads     uint64 `json:"reads"`
@@ -82,7 +87,7 @@ func (t *Tier) Stats() Stats {
 		UsedBytes: int64(len(t.order)) * t.cfg.RegionSize, Regions: len(t.order),
 		Chunks: int64(len(t.idx)), PayloadBytes: t.bytes,
 		QueuedChunks: int64(len(t.pending)), QueuedBytes: t.queued,
-		Offloads: t.st.offloads, AlreadyHeld: t.st.already, Drops: make(map[string]uint64, len(t.st.drops)),
+		Offloads: t.st.offloads, AlreadyHeld: t.st.already, Reinserted: t.st.reinserted, Drops: make(map[string]uint64, len(t.st.drops)),
 		WriteBytes: t.st.writeBytes, Reads: t.st.reads, Hits: t.st.hits, QueueHits: t.st.queueHits,
 		ReadBytes: t.st.readBytes, ChecksumErrors: t.st.checksumErrors, ReadErrors: t.st.readErrors,
 		RegionsEvicted: t.st.regionsEvicted, ChunksEvicted: t.st.chunksEvicted,

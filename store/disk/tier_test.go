@@ -426,3 +426,28 @@ func TestAnUnreadableChunkIsNotOffloaded(t *testing.T) {
 		t.Fatal("unreadable offload held or not counted")
 	}
 }
+
+func TestAChunkEvictedAgainFromMemoryIsReinsertedBeforeItsRegionGoes(t *testing.T) {
+	tr := openTier(t, testConfig(t, t.TempDir())) // 8 regions of 1 MiB, 4 chunks each
+	offload(tr, "ns", 0, 200_000)
+	for i := 1; i < 28; i++ { // 7 regions: chunk 0's is the oldest
+		offload(tr, "ns", i, 200_000)
+	}
+	tr.Flush()
+	if !offload(tr, "ns", 0, 200_000) || tr.Stats().Reinserted != 1 {
+		t.Fatalf("offload of a chunk in the oldest region: %+v", tr.Stats())
+	}
+	if !offload(tr, "ns", 27, 200_000) || tr.Stats().AlreadyHeld != 1 {
+		t.Fatalf("offload of a chunk in the newest region: %+v", tr.Stats())
+	}
+	for i := 28; i < 40; i++ { // the oldest regions go
+		offload(tr, "ns", i, 200_000)
+	}
+	tr.Flush()
+	if tr.Contains("ns", chunkID(1)) || !tr.Contains("ns", chunkID(0)) {
+		t.Fatal("the reinserted chunk went with its old region, or the region did not go")
+	}
+	if err := readBack(t, tr, "ns", 0, 200_000); err != nil {
+		t.Fatal(err)
+	}
+}
