@@ -34,10 +34,12 @@
 //     list (about 48 bytes a chunk with Go's map overhead, measured by
 //     TestIndexCostPerChunk). The record header names the chunk in full,
 //     so a hash collision is a miss, never another chunk's bytes.
-//   - Eviction by whole regions, oldest written first (FIFO), skipping
-//     regions a lookup lease pins (Pin): the file is removed and its chunks
-//     leave the index. A hot chunk is kept by the store's promotion back
-//     into shared memory, not by reinsertion here.
+//   - Eviction by whole regions, least recently used first (a lookup, read
+//     or write of a chunk uses its region), skipping regions a lookup lease
+//     pins (Pin): the file is removed and its chunks leave the index. A
+//     chunk offloaded again while its copy is in the oldest quarter of the
+//     regions by write order is written again (reinsertion); a hot chunk
+//     lives in shared memory, where the store promotes it.
 //   - Checksums: every Read verifies the record header and the payload's
 //     CRC-32C (internal/crc32c). A mismatch, an I/O error or a truncated
 //     file is a miss: the chunk is dropped from the index and counted

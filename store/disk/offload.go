@@ -87,10 +87,10 @@ func (t *Tier) Offload(ns string, id store.ID, crc uint32, size int, meta []byte
 }
 
 // heldFresh reports whether k is queued, or indexed in a region outside
-// the oldest quarter. A copy in the oldest quarter (the next regions FIFO
-// evicts) is dropped so that the caller writes the chunk again: a chunk
-// that keeps coming back from shared memory is reinserted before its
-// region goes. mu held.
+// the oldest quarter by write order. A copy in the oldest quarter (regions
+// that lookups keep alive for some of their chunks) is dropped so that the
+// caller writes the chunk again: a chunk that keeps coming back from
+// shared memory is reinserted into a new region. mu held.
 func (t *Tier) heldFresh(k uint64) bool {
 	if _, ok := t.pending[k]; ok {
 		return true

@@ -43,6 +43,7 @@ func (t *Tier) Read(ns string, id store.ID) (store.LowerChunk, error) {
 		return store.LowerChunk{}, fmt.Errorf("chunk %s/%s on disk: %w", ns, id, store.ErrNotFound)
 	}
 	r.refs++
+	t.use(r.seq)
 	hot := t.touchHot(k)
 	t.mu.Unlock()
 

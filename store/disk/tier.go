@@ -49,6 +49,9 @@ type region struct {
 	dead             bool  // evicted or dropped: no new reads
 	refs             int   // reads in flight; the fd closes at dead && refs == 0
 	pinnedUntil      int64 // unix ns: not evicted before (lookup pins)
+	// used is the tier's access tick when a chunk of the region was last
+	// looked up, read or written: eviction takes the least recently used.
+	lastUse uint64
 }
 
 // Tier is the disk tier: the chunks the shared-memory tier evicted, in
@@ -81,6 +84,7 @@ type Tier struct {
 	hotPrev  map[uint64]struct{}
 	st       counters
 	dirInode uint64
+	tick     uint64 // access clock of regions (region.lastUse)
 
 	idle *sync.Cond // on mu: broadcast when the writer finished a batch
 
@@ -232,11 +236,21 @@ func (t *Tier) Contains(ns string, id store.ID) bool {
 	k := key(ns, id)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	_, ok := t.idx[k]
-	if !ok {
-		_, ok = t.pending[k]
+	l, ok := t.idx[k]
+	if ok {
+		t.use(l.region)
+		return true
 	}
+	_, ok = t.pending[k]
 	return ok
+}
+
+// use marks region seq as used now. mu held.
+func (t *Tier) use(seq uint32) {
+	if r := t.regions[seq]; r != nil {
+		t.tick++
+		r.lastUse = t.tick
+	}
 }
 
 // Pin reports whether the tier holds the chunk, like Contains, and keeps
@@ -249,6 +263,7 @@ func (t *Tier) Pin(ns string, id store.ID, until int64) bool {
 		if r := t.regions[l.region]; r != nil {
 			r.pinnedUntil = max(r.pinnedUntil, until)
 		}
+		t.use(l.region)
 		return true
 	}
 	_, ok := t.pending[k]

@@ -121,7 +121,7 @@ func TestRegionsAreEvictedOldestFirstWithinTheLimit(t *testing.T) {
 		t.Fatalf("used %d of 8 MiB, %d regions evicted", s.UsedBytes, s.RegionsEvicted)
 	}
 	if tr.Contains("ns", chunkID(0)) || !tr.Contains("ns", chunkID(59)) {
-		t.Fatal("FIFO: the oldest chunk should be gone and the newest held")
+		t.Fatal("nothing used since: the oldest chunk should be gone and the newest held")
 	}
 	files, _ := filepath.Glob(filepath.Join(tr.cfg.Dir, "region-*.kvr"))
 	if int64(len(files))*mib > 8*mib {
@@ -449,5 +449,26 @@ func TestAChunkEvictedAgainFromMemoryIsReinsertedBeforeItsRegionGoes(t *testing.
 	}
 	if err := readBack(t, tr, "ns", 0, 200_000); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestALookedUpRegionOutlivesOlderUnusedOnes(t *testing.T) {
+	tr := openTier(t, testConfig(t, t.TempDir())) // 8 regions of 1 MiB
+	for i := range 20 {
+		offload(tr, "ns", i, 200_000)
+	}
+	tr.Flush()
+	if !tr.Contains("ns", chunkID(0)) { // a lookup uses the oldest region
+		t.Fatal("chunk 0 not held")
+	}
+	for i := 20; tr.Stats().RegionsEvicted < 2; i++ {
+		offload(tr, "ns", i, 200_000)
+		tr.Flush()
+	}
+	if !tr.Contains("ns", chunkID(0)) || !tr.Contains("ns", chunkID(1)) {
+		t.Fatal("the looked-up region went")
+	}
+	if tr.Contains("ns", chunkID(10)) {
+		t.Fatal("two regions evicted, but the second oldest (unused) is still held")
 	}
 }

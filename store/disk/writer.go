@@ -315,6 +315,7 @@ func (t *Tier) newRegion() (*region, error) {
 	t.dirInode = inode(t.cfg.Dir)
 	t.regions[seq] = r
 	t.order = append(t.order, seq)
+	t.use(seq)
 	t.st.regionsCreated++
 	return r, nil
 }
@@ -349,22 +350,30 @@ func (t *Tier) createRegion(seq uint32, path string) (*region, error) {
 	return r, nil
 }
 
-// victimLocked takes the oldest region that no lease pins out of the tier
-// and drops its chunks from the index; the caller removes its file. nil
-// when every region is pinned or active. mu held.
+// victimLocked takes the least recently used region (by lookups, reads
+// and writes of its chunks) that no lease pins out of the tier and drops
+// its chunks from the index; the caller removes its file. nil when every
+// region is pinned or active. mu held.
 func (t *Tier) victimLocked() *region {
 	now := t.cfg.Now().UnixNano()
+	vi := -1
 	for i, seq := range t.order {
 		r := t.regions[seq]
 		if r.active || r.pinnedUntil > now {
 			continue
 		}
-		t.order = append(t.order[:i:i], t.order[i+1:]...)
-		t.dropRegionLocked(r)
-		t.st.regionsEvicted++
-		return r
+		if vi < 0 || r.lastUse < t.regions[t.order[vi]].lastUse {
+			vi = i
+		}
 	}
-	return nil
+	if vi < 0 {
+		return nil
+	}
+	r := t.regions[t.order[vi]]
+	t.order = append(t.order[:vi:vi], t.order[vi+1:]...)
+	t.dropRegionLocked(r)
+	t.st.regionsEvicted++
+	return r
 }
 
 // dropRegionLocked removes r and its chunks from the index. mu held.
