@@ -72,8 +72,7 @@ func (t *Tier) Read(ns string, id store.ID) (store.LowerChunk, error) {
 		t.bufs.put(buf)
 		t.mu.Lock()
 		if cur, ok := t.idx[k]; ok && cur == l {
-			delete(t.idx, k)
-			t.bytes -= int64(l.size)
+			t.unindex(k, l)
 		}
 		if errors.Is(err, errFormat) || errors.Is(err, errPayload) {
 			t.st.checksumErrors++

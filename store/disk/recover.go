@@ -52,13 +52,7 @@ func (t *Tier) recover() error {
 			if !ok {
 				continue
 			}
-			k := key(h.ns, store.ID(h.id))
-			if old, ok := t.idx[k]; ok {
-				t.bytes -= int64(old.size)
-			}
-			t.idx[k] = loc{region: seq, block: h.block, size: h.size, ns: n, hlen: uint16(h.hlen)}
-			t.bytes += int64(h.size)
-			r.keys = append(r.keys, k)
+			t.index(key(h.ns, store.ID(h.id)), loc{region: seq, block: h.block, size: h.size, ns: n, hlen: uint16(h.hlen)})
 		}
 		t.nextSeq = max(t.nextSeq, seq+1)
 	}

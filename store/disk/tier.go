@@ -52,6 +52,7 @@ type region struct {
 	// used is the tier's access tick when a chunk of the region was last
 	// looked up, read or written: eviction takes the least recently used.
 	lastUse uint64
+	live    int // chunks indexed in the region
 }
 
 // Tier is the disk tier: the chunks the shared-memory tier evicted, in
@@ -279,11 +280,32 @@ func (t *Tier) Remove(ns string, id store.ID) bool {
 	return t.removeKey(k)
 }
 
+// index records that chunk k's record is at l. mu held.
+func (t *Tier) index(k uint64, l loc) {
+	if old, ok := t.idx[k]; ok {
+		t.unindex(k, old)
+	}
+	t.idx[k] = l
+	t.bytes += int64(l.size)
+	if r := t.regions[l.region]; r != nil {
+		r.keys = append(r.keys, k)
+		r.live++
+	}
+}
+
+// unindex drops k, indexed at l, from the index. mu held.
+func (t *Tier) unindex(k uint64, l loc) {
+	delete(t.idx, k)
+	t.bytes -= int64(l.size)
+	if r := t.regions[l.region]; r != nil {
+		r.live--
+	}
+}
+
 // removeKey drops k from the index or the queue. mu held.
 func (t *Tier) removeKey(k uint64) bool {
 	if l, ok := t.idx[k]; ok {
-		delete(t.idx, k)
-		t.bytes -= int64(l.size)
+		t.unindex(k, l)
 		return true
 	}
 	if r, ok := t.pending[k]; ok {

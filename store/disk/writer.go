@@ -167,9 +167,7 @@ func (t *Tier) finish(r *region, run []*record, err error) {
 		if t.pending[rec.key] == rec {
 			delete(t.pending, rec.key)
 			if err == nil {
-				t.idx[rec.key] = loc{region: r.seq, block: rec.h.block, size: rec.h.size, ns: rec.ns, hlen: uint16(rec.h.hlen)}
-				r.keys = append(r.keys, rec.key)
-				t.bytes += int64(rec.h.size)
+				t.index(rec.key, loc{region: r.seq, block: rec.h.block, size: rec.h.size, ns: rec.ns, hlen: uint16(rec.h.hlen)})
 			}
 		}
 		if err == nil {
@@ -350,16 +348,25 @@ func (t *Tier) createRegion(seq uint32, path string) (*region, error) {
 	return r, nil
 }
 
-// victimLocked takes the least recently used region (by lookups, reads
-// and writes of its chunks) that no lease pins out of the tier and drops
-// its chunks from the index; the caller removes its file. nil when every
-// region is pinned or active. mu held.
+// victimLocked takes out of the tier the oldest region that holds no
+// chunk any more (all removed, dropped or written again elsewhere), or else
+// the least recently used region (by lookups, reads and writes of its
+// chunks) that no lease pins, and drops its chunks from the index; the
+// caller removes its file. nil when every region is pinned or active.
+// mu held.
 func (t *Tier) victimLocked() *region {
 	now := t.cfg.Now().UnixNano()
 	vi := -1
 	for i, seq := range t.order {
 		r := t.regions[seq]
-		if r.active || r.pinnedUntil > now {
+		if r.active {
+			continue
+		}
+		if r.live == 0 {
+			vi = i
+			break
+		}
+		if r.pinnedUntil > now {
 			continue
 		}
 		if vi < 0 || r.lastUse < t.regions[t.order[vi]].lastUse {
