@@ -99,7 +99,8 @@ func (s *Store) offloadLocked(e *entry, force bool) bool {
 	return true
 }
 
-// readLower serves a chunk the index does not hold from the Lower tier
+// readLower serves a chunk the index does not hold from the Lower tier,
+// outside the store's gate (enter: a promotion's calls enter it themselves)
 // (miss is the index's ErrNotFound, returned when the tier lacks it too).
 // With promote set (Lend: a local process may be handed the chunk's
 // segment) or when the tier calls the chunk hot (read before, recently), it
@@ -157,7 +158,11 @@ func (s *Store) promote(ns string, id ID, c LowerChunk) *View {
 	if err := w.Seal(); err != nil {
 		return nil
 	}
+	if !s.enter() {
+		return nil
+	}
 	v, err := s.acquire(ns, id)
+	s.exit()
 	if err != nil {
 		return nil
 	}

@@ -52,14 +52,19 @@ type Location struct {
 // View. Its bytes are a mapping of the segment file: a reader of View.Bytes
 // is not protected from a fault if the file is truncated meanwhile.
 func (s *Store) Get(ns string, id ID) (*View, error) {
+	v, err := s.get(ns, id)
+	if errors.Is(err, ErrNotFound) && s.cfg.Lower != nil {
+		return s.readLower(ns, id, false, err) // outside the gate: a promotion enters it
+	}
+	return v, err
+}
+
+func (s *Store) get(ns string, id ID) (*View, error) {
 	if !s.enter() {
 		return nil, ErrClosed
 	}
 	defer s.exit()
 	v, err := s.acquire(ns, id)
-	if errors.Is(err, ErrNotFound) && s.cfg.Lower != nil {
-		return s.readLower(ns, id, false, err)
-	}
 	if err != nil {
 		return nil, err
 	}

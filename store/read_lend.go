@@ -15,15 +15,19 @@ import (
 // keeps the slot from being freed or reused meanwhile. Counted as a read
 // (Stats.Gets, Stats.Hits) like Get.
 func (s *Store) Lend(ns string, id ID) (*View, error) {
+	v, err := s.lend(ns, id)
+	if errors.Is(err, ErrNotFound) && s.cfg.Lower != nil {
+		return s.readLower(ns, id, true, err) // outside the gate: a promotion enters it
+	}
+	return v, err
+}
+
+func (s *Store) lend(ns string, id ID) (*View, error) {
 	if !s.enter() {
 		return nil, ErrClosed
 	}
 	defer s.exit()
-	v, err := s.acquire(ns, id)
-	if errors.Is(err, ErrNotFound) && s.cfg.Lower != nil {
-		return s.readLower(ns, id, true, err)
-	}
-	return v, err
+	return s.acquire(ns, id)
 }
 
 // Read runs f with the chunk's bytes under a fault guard: if a process the
