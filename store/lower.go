@@ -67,6 +67,7 @@ func (s *Store) offloadLocked(e *entry, force bool) bool {
 	meta := encodeMeta(e.place, e.name)
 	b := e.bytes()
 	e.refs++
+	s.offloading++
 	s.mu.Unlock()
 	low.Offload(ns, e.key.id, e.crc, len(b), meta, func(dst []byte) error {
 		var sum uint32
@@ -80,6 +81,8 @@ func (s *Store) offloadLocked(e *entry, force bool) bool {
 	})
 	s.mu.Lock()
 	e.refs--
+	s.offloading--
+	s.offloaded.Broadcast()
 	switch {
 	case s.closed:
 		return false
@@ -302,4 +305,23 @@ func decodeMeta(b []byte) (place *ID, name *string, ok bool) {
 		name = &n
 	}
 	return place, name, true
+}
+
+// allocAfterOffloads allocates a slot for staged entry e of size bytes.
+// When the budget is full while evicted chunks are being copied into the
+// Lower tier (their slots are freed once the copies end: the policy has
+// already counted them out), it waits for those copies, a memcpy each, and
+// tries again, so a concurrent offload does not turn a put into ErrNoSpace.
+// mu held (released while it waits).
+func (s *Store) allocAfterOffloads(e *entry, size int64) (slotRef, bool, error) {
+	for {
+		r, fresh, err := s.arena.alloc(size)
+		if err == nil || !errors.Is(err, ErrNoSpace) || s.offloading == 0 || s.closed {
+			return r, fresh, err
+		}
+		s.offloaded.Wait()
+		if e.state != stateStaged || e.evicted || e.rejected {
+			return slotRef{}, false, fmt.Errorf("%w: evicted while it waited for room", ErrRejected)
+		}
+	}
 }

@@ -64,6 +64,11 @@ type Store struct {
 	staging map[*entry]int64 // entries in stateStaged → lease end (unix ns)
 	blobs   blobCounters     // live blobs (blob.go)
 	forgets []uint64         // keys the policy must forget once mu is released
+	// offloading counts evicted chunks being copied into the Lower tier
+	// (their slots are still allocated); offloaded is signalled, on mu, as
+	// each copy ends (lower.go).
+	offloading int
+	offloaded  *sync.Cond
 
 	stop chan struct{}
 	done chan struct{}
@@ -142,6 +147,7 @@ func open(cfg Config, makePolicy policyMaker) (*Store, error) {
 			rejections: make(map[string]uint64),
 		},
 	}
+	s.offloaded = sync.NewCond(&s.mu)
 	if err := s.checkShmSize(); err != nil {
 		cat.close()
 		return nil, fmt.Errorf("cannot open store: %w", err)

@@ -99,7 +99,7 @@ func (s *Store) stage(ns string, id ID, size int64, crc uint32) (*Staged, error)
 		}
 		return nil, fmt.Errorf("cannot stage chunk %s/%s (%d bytes): %w", ns, id, size, ErrRejected)
 	}
-	r, fresh, err := s.arena.alloc(size)
+	r, fresh, err := s.allocAfterOffloads(e, size)
 	if err != nil {
 		if s.kill(e, reasonRejected) {
 			s.forgetLater(e)
