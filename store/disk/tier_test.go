@@ -428,19 +428,27 @@ func TestAnUnreadableChunkIsNotOffloaded(t *testing.T) {
 }
 
 func TestAChunkEvictedAgainFromMemoryIsReinsertedBeforeItsRegionGoes(t *testing.T) {
-	tr := openTier(t, testConfig(t, t.TempDir())) // 8 regions of 1 MiB, 4 chunks each
+	tr := openTier(t, testConfig(t, t.TempDir())) // 8 regions of 1 MiB
 	offload(tr, "ns", 0, 200_000)
-	for i := 1; i < 28; i++ { // 7 regions: chunk 0's is the oldest
+	i := 1
+	for ; tr.Stats().Regions < 4; i++ { // room for more regions: no reinsertion
 		offload(tr, "ns", i, 200_000)
+		tr.Flush()
 	}
-	tr.Flush()
+	if !offload(tr, "ns", 0, 200_000) || tr.Stats().Reinserted != 0 || tr.Stats().AlreadyHeld != 1 {
+		t.Fatalf("offload of a held chunk while the tier has room: %+v", tr.Stats())
+	}
+	for ; tr.Stats().Regions < 8; i++ { // full: chunk 0's region is the oldest
+		offload(tr, "ns", i, 200_000)
+		tr.Flush()
+	}
 	if !offload(tr, "ns", 0, 200_000) || tr.Stats().Reinserted != 1 {
 		t.Fatalf("offload of a chunk in the oldest region: %+v", tr.Stats())
 	}
-	if !offload(tr, "ns", 27, 200_000) || tr.Stats().AlreadyHeld != 1 {
+	if !offload(tr, "ns", i-1, 200_000) || tr.Stats().AlreadyHeld != 2 {
 		t.Fatalf("offload of a chunk in the newest region: %+v", tr.Stats())
 	}
-	for i := 28; i < 40; i++ { // the oldest regions go
+	for end := i + 12; i < end; i++ { // the oldest regions go
 		offload(tr, "ns", i, 200_000)
 	}
 	tr.Flush()
