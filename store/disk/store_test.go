@@ -237,3 +237,58 @@ func TestPutsEvictionsAndDiskReadsAtOnce(t *testing.T) {
 	close(stop)
 	wg.Wait()
 }
+
+// BenchmarkPutEvicting puts 256 KiB chunks into a full store, each put
+// evicting one chunk: without a disk tier, and with one (the evicted chunk
+// is copied into the tier's queue on the put's goroutine). The difference
+// is what the tier costs a DRAM put.
+func BenchmarkPutEvicting(b *testing.B) {
+	for _, withDisk := range []bool{false, true} {
+		name := "dram-only"
+		if withDisk {
+			name = "with-disk"
+		}
+		b.Run(name, func(b *testing.B) {
+			const size = 256 << 10
+			logs := &testutil.Logs{}
+			cfg := store.Config{DataDir: b.TempDir(), ShmDir: testutil.ShmDir(b, "disk-"), MemoryLimit: 16 * mib,
+				MaintenanceInterval: -1, Logger: logs.Logger()}
+			if withDisk {
+				tr, err := Open(Config{Dir: b.TempDir(), Limit: 1 << 30, Logger: logs.Logger()})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer tr.Close()
+				cfg.Lower = tr
+			}
+			st, err := store.Open(cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			src := chunkBytes(1, size)
+			crc := crc32c.Checksum(src)
+			b.SetBytes(size)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				var id store.ID
+				id[0], id[1], id[2], id[3] = byte(i), byte(i>>8), byte(i>>16), 0xee
+				w, err := st.Stage("ns", id, size, crc)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := w.Write(src); err != nil {
+					b.Fatal(err)
+				}
+				if err := w.Seal(); err != nil {
+					b.Fatal(err)
+				}
+				if withDisk && i%64 == 63 {
+					b.StopTimer()
+					cfg.Lower.(*Tier).Flush() // keep the queue from filling: measure the put, not drops
+					b.StartTimer()
+				}
+			}
+		})
+	}
+}
