@@ -1,7 +1,6 @@
 package node
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/kvring/kvring/store"
@@ -28,7 +27,7 @@ func (n *Node) openDisk(p *nodeParts) (store.Config, error) {
 	}
 	tier, err := disk.Open(dcfg)
 	if err != nil {
-		return scfg, fmt.Errorf("cannot open the disk tier: %w", err)
+		return scfg, err // "cannot open disk tier: ..."
 	}
 	p.disk = tier
 	scfg.Lower = tier

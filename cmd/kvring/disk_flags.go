@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/spf13/pflag"
 
 	"github.com/kvring/kvring/store/disk"
@@ -26,8 +28,12 @@ func registerServeDisk(fs *pflag.FlagSet, f *diskFlags) {
 }
 
 // config is the disk tier's configuration the flags give (Dir "" = off);
-// the node fills in its logger and clock and disk.Open its defaults.
-func (f *diskFlags) config() disk.Config {
+// the node fills in its logger and clock and disk.Open its defaults. A
+// --disk-dir without --disk-limit is an error naming both.
+func (f *diskFlags) config() (disk.Config, error) {
+	if f.dir != "" && f.limit <= 0 {
+		return disk.Config{}, fmt.Errorf("--disk-limit is required with --disk-dir (the most bytes the disk tier may take in %s)", f.dir)
+	}
 	return disk.Config{Dir: f.dir, Limit: int64(f.limit), RegionSize: int64(f.region), QueueBytes: int64(f.queue),
-		DirectIO: f.directIO}
+		DirectIO: f.directIO}, nil
 }

@@ -127,7 +127,9 @@ process exits 0.`,
 				return err
 			}
 			cfg.RESP = respOpts.config()
-			cfg.Disk = diskOpts.config()
+			if cfg.Disk, err = diskOpts.config(); err != nil {
+				return err
+			}
 			if cfg.Socket.Mode, err = parseSocketMode(socketMode); err != nil {
 				return err
 			}

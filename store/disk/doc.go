@@ -31,7 +31,7 @@
 //     the queue's copy until it is on disk.
 //   - The in-memory index: a map from a 64-bit hash of (namespace, id) to
 //     16 bytes of location, plus 8 bytes per chunk in its region's key
-//     list (about 48 bytes a chunk with Go's map overhead, measured by
+//     list (61 bytes a chunk with Go's map overhead, measured by
 //     TestIndexCostPerChunk). The record header names the chunk in full,
 //     so a hash collision is a miss, never another chunk's bytes.
 //   - Eviction by whole regions, least recently used first (a lookup, read

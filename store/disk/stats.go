@@ -72,9 +72,10 @@ type Stats struct {
 	IndexBytesPerChunk int `json:"index_bytes_per_chunk"`
 }
 
-// indexBytesPerChunk is what TestIndexCostPerChunk measured: a map slot
-// (8-byte key, 16-byte loc) with Go's map overhead, plus the region's key
-// list entry (8 bytes); 61 at a million chunks, between growth steps of the map less.
+// indexBytesPerChunk is what TestIndexCostPerChunk measured at a million
+// chunks: a map slot (8-byte key, 16-byte loc) with Go's map overhead,
+// plus the region's key list entry (8 bytes) with its slice's growth
+// slack. Between growth steps of the map it is less.
 const indexBytesPerChunk = 61
 
 // Stats returns a snapshot. Takes the tier's mutex briefly; never blocks
