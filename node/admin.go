@@ -31,7 +31,7 @@ func (n *Node) adminHandler() http.Handler {
 			writeError(w, http.StatusServiceUnavailable, "node is not serving")
 			return
 		}
-		writeJSON(w, http.StatusOK, p.store.Stats())
+		writeJSON(w, http.StatusOK, statsOf(p))
 	})
 	mux.HandleFunc("GET /v1/cluster", func(w http.ResponseWriter, r *http.Request) {
 		info, ok := n.Cluster()

@@ -17,6 +17,7 @@ import (
 	"github.com/kvring/kvring/node/membership"
 	"github.com/kvring/kvring/ring"
 	"github.com/kvring/kvring/store"
+	"github.com/kvring/kvring/store/disk"
 )
 
 // Config configures a Node. DefaultConfig returns the documented defaults,
@@ -172,6 +173,10 @@ type Config struct {
 	// Store configures the local tier; see store.Config for its defaults.
 	// Store.DataDir defaults to "./kvring-data".
 	Store store.Config
+	// Disk configures the disk tier under the store (store/disk; its
+	// defaults are disk.Config's). Off while Disk.Dir is empty. The node
+	// opens it before the store and closes it after (disk.go).
+	Disk disk.Config
 	// Logger receives the node's logs. Default slog.Default().
 	Logger *slog.Logger
 	// Registerer receives the node's Prometheus metrics (names prefixed

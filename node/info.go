@@ -118,6 +118,11 @@ type Readiness struct {
 	// Draining: an operator asked the node to drain (it takes no new
 	// chunks, so load balancers should send engines elsewhere).
 	Draining bool `json:"draining"`
+	// DiskError says why the disk tier stopped offloading (a full disk,
+	// an I/O error, its directory gone); "" while it works or is off. The
+	// node stays ready: shared memory serves, and the disk tier serves
+	// what it holds.
+	DiskError string `json:"disk_error,omitempty"`
 }
 
 // NodeID returns the node's id ("" before Start has opened the store). It
@@ -231,6 +236,7 @@ func (n *Node) Readiness() Readiness {
 			rd.StoreHealthy = true
 		}
 	}
+	rd.DiskError = diskError(n.parts.Load())
 	rd.Draining = n.draining.Load()
 	rd.Ready = rd.StoreOpen && rd.Joined && rd.Serving && rd.StoreHealthy && !rd.Draining
 	rd.Status = "not ready"

@@ -21,6 +21,7 @@ import (
 	"github.com/kvring/kvring/node/membership"
 	"github.com/kvring/kvring/ring"
 	"github.com/kvring/kvring/store"
+	"github.com/kvring/kvring/store/disk"
 )
 
 // Node is one kvring node. Its methods are safe for concurrent use; the
@@ -50,6 +51,7 @@ type Node struct {
 type nodeParts struct {
 	startedAt time.Time
 	store     *store.Store
+	disk      *disk.Tier // nil when the disk tier is off
 	grpcLis   net.Listener
 	adminLis  net.Listener
 	member    *membership.Membership
@@ -138,9 +140,13 @@ func (n *Node) Start(ctx context.Context) (err error) {
 // openStore opens the local store (the first step).
 func (n *Node) openStore(p *nodeParts) error {
 	t := time.Now()
-	st, err := store.Open(n.cfg.Store)
+	scfg, err := n.openDisk(p)
 	if err != nil {
 		return err
+	}
+	st, err := store.Open(scfg)
+	if err != nil {
+		return errors.Join(err, n.closeDisk(p))
 	}
 	p.store = st
 	n.phase("store", t, "node", st.NodeID())
@@ -212,7 +218,7 @@ func (n *Node) wire(p *nodeParts, mcfg membership.Config) (err error) {
 		Retry: n.cfg.HandoffRetry, Sweep: n.cfg.HandoffSweep, Batch: min(n.cfg.MaxBatchChunks, 1024),
 		Log: n.cfg.Logger.With("component", "handoff")})
 	p.unmetrics, err = registerAll(n.cfg.Registerer, append(nodeCollectors(p.svc, p.store, p.member.Members, p.member.Ring),
-		append(p.mover.Collectors(), spreadCollectors(p.svc)...)...)...)
+		append(append(p.mover.Collectors(), spreadCollectors(p.svc)...), diskCollectors(p)...)...)...)
 	return err
 }
 
@@ -410,6 +416,9 @@ func (n *Node) closeLocked(ctx context.Context) error {
 		if err := p.store.Close(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := n.closeDisk(p); err != nil { // after the store, which offloads into it
+		errs = append(errs, err)
 	}
 	if p.respUnmetrics != nil {
 		p.respUnmetrics()

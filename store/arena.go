@@ -151,24 +151,37 @@ func (a *arena) alloc(n int64) (r slotRef, fresh bool, err error) {
 	return slotRef{seg, i}, true, nil
 }
 
-// allocReclaiming is arena.alloc that, when the budget has no room, asks
-// the policy to evict more chunks and tries again, a few times: the room an
-// offer counted may still be held by the chunks it chose (see
-// policy.reclaim). still reports whether the caller still wants the slot
-// after mu was released; when it does not, the last error is returned.
-// s.mu held; released while the policy evicts.
+// allocReclaiming is arena.alloc that, when the budget has no room
+// although the policy counted room as made, waits for what frees it and
+// tries again: evicted chunks being copied into the Lower tier (their
+// slots are freed once the copies end, a memcpy each), or else the
+// policy evicting more (the chunks an offer chose may keep their slots a
+// while; see policy.reclaim), a few times. still reports whether the
+// caller still wants the slot after mu was released; when it does not,
+// the error is ErrRejected. s.mu held; released while it waits.
 func (s *Store) allocReclaiming(size int64, still func() bool) (r slotRef, fresh bool, err error) {
-	const tries = 8
+	const tries = 32
 	for try := 0; ; try++ {
 		r, fresh, err = s.arena.alloc(size)
-		if err == nil || !errors.Is(err, ErrNoSpace) || try == tries {
+		if err == nil || !errors.Is(err, ErrNoSpace) || try == tries || s.closed {
 			return r, fresh, err
 		}
-		s.mu.Unlock()
-		evicted := s.pol.reclaim(classSize(size))
-		s.mu.Lock()
-		if !evicted || s.closed || !still() {
+		if s.offloading > 0 {
+			s.offloaded.Wait()
+			try-- // each wait ends an offload: bounded by them
+		} else {
+			s.mu.Unlock()
+			evicted := s.pol.reclaim(classSize(size))
+			s.mu.Lock()
+			if !evicted {
+				return r, fresh, err
+			}
+		}
+		if s.closed {
 			return r, fresh, err
+		}
+		if !still() {
+			return slotRef{}, false, fmt.Errorf("%w: evicted while it waited for room", ErrRejected)
 		}
 	}
 }

@@ -78,6 +78,11 @@ type Config struct {
 	// reference host it did not reliably (BenchmarkBlobChecksumParts). Default 1:
 	// one pass on the caller's goroutine. Must not be negative.
 	ChecksumParts int
+	// Lower is a tier under the shared memory (store/disk) that keeps what
+	// the policy evicts and answers for what the index lacks (lower.go).
+	// Default nil: none. The caller opens it before Open and closes it
+	// after Close.
+	Lower Lower
 	// Now is the clock of stage and pin leases; ExpireNow reads it. Default
 	// time.Now.
 	Now func() time.Time

@@ -58,6 +58,11 @@ func (s *Store) Namespaces() []NamespaceUsage {
 // ns in progress are not touched: they seal as usual. Readers holding a
 // chunk's View keep its bytes until they release it.
 func (s *Store) DropNamespace(ns string) (NamespaceUsage, error) {
+	u, err := s.dropNamespace(ns)
+	return s.dropLower(ns, u, err)
+}
+
+func (s *Store) dropNamespace(ns string) (NamespaceUsage, error) {
 	if !s.enter() {
 		return NamespaceUsage{}, ErrClosed
 	}
@@ -100,4 +105,4 @@ func (s *Store) DropNamespace(ns string) (NamespaceUsage, error) {
 // Evict removes one sealed chunk (an operator debugging a bad chunk). It
 // stops being readable at once; its slot is freed when its last View is
 // released. A pinned chunk is ErrBusy; one not held is ErrNotFound.
-func (s *Store) Evict(ns string, id ID) error { return s.evict(ns, id) }
+func (s *Store) Evict(ns string, id ID) error { return s.evictLower(ns, id, s.evict(ns, id)) }

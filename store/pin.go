@@ -114,6 +114,9 @@ func (s *Store) probe(ns string, ids []ID, pinFor time.Duration, leading bool) (
 		s.leases[uint64(pin)] = l
 	}
 	s.mu.Unlock()
+	if s.cfg.Lower != nil {
+		n = s.probeLower(ns, ids, held, n, pinFor, leading)
+	}
 	for _, h := range hashes {
 		s.pol.touch(h)
 	}

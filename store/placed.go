@@ -51,7 +51,9 @@ type HeldChunk struct {
 // mutex (about 100 bytes per chunk; a 1M-chunk store holds the mutex for
 // tens of milliseconds): for the node's hand-off, not for a data path. The
 // caller owns the slice.
-func (s *Store) Held() []HeldChunk {
+func (s *Store) Held() []HeldChunk { return s.heldLower(s.held()) }
+
+func (s *Store) held() []HeldChunk {
 	if !s.enter() {
 		return nil
 	}

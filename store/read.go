@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"sync/atomic"
 )
@@ -17,6 +18,9 @@ type View struct {
 	// corrupted is set once the View reported a mismatch, so a second report
 	// is not counted again. Guarded by the store's mu.
 	corrupted bool
+	// lower releases the bytes of a View read from the Lower tier (not in
+	// shared memory; its entry is detached); nil otherwise.
+	lower func()
 }
 
 // Name is the key SetName recorded for the chunk ("" for none).
@@ -48,6 +52,14 @@ type Location struct {
 // View. Its bytes are a mapping of the segment file: a reader of View.Bytes
 // is not protected from a fault if the file is truncated meanwhile.
 func (s *Store) Get(ns string, id ID) (*View, error) {
+	v, err := s.get(ns, id)
+	if errors.Is(err, ErrNotFound) && s.cfg.Lower != nil {
+		return s.readLower(ns, id, false, err) // outside the gate: a promotion enters it
+	}
+	return v, err
+}
+
+func (s *Store) get(ns string, id ID) (*View, error) {
 	if !s.enter() {
 		return nil, ErrClosed
 	}
@@ -152,6 +164,9 @@ func (v *View) Checksum() uint32 { return v.e.crc }
 // Location returns where the chunk lives in shared memory.
 func (v *View) Location() Location {
 	seg := v.e.slot.seg
+	if seg == nil { // read from the Lower tier: in no segment
+		return Location{Size: int64(v.e.size)}
+	}
 	return Location{
 		Segment: seg.id,
 		Offset:  int64(v.e.slot.slot) * seg.slotSize,
@@ -173,6 +188,10 @@ func (v *View) release() {
 	if v.released.Swap(true) {
 		return
 	}
+	if v.lower != nil {
+		v.lower()
+		return
+	}
 	s := v.s
 	s.mu.Lock()
 	v.e.refs--
@@ -181,7 +200,9 @@ func (v *View) release() {
 }
 
 // Contains reports whether the chunk is held (sealed and readable) now.
-func (s *Store) Contains(ns string, id ID) bool { return s.inState(ns, id, stateSealed) }
+func (s *Store) Contains(ns string, id ID) bool {
+	return s.inState(ns, id, stateSealed) || s.lowerContains(ns, id)
+}
 
 // inState reports whether (ns, id) is in the index in state st. It takes the
 // mutex briefly; false after Close.

@@ -1,6 +1,9 @@
 package store
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // Lend returns a View of the chunk without the checksum pass of Get, for
 // handing the chunk's memory to a process on the same host that reads it
@@ -12,6 +15,14 @@ import "fmt"
 // keeps the slot from being freed or reused meanwhile. Counted as a read
 // (Stats.Gets, Stats.Hits) like Get.
 func (s *Store) Lend(ns string, id ID) (*View, error) {
+	v, err := s.lend(ns, id)
+	if errors.Is(err, ErrNotFound) && s.cfg.Lower != nil {
+		return s.readLower(ns, id, true, err) // outside the gate: a promotion enters it
+	}
+	return v, err
+}
+
+func (s *Store) lend(ns string, id ID) (*View, error) {
 	if !s.enter() {
 		return nil, ErrClosed
 	}

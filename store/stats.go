@@ -61,6 +61,10 @@ type Stats struct {
 	// CatalogErrors counts failed catalog writes (each is retried; Health
 	// reports the catalog until one succeeds).
 	CatalogErrors uint64 `json:"catalog_errors"`
+	// LowerHits counts reads (part of Hits) served by the Lower tier;
+	// Promotions the chunks copied back from it into shared memory.
+	LowerHits  uint64 `json:"lower_hits"`
+	Promotions uint64 `json:"promotions"`
 }
 
 // WasteBytes is allocator waste: slot bytes not holding payload.
@@ -104,6 +108,8 @@ func (s *Store) Stats() Stats {
 		Hits:              s.st.hits,
 		CatalogErrors:     s.cat.failures.Load(),
 		SegmentsLost:      s.st.segmentsLost,
+		LowerHits:         s.st.lowerHits,
+		Promotions:        s.st.promotions,
 	}
 	if !s.closed {
 		st.ResidentBytes = s.arena.residentBytes()

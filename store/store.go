@@ -64,6 +64,11 @@ type Store struct {
 	staging map[*entry]int64 // entries in stateStaged → lease end (unix ns)
 	blobs   blobCounters     // live blobs (blob.go)
 	forgets []uint64         // keys the policy must forget once mu is released
+	// offloading counts evicted chunks being copied into the Lower tier
+	// (their slots are still allocated); offloaded is signalled, on mu, as
+	// each copy ends (lower.go).
+	offloading int
+	offloaded  *sync.Cond
 
 	stop chan struct{}
 	done chan struct{}
@@ -84,6 +89,8 @@ type counters struct {
 	gets, hits    uint64
 	stageExpired  uint64
 	segmentsLost  uint64
+	lowerHits     uint64 // reads served by the Lower tier
+	promotions    uint64 // chunks copied back from the Lower tier
 }
 
 // Open opens (or creates) the store of cfg.DataDir, with cfg's defaults
@@ -134,6 +141,7 @@ func open(cfg Config, makePolicy policyMaker) (*Store, error) {
 			rejections: make(map[string]uint64),
 		},
 	}
+	s.offloaded = sync.NewCond(&s.mu)
 	if err := s.checkShmSize(); err != nil {
 		cat.close()
 		return nil, fmt.Errorf("cannot open store: %w", err)
@@ -316,6 +324,9 @@ func (s *Store) policyEvicted(e *entry, force bool) bool {
 		if e.pins > 0 {
 			e.evicted = true // dies when its pins end
 			return true
+		}
+		if s.cfg.Lower != nil && !s.offloadLocked(e, force) {
+			return s.closed || force || e.state != stateSealed
 		}
 		s.st.evictions[ReasonPolicy]++
 		s.kill(e, reasonPolicy)

@@ -38,6 +38,14 @@ type Staged struct {
 // while it waits for the decision (a full budget) or for room in ristretto's
 // buffer; with PolicyLRU the decision is made in the call.
 func (s *Store) Stage(ns string, id ID, size int64, crc uint32) (*Staged, error) {
+	if s.cfg.Lower != nil && s.cfg.Lower.Contains(ns, id) {
+		return nil, fmt.Errorf("cannot stage chunk %s/%s: %w (on disk)", ns, id, ErrAlreadyHeld)
+	}
+	return s.stage(ns, id, size, crc)
+}
+
+// stage is Stage without asking the Lower tier (a promotion from it).
+func (s *Store) stage(ns string, id ID, size int64, crc uint32) (*Staged, error) {
 	if !s.enter() {
 		return nil, ErrClosed
 	}
@@ -98,7 +106,11 @@ func (s *Store) Stage(ns string, id ID, size int64, crc uint32) (*Staged, error)
 		if s.kill(e, reasonRejected) {
 			s.forgetLater(e)
 		}
-		s.st.rejections[ReasonNoSpace]++
+		if errors.Is(err, ErrRejected) {
+			s.st.rejections[ReasonPolicy]++
+		} else {
+			s.st.rejections[ReasonNoSpace]++
+		}
 		return nil, fmt.Errorf("cannot stage chunk %s/%s: %w", ns, id, err)
 	}
 	e.slot = r

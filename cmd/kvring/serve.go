@@ -90,6 +90,9 @@ func (o *serveOptions) config(cmd *cobra.Command) (node.Config, error) {
 		return node.Config{}, err
 	}
 	cfg.RESP.KeyMap.Siblings = slices.Clone(cfg.RESP.KeyMap.Siblings)
+	if err := checkDiskFlags(cfg.Disk); err != nil {
+		return node.Config{}, err
+	}
 	return cfg, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kvring/kvring/loadtest"
+	"github.com/kvring/kvring/node"
 	"github.com/kvring/kvring/store"
 )
 
@@ -14,9 +15,11 @@ func newStatsCmd() *cobra.Command {
 	var af adminFlags
 	cmd := &cobra.Command{
 		Use:   "stats",
-		Short: "Show one node's store accounting",
+		Short: "Show one node's store accounting, per tier",
 		Long: `Show the store accounting of the node at --admin (GET /v1/stats): memory used
-against the limit, chunks held, staged writes, pins, evictions and rejections.`,
+against the limit, chunks held, staged writes, pins, evictions and rejections;
+and, when the node runs a disk tier (--disk-dir), its bytes, chunks, hits,
+offloads, drops, read and write bytes and queue depth.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := loadFlags(cmd); err != nil {
@@ -30,11 +33,14 @@ against the limit, chunks held, staged writes, pins, evictions and rejections.`,
 				_, err := cmd.OutOrStdout().Write(body)
 				return err
 			}
-			var st store.Stats
+			var st node.Stats
 			if err := af.decode(body, &st); err != nil {
 				return err
 			}
-			return printStats(cmd.OutOrStdout(), st)
+			if err := printStats(cmd.OutOrStdout(), st.Stats); err != nil {
+				return err
+			}
+			return printDiskStats(cmd.OutOrStdout(), st.Disk)
 		},
 	}
 	af.register(cmd.Flags())
@@ -53,7 +59,8 @@ func printStats(w io.Writer, st store.Stats) error {
 	row("pinned", "%d chunks", st.PinnedChunks)
 	row("retained free", "%s", humanBytes(st.RetainedFreeBytes))
 	row("resident", "%s in %d segments", humanBytes(st.ResidentBytes), st.Segments)
-	row("gets", "%d (%d hits, %s)", st.Gets, st.Hits, percent(float64(st.Hits), float64(st.Gets)))
+	row("gets", "%d (%d hits, %s; %d from the disk tier, %d promoted back)", st.Gets, st.Hits,
+		percent(float64(st.Hits), float64(st.Gets)), st.LowerHits, st.Promotions)
 	row("stages / seals", "%d / %d (%d stages expired)", st.Stages, st.Seals, st.StageExpired)
 	row("evictions", "%s", loadtest.ByReason(st.Evictions))
 	row("rejections", "%s", loadtest.ByReason(st.Rejections))

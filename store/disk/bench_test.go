@@ -1,0 +1,125 @@
+package disk
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/kvring/kvring/internal/crc32c"
+	"github.com/kvring/kvring/store"
+)
+
+// Benchmarks of the tier against its directory's disk. scripts/disk-bench.sh
+// runs them next to fio (same directory, block size and queue depth) and
+// prints the ratios. KVRING_DISK_BENCH_DIR names the directory (default a
+// temporary one); KVRING_DISK_BENCH_QD the read queue depth (default 1).
+
+func benchDir(b *testing.B) string {
+	if d := os.Getenv("KVRING_DISK_BENCH_DIR"); d != "" {
+		dir, err := os.MkdirTemp(d, "kvring-disk-bench-")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { os.RemoveAll(dir) })
+		return dir
+	}
+	return b.TempDir()
+}
+
+func benchQD() int {
+	if n, err := strconv.Atoi(os.Getenv("KVRING_DISK_BENCH_QD")); err == nil && n > 0 {
+		return n
+	}
+	return 1
+}
+
+func benchTier(b *testing.B, dir string) *Tier {
+	tr, err := Open(Config{Dir: dir, Limit: 4 << 30, RegionSize: 64 << 20, QueueBytes: 64 << 20,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { tr.Close() })
+	return tr
+}
+
+var benchSizes = []int{256 << 10, 2 << 20}
+
+func sizeName(n int) string {
+	if n >= 1<<20 {
+		return fmt.Sprintf("%dMiB", n>>20)
+	}
+	return fmt.Sprintf("%dKiB", n>>10)
+}
+
+// BenchmarkWrite offloads chunks back to back and counts the bytes once
+// they are on disk: sequential direct writes, batched by the writer.
+func BenchmarkWrite(b *testing.B) {
+	for _, size := range benchSizes {
+		b.Run(sizeName(size), func(b *testing.B) {
+			tr := benchTier(b, benchDir(b))
+			src := chunkBytes(1, size)
+			crc := crc32c.Checksum(src)
+			fill := func(dst []byte) error { copy(dst, src); return nil }
+			b.SetBytes(int64(size))
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				id := store.ID{}
+				id[0], id[1], id[2], id[3] = byte(i), byte(i>>8), byte(i>>16), byte(i>>24)
+				for !tr.Offload("bench", id, crc, size, nil, fill) {
+					tr.Flush() // the queue is full: wait for the disk, as a steady state would
+				}
+			}
+			tr.Flush()
+			b.StopTimer()
+			if d := tr.Stats().Drops[DropIOError]; d > 0 {
+				b.Fatalf("%d writes failed", d)
+			}
+		})
+	}
+}
+
+// BenchmarkRead reads random chunks of a 512 MiB data set written first,
+// from KVRING_DISK_BENCH_QD goroutines at once.
+func BenchmarkRead(b *testing.B) {
+	for _, size := range benchSizes {
+		b.Run(sizeName(size), func(b *testing.B) {
+			tr := benchTier(b, benchDir(b))
+			n := (512 << 20) / size
+			src := chunkBytes(1, size)
+			crc := crc32c.Checksum(src)
+			fill := func(dst []byte) error { copy(dst, src); return nil }
+			ids := make([]store.ID, n)
+			for i := range ids {
+				ids[i][0], ids[i][1], ids[i][2] = byte(i), byte(i>>8), 0xbe
+				for !tr.Offload("bench", ids[i], crc, size, nil, fill) {
+					tr.Flush()
+				}
+			}
+			tr.Flush()
+			qd := benchQD()
+			b.SetBytes(int64(size))
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			for g := range qd {
+				wg.Go(func() {
+					r := rand.New(rand.NewPCG(uint64(g), 1))
+					for i := g; i < b.N; i += qd {
+						c, err := tr.Read("bench", ids[r.IntN(n)])
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						c.Release()
+					}
+				})
+			}
+			wg.Wait()
+		})
+	}
+}

@@ -1,0 +1,125 @@
+package disk
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/kvring/kvring/internal/crc32c"
+	"github.com/kvring/kvring/store"
+)
+
+// Read returns the chunk's bytes, verified against their CRC-32C, in a
+// buffer the caller owns until it calls Release (once): its Bytes must not
+// be used afterwards. A chunk still queued is served from the queue's
+// copy. A chunk the tier does not hold is store.ErrNotFound; one whose
+// record cannot be read (an I/O error, a truncated file) or does not match
+// its checksum is dropped from the index, counted and reported as
+// store.ErrChecksum: never wrong bytes. Hot is set when the chunk was read
+// from disk before within the last Config.HotWindow or so reads. Blocks
+// for one pread of the record (header and payload, block aligned).
+func (t *Tier) Read(ns string, id store.ID) (store.LowerChunk, error) {
+	k := key(ns, id)
+	t.mu.Lock()
+	t.st.reads++
+	if rec, ok := t.pending[k]; ok && rec.h.ns == ns && rec.h.id == id && rec.buf != nil {
+		rec.refs++
+		t.st.hits++
+		t.st.queueHits++
+		t.mu.Unlock()
+		b := rec.buf[rec.h.hlen : rec.h.hlen+int(rec.h.size)]
+		return store.LowerChunk{Bytes: b, CRC: rec.h.crc, Meta: rec.h.meta, Release: func() {
+			t.mu.Lock()
+			t.unref(rec)
+			t.mu.Unlock()
+		}}, nil
+	}
+	l, ok := t.idx[k]
+	var r *region
+	if ok {
+		r = t.regions[l.region]
+	}
+	if r == nil || r.dead || r.fd < 0 {
+		t.mu.Unlock()
+		return store.LowerChunk{}, fmt.Errorf("chunk %s/%s on disk: %w", ns, id, store.ErrNotFound)
+	}
+	r.refs++
+	t.use(r.seq)
+	hot := t.touchHot(k)
+	t.mu.Unlock()
+
+	n := align(int64(l.hlen) + int64(l.size))
+	buf := t.bufs.get(n)
+	err := t.pread(r, buf, int64(l.block)*blockSize)
+	t.mu.Lock()
+	r.refs--
+	t.closeRegion(r)
+	t.mu.Unlock()
+	var h recHeader
+	if err == nil {
+		h, err = parseHeader(buf[:l.hlen])
+	}
+	if err == nil && (h.ns != ns || h.id != id || h.seq != uint64(l.region) || h.block != l.block || h.size != l.size) {
+		err = fmt.Errorf("%w: the record at block %d names %s/%s (%d bytes, region %d)", errFormat, l.block, h.ns, h.id[:], h.size, h.seq)
+	}
+	var payload []byte
+	if err == nil {
+		payload = buf[l.hlen : int(l.hlen)+int(l.size)]
+		if sum := crc32c.Checksum(payload); sum != h.crc {
+			err = fmt.Errorf("%w: crc %08x, want %08x", errPayload, sum, h.crc)
+		}
+	}
+	if err != nil {
+		t.bufs.put(buf)
+		t.mu.Lock()
+		if cur, ok := t.idx[k]; ok && cur == l {
+			t.unindex(k, l)
+		}
+		if errors.Is(err, errFormat) || errors.Is(err, errPayload) {
+			t.st.checksumErrors++
+		} else {
+			t.st.readErrors++ // an I/O error, or a truncated file (io.ErrUnexpectedEOF)
+		}
+		t.mu.Unlock()
+		t.log.Warn("disk chunk could not be read and was dropped", "namespace", ns, "id", id.String(),
+			"region", r.path, "err", err)
+		return store.LowerChunk{}, fmt.Errorf("chunk %s/%s on disk: %w: %w", ns, id, store.ErrChecksum, err)
+	}
+	t.mu.Lock()
+	t.st.hits++
+	t.st.readBytes += n
+	t.mu.Unlock()
+	return store.LowerChunk{Bytes: payload, CRC: h.crc, Meta: h.meta, Hot: hot, Release: func() { t.bufs.put(buf) }}, nil
+}
+
+// errPayload: a record's payload does not match its checksum.
+var errPayload = errors.New("disk: payload does not match its checksum")
+
+// pread reads len(b) bytes at off of r's file.
+func (t *Tier) pread(r *region, b []byte, off int64) error {
+	if f := t.faults.read; f != nil {
+		if err := f(r.path); err != nil {
+			return err
+		}
+	}
+	if err := preadFull(r.fd, b, off); err != nil {
+		return fmt.Errorf("cannot read %d bytes at %d of %s: %w", len(b), off, r.path, err)
+	}
+	return nil
+}
+
+// touchHot records a disk read of k and reports whether k was read before
+// within the window. mu held.
+func (t *Tier) touchHot(k uint64) bool {
+	if t.cfg.HotWindow < 0 {
+		return false
+	}
+	_, a := t.hotCur[k]
+	_, b := t.hotPrev[k]
+	if !a {
+		if len(t.hotCur) >= t.cfg.HotWindow {
+			t.hotPrev, t.hotCur = t.hotCur, make(map[uint64]struct{}, t.cfg.HotWindow)
+		}
+		t.hotCur[k] = struct{}{}
+	}
+	return a || b
+}
