@@ -1,7 +1,6 @@
 package node
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"runtime"
@@ -89,18 +88,12 @@ func newServices(cfg *Config, st *store.Store, view clusterView, sec *security) 
 }
 
 // newSpreader wires the node's hot-group spreader: it copies through the
-// coordinator (SpreadCopy) to members that neither drain nor are down.
+// coordinator (Copy, marked as spread copies) to members that neither
+// drain nor are down.
 func newSpreader(cfg *Config, st *store.Store, reg *namespace.Registry, view clusterView, c *coord.Coordinator, table *spread.Table) *spread.Spreader {
-	copyTo := func(ctx context.Context, m ring.Member, rec *kvringv1.NamespaceRecord, chunks []spread.Chunk, width int, ttl time.Duration) []error {
-		cc := make([]coord.CopyChunk, len(chunks))
-		for i, ch := range chunks {
-			cc[i] = coord.CopyChunk{View: ch.View, ID: ch.ID, Place: ch.Place}
-		}
-		return c.SpreadCopy(ctx, m, rec, cc, width, ttl)
-	}
 	usable := func(id string) bool { return !c.IsDown(id) && (view.draining == nil || !view.draining(id)) }
 	return spread.New(spread.Config{Self: st.NodeID(), Store: st, Registry: reg, Ring: view.ring, Owners: c.Owners,
-		Usable: usable, Copy: copyTo, Table: table, Width: cfg.Spread.Width, TTL: cfg.Spread.TTL, Now: cfg.Now,
+		Usable: usable, Copy: c.Copy, Table: table, Width: cfg.Spread.Width, TTL: cfg.Spread.TTL, Now: cfg.Now,
 		Log: cfg.Logger.With("component", "spread")})
 }
 
