@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/keepalive"
 
 	"github.com/kvring/kvring/internal/testutil"
 	"github.com/kvring/kvring/node/internal/coord"
@@ -43,6 +44,9 @@ type CoreConfig struct {
 	// Wrap, if set, wraps node i's Peer service (a fault injected in an
 	// owner: a wrapper that holds or drops some of its answers).
 	Wrap func(i int, peer kvringv1.PeerServer) kvringv1.PeerServer
+	// Intercept, if set, returns the stream interceptor of node i's server
+	// (nil: none), to watch or hold its calls.
+	Intercept func(i int) grpc.StreamServerInterceptor
 }
 
 // Core is a cluster of core nodes.
@@ -133,8 +137,8 @@ func (c *Core) startNode(t testing.TB, i int, cfg CoreConfig) *Node {
 	ccfg := coord.Config{Self: n.ID, Ring: c.Ring, Unsettled: c.Unsettled, Draining: c.Draining, Owner: n.Owner,
 		Registry: n.Registry, Log: quiet(), MaxBatch: 1024, CommitTimeout: cfg.CommitTimeout, PeerTimeout: cfg.PeerTimeout,
 		BroadcastTimeout: cfg.CommitTimeout, MaxPin: time.Minute, Now: cfg.Now, Metrics: n.Metrics,
-		Defaults: namespace.Defaults{Replicas: 1, MinReplicas: 1, MaxReplicas: uint32(cfg.ReplicationFactor)},
-		Limits:   &kvringv1.Limits{MaxFrameBytes: transfer.MaxFrameBytes, MaxChunkBytes: uint64(st.MaxChunkSize()), MaxBatchChunks: 1024},
+		Defaults:        namespace.Defaults{Replicas: 1, MinReplicas: 1, MaxReplicas: uint32(cfg.ReplicationFactor)},
+		Limits:          &kvringv1.Limits{MaxFrameBytes: transfer.MaxFrameBytes, MaxChunkBytes: uint64(st.MaxChunkSize()), MaxBatchChunks: 1024},
 		PeerDialOptions: []grpc.DialOption{c.Net.DialOption(n.ID)}}
 	if cfg.Coord != nil {
 		cfg.Coord(i, &ccfg)
@@ -145,7 +149,15 @@ func (c *Core) startNode(t testing.TB, i int, cfg CoreConfig) *Node {
 	if cfg.Wrap != nil {
 		peer = cfg.Wrap(i, peer)
 	}
-	n.Server = grpc.NewServer(grpc.ForceServerCodecV2(transfer.NewCodec()))
+	opts := []grpc.ServerOption{grpc.ForceServerCodecV2(transfer.NewCodec()),
+		// Peers ping idle connections every 10 s (coord's peer pool).
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true})}
+	if cfg.Intercept != nil {
+		if ic := cfg.Intercept(i); ic != nil {
+			opts = append(opts, grpc.StreamInterceptor(ic))
+		}
+	}
+	n.Server = grpc.NewServer(opts...)
 	n.Server.RegisterService(transfer.StrictDecoding(&kvringv1.Cache_ServiceDesc), coord.NewService(n.Coord))
 	n.Server.RegisterService(transfer.StrictDecoding(&kvringv1.Peer_ServiceDesc), peer)
 	served := make(chan struct{})
@@ -175,10 +187,14 @@ func (c *Core) Dial(t testing.TB, i int) *grpc.ClientConn {
 }
 
 // Cache returns node i's Cache service as an engine calls it.
-func (c *Core) Cache(t testing.TB, i int) kvringv1.CacheClient { return kvringv1.NewCacheClient(c.Dial(t, i)) }
+func (c *Core) Cache(t testing.TB, i int) kvringv1.CacheClient {
+	return kvringv1.NewCacheClient(c.Dial(t, i))
+}
 
 // Peer returns node i's Peer service as a coordinator calls it.
-func (c *Core) Peer(t testing.TB, i int) kvringv1.PeerClient { return kvringv1.NewPeerClient(c.Dial(t, i)) }
+func (c *Core) Peer(t testing.TB, i int) kvringv1.PeerClient {
+	return kvringv1.NewPeerClient(c.Dial(t, i))
+}
 
 // Register registers namespace name (schema: model m, bf16, 16 tokens a
 // chunk) with replicas owners per chunk, at least minReplicas holders, on
