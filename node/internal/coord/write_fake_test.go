@@ -137,7 +137,9 @@ func runFake(t *testing.T, tx *writeTx) *kvringv1.PutChunkResult {
 	return tx.results()[0]
 }
 
-func sealing() *fakeOwner { return &fakeOwner{commitStatus: kvringv1.CommitStatus_COMMIT_STATUS_SEALED} }
+func sealing() *fakeOwner {
+	return &fakeOwner{commitStatus: kvringv1.CommitStatus_COMMIT_STATUS_SEALED}
+}
 
 // TestAChunkIsStoredOnlyWhenMinReplicasOwnersSealedIt: one owner seals and
 // one fails its commit: with min replicas 1 the chunk is stored, degraded,
