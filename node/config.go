@@ -239,8 +239,53 @@ type SpreadConfig struct {
 	TTL time.Duration
 }
 
+// validate fills the zero fields with their defaults (fill), sets up the
+// metrics registry (fillMetrics) and checks the result.
 func (c *Config) validate() error {
-	def := DefaultConfig()
+	if err := c.fill(DefaultConfig()); err != nil {
+		return err
+	}
+	var errs []error
+	if err := c.fillMetrics(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Store.Validate(); err != nil { // fills the store's defaults too
+		errs = append(errs, err)
+	}
+	for _, a := range []struct{ name, addr string }{{"gRPC", c.GRPCAddr}, {"admin", c.AdminAddr}} {
+		if _, _, err := net.SplitHostPort(a.addr); err != nil {
+			errs = append(errs, fmt.Errorf("%s address %q: %w", a.name, a.addr, err))
+		}
+	}
+	if c.AdvertiseGRPCAddr != "" {
+		if _, _, err := net.SplitHostPort(c.AdvertiseGRPCAddr); err != nil {
+			errs = append(errs, fmt.Errorf("advertised gRPC address %q: %w", c.AdvertiseGRPCAddr, err))
+		}
+	}
+	if c.MaxBatchChunks < 1 {
+		errs = append(errs, fmt.Errorf("max batch must be positive, got %d", c.MaxBatchChunks))
+	}
+	if c.Membership.Ring.ReplicationFactor < 1 {
+		errs = append(errs, fmt.Errorf("ring replication factor must be positive, got %d", c.Membership.Ring.ReplicationFactor))
+	}
+	if c.Replication < 1 || c.Replication > c.Membership.Ring.ReplicationFactor {
+		errs = append(errs, fmt.Errorf("replication must be in [1, %d] (the ring's replication factor), got %d",
+			c.Membership.Ring.ReplicationFactor, c.Replication))
+	}
+	if c.MinReplicas < 1 || c.MinReplicas > c.Replication {
+		errs = append(errs, fmt.Errorf("min replicas must be in [1, replication=%d], got %d", c.Replication, c.MinReplicas))
+	}
+	errs = append(errs, c.checkLimits()...)
+	errs = append(errs, c.Security.validate()...)
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("invalid node configuration: %w", err)
+	}
+	return nil
+}
+
+// fill sets the zero fields of c to def's, the loggers and clocks of the
+// parts to c's own.
+func (c *Config) fill(def Config) error {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -299,7 +344,12 @@ func (c *Config) validate() error {
 	if c.Membership.Ring == (ring.Config{}) {
 		c.Membership.Ring = def.Membership.Ring
 	}
-	var errs []error
+	return nil
+}
+
+// fillMetrics makes a registry when c names none, and takes a Registerer
+// that is also a Gatherer as both.
+func (c *Config) fillMetrics() error {
 	if c.Registerer == nil && c.Gatherer == nil {
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -311,38 +361,7 @@ func (c *Config) validate() error {
 		}
 	}
 	if c.Registerer == nil || c.Gatherer == nil {
-		errs = append(errs, errors.New("metrics: set both Registerer and Gatherer, or only a Registerer that is also a Gatherer, or neither"))
-	}
-	if err := c.Store.Validate(); err != nil { // fills the store's defaults too
-		errs = append(errs, err)
-	}
-	for _, a := range []struct{ name, addr string }{{"gRPC", c.GRPCAddr}, {"admin", c.AdminAddr}} {
-		if _, _, err := net.SplitHostPort(a.addr); err != nil {
-			errs = append(errs, fmt.Errorf("%s address %q: %w", a.name, a.addr, err))
-		}
-	}
-	if c.AdvertiseGRPCAddr != "" {
-		if _, _, err := net.SplitHostPort(c.AdvertiseGRPCAddr); err != nil {
-			errs = append(errs, fmt.Errorf("advertised gRPC address %q: %w", c.AdvertiseGRPCAddr, err))
-		}
-	}
-	if c.MaxBatchChunks < 1 {
-		errs = append(errs, fmt.Errorf("max batch must be positive, got %d", c.MaxBatchChunks))
-	}
-	if c.Membership.Ring.ReplicationFactor < 1 {
-		errs = append(errs, fmt.Errorf("ring replication factor must be positive, got %d", c.Membership.Ring.ReplicationFactor))
-	}
-	if c.Replication < 1 || c.Replication > c.Membership.Ring.ReplicationFactor {
-		errs = append(errs, fmt.Errorf("replication must be in [1, %d] (the ring's replication factor), got %d",
-			c.Membership.Ring.ReplicationFactor, c.Replication))
-	}
-	if c.MinReplicas < 1 || c.MinReplicas > c.Replication {
-		errs = append(errs, fmt.Errorf("min replicas must be in [1, replication=%d], got %d", c.Replication, c.MinReplicas))
-	}
-	errs = append(errs, c.checkLimits()...)
-	errs = append(errs, c.Security.validate()...)
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("invalid node configuration: %w", err)
+		return errors.New("metrics: set both Registerer and Gatherer, or only a Registerer that is also a Gatherer, or neither")
 	}
 	return nil
 }

@@ -46,6 +46,9 @@ type clusterView struct {
 	ring      func() *ring.Ring
 	unsettled func() bool
 	draining  func(id string) bool
+	// peerDial are added to the options of the connections to peers (the
+	// test cluster's network). Optional.
+	peerDial []grpc.DialOption
 }
 
 // newServices wires the services of a node with validated configuration cfg
@@ -76,7 +79,7 @@ func newServices(cfg *Config, st *store.Store, view clusterView, sec *security) 
 			MaxReplicas: uint32(cfg.Membership.Ring.ReplicationFactor)},
 		Limits: &kvringv1.Limits{MaxFrameBytes: transfer.MaxFrameBytes, MaxChunkBytes: uint64(st.MaxChunkSize()),
 			MaxBatchChunks: uint32(cfg.MaxBatchChunks), MaxLeaseTtlMs: uint32(cfg.Store.MaxPinLease / time.Millisecond)},
-		Now: cfg.Now, Metrics: m, PeerDialOptions: sec.peerDialOptions(), Spread: table,
+		Now: cfg.Now, Metrics: m, PeerDialOptions: append(sec.peerDialOptions(), view.peerDial...), Spread: table,
 		Load: meter, Loads: spread.NewLoads(cfg.Now)})
 	spreader = newSpreader(cfg, st, reg, view, c, table)
 	// A coordinator gone: its uncommitted chunks are freed at once, by the

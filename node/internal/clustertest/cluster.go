@@ -48,6 +48,19 @@ func (c *Cluster) SetDraining(id string, on bool) {
 	}
 }
 
+// Store makes r the ring every node reads, without telling anyone (as a
+// ring swapped behind the coordinators' backs), and maps its members'
+// addresses on the Network.
+func (c *Cluster) Store(r *ring.Ring) { c.Swap(r) }
+
+// Swap is Store, returning the ring it replaced.
+func (c *Cluster) Swap(r *ring.Ring) *ring.Ring {
+	for _, m := range r.Members() {
+		c.Net.Name(m.Addr, m.ID)
+	}
+	return c.ring.Swap(r)
+}
+
 // OnRingChange adds f to the functions told of every ring swap.
 func (c *Cluster) OnRingChange(f func(old, r *ring.Ring)) {
 	c.mu.Lock()
@@ -66,10 +79,7 @@ func (c *Cluster) SetMembers(t testing.TB, members []ring.Member, epoch uint64, 
 	if err != nil {
 		t.Fatalf("cannot build the ring of %d members: %v", len(members), err)
 	}
-	for _, m := range members {
-		c.Net.Name(m.Addr, m.ID)
-	}
-	old := c.ring.Swap(r)
+	old := c.Swap(r)
 	c.mu.Lock()
 	fs := append([]func(old, r *ring.Ring){}, c.onChange...)
 	c.mu.Unlock()

@@ -1,19 +1,28 @@
 // Package coord is the coordinator every node runs for engines: the Cache
 // gRPC service. It places each chunk of a call on its owners (package ring),
-// runs two-phase confirmed writes (put.go: a putTx with one method per phase,
-// share.go: each owner's share and the fan-out of frames), fans lookups out
-// (lookup.go), reads with owner fallback (get.go, fetch.go), registers
-// namespaces cluster-wide (namespaces.go) and logs peer outages once
-// (failures.go). Publish (publish.go) is a put whose bytes are already in
-// this node's shared memory (the local socket's blobs): the same phases,
-// with this node's share staged in the blobs' slots.
+// runs two-phase confirmed writes, fans lookups out (lookup.go), reads with
+// owner fallback (get.go, fetch.go), registers namespaces cluster-wide
+// (namespaces.go) and logs peer outages once (failures.go).
+//
+// Every write is one writeTx (write.go): prepare, plan, a data phase,
+// vote, commit, and the decision of each chunk's fate (result.go), with
+// one session per owner (session.go: in process for this node, a
+// Peer.Prepare stream for a peer) and each owner's share of the batch
+// (share.go). Three writes differ only in their data phase (a dataPhase)
+// and in where their chunks go: an engine's Put (put.go: bytes from the
+// engine's stream, chunks placed on the ring with substitutes for
+// unreachable owners), a Publish (publish.go: bytes already in this node's
+// shared memory, the local socket's blobs, whose slots become this node's
+// chunks) and a Copy (copy.go: chunks this node holds, read from its store,
+// written to one member for the hand-off or as spread copies).
 //
 // # What it owns
 //
 //   - The connections to peers (peers.go), made on first use, closed when a
 //     peer leaves the ring (RingChanged) and on Close.
 //   - Goroutines only within a call: one per owner while a phase fans out,
-//     all waited for before the call returns.
+//     all waited for before the call returns; and the receiver of a put
+//     abandoned for idleness, which ends with its stream (Close waits).
 //   - No chunk bytes beyond the frame in flight, and one chunk read from a
 //     peer while its checksum is verified. This node's own chunks are read
 //     and written through package owner, in process.
@@ -27,7 +36,7 @@
 //   - Time (lease records, outage durations) comes from Config.Now.
 //
 // It must not decide membership, hold state across calls beyond lookup-lease
-// records, or touch the store directly (a publish's blobs, lent by the
-// caller for the call, are read and handed to the owner as slots; nothing
-// else of the store is touched).
+// records, or touch the store directly (a publish's blobs and a copy's
+// views, lent by the caller for the call, are read, and the blobs handed to
+// the owner as slots; nothing else of the store is touched).
 package coord
