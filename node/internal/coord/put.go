@@ -40,7 +40,7 @@ func (c *Coordinator) put(stream putStream) error {
 	settled, err := tx.run(ctx)
 	if err != nil {
 		if errors.Is(err, errNeedNotSent) {
-			return errors.Unwrap(err)
+			return data.sendErr // the engine went away: its stream's own error
 		}
 		return transfer.ToStatus(err)
 	}
@@ -96,8 +96,9 @@ func (c *Coordinator) newPlacedWrite(begin *kvringv1.PutBegin, data dataPhase) (
 	return tx, nil
 }
 
-// errNeedNotSent wraps the engine stream's error when the need message
-// could not be sent (the engine went away): it ends the call as it is.
+// errNeedNotSent: the need message could not be sent (the engine went
+// away); streamData.sendErr is the stream's error, which ends the call as
+// it is.
 var errNeedNotSent = errors.New("cannot send the need message")
 
 // streamData is the data phase of an engine's Put: the engine is told
@@ -106,6 +107,8 @@ var errNeedNotSent = errors.New("cannot send the need message")
 type streamData struct {
 	stream putStream
 	eager  bool // the engine sends every chunk's bytes without a need message (PutBegin.eager)
+	// sendErr is the stream's error when the need message could not be sent.
+	sendErr error
 }
 
 func (d *streamData) slot(*writeTx, *ownerShare) owner.SlotFunc { return nil }
@@ -114,7 +117,8 @@ func (d *streamData) deliver(_ context.Context, tx *writeTx, settled []*kvringv1
 	if !d.eager { // an eager engine sends every chunk's bytes without asking, and hears only the result
 		if err := d.stream.Send(&kvringv1.PutResponse{Epoch: tx.c.epoch(), Msg: &kvringv1.PutResponse_Need{
 			Need: &kvringv1.PutNeed{Need: tx.need, Settled: settled}}}); err != nil {
-			return fmt.Errorf("%w: %w", errNeedNotSent, err)
+			d.sendErr = err
+			return errNeedNotSent
 		}
 	}
 	tx.c.countPut(settled, tx.chunks)
