@@ -199,4 +199,3 @@ func TestGetSaysUnavailableWhenNoOwnerAnswers(t *testing.T) {
 func isHeld(r *kvringv1.PutChunkResult) bool {
 	return r.GetStatus() == kvringv1.PutStatus_PUT_STATUS_STORED || r.GetStatus() == kvringv1.PutStatus_PUT_STATUS_ALREADY_HELD
 }
-
