@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -145,6 +146,8 @@ func (c *Client) resendBusy(ctx context.Context, cc *grpc.ClientConn, ref *kvrin
 	}
 }
 
+// put writes chunks over cc in one Put stream: begin, the bytes the node
+// needs (or all of them, eager), end, and the result of every chunk.
 func (c *Client) put(ctx context.Context, cc *grpc.ClientConn, ref *kvringv1.NamespaceRef, chunks []Chunk, refs []*kvringv1.ChunkRef, keys [][]byte) ([]PutResult, error) {
 	// Frames borrow the chunks' bytes (no copy). gRPC writes them after Send
 	// returns, so put does not return while gRPC still holds any: after a
@@ -170,90 +173,135 @@ func (c *Client) put(ctx context.Context, cc *grpc.ClientConn, ref *kvringv1.Nam
 		Namespace: ref, Chunks: refs, Groups: groupRuns(keys), Eager: eager}}}); err != nil {
 		return fail(err)
 	}
-	var need *kvringv1.PutNeed
+	need, err := c.putNeed(cc, stream, len(chunks), eager)
+	if err != nil {
+		return nil, err
+	}
+	out := newPutResults(chunks)
+	out.take(need.GetSettled())
+	if err := sendNeeded(stream, chunks, need.GetNeed(), &lent); err != nil {
+		if errors.Is(err, errBadNeed) {
+			return nil, err
+		}
+		return fail(err)
+	}
+	if err := c.putResult(cc, stream, eager, out); err != nil {
+		return nil, err
+	}
+	return out.final(), nil
+}
+
+// putNeed is the node's answer to begin: which chunks' bytes it needs
+// (every chunk's, unasked, for an eager put).
+func (c *Client) putNeed(cc *grpc.ClientConn, stream kvringv1.Cache_PutClient, n int, eager bool) (*kvringv1.PutNeed, error) {
 	if eager {
-		need = &kvringv1.PutNeed{Need: make([]uint32, len(chunks))} // every chunk's bytes, unasked
+		need := &kvringv1.PutNeed{Need: make([]uint32, n)} // every chunk's bytes, unasked
 		for i := range need.Need {
 			need.Need[i] = uint32(i)
 		}
-	} else {
-		m, err := stream.Recv()
-		if err != nil {
-			return nil, c.callErr(cc, "put", err)
-		}
-		c.route.observe(cc.Target(), m.GetEpoch())
-		if need = m.GetNeed(); need == nil {
-			return nil, fmt.Errorf("kvring put: the node answered without saying which chunks it needs")
-		}
+		return need, nil
 	}
-	out := make([]PutResult, len(chunks))
-	for i := range out {
-		out[i].ID = chunks[i].ID
+	m, err := stream.Recv()
+	if err != nil {
+		return nil, c.callErr(cc, "put", err)
 	}
-	seen := make([]bool, len(chunks))
-	take := func(r *kvringv1.PutChunkResult) {
-		i := int(r.GetIndex())
-		if i >= len(out) {
-			return
-		}
-		seen[i] = true
-		out[i].Status = PutStatus(r.GetStatus())
-		out[i].Degraded = r.GetDegraded()
-		out[i].Reason = r.GetReason()
-		out[i].code = r.GetCode()
-		for _, h := range r.GetHolders() {
-			out[i].Holders = append(out[i].Holders, Node{ID: h.GetNodeId(), Addr: h.GetGrpcAddr()})
-		}
+	c.route.observe(cc.Target(), m.GetEpoch())
+	need := m.GetNeed()
+	if need == nil {
+		return nil, fmt.Errorf("kvring put: the node answered without saying which chunks it needs")
 	}
-	for _, r := range need.GetSettled() {
-		take(r)
-	}
+	return need, nil
+}
+
+// errBadNeed marks a need message that names a chunk the batch lacks.
+var errBadNeed = errors.New("kvring put: the node asked for a chunk the batch does not have")
+
+// sendNeeded sends the bytes of the chunks at need, in frames that borrow
+// them (lent), then the end of the stream.
+func sendNeeded(stream kvringv1.Cache_PutClient, chunks []Chunk, need []uint32, lent *transfer.Lender) error {
 	// One frame value for the whole put: SendMsg encodes it before it
 	// returns, keeping the chunk's bytes (lent) but not the frame.
 	piece := [][]byte{nil}
-	frame := transfer.OutFrame{Field: transfer.PutDataField, Data: piece, Borrow: true, Lender: &lent}
-	for _, idx := range need.GetNeed() {
+	frame := transfer.OutFrame{Field: transfer.PutDataField, Data: piece, Borrow: true, Lender: lent}
+	for _, idx := range need {
 		if int(idx) >= len(chunks) {
-			return nil, fmt.Errorf("kvring put: the node asked for chunk %d of %d", idx, len(chunks))
+			return fmt.Errorf("%w: chunk %d of %d", errBadNeed, idx, len(chunks))
 		}
 		data := chunks[idx].Data
 		for off := 0; off < len(data); off += transfer.MaxFrameBytes {
 			end := min(off+transfer.MaxFrameBytes, len(data))
 			frame.Index, frame.Offset, piece[0] = idx, uint64(off), data[off:end:end]
 			if err := stream.SendMsg(&frame); err != nil {
-				return fail(err)
+				return err
 			}
 		}
 	}
 	if err := stream.Send(&kvringv1.PutRequest{Msg: &kvringv1.PutRequest_End{End: &kvringv1.PutEnd{}}}); err != nil {
-		return fail(err)
+		return err
 	}
-	if err := stream.CloseSend(); err != nil {
-		return fail(err)
-	}
-	// The node always ends with a result (empty when nothing was needed). A
-	// node that predates eager puts sends its need first, unasked for here.
+	return stream.CloseSend()
+}
+
+// putResult reads the node's result into out. The node always ends with a
+// result (empty when nothing was needed); a node that predates eager puts
+// sends its need first, unasked for.
+func (c *Client) putResult(cc *grpc.ClientConn, stream kvringv1.Cache_PutClient, eager bool, out *putResults) error {
 	m, err := stream.Recv()
 	if err == nil && eager && m.GetNeed() != nil {
-		for _, r := range m.GetNeed().GetSettled() {
-			take(r)
-		}
+		out.take(m.GetNeed().GetSettled())
 		m, err = stream.Recv()
 	}
 	if err != nil {
-		return nil, c.callErr(cc, "put", err)
+		return c.callErr(cc, "put", err)
 	}
 	c.route.observe(cc.Target(), m.GetEpoch())
-	for _, r := range m.GetResult().GetResults() {
-		take(r)
+	out.take(m.GetResult().GetResults())
+	return nil
+}
+
+// putResults gathers the results of a put's chunks as the node sends them.
+type putResults struct {
+	out  []PutResult
+	seen []bool
+}
+
+func newPutResults(chunks []Chunk) *putResults {
+	r := &putResults{out: make([]PutResult, len(chunks)), seen: make([]bool, len(chunks))}
+	for i := range r.out {
+		r.out[i].ID = chunks[i].ID
 	}
-	for i, ok := range seen {
-		if !ok || out[i].Status < Stored || out[i].Status > Failed {
-			out[i].Status, out[i].Holders = Failed, nil
-			out[i].Reason = "the node sent no result for this chunk"
+	return r
+}
+
+// take records chunk results (one for an index beyond the batch is ignored).
+func (p *putResults) take(results []*kvringv1.PutChunkResult) {
+	for _, r := range results {
+		i := int(r.GetIndex())
+		if i >= len(p.out) {
+			continue
+		}
+		p.seen[i] = true
+		o := &p.out[i]
+		o.Status = PutStatus(r.GetStatus())
+		o.Degraded = r.GetDegraded()
+		o.Reason = r.GetReason()
+		o.code = r.GetCode()
+		for _, h := range r.GetHolders() {
+			o.Holders = append(o.Holders, Node{ID: h.GetNodeId(), Addr: h.GetGrpcAddr()})
 		}
 	}
-	return out, nil
+}
+
+// final returns the results, a chunk the node sent no valid result for
+// failed.
+func (p *putResults) final() []PutResult {
+	for i, ok := range p.seen {
+		if !ok || p.out[i].Status < Stored || p.out[i].Status > Failed {
+			p.out[i].Status, p.out[i].Holders = Failed, nil
+			p.out[i].Reason = "the node sent no result for this chunk"
+		}
+	}
+	return p.out
 }
 
 // eager reports whether a put of chunks sends their bytes without waiting

@@ -246,6 +246,8 @@ func (a getArgs) chunkBuffer(i int, want uint64) (buf []byte, reason string, ok 
 	return b[:0:want], "", true
 }
 
+// get reads a's chunks over cc in one Get stream, verifying each chunk's
+// checksum as its bytes are copied into its buffer.
 func (c *Client) get(ctx context.Context, cc *grpc.ClientConn, ref *kvringv1.NamespaceRef, a getArgs) ([]GetResult, error) {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -253,15 +255,11 @@ func (c *Client) get(ctx context.Context, cc *grpc.ClientConn, ref *kvringv1.Nam
 	if err != nil {
 		return nil, c.callErr(cc, "get", err)
 	}
-	out := make([]GetResult, len(a.ids))
-	for i := range out {
-		out[i].ID = a.ids[i]
-		out[i].Reason = "the node sent no answer for this chunk"
+	g := &getReader{a: a, bound: c.chunkBound(), out: make([]GetResult, len(a.ids))}
+	for i := range g.out {
+		g.out[i].ID = a.ids[i]
+		g.out[i].Reason = "the node sent no answer for this chunk"
 	}
-	var cur *GetResult // the chunk being received; nil when its bytes are discarded
-	var reading bool   // a chunk's frames are being received
-	var want, got uint64
-	var crc, sum uint32
 	// Frames are read in place (transfer.InFrame) and copied once into the
 	// chunk's buffer, the checksum computed in the same pass.
 	in := transfer.InFrame{Msg: new(kvringv1.GetResponse), Field: transfer.GetDataField}
@@ -279,54 +277,85 @@ func (c *Client) get(ctx context.Context, cc *grpc.ClientConn, ref *kvringv1.Nam
 			c.route.observe(cc.Target(), m.GetEpoch())
 		}
 		if h := m.GetHeader(); h != nil {
-			if reading {
-				return nil, fmt.Errorf("kvring get: the node started chunk %d before finishing the previous one", h.GetIndex())
-			}
-			i := int(h.GetIndex())
-			if i >= len(out) {
-				return nil, fmt.Errorf("kvring get: the node answered for chunk %d of %d", i, len(out))
-			}
-			r := &out[i]
-			r.Holder = Node{ID: h.GetHolder().GetNodeId(), Addr: h.GetHolder().GetGrpcAddr()}
-			if h.GetStatus() != kvringv1.ReadStatus_READ_STATUS_FOUND {
-				r.Reason = h.GetReason()
-				if r.Reason == "" {
-					r.Reason = "not held"
-				}
-				continue
-			}
-			want, got, crc, sum = h.GetChunk().GetSize(), 0, h.GetChunk().GetCrc32C(), 0
-			if bound := c.chunkBound(); want > bound {
-				return nil, fmt.Errorf("kvring get: the node declared chunk %d of %d bytes, above the cluster's largest chunk %d", i, want, bound)
-			}
-			buf, reason, ok := a.chunkBuffer(i, want)
-			r.Data, r.Reason, cur = buf, reason, nil
-			if ok {
-				cur = r
-			}
-			reading = want > 0
-			continue
+			err = g.header(h)
+		} else {
+			err = g.frame(&in)
 		}
-		f, ok := in.Frame()
-		if !reading || !ok || f.Offset != got || got+uint64(f.Len()) > want {
-			return nil, fmt.Errorf("kvring get: malformed frame from the node")
-		}
-		if cur != nil {
-			cur.Data, sum = f.AppendChecksum(cur.Data, sum)
-		}
-		got += uint64(f.Len())
-		in.Release()
-		if got == want {
-			if cur != nil && sum == crc {
-				cur.Found, cur.Reason = true, ""
-			} else if cur != nil {
-				cur.Data, cur.Reason = nil, "bytes failed their checksum"
-			}
-			cur, reading = nil, false
+		if err != nil {
+			return nil, err
 		}
 	}
-	if cur != nil {
-		cur.Data, cur.Reason = nil, "the stream ended inside the chunk"
+	if g.cur != nil {
+		g.cur.Data, g.cur.Reason = nil, "the stream ended inside the chunk"
 	}
-	return out, nil
+	return g.out, nil
+}
+
+// getReader is the state of one Get stream as its messages arrive: the
+// results, and the chunk whose frames are being received.
+type getReader struct {
+	a     getArgs
+	bound uint64 // the largest chunk a node may declare
+	out   []GetResult
+	cur   *GetResult // the chunk being received; nil when its bytes are discarded
+	// reading: a chunk's frames are being received (want bytes, got so
+	// far, crc declared, sum of what arrived).
+	reading   bool
+	want, got uint64
+	crc, sum  uint32
+}
+
+// header starts the chunk a header announces: a miss with its reason, or
+// the bytes that follow.
+func (g *getReader) header(h *kvringv1.ChunkHeader) error {
+	if g.reading {
+		return fmt.Errorf("kvring get: the node started chunk %d before finishing the previous one", h.GetIndex())
+	}
+	i := int(h.GetIndex())
+	if i >= len(g.out) {
+		return fmt.Errorf("kvring get: the node answered for chunk %d of %d", i, len(g.out))
+	}
+	r := &g.out[i]
+	r.Holder = Node{ID: h.GetHolder().GetNodeId(), Addr: h.GetHolder().GetGrpcAddr()}
+	if h.GetStatus() != kvringv1.ReadStatus_READ_STATUS_FOUND {
+		r.Reason = h.GetReason()
+		if r.Reason == "" {
+			r.Reason = "not held"
+		}
+		return nil
+	}
+	g.want, g.got, g.crc, g.sum = h.GetChunk().GetSize(), 0, h.GetChunk().GetCrc32C(), 0
+	if g.want > g.bound {
+		return fmt.Errorf("kvring get: the node declared chunk %d of %d bytes, above the cluster's largest chunk %d", i, g.want, g.bound)
+	}
+	buf, reason, ok := g.a.chunkBuffer(i, g.want)
+	r.Data, r.Reason, g.cur = buf, reason, nil
+	if ok {
+		g.cur = r
+	}
+	g.reading = g.want > 0
+	return nil
+}
+
+// frame takes one frame of the chunk being read (and releases it); the
+// last one decides the chunk: found when its checksum matches.
+func (g *getReader) frame(in *transfer.InFrame) error {
+	f, ok := in.Frame()
+	if !g.reading || !ok || f.Offset != g.got || g.got+uint64(f.Len()) > g.want {
+		return fmt.Errorf("kvring get: malformed frame from the node")
+	}
+	if g.cur != nil {
+		g.cur.Data, g.sum = f.AppendChecksum(g.cur.Data, g.sum)
+	}
+	g.got += uint64(f.Len())
+	in.Release()
+	if g.got == g.want {
+		if g.cur != nil && g.sum == g.crc {
+			g.cur.Found, g.cur.Reason = true, ""
+		} else if g.cur != nil {
+			g.cur.Data, g.cur.Reason = nil, "bytes failed their checksum"
+		}
+		g.cur, g.reading = nil, false
+	}
+	return nil
 }

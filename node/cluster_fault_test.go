@@ -52,7 +52,7 @@ func (tc *testCluster) addStuckMember(t *testing.T) ring.Member {
 func (tc *testCluster) addFakeMember(t *testing.T, id string, peer kvringv1.PeerServer) ring.Member {
 	t.Helper()
 	m := ring.Member{ID: id, Addr: serveFake(t, func(gs *grpc.Server) { kvringv1.RegisterPeerServer(gs, peer) })}
-	tc.useMembers(t, append(tc.ring.Load().Members(), m))
+	tc.useMembers(t, append(tc.Ring().Members(), m))
 	return m
 }
 
@@ -93,7 +93,7 @@ func TestAStuckOwnerIsSkippedWithinTheDeadline(t *testing.T) {
 				t.Fatalf("chunk %d reported held by the stuck node", i)
 			}
 		}
-		if slices.ContainsFunc(tc.ring.Load().Owners("test/model", ids[i][:], 2), func(m ring.Member) bool { return m.ID == stuck.ID }) {
+		if slices.ContainsFunc(tc.Ring().Owners("test/model", ids[i][:], 2), func(m ring.Member) bool { return m.ID == stuck.ID }) {
 			touched++
 		}
 	}
@@ -240,7 +240,7 @@ func TestBytesThatFailTheirChecksumAreNeverServed(t *testing.T) {
 	var ch client.Chunk
 	for n := uint64(0); ; n++ {
 		ch = chunkOf(900+n, 300_000)
-		if m, _ := tc.ring.Load().Primary("test/model", ch.ID[:]); m.ID == bad.ID {
+		if m, _ := tc.Ring().Primary("test/model", ch.ID[:]); m.ID == bad.ID {
 			break
 		}
 	}

@@ -9,8 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,6 +19,7 @@ import (
 
 	"github.com/kvring/kvring/client"
 	"github.com/kvring/kvring/internal/testutil"
+	"github.com/kvring/kvring/node/internal/clustertest"
 	"github.com/kvring/kvring/ring"
 	"github.com/kvring/kvring/store"
 )
@@ -38,16 +37,14 @@ type testNode struct {
 	lis  net.Listener
 }
 
+// testCluster is an in-process cluster of full nodes: the shared
+// clustertest.Cluster holds the ring every node reads, who drains and
+// whether reads are unsettled, and carries the nodes' peer connections
+// through its Network (whose faults the tests set).
 type testCluster struct {
+	*clustertest.Cluster
 	nodes []*testNode
-	ring  atomic.Pointer[ring.Ring]
-	// unsettled is what the coordinators' unsettled reports (see membership.Config.SettleWindow).
-	unsettled atomic.Bool
-	// draining holds the ids of the members the coordinators see draining.
-	draining sync.Map
 }
-
-func (tc *testCluster) isDraining(id string) bool { _, ok := tc.draining.Load(id); return ok }
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
@@ -60,7 +57,7 @@ func newTestCluster(t testing.TB, n int, limit int64) *testCluster {
 // set, adjusts node i's configuration before its services are wired.
 func newTestClusterWith(t testing.TB, n int, limit int64, change func(i int, cfg *Config)) *testCluster {
 	t.Helper()
-	tc := &testCluster{}
+	tc := &testCluster{Cluster: clustertest.NewCluster()}
 	var members []ring.Member
 	for i := 0; i < n; i++ {
 		lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -88,8 +85,9 @@ func newTestClusterWith(t testing.TB, n int, limit int64, change func(i int, cfg
 			t.Fatal(err)
 		}
 		nd := &testNode{id: st.NodeID(), addr: lis.Addr().String(), st: st, lis: lis, reg: cfg.Registerer.(*prometheus.Registry)}
-		nd.svc = newServices(&cfg, st, clusterView{ring: tc.ring.Load, unsettled: tc.unsettled.Load, draining: tc.isDraining}, nil)
-		nd.reg.MustRegister(nodeCollectors(nd.svc, st, nil, tc.ring.Load)...)
+		nd.svc = newServices(&cfg, st, clusterView{ring: tc.Ring, unsettled: tc.Unsettled, draining: tc.Draining,
+			peerDial: []grpc.DialOption{tc.Net.DialOption(st.NodeID())}}, nil)
+		nd.reg.MustRegister(nodeCollectors(nd.svc, st, nil, tc.Ring)...)
 		nd.gs = nd.svc.grpc
 		healthpb.RegisterHealthServer(nd.gs, health.NewServer())
 		go nd.svc.serve(lis)
@@ -106,7 +104,7 @@ func newTestClusterWith(t testing.TB, n int, limit int64, change func(i int, cfg
 	if err != nil {
 		t.Fatal(err)
 	}
-	tc.ring.Store(r)
+	tc.Store(r)
 	return tc
 }
 
@@ -248,7 +246,7 @@ func TestWritesStayHonestWhenAnOwnerIsDown(t *testing.T) {
 				t.Fatalf("chunk %d reported held by the dead node", i)
 			}
 		}
-		if slices.ContainsFunc(tc.ring.Load().Owners("test/model", chunks[i].ID[:], 2), func(m ring.Member) bool { return m.ID == dead.id }) {
+		if slices.ContainsFunc(tc.Ring().Owners("test/model", chunks[i].ID[:], 2), func(m ring.Member) bool { return m.ID == dead.id }) {
 			substituted++
 		}
 	}
@@ -295,7 +293,7 @@ func (tc *testCluster) useMembers(t *testing.T, members []ring.Member) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := tc.ring.Swap(r)
+	old := tc.Swap(r)
 	for _, n := range tc.nodes {
 		n.svc.coord.RingChanged(old, r)
 	}
@@ -319,7 +317,7 @@ func TestR1WritesToADownOwnerAreStoredInItsPlace(t *testing.T) {
 	for i := uint64(0); i < 30; i++ {
 		ch := chunkOf(7000+i, 10_000)
 		chunks, ids = append(chunks, ch), append(ids, ch.ID)
-		if p, _ := tc.ring.Load().Primary("test/model", ch.ID[:]); p.ID == dead.id {
+		if p, _ := tc.Ring().Primary("test/model", ch.ID[:]); p.ID == dead.id {
 			owned++
 		}
 	}
@@ -348,4 +346,39 @@ func TestR1WritesToADownOwnerAreStoredInItsPlace(t *testing.T) {
 			t.Fatalf("chunk %d: found %v (%s)", i, g.Found, g.Reason)
 		}
 	}
+}
+
+// TestAPartitionedCoordinatorNeverReportsAChunkStoredElsewhere: a node cut
+// off from every other member (the test cluster's network partitioned)
+// still answers its engine honestly: with R=3 and min replicas 2 nothing
+// is stored (only it can hold a chunk), and each result names at most
+// this node as holder; once the partition heals (and the coordinator's
+// connections are back) the same put is stored on three nodes.
+func TestAPartitionedCoordinatorNeverReportsAChunkStoredElsewhere(t *testing.T) {
+	t.Parallel()
+	tc := newTestClusterWith(t, 3, 64<<20, func(_ int, cfg *Config) { cfg.PeerTimeout = 5 * time.Second })
+	c := testClientWith(t, client.Config{Conn: client.ConnConfig{Seeds: []string{tc.nodes[0].addr}}, Namespace: "test/model",
+		Schema: client.Schema{Model: "m", Dtype: "bf16", TokensPerChunk: 16}, ReplicationFactor: 3, MinReplicas: 2,
+		DisableRouting: true, Logger: quietLogger()})
+	tc.Net.Partition([]string{tc.nodes[0].id}, []string{tc.nodes[1].id, tc.nodes[2].id})
+	var chunks []client.Chunk
+	for i := uint64(200); i < 208; i++ {
+		chunks = append(chunks, chunkOf(i, 20_000))
+	}
+	ctx := context.Background()
+	res, err := c.Put(ctx, chunks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		if r.Status.Held() || slices.ContainsFunc(r.Holders, func(h client.Node) bool { return h.ID != tc.nodes[0].id }) {
+			t.Fatalf("chunk %d with its coordinator partitioned: %+v", i, r)
+		}
+	}
+	tc.Net.HealAll()
+	// The coordinator's connections come back after gRPC's reconnect backoff.
+	testutil.Eventually(t, "the put to be stored on three nodes after the heal", time.Minute, func() bool {
+		res, err := c.Put(ctx, chunks)
+		return err == nil && !slices.ContainsFunc(res, func(r client.PutResult) bool { return !r.Status.Held() || len(r.Holders) != 3 })
+	})
 }

@@ -37,13 +37,13 @@ func TestAGetMissNamesEachNodeOnceAndTheDepartedOwner(t *testing.T) {
 	}
 	holder.stop()
 	var rest []ring.Member
-	for _, m := range tc.ring.Load().Members() {
+	for _, m := range tc.Ring().Members() {
 		if m.ID != holder.id {
 			rest = append(rest, m)
 		}
 	}
 	tc.useMembers(t, rest) // gossip declared it dead
-	tc.unsettled.Store(true)
+	tc.SetUnsettled(true)
 	res, err := c.Get(ctx, []client.ChunkID{lost.ID})
 	if err != nil {
 		t.Fatal(err)

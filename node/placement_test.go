@@ -95,7 +95,7 @@ func (tc *testCluster) distinctPrimaries(t *testing.T, ns string, keys []client.
 	t.Helper()
 	seen := map[string]bool{}
 	for _, k := range keys {
-		p, err := tc.ring.Load().Primary(ns, k[:])
+		p, err := tc.Ring().Primary(ns, k[:])
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -111,7 +111,7 @@ func TestAPutWaitingOnAnotherWriteEndsWhenThatWriteEndsUnsealed(t *testing.T) {
 	var ch client.Chunk // a chunk whose owner is node 1, so node 0 coordinates and polls it
 	for n := uint64(1); ; n++ {
 		ch = chunkOf(n, 1000)
-		if p, _ := tc.ring.Load().Primary("test/model", ch.ID[:]); p.ID == tc.nodes[1].id {
+		if p, _ := tc.Ring().Primary("test/model", ch.ID[:]); p.ID == tc.nodes[1].id {
 			break
 		}
 	}

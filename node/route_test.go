@@ -92,7 +92,7 @@ func (tc *testCluster) primaries(t *testing.T, ids []client.ChunkID) (map[string
 	t.Helper()
 	count, of := map[string]float64{}, make([]string, len(ids))
 	for i, id := range ids {
-		p, err := tc.ring.Load().Primary("test/model", id[:])
+		p, err := tc.Ring().Primary("test/model", id[:])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -176,7 +176,7 @@ func TestRoutedCallsReachThePrimaryOwnerAndKeepTheCallersOrder(t *testing.T) {
 		if nd.id == tc.nodes[0].id {
 			w++ // the missing chunk: asked of its owner, then of the connected node again
 		}
-		if p, err := tc.ring.Load().Primary("test/model", missing.ID[:]); err == nil && p.ID == nd.id && p.ID != tc.nodes[0].id {
+		if p, err := tc.Ring().Primary("test/model", missing.ID[:]); err == nil && p.ID == nd.id && p.ID != tc.nodes[0].id {
 			w++
 		}
 		if gets[nd.id] != w {
@@ -291,7 +291,7 @@ func TestRoutingSkipsAnOwnerThatHangs(t *testing.T) {
 		kvringv1.RegisterCacheServer(gs, hangingNode{})
 		kvringv1.RegisterPeerServer(gs, hangingNode{})
 	})}
-	tc.useMembers(t, append(tc.ring.Load().Members(), hung))
+	tc.useMembers(t, append(tc.Ring().Members(), hung))
 	c := routedClient(t, tc.nodes[0].addr, 2, 1, func(cfg *client.Config) {
 		cfg.Conn.DialTimeout, cfg.Conn.ProbeTimeout = time.Second, 500*time.Millisecond
 	})
@@ -340,15 +340,15 @@ func TestRoutingFollowsEpochChanges(t *testing.T) {
 	tc := newTestCluster(t, 3, 64<<20)
 	c := routedClient(t, tc.nodes[0].addr, 1, 1, nil)
 	ctx := context.Background()
-	all := tc.ring.Load().Members()
+	all := tc.Ring().Members()
 	gone := tc.nodes[2]
-	rcfg := tc.ring.Load().Config()
+	rcfg := tc.Ring().Config()
 	setRing := func(epoch uint64, members []ring.Member) {
 		r, err := ring.New(members, epoch, rcfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		tc.ring.Store(r)
+		tc.Store(r)
 	}
 	// Traffic to every node first, so that the client has a connection to each.
 	var seq uint64 = 5000
@@ -429,7 +429,7 @@ func TestRoutedLookupGoesToTheFirstGroupsOwner(t *testing.T) {
 	var owner *testNode
 	for seed := uint64(1); owner == nil || owner == tc.nodes[0]; seed++ {
 		chunks = promptChunks(seed, 32, 32)
-		p, err := tc.ring.Load().Primary("test/model", chunks[0].ID[:])
+		p, err := tc.Ring().Primary("test/model", chunks[0].ID[:])
 		if err != nil {
 			t.Fatal(err)
 		}

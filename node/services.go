@@ -1,7 +1,6 @@
 package node
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"runtime"
@@ -47,6 +46,9 @@ type clusterView struct {
 	ring      func() *ring.Ring
 	unsettled func() bool
 	draining  func(id string) bool
+	// peerDial are added to the options of the connections to peers (the
+	// test cluster's network). Optional.
+	peerDial []grpc.DialOption
 }
 
 // newServices wires the services of a node with validated configuration cfg
@@ -77,7 +79,7 @@ func newServices(cfg *Config, st *store.Store, view clusterView, sec *security) 
 			MaxReplicas: uint32(cfg.Membership.Ring.ReplicationFactor)},
 		Limits: &kvringv1.Limits{MaxFrameBytes: transfer.MaxFrameBytes, MaxChunkBytes: uint64(st.MaxChunkSize()),
 			MaxBatchChunks: uint32(cfg.MaxBatchChunks), MaxLeaseTtlMs: uint32(cfg.Store.MaxPinLease / time.Millisecond)},
-		Now: cfg.Now, Metrics: m, PeerDialOptions: sec.peerDialOptions(), Spread: table,
+		Now: cfg.Now, Metrics: m, PeerDialOptions: append(sec.peerDialOptions(), view.peerDial...), Spread: table,
 		Load: meter, Loads: spread.NewLoads(cfg.Now)})
 	spreader = newSpreader(cfg, st, reg, view, c, table)
 	// A coordinator gone: its uncommitted chunks are freed at once, by the
@@ -89,18 +91,12 @@ func newServices(cfg *Config, st *store.Store, view clusterView, sec *security) 
 }
 
 // newSpreader wires the node's hot-group spreader: it copies through the
-// coordinator (SpreadCopy) to members that neither drain nor are down.
+// coordinator (Copy, marked as spread copies) to members that neither
+// drain nor are down.
 func newSpreader(cfg *Config, st *store.Store, reg *namespace.Registry, view clusterView, c *coord.Coordinator, table *spread.Table) *spread.Spreader {
-	copyTo := func(ctx context.Context, m ring.Member, rec *kvringv1.NamespaceRecord, chunks []spread.Chunk, width int, ttl time.Duration) []error {
-		cc := make([]coord.CopyChunk, len(chunks))
-		for i, ch := range chunks {
-			cc[i] = coord.CopyChunk{View: ch.View, ID: ch.ID, Place: ch.Place}
-		}
-		return c.SpreadCopy(ctx, m, rec, cc, width, ttl)
-	}
 	usable := func(id string) bool { return !c.IsDown(id) && (view.draining == nil || !view.draining(id)) }
 	return spread.New(spread.Config{Self: st.NodeID(), Store: st, Registry: reg, Ring: view.ring, Owners: c.Owners,
-		Usable: usable, Copy: copyTo, Table: table, Width: cfg.Spread.Width, TTL: cfg.Spread.TTL, Now: cfg.Now,
+		Usable: usable, Copy: c.Copy, Table: table, Width: cfg.Spread.Width, TTL: cfg.Spread.TTL, Now: cfg.Now,
 		Log: cfg.Logger.With("component", "spread")})
 }
 

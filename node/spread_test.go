@@ -35,7 +35,7 @@ func newSpreadCluster(t *testing.T) *spreadCluster {
 	sc := &spreadCluster{tc: tc, chunks: promptChunks(7, spreadK, spreadK)}
 	sc.ids = chunkIDs(sc.chunks)
 	key := sc.chunks[0].Group
-	sc.set = tc.ring.Load().SpreadSet(groupedNS, key[:], spreadWidth)
+	sc.set = tc.Ring().SpreadSet(groupedNS, key[:], spreadWidth)
 	var outside *testNode
 	for _, nd := range tc.nodes {
 		if !inMembers(sc.set, nd.id) {

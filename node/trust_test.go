@@ -59,7 +59,7 @@ func TestAPutTeachesAnOwnerThatMissedTheRegistration(t *testing.T) {
 	var ch client.Chunk // owned by node 1
 	for n := uint64(1); ; n++ {
 		ch = chunkOf(n, 1000)
-		if p, _ := tc.ring.Load().Primary("test/model", ch.ID[:]); p.ID == tc.nodes[1].id {
+		if p, _ := tc.Ring().Primary("test/model", ch.ID[:]); p.ID == tc.nodes[1].id {
 			break
 		}
 	}

@@ -16,7 +16,7 @@ import (
 func TestChunksStoredUnderTheFormerRingAreFoundAfterAChange(t *testing.T) {
 	t.Parallel()
 	tc := newTestCluster(t, 3, 64<<20)
-	full := tc.ring.Load()
+	full := tc.Ring()
 	cfg := full.Config()
 	var without []ring.Member
 	for _, m := range full.Members() {
@@ -28,7 +28,7 @@ func TestChunksStoredUnderTheFormerRingAreFoundAfterAChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tc.ring.Store(r2) // node 2 is out: its chunks go to nodes 0 and 1
+	tc.Store(r2) // node 2 is out: its chunks go to nodes 0 and 1
 
 	// Unrouted clients: each call is coordinated by the node it names.
 	via := func(nd *testNode) *client.Client {
@@ -61,8 +61,8 @@ func TestChunksStoredUnderTheFormerRingAreFoundAfterAChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tc.unsettled.Store(true)
-	tc.ring.Store(r3)
+	tc.SetUnsettled(true)
+	tc.Store(r3)
 	for _, nd := range tc.nodes {
 		c := via(nd)
 		lr, err := c.Lookup(ctx, ids, 0)
@@ -90,7 +90,7 @@ func TestChunksStoredUnderTheFormerRingAreFoundAfterAChange(t *testing.T) {
 
 	// The premise: once the ring has settled, node 2's share is not found
 	// where the current ring looks.
-	tc.unsettled.Store(false)
+	tc.SetUnsettled(false)
 	lr, err = c.Lookup(ctx, ids, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -41,17 +41,9 @@ func (b *Blob) StageChunk(ns string, id ID, crc uint32) (*Staged, error) {
 	}
 	defer s.exit()
 	size := b.size
-	s.mu.Lock()
-	sum, summed := b.sum, b.summed
-	s.mu.Unlock()
-	if !summed {
-		var err error
-		if sum, err = guardedChecksumParts(b.Bytes(), s.cfg.ChecksumParts); err != nil {
-			return nil, fmt.Errorf("cannot stage chunk %s/%s from a blob: %w: %w", ns, id, ErrChecksum, err)
-		}
-	}
-	if sum != crc {
-		return nil, fmt.Errorf("cannot stage chunk %s/%s from a blob: %w: bytes have %08x, expected %08x", ns, id, ErrChecksum, sum, crc)
+	sum, err := b.checkSum(ns, id, crc)
+	if err != nil {
+		return nil, err
 	}
 
 	s.mu.Lock()
@@ -115,6 +107,25 @@ func (b *Blob) StageChunk(ns string, id ID, crc uint32) (*Staged, error) {
 		b.freeLocked()
 	}
 	return &Staged{s: s, e: e, buf: e.bytes(), written: size, crc: sum}, nil
+}
+
+// checkSum returns the CRC-32C of the blob's bytes (remembered, or
+// computed now under a fault guard), or ErrChecksum when it is not crc.
+func (b *Blob) checkSum(ns string, id ID, crc uint32) (uint32, error) {
+	s := b.s
+	s.mu.Lock()
+	sum, summed := b.sum, b.summed
+	s.mu.Unlock()
+	if !summed {
+		var err error
+		if sum, err = guardedChecksumParts(b.Bytes(), s.cfg.ChecksumParts); err != nil {
+			return 0, fmt.Errorf("cannot stage chunk %s/%s from a blob: %w: %w", ns, id, ErrChecksum, err)
+		}
+	}
+	if sum != crc {
+		return 0, fmt.Errorf("cannot stage chunk %s/%s from a blob: %w: bytes have %08x, expected %08x", ns, id, ErrChecksum, sum, crc)
+	}
+	return sum, nil
 }
 
 // offerPlaceholder charges the blob's pinned placeholder to the policy.

@@ -7,10 +7,12 @@ import (
 )
 
 // recover rebuilds the store from the catalog after a restart: it maps the
-// segments that still exist, verifies each catalogued chunk's checksum and
-// serves the good ones, returns the pages of every other slot to the kernel,
-// and removes segment files of this node that the catalog does not know.
-// It runs inside Open, before any other method can be called.
+// segments that still exist (openSegments), verifies each catalogued
+// chunk's checksum and serves the good ones (recoverChunks), returns the
+// pages of every other slot to the kernel (freeOtherSlots), removes segment
+// files of this node that the catalog does not know, and offers the chunks
+// to the eviction policy (offerRecovered). It runs inside Open, before any
+// other method can be called.
 func (s *Store) recover() (int, error) {
 	segRecs, chunkRecs, malformed, err := s.cat.load()
 	if err != nil {
@@ -19,6 +21,35 @@ func (s *Store) recover() (int, error) {
 	if malformed > 0 {
 		s.log.Warn("malformed catalog records were dropped", "records", malformed)
 	}
+	segs, chunkRecs, err := s.openSegments(segRecs, chunkRecs)
+	if err != nil {
+		return 0, err
+	}
+	recovered := s.recoverChunks(segs, chunkRecs)
+	if err := s.freeOtherSlots(segs); err != nil {
+		return 0, err
+	}
+	if err := s.removeStrayFiles(segs); err != nil {
+		s.log.Warn("cannot remove stray segment files", "err", err)
+	}
+	if err := s.cat.flush(); err != nil {
+		// The changes stay queued; Health reports the catalog meanwhile.
+		s.log.Error("cannot write the recovered catalog; its changes are kept and retried", "err", err)
+	}
+	if dropped := s.offerRecovered(); dropped > 0 {
+		s.log.Warn("recovered chunks did not fit the memory limit and were dropped", "chunks", dropped, "limit_bytes", s.cfg.MemoryLimit)
+		recovered -= dropped
+		if err := s.cat.flush(); err != nil {
+			s.log.Error("cannot write the recovered catalog; its changes are kept and retried", "err", err)
+		}
+	}
+	return recovered, nil
+}
+
+// openSegments maps the catalogued segments that still exist. When none
+// does (the host rebooted) the catalog is discarded and no chunk record is
+// returned; the records of segments that are gone are queued for deletion.
+func (s *Store) openSegments(segRecs []segmentRecord, chunkRecs []chunkRecord) (map[uint32]*segment, []chunkRecord, error) {
 	a := s.arena
 	// Segment ids are never reused, across restarts too.
 	a.nextID = max(a.nextID, s.cat.nextSegment)
@@ -42,7 +73,7 @@ func (s *Store) recover() (int, error) {
 		s.log.Warn("catalog discarded: its shared-memory segments are gone (was the host rebooted?)",
 			"segments", len(segRecs), "chunks", len(chunkRecs), "shm_dir", s.cfg.ShmDir)
 		if err := s.cat.reset(); err != nil {
-			return 0, err
+			return nil, nil, err
 		}
 		chunkRecs = nil
 	case len(missing) > 0:
@@ -51,7 +82,14 @@ func (s *Store) recover() (int, error) {
 			s.cat.queue(catOp{kind: opSegmentDel, key: segKey(id)})
 		}
 	}
+	return segs, chunkRecs, nil
+}
 
+// recoverChunks indexes every catalogued chunk whose slot is sound and
+// whose bytes pass their checksum, and queues the others' records for
+// deletion. It returns how many it indexed.
+func (s *Store) recoverChunks(segs map[uint32]*segment, chunkRecs []chunkRecord) int {
+	a := s.arena
 	var recovered, bad int
 	for _, r := range chunkRecs {
 		seg := segs[r.seg]
@@ -87,31 +125,33 @@ func (s *Store) recover() (int, error) {
 	if bad > 0 {
 		s.log.Warn("catalogued chunks failed verification and were dropped", "chunks", bad)
 	}
+	return recovered
+}
 
-	// Every slot not in use is free: give its pages back and list it as clean.
+// freeOtherSlots gives back the pages of every slot not in use, lists it
+// as clean, and hands the segments to the arena.
+func (s *Store) freeOtherSlots(segs map[uint32]*segment) error {
+	a := s.arena
 	for _, seg := range segs {
 		for i := int32(0); i < seg.nslots; i++ {
 			if seg.state[i] == slotUsed {
 				continue
 			}
 			if err := seg.punch(i); err != nil {
-				return 0, err
+				return err
 			}
 			seg.clean = append(seg.clean, i)
 		}
 		a.addSegment(a.class(seg.slotSize), seg)
 	}
-	if err := s.removeStrayFiles(segs); err != nil {
-		s.log.Warn("cannot remove stray segment files", "err", err)
-	}
-	if err := s.cat.flush(); err != nil {
-		// The changes stay queued; Health reports the catalog meanwhile.
-		s.log.Error("cannot write the recovered catalog; its changes are kept and retried", "err", err)
-	}
+	return nil
+}
 
-	// Tell the policy about every recovered chunk. They fit the budget unless
-	// the limit shrank since they were written; the policy then evicts or
-	// declines some, and those are dropped.
+// offerRecovered tells the policy about every recovered chunk. They fit
+// the budget unless the limit shrank since they were written; the policy
+// then evicts or declines some, and those are dropped. It returns how many
+// were dropped.
+func (s *Store) offerRecovered() int {
 	var all []*entry
 	for _, e := range s.idx.m {
 		for ; e != nil; e = e.next {
@@ -138,14 +178,7 @@ func (s *Store) recover() (int, error) {
 		}
 	}
 	s.mu.Unlock()
-	if dropped > 0 {
-		s.log.Warn("recovered chunks did not fit the memory limit and were dropped", "chunks", dropped, "limit_bytes", s.cfg.MemoryLimit)
-		recovered -= dropped
-		if err := s.cat.flush(); err != nil {
-			s.log.Error("cannot write the recovered catalog; its changes are kept and retried", "err", err)
-		}
-	}
-	return recovered, nil
+	return dropped
 }
 
 // removeStrayFiles deletes this node's segment files that no catalogued

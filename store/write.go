@@ -373,26 +373,7 @@ func (w *Staged) Seal() error {
 		w.dropDirect()
 		return fmt.Errorf("cannot seal: %w", err)
 	}
-	var sum uint32
-	var verr error
-	// One fstat: a chunk in a file that is gone would be lost at restart.
-	lost := w.e.slot.seg.checkFile()
-	switch {
-	case lost != nil:
-		verr = fmt.Errorf("cannot seal chunk %s: %w", w.e.key.id, lost)
-	case w.direct:
-		var err error
-		if sum, err = guardedChecksum(w.buf); err != nil {
-			verr = fmt.Errorf("cannot seal chunk %s: %w: %w", w.e.key.id, ErrChecksum, err)
-		}
-	case w.written != int64(len(w.buf)):
-		verr = fmt.Errorf("cannot seal chunk %s: %w: %d of %d bytes written", w.e.key.id, ErrIncomplete, w.written, len(w.buf))
-	default:
-		sum = w.crc
-	}
-	if verr == nil && sum != w.e.crc {
-		verr = fmt.Errorf("cannot seal chunk %s: %w: bytes have %08x, expected %08x", w.e.key.id, ErrChecksum, sum, w.e.crc)
-	}
+	lost, verr := w.verify()
 	if verr == nil {
 		s.pol.settle(w.e) // the policy's decision must be known before publishing
 	}
@@ -433,6 +414,32 @@ func (w *Staged) Seal() error {
 	s.st.seals++
 	s.cat.addChunk(s.nsNames[e.key.ns], e)
 	return nil
+}
+
+// verify checks, before a seal, that the chunk's segment file is still
+// there (lost, when not) and that every byte was written and matches the
+// declared checksum (verr says why not).
+func (w *Staged) verify() (lost, verr error) {
+	var sum uint32
+	// One fstat: a chunk in a file that is gone would be lost at restart.
+	lost = w.e.slot.seg.checkFile()
+	switch {
+	case lost != nil:
+		verr = fmt.Errorf("cannot seal chunk %s: %w", w.e.key.id, lost)
+	case w.direct:
+		var err error
+		if sum, err = guardedChecksum(w.buf); err != nil {
+			verr = fmt.Errorf("cannot seal chunk %s: %w: %w", w.e.key.id, ErrChecksum, err)
+		}
+	case w.written != int64(len(w.buf)):
+		verr = fmt.Errorf("cannot seal chunk %s: %w: %d of %d bytes written", w.e.key.id, ErrIncomplete, w.written, len(w.buf))
+	default:
+		sum = w.crc
+	}
+	if verr == nil && sum != w.e.crc {
+		verr = fmt.Errorf("cannot seal chunk %s: %w: bytes have %08x, expected %08x", w.e.key.id, ErrChecksum, sum, w.e.crc)
+	}
+	return lost, verr
 }
 
 // Abort frees the staged slot. After Seal (successful or not) or Abort it is

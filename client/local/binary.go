@@ -78,38 +78,8 @@ func (c *Client) createBin(sizes []int64) ([]*Blob, []Payload, error) {
 // publishBin is a binary publish: the results and, with next, the blobs
 // created (or the *Error that kept them from being created).
 func (c *Client) publishBin(ns Namespace, ids [][32]byte, blobs []uint64, groups [][32]byte, consume, seal bool, next []int64) ([]PublishResult, []Payload, error, error) {
-	var flags byte
-	if seal {
-		flags |= binPublishSeal
-	}
-	if consume {
-		flags |= binPublishEat
-	}
-	if groups != nil {
-		flags |= binPublishGrp
-	}
-	c.mu.Lock()
-	if !c.noCodes {
-		flags |= binPublishCodes
-	}
-	c.mu.Unlock()
-	req := append(make([]byte, 0, 64+len(ids)*72), binMagic, binPublish, flags)
-	req = appendStr(req, ns.Name)
-	req = appendStr(req, string(ns.Fingerprint))
-	req = binary.LittleEndian.AppendUint32(req, uint32(len(ids)))
-	for i := range ids {
-		req = append(req, ids[i][:]...)
-	}
-	for _, b := range blobs {
-		req = binary.LittleEndian.AppendUint64(req, b)
-	}
-	for i := range groups {
-		req = append(req, groups[i][:]...)
-	}
-	req = binary.LittleEndian.AppendUint32(req, uint32(len(next)))
-	for _, s := range next {
-		req = binary.LittleEndian.AppendUint64(req, uint64(s))
-	}
+	flags := c.publishFlags(consume, seal, groups != nil)
+	req := encodePublish(flags, ns, ids, blobs, groups, next)
 	var results []PublishResult
 	var ps []Payload
 	var createErr error
@@ -119,33 +89,7 @@ func (c *Client) publishBin(ns Namespace, ids [][32]byte, blobs []uint64, groups
 			return nil, err
 		}
 		r.U64() // epoch
-		each := 1 + 1 + 4 + 4
-		if flags&binPublishCodes != 0 {
-			each += 4
-		}
-		n := r.Count(each)
-		results = make([]PublishResult, n)
-		for i := range results {
-			st, degraded := r.U8(), r.U8()
-			res := &results[i]
-			if flags&binPublishCodes != 0 {
-				res.Code = r.U32()
-			}
-			if int(st) < len(binStatusName) {
-				res.Status = binStatusName[st]
-			} else {
-				res.Status = "failed"
-			}
-			if i < len(ids) {
-				res.ID = hex.EncodeToString(ids[i][:])
-			}
-			res.Degraded = degraded != 0
-			res.Reason = string(r.Str())
-			res.Holders = make([]Holder, r.Count(8))
-			for k := range res.Holders {
-				res.Holders[k] = Holder{NodeID: string(r.Str()), GRPCAddr: string(r.Str())}
-			}
-		}
+		results = decodePublishResults(r, ids, flags&binPublishCodes != 0)
 		switch r.U8() {
 		case 1:
 			ps = r.payloads()
@@ -165,6 +109,80 @@ func (c *Client) publishBin(ns Namespace, ids [][32]byte, blobs []uint64, groups
 		return c.publishBin(ns, ids, blobs, groups, consume, seal, next)
 	}
 	return results, ps, createErr, err
+}
+
+// publishFlags are the flags of a binary publish request.
+func (c *Client) publishFlags(consume, seal, grouped bool) byte {
+	var flags byte
+	if seal {
+		flags |= binPublishSeal
+	}
+	if consume {
+		flags |= binPublishEat
+	}
+	if grouped {
+		flags |= binPublishGrp
+	}
+	c.mu.Lock()
+	if !c.noCodes {
+		flags |= binPublishCodes
+	}
+	c.mu.Unlock()
+	return flags
+}
+
+// encodePublish is the body of a binary publish request.
+func encodePublish(flags byte, ns Namespace, ids [][32]byte, blobs []uint64, groups [][32]byte, next []int64) []byte {
+	req := append(make([]byte, 0, 64+len(ids)*72), binMagic, binPublish, flags)
+	req = appendStr(req, ns.Name)
+	req = appendStr(req, string(ns.Fingerprint))
+	req = binary.LittleEndian.AppendUint32(req, uint32(len(ids)))
+	for i := range ids {
+		req = append(req, ids[i][:]...)
+	}
+	for _, b := range blobs {
+		req = binary.LittleEndian.AppendUint64(req, b)
+	}
+	for i := range groups {
+		req = append(req, groups[i][:]...)
+	}
+	req = binary.LittleEndian.AppendUint32(req, uint32(len(next)))
+	for _, s := range next {
+		req = binary.LittleEndian.AppendUint64(req, uint64(s))
+	}
+	return req
+}
+
+// decodePublishResults reads the per-chunk results of a binary publish
+// reply (each with its code when codes is set).
+func decodePublishResults(r *binReader, ids [][32]byte, codes bool) []PublishResult {
+	each := 1 + 1 + 4 + 4
+	if codes {
+		each += 4
+	}
+	results := make([]PublishResult, r.Count(each))
+	for i := range results {
+		st, degraded := r.U8(), r.U8()
+		res := &results[i]
+		if codes {
+			res.Code = r.U32()
+		}
+		if int(st) < len(binStatusName) {
+			res.Status = binStatusName[st]
+		} else {
+			res.Status = "failed"
+		}
+		if i < len(ids) {
+			res.ID = hex.EncodeToString(ids[i][:])
+		}
+		res.Degraded = degraded != 0
+		res.Reason = string(r.Str())
+		res.Holders = make([]Holder, r.Count(8))
+		for k := range res.Holders {
+			res.Holders[k] = Holder{NodeID: string(r.Str()), GRPCAddr: string(r.Str())}
+		}
+	}
+	return results
 }
 
 // lookupBin is a binary lookup.

@@ -151,47 +151,10 @@ func LocalConfig(nodeID string) Config {
 	return c
 }
 
-// validate fills zero fields with their defaults and reports every invalid setting.
+// validate fills zero fields with their defaults (fill) and reports every invalid setting.
 func (c *Config) validate() error {
-	d := DefaultConfig()
-	if c.Logger == nil {
-		c.Logger = d.Logger
-	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
-	if c.Resolver == nil {
-		c.Resolver = d.Resolver
-	}
-	if c.GossipAddr == "" {
-		c.GossipAddr = d.GossipAddr
-	}
-	if c.RejoinInterval == 0 {
-		c.RejoinInterval = d.RejoinInterval
-	}
-	if c.BroadcastTimeout == 0 {
-		c.BroadcastTimeout = d.BroadcastTimeout
-	}
-	if c.SettleWindow == 0 {
-		c.SettleWindow = d.SettleWindow
-	}
-	if c.Ring == (ring.Config{}) {
-		c.Ring = d.Ring
-	}
-	t, dt := &c.Timing, d.Timing
-	for _, f := range []struct{ v, def *time.Duration }{
-		{&t.ProbeInterval, &dt.ProbeInterval}, {&t.ProbeTimeout, &dt.ProbeTimeout},
-		{&t.GossipInterval, &dt.GossipInterval}, {&t.PushPullInterval, &dt.PushPullInterval},
-		{&t.TCPTimeout, &dt.TCPTimeout},
-	} {
-		if *f.v == 0 {
-			*f.v = *f.def
-		}
-	}
-	if t.SuspicionMult == 0 {
-		t.SuspicionMult = dt.SuspicionMult
-	}
-
+	c.fill(DefaultConfig())
+	t := &c.Timing
 	var errs []error
 	if c.NodeID == "" {
 		errs = append(errs, errors.New("node id is required"))
@@ -235,6 +198,47 @@ func (c *Config) validate() error {
 		return fmt.Errorf("invalid membership configuration: %w", err)
 	}
 	return nil
+}
+
+// fill sets the zero fields of c, its gossip timings included, to d's.
+func (c *Config) fill(d Config) {
+	if c.Logger == nil {
+		c.Logger = d.Logger
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Resolver == nil {
+		c.Resolver = d.Resolver
+	}
+	if c.GossipAddr == "" {
+		c.GossipAddr = d.GossipAddr
+	}
+	if c.RejoinInterval == 0 {
+		c.RejoinInterval = d.RejoinInterval
+	}
+	if c.BroadcastTimeout == 0 {
+		c.BroadcastTimeout = d.BroadcastTimeout
+	}
+	if c.SettleWindow == 0 {
+		c.SettleWindow = d.SettleWindow
+	}
+	if c.Ring == (ring.Config{}) {
+		c.Ring = d.Ring
+	}
+	t, dt := &c.Timing, d.Timing
+	for _, f := range []struct{ v, def *time.Duration }{
+		{&t.ProbeInterval, &dt.ProbeInterval}, {&t.ProbeTimeout, &dt.ProbeTimeout},
+		{&t.GossipInterval, &dt.GossipInterval}, {&t.PushPullInterval, &dt.PushPullInterval},
+		{&t.TCPTimeout, &dt.TCPTimeout},
+	} {
+		if *f.v == 0 {
+			*f.v = *f.def
+		}
+	}
+	if t.SuspicionMult == 0 {
+		t.SuspicionMult = dt.SuspicionMult
+	}
 }
 
 // parseBindAddr parses GossipAddr: an empty host or an IP literal, and a port.

@@ -103,6 +103,9 @@ type Coordinator struct {
 	// has merges concurrent Has requests to the same peer; it starts no
 	// goroutine.
 	has *hasCoalescer
+	// open opens the session of a write with one owner (openSession;
+	// tests of the write put fake owners in its place).
+	open sessionOpener
 	// departed are the members that left the ring lately, for the reason
 	// of a read that finds a chunk nowhere.
 	departed departures
@@ -120,9 +123,11 @@ type Coordinator struct {
 func New(cfg Config) *Coordinator {
 	has := newHasCoalescer(cfg.MaxBatch, cfg.PeerTimeout, cfg.Metrics.HasCoalesced)
 	has.off = !cfg.CoalesceHas
-	return &Coordinator{cfg: cfg, local: cfg.Owner, reg: cfg.Registry, log: cfg.Log, m: cfg.Metrics,
+	c := &Coordinator{cfg: cfg, local: cfg.Owner, reg: cfg.Registry, log: cfg.Log, m: cfg.Metrics,
 		pool: newPeerPool(cfg.PeerDialOptions...), peers: newPeerFailures(cfg.Log, cfg.Now, cfg.Metrics.PeerFailures),
 		has: has, leases: make(map[uint64]coordLease)}
+	c.open = c.openSession
+	return c
 }
 
 // Close waits for the receivers of abandoned puts (their streams end with

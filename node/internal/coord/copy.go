@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kvring/kvring/node/internal/chunkcopy"
 	"github.com/kvring/kvring/node/internal/namespace"
+	"github.com/kvring/kvring/node/internal/owner"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/ring"
 	"github.com/kvring/kvring/store"
@@ -14,18 +16,10 @@ import (
 
 // The hand-off's transport: ask a member what it holds, and copy chunks
 // this node holds to it with the same two-phase write an engine's put runs
-// (prepare, data, votes, commit), so a copied chunk counts as held there
-// only once it is sealed. What to copy, where and when is the hand-off's
-// decision (node/internal/handoff), not the coordinator's.
-
-// CopyChunk is one chunk to copy: its bytes, read from this node's store,
-// and its placement key. The caller owns the View and releases it after
-// Copy returns.
-type CopyChunk struct {
-	View  *store.View
-	ID    store.ID
-	Place store.ID // its group's key (used when the namespace places by groups)
-}
+// (a writeTx: prepare, data, votes, commit), so a copied chunk counts as
+// held there only once it is sealed. What to copy, where and when is the
+// hand-off's decision (node/internal/handoff) or the spreader's
+// (node/internal/spread), not the coordinator's.
 
 // Has asks member m which of ids of namespace rec it holds sealed now,
 // pinning them there under pin (nil: no pin; the pins keep m from evicting
@@ -72,29 +66,22 @@ func (c *Coordinator) Unpin(ctx context.Context, m ring.Member, leases []uint64)
 // peer, and returns per chunk nil when this copy was sealed there, or why
 // not: store.ErrAlreadyHeld (m had it: ask Has to confirm it with a pin),
 // store.ErrRejected (m's policy or budget declined it), store.ErrBusy
-// (another writer is storing it there), or another error. Blocks on the exchange with m, each step bounded by
-// PeerTimeout, the commit by CommitTimeout.
-func (c *Coordinator) Copy(ctx context.Context, m ring.Member, rec *kvringv1.NamespaceRecord, chunks []CopyChunk) []error {
-	return c.copyTo(ctx, m, rec, chunks, spreadMark{})
-}
-
-// SpreadCopy is Copy of chunks of hot groups that this node, their primary
-// owner, spreads to width members: m keeps them as spread copies for ttl
-// (PrepareBegin.spread_width). The namespace must place chunks by groups.
-func (c *Coordinator) SpreadCopy(ctx context.Context, m ring.Member, rec *kvringv1.NamespaceRecord, chunks []CopyChunk, width int, ttl time.Duration) []error {
-	return c.copyTo(ctx, m, rec, chunks, spreadMark{width: uint32(width), ttlMs: uint32(ttl / time.Millisecond)})
-}
-
-// spreadMark is what a prepare says of spread copies (zero: an ordinary
-// write).
-type spreadMark struct{ width, ttlMs uint32 }
-
-// copyTo is Copy, the prepare marked with spread.
-func (c *Coordinator) copyTo(ctx context.Context, m ring.Member, rec *kvringv1.NamespaceRecord, chunks []CopyChunk, spread spreadMark) []error {
-	errs := make([]error, len(chunks))
-	for i := range errs {
-		errs[i] = fmt.Errorf("node %s did not answer for the chunk", m.ID)
+// (another writer is storing it there), or another error. A non-zero
+// spread marks the chunks as copies of hot groups that this node, their
+// primary owner, spreads to spread.Width members, kept there for
+// spread.TTL (PrepareBegin.spread_width; the namespace must place chunks
+// by groups). It is a chunkcopy.Func. Blocks on the exchange with m, each
+// step bounded by PeerTimeout, the commit by CommitTimeout.
+func (c *Coordinator) Copy(ctx context.Context, m ring.Member, rec *kvringv1.NamespaceRecord, chunks []chunkcopy.Chunk, spread chunkcopy.Spread) []error {
+	tx := c.newCopy(m, rec, chunks, spread)
+	if _, err := tx.run(ctx); err != nil {
+		return repeatErr(len(chunks), err) // storeData.deliver never fails
 	}
+	return tx.copyErrs()
+}
+
+// newCopy is the write of a Copy: every chunk goes to m alone.
+func (c *Coordinator) newCopy(m ring.Member, rec *kvringv1.NamespaceRecord, chunks []chunkcopy.Chunk, spread chunkcopy.Spread) *writeTx {
 	refs := make([]*kvringv1.ChunkRef, len(chunks))
 	keys := make([][]byte, len(chunks))
 	for i, ch := range chunks {
@@ -102,126 +89,75 @@ func (c *Coordinator) copyTo(ctx context.Context, m ring.Member, rec *kvringv1.N
 			Name: nameBytes(ch.View.Name())}
 		keys[i] = ch.Place[:]
 	}
-	var runs []*kvringv1.GroupRun
-	if namespace.GroupSize(rec.GetSchema()) > 1 {
-		runs = transfer.GroupRuns(keys)
+	tx := &writeTx{c: c, ref: nsRef(rec), chunks: refs, keys: keys, grouped: namespace.GroupSize(rec.GetSchema()) > 1,
+		data: storeData{chunks: chunks}, shares: map[string]*ownerShare{}, owners: make([][]*ownerShare, len(chunks)),
+		spread: spreadMark{width: uint32(max(spread.Width, 0)), ttlMs: uint32(spread.TTL / time.Millisecond)}}
+	tx.replicas, tx.minReplicas = 1, 1
+	for i, ch := range refs {
+		tx.addTo(m.ID, m, uint32(i), ch)
 	}
-	fail := func(err error) []error {
-		for i := range errs {
-			errs[i] = err
-		}
-		return errs
+	return tx
+}
+
+// storeData is the data phase of a copy: the bytes are read from the views
+// of this node's store the caller lent.
+type storeData struct{ chunks []chunkcopy.Chunk }
+
+func (storeData) slot(*writeTx, *ownerShare) owner.SlotFunc { return nil }
+
+func (d storeData) deliver(_ context.Context, tx *writeTx, _ []*kvringv1.PutChunkResult) error {
+	for _, idx := range tx.need {
+		tx.sinks[idx].writeChunk(d.chunks[idx].View.Bytes())
 	}
-	ref := nsRef(rec)
-	var sess putSession
-	defer func() {
-		if sess != nil {
-			sess.close()
-		}
-	}()
-	var need []uint32
-	var votes []*kvringv1.ChunkVote
-	err := c.taught(ctx, m, rec.GetName(), func() (err error) {
-		if sess != nil {
-			sess.close()
-		}
-		if sess, err = c.session(m); err != nil {
-			return err
-		}
-		if rs, ok := sess.(*remoteSession); ok {
-			rs.spread = spread
-		}
-		need, votes, err = sess.begin(ctx, ref, refs, runs)
-		return err
-	})
-	c.peers.note(ctx, m, err)
-	if err != nil {
-		return fail(fmt.Errorf("node %s (%s): %w", m.ID, m.Addr, transfer.FromStatus(err)))
-	}
-	for _, v := range votes {
-		if i := int(v.GetIndex()); i < len(errs) {
-			errs[i] = voteErr(v)
-		}
-	}
-	if len(need) == 0 {
-		return errs
-	}
-	for _, i := range need {
-		if int(i) >= len(chunks) {
-			return fail(fmt.Errorf("node %s asked for chunk %d of %d", m.ID, i, len(chunks)))
-		}
-		if err := sendChunk(sess, i, chunks[i].View.Bytes()); err != nil {
-			return fail(fmt.Errorf("node %s (%s): %w", m.ID, m.Addr, transfer.FromStatus(err)))
-		}
-	}
-	final, err := sess.finish()
-	if err != nil {
-		return fail(fmt.Errorf("node %s (%s): %w", m.ID, m.Addr, transfer.FromStatus(err)))
-	}
-	var staged []*kvringv1.StagedChunk
-	var order []int
-	for _, v := range final {
-		i := int(v.GetIndex())
-		if i >= len(chunks) {
-			continue
-		}
-		if v.GetVote() != kvringv1.Vote_VOTE_READY {
-			errs[i] = voteErr(v)
-			continue
-		}
-		staged = append(staged, &kvringv1.StagedChunk{StageToken: v.GetStageToken(), Id: chunks[i].ID[:]})
-		order = append(order, i)
-	}
-	if len(staged) == 0 {
-		return errs
-	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.CommitTimeout)
-	defer cancel()
-	res, err := sess.commit(cctx, ref, staged)
-	if err != nil {
-		for _, i := range order {
-			errs[i] = fmt.Errorf("commit on node %s: %w", m.ID, err)
-		}
-		return errs
-	}
-	for k, r := range res {
-		i := order[k]
+	return nil
+}
+
+// copyErrs is the outcome of a copy per chunk, from its one share: nil
+// when it was sealed, else why not (voteErr).
+func (tx *writeTx) copyErrs() []error {
+	errs := make([]error, len(tx.chunks))
+	for i := range errs {
+		s := tx.owners[i][0]
+		si := s.toShare[uint32(i)]
+		v := s.votes[si]
 		switch {
-		case r.GetStatus() == kvringv1.CommitStatus_COMMIT_STATUS_SEALED:
+		case s.failed != nil:
+			errs[i] = s.failed
+		case s.sealed[si]:
 			errs[i] = nil
-		case transfer.CodeIs(r.GetCode(), store.ErrRejected):
-			errs[i] = fmt.Errorf("%w: %s", store.ErrRejected, r.GetReason())
+		case v == nil:
+			errs[i] = fmt.Errorf("node %s did not answer for the chunk", s.member.ID)
+		case v.GetVote() == kvringv1.Vote_VOTE_READY:
+			errs[i] = fmt.Errorf("node %s voted ready but was not committed", s.member.ID)
 		default:
-			errs[i] = fmt.Errorf("commit on node %s: %s", m.ID, r.GetReason())
+			errs[i] = voteErr(s.member, v)
 		}
 	}
 	return errs
 }
 
-// sendChunk sends one chunk's bytes as frames of at most MaxFrameBytes.
-func sendChunk(sess putSession, index uint32, b []byte) error {
-	for off := 0; off < len(b); off += transfer.MaxFrameBytes {
-		end := min(len(b), off+transfer.MaxFrameBytes)
-		if err := sess.send(transfer.Frame{Index: index, Offset: uint64(off), Data: [][]byte{b[off:end]}}); err != nil {
-			return err
-		}
+// repeatErr is err for each of n chunks.
+func repeatErr(n int, err error) []error {
+	errs := make([]error, n)
+	for i := range errs {
+		errs[i] = err
 	}
-	return nil
+	return errs
 }
 
-// voteErr is a prepare vote as Copy reports it: store.ErrAlreadyHeld for a
-// chunk the owner holds already, store.ErrRejected or store.ErrBusy wrapped with the
-// owner's reason, or an error with the reason.
-func voteErr(v *kvringv1.ChunkVote) error {
+// voteErr is an owner's vote as Copy reports it: store.ErrAlreadyHeld for
+// a chunk the owner holds already, store.ErrRejected or store.ErrBusy
+// wrapped with the owner's reason, or an error with the reason.
+func voteErr(m ring.Member, v *kvringv1.ChunkVote) error {
 	switch {
 	case v.GetVote() == kvringv1.Vote_VOTE_ALREADY_HELD:
 		return store.ErrAlreadyHeld
 	case v.GetVote() == kvringv1.Vote_VOTE_REJECTED:
-		return fmt.Errorf("%w: %s", store.ErrRejected, v.GetReason())
+		return fmt.Errorf("%w: node %s: %s", store.ErrRejected, m.ID, v.GetReason())
 	case isBusy(v):
-		return fmt.Errorf("%w: %s", store.ErrBusy, v.GetReason())
+		return fmt.Errorf("%w: node %s: %s", store.ErrBusy, m.ID, v.GetReason())
 	default:
-		return fmt.Errorf("%s", v.GetReason())
+		return fmt.Errorf("node %s: %s", m.ID, v.GetReason())
 	}
 }
 

@@ -1,12 +1,20 @@
 // Package coord is the coordinator every node runs for engines: the Cache
 // gRPC service. It places each chunk of a call on its owners (package ring),
-// runs two-phase confirmed writes (put.go: a putTx with one method per phase,
-// share.go: each owner's share and the fan-out of frames), fans lookups out
-// (lookup.go), reads with owner fallback (get.go, fetch.go), registers
-// namespaces cluster-wide (namespaces.go) and logs peer outages once
-// (failures.go). Publish (publish.go) is a put whose bytes are already in
-// this node's shared memory (the local socket's blobs): the same phases,
-// with this node's share staged in the blobs' slots.
+// runs two-phase confirmed writes, fans lookups out (lookup.go), reads with
+// owner fallback (get.go, fetch.go), registers namespaces cluster-wide
+// (namespaces.go) and logs peer outages once (failures.go).
+//
+// Every write is one writeTx (write.go): prepare, plan, a data phase,
+// vote, commit, and the decision of each chunk's fate (result.go), with
+// one session per owner (session.go: in process for this node, a
+// Peer.Prepare stream for a peer) and each owner's share of the batch
+// (share.go). Three writes differ only in their data phase (a dataPhase)
+// and in where their chunks go: an engine's Put (put.go: bytes from the
+// engine's stream, chunks placed on the ring with substitutes for
+// unreachable owners), a Publish (publish.go: bytes already in this node's
+// shared memory, the local socket's blobs, whose slots become this node's
+// chunks) and a Copy (copy.go: chunks this node holds, read from its store,
+// written to one member for the hand-off or as spread copies).
 //
 // # What it owns
 //
@@ -33,6 +41,7 @@
 // connections, the runs of peer failures it logged, the members that left
 // the ring lately (departed.go) and the queues of coalesced Has requests
 // (coalesce.go). It must not decide membership or touch the store directly
-// (a publish's blobs, lent by the caller for the call, are read and handed
-// to the owner as slots; nothing else of the store is touched).
+// (a publish's blobs and a copy's views, lent by the caller for the call,
+// are read, and the blobs handed to the owner as slots; nothing else of the
+// store is touched).
 package coord

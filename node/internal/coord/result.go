@@ -2,6 +2,7 @@ package coord
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/kvring/kvring/node/internal/metrics"
@@ -13,7 +14,7 @@ import (
 // votes and commits. Stored means held by at least minReplicas nodes
 // (degraded below the replication factor); no holder means rejected (every
 // owner's policy or budget declined) or failed (with every owner's reason).
-func (tx *putTx) result(idx uint32) *kvringv1.PutChunkResult {
+func (tx *writeTx) result(idx uint32) *kvringv1.PutChunkResult {
 	r := &kvringv1.PutChunkResult{Index: idx}
 	if len(tx.owners[idx]) == 0 {
 		r.Status, r.Reason = kvringv1.PutStatus_PUT_STATUS_FAILED, "no member takes new chunks: every member is draining"
@@ -83,6 +84,15 @@ func (tx *putTx) result(idx uint32) *kvringv1.PutChunkResult {
 		r.Reason = strings.Join(reasons, "; ")
 	}
 	return r
+}
+
+// results decides the fate of every chunk the engine has no answer for yet.
+func (tx *writeTx) results() []*kvringv1.PutChunkResult {
+	out := make([]*kvringv1.PutChunkResult, 0, len(tx.need)+len(tx.deferred))
+	for _, idx := range slices.Concat(tx.need, tx.deferred) {
+		out = append(out, tx.result(idx))
+	}
+	return out
 }
 
 // putLabel is the kvring_put_chunks_total label of a result.

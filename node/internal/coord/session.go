@@ -20,10 +20,14 @@ import (
 // finish (votes), commit or abort. Indexes are the owner's own (positions in
 // the chunks it was given). Not safe for concurrent use.
 type putSession interface {
-	// runs are the chunks' placement keys (empty: placed by their ids).
+	// begin opens the prepare and stages chunks. runs are the chunks'
+	// placement keys (empty: placed by their ids).
 	begin(ctx context.Context, ref *kvringv1.NamespaceRef, chunks []*kvringv1.ChunkRef, runs []*kvringv1.GroupRun) (need []uint32, votes []*kvringv1.ChunkVote, err error)
 	// send passes one frame on; its bytes are not kept after it returns.
 	send(f transfer.Frame) error
+	// finish ends the data phase and returns the owner's votes. With an
+	// error, the votes are those that arrived before it (the caller aborts
+	// the ones that are ready: nobody else knows their tokens).
 	finish() ([]*kvringv1.ChunkVote, error)
 	commit(ctx context.Context, ref *kvringv1.NamespaceRef, chunks []*kvringv1.StagedChunk) ([]*kvringv1.CommitResult, error)
 	abort(ctx context.Context, tokens []uint64)
@@ -31,14 +35,40 @@ type putSession interface {
 	close()
 }
 
+// sessionOpener opens the session of a write with owner m: in process for
+// this node (slot, when set, may give a chunk its slot complete: a
+// publish's blob), over the Peer service for a peer (spread marks the
+// chunks as spread copies). A field of the Coordinator, so that tests of
+// the write can put fake owners in its place.
+type sessionOpener func(m ring.Member, slot owner.SlotFunc, spread spreadMark) (putSession, error)
+
+// openSession is the Coordinator's sessionOpener.
+func (c *Coordinator) openSession(m ring.Member, slot owner.SlotFunc, spread spreadMark) (putSession, error) {
+	if m.ID == c.cfg.Self {
+		return &localSession{o: c.local, slot: slot}, nil
+	}
+	pc, err := c.peer(m)
+	if err != nil {
+		return nil, err
+	}
+	return &remoteSession{c: pc, caller: c.caller(), timeout: c.cfg.PeerTimeout, spread: spread}, nil
+}
+
+// spreadMark is what a prepare says of spread copies (zero: an ordinary
+// write).
+type spreadMark struct{ width, ttlMs uint32 }
+
 // localSession drives this node's own owner in process: no network hop.
 type localSession struct {
 	o *owner.Owner
 	p *owner.Prepare
+	// slot, when set, gives chunks their slots complete (a publish's
+	// blobs): the frames sent for those are discarded unread.
+	slot owner.SlotFunc
 }
 
 func (s *localSession) begin(_ context.Context, ref *kvringv1.NamespaceRef, chunks []*kvringv1.ChunkRef, runs []*kvringv1.GroupRun) ([]uint32, []*kvringv1.ChunkVote, error) {
-	p, need, votes, err := s.o.NewPrepare(ref, chunks, runs)
+	p, need, votes, err := s.o.NewPrepareFrom(ref, chunks, runs, s.slot)
 	s.p = p
 	return need, votes, err
 }
@@ -59,28 +89,36 @@ func (s *localSession) close() {
 	}
 }
 
-// remoteSession drives a peer's owner over the Peer service.
+// remoteSession drives a peer's owner over the Peer service. Its Prepare
+// stream follows the write's context only until the data phase ends: once
+// the owner is asked for its votes, it may stage chunks under tokens only
+// this session learns, so an engine that goes away then must not cut the
+// stream (the write then runs to its commit, bounded by the timeouts).
 type remoteSession struct {
 	c      kvringv1.PeerClient
 	caller *kvringv1.PeerCaller
 	stream grpc.BidiStreamingClient[kvringv1.PrepareRequest, kvringv1.PrepareResponse]
 	cancel context.CancelFunc
+	// unfollow stops the write's context from cancelling the stream.
+	unfollow func() bool
 	// timeout bounds each step with the owner (begin, one frame, finish,
 	// commit), so a stuck owner fails its share instead of the whole call.
 	timeout time.Duration
-	// spread marks the chunks as spread copies of hot groups (SpreadCopy).
+	// spread marks the chunks as spread copies of hot groups (Copy).
 	spread spreadMark
 }
 
 // watch cancels the session's stream if the step that called it takes
-// longer than the timeout; call the returned function when the step is done.
+// longer than the timeout; call the returned function when the step is
+// done: it reports whether the step ended in time.
 func (s *remoteSession) watch() func() bool {
 	return time.AfterFunc(s.timeout, s.cancel).Stop
 }
 
 func (s *remoteSession) begin(ctx context.Context, ref *kvringv1.NamespaceRef, chunks []*kvringv1.ChunkRef, runs []*kvringv1.GroupRun) ([]uint32, []*kvringv1.ChunkVote, error) {
-	sctx, cancel := context.WithCancel(ctx)
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.cancel = cancel
+	s.unfollow = context.AfterFunc(ctx, cancel)
 	defer s.watch()()
 	stream, err := s.c.Prepare(sctx)
 	if err != nil {
@@ -123,22 +161,35 @@ func (s *remoteSession) send(f transfer.Frame) error {
 	return nil
 }
 
+// finish asks for the votes and half-closes the stream only once they
+// arrived: an owner that voted ready keeps its stage tokens when the
+// stream ends in a half-close, and aborts them when it ends otherwise (the
+// votes may never have arrived). Votes that arrived with an error are
+// returned with it, for the caller to abort.
 func (s *remoteSession) finish() ([]*kvringv1.ChunkVote, error) {
-	defer s.watch()()
-	if err := s.stream.Send(&kvringv1.PrepareRequest{Msg: &kvringv1.PrepareRequest_End{End: &kvringv1.PrepareEnd{}}}); err != nil {
-		return nil, recvErr(s.stream, err)
+	if s.unfollow != nil && !s.unfollow() {
+		return nil, context.Canceled // the write's context ended before the votes were asked for
 	}
-	if err := s.stream.CloseSend(); err != nil {
-		return nil, err
+	inTime := s.watch()
+	if err := s.stream.Send(&kvringv1.PrepareRequest{Msg: &kvringv1.PrepareRequest_End{End: &kvringv1.PrepareEnd{}}}); err != nil {
+		inTime()
+		return nil, recvErr(s.stream, err)
 	}
 	m, err := s.stream.Recv()
 	if err != nil {
+		inTime()
 		return nil, err
 	}
 	if m.GetVotes() == nil {
+		inTime()
 		return nil, fmt.Errorf("peer answered the end of prepare without votes")
 	}
-	return m.GetVotes().GetVotes(), nil
+	votes := m.GetVotes().GetVotes()
+	err = s.stream.CloseSend()
+	if !inTime() && err == nil {
+		err = fmt.Errorf("peer answered the end of prepare after %s: %w", s.timeout, context.DeadlineExceeded)
+	}
+	return votes, err
 }
 
 func (s *remoteSession) commit(ctx context.Context, ref *kvringv1.NamespaceRef, chunks []*kvringv1.StagedChunk) ([]*kvringv1.CommitResult, error) {
@@ -161,20 +212,10 @@ func (s *remoteSession) abort(ctx context.Context, tokens []uint64) {
 }
 
 func (s *remoteSession) close() {
+	if s.unfollow != nil {
+		s.unfollow()
+	}
 	if s.cancel != nil {
 		s.cancel()
 	}
-}
-
-// session opens a put session with owner m: in process for this node, over
-// the Peer service for a peer.
-func (c *Coordinator) session(m ring.Member) (putSession, error) {
-	if m.ID == c.cfg.Self {
-		return &localSession{o: c.local}, nil
-	}
-	pc, err := c.peer(m)
-	if err != nil {
-		return nil, err
-	}
-	return &remoteSession{c: pc, caller: c.caller(), timeout: c.cfg.PeerTimeout}, nil
 }

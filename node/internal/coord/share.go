@@ -29,6 +29,9 @@ type ownerShare struct {
 	sent    map[uint32]uint64 // bytes forwarded per share index
 	sealed  map[uint32]bool
 	tokens  map[uint32]uint64 // stage tokens of the chunks voted ready
+	// inPlace are the share indexes whose slot this node's owner was given
+	// complete (a publish's blob): no frames are sent for them.
+	inPlace map[uint32]bool
 	failed  error             // the owner became unreachable or broke the protocol
 	cause   error             // failed's cause, unwrapped
 	holder  *kvringv1.NodeRef // the member as a result's holder (holderRef)
@@ -45,7 +48,8 @@ func (s *ownerShare) holderRef() *kvringv1.NodeRef {
 
 func newOwnerShare(m ring.Member, self string) *ownerShare {
 	return &ownerShare{member: m, remote: m.ID != self, toShare: map[uint32]uint32{}, need: map[uint32]bool{},
-		votes: map[uint32]*kvringv1.ChunkVote{}, sent: map[uint32]uint64{}, sealed: map[uint32]bool{}, tokens: map[uint32]uint64{}}
+		votes: map[uint32]*kvringv1.ChunkVote{}, sent: map[uint32]uint64{}, sealed: map[uint32]bool{}, tokens: map[uint32]uint64{},
+		inPlace: map[uint32]bool{}}
 }
 
 // add appends the chunk at batch index i to the share.
@@ -102,6 +106,25 @@ func (s *fanoutSink) WriteBuffers(bufs [][]byte) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// writeChunk forwards a whole chunk's bytes, in frames of at most
+// MaxFrameBytes.
+func (s *fanoutSink) writeChunk(b []byte) {
+	for off := 0; off < len(b); off += transfer.MaxFrameBytes {
+		_, _ = s.WriteBuffers([][]byte{b[off:min(off+transfer.MaxFrameBytes, len(b))]})
+	}
+}
+
+// wantsBytes reports whether a share the sink feeds needs frames: a
+// peer's, or this node's when the chunk's slot was not given complete.
+func (s *fanoutSink) wantsBytes() bool {
+	for _, sh := range s.shares {
+		if !sh.inPlace[sh.toShare[s.index]] {
+			return true
+		}
+	}
+	return false
 }
 
 // parallel runs f for every item at once and waits: one goroutine per owner

@@ -19,7 +19,7 @@ import (
 // substitute re-places the chunks of owners that could not be reached and
 // prepares the new shares; one round (a substitute that fails too leaves
 // its chunks failed).
-func (tx *putTx) substitute(ctx context.Context, rg *ring.Ring) {
+func (tx *writeTx) substitute(ctx context.Context, rg *ring.Ring) {
 	subs := map[string]*ownerShare{}
 	for i := range tx.chunks {
 		for k, s := range tx.owners[i] {

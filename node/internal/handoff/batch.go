@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kvring/kvring/node/internal/coord"
+	"github.com/kvring/kvring/node/internal/chunkcopy"
 	"github.com/kvring/kvring/node/internal/owner"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/store"
@@ -136,7 +136,7 @@ func (m *Mover) serveTarget(ctx context.Context, t *target, lease *kvringv1.Leas
 // calls of at most maxCopyBytes, paced.
 func (m *Mover) copyTo(ctx context.Context, t *target, rec *kvringv1.NamespaceRecord, idx []int, st *PassStats) {
 	for len(idx) > 0 && ctx.Err() == nil {
-		var batch []coord.CopyChunk
+		var batch []chunkcopy.Chunk
 		var pos []int
 		var bytes int64
 		for len(idx) > 0 && (len(batch) == 0 || bytes+t.items[idx[0]].h.Size <= maxCopyBytes) {
@@ -147,7 +147,7 @@ func (m *Mover) copyTo(ctx context.Context, t *target, rec *kvringv1.NamespaceRe
 			if err != nil {
 				continue // evicted or dropped since the listing: nothing to hand off
 			}
-			batch = append(batch, coord.CopyChunk{View: v, ID: it.h.ID, Place: it.h.Place})
+			batch = append(batch, chunkcopy.Chunk{View: v, ID: it.h.ID, Place: it.h.Place})
 			pos = append(pos, p)
 			bytes += it.h.Size
 		}
@@ -158,7 +158,7 @@ func (m *Mover) copyTo(ctx context.Context, t *target, rec *kvringv1.NamespaceRe
 			release(batch)
 			return
 		}
-		errs := m.cfg.Peers.Copy(ctx, t.m, rec, batch)
+		errs := m.cfg.Peers.Copy(ctx, t.m, rec, batch, chunkcopy.Spread{})
 		release(batch)
 		for j, err := range errs {
 			p := pos[j]
@@ -177,7 +177,7 @@ func (m *Mover) copyTo(ctx context.Context, t *target, rec *kvringv1.NamespaceRe
 	}
 }
 
-func release(batch []coord.CopyChunk) {
+func release(batch []chunkcopy.Chunk) {
 	for _, c := range batch {
 		c.View.Release()
 	}

@@ -5,20 +5,23 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/kvring/kvring/node/internal/coord"
+	"github.com/kvring/kvring/node/internal/chunkcopy"
 	"github.com/kvring/kvring/node/internal/namespace"
 	"github.com/kvring/kvring/node/internal/spread"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/ring"
 )
 
-// Peers is how the Mover reaches other members: the coordinator.
+// Peers is how the Mover reaches other members (the coordinator, in a
+// node).
 type Peers interface {
 	// Has reports which of ids member m holds sealed now, pinning them
 	// there under pin, and the time the pins were granted for.
 	Has(ctx context.Context, m ring.Member, rec *kvringv1.NamespaceRecord, ids [][]byte, pin *kvringv1.LeasePin) ([]bool, time.Duration, error)
-	// Copy writes chunks to m; per chunk nil when this copy was sealed there.
-	Copy(ctx context.Context, m ring.Member, rec *kvringv1.NamespaceRecord, chunks []coord.CopyChunk) []error
+	// Copy writes chunks to m with a two-phase write (a chunkcopy.Func:
+	// the Mover passes the zero Spread); per chunk nil when this copy was
+	// sealed there.
+	Copy(ctx context.Context, m ring.Member, rec *kvringv1.NamespaceRecord, chunks []chunkcopy.Chunk, spread chunkcopy.Spread) []error
 	// Unpin releases the pins Has took on m under leases.
 	Unpin(ctx context.Context, m ring.Member, leases []uint64)
 }

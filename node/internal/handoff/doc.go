@@ -11,7 +11,8 @@
 //   - this node is an owner and the namespace keeps R ≥ 2 replicas: copy it
 //     to the other owners that lack it (re-replication after a loss).
 //
-// Copies are the coordinator's two-phase writes (coord.Copy): a chunk counts
+// Copies are the coordinator's two-phase writes (Peers.Copy, a
+// chunkcopy.Func: coord.Copy in a node): a chunk counts
 // as held by its new owner only once sealed there. Bytes are paced to
 // Config.Rate. While this node holds chunks that belong elsewhere it gossips
 // "handing off" so every node's reads also ask non-owners.

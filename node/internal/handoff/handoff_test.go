@@ -16,7 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/kvring/kvring/internal/testutil"
-	"github.com/kvring/kvring/node/internal/coord"
+	"github.com/kvring/kvring/node/internal/chunkcopy"
 	"github.com/kvring/kvring/node/internal/namespace"
 	"github.com/kvring/kvring/node/internal/spread"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
@@ -100,7 +100,7 @@ func (f *fakePeers) Unpin(_ context.Context, _ ring.Member, leases []uint64) {
 	}
 }
 
-func (f *fakePeers) Copy(_ context.Context, m ring.Member, rec *kvringv1.NamespaceRecord, chunks []coord.CopyChunk) []error {
+func (f *fakePeers) Copy(_ context.Context, m ring.Member, rec *kvringv1.NamespaceRecord, chunks []chunkcopy.Chunk, _ chunkcopy.Spread) []error {
 	errs := make([]error, len(chunks))
 	st, err := f.peer(m.ID)
 	for i, c := range chunks {

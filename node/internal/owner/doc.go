@@ -17,6 +17,10 @@
 // # Contract
 //
 //   - A token seals only the chunk it was issued for, in its namespace.
+//   - Over the Peer service, tokens are kept only once the coordinator has
+//     taken the votes: it half-closes the Prepare stream after reading them,
+//     and a stream that ends any other way has its ready tokens aborted
+//     (nobody else knows them, so nobody would commit or abort them).
 //   - A commit is answered "sealed" only once the chunk is readable and in
 //     the catalog (group commit).
 //   - Bad input is ErrInvalidArgument naming the field; every status error the

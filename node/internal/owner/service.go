@@ -80,8 +80,47 @@ func (s *Service) Prepare(stream grpc.BidiStreamingServer[kvringv1.PrepareReques
 		return transfer.ToStatus(err)
 	}
 	ok = true
-	return stream.Send(&kvringv1.PrepareResponse{Epoch: o.Epoch(), Msg: &kvringv1.PrepareResponse_Votes{
-		Votes: &kvringv1.PrepareVotes{Votes: o.EndPrepare(p)}}})
+	voted := o.EndPrepare(p)
+	err = stream.Send(&kvringv1.PrepareResponse{Epoch: o.Epoch(), Msg: &kvringv1.PrepareResponse_Votes{
+		Votes: &kvringv1.PrepareVotes{Votes: voted}}})
+	if err == nil {
+		err = awaitHalfClose(stream)
+	}
+	if err != nil {
+		// The coordinator may never have had the votes: nobody else knows
+		// the tokens, so nobody would commit or abort what they stage.
+		o.AbortTokens(p.caller, readyTokens(voted))
+		return transfer.ToStatus(err)
+	}
+	return nil
+}
+
+// awaitHalfClose waits, after the votes went out, for the coordinator to
+// half-close the stream, which it does once it has them: the stage tokens
+// are then its to commit or abort. Any other end (the stream cancelled,
+// the connection lost, a message after the end) is an error. A
+// coordinator that half-closed before asking for the votes (older
+// versions) is seen at once.
+func awaitHalfClose(stream grpc.BidiStreamingServer[kvringv1.PrepareRequest, kvringv1.PrepareResponse]) error {
+	_, err := stream.Recv()
+	switch {
+	case errors.Is(err, io.EOF):
+		return nil
+	case err != nil:
+		return fmt.Errorf("prepare stream ended before the votes were taken: %w", transfer.RecvError(err))
+	}
+	return fmt.Errorf("%w: a message after the end of a prepare stream", transfer.ErrInvalidArgument)
+}
+
+// readyTokens are the stage tokens of the votes that are ready.
+func readyTokens(votes []*kvringv1.ChunkVote) []uint64 {
+	var toks []uint64
+	for _, v := range votes {
+		if v.GetVote() == kvringv1.Vote_VOTE_READY {
+			toks = append(toks, v.GetStageToken())
+		}
+	}
+	return toks
 }
 
 // receiveFrames hands the stream's frames to p until end or half-close.

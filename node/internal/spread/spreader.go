@@ -9,20 +9,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kvring/kvring/node/internal/chunkcopy"
 	"github.com/kvring/kvring/node/internal/namespace"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/ring"
 	"github.com/kvring/kvring/store"
 )
-
-// Chunk is one chunk a spread copies: its bytes, read from this node's
-// store, and its group's key. The Spreader owns the View and releases it
-// after Copy returns.
-type Chunk struct {
-	View  *store.View
-	ID    store.ID
-	Place store.ID
-}
 
 // Spreader defaults.
 const (
@@ -48,11 +40,13 @@ type Config struct {
 	// Usable reports whether a member may take copies (not draining, not
 	// known to be down). Optional: nil means every member.
 	Usable func(id string) bool
-	// Copy writes chunks to member m as spread copies of groups spread to
-	// width members, kept there for ttl; per chunk nil when this copy was
-	// sealed there (store.ErrAlreadyHeld when m held it). It blocks on the
-	// exchange with m.
-	Copy func(ctx context.Context, m ring.Member, rec *kvringv1.NamespaceRecord, chunks []Chunk, width int, ttl time.Duration) []error
+	// Copy writes chunks to member m; the Spreader marks them as spread
+	// copies of groups spread to Width members, kept there for TTL
+	// (chunkcopy.Spread). Per chunk nil when this copy was sealed there
+	// (store.ErrAlreadyHeld when m held it). It blocks on the exchange
+	// with m. The Spreader owns the chunks' Views and releases them after
+	// Copy returns.
+	Copy chunkcopy.Func
 	// Table records the groups this node spreads (so that its coordinator
 	// answers their width).
 	Table *Table
@@ -203,7 +197,7 @@ func (s *Spreader) Spread(ctx context.Context, h Hot) {
 	s.cfg.Table.Hold(h.Key, width, s.cfg.Now().Add(s.cfg.TTL))
 	s.spread.Add(1)
 	for _, m := range s.targets(rg, rec.GetName(), h.Key.Place[:], width, owners) {
-		s.count(m, s.cfg.Copy(ctx, m, rec, chunks, width, s.cfg.TTL))
+		s.count(m, s.cfg.Copy(ctx, m, rec, chunks, chunkcopy.Spread{Width: width, TTL: s.cfg.TTL}))
 	}
 }
 
@@ -218,14 +212,14 @@ func (s *Spreader) record(ns string) *kvringv1.NamespaceRecord {
 }
 
 // views reads the sampled chunks of h this node holds.
-func (s *Spreader) views(h Hot) []Chunk {
-	var out []Chunk
+func (s *Spreader) views(h Hot) []chunkcopy.Chunk {
+	var out []chunkcopy.Chunk
 	for _, id := range h.IDs {
 		v, err := s.cfg.Store.Get(h.Key.NS, id)
 		if err != nil {
 			continue // evicted since it was asked about, or never held here
 		}
-		out = append(out, Chunk{View: v, ID: id, Place: h.Key.Place})
+		out = append(out, chunkcopy.Chunk{View: v, ID: id, Place: h.Key.Place})
 	}
 	return out
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvring/kvring/node/internal/chunkcopy"
 	"github.com/kvring/kvring/node/internal/namespace"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/ring"
@@ -57,7 +58,7 @@ func newSpreaderFixture(t *testing.T) *spreaderFixture {
 		sent: map[string][]store.ID{}, marks: map[string][2]int{}}
 	f.s = New(Config{Self: "n0", Store: st, Registry: reg, Ring: func() *ring.Ring { return rg },
 		Owners: func(rg *ring.Ring, ns string, key []byte, r int) []ring.Member { return rg.Owners(ns, key, r) },
-		Copy: func(_ context.Context, m ring.Member, _ *kvringv1.NamespaceRecord, chunks []Chunk, width int, ttl time.Duration) []error {
+		Copy: func(_ context.Context, m ring.Member, _ *kvringv1.NamespaceRecord, chunks []chunkcopy.Chunk, sp chunkcopy.Spread) []error {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			for _, c := range chunks {
@@ -66,7 +67,7 @@ func newSpreaderFixture(t *testing.T) *spreaderFixture {
 				}
 				f.sent[m.ID] = append(f.sent[m.ID], c.ID)
 			}
-			f.marks[m.ID] = [2]int{width, int(ttl / time.Second)}
+			f.marks[m.ID] = [2]int{sp.Width, int(sp.TTL / time.Second)}
 			return make([]error, len(chunks))
 		},
 		Table: f.table, Width: 4, TTL: time.Minute, Log: slog.New(slog.DiscardHandler)})
