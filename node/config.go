@@ -161,6 +161,9 @@ type Config struct {
 	AdminIdleTimeout time.Duration
 	// AdminMaxHeaderBytes bounds an admin request's headers. Default 64 KiB.
 	AdminMaxHeaderBytes int
+	// Conns caps the gRPC port's connections, per node and per remote
+	// address; see ConnLimitsConfig for the defaults.
+	Conns ConnLimitsConfig
 	// Security names the node's credentials (TLS, cluster key, tokens, gossip
 	// and admin keys); see SecurityConfig. Default: none, as open as before.
 	Security SecurityConfig

@@ -127,6 +127,11 @@ type Readiness struct {
 	// Draining: an operator asked the node to drain (it takes no new
 	// chunks, so load balancers should send engines elsewhere).
 	Draining bool `json:"draining"`
+	// Accepting: every listener (gRPC, admin, local socket) can accept
+	// connections; false while one cannot for want of descriptors
+	// (EMFILE, ENFILE), which AcceptError names.
+	Accepting   bool   `json:"accepting"`
+	AcceptError string `json:"accept_error,omitempty"`
 }
 
 // NodeID returns the node's id ("" before Start has opened the store). It
@@ -243,9 +248,14 @@ func (n *Node) Readiness() Readiness {
 		} else {
 			rd.StoreHealthy = true
 		}
+		if err := p.guard.Starved(); err != nil {
+			rd.AcceptError = err.Error()
+		} else {
+			rd.Accepting = true
+		}
 	}
 	rd.Draining = n.draining.Load()
-	rd.Ready = rd.StoreOpen && rd.Joined && rd.Serving && rd.StoreHealthy && !rd.Draining
+	rd.Ready = rd.StoreOpen && rd.Joined && rd.Serving && rd.StoreHealthy && rd.Accepting && !rd.Draining
 	rd.Status = "not ready"
 	if rd.Ready {
 		rd.Status = "ready"

@@ -67,6 +67,7 @@ func newServeCmd() *cobra.Command {
 		socketMode     = "0660"
 		security       node.SecurityConfig
 		respOpts       respFlags
+		limits         limitsFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -147,6 +148,7 @@ process exits 0.`,
 			cfg.Store.Policy = evictionPolicy
 			cfg.Store.Logger = log.With("component", "store")
 			cfg.Security = security
+			limits.apply(&cfg)
 			n, err := node.New(cfg)
 			if err != nil {
 				return err
@@ -228,6 +230,7 @@ process exits 0.`,
 	fs.StringVar(&socketMode, "socket-mode", socketMode, "permission bits of the socket file, in octal")
 	registerServeSecurity(fs, &security)
 	registerServeRESP(fs, &respOpts)
+	registerServeLimits(fs, &limits)
 	annotateEnv(fs)
 	return cmd
 }
