@@ -96,11 +96,3 @@ func (g *Guard) setStarved(name string, err error) {
 		g.log.Info("accepting connections again", "listener", name)
 	}
 }
-
-// isStarved reports whether listener name is starved now.
-func (g *Guard) isStarved(name string) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	_, ok := g.starved[name]
-	return ok
-}
