@@ -7,7 +7,7 @@ import (
 )
 
 // ConnLimitsConfig caps the connections of the gRPC port (Config.Conns).
-// Every listener of the node (gRPC, admin, local socket) also survives
+// Every listener of the node (gRPC, admin, local socket, Redis) also survives
 // running out of descriptors: it backs off and retries, counts the failures
 // (kvring_accept_errors_total) and the node reports not ready while one
 // cannot accept (docs/reliability.md).

@@ -127,7 +127,7 @@ type Readiness struct {
 	// Draining: an operator asked the node to drain (it takes no new
 	// chunks, so load balancers should send engines elsewhere).
 	Draining bool `json:"draining"`
-	// Accepting: every listener (gRPC, admin, local socket) can accept
+	// Accepting: every listener (gRPC, admin, local socket, Redis) can accept
 	// connections; false while one cannot for want of descriptors
 	// (EMFILE, ENFILE), which AcceptError names.
 	Accepting   bool   `json:"accepting"`

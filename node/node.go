@@ -169,6 +169,7 @@ func (n *Node) listen(ctx context.Context, p *nodeParts) (err error) {
 		if p.respLis, err = lc.Listen(ctx, "tcp", a); err != nil {
 			return fmt.Errorf("cannot listen for the Redis protocol on %q: %w", a, err)
 		}
+		p.respLis = p.guard.Wrap("resp", p.respLis, netguard.Limits{}) // its server caps connections itself
 	}
 	n.phase("listeners", t, "grpc", p.grpcLis.Addr().String(), "admin", p.adminLis.Addr().String())
 	return nil
