@@ -87,9 +87,10 @@ type Config struct {
 	// is refused with ResourceExhausted. Default 1024.
 	MaxNamespaces int
 	// PutIdleTimeout ends a Put whose engine sends no message for this long
-	// while the node waits for its chunk bytes: the call fails with
-	// DeadlineExceeded and its staged chunks are freed at once, so a stalled
-	// engine holds no memory and no stream. Default 10s; negative: no limit.
+	// before its begin message or while the node waits for its chunk bytes:
+	// the call fails with DeadlineExceeded and its staged chunks are freed
+	// at once, so a stalled engine holds no memory and no stream. Default
+	// 10s; negative: no limit.
 	PutIdleTimeout time.Duration
 	// HandoffRate caps the bytes per second this node copies to other nodes
 	// when it hands chunks off (after a ring change, while it drains) or
@@ -167,6 +168,9 @@ type Config struct {
 	AdminIdleTimeout time.Duration
 	// AdminMaxHeaderBytes bounds an admin request's headers. Default 64 KiB.
 	AdminMaxHeaderBytes int
+	// Conns caps the gRPC port's connections, per node and per remote
+	// address; see ConnLimitsConfig for the defaults.
+	Conns ConnLimitsConfig
 	// Security names the node's credentials (TLS, cluster key, tokens, gossip
 	// and admin keys); see SecurityConfig. Default: none, as open as before.
 	Security SecurityConfig

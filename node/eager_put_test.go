@@ -37,13 +37,15 @@ func TestAnEagerPutIsOneRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cc.Close()
-	stream, err := kvringv1.NewCacheClient(cc).Put(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
 	refs := make([]*kvringv1.ChunkRef, len(chunks))
 	for i, ch := range chunks {
 		refs[i] = &kvringv1.ChunkRef{Id: ch.ID[:], Size: uint64(len(ch.Data)), Crc32C: store.Checksum(ch.Data)}
+	}
+	// Opened once the begin message is ready (a begin that does not come
+	// within PutIdleTimeout ends the put).
+	stream, err := kvringv1.NewCacheClient(cc).Put(context.Background())
+	if err != nil {
+		t.Fatal(err)
 	}
 	send := func(m *kvringv1.PutRequest) {
 		t.Helper()

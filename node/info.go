@@ -123,6 +123,11 @@ type Readiness struct {
 	// node stays ready: shared memory serves, and the disk tier serves
 	// what it holds.
 	DiskError string `json:"disk_error,omitempty"`
+	// Accepting: every listener (gRPC, admin, local socket, Redis) can accept
+	// connections; false while one cannot for want of descriptors
+	// (EMFILE, ENFILE), which AcceptError names.
+	Accepting   bool   `json:"accepting"`
+	AcceptError string `json:"accept_error,omitempty"`
 }
 
 // NodeID returns the node's id ("" before Start has opened the store). It
@@ -235,10 +240,15 @@ func (n *Node) Readiness() Readiness {
 		} else {
 			rd.StoreHealthy = true
 		}
+		if err := p.guard.Starved(); err != nil {
+			rd.AcceptError = err.Error()
+		} else {
+			rd.Accepting = true
+		}
 	}
 	rd.DiskError = diskError(n.parts.Load())
 	rd.Draining = n.draining.Load()
-	rd.Ready = rd.StoreOpen && rd.Joined && rd.Serving && rd.StoreHealthy && !rd.Draining
+	rd.Ready = rd.StoreOpen && rd.Joined && rd.Serving && rd.StoreHealthy && rd.Accepting && !rd.Draining
 	rd.Status = "not ready"
 	if rd.Ready {
 		rd.Status = "ready"

@@ -23,7 +23,7 @@ type storeCollector struct {
 	retainedFree, resident, segments                                *prometheus.Desc
 	evictions, rejections, checksumErrors, stageExpired             *prometheus.Desc
 	stages, seals, gets, hits                                       *prometheus.Desc
-	catalogErrors, segmentsLost, healthy                            *prometheus.Desc
+	catalogErrors, segmentsLost, healthy, pathsSkipped              *prometheus.Desc
 	pinnedBytes, pinLimit                                           *prometheus.Desc
 }
 
@@ -54,6 +54,7 @@ func newStoreCollector(st *store.Store) *storeCollector {
 		catalogErrors: prometheus.NewDesc("kvring_catalog_errors_total",
 			"Catalog writes that failed (each is retried; readiness is off while they fail).", nil, nil),
 		segmentsLost: d("segments_lost_total", "Segment files found deleted or truncated under the running store."),
+		pathsSkipped: d("segment_paths_skipped_total", "Segment ids skipped because a file the store did not create was at their path."),
 		pinnedBytes:  d("pinned_bytes", "Slot bytes of the chunks pinned by lookup leases."),
 		pinLimit:     d("pin_limit_bytes", "Most bytes lookup leases may pin at once; a pin beyond it is refused."),
 		healthy:      d("healthy", "1 while the store keeps its promises (catalog writable, no segment lost), else 0; readiness follows it."),
@@ -69,7 +70,7 @@ var (
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.limit, c.used, c.chunks, c.payload, c.stagedChunks, c.stagedBytes, c.pinned,
 		c.retainedFree, c.resident, c.segments, c.evictions, c.rejections, c.checksumErrors, c.stageExpired,
-		c.stages, c.seals, c.gets, c.hits, c.catalogErrors, c.segmentsLost, c.healthy, c.pinnedBytes, c.pinLimit} {
+		c.stages, c.seals, c.gets, c.hits, c.catalogErrors, c.segmentsLost, c.healthy, c.pinnedBytes, c.pinLimit, c.pathsSkipped} {
 		ch <- d
 	}
 }
@@ -106,6 +107,7 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.hits, s.Hits)
 	counter(c.catalogErrors, s.CatalogErrors)
 	counter(c.segmentsLost, s.SegmentsLost)
+	counter(c.pathsSkipped, s.SegmentPathsSkipped)
 	gauge(c.pinnedBytes, s.PinnedBytes)
 	gauge(c.pinLimit, s.PinLimitBytes)
 	healthy := int64(1)

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/kvring/kvring/node/internal/handoff"
 	"github.com/kvring/kvring/node/internal/localsock"
+	"github.com/kvring/kvring/node/internal/netguard"
 	"github.com/kvring/kvring/node/internal/resp"
 	"github.com/kvring/kvring/node/membership"
 	"github.com/kvring/kvring/ring"
@@ -67,6 +69,9 @@ type nodeParts struct {
 	socket        *localsock.Server // nil when the local socket is off
 	mover         *handoff.Mover
 	sec           *security // credentials read at start (security.go)
+	// guard keeps the listeners accepting when descriptors run out and
+	// caps the gRPC port's connections (node/internal/netguard).
+	guard *netguard.Guard
 }
 
 // New checks cfg and returns a node that is not started. It does no I/O.
@@ -157,16 +162,20 @@ func (n *Node) openStore(p *nodeParts) error {
 func (n *Node) listen(ctx context.Context, p *nodeParts) (err error) {
 	t := time.Now()
 	lc := net.ListenConfig{}
+	p.guard = netguard.New(n.log.With("component", "listener"))
 	if p.grpcLis, err = lc.Listen(ctx, "tcp", n.cfg.GRPCAddr); err != nil {
 		return fmt.Errorf("cannot listen for gRPC on %q: %w", n.cfg.GRPCAddr, err)
 	}
+	p.grpcLis = p.guard.Wrap("grpc", p.grpcLis, n.cfg.Conns.grpcLimits())
 	if p.adminLis, err = lc.Listen(ctx, "tcp", n.cfg.AdminAddr); err != nil {
 		return fmt.Errorf("cannot listen for admin HTTP on %q: %w", n.cfg.AdminAddr, err)
 	}
+	p.adminLis = p.guard.Wrap("admin", p.adminLis, netguard.Limits{})
 	if a := n.cfg.RESP.Addr; a != "" {
 		if p.respLis, err = lc.Listen(ctx, "tcp", a); err != nil {
 			return fmt.Errorf("cannot listen for the Redis protocol on %q: %w", a, err)
 		}
+		p.respLis = p.guard.Wrap("resp", p.respLis, netguard.Limits{}) // its server caps connections itself
 	}
 	n.phase("listeners", t, "grpc", p.grpcLis.Addr().String(), "admin", p.adminLis.Addr().String())
 	return nil
@@ -218,7 +227,7 @@ func (n *Node) wire(p *nodeParts, mcfg membership.Config) (err error) {
 		Retry: n.cfg.HandoffRetry, Sweep: n.cfg.HandoffSweep, Batch: min(n.cfg.MaxBatchChunks, 1024),
 		Log: n.cfg.Logger.With("component", "handoff")})
 	p.unmetrics, err = registerAll(n.cfg.Registerer, append(nodeCollectors(p.svc, p.store, p.member.Members, p.member.Ring),
-		append(append(p.mover.Collectors(), spreadCollectors(p.svc)...), diskCollectors(p)...)...)...)
+		slices.Concat(p.mover.Collectors(), spreadCollectors(p.svc), diskCollectors(p), p.guard.Collectors())...)...)
 	return err
 }
 

@@ -38,14 +38,16 @@ func TestAStalledPutIsEndedAndFreesWhatItStaged(t *testing.T) {
 	defer cc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	stream, err := kvringv1.NewCacheClient(cc).Put(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var refs []*kvringv1.ChunkRef
 	for i := range 8 {
 		ch := chunkOf(uint64(100+i), 1<<20)
 		refs = append(refs, &kvringv1.ChunkRef{Id: ch.ID[:], Size: 1 << 20, Crc32C: store.Checksum(ch.Data)})
+	}
+	// Opened once the begin message is ready: a stream whose begin does not
+	// come within PutIdleTimeout is ended too (TestAPutThatNeverBeginsIsEnded).
+	stream, err := kvringv1.NewCacheClient(cc).Put(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
 	if err := stream.Send(&kvringv1.PutRequest{Msg: &kvringv1.PutRequest_Begin{Begin: &kvringv1.PutBegin{
 		Namespace: &kvringv1.NamespaceRef{Name: "test/model", Fingerprint: fp}, Chunks: refs}}}); err != nil {

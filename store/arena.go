@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 )
 
@@ -50,6 +51,9 @@ type arena struct {
 	// onSegment is told about every segment created (true) or released (false),
 	// so the catalog can record it. Called with the store's mutex held.
 	onSegment func(seg *segment, created bool)
+	// onSkip is told about every segment path skipped because a file was
+	// already there. Called with the store's mutex held.
+	onSkip func(path string, err error)
 }
 
 // arenaCounts counts where allocated slots came from and the pages given
@@ -58,6 +62,7 @@ type arenaCounts struct {
 	reused  uint64 // allocs served by a dirty slot of the class (pages resident)
 	fresh   uint64 // allocs served by a clean slot (pages allocated and zeroed)
 	punched int64  // bytes of retained free slots punched to make room
+	skipped uint64 // segment ids skipped: a file was already at their path
 }
 
 func newArena(dir, node string, limit, segTarget int64) *arena {
@@ -186,11 +191,31 @@ func (s *Store) allocReclaiming(size int64, still func() bool) (r slotRef, fresh
 	}
 }
 
+// maxSegmentSkips bounds how many taken segment paths one newSegment skips
+// before it gives up (a directory full of planted files).
+const maxSegmentSkips = 16
+
+// newSegment creates the next segment of class c. A path already taken by a
+// file the store did not create (planted, or left by another process) is
+// skipped, not retried: its id is never used, the onSkip hook is told, and
+// the next id is tried, up to maxSegmentSkips times.
 func (a *arena) newSegment(c *sizeClass) (*segment, error) {
-	id := a.nextID
-	seg, err := createSegment(id, a.segmentPath(id), c.size, a.slotsPerSegment(c.size))
-	if err != nil {
-		return nil, err
+	var seg *segment
+	for skips := 0; ; skips++ {
+		id := a.nextID
+		var err error
+		seg, err = createSegment(id, a.segmentPath(id), c.size, a.slotsPerSegment(c.size))
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrExist) || skips >= maxSegmentSkips {
+			return nil, err
+		}
+		a.nextID++
+		a.counts.skipped++
+		if a.onSkip != nil {
+			a.onSkip(a.segmentPath(id), err)
+		}
 	}
 	a.nextID++
 	a.addSegment(c, seg)

@@ -79,12 +79,49 @@ func reopenCorrupt(t *testing.T, cfg Config, universe []*chunkSpec) *Store {
 }
 
 // Both meta pages damaged: bbolt calls the file an invalid database. The
-// store moves it aside and starts cold instead of refusing to start.
+// store moves it aside and starts cold instead of refusing to start, and
+// keeps its node identity from the copy beside the catalog (it used to take
+// a new one, orphaning the old segment directory without a word).
 func TestCatalogWithDamagedMetaPagesIsMovedAside(t *testing.T) {
 	t.Parallel()
-	cfg, _, universe := corruptCatalogStore(t)
+	cfg, node, universe := corruptCatalogStore(t)
 	overwrite(t, filepath.Join(cfg.DataDir, "catalog.db"), 0, 2*4096)
-	reopenCorrupt(t, cfg, universe)
+	s := reopenCorrupt(t, cfg, universe)
+	if s.NodeID() != node {
+		t.Fatalf("node identity %q after damaged meta pages, was %q", s.NodeID(), node)
+	}
+	if dirs, _ := filepath.Glob(filepath.Join(cfg.ShmDir, "kvring-*")); len(dirs) != 1 {
+		t.Fatalf("segment directories after the restart: %v, want the node's one", dirs)
+	}
+}
+
+// With the catalog's meta pages damaged and no copy of the identity left,
+// the node takes a new identity; the segment directory its data directory
+// left under the old one is removed, with a log line naming it, instead of
+// holding shared memory nobody will ever use.
+func TestALostIdentityLeavesNoOrphanedSegmentDirectory(t *testing.T) {
+	t.Parallel()
+	cfg, node, universe := corruptCatalogStore(t)
+	overwrite(t, filepath.Join(cfg.DataDir, "catalog.db"), 0, 2*4096)
+	if err := os.Remove(filepath.Join(cfg.DataDir, nodeIDFile)); err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	s := openTest(t, cfg)
+	if s.NodeID() == node {
+		t.Fatal("the node kept an identity nothing recorded")
+	}
+	old := nodeShmDir(cfg.ShmDir, node)
+	if _, err := os.Stat(old); !os.IsNotExist(err) {
+		t.Fatalf("the old identity's segment directory %s is still there (%v)", old, err)
+	}
+	if !strings.Contains(logs.String(), "former node identity") || !strings.Contains(logs.String(), old) {
+		t.Fatalf("no log line names the removed directory %s:\n%s", old, logs.String())
+	}
+	if held := quiescentCheck(t, s, "ns", universe); len(held) != 0 {
+		t.Fatalf("%d chunks held after the catalog was lost", len(held))
+	}
 }
 
 // A damaged data page (the chunk bucket's root): bbolt panics while reading

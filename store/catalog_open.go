@@ -27,8 +27,9 @@ var errCorruptCatalog = errors.New("catalog is corrupt")
 // (on the now clock), one error line names both paths, and a new catalog is
 // created, so the store starts cold (recovery finds no segment records and
 // removes this node's segment files). The node identity is kept when its
-// record can still be read; otherwise the node gets a new one, and segment
-// files of the old identity stay in ShmDir until removed by hand. Blocks on
+// record can still be read, or else from the copy in dir/node_id; only
+// without both does the node get a new one (and Open then removes the
+// segment directory the old identity left, see removeOrphans). Blocks on
 // the disk; another process holding the catalog makes it fail after one
 // second.
 func openCatalog(dir string, log *slog.Logger, now func() time.Time) (*catalog, error) {
@@ -43,6 +44,9 @@ func openCatalog(dir string, log *slog.Logger, now func() time.Time) (*catalog, 
 	}
 	if !errors.Is(err, errCorruptCatalog) {
 		return nil, err
+	}
+	if nodeID == "" {
+		nodeID = readNodeIDFile(dir) // the copy kept beside the catalog
 	}
 	aside, rerr := moveAside(path, now())
 	if rerr != nil {

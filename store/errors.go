@@ -59,6 +59,7 @@ var (
 	ErrClosed = storeerr.ErrClosed
 	// ErrCatalog: the catalog cannot be written (Health). The chunks are
 	// held and readable; their records wait and are retried, so a restart
-	// before a write succeeds would not serve them again.
+	// before a write succeeds would not serve them again. Stage and Seal
+	// refuse new chunks with it meanwhile.
 	ErrCatalog = errors.New("store: catalog cannot be written")
 )

@@ -65,6 +65,9 @@ type Stats struct {
 	// Promotions the chunks copied back from it into shared memory.
 	LowerHits  uint64 `json:"lower_hits"`
 	Promotions uint64 `json:"promotions"`
+	// SegmentPathsSkipped counts segment ids skipped because a file the
+	// store did not create was at their path (each is logged).
+	SegmentPathsSkipped uint64 `json:"segment_paths_skipped"`
 }
 
 // WasteBytes is allocator waste: slot bytes not holding payload.
@@ -81,35 +84,36 @@ func (s *Store) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := Stats{
-		NodeID:            s.nodeID,
-		LimitBytes:        s.cfg.MemoryLimit,
-		UsedBytes:         s.arena.used,
-		Chunks:            s.st.chunks,
-		PayloadBytes:      s.st.payloadBytes,
-		StagedChunks:      s.st.stagedChunks,
-		StagedBytes:       s.st.stagedBytes,
-		Blobs:             s.blobs.count,
-		BlobBytes:         s.blobs.bytes,
-		PinnedChunks:      s.st.pinnedChunks,
-		PinnedBytes:       s.st.pinnedBytes,
-		PinLimitBytes:     s.cfg.MaxPinnedBytes,
-		RetainedFreeBytes: s.arena.dirtyFree,
-		Segments:          len(s.arena.segs),
-		SlotsReused:       s.arena.counts.reused,
-		SlotsFresh:        s.arena.counts.fresh,
-		PunchedBytes:      s.arena.counts.punched,
-		Evictions:         make(map[string]uint64, len(s.st.evictions)),
-		Rejections:        make(map[string]uint64, len(s.st.rejections)),
-		ChecksumErrors:    s.st.checksumErrs,
-		StageExpired:      s.st.stageExpired,
-		Stages:            s.st.stages,
-		Seals:             s.st.seals,
-		Gets:              s.st.gets,
-		Hits:              s.st.hits,
-		CatalogErrors:     s.cat.failures.Load(),
-		SegmentsLost:      s.st.segmentsLost,
-		LowerHits:         s.st.lowerHits,
-		Promotions:        s.st.promotions,
+		NodeID:              s.nodeID,
+		LimitBytes:          s.cfg.MemoryLimit,
+		UsedBytes:           s.arena.used,
+		Chunks:              s.st.chunks,
+		PayloadBytes:        s.st.payloadBytes,
+		StagedChunks:        s.st.stagedChunks,
+		StagedBytes:         s.st.stagedBytes,
+		Blobs:               s.blobs.count,
+		BlobBytes:           s.blobs.bytes,
+		PinnedChunks:        s.st.pinnedChunks,
+		PinnedBytes:         s.st.pinnedBytes,
+		PinLimitBytes:       s.cfg.MaxPinnedBytes,
+		RetainedFreeBytes:   s.arena.dirtyFree,
+		Segments:            len(s.arena.segs),
+		SlotsReused:         s.arena.counts.reused,
+		SlotsFresh:          s.arena.counts.fresh,
+		PunchedBytes:        s.arena.counts.punched,
+		Evictions:           make(map[string]uint64, len(s.st.evictions)),
+		Rejections:          make(map[string]uint64, len(s.st.rejections)),
+		ChecksumErrors:      s.st.checksumErrs,
+		StageExpired:        s.st.stageExpired,
+		Stages:              s.st.stages,
+		Seals:               s.st.seals,
+		Gets:                s.st.gets,
+		Hits:                s.st.hits,
+		CatalogErrors:       s.cat.failures.Load(),
+		SegmentsLost:        s.st.segmentsLost,
+		SegmentPathsSkipped: s.arena.counts.skipped,
+		LowerHits:           s.st.lowerHits,
+		Promotions:          s.st.promotions,
 	}
 	if !s.closed {
 		st.ResidentBytes = s.arena.residentBytes()

@@ -150,8 +150,20 @@ func open(cfg Config, makePolicy policyMaker) (*Store, error) {
 		cat.close()
 		return nil, fmt.Errorf("cannot open store: %w", err)
 	}
+	// What lets a store whose catalog is lost keep its identity, or clean
+	// up after it (nodeid.go); a failure costs only that.
+	if err := writeNodeIDFile(cfg.DataDir, s.nodeID); err != nil {
+		s.log.Warn("cannot keep a copy of the node identity beside the catalog", "err", err)
+	}
+	if err := markOwner(nodeShmDir(cfg.ShmDir, s.nodeID), cfg.DataDir); err != nil {
+		s.log.Warn("cannot mark the segment directory with its data directory", "err", err)
+	}
+	s.removeOrphans()
 	s.arena = newArena(nodeShmDir(cfg.ShmDir, s.nodeID), s.nodeID, cfg.MemoryLimit, cfg.SegmentSize)
 	s.arena.onSegment = s.cat.recordSegment
+	s.arena.onSkip = func(path string, err error) {
+		s.log.Error("a file the store did not create is at the next segment's path; skipping that segment id", "path", path, "err", err)
+	}
 	pol, err := makePolicy(&cfg, s.policyEvicted, s.policyRejected)
 	if err != nil {
 		s.shmLock.Close()

@@ -34,7 +34,9 @@ type Staged struct {
 // ErrInvalid (bad namespace or size), ErrAlreadyHeld (nothing to do), ErrBusy
 // (another writer is staging it), ErrRejected (the policy has already
 // declined or evicted it), ErrNoSpace (the budget has no room: the rest is
-// staged, pinned or held by readers), ErrClosed. With PolicyTinyLFU it blocks
+// staged, pinned or held by readers), ErrCatalog (the last catalog write
+// failed: a chunk sealed now would not survive a restart, so none is taken
+// until a write succeeds), ErrClosed. With PolicyTinyLFU it blocks
 // while it waits for the decision (a full budget) or for room in ristretto's
 // buffer; with PolicyLRU the decision is made in the call.
 func (s *Store) Stage(ns string, id ID, size int64, crc uint32) (*Staged, error) {
@@ -58,6 +60,10 @@ func (s *Store) stage(ns string, id ID, size int64, crc uint32) (*Staged, error)
 	}
 	if cs := classSize(size); cs > s.cfg.MemoryLimit {
 		return nil, fmt.Errorf("%w: chunk %s of %d bytes needs a %d-byte slot, more than the memory limit %d", ErrInvalid, id, size, cs, s.cfg.MemoryLimit)
+	}
+	if err := s.cat.health(); err != nil {
+		// A chunk sealed now could not be recorded: a restart would lose it.
+		return nil, fmt.Errorf("cannot stage chunk %s/%s: %w", ns, id, err)
 	}
 	s.mu.Lock()
 	if s.closed {
@@ -348,7 +354,11 @@ func (w *Staged) Check() error {
 // was staged to make room for others) the slot is freed and the chunk is not
 // held. A chunk whose segment file was deleted or truncated meanwhile is
 // refused (ErrSegmentLost; a retry lands in a new segment): a restart would
-// not serve it. With PolicyTinyLFU it blocks until ristretto has decided
+// not serve it. So is a chunk sealed while the last catalog write failed
+// (ErrCatalog): its record could not be written either. A successful Seal
+// queues the chunk's record; the caller that acknowledges the write calls
+// FlushCatalog first, and must not acknowledge it when that fails (the
+// chunk is held, but a restart would not serve it). With PolicyTinyLFU it blocks until ristretto has decided
 // about the chunk, when it has not yet; a writer that used Bytes waits for
 // one checksum pass over the slot.
 func (w *Staged) Seal() error {
@@ -374,6 +384,11 @@ func (w *Staged) Seal() error {
 		return fmt.Errorf("cannot seal: %w", err)
 	}
 	lost, verr := w.verify()
+	if verr == nil {
+		if err := s.cat.health(); err != nil {
+			verr = fmt.Errorf("cannot seal chunk %s: %w", w.e.key.id, err)
+		}
+	}
 	if verr == nil {
 		s.pol.settle(w.e) // the policy's decision must be known before publishing
 	}

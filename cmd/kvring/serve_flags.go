@@ -26,6 +26,7 @@ func registerServeFlags(fs *pflag.FlagSet, o *serveOptions) {
 	registerServeSecurity(fs, &o.node.Security)
 	registerServeRESP(fs, &o.node.RESP)
 	registerServeDisk(fs, &o.node.Disk)
+	registerServeLimits(fs, &o.node.Conns)
 	fs.StringVar(&o.logFormat, "log-format", o.logFormat, "log format: text or json")
 	fs.StringVar(&o.logLevel, "log-level", o.logLevel, "log level: debug, info, warn or error")
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", o.drainTimeout, "on SIGTERM, how long the node hands its chunks to their next owners before it leaves (0: leave at once)")

@@ -52,7 +52,8 @@ type Config struct {
 	// means no member drains. It must not block.
 	Draining func(id string) bool
 	// IdleTimeout ends a put whose engine sends no message for this long
-	// in its data phase (its staged chunks are aborted). 0: no limit.
+	// before its begin message or in its data phase (its staged chunks are
+	// aborted). 0: no limit.
 	IdleTimeout time.Duration
 	// BroadcastTimeout bounds how long a namespace registration waits for
 	// the other members to answer.

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"os"
 	"time"
+
+	"github.com/kvring/kvring/node/internal/netguard"
 )
 
 // MaxMessageBytes is the largest request body accepted: 256 MiB, as
@@ -51,6 +53,11 @@ type Config struct {
 	CallTimeout time.Duration
 	// Logger receives connection errors. Default slog.Default().
 	Logger *slog.Logger
+	// Guard keeps the accept loop alive when descriptors run out: it backs
+	// off and retries, counts the failures and reports the socket starved
+	// meanwhile (listener "localsock"). Default: a Guard of the server's own,
+	// whose metrics nobody registers.
+	Guard *netguard.Guard
 }
 
 // DefaultMode is the default permission of the socket file.
@@ -80,6 +87,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Guard == nil {
+		c.Guard = netguard.New(c.Logger)
 	}
 }
 

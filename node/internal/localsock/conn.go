@@ -2,7 +2,6 @@ package localsock
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -42,7 +41,7 @@ type reply struct {
 // Then it releases what the connection held.
 func (c *conn) serve() {
 	defer c.cleanup()
-	var buf bytes.Buffer
+	var buf []byte
 	in := bufio.NewReaderSize(c.nc, 4<<10) // small requests in one read(2); larger ones are read past it
 	for {
 		body, err := readFrame(c.nc, in, &buf, c.s.cfg.FrameTimeout)
@@ -94,9 +93,9 @@ func (c *conn) serve() {
 }
 
 // shrink drops a large request's buffer rather than keep it.
-func (c *conn) shrink(buf *bytes.Buffer) {
-	if buf.Cap() > 1<<20 {
-		*buf = bytes.Buffer{}
+func (c *conn) shrink(buf *[]byte) {
+	if cap(*buf) > 1<<20 {
+		*buf = nil
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+
+	"github.com/kvring/kvring/node/internal/netguard"
 )
 
 // Server serves the local socket. Create it with Listen, run Serve on a
@@ -14,7 +16,7 @@ import (
 type Server struct {
 	cfg Config
 	log *slog.Logger
-	lis *net.UnixListener
+	lis *netguard.Listener // the socket's *net.UnixListener, guarded
 	tab *table
 
 	mu     sync.Mutex
@@ -35,7 +37,7 @@ func Listen(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Server{cfg: cfg, log: cfg.Logger, lis: lis, tab: newTable(),
+	return &Server{cfg: cfg, log: cfg.Logger, lis: cfg.Guard.Wrap("localsock", lis, netguard.Limits{}), tab: newTable(),
 		conns: make(map[*conn]struct{}), done: make(chan struct{})}, nil
 }
 
@@ -46,10 +48,11 @@ func (s *Server) Path() string { return s.cfg.Path }
 func (s *Server) Connections() int { return int(s.nconns.Load()) }
 
 // Serve accepts connections until Close; each is served on its own
-// goroutine, which Close waits for. It blocks; it returns nil after Close.
+// goroutine, which Close waits for. Running out of descriptors does not end
+// it (Config.Guard). It blocks; it returns nil after Close.
 func (s *Server) Serve() error {
 	for {
-		nc, err := s.lis.AcceptUnix()
+		c0, err := s.lis.Accept()
 		if err != nil {
 			s.mu.Lock()
 			closed := s.closed
@@ -62,6 +65,11 @@ func (s *Server) Serve() error {
 				continue
 			}
 			return fmt.Errorf("cannot accept on %q: %w", s.cfg.Path, err)
+		}
+		nc, ok := c0.(*net.UnixConn)
+		if !ok {
+			c0.Close()
+			return fmt.Errorf("BUG: the local socket accepted a %T, not a Unix connection", c0)
 		}
 		c := newConn(s, nc)
 		s.mu.Lock()

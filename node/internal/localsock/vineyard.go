@@ -294,16 +294,7 @@ func requestedIDs(r request) ([]uint64, error) {
 	if !present {
 		return nil, nil
 	}
-	if num > uint64(len(r.f)) {
-		return nil, invalid("%s: num is %d but the request has fewer ids", r.typ, num)
-	}
-	ids := make([]uint64, num)
-	for i := range ids {
-		if ids[i], err = r.u64(strconv.Itoa(i)); err != nil {
-			return nil, err
-		}
-	}
-	return ids, nil
+	return r.indexedU64s(num)
 }
 
 func (c *conn) getBuffers(r request) (reply, error) {

@@ -133,26 +133,34 @@ func (o *Owner) take(token uint64, caller string) (stagedChunk, bool) {
 // prepare ran for: another caller's token is unknown). A token already
 // committed (a retry) reports sealed when the chunk is held; a token whose
 // lease the store ended reports failed and is forgotten. Blocks on the
-// catalog's group commit when something was sealed.
+// catalog's group commit when something was sealed. A chunk whose catalog
+// record cannot be written is reported failed, never sealed (a restart
+// would lose it), and is evicted again unless a reader has pinned it.
 func (o *Owner) Commit(caller string, ref *kvringv1.NamespaceRef, chunks []*kvringv1.StagedChunk) []*kvringv1.CommitResult {
 	res := make([]*kvringv1.CommitResult, len(chunks))
-	sealed := false
+	var sealed []int
 	var ns string
 	if ref != nil {
 		ns = namespace.StoreName(ref.GetName(), ref.GetFingerprint()) // once per call, not per chunk
 	}
 	for i, c := range chunks {
 		var ok bool
-		res[i], ok = o.commitOne(caller, ref, ns, c)
-		sealed = sealed || ok
+		if res[i], ok = o.commitOne(caller, ref, ns, c); ok {
+			sealed = append(sealed, i)
+		}
 	}
-	if sealed {
+	if len(sealed) > 0 {
 		// Group commit: what this call sealed is in the catalog before the
 		// coordinator hears "sealed", so a chunk reported stored survives a
 		// crash of this process (the bytes are in shared memory already).
 		// Concurrent commits share one bbolt transaction.
 		if err := o.st.FlushCatalog(); err != nil {
-			o.cfg.Log.Error("commit: chunks are held but not recorded for a restart", "err", err)
+			o.cfg.Log.Error("commit: chunks whose catalog records cannot be written are reported failed", "chunks", len(sealed), "err", err)
+			for _, i := range sealed {
+				id, _ := store.ParseID(chunks[i].GetId())
+				_ = o.st.Evict(ns, id) // a pinned chunk stays held (its record lands with the next write)
+				res[i] = failed(err, "the chunk's catalog record cannot be written, so a restart would lose it: "+err.Error())
+			}
 		}
 	}
 	return res
