@@ -161,10 +161,11 @@ func (a *arena) alloc(n int64) (r slotRef, fresh bool, err error) {
 // tries again: evicted chunks being copied into the Lower tier (their
 // slots are freed once the copies end, a memcpy each), or else the
 // policy evicting more (the chunks an offer chose may keep their slots a
-// while; see policy.reclaim), a few times. still reports whether the
+// while; see policy.reclaim; never keep, the entry that needs the slot), a
+// few times. still reports whether the
 // caller still wants the slot after mu was released; when it does not,
 // the error is ErrRejected. s.mu held; released while it waits.
-func (s *Store) allocReclaiming(size int64, still func() bool) (r slotRef, fresh bool, err error) {
+func (s *Store) allocReclaiming(size int64, keep *entry, still func() bool) (r slotRef, fresh bool, err error) {
 	const tries = 32
 	for try := 0; ; try++ {
 		r, fresh, err = s.arena.alloc(size)
@@ -176,7 +177,7 @@ func (s *Store) allocReclaiming(size int64, still func() bool) (r slotRef, fresh
 			try-- // each wait ends an offload: bounded by them
 		} else {
 			s.mu.Unlock()
-			evicted := s.pol.reclaim(classSize(size))
+			evicted := s.pol.reclaim(classSize(size), keep)
 			s.mu.Lock()
 			if !evicted {
 				return r, fresh, err

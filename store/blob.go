@@ -76,7 +76,7 @@ func (s *Store) CreateBlob(size int64) (*Blob, error) {
 	var r slotRef
 	fresh, err := false, ErrClosed
 	if !s.closed {
-		r, fresh, err = s.allocReclaiming(size, func() bool { return true })
+		r, fresh, err = s.allocReclaiming(size, nil, func() bool { return true })
 	}
 	if err != nil {
 		s.st.rejections[ReasonNoSpace]++

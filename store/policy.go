@@ -36,14 +36,15 @@ type policy interface {
 	touch(h uint64)
 	// forget drops h without a callback.
 	forget(h uint64)
-	// reclaim evicts unpinned chunks worth at least cost bytes beyond what
-	// offers asked for, and reports whether it evicted any. The store
+	// reclaim evicts unpinned chunks other than keep (the entry that needs
+	// the room; nil for none) worth at least cost bytes beyond what offers
+	// asked for, and reports whether it evicted any. The store
 	// calls it when the budget has no room although the policy counted
 	// room as made: the chunks an offer chose may keep their slots a while
 	// (a staged chunk until its writer stops, a chunk made from a blob
 	// until the blob is freed), and a concurrent writer must not be
 	// refused for that.
-	reclaim(cost int64) bool
+	reclaim(cost int64, keep *entry) bool
 	// close releases the policy's resources.
 	close()
 }

@@ -84,11 +84,17 @@ func (l *lru) offer(e *entry, cost int64) bool {
 	return true
 }
 
-// reclaim evicts the oldest unpinned chunks worth cost bytes, whatever the
-// budget's count says.
-func (l *lru) reclaim(cost int64) bool {
+// reclaim evicts the oldest unpinned chunks other than keep worth cost
+// bytes, whatever the budget's count says.
+func (l *lru) reclaim(cost int64, keep *entry) bool {
 	l.mu.Lock()
-	victims := l.victims(nil, cost)
+	var spare *lruItem
+	if keep != nil {
+		if it, ok := l.items[keep.hash]; ok && it.e == keep {
+			spare = it
+		}
+	}
+	victims := l.victims(spare, cost)
 	l.mu.Unlock()
 	l.evict(victims)
 	return len(victims) > 0

@@ -91,7 +91,7 @@ func (p *tinyLFU) forget(h uint64) { p.c.Del(h) }
 // waits for the offers and evictions queued so far, whose slots are then
 // free, and reports true: the store tries its allocation again (a bounded
 // number of times).
-func (p *tinyLFU) reclaim(int64) bool {
+func (p *tinyLFU) reclaim(int64, *entry) bool {
 	p.c.Wait()
 	return true
 }

@@ -105,9 +105,26 @@ func (s *Store) stage(ns string, id ID, size int64, crc uint32) (*Staged, error)
 		}
 		return nil, fmt.Errorf("cannot stage chunk %s/%s (%d bytes): %w", ns, id, size, ErrRejected)
 	}
-	r, fresh, err := s.allocReclaiming(size, func() bool {
+	fresh, err := s.slotFor(e, size)
+	if err != nil {
+		return nil, fmt.Errorf("cannot stage chunk %s/%s: %w", ns, id, err)
+	}
+	s.staging[e] = s.cfg.Now().Add(s.cfg.StageLease).UnixNano()
+	return &Staged{s: s, e: e, buf: e.bytes(), fresh: fresh}, nil
+}
+
+// slotFor gives staged entry e a slot of size bytes (fresh reports pages
+// not yet resident), or kills it and counts the refusal. s.mu held
+// (released while allocReclaiming waits).
+func (s *Store) slotFor(e *entry, size int64) (fresh bool, err error) {
+	r, fresh, err := s.allocReclaiming(size, e, func() bool {
 		return !e.rejected && !e.evicted && e.state == stateStaged
 	})
+	if err == nil {
+		e.slot = r
+		e.hasSlot = true
+		err = s.allocateSlot(e, fresh)
+	}
 	if err != nil {
 		if s.kill(e, reasonRejected) {
 			s.forgetLater(e)
@@ -117,19 +134,9 @@ func (s *Store) stage(ns string, id ID, size int64, crc uint32) (*Staged, error)
 		} else {
 			s.st.rejections[ReasonNoSpace]++
 		}
-		return nil, fmt.Errorf("cannot stage chunk %s/%s: %w", ns, id, err)
+		return false, err
 	}
-	e.slot = r
-	e.hasSlot = true
-	if err := s.allocateSlot(e, fresh); err != nil {
-		if s.kill(e, reasonRejected) {
-			s.forgetLater(e)
-		}
-		s.st.rejections[ReasonNoSpace]++
-		return nil, fmt.Errorf("cannot stage chunk %s/%s: %w", ns, id, err)
-	}
-	s.staging[e] = s.cfg.Now().Add(s.cfg.StageLease).UnixNano()
-	return &Staged{s: s, e: e, buf: e.bytes(), fresh: fresh}, nil
+	return fresh, nil
 }
 
 // addStaged indexes a new staged entry for (ns, id) with no slot and no
