@@ -10,6 +10,17 @@ import sys
 
 import redis
 
+def describe(got, want):
+    """What a read returned, against what it should have: a miss and other bytes are different failures."""
+    if got == want:
+        return "ok"
+    if got is None:
+        return "nil (a miss)"
+    if want is None:
+        return f"{len(got)} bytes where nil was expected"
+    return f"{len(got)} other bytes (want {len(want)})"
+
+
 clients = []
 for addr in sys.argv[1:]:
     host, port = addr.rsplit(":", 1)
@@ -25,7 +36,8 @@ for n, size in enumerate((256 << 10, 2 << 20, 8 << 20)):
         assert w.set(key + "metadata", meta) is True, "SET metadata"
         assert r.exists(key + "metadata") == 1, "EXISTS metadata"
         assert r.get(key + "metadata") == meta, "GET metadata"
-        assert r.get(key + "kv_bytes") == kv, "GET kv_bytes"
+        got = r.get(key + "kv_bytes")
+        assert got == kv, f"GET kv_bytes: {describe(got, kv)}"
 
         p = w.pipeline(transaction=False)
         pk = key + "-pipelined"
@@ -36,9 +48,10 @@ for n, size in enumerate((256 << 10, 2 << 20, 8 << 20)):
         p.get(pk + "metadata")
         out = p.execute()
         assert out[:3] == [True, True, 1], f"pipeline replies {out[:3]}"
-        assert out[3] == kv and out[4] == meta, "pipelined GET"
+        assert out[3] == kv and out[4] == meta, f"pipelined GET: kv_bytes {describe(out[3], kv)}, metadata {describe(out[4], meta)}"
 
         got = r.mget([key + "kv_bytes", key + "metadata", key + "absent", pk + "kv_bytes"])
-        assert got == [kv, meta, None, kv], "MGET"
+        want = [kv, meta, None, kv]
+        assert got == want, "MGET: " + "; ".join(describe(g, w) for g, w in zip(got, want))
         assert r.get(key + "absent") is None, "GET of an absent key"
     print(f"{size} bytes: ok")
