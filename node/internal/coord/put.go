@@ -88,22 +88,9 @@ func (c *Coordinator) put(stream putStream) error {
 		Result: &kvringv1.PutResult{Results: results}}})
 }
 
-// beginPut reads the stream's begin message and checks the batch. A begin
-// message that does not come within IdleTimeout ends the put
-// (errIdleStream): a stream that never starts holds a handler and its
-// buffers, and counts against the connection's stream limit.
+// beginPut reads the stream's begin message and checks the batch.
 func (c *Coordinator) beginPut(stream putStream) (*putTx, error) {
-	var first *kvringv1.PutRequest
-	var last atomic.Int64
-	last.Store(c.cfg.Now().UnixNano())
-	err := c.idleWatch(func() error {
-		var err error
-		first, err = stream.Recv()
-		return err
-	}, &last)
-	if errors.Is(err, errIdleStream) {
-		return nil, fmt.Errorf("no begin message: %w", err)
-	}
+	first, err := stream.Recv()
 	if errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("%w: put stream ended before its begin message", transfer.ErrInvalidArgument)
 	}
