@@ -87,10 +87,9 @@ type Config struct {
 	// is refused with ResourceExhausted. Default 1024.
 	MaxNamespaces int
 	// PutIdleTimeout ends a Put whose engine sends no message for this long
-	// before its begin message or while the node waits for its chunk bytes:
-	// the call fails with DeadlineExceeded and its staged chunks are freed
-	// at once, so a stalled engine holds no memory and no stream. Default
-	// 10s; negative: no limit.
+	// while the node waits for its chunk bytes: the call fails with
+	// DeadlineExceeded and its staged chunks are freed at once, so a stalled
+	// engine holds no memory and no stream. Default 10s; negative: no limit.
 	PutIdleTimeout time.Duration
 	// HandoffRate caps the bytes per second this node copies to other nodes
 	// when it hands chunks off (after a ring change, while it drains) or

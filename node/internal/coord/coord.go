@@ -52,8 +52,7 @@ type Config struct {
 	// means no member drains. It must not block.
 	Draining func(id string) bool
 	// IdleTimeout ends a put whose engine sends no message for this long
-	// before its begin message or in its data phase (its staged chunks are
-	// aborted). 0: no limit.
+	// in its data phase (its staged chunks are aborted). 0: no limit.
 	IdleTimeout time.Duration
 	// BroadcastTimeout bounds how long a namespace registration waits for
 	// the other members to answer.

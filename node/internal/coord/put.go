@@ -28,7 +28,7 @@ type putStream = grpc.BidiStreamingServer[kvringv1.PutRequest, kvringv1.PutRespo
 func (c *Coordinator) put(stream putStream) error {
 	defer metrics.ObserveSince(c.m.PutSeconds, time.Now())
 	ctx := stream.Context()
-	begin, err := c.readBegin(stream)
+	begin, err := readBegin(stream)
 	if err != nil {
 		return transfer.ToStatus(err)
 	}
@@ -53,22 +53,9 @@ func (c *Coordinator) put(stream putStream) error {
 		Result: &kvringv1.PutResult{Results: results}}})
 }
 
-// readBegin reads the stream's begin message. A begin message that does
-// not come within IdleTimeout ends the put (errIdleStream): a stream that
-// never starts holds a handler and its buffers, and counts against the
-// connection's stream limit.
-func (c *Coordinator) readBegin(stream putStream) (*kvringv1.PutBegin, error) {
-	var first *kvringv1.PutRequest
-	var last atomic.Int64
-	last.Store(c.cfg.Now().UnixNano())
-	err := c.idleWatch(func() error {
-		var err error
-		first, err = stream.Recv()
-		return err
-	}, &last)
-	if errors.Is(err, errIdleStream) {
-		return nil, fmt.Errorf("no begin message: %w", err)
-	}
+// readBegin reads the stream's begin message.
+func readBegin(stream putStream) (*kvringv1.PutBegin, error) {
+	first, err := stream.Recv()
 	if errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("%w: put stream ended before its begin message", transfer.ErrInvalidArgument)
 	}
