@@ -145,7 +145,7 @@ func TestCatalogOnAFullFilesystemCatchesUpWhenSpaceIsFreed(t *testing.T) {
 	cfg.DataDir = data
 	s := openTest(t, cfg)
 	ballast := filepath.Join(data, "ballast")
-	fillFile(t, ballast, 1<<20)
+	testutil.FillFile(t, ballast, 1<<20)
 	// Enough chunks that their records need new catalog pages; each
 	// flushed as the node's commits do.
 	var universe, sealed []*chunkSpec

@@ -3,7 +3,8 @@ package store
 import (
 	"errors"
 	"fmt"
-	"sync"
+	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 )
 
@@ -15,30 +16,18 @@ import (
 func TestConcurrentWritesIntoAFullBudgetAreNeverRefused(t *testing.T) {
 	const size = 32 << 10
 	s := openTest(t, testConfig(t, 256*size))
-	const workers, each = 16, 128
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range each {
-				id := testID(uint64(w*each + i))
-				// ErrRejected is an honest answer: a chunk still being
-				// written after a whole budget's turnover is evicted.
-				err := putViaBlobOrStage(s, id, size, i%2 == 0)
-				if err != nil && !errors.Is(err, ErrRejected) {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
+	var next atomic.Uint64
+	runWorkers(t, 16, 128, func(*rand.Rand) error {
+		n := next.Add(1)
+		id := testID(n)
+		// ErrRejected is an honest answer: a chunk still being written
+		// after a whole budget's turnover is evicted.
+		err := putViaBlobOrStage(s, id, size, n%2 == 0)
+		if errors.Is(err, ErrRejected) {
+			return nil
+		}
+		return err
+	})
 }
 
 // putViaBlobOrStage writes a chunk as a blob staged as a chunk (the

@@ -1,8 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -29,7 +29,7 @@ func TestNothingReportedStoredIsLostWhenTheCatalogDiskIsFull(t *testing.T) {
 		t.Fatalf("a put before the disk filled up: %v %+v", err, res)
 	}
 	ballast := filepath.Join(data, "ballast")
-	fillDisk(t, ballast)
+	testutil.FillFile(t, ballast, math.MaxInt64)
 
 	var stored []client.Chunk
 	failed := 0
@@ -61,37 +61,7 @@ func TestNothingReportedStoredIsLostWhenTheCatalogDiskIsFull(t *testing.T) {
 	}
 	restartNode(t, n)
 	testutil.Eventually(t, "the client to reconnect", 15*time.Second, func() bool { return c.State().Status == client.ConnConnected })
-	ids := make([]client.ChunkID, len(stored))
-	for i, ch := range stored {
-		ids[i] = ch.ID
-	}
-	got, err := c.Get(ctx, ids)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lost := 0
-	for i, g := range got {
-		if !g.Found || !bytes.Equal(g.Data, stored[i].Data) {
-			lost++
-		}
-	}
-	if lost > 0 {
+	if lost := countLost(ctx, t, c, stored); lost > 0 {
 		t.Fatalf("%d of %d chunks reported stored are gone after SIGKILL and a restart", lost, len(stored))
-	}
-}
-
-// fillDisk writes zeros to a new file at path until its filesystem is full.
-func fillDisk(t *testing.T, path string) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	buf := make([]byte, 64<<10)
-	for {
-		if _, err := f.Write(buf); err != nil {
-			return
-		}
 	}
 }

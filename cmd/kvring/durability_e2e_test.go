@@ -43,6 +43,15 @@ func TestChunksReportedStoredSurviveAKillRightAfterTheAck(t *testing.T) {
 
 	restartNode(t, n)
 	testutil.Eventually(t, "the client to reconnect", 15*time.Second, func() bool { return c.State().Status == client.ConnConnected })
+	if lost := countLost(ctx, t, c, stored); lost > 0 {
+		t.Fatalf("%d of %d chunks reported stored are gone after the restart", lost, len(stored))
+	}
+}
+
+// countLost reads stored back through c and counts the chunks that are
+// missing or differ.
+func countLost(ctx context.Context, t *testing.T, c *client.Client, stored []client.Chunk) int {
+	t.Helper()
 	ids := make([]client.ChunkID, len(stored))
 	for i, ch := range stored {
 		ids[i] = ch.ID
@@ -57,7 +66,5 @@ func TestChunksReportedStoredSurviveAKillRightAfterTheAck(t *testing.T) {
 			lost++
 		}
 	}
-	if lost > 0 {
-		t.Fatalf("%d of %d chunks reported stored are gone after the restart", lost, len(stored))
-	}
+	return lost
 }

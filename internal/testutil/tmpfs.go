@@ -36,3 +36,24 @@ func MountTmpfs(t testing.TB, size string) string {
 	})
 	return dir
 }
+
+// FillFile writes zeros to a new file at path until its filesystem is full
+// (or limit bytes are written) and returns how many bytes it wrote.
+func FillFile(t testing.TB, path string, limit int64) int64 {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	var n int64
+	for n < limit {
+		m, err := f.Write(buf[:min(int64(len(buf)), limit-n)])
+		n += int64(m)
+		if err != nil {
+			break
+		}
+	}
+	return n
+}
