@@ -124,6 +124,7 @@ func (c *conn) ended(err error) {
 	}
 	var me *clientMemoryError
 	if errors.As(err, &me) {
+		c.rd.uncharge() // before the reply: the client learns of the refusal once the memory is back
 		c.s.m.error("client_memory")
 		c.w.error(me.Error())
 		c.s.log.Warn("closing a Redis-protocol connection: the connections' memory budget is spent", "remote", c.nc.RemoteAddr(),
