@@ -201,6 +201,26 @@ func (r *respCluster) Publish(ctx context.Context, ns resp.Namespace, keys []res
 	return out, nil
 }
 
+// Kept reports whether a write of k would change nothing: its namespace
+// keeps one copy of a chunk (replication 1), this node is the key's write
+// owner on the current ring and holds it sealed. Never blocks for long (the
+// registry, the ring and the store's index).
+func (r *respCluster) Kept(k resp.Key) bool {
+	rec := r.reg.Get(k.Namespace)
+	if rec == nil || rec.GetReplicationFactor() > 1 {
+		return false
+	}
+	rg := r.ring()
+	if rg == nil {
+		return false
+	}
+	owners := r.coord.Owners(rg, rec.GetName(), k.Place[:], 1)
+	if len(owners) != 1 || owners[0].ID != r.self {
+		return false
+	}
+	return r.p.store.Contains(namespace.StoreName(rec.GetName(), rec.GetFingerprint()), k.ID)
+}
+
 // Held asks a lookup per key (a lookup counts a held prefix; these keys are
 // unrelated), at most r.lookups at once.
 func (r *respCluster) Held(ctx context.Context, ns resp.Namespace, keys []resp.Key) ([]bool, error) {

@@ -20,6 +20,12 @@ type Cluster interface {
 	// are blobs[i] (sealed, borrowed for the call; this node's share of a
 	// chunk it owns becomes the blob's slot). One result per key.
 	Publish(ctx context.Context, ns Namespace, keys []Key, blobs []*store.Blob) ([]*kvringv1.PutChunkResult, error)
+	// Kept reports whether a write of k would change nothing: its chunk is
+	// stored already as its namespace asks (for instance: the namespace
+	// keeps one copy, this node is the key's owner and holds it sealed),
+	// so SET need not even read the value. It must not block; false when
+	// it cannot tell.
+	Kept(k Key) bool
 	// Held reports, per key, whether a read can return its chunk now.
 	Held(ctx context.Context, ns Namespace, keys []Key) ([]bool, error)
 	// Get reads the chunks of keys with owner fallback; each is called once

@@ -145,7 +145,8 @@ func (c *conn) ended(err error) {
 // admit decides whether the value after key may take shared memory: not
 // for a command run will refuse (before AUTH, a key of a namespace the
 // token does not allow, a key another node owns in cluster mode), whose
-// reply then says why.
+// reply then says why, nor for a key stored already (values are
+// immutable: the write keeps the first value and has nothing to do).
 func (c *conn) admit(name string, key []byte) error {
 	cmd := commands[name]
 	switch {
@@ -155,8 +156,21 @@ func (c *conn) admit(name string, key []byte) error {
 		return errRefused
 	case c.s.cfg.ClusterMode && c.redirectKey(cmd, key) != "":
 		return errRefused
+	case c.kept(key):
+		c.s.m.kept()
+		return errKept // the write has nothing to do: the value is read past
 	}
 	return nil
+}
+
+// kept reports whether key's chunk is stored already as its namespace asks
+// (Cluster.Kept), so a write of it need not keep its value.
+func (c *conn) kept(key []byte) bool {
+	m := c.s.cfg.KeyMap.Map(key)
+	if c.s.cfg.ClusterMode {
+		m.Place = c.s.cfg.Cluster.SlotPlace(m.Namespace, m.Slot)
+	}
+	return c.s.cfg.Cluster.Kept(m)
 }
 
 // alloc is the memory of a value: a blob of the store.

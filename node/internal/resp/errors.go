@@ -24,6 +24,13 @@ var (
 	// the command's own reply says why.
 	errRefused = errors.New("the command was refused")
 	errTooBig  = errors.New("value too big")
+	// errKept: a value not read into memory because its key is stored
+	// already as its namespace asks (Cluster.Kept); the write has nothing
+	// to do.
+	errKept = errors.New("the key is stored already")
+	// errGoneMeanwhile: a value skipped as kept whose chunk was evicted
+	// before the command ran; the client should send it again.
+	errGoneMeanwhile = fmt.Errorf("%w: the key was evicted while its value arrived; send it again", transfer.ErrUnavailable)
 )
 
 // Error reply prefixes clients act on (Redis's own).

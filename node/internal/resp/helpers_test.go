@@ -49,6 +49,8 @@ type fakeCluster struct {
 	elsewhere func(Key) bool
 	remote    map[store.ID][]byte
 	getCalls  int // Get calls
+	// kept, when set, answers Kept instead of the store.
+	kept func(Key) bool
 }
 
 func (f *fakeCluster) Namespace(_ context.Context, name string, create bool) (Namespace, error) {
@@ -104,6 +106,21 @@ func (f *fakeCluster) Publish(_ context.Context, ns Namespace, keys []Key, blobs
 		out[i] = &kvringv1.PutChunkResult{Index: uint32(i), Status: kvringv1.PutStatus_PUT_STATUS_STORED}
 	}
 	return out, nil
+}
+
+// Kept: this node's store holds the key sealed (a key another node holds is
+// never kept here).
+func (f *fakeCluster) Kept(k Key) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.kept != nil {
+		return f.kept(k)
+	}
+	ns, ok := f.ns[k.Namespace]
+	if !ok || (f.elsewhere != nil && f.elsewhere(k)) {
+		return false
+	}
+	return f.st.Contains(ns.Store, k.ID)
 }
 
 func (f *fakeCluster) Held(_ context.Context, ns Namespace, keys []Key) ([]bool, error) {

@@ -14,6 +14,7 @@ type metrics struct {
 	keyspace    *prometheus.CounterVec // result: hit, miss
 	connections prometheus.GaugeFunc
 	accepted    *prometheus.CounterVec // result: accepted, rejected
+	keptValues  prometheus.Counter
 
 	// The counters of every known command and of the keyspace results,
 	// looked up once: a command costs no label hashing.
@@ -35,6 +36,8 @@ func newMetrics(conns func() float64) *metrics {
 			Help: "Connections open on the Redis-protocol port."}, conns),
 		accepted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvring_resp_connections_total",
 			Help: "Connections to the Redis-protocol port, by result: accepted, or rejected (over the connection cap)."}, []string{"result"}),
+		keptValues: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvring_resp_kept_values_total",
+			Help: "Values of SET, SETNX, MSET and MSETNX read past, not into memory, because their key was stored already (values are immutable: the first stays)."}),
 	}
 	m.byCommand = make(map[string]prometheus.Counter, len(commands))
 	for name := range commands {
@@ -54,6 +57,9 @@ func (m *metrics) command(name string) {
 	m.unknown.Inc()
 }
 
+// kept counts a value whose key was stored already.
+func (m *metrics) kept() { m.keptValues.Inc() }
+
 func (m *metrics) error(reason string) { m.errors.WithLabelValues(reason).Inc() }
 
 func (m *metrics) read(hit bool) {
@@ -69,5 +75,5 @@ func (m *metrics) read(hit bool) {
 // Collectors are the server's kvring_resp_* metrics, for the node to
 // register.
 func (s *Server) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{s.m.commands, s.m.errors, s.m.keyspace, s.m.connections, s.m.accepted}
+	return []prometheus.Collector{s.m.commands, s.m.errors, s.m.keyspace, s.m.connections, s.m.accepted, s.m.keptValues}
 }

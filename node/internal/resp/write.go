@@ -2,6 +2,7 @@ package resp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
@@ -42,7 +43,7 @@ func (c *conn) publish(ctx context.Context, groups []*nsKeys, n int, vals []argV
 		var dups []keyRef
 		for _, k := range g.keys {
 			if v := vals[k.at]; v.err != nil {
-				errs[k.at] = v.err
+				results[k.at], errs[k.at] = c.skipped(k.Key, v.err)
 				continue
 			}
 			if _, seen := first[k.Key]; seen {
@@ -71,6 +72,19 @@ func (c *conn) publish(ctx context.Context, groups []*nsKeys, n int, vals []argV
 		}
 	}
 	return results, errs
+}
+
+// skipped is the result of a value the reader did not keep: its error, or,
+// for a value skipped because its key was stored already, ALREADY_HELD when
+// the key still is (errGoneMeanwhile when it was evicted since).
+func (c *conn) skipped(k Key, err error) (*kvringv1.PutChunkResult, error) {
+	if !errors.Is(err, errKept) {
+		return nil, err
+	}
+	if !c.s.cfg.Cluster.Kept(k) {
+		return nil, errGoneMeanwhile
+	}
+	return &kvringv1.PutChunkResult{Status: kvringv1.PutStatus_PUT_STATUS_ALREADY_HELD}, nil
 }
 
 // failWrite writes the error reply of a value that was not stored: its

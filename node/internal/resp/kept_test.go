@@ -1,0 +1,72 @@
+package resp
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/redis/go-redis/v9"
+)
+
+// TestSetOfAStoredKeyWritesNothing: a SET or MSET of a key stored already
+// as its namespace asks is answered without a write (values are immutable:
+// the first stays), and its value is read past, not into memory.
+func TestSetOfAStoredKeyWritesNothing(t *testing.T) {
+	s, fc := testServer(t, nil)
+	c := client(t, s, 2)
+	ctx := context.Background()
+	if err := c.Set(ctx, "k", "first", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	fc.mu.Lock()
+	before := fc.publishN
+	fc.mu.Unlock()
+	if err := c.Set(ctx, "k", strings.Repeat("s", 64<<10), 0).Err(); err != nil {
+		t.Fatalf("SET of a stored key: %v, want OK", err)
+	}
+	if n, err := c.SetNX(ctx, "k", "third", 0).Result(); err != nil || n {
+		t.Fatalf("SETNX of a stored key = %v, %v; want false", n, err)
+	}
+	if old, err := c.SetArgs(ctx, "k", "fourth", redis.SetArgs{Get: true}).Result(); err != nil || old != "first" {
+		t.Fatalf("SET GET of a stored key = %q, %v", old, err)
+	}
+	fc.mu.Lock()
+	writes := fc.publishN - before
+	fc.mu.Unlock()
+	if writes != 0 {
+		t.Fatalf("%d writes for SETs of a stored key, want none", writes)
+	}
+	if err := c.MSet(ctx, "k", "fifth", "j", "new").Err(); err != nil {
+		t.Fatalf("MSET of a stored and a new key: %v", err)
+	}
+	if v := c.MGet(ctx, "k", "j").Val(); v[0] != "first" || v[1] != "new" {
+		t.Fatalf("MGET = %v, want [first new]", v)
+	}
+	if got := testutil.ToFloat64(s.m.keptValues); got != 4 {
+		t.Fatalf("kvring_resp_kept_values_total = %v, want 4", got)
+	}
+	if used := s.cfg.Store.Stats().BlobBytes; used != 0 {
+		t.Fatalf("%d bytes of blobs left behind", used)
+	}
+}
+
+// TestSetOfAKeyEvictedWhileItsValueArrivedFails: a value read past because
+// its key was stored, whose chunk is gone when the command runs, is an
+// error reply the client can retry on (TRYAGAIN), never OK.
+func TestSetOfAKeyEvictedWhileItsValueArrivedFails(t *testing.T) {
+	s, fc := testServer(t, nil)
+	c := client(t, s, 2)
+	ctx := context.Background()
+	calls := 0
+	fc.mu.Lock()
+	fc.kept = func(Key) bool { calls++; return calls == 1 } // kept while the value arrives, gone after
+	fc.mu.Unlock()
+	err := c.Set(ctx, "k", "v", 0).Err()
+	if err == nil || !strings.HasPrefix(err.Error(), prefixTryAgain) {
+		t.Fatalf("SET = %v, want a TRYAGAIN error", err)
+	}
+	if err := c.Get(ctx, "k").Err(); err != redis.Nil {
+		t.Fatalf("GET after the failed SET = %v, want nil", err)
+	}
+}
