@@ -123,7 +123,12 @@ func (w *writer) trySync(a, b, c []byte) int {
 		w.err = err
 		w.nc.Close()
 	}
-	w.cond.Broadcast()
+	// Only the writing goroutine waits for busy to clear, and only with
+	// something to do: waking it for nothing after every reply would cost
+	// a scheduler round trip per reply.
+	if w.err != nil || w.closed || len(w.queue) > 0 {
+		w.cond.Broadcast()
+	}
 	w.mu.Unlock()
 	return int(n)
 }
