@@ -14,6 +14,9 @@ import "sync"
 // offer makes is real, and a chunk is never counted as evicted while pins
 // keep its slot. When pinned chunks leave no room for the new one, nothing
 // is evicted: the store's allocation then fails with ErrNoSpace.
+//
+// With namespace shares (setShares) the victims are chosen by
+// policy_lru_shares.go instead; without, exactly as above.
 type lru struct {
 	onEvict  evictFunc
 	onReject func(*entry)
@@ -23,6 +26,8 @@ type lru struct {
 	used  int64
 	items map[uint64]*lruItem
 	head  lruItem // head.next is the newest, head.prev the oldest
+	// sh is nil while no namespace has a share.
+	sh *lruShares
 }
 
 type lruItem struct {
@@ -32,6 +37,11 @@ type lruItem struct {
 	// evicting: unlinked and its cost uncounted while offer asks the store
 	// to evict it; still in items, so forget can cancel the put-back.
 	evicting bool
+	// With shares on: the item's place in its namespace's list (ns nil for
+	// a blob's placeholder), and the sequence number of its last access.
+	ns             *lruNS
+	nsPrev, nsNext *lruItem
+	stamp          uint64
 }
 
 func newLRU(maxCost int64, onEvict evictFunc, onReject func(*entry)) *lru {
@@ -52,6 +62,22 @@ func (l *lru) pushFront(it *lruItem) {
 	l.head.next = it
 }
 
+// link makes it the newest, in its namespace's list too while shares are
+// on; unlinkItem undoes it. l.mu held.
+func (l *lru) link(it *lruItem) {
+	l.pushFront(it)
+	if l.sh != nil {
+		l.nsPush(it)
+	}
+}
+
+func (l *lru) unlinkItem(it *lruItem) {
+	l.unlink(it)
+	if l.sh != nil {
+		l.nsUnlink(it)
+	}
+}
+
 // offer admits e as the newest chunk, evicting the oldest unpinned chunks
 // until the budget holds it. A chunk larger than the whole budget, or whose
 // hash another entry holds, is rejected (through onReject) and offer still
@@ -70,15 +96,23 @@ func (l *lru) offer(e *entry, cost int64) bool {
 		return true
 	case known:
 		l.used += cost - it.cost
+		l.unlinkItem(it)
 		it.cost = cost
-		l.unlink(it)
 	default:
 		it = &lruItem{e: e, cost: cost}
 		l.items[e.hash] = it
 		l.used += cost
 	}
-	l.pushFront(it)
-	victims := l.victims(it, l.used-l.maxCost)
+	l.link(it)
+	victims, ok := l.victims(it, l.used-l.maxCost)
+	if !ok { // over its namespace's cap, and its own chunks are pinned
+		l.unlinkItem(it)
+		delete(l.items, e.hash)
+		l.used -= it.cost
+		l.mu.Unlock()
+		l.onReject(e)
+		return true
+	}
 	l.mu.Unlock()
 	l.evict(victims)
 	return true
@@ -94,7 +128,7 @@ func (l *lru) reclaim(cost int64, keep *entry) bool {
 			spare = it
 		}
 	}
-	victims := l.victims(spare, cost)
+	victims, _ := l.victims(spare, cost)
 	l.mu.Unlock()
 	l.evict(victims)
 	return len(victims) > 0
@@ -123,15 +157,25 @@ func (l *lru) evict(victims []*lruItem) {
 		// lookup), and its cost counts again.
 		v.evicting = false
 		l.used += v.cost
-		l.pushFront(v)
+		l.link(v)
 	}
 	l.mu.Unlock()
 }
 
-// victims unlinks the oldest chunks that are not pinned, other than newest,
-// whose cost adds up to excess, marks them evicting and returns them. It
-// takes none when pinned chunks leave too little. l.mu held.
-func (l *lru) victims(newest *lruItem, excess int64) []*lruItem {
+// victims chooses what makes room for newest: by namespace shares while
+// they are on (shareVictims, whose ok it returns), else sharedVictims.
+// l.mu held.
+func (l *lru) victims(newest *lruItem, excess int64) (v []*lruItem, ok bool) {
+	if l.sh != nil {
+		return l.shareVictims(newest, excess)
+	}
+	return l.sharedVictims(newest, excess), true
+}
+
+// sharedVictims unlinks the oldest chunks that are not pinned, other than
+// newest, whose cost adds up to excess, marks them evicting and returns
+// them. It takes none when pinned chunks leave too little. l.mu held.
+func (l *lru) sharedVictims(newest *lruItem, excess int64) []*lruItem {
 	if excess <= 0 {
 		return nil
 	}
@@ -162,9 +206,9 @@ func (l *lru) wait() {}
 // touch makes h the newest chunk, if the policy holds it.
 func (l *lru) touch(h uint64) {
 	l.mu.Lock()
-	if it, ok := l.items[h]; ok && !it.evicting && l.head.next != it {
-		l.unlink(it)
-		l.pushFront(it)
+	if it, ok := l.items[h]; ok && !it.evicting && (l.head.next != it || l.sh != nil) {
+		l.unlinkItem(it)
+		l.link(it)
 	}
 	l.mu.Unlock()
 }
@@ -174,7 +218,7 @@ func (l *lru) forget(h uint64) {
 	if it, ok := l.items[h]; ok {
 		delete(l.items, h)
 		if !it.evicting {
-			l.unlink(it)
+			l.unlinkItem(it)
 			l.used -= it.cost
 		}
 	}
