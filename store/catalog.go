@@ -22,8 +22,8 @@ var (
 	// bucketShares holds the namespace shares (SetShare), by namespace;
 	// like the namespace records, a reset keeps them.
 	bucketShares   = []byte("shares")
-	keyNodeID        = []byte("node_id")
-	keyNextSegment   = []byte("next_segment")
+	keyNodeID      = []byte("node_id")
+	keyNextSegment = []byte("next_segment")
 )
 
 // catalog is the bbolt file that keeps the node identity and, for a warm
