@@ -122,6 +122,9 @@ func printShares(w io.Writer, set []node.NamespaceShare, asJSON bool) error {
 		}
 		return json.NewEncoder(w).Encode(set)
 	}
+	if len(set) == 0 {
+		return nil // every member refused: the error says why
+	}
 	tw := newTable(w)
 	fmt.Fprintf(tw, "NODE\tNAMESPACE\tGUARANTEE\tCAP\tHOLDS\tLIMIT\n")
 	for _, s := range set {
