@@ -37,11 +37,10 @@ type lruItem struct {
 	// evicting: unlinked and its cost uncounted while offer asks the store
 	// to evict it; still in items, so forget can cancel the put-back.
 	evicting bool
-	// With shares on: the item's place in its namespace's list (ns nil for
-	// a blob's placeholder), and the sequence number of its last access.
-	ns             *lruNS
-	nsPrev, nsNext *lruItem
-	stamp          uint64
+	// sx is the item's place in its namespace's list while shares are on
+	// (nil before; kept for reuse). One pointer, so that an item stays 48
+	// bytes with shares off.
+	sx *lruNSNode
 }
 
 func newLRU(maxCost int64, onEvict evictFunc, onReject func(*entry)) *lru {
@@ -62,10 +61,9 @@ func (l *lru) pushFront(it *lruItem) {
 	l.head.next = it
 }
 
-// link makes it the newest, in its namespace's list too while shares are
-// on; unlinkItem undoes it. l.mu held.
-func (l *lru) link(it *lruItem) {
-	l.pushFront(it)
+// nsLink makes it the newest of its namespace's list while shares are on
+// (after pushFront); unlinkItem undoes both. l.mu held.
+func (l *lru) nsLink(it *lruItem) {
 	if l.sh != nil {
 		l.nsPush(it)
 	}
@@ -103,8 +101,15 @@ func (l *lru) offer(e *entry, cost int64) bool {
 		l.items[e.hash] = it
 		l.used += cost
 	}
-	l.link(it)
-	victims, ok := l.victims(it, l.used-l.maxCost)
+	l.pushFront(it)
+	l.nsLink(it)
+	var victims []*lruItem
+	ok := true
+	if l.sh != nil {
+		victims, ok = l.shareVictims(it, l.used-l.maxCost)
+	} else {
+		victims = l.victims(it, l.used-l.maxCost)
+	}
 	if !ok { // over its namespace's cap, and its own chunks are pinned
 		l.unlinkItem(it)
 		delete(l.items, e.hash)
@@ -128,7 +133,12 @@ func (l *lru) reclaim(cost int64, keep *entry) bool {
 			spare = it
 		}
 	}
-	victims, _ := l.victims(spare, cost)
+	var victims []*lruItem
+	if l.sh != nil {
+		victims, _ = l.shareVictims(spare, cost)
+	} else {
+		victims = l.victims(spare, cost)
+	}
 	l.mu.Unlock()
 	l.evict(victims)
 	return len(victims) > 0
@@ -157,25 +167,17 @@ func (l *lru) evict(victims []*lruItem) {
 		// lookup), and its cost counts again.
 		v.evicting = false
 		l.used += v.cost
-		l.link(v)
+		l.pushFront(v)
+		l.nsLink(v)
 	}
 	l.mu.Unlock()
 }
 
-// victims chooses what makes room for newest: by namespace shares while
-// they are on (shareVictims, whose ok it returns), else sharedVictims.
-// l.mu held.
-func (l *lru) victims(newest *lruItem, excess int64) (v []*lruItem, ok bool) {
-	if l.sh != nil {
-		return l.shareVictims(newest, excess)
-	}
-	return l.sharedVictims(newest, excess), true
-}
-
-// sharedVictims unlinks the oldest chunks that are not pinned, other than
-// newest, whose cost adds up to excess, marks them evicting and returns
-// them. It takes none when pinned chunks leave too little. l.mu held.
-func (l *lru) sharedVictims(newest *lruItem, excess int64) []*lruItem {
+// victims unlinks the oldest chunks that are not pinned, other than newest,
+// whose cost adds up to excess, marks them evicting and returns them. It
+// takes none when pinned chunks leave too little. With shares on,
+// shareVictims chooses instead. l.mu held.
+func (l *lru) victims(newest *lruItem, excess int64) []*lruItem {
 	if excess <= 0 {
 		return nil
 	}
@@ -208,7 +210,8 @@ func (l *lru) touch(h uint64) {
 	l.mu.Lock()
 	if it, ok := l.items[h]; ok && !it.evicting && (l.head.next != it || l.sh != nil) {
 		l.unlinkItem(it)
-		l.link(it)
+		l.pushFront(it)
+		l.nsLink(it)
 	}
 	l.mu.Unlock()
 }

@@ -32,20 +32,29 @@ type lruShares struct {
 	seq uint64
 }
 
-// lruNS is one namespace's list (head.nsNext the newest, head.nsPrev the
+// lruNS is one namespace's list (head.next the newest, head.prev the
 // oldest) and the slot bytes its linked chunks cost.
 type lruNS struct {
 	limits shareLimits
 	used   int64
-	head   lruItem
+	head   lruNSNode
 	// picked and cursor are scratch for one victim selection.
 	picked int64
-	cursor *lruItem
+	cursor *lruNSNode
+}
+
+// lruNSNode is an item's place in its namespace's list: ns is nil while it
+// is in none (a blob's placeholder, or unlinked).
+type lruNSNode struct {
+	it         *lruItem
+	ns         *lruNS
+	prev, next *lruNSNode
+	stamp      uint64 // sequence number of the item's last access
 }
 
 func newLRUNS(limits shareLimits) *lruNS {
 	n := &lruNS{limits: limits}
-	n.head.nsNext, n.head.nsPrev = &n.head, &n.head
+	n.head.next, n.head.prev = &n.head, &n.head
 	return n
 }
 
@@ -73,6 +82,11 @@ func (l *lru) setShares(m map[uint32]shareLimits) {
 	for id, lim := range m {
 		l.sh.by[id] = newLRUNS(lim)
 	}
+	for _, it := range l.items { // lists of an earlier time shares were on
+		if it.sx != nil {
+			it.sx.ns = nil
+		}
+	}
 	for it := l.head.prev; it != &l.head; it = it.prev { // oldest first
 		l.nsPush(it)
 	}
@@ -95,35 +109,41 @@ func (l *lru) nsOf(it *lruItem) *lruNS {
 // nsPush makes it the newest of its namespace and charges its cost there.
 func (l *lru) nsPush(it *lruItem) {
 	n := l.nsOf(it)
-	it.ns = n
 	if n == nil {
 		return
 	}
-	it.stamp = l.sh.seq
+	x := it.sx
+	if x == nil {
+		x = &lruNSNode{it: it}
+		it.sx = x
+	}
+	x.ns = n
+	x.stamp = l.sh.seq
 	l.sh.seq++
-	it.nsPrev = &n.head
-	it.nsNext = n.head.nsNext
-	n.head.nsNext.nsPrev = it
-	n.head.nsNext = it
+	x.prev = &n.head
+	x.next = n.head.next
+	n.head.next.prev = x
+	n.head.next = x
 	n.used += it.cost
 }
 
 // nsUnlink takes it out of its namespace's list and uncharges it.
 func (l *lru) nsUnlink(it *lruItem) {
-	if it.ns == nil {
+	x := it.sx
+	if x == nil || x.ns == nil {
 		return
 	}
-	it.nsPrev.nsNext = it.nsNext
-	it.nsNext.nsPrev = it.nsPrev
-	it.ns.used -= it.cost
-	it.ns = nil
+	x.prev.next = x.next
+	x.next.prev = x.prev
+	x.ns.used -= it.cost
+	x.ns = nil
 }
 
 // peek returns n's oldest chunk not yet picked that may go: not pinned and
 // not newest; nil when none is left.
-func (n *lruNS) peek(newest *lruItem) *lruItem {
-	for c := n.cursor; c != &n.head; c = c.nsPrev {
-		if c != newest && !c.e.pinned.Load() {
+func (n *lruNS) peek(newest *lruItem) *lruNSNode {
+	for c := n.cursor; c != &n.head; c = c.prev {
+		if c.it != newest && !c.it.e.pinned.Load() {
 			n.cursor = c
 			return c
 		}
@@ -133,9 +153,9 @@ func (n *lruNS) peek(newest *lruItem) *lruItem {
 }
 
 // take picks c, n's chunk that peek returned.
-func (n *lruNS) take(c *lruItem) {
-	n.picked += c.cost
-	n.cursor = c.nsPrev
+func (n *lruNS) take(c *lruNSNode) {
+	n.picked += c.it.cost
+	n.cursor = c.prev
 }
 
 // shareVictims chooses the victims that make room for newest (nil when
@@ -146,15 +166,15 @@ func (n *lruNS) take(c *lruItem) {
 // then fails with ErrNoSpace). l.mu held, shares on.
 func (l *lru) shareVictims(newest *lruItem, excess int64) (picked []*lruItem, ok bool) {
 	var own *lruNS
-	if newest != nil {
-		own = newest.ns
+	if newest != nil && newest.sx != nil {
+		own = newest.sx.ns
 	}
 	overCap := own != nil && own.limits.cap > 0 && own.used > own.limits.cap
 	if excess <= 0 && !overCap {
 		return nil, true
 	}
 	for _, n := range l.sh.by {
-		n.picked, n.cursor = 0, n.head.nsPrev
+		n.picked, n.cursor = 0, n.head.prev
 	}
 	if overCap {
 		for over := own.used - own.limits.cap; over > 0; {
@@ -163,9 +183,9 @@ func (l *lru) shareVictims(newest *lruItem, excess int64) (picked []*lruItem, ok
 				return nil, false
 			}
 			own.take(v)
-			picked = append(picked, v)
-			over -= v.cost
-			excess -= v.cost
+			picked = append(picked, v.it)
+			over -= v.it.cost
+			excess -= v.it.cost
 		}
 	}
 	for excess > 0 {
@@ -177,8 +197,8 @@ func (l *lru) shareVictims(newest *lruItem, excess int64) (picked []*lruItem, ok
 			return nil, true
 		}
 		v.ns.take(v)
-		picked = append(picked, v)
-		excess -= v.cost
+		picked = append(picked, v.it)
+		excess -= v.it.cost
 	}
 	for _, v := range picked {
 		l.unlinkItem(v)
@@ -190,11 +210,11 @@ func (l *lru) shareVictims(newest *lruItem, excess int64) (picked []*lruItem, ok
 
 // oldestOverShare returns the oldest chunk, over every namespace, whose
 // eviction leaves its namespace at or above its guarantee; nil for none.
-func (sh *lruShares) oldestOverShare(newest *lruItem) *lruItem {
-	var best *lruItem
+func (sh *lruShares) oldestOverShare(newest *lruItem) *lruNSNode {
+	var best *lruNSNode
 	for _, n := range sh.by {
 		c := n.peek(newest)
-		if c == nil || n.used-n.picked-c.cost < n.limits.guarantee {
+		if c == nil || n.used-n.picked-c.it.cost < n.limits.guarantee {
 			continue
 		}
 		if best == nil || c.stamp < best.stamp {
