@@ -1,7 +1,6 @@
 package loadtest
 
 import (
-	"fmt"
 	"io"
 	"log/slog"
 	"testing"
@@ -137,5 +136,5 @@ func BenchmarkNamespaceShares(b *testing.B) {
 	b.ReportMetric(unshared, "noshares-hit")
 	b.ReportMetric(shared/alone, "shares-ratio")
 	b.ReportMetric(unshared/alone, "noshares-ratio")
-	b.Log(fmt.Sprintf("%d requests, budget %d chunks of %d bytes", len(reqs), capacity, shareChunkSize))
+	b.Logf("%d requests, budget %d chunks of %d bytes", len(reqs), capacity, shareChunkSize)
 }

@@ -158,11 +158,13 @@ func (s *Store) Shares() map[string]Share {
 // loadShares takes the shares the catalog kept, before recovery offers the
 // chunks to the policy. One that cannot be read or no longer fits (the
 // memory limit was lowered) is dropped with a log line, as are all under a
-// policy other than PolicyLRU.
-func (s *Store) loadShares() error {
+// policy other than PolicyLRU; a catalog that cannot be read leaves none in
+// force, with a log line.
+func (s *Store) loadShares() {
 	recs, err := s.cat.shareRecords()
 	if err != nil {
-		return err
+		s.log.Warn("cannot read the namespace shares; none is in force", "err", err)
+		return
 	}
 	for ns, b := range recs {
 		var sh Share
@@ -184,5 +186,4 @@ func (s *Store) loadShares() error {
 		s.pol.setShares(s.shareLimitsLocked())
 		s.log.Info("namespace shares restored from the catalog", "namespaces", len(s.shares))
 	}
-	return nil
 }

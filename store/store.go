@@ -178,9 +178,7 @@ func open(cfg Config, makePolicy policyMaker) (*Store, error) {
 		return nil, err
 	}
 	s.pol = pol
-	if err := s.loadShares(); err != nil {
-		s.log.Warn("cannot read the namespace shares; none is in force", "err", err)
-	}
+	s.loadShares()
 	recovered, err := s.recover()
 	if err != nil {
 		pol.close()
