@@ -3,7 +3,7 @@ GO ?= go
 BIN := $(CURDIR)/.bin
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: check-docs test test-go test-python test-short test-go-short test-python-short race lint fuzz bench bench-store bench-policy bench-cluster bench-python proto verify-proto build ci
+.PHONY: check-docs test test-go test-python test-short test-go-short test-python-short race lint fuzz bench bench-store bench-policy bench-shares bench-cluster bench-python proto verify-proto build ci
 
 # PYTHON is Debian's interpreter, with python3-grpcio, python3-protobuf, python3-pytest and python3-numpy.
 PYTHON ?= /usr/bin/python3
@@ -71,13 +71,19 @@ fuzz:
 	FUZZTIME=$(FUZZTIME) GO=$(GO) scripts/fuzz.sh
 
 # bench runs every benchmark once with figures; see docs/benchmarks.md.
-bench: bench-store bench-policy bench-cluster
+bench: bench-store bench-policy bench-shares bench-cluster
 
 bench-store:
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./store/ ./internal/crc32c/
 
 bench-policy:
 	$(GO) test -run '^$$' -bench 'Policy(Prefix)?Replay' -benchtime 1x -timeout 60m ./loadtest/
+
+# Namespace shares: a steady namespace's hit ratio beside a burst, with and without shares; the LRU policy's
+# cost with shares off and on, in one run.
+bench-shares:
+	$(GO) test -run '^$$' -bench NamespaceShares -benchtime 1x -timeout 30m ./loadtest/
+	$(GO) test -run '^$$' -bench LRUEviction -benchtime 20x -count 5 ./store/
 
 bench-cluster:
 	$(GO) test -run '^$$' -bench 'Cluster(Put|Get)' -benchtime 32x -count 3 ./cmd/kvring/

@@ -76,6 +76,7 @@ func leading(held []bool) int {
 // finds it; a miss is put (and may be rejected by the admission policy).
 type storePolicy struct {
 	s     *store.Store
+	ns    string // "trace" when empty
 	data  []byte
 	crc   uint32
 	puts  int
@@ -84,12 +85,16 @@ type storePolicy struct {
 
 func (p *storePolicy) Access(n int64) bool {
 	id := blockID(n)
-	if v, err := p.s.Get("trace", id); err == nil {
+	ns := p.ns
+	if ns == "" {
+		ns = "trace"
+	}
+	if v, err := p.s.Get(ns, id); err == nil {
 		v.Release()
 		return true
 	}
 	p.puts++
-	if err := putChunk(p.s, "trace", id, p.data, p.crc); err != nil {
+	if err := putChunk(p.s, ns, id, p.data, p.crc); err != nil {
 		p.rejct++
 	}
 	return false

@@ -16,7 +16,7 @@ import (
 )
 
 // The admin API's write actions act on this node only; the CLI fans a
-// cluster-wide action (drop-namespace) out to every member. Each is allowed
+// cluster-wide action (drop-namespace, namespaces set) out to every member. Each is allowed
 // when an admin token is configured (and presented: adminAuth checks it) or
 // when Config.AdminActions is set; it is logged once with who asked and
 // counted in kvring_admin_actions_total.
@@ -49,6 +49,9 @@ func (n *Node) registerActions(mux *http.ServeMux) {
 	}))
 	mux.HandleFunc("DELETE /v1/namespaces/{name}", n.action("drop-namespace", func(r *http.Request) (any, error) {
 		return n.DropNamespace(r.PathValue("name"))
+	}))
+	mux.HandleFunc("PUT /v1/namespaces/{name}/share", n.action("set-share", func(r *http.Request) (any, error) {
+		return n.setShare(r, r.PathValue("name"))
 	}))
 	mux.HandleFunc("DELETE /v1/namespaces/{name}/chunks/{id}", n.action("evict", func(r *http.Request) (any, error) {
 		return n.evictChunk(r.PathValue("name"), r.PathValue("id"))
@@ -189,6 +192,11 @@ func (n *Node) DropNamespace(name string) (DroppedNamespace, error) {
 	freed, _, err := p.svc.owner.DropNamespace(&kvringv1.NamespaceRef{Name: name, Fingerprint: rec.GetFingerprint()})
 	if err != nil {
 		return out, err
+	}
+	// Its share goes with it: a namespace registered again under the name
+	// starts without one.
+	if err := p.store.SetShare(namespace.StoreName(name, rec.GetFingerprint()), store.Share{}); err != nil {
+		n.log.Warn("cannot remove the share of a dropped namespace", "namespace", name, "err", err)
 	}
 	out.Chunks, out.Bytes, out.PinnedChunks = freed.Chunks, freed.SlotBytes, freed.Pinned
 	return out, nil

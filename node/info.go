@@ -94,6 +94,18 @@ type NamespaceInfo struct {
 	// the memory its chunks take, slots included).
 	Chunks int64 `json:"chunks"`
 	Bytes  int64 `json:"bytes"`
+	// Share is the namespace's share of this node's memory (zero: none;
+	// see docs/reliability.md), GuaranteeBytes and CapBytes the same in
+	// bytes of this node's --memory-limit (0: none).
+	Share          store.Share `json:"share"`
+	GuaranteeBytes int64       `json:"guarantee_bytes"`
+	CapBytes       int64       `json:"cap_bytes"`
+	// Evictions counts the namespace's chunks this node's eviction policy
+	// removed; Hits and Misses the chunk ids of it lookups here found held
+	// in memory, or not (since the node started).
+	Evictions uint64 `json:"evictions"`
+	Hits      uint64 `json:"hits"`
+	Misses    uint64 `json:"misses"`
 }
 
 // NamespaceSchema is a namespace's KV layout, as its first client registered
@@ -205,9 +217,11 @@ func (n *Node) Namespaces() []NamespaceInfo {
 	for _, u := range p.store.Namespaces() {
 		usage[u.Namespace] = u
 	}
+	stats := p.store.NamespaceStats()
 	out := make([]NamespaceInfo, 0, len(recs))
 	for _, rec := range recs {
-		u := usage[namespace.StoreName(rec.GetName(), rec.GetFingerprint())]
+		sn := namespace.StoreName(rec.GetName(), rec.GetFingerprint())
+		u, st := usage[sn], stats[sn]
 		out = append(out, NamespaceInfo{
 			Name:              rec.GetName(),
 			Schema:            nsschema.FromProto(rec.GetSchema()),
@@ -218,6 +232,12 @@ func (n *Node) Namespaces() []NamespaceInfo {
 			CreatedBy:         rec.GetCreatedBy(),
 			Chunks:            u.Chunks,
 			Bytes:             u.SlotBytes,
+			Share:             st.Share,
+			GuaranteeBytes:    st.GuaranteeBytes,
+			CapBytes:          st.CapBytes,
+			Evictions:         st.Evictions,
+			Hits:              st.Hits,
+			Misses:            st.Misses,
 		})
 	}
 	return out

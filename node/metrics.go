@@ -18,7 +18,8 @@ import (
 // the store and cluster views read at scrape time, and the count of
 // unreachable peers. members may be nil (no member table).
 func nodeCollectors(svc *services, st *store.Store, members func() []membership.Member, rg func() *ring.Ring) []prometheus.Collector {
-	return append(svc.m.Collectors(), newStoreCollector(st), newClusterCollector(members, rg), peersUnreachableGauge(svc.coord))
+	return append(svc.m.Collectors(), newStoreCollector(st), newNamespaceCollector(svc.reg, st), newClusterCollector(members, rg),
+		peersUnreachableGauge(svc.coord))
 }
 
 // peersUnreachableGauge exports how many peers are in an outage now.

@@ -19,8 +19,11 @@ var (
 	// (SaveNamespaceRecord). Unlike the chunk records they do not depend
 	// on the shared memory: a reset keeps them.
 	bucketNamespaces = []byte("namespaces")
-	keyNodeID        = []byte("node_id")
-	keyNextSegment   = []byte("next_segment")
+	// bucketShares holds the namespace shares (SetShare), by namespace;
+	// like the namespace records, a reset keeps them.
+	bucketShares   = []byte("shares")
+	keyNodeID      = []byte("node_id")
+	keyNextSegment = []byte("next_segment")
 )
 
 // catalog is the bbolt file that keeps the node identity and, for a warm
@@ -59,12 +62,14 @@ const (
 	opChunkDel
 	opNamespacePut
 	opNamespaceDel
+	opSharePut
+	opShareDel
 )
 
 type catOp struct {
 	kind catOpKind
 	key  [8]byte // segment id, or segment id + slot
-	name string  // namespace record name
+	name string  // namespace record or share name
 	val  []byte
 }
 
@@ -168,6 +173,10 @@ func (c *catalog) write(ops []catOp) error {
 				err = tx.Bucket(bucketNamespaces).Put([]byte(op.name), op.val)
 			case opNamespaceDel:
 				err = tx.Bucket(bucketNamespaces).Delete([]byte(op.name))
+			case opSharePut:
+				err = tx.Bucket(bucketShares).Put([]byte(op.name), op.val)
+			case opShareDel:
+				err = tx.Bucket(bucketShares).Delete([]byte(op.name))
 			}
 			if err != nil {
 				return err
@@ -266,23 +275,35 @@ func (c *catalog) load() (segs []segmentRecord, chunks []chunkRecord, bad int, e
 // namespaceRecords returns the namespace records as written, with the
 // changes still queued applied over them. Blocks on bbolt.
 func (c *catalog) namespaceRecords() (map[string][]byte, error) {
+	return c.named(bucketNamespaces, opNamespacePut, opNamespaceDel)
+}
+
+// shareRecords returns the namespace shares as written, with the changes
+// still queued applied over them. Blocks on bbolt.
+func (c *catalog) shareRecords() (map[string][]byte, error) {
+	return c.named(bucketShares, opSharePut, opShareDel)
+}
+
+// named reads a bucket of records by name and applies the queued put and
+// del operations over it.
+func (c *catalog) named(bucket []byte, put, del catOpKind) (map[string][]byte, error) {
 	out := map[string][]byte{}
 	err := c.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketNamespaces).ForEach(func(k, v []byte) error {
+		return tx.Bucket(bucket).ForEach(func(k, v []byte) error {
 			out[string(k)] = bytes.Clone(v)
 			return nil
 		})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("cannot read the namespace records of catalog %q: %w", c.path, err)
+		return nil, fmt.Errorf("cannot read the %s records of catalog %q: %w", bucket, c.path, err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, op := range c.pending {
 		switch op.kind {
-		case opNamespacePut:
+		case put:
 			out[op.name] = bytes.Clone(op.val)
-		case opNamespaceDel:
+		case del:
 			delete(out, op.name)
 		}
 	}

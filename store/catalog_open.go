@@ -173,7 +173,7 @@ func openCatalogFile(path, nodeID string) (*catalog, error) {
 		}
 		cat := &catalog{db: db, path: path, kick: make(chan struct{}, 1)}
 		err = db.Update(func(tx *bolt.Tx) error {
-			for _, b := range [][]byte{bucketMeta, bucketSegments, bucketChunks, bucketNamespaces} {
+			for _, b := range [][]byte{bucketMeta, bucketSegments, bucketChunks, bucketNamespaces, bucketShares} {
 				if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 					return err
 				}

@@ -42,6 +42,12 @@ type entry struct {
 	pinned atomic.Bool
 }
 
+// isPlaceholder reports whether e is a blob's placeholder in the policy
+// (CreateBlob), charged to no namespace: the only entries of size 0. size
+// never changes after an entry is made, so the policy may read it without
+// the store's mutex.
+func (e *entry) isPlaceholder() bool { return e.size == 0 }
+
 // bytes returns the chunk's bytes in shared memory.
 func (e *entry) bytes() []byte {
 	return e.slot.seg.slot(e.slot.slot)[:e.size:e.size]

@@ -107,6 +107,7 @@ func (s *Store) probe(ns string, ids []ID, pinFor time.Duration, leading bool) (
 			l.entries = append(l.entries, e)
 		}
 	}
+	s.nsLookups(k.ns, len(ids), n)
 	s.st.pinnedBytes += added
 	if l != nil {
 		s.nextPin++

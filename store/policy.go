@@ -45,6 +45,10 @@ type policy interface {
 	// until the blob is freed), and a concurrent writer must not be
 	// refused for that.
 	reclaim(cost int64, keep *entry) bool
+	// setShares replaces the namespace shares (by the store's namespace
+	// number); an empty map is none: one budget shared by all. Only
+	// PolicyLRU enforces them (the store refuses shares under another).
+	setShares(m map[uint32]shareLimits)
 	// close releases the policy's resources.
 	close()
 }

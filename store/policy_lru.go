@@ -14,6 +14,9 @@ import "sync"
 // offer makes is real, and a chunk is never counted as evicted while pins
 // keep its slot. When pinned chunks leave no room for the new one, nothing
 // is evicted: the store's allocation then fails with ErrNoSpace.
+//
+// With namespace shares (setShares) the victims are chosen by
+// policy_lru_shares.go instead; without, exactly as above.
 type lru struct {
 	onEvict  evictFunc
 	onReject func(*entry)
@@ -23,6 +26,8 @@ type lru struct {
 	used  int64
 	items map[uint64]*lruItem
 	head  lruItem // head.next is the newest, head.prev the oldest
+	// sh is nil while no namespace has a share.
+	sh *lruShares
 }
 
 type lruItem struct {
@@ -32,6 +37,10 @@ type lruItem struct {
 	// evicting: unlinked and its cost uncounted while offer asks the store
 	// to evict it; still in items, so forget can cancel the put-back.
 	evicting bool
+	// sx is the item's place in its namespace's list while shares are on
+	// (nil before; kept for reuse). One pointer, so that an item stays 48
+	// bytes with shares off.
+	sx *lruNSNode
 }
 
 func newLRU(maxCost int64, onEvict evictFunc, onReject func(*entry)) *lru {
@@ -52,6 +61,21 @@ func (l *lru) pushFront(it *lruItem) {
 	l.head.next = it
 }
 
+// nsLink makes it the newest of its namespace's list while shares are on
+// (after pushFront); unlinkItem undoes both. l.mu held.
+func (l *lru) nsLink(it *lruItem) {
+	if l.sh != nil {
+		l.nsPush(it)
+	}
+}
+
+func (l *lru) unlinkItem(it *lruItem) {
+	l.unlink(it)
+	if l.sh != nil {
+		l.nsUnlink(it)
+	}
+}
+
 // offer admits e as the newest chunk, evicting the oldest unpinned chunks
 // until the budget holds it. A chunk larger than the whole budget, or whose
 // hash another entry holds, is rejected (through onReject) and offer still
@@ -70,15 +94,30 @@ func (l *lru) offer(e *entry, cost int64) bool {
 		return true
 	case known:
 		l.used += cost - it.cost
+		l.unlinkItem(it)
 		it.cost = cost
-		l.unlink(it)
 	default:
 		it = &lruItem{e: e, cost: cost}
 		l.items[e.hash] = it
 		l.used += cost
 	}
 	l.pushFront(it)
-	victims := l.victims(it, l.used-l.maxCost)
+	l.nsLink(it)
+	var victims []*lruItem
+	ok := true
+	if l.sh != nil {
+		victims, ok = l.shareVictims(it, l.used-l.maxCost)
+	} else {
+		victims = l.victims(it, l.used-l.maxCost)
+	}
+	if !ok { // over its namespace's cap, and its own chunks are pinned
+		l.unlinkItem(it)
+		delete(l.items, e.hash)
+		l.used -= it.cost
+		l.mu.Unlock()
+		l.onReject(e)
+		return true
+	}
 	l.mu.Unlock()
 	l.evict(victims)
 	return true
@@ -94,7 +133,12 @@ func (l *lru) reclaim(cost int64, keep *entry) bool {
 			spare = it
 		}
 	}
-	victims := l.victims(spare, cost)
+	var victims []*lruItem
+	if l.sh != nil {
+		victims, _ = l.shareVictims(spare, cost)
+	} else {
+		victims = l.victims(spare, cost)
+	}
 	l.mu.Unlock()
 	l.evict(victims)
 	return len(victims) > 0
@@ -124,13 +168,15 @@ func (l *lru) evict(victims []*lruItem) {
 		v.evicting = false
 		l.used += v.cost
 		l.pushFront(v)
+		l.nsLink(v)
 	}
 	l.mu.Unlock()
 }
 
 // victims unlinks the oldest chunks that are not pinned, other than newest,
 // whose cost adds up to excess, marks them evicting and returns them. It
-// takes none when pinned chunks leave too little. l.mu held.
+// takes none when pinned chunks leave too little. With shares on,
+// shareVictims chooses instead. l.mu held.
 func (l *lru) victims(newest *lruItem, excess int64) []*lruItem {
 	if excess <= 0 {
 		return nil
@@ -162,9 +208,10 @@ func (l *lru) wait() {}
 // touch makes h the newest chunk, if the policy holds it.
 func (l *lru) touch(h uint64) {
 	l.mu.Lock()
-	if it, ok := l.items[h]; ok && !it.evicting && l.head.next != it {
-		l.unlink(it)
+	if it, ok := l.items[h]; ok && !it.evicting && (l.head.next != it || l.sh != nil) {
+		l.unlinkItem(it)
 		l.pushFront(it)
+		l.nsLink(it)
 	}
 	l.mu.Unlock()
 }
@@ -174,7 +221,7 @@ func (l *lru) forget(h uint64) {
 	if it, ok := l.items[h]; ok {
 		delete(l.items, h)
 		if !it.evicting {
-			l.unlink(it)
+			l.unlinkItem(it)
 			l.used -= it.cost
 		}
 	}

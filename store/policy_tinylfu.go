@@ -96,4 +96,8 @@ func (p *tinyLFU) reclaim(int64, *entry) bool {
 	return true
 }
 
+// setShares does nothing: ristretto chooses its victims by itself, so
+// the store refuses namespace shares under PolicyTinyLFU.
+func (p *tinyLFU) setShares(map[uint32]shareLimits) {}
+
 func (p *tinyLFU) close() { p.c.Close() }

@@ -120,6 +120,7 @@ func (s *Store) recoverChunks(segs map[uint32]*segment, chunkRecs []chunkRecord)
 		s.idx.put(e)
 		s.st.chunks++
 		s.st.payloadBytes += int64(e.size)
+		s.nsSealed(e, 1)
 		recovered++
 	}
 	if bad > 0 {

@@ -58,6 +58,12 @@ type Store struct {
 	idx     index
 	nsIDs   map[string]uint32
 	nsNames []string
+	// nsStats are the counters of each namespace, by number (nsstats.go).
+	nsStats []nsCounters
+	// shares are the namespace shares, by namespace (share.go); shareMu
+	// orders SetShare calls, so the policy gets them in the same order.
+	shares  map[string]Share
+	shareMu sync.Mutex
 	leases  map[uint64]*lease
 	nextPin uint64
 	st      counters
@@ -134,6 +140,7 @@ func open(cfg Config, makePolicy policyMaker) (*Store, error) {
 		cat:     cat,
 		idx:     newIndex(),
 		nsIDs:   make(map[string]uint32),
+		shares:  make(map[string]Share),
 		leases:  make(map[uint64]*lease),
 		staging: make(map[*entry]int64),
 		st: counters{
@@ -171,6 +178,7 @@ func open(cfg Config, makePolicy policyMaker) (*Store, error) {
 		return nil, err
 	}
 	s.pol = pol
+	s.loadShares()
 	recovered, err := s.recover()
 	if err != nil {
 		pol.close()
@@ -256,6 +264,7 @@ func (s *Store) key(ns string, id ID, intern bool) (chunkKey, bool, error) {
 		}
 		n = uint32(len(s.nsNames))
 		s.nsNames = append(s.nsNames, ns)
+		s.nsStats = append(s.nsStats, nsCounters{})
 		s.nsIDs[ns] = n
 	}
 	return chunkKey{ns: n, id: id}, true, nil
@@ -271,6 +280,7 @@ func (s *Store) kill(e *entry, reason uint8) (forget bool) {
 	case stateSealed:
 		s.st.chunks--
 		s.st.payloadBytes -= int64(e.size)
+		s.nsSealed(e, -1)
 		if e.pins > 0 {
 			s.st.pinnedChunks--
 		}
@@ -341,6 +351,7 @@ func (s *Store) policyEvicted(e *entry, force bool) bool {
 			return s.closed || force || e.state != stateSealed
 		}
 		s.st.evictions[ReasonPolicy]++
+		s.nsStats[e.key.ns].evictions++
 		s.kill(e, reasonPolicy)
 	}
 	return true

@@ -434,6 +434,7 @@ func (w *Staged) Seal() error {
 	s.st.chunks++
 	s.st.payloadBytes += int64(e.size)
 	s.st.seals++
+	s.nsSealed(e, 1)
 	s.cat.addChunk(s.nsNames[e.key.ns], e)
 	return nil
 }

@@ -81,6 +81,12 @@ func aliveMembers(cmd *cobra.Command, af *adminFlags) ([]node.ClusterMember, err
 // did not (or whose answer each refused).
 func fanOut(cmd *cobra.Command, af *adminFlags, method, path, skip string,
 	each func(m node.ClusterMember, body []byte) error) (answered int, failed []error, err error) {
+	return fanOutWith(cmd, af, method, path, nil, skip, each)
+}
+
+// fanOutWith is fanOut sending reqBody (JSON; nil for none) to each member.
+func fanOutWith(cmd *cobra.Command, af *adminFlags, method, path string, reqBody []byte, skip string,
+	each func(m node.ClusterMember, body []byte) error) (answered int, failed []error, err error) {
 	members, err := aliveMembers(cmd, af)
 	if err != nil {
 		return 0, nil, err
@@ -89,7 +95,7 @@ func fanOut(cmd *cobra.Command, af *adminFlags, method, path, skip string,
 		if m.ID == skip {
 			continue
 		}
-		body, err := af.call(cmd.Context(), method, m.AdminAddr, path)
+		body, err := af.callWith(cmd.Context(), method, m.AdminAddr, path, reqBody)
 		if err == nil {
 			err = each(m, body)
 		}
@@ -106,11 +112,14 @@ func newNamespacesCmd() *cobra.Command {
 	var af adminFlags
 	cmd := &cobra.Command{
 		Use:   "namespaces",
-		Short: "List the namespaces with the chunks and bytes every alive member holds of each",
+		Short: "List the namespaces with the chunks and bytes every alive member holds of each, and their shares",
 		Long: `List the namespaces registered in the cluster, with the chunks and bytes every
 alive member (as the node at --admin lists them) holds of each. GROUP is a
 grouped namespace's placement group size in chunks ("-" when each chunk is
-placed by its own id). With --json the
+placed by its own id). GUARANTEE and CAP are the namespace's share of each
+node's memory ("namespaces set"; "mixed" when the members differ), EVICTED the
+chunks the members' eviction evicted and HITS the share of ids lookups found
+held in memory. With --json the
 answer is one object: {"members": M, "answered": A, "namespaces": [...]}, each
 namespace with its schema, replication, the chunks and bytes summed over the
 members and "nodes", how many members know it. Members that do not answer are
@@ -132,12 +141,10 @@ reported and the command exits non-zero, after printing what the others said.`,
 					t := all[ns.Name]
 					if t == nil {
 						t = &clusterNamespace{NamespaceInfo: ns}
-						t.Chunks, t.Bytes = 0, 0
+						t.Chunks, t.Bytes, t.Evictions, t.Hits, t.Misses = 0, 0, 0, 0, 0
 						all[ns.Name] = t
 					}
-					t.Chunks += ns.Chunks
-					t.Bytes += ns.Bytes
-					t.Nodes++
+					t.add(ns)
 				}
 				return nil
 			})
@@ -159,6 +166,7 @@ reported and the command exits non-zero, after printing what the others said.`,
 	}
 	af.register(cmd.Flags())
 	annotateEnv(cmd.Flags())
+	cmd.AddCommand(newNamespacesSetCmd())
 	return cmd
 }
 
@@ -175,6 +183,22 @@ type clusterNamespaces struct {
 type clusterNamespace struct {
 	node.NamespaceInfo
 	Nodes int `json:"nodes"`
+	// SharesDiffer: the members do not all enforce the same share (the
+	// share shown is the first member's).
+	SharesDiffer bool `json:"shares_differ,omitempty"`
+}
+
+// add sums one member's figures into t.
+func (t *clusterNamespace) add(ns node.NamespaceInfo) {
+	t.Chunks += ns.Chunks
+	t.Bytes += ns.Bytes
+	t.Evictions += ns.Evictions
+	t.Hits += ns.Hits
+	t.Misses += ns.Misses
+	t.Nodes++
+	if ns.Share != t.Share {
+		t.SharesDiffer = true
+	}
 }
 
 // printNamespaces prints the namespaces as a table, or as JSON.
@@ -185,10 +209,15 @@ func printNamespaces(w io.Writer, list clusterNamespaces, asJSON bool) error {
 		return enc.Encode(list)
 	}
 	tw := newTable(w)
-	fmt.Fprintf(tw, "NAMESPACE\tMODEL\tGROUP\tCHUNKS\tMEMORY\tREPLICATION\tNODES\n")
+	fmt.Fprintf(tw, "NAMESPACE\tMODEL\tGROUP\tCHUNKS\tMEMORY\tGUARANTEE\tCAP\tEVICTED\tHITS\tREPLICATION\tNODES\n")
 	for _, t := range list.Namespaces {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d/%d\t%d of %d\n", t.Name, t.Schema.Model, groupColumn(t.Schema.ChunksPerGroup),
-			t.Chunks, humanBytes(t.Bytes), t.MinReplicas, t.ReplicationFactor, t.Nodes, list.Members)
+		g, c := amountString(t.Share.Guarantee), amountString(t.Share.Cap)
+		if t.SharesDiffer {
+			g, c = "mixed", "mixed"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%s\t%d/%d\t%d of %d\n", t.Name, t.Schema.Model,
+			groupColumn(t.Schema.ChunksPerGroup), t.Chunks, humanBytes(t.Bytes), g, c, t.Evictions,
+			percent(float64(t.Hits), float64(t.Hits+t.Misses)), t.MinReplicas, t.ReplicationFactor, t.Nodes, list.Members)
 	}
 	return tw.Flush()
 }

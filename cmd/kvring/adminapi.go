@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -42,6 +43,11 @@ func (a *adminFlags) get(ctx context.Context, path string) ([]byte, error) {
 // call sends method path to the admin API at addr (a.addr, or another
 // member's admin address with a.addr's scheme), with get's errors.
 func (a *adminFlags) call(ctx context.Context, method, addr, path string) ([]byte, error) {
+	return a.callWith(ctx, method, addr, path, nil)
+}
+
+// callWith is call with a JSON request body (nil: none).
+func (a *adminFlags) callWith(ctx context.Context, method, addr, path string, reqBody []byte) ([]byte, error) {
 	base := addr
 	if !strings.Contains(base, "://") {
 		scheme := "http://"
@@ -52,9 +58,16 @@ func (a *adminFlags) call(ctx context.Context, method, addr, path string) ([]byt
 	}
 	ctx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(base, "/")+path, nil)
+	var rd io.Reader
+	if reqBody != nil {
+		rd = bytes.NewReader(reqBody)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(base, "/")+path, rd)
 	if err != nil {
 		return nil, fmt.Errorf("bad admin address %q: %s", addr, oneLine(err.Error()))
+	}
+	if reqBody != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	if a.sec.token != "" {
 		req.Header.Set("Authorization", "Bearer "+a.sec.token)

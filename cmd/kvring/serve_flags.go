@@ -86,7 +86,7 @@ func registerServeGRPC(fs *pflag.FlagSet, c *node.Config) {
 func registerServeAdmin(fs *pflag.FlagSet, c *node.Config) {
 	fs.StringVar(&c.AdminAddr, "admin-addr", c.AdminAddr, "HTTP admin and metrics listen address")
 	fs.BoolVar(&c.EnablePprof, "pprof", c.EnablePprof, "serve Go runtime profiles at /debug/pprof/ on the admin address (for investigating; off by default)")
-	fs.BoolVar(&c.AdminActions, "admin-actions", c.AdminActions, "allow the admin API's write actions (drain, undrain, forget, drop-namespace, evict) without an admin token; with --admin-token-file they need the token instead")
+	fs.BoolVar(&c.AdminActions, "admin-actions", c.AdminActions, "allow the admin API's write actions (drain, undrain, forget, drop-namespace, evict, namespaces set) without an admin token; with --admin-token-file they need the token instead")
 	fs.DurationVar(&c.AdminReadTimeout, "admin-read-timeout", c.AdminReadTimeout, "longest time to read an admin request (negative: no limit)")
 	fs.DurationVar(&c.AdminWriteTimeout, "admin-write-timeout", c.AdminWriteTimeout, "longest time to answer an admin request; must exceed pprof profile durations (negative: no limit)")
 	fs.DurationVar(&c.AdminIdleTimeout, "admin-idle-timeout", c.AdminIdleTimeout, "close admin keep-alive connections idle for this long")

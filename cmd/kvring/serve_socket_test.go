@@ -59,7 +59,7 @@ func TestServeSocketDefaultsToTheDataDirectory(t *testing.T) {
 func TestServeHelpNamesEveryAdminAction(t *testing.T) {
 	t.Parallel()
 	usage := subcommand(t, newRootCmd(), "serve").Flags().Lookup("admin-actions").Usage
-	for _, action := range []string{"drain", "undrain", "forget", "drop-namespace", "evict"} {
+	for _, action := range []string{"drain", "undrain", "forget", "drop-namespace", "evict", "namespaces set"} {
 		if !strings.Contains(usage, action) {
 			t.Errorf("--admin-actions help %q does not name %s", usage, action)
 		}
