@@ -43,6 +43,11 @@ type Config struct {
 	StageLease time.Duration
 	// MaxPinLease caps the pin lease Has takes. Default 5 min.
 	MaxPinLease time.Duration
+	// MaxPinHold bounds how long one client (HasFor) keeps one chunk
+	// pinned without a break, however often it renews its leases: past it,
+	// its new leases answer the chunk held but do not pin it, until its
+	// earlier leases on it end. Default 2×MaxPinLease; negative: no bound.
+	MaxPinHold time.Duration
 	// MaxPinnedBytes caps the slot bytes that pin leases hold at once, over
 	// all callers: a Has whose pins would go beyond it is refused with
 	// ErrPinLimit and pins nothing, so pins can never freeze the whole
@@ -112,6 +117,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxStagedBytes == 0 {
 		c.MaxStagedBytes = c.MemoryLimit / 2
+	}
+	if c.MaxPinHold == 0 {
+		c.MaxPinHold = 2 * c.MaxPinLease
 	}
 	var errs []error
 	bad := func(format string, args ...any) {

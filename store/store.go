@@ -62,6 +62,7 @@ type Store struct {
 	nextPin uint64
 	st      counters
 	staging map[*entry]int64 // entries in stateStaged → lease end (unix ns)
+	shares  clientShares     // per-client parts of the staged and pinned budgets (shares.go)
 	blobs   blobCounters     // live blobs (blob.go)
 	forgets []uint64         // keys the policy must forget once mu is released
 	// offloading counts evicted chunks being copied into the Lower tier
@@ -136,6 +137,7 @@ func open(cfg Config, makePolicy policyMaker) (*Store, error) {
 		nsIDs:   make(map[string]uint32),
 		leases:  make(map[uint64]*lease),
 		staging: make(map[*entry]int64),
+		shares:  newClientShares(&cfg),
 		st: counters{
 			evictions:  make(map[string]uint64),
 			rejections: make(map[string]uint64),
@@ -276,9 +278,7 @@ func (s *Store) kill(e *entry, reason uint8) (forget bool) {
 		}
 		s.cat.removeChunk(e)
 	case stateStaged:
-		s.st.stagedChunks--
-		s.st.stagedBytes -= int64(e.size)
-		delete(s.staging, e)
+		s.unstage(e)
 	}
 	s.idx.remove(e)
 	e.state = stateDead
