@@ -118,9 +118,6 @@ func (c *Config) Validate() error {
 	if c.MaxStagedBytes == 0 {
 		c.MaxStagedBytes = c.MemoryLimit / 2
 	}
-	if c.MaxPinHold == 0 {
-		c.MaxPinHold = 2 * c.MaxPinLease
-	}
 	var errs []error
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...))
@@ -193,6 +190,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxPinLease == 0 {
 		c.MaxPinLease = 5 * time.Minute
+	}
+	if c.MaxPinHold == 0 {
+		c.MaxPinHold = 2 * c.MaxPinLease
 	}
 	if c.Policy == "" {
 		c.Policy = PolicyLRU
