@@ -116,3 +116,8 @@ func (s *Store) ClientShares(client string) (staged, pinned int64) {
 	defer s.mu.Unlock()
 	return s.shares.staged.Used(client), s.shares.pinned.Used(client)
 }
+
+// MaxStagedBytes is the staged-bytes budget (Config.MaxStagedBytes, its
+// default worked out). The local socket sizes its budget of unsealed blobs
+// by it.
+func (s *Store) MaxStagedBytes() int64 { return s.cfg.MaxStagedBytes }

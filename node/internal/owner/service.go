@@ -12,8 +12,8 @@ import (
 	"google.golang.org/grpc/peer"
 
 	"github.com/kvring/kvring/node/internal/metrics"
-	"github.com/kvring/kvring/node/internal/tenant"
 	"github.com/kvring/kvring/node/internal/namespace"
+	"github.com/kvring/kvring/node/internal/tenant"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/transfer"
 )
