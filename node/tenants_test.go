@@ -64,14 +64,14 @@ func TestAStalledPutCannotBlockAnotherClientsPuts(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, need := openPut(t, nd.addr, fp, 1000, 8, 1<<20)
-	if got := len(need.GetNeed()); got != 6 {
-		t.Fatalf("the stalled put staged %d of its 8 chunks of 1 MiB, want 6 (three quarters of the 8 MiB budget)", got)
-	}
 	for i := range 8 {
 		res, err := victim.Put(context.Background(), []client.Chunk{chunkOf(uint64(i), 256<<10)})
 		if err != nil || res[0].Status != client.Stored {
 			t.Fatalf("put %d of another client while one stalls: %v %+v", i, err, res)
 		}
+	}
+	if got := len(need.GetNeed()); got != 6 {
+		t.Fatalf("the stalled put staged %d of its 8 chunks of 1 MiB, want 6 (three quarters of the 8 MiB budget)", got)
 	}
 	if staged := nd.st.Stats().StagedBytes; staged != 6<<20 {
 		t.Fatalf("%d bytes staged, want the stalled put's 6 MiB still held", staged)
@@ -162,11 +162,11 @@ func TestAPinHoarderCannotFreezeOtherClientsPins(t *testing.T) {
 			pinned += lr.Held
 		}
 	}
-	if pinned == 0 || pinned > 96 {
-		t.Fatalf("the hoarder pinned %d chunks of 64 KiB, want some and at most 96 (three quarters of 8 MiB)", pinned)
-	}
 	lr, err := victim.Lookup(ctx, mine, time.Minute)
 	if err != nil || lr.Held != 20 || lr.Lease == 0 {
-		t.Fatalf("another client's pinning lookup held %d of 20 (lease %d): %v", lr.Held, lr.Lease, err)
+		t.Fatalf("another client's pinning lookup held %d of 20 (lease %d) while one hoards: %v", lr.Held, lr.Lease, err)
+	}
+	if pinned == 0 || pinned > 96 {
+		t.Fatalf("the hoarder pinned %d chunks of 64 KiB, want some and at most 96 (three quarters of 8 MiB)", pinned)
 	}
 }
