@@ -170,3 +170,47 @@ func TestAPinHoarderCannotFreezeOtherClientsPins(t *testing.T) {
 		t.Fatalf("the hoarder pinned %d chunks of 64 KiB, want some and at most 96 (three quarters of 8 MiB)", pinned)
 	}
 }
+
+// TestOwnersChargeTheEngineNotItsCoordinator: with two nodes, a stalled
+// engine and a well-behaved one both write through node 0 (the SDK would
+// go to each chunk's owner; these streams do not); node 1 stages its part
+// of both as their owner. It must tell them apart (the coordinator names
+// the engine in its Peer calls), or the stalled engine's share on node 1
+// would be the other's too and its chunks rejected there.
+func TestOwnersChargeTheEngineNotItsCoordinator(t *testing.T) {
+	t.Parallel()
+	tc := newTestClusterWith(t, 2, 16<<20, func(_ int, cfg *Config) { cfg.PutIdleTimeout = time.Minute })
+	fp, err := testClient(t, tc.nodes[0].addr, 1, 1).Register(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, need := openPut(t, tc.nodes[0].addr, fp, 4000, 40, 1<<20)
+	for i, nd := range tc.nodes { // 40 chunks: each node is asked for more than a share's 6 MiB
+		if staged := nd.st.Stats().StagedBytes; staged != 6<<20 {
+			t.Fatalf("node %d stages %d bytes of the stalled put, want its share of 6 MiB (need %v)", i, staged, need.GetNeed())
+		}
+	}
+	// 2 MiB in all: within the quarter of each node's budget a second client always finds free.
+	stream, need := openPut(t, tc.nodes[0].addr, fp, 4100, 8, 256<<10)
+	if got := len(need.GetNeed()); got != 8 {
+		t.Fatalf("another engine's put through the same coordinator staged %d of its 8 chunks: %v", got, need.GetSettled())
+	}
+	for i := range 8 {
+		if err := stream.Send(&kvringv1.PutRequest{Msg: &kvringv1.PutRequest_Data{Data: &kvringv1.DataFrame{
+			Index: uint32(i), Data: chunkOf(uint64(4100+i), 256<<10).Data}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := stream.Send(&kvringv1.PutRequest{Msg: &kvringv1.PutRequest_End{End: &kvringv1.PutEnd{}}}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := stream.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range m.GetResult().GetResults() {
+		if r.GetStatus() != kvringv1.PutStatus_PUT_STATUS_STORED {
+			t.Fatalf("another engine's chunk through the same coordinator: %v", r)
+		}
+	}
+}

@@ -61,7 +61,7 @@ func (s *Service) Prepare(stream grpc.BidiStreamingServer[kvringv1.PrepareReques
 	}
 	// The coordinator names the engine it writes for; its own writes
 	// (hand-off, spread copies) are charged to the calling node.
-	client := tenant.Incoming(stream.Context(), "peer:"+callerOf(stream.Context()))
+	client := tenant.Incoming(stream.Context(), callerOf(stream.Context()))
 	p, need, votes, err := o.newPrepare(client, begin.GetNamespace(), begin.GetChunks(), begin.GetGroups(), nil)
 	if err != nil {
 		return transfer.ToStatus(err)
@@ -170,7 +170,7 @@ func (s *Service) Abort(ctx context.Context, req *kvringv1.AbortRequest) (*kvrin
 // Has answers which ids this node holds, pinning them under a lease if asked.
 func (s *Service) Has(ctx context.Context, req *kvringv1.HasRequest) (*kvringv1.HasResponse, error) {
 	defer metrics.ObserveSince(s.m.HasSeconds, time.Now())
-	client := tenant.Incoming(ctx, "peer:"+callerOf(ctx))
+	client := tenant.Incoming(ctx, callerOf(ctx))
 	held, ttl, widths, err := s.o.Lookup(client, req.GetNamespace(), req.GetIds(), req.GetGroups(), req.GetPin())
 	if err != nil {
 		return nil, transfer.ToStatus(err)
