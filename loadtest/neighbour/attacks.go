@@ -19,8 +19,10 @@ import (
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 )
 
-// attack runs until ctx ends and says what it did.
-type attack func(ctx context.Context, nd *node) string
+// attack runs until ctx ends and says what it did. It calls ready once it
+// holds what it set out to hold (its puts staged, its pins or blobs taken),
+// so that the victim's replay measures the hold, not the attacker's set-up.
+type attack func(ctx context.Context, nd *node, ready func()) string
 
 // attacks are the attacks on a node's shared budgets, as an outsider or a
 // local client would run them.
@@ -80,7 +82,7 @@ func openHold(ctx context.Context, cc *grpc.ClientConn, ref *kvringv1.NamespaceR
 // holdPuts keeps a put declaring 64 chunks of 4 MiB open, re-opening it
 // whenever the node ends it; each open put is fed by feed (nil: nothing is
 // sent, the stall).
-func holdPuts(ctx context.Context, nd *node, feed func(context.Context, kvringv1.Cache_PutClient)) string {
+func holdPuts(ctx context.Context, nd *node, ready func(), feed func(context.Context, kvringv1.Cache_PutClient)) string {
 	c, ref, err := attackerNS(ctx, nd)
 	if err != nil {
 		return "cannot register: " + err.Error()
@@ -98,6 +100,7 @@ func holdPuts(ctx context.Context, nd *node, feed func(context.Context, kvringv1
 			continue
 		}
 		opened++
+		ready()
 		if feed != nil {
 			go feed(ctx, s)
 		}
@@ -108,11 +111,13 @@ func holdPuts(ctx context.Context, nd *node, feed func(context.Context, kvringv1
 	return fmt.Sprintf("%d puts of 64×4 MiB opened, %d ended by the node", opened, ended)
 }
 
-func stalledPuts(ctx context.Context, nd *node) string { return holdPuts(ctx, nd, nil) }
+func stalledPuts(ctx context.Context, nd *node, ready func()) string {
+	return holdPuts(ctx, nd, ready, nil)
+}
 
 // tricklingPuts sends one byte of each chunk every 5 s.
-func tricklingPuts(ctx context.Context, nd *node) string {
-	return holdPuts(ctx, nd, func(ctx context.Context, s kvringv1.Cache_PutClient) {
+func tricklingPuts(ctx context.Context, nd *node, ready func()) string {
+	return holdPuts(ctx, nd, ready, func(ctx context.Context, s kvringv1.Cache_PutClient) {
 		tick := time.NewTicker(5 * time.Second)
 		defer tick.Stop()
 		for off := uint64(0); ; off++ {
@@ -132,7 +137,7 @@ func tricklingPuts(ctx context.Context, nd *node) string {
 
 // beginlessPuts keeps 20 connections × 256 Put streams open that never
 // send their begin message, re-opening each the node ends.
-func beginlessPuts(ctx context.Context, nd *node) string {
+func beginlessPuts(ctx context.Context, nd *node, ready func()) string {
 	var opened, ended atomic.Int64
 	var wg sync.WaitGroup
 	for range 20 {
@@ -148,7 +153,9 @@ func beginlessPuts(ctx context.Context, nd *node) string {
 					if err != nil {
 						continue
 					}
-					opened.Add(1)
+					if opened.Add(1) == 20*256 {
+						ready()
+					}
 					if _, err := s.Recv(); err != nil && ctx.Err() == nil {
 						ended.Add(1)
 					}
@@ -162,7 +169,7 @@ func beginlessPuts(ctx context.Context, nd *node) string {
 
 // pinHoard stores 160 chunks of 1 MiB and keeps them pinned with 5-minute
 // lookup leases, renewed every 10 s.
-func pinHoard(ctx context.Context, nd *node) string {
+func pinHoard(ctx context.Context, nd *node, ready func()) string {
 	c, _, err := attackerNS(ctx, nd)
 	if err != nil {
 		return "cannot register: " + err.Error()
@@ -187,6 +194,7 @@ func pinHoard(ctx context.Context, nd *node) string {
 			}
 		}
 		renewals++
+		ready()
 		select {
 		case <-ctx.Done():
 		case <-time.After(10 * time.Second):
@@ -197,7 +205,7 @@ func pinHoard(ctx context.Context, nd *node) string {
 
 // blobHoard creates unsealed 1 MiB blobs on the local socket until the
 // node refuses, then holds them.
-func blobHoard(ctx context.Context, nd *node) string {
+func blobHoard(ctx context.Context, nd *node, ready func()) string {
 	lc, err := local.Dial(ctx, local.Config{Path: nd.socket})
 	if err != nil {
 		return "cannot dial the socket: " + err.Error()
@@ -212,6 +220,7 @@ func blobHoard(ctx context.Context, nd *node) string {
 		}
 		n++
 	}
+	ready()
 	<-ctx.Done()
 	return fmt.Sprintf("%d unsealed blobs of 1 MiB held (then: %v)", n, last)
 }

@@ -98,8 +98,8 @@ type Config struct {
 // owners, runs two-phase writes, fans lookups out and reads with owner
 // fallback. It holds no chunk bytes beyond the frame in flight (and one chunk
 // read from a peer while it is verified). The only goroutine that may
-// outlive a call is the receiver of a put abandoned for idleness, which
-// ends when gRPC cancels that stream; Close waits for it. Safe for
+// outlive a call is the receiver of a put abandoned for idleness or a slow
+// stream, which ends when gRPC cancels that stream; Close waits for it. Safe for
 // concurrent use; Close closes its peer connections.
 type Coordinator struct {
 	cfg   Config
