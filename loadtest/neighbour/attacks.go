@@ -185,14 +185,15 @@ func pinHoard(ctx context.Context, nd *node, ready func()) string {
 			ids = append(ids, ch.ID)
 		}
 	}
-	held, renewals := 0, 0
+	most, renewals := 0, 0
 	for ctx.Err() == nil {
-		held = 0
+		held := 0
 		for part := range slices.Chunk(ids, 16) {
 			if lr, err := c.Lookup(ctx, part, 5*time.Minute); err == nil && lr.Lease != 0 {
 				held += lr.Held
 			}
 		}
+		most = max(most, held)
 		renewals++
 		ready()
 		select {
@@ -200,7 +201,7 @@ func pinHoard(ctx context.Context, nd *node, ready func()) string {
 		case <-time.After(10 * time.Second):
 		}
 	}
-	return fmt.Sprintf("%d of %d MiB of chunks pinned at its last renewal (%d rounds)", held, len(ids), renewals)
+	return fmt.Sprintf("%d MiB of its %d MiB of chunks pinned by one round's leases at most (%d rounds, each renewing every lease)", most, len(ids), renewals)
 }
 
 // blobHoard creates unsealed 1 MiB blobs on the local socket until the

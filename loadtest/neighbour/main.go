@@ -15,6 +15,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -77,6 +78,9 @@ type result struct {
 	LookupRatio float64 `json:"lookup_p99_ratio"`
 	HitRatio    float64 `json:"chunk_hit_ratio"`
 	Attacker    string  `json:"attacker"`
+	// Failure is why the victim's first chunk left unheld was, or its
+	// first failed put call's error; "" when none.
+	Failure string `json:"failure,omitempty"`
 	Pass        bool    `json:"pass"`
 }
 
@@ -180,7 +184,8 @@ func replay(ctx context.Context, o options, nd *node, name string, reqs []trace.
 		share = float64(held) / float64(all)
 	}
 	return result{Attack: name, StoredShare: share, PutP99Ms: rep.Put.P99Ms, LookupP99Ms: rep.Lookup.P99Ms,
-		HitRatio: rep.ChunkHitRatio, PutRatio: 1, LookupRatio: 1, Pass: true}, nil
+		HitRatio: rep.ChunkHitRatio, PutRatio: 1, LookupRatio: 1, Pass: true,
+		Failure: cmp.Or(rep.FirstChunkFailure, rep.Put.FirstError)}, nil
 }
 
 // awaitConnected polls c's state until it is connected, for at most 30 s.
@@ -215,6 +220,9 @@ func report(o options, rs []result) error {
 	for _, r := range rs {
 		fmt.Printf("%-10s %7.2f%% %11.2f %7.2fx %14.2f %7.2fx %6.3f %5v  %s\n", r.Attack, 100*r.StoredShare, r.PutP99Ms, r.PutRatio,
 			r.LookupP99Ms, r.LookupRatio, r.HitRatio, r.Pass, r.Attacker)
+		if r.Failure != "" {
+			fmt.Printf("%-10s first failure: %s\n", "", r.Failure)
+		}
 	}
 	return nil
 }
