@@ -81,7 +81,7 @@ type result struct {
 	// Failure is why the victim's first chunk left unheld was, or its
 	// first failed put call's error; "" when none.
 	Failure string `json:"failure,omitempty"`
-	Pass        bool    `json:"pass"`
+	Pass    bool   `json:"pass"`
 }
 
 func run(o options) error {
