@@ -89,6 +89,13 @@ bench-cluster:
 	$(GO) test -run '^$$' -bench 'Cluster(Put|Get)' -benchtime 32x -count 3 ./cmd/kvring/
 	$(GO) test -run '^$$' -bench ClusterLookup -benchtime 3000x -count 3 ./cmd/kvring/
 
+# bench-neighbour replays a trace as a victim engine alone, then while an attacker runs each attack on a
+# node's shared budgets in turn (docs/benchmarks.md, "Noisy neighbours").
+.PHONY: bench-neighbour
+bench-neighbour:
+	$(GO) build -o .bin/kvring ./cmd/kvring
+	$(GO) run ./loadtest/neighbour --kvring .bin/kvring
+
 # bench-python compares the Python client with the Go SDK on one cluster (docs/benchmarks.md).
 bench-python:
 	$(PYTHON) python/bench/bench.py

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/kvring/kvring/node/internal/coord"
 	"github.com/kvring/kvring/node/internal/handoff"
 	"github.com/kvring/kvring/node/internal/localsock"
 	"github.com/kvring/kvring/node/internal/resp"
@@ -86,11 +87,19 @@ type Config struct {
 	// MaxNamespaces is the most namespaces the cluster registers; one more
 	// is refused with ResourceExhausted. Default 1024.
 	MaxNamespaces int
-	// PutIdleTimeout ends a Put whose engine sends no message for this long
-	// while the node waits for its chunk bytes: the call fails with
-	// DeadlineExceeded and its staged chunks are freed at once, so a stalled
-	// engine holds no memory and no stream. Default 10s; negative: no limit.
+	// PutIdleTimeout ends a Put whose engine sends no message for this long,
+	// before its begin message or while the node waits for its chunk bytes:
+	// the call fails with DeadlineExceeded and its staged chunks are freed at
+	// once, so a stalled engine holds no memory and no stream. Default 10s;
+	// negative: no limit.
 	PutIdleTimeout time.Duration
+	// PutMinRate ends a Put whose chunk bytes, once PutIdleTimeout has
+	// passed since the node began waiting for them, arrive slower than this
+	// many bytes per second on average (DeadlineExceeded, its staged chunks
+	// freed): a trickling engine cannot hold its reservations for the whole
+	// stage lease. Default coord.DefaultMinPutRate (256 KiB/s); negative:
+	// no minimum (the flag takes sizes: 1 is practically none).
+	PutMinRate int64
 	// HandoffRate caps the bytes per second this node copies to other nodes
 	// when it hands chunks off (after a ring change, while it drains) or
 	// re-replicates them, so foreground traffic keeps its latency; each
@@ -214,6 +223,7 @@ func DefaultConfig() Config {
 		PeerTimeout:         3 * time.Second,
 		MaintenanceInterval: 5 * time.Second,
 		PutIdleTimeout:      10 * time.Second,
+		PutMinRate:          coord.DefaultMinPutRate,
 		HandoffRate:         handoff.DefaultRate,
 		HandoffRetry:        handoff.DefaultRetry,
 		HandoffSweep:        handoff.DefaultSweep,
@@ -313,6 +323,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.HandoffRate == 0 {
 		c.HandoffRate = def.HandoffRate
+	}
+	if c.PutMinRate == 0 {
+		c.PutMinRate = def.PutMinRate
 	}
 }
 

@@ -74,7 +74,7 @@ func newServices(cfg *Config, st *store.Store, view clusterView, sec *security) 
 		MaxBatch: cfg.MaxBatchChunks, MaxPin: cfg.Store.MaxPinLease, Now: cfg.Now, Metrics: m, Counter: counter, Spread: table, Load: meter})
 	c := coord.New(coord.Config{Self: st.NodeID(), Ring: rg, Unsettled: unsettled, Draining: view.draining, Owner: o, Registry: reg,
 		Log: cfg.Logger.With("component", "coordinator"), MaxBatch: cfg.MaxBatchChunks, CommitTimeout: cfg.CommitTimeout,
-		PeerTimeout: cfg.PeerTimeout, CoalesceHas: cfg.CoalescePeerHas, BroadcastTimeout: cfg.CommitTimeout, IdleTimeout: max(cfg.PutIdleTimeout, 0), MaxPin: cfg.Store.MaxPinLease,
+		PeerTimeout: cfg.PeerTimeout, CoalesceHas: cfg.CoalescePeerHas, BroadcastTimeout: cfg.CommitTimeout, IdleTimeout: max(cfg.PutIdleTimeout, 0), MinPutRate: max(cfg.PutMinRate, 0), MaxPin: cfg.Store.MaxPinLease,
 		Defaults: namespace.Defaults{Replicas: uint32(cfg.Replication), MinReplicas: uint32(cfg.MinReplicas),
 			MaxReplicas: uint32(cfg.Membership.Ring.ReplicationFactor)},
 		Limits: &kvringv1.Limits{MaxFrameBytes: transfer.MaxFrameBytes, MaxChunkBytes: uint64(st.MaxChunkSize()),
@@ -84,7 +84,7 @@ func newServices(cfg *Config, st *store.Store, view clusterView, sec *security) 
 	spreader = newSpreader(cfg, st, reg, view, c, table)
 	// A coordinator gone: its uncommitted chunks are freed at once, by the
 	// listener (connWatch), which also counts the connections.
-	gs := grpc.NewServer(append(serverOptions(cfg), sec.serverOptions()...)...)
+	gs := grpc.NewServer(append(append(serverOptions(cfg), sec.serverOptions()...), clientNamer{sec: sec}.serverOptions()...)...)
 	gs.RegisterService(transfer.StrictDecoding(&kvringv1.Cache_ServiceDesc), coord.NewService(c))
 	gs.RegisterService(transfer.StrictDecoding(&kvringv1.Peer_ServiceDesc), owner.NewService(o))
 	return &services{reg: reg, owner: o, coord: c, m: m, grpc: gs, spread: table, spreader: spreader}

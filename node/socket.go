@@ -44,7 +44,8 @@ func (n *Node) openSocket(p *nodeParts) error {
 		Path: sc.Path, Mode: sc.Mode, Store: p.store, Cluster: newSocketCluster(n, p),
 		InstanceID: instanceID(p.store.NodeID()), NodeName: p.store.NodeID(),
 		RPCEndpoint: p.grpcLis.Addr().String(), WriteTimeout: sc.WriteTimeout, MaxConns: sc.MaxConns,
-		Logger: n.log.With("component", "localsock"), Guard: p.guard,
+		MaxUnsealedBytes: p.store.MaxStagedBytes(),
+		Logger:           n.log.With("component", "localsock"), Guard: p.guard,
 	})
 	if err != nil {
 		return fmt.Errorf("cannot open the local socket: %w", err)

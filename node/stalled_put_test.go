@@ -39,7 +39,7 @@ func TestAStalledPutIsEndedAndFreesWhatItStaged(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var refs []*kvringv1.ChunkRef
-	for i := range 8 {
+	for i := range 6 { // a client alone may stage three quarters of the 8 MiB budget
 		ch := chunkOf(uint64(100+i), 1<<20)
 		refs = append(refs, &kvringv1.ChunkRef{Id: ch.ID[:], Size: 1 << 20, Crc32C: store.Checksum(ch.Data)})
 	}
@@ -54,11 +54,11 @@ func TestAStalledPutIsEndedAndFreesWhatItStaged(t *testing.T) {
 		t.Fatal(err)
 	}
 	need, err := stream.Recv()
-	if err != nil || len(need.GetNeed().GetNeed()) != 8 {
+	if err != nil || len(need.GetNeed().GetNeed()) != 6 {
 		t.Fatalf("need: %v %v", need, err)
 	}
-	if staged := nd.st.Stats().StagedBytes; staged != 8<<20 {
-		t.Fatalf("%d bytes staged for the stalled put, want 8 MiB", staged)
+	if staged := nd.st.Stats().StagedBytes; staged != 6<<20 {
+		t.Fatalf("%d bytes staged for the stalled put, want 6 MiB", staged)
 	}
 	// Send nothing more: the node ends the call.
 	_, err = stream.Recv()

@@ -55,7 +55,7 @@ func (b *Blob) StageChunk(ns string, id ID, crc uint32) (*Staged, error) {
 		s.mu.Unlock()
 		return nil, fmt.Errorf("cannot stage chunk %s/%s: %w", ns, id, ErrBlobStaged)
 	}
-	e, err := s.addStaged(ns, id, size, crc)
+	e, err := s.addStaged("", ns, id, size, crc)
 	if err != nil {
 		s.mu.Unlock()
 		return nil, err

@@ -43,6 +43,11 @@ type Config struct {
 	StageLease time.Duration
 	// MaxPinLease caps the pin lease Has takes. Default 5 min.
 	MaxPinLease time.Duration
+	// MaxPinHold bounds how long one client (HasFor) keeps one chunk
+	// pinned without a break, however often it renews its leases: past it,
+	// its new leases answer the chunk held but do not pin it, until its
+	// earlier leases on it end. Default 2×MaxPinLease; negative: no bound.
+	MaxPinHold time.Duration
 	// MaxPinnedBytes caps the slot bytes that pin leases hold at once, over
 	// all callers: a Has whose pins would go beyond it is refused with
 	// ErrPinLimit and pins nothing, so pins can never freeze the whole
@@ -185,6 +190,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxPinLease == 0 {
 		c.MaxPinLease = 5 * time.Minute
+	}
+	if c.MaxPinHold == 0 {
+		c.MaxPinHold = 2 * c.MaxPinLease
 	}
 	if c.Policy == "" {
 		c.Policy = PolicyLRU

@@ -44,6 +44,12 @@
 //     readable until its pins end, then is freed. Pins hold at most
 //     Config.MaxPinnedBytes (default half the limit): a Has that would pin
 //     more is refused with ErrPinLimit, so pins cannot freeze the budget.
+//   - StageFor and HasFor charge a named client its share of the staged and
+//     pinned bytes (client_shares.go, package fairshare's rule: three quarters to a
+//     client alone, a quarter always free for another), and bound how long
+//     one client keeps one chunk pinned without a break (MaxPinHold). The
+//     store does not know who clients are: the caller names them ("" is
+//     the node's own work, charged to no share).
 //   - Blobs (CreateBlob, blob.go) are slots outside the index and the policy,
 //     for the local socket's Vineyard blobs: they count in the budget until
 //     Free, are never evicted, and are forgotten by a restart. SegmentFile

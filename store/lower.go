@@ -142,7 +142,7 @@ func (s *Store) readLower(ns string, id ID, promote bool, miss error) (*View, er
 // promote copies a chunk read from the Lower tier back into shared memory
 // and returns a View of it, or nil when that failed (c is then untouched).
 func (s *Store) promote(ns string, id ID, c LowerChunk) *View {
-	w, err := s.stage(ns, id, int64(len(c.Bytes)), c.CRC)
+	w, err := s.stage("", ns, id, int64(len(c.Bytes)), c.CRC)
 	if err != nil {
 		return nil
 	}

@@ -12,6 +12,10 @@ type PinID uint64
 type lease struct {
 	entries []*entry
 	expiry  int64 // unix nanoseconds
+	// client is who took the lease (HasFor; "" for none) and charged the
+	// slot bytes its share of MaxPinnedBytes counts for it.
+	client  string
+	charged int64
 }
 
 // lookup returns how many leading ids of the ordered list are held now. With
@@ -25,7 +29,7 @@ func (s *Store) lookup(ns string, ids []ID, pinFor time.Duration) (n int, pin Pi
 		return 0, 0, ErrClosed
 	}
 	defer s.exit()
-	_, n, pin, err = s.probe(ns, ids, pinFor, true)
+	_, n, pin, err = s.probe("", ns, ids, pinFor, true)
 	return n, pin, err
 }
 
@@ -38,17 +42,27 @@ func (s *Store) lookup(ns string, ids []ID, pinFor time.Duration) (n int, pin Pi
 // asks each owner about its share of a request's ids this way and works out
 // the leading run itself. Safe for concurrent use; never blocks on I/O.
 func (s *Store) Has(ns string, ids []ID, pinFor time.Duration) (held []bool, pin PinID, err error) {
+	return s.HasFor("", ns, ids, pinFor)
+}
+
+// HasFor is Has for a client: its pins are charged to its share of
+// MaxPinnedBytes (package fairshare), every chunk a lease pins counted in
+// full, and a lease that would take it past its share is refused with
+// ErrPinLimit. A chunk the client has kept pinned without a break for
+// MaxPinHold is answered held but not pinned. Client "" is charged to no
+// share.
+func (s *Store) HasFor(client, ns string, ids []ID, pinFor time.Duration) (held []bool, pin PinID, err error) {
 	if !s.enter() {
 		return nil, 0, ErrClosed
 	}
 	defer s.exit()
-	held, _, pin, err = s.probe(ns, ids, pinFor, false)
+	held, _, pin, err = s.probe(client, ns, ids, pinFor, false)
 	return held, pin, err
 }
 
 // probe looks ids up, pins what it finds (only the leading run when leading
 // is set) and records every id as an access.
-func (s *Store) probe(ns string, ids []ID, pinFor time.Duration, leading bool) (held []bool, n int, pin PinID, err error) {
+func (s *Store) probe(client, ns string, ids []ID, pinFor time.Duration, leading bool) (held []bool, n int, pin PinID, err error) {
 	if pinFor < 0 {
 		return nil, 0, 0, fmt.Errorf("%w: pin lease must not be negative, got %v", ErrInvalid, pinFor)
 	}
@@ -67,8 +81,7 @@ func (s *Store) probe(ns string, ids []ID, pinFor time.Duration, leading bool) (
 		s.mu.Unlock()
 		return nil, 0, 0, err
 	}
-	var l *lease
-	var added int64 // slot bytes of entries this lease pins first
+	p := pinning{s: s, client: client, now: s.cfg.Now().UnixNano(), pinFor: pinFor}
 	for i, id := range ids {
 		k.id = id
 		h := k.hash()
@@ -88,33 +101,17 @@ func (s *Store) probe(ns string, ids []ID, pinFor time.Duration, leading bool) (
 			held[i] = true
 			n++
 		}
-		if pinFor > 0 {
-			if l == nil {
-				l = &lease{expiry: s.cfg.Now().Add(pinFor).UnixNano()}
-			}
-			if e.pins == 0 {
-				added += e.slot.seg.slotSize
-				if s.st.pinnedBytes+added > s.cfg.MaxPinnedBytes {
-					s.unpinRefused(l)
-					s.mu.Unlock()
-					return nil, 0, 0, fmt.Errorf("cannot pin %d chunks of namespace %s: %w (%d of %d bytes pinned)",
-						len(ids), ns, ErrPinLimit, s.st.pinnedBytes, s.cfg.MaxPinnedBytes)
-				}
-				s.st.pinnedChunks++
-				e.pinned.Store(true)
-			}
-			e.pins++
-			l.entries = append(l.entries, e)
+		if err := p.pin(e); err != nil {
+			s.mu.Unlock()
+			return nil, 0, 0, fmt.Errorf("cannot pin %d chunks of namespace %s: %w", len(ids), ns, err)
 		}
 	}
 	s.nsLookups(k.ns, len(ids), n)
-	s.st.pinnedBytes += added
-	if l != nil {
-		s.nextPin++
-		pin = PinID(s.nextPin)
-		s.leases[uint64(pin)] = l
-	}
+	pin, err = p.done()
 	s.mu.Unlock()
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("cannot pin %d chunks of namespace %s: %w", len(ids), ns, err)
+	}
 	if s.cfg.Lower != nil {
 		n = s.probeLower(ns, ids, held, n, pinFor, leading)
 	}
@@ -122,6 +119,62 @@ func (s *Store) probe(ns string, ids []ID, pinFor time.Duration, leading bool) (
 		s.pol.touch(h)
 	}
 	return held, n, pin, nil
+}
+
+// pinning is the lease one probe builds, under one hold of mu.
+type pinning struct {
+	s      *Store
+	client string
+	now    int64
+	pinFor time.Duration
+	l      *lease
+	added  int64 // slot bytes of entries this lease pins first
+}
+
+// pin adds sealed entry e to the lease (unless pinFor is 0, or the client
+// has held e past MaxPinHold). Past MaxPinnedBytes it undoes the lease and
+// returns ErrPinLimit. mu held.
+func (p *pinning) pin(e *entry) error {
+	s := p.s
+	if p.pinFor <= 0 || !s.mayPin(p.client, e, p.now) {
+		return nil
+	}
+	if p.l == nil {
+		p.l = &lease{expiry: p.now + int64(p.pinFor), client: p.client}
+	}
+	if e.pins == 0 {
+		p.added += e.slot.seg.slotSize
+		if s.st.pinnedBytes+p.added > s.cfg.MaxPinnedBytes {
+			s.unpinRefused(p.l)
+			return fmt.Errorf("%w (%d of %d bytes pinned)", ErrPinLimit, s.st.pinnedBytes, s.cfg.MaxPinnedBytes)
+		}
+		s.st.pinnedChunks++
+		e.pinned.Store(true)
+	}
+	e.pins++
+	p.l.entries = append(p.l.entries, e)
+	p.l.charged += e.slot.seg.slotSize
+	return nil
+}
+
+// done charges the lease to its client's share (or undoes it with
+// ErrPinLimit past the share) and registers it. mu held.
+func (p *pinning) done() (PinID, error) {
+	s, l := p.s, p.l
+	if l == nil {
+		return 0, nil
+	}
+	if l.client != "" {
+		if err := s.clients.pinned.Take(l.client, l.charged, s.st.pinnedBytes); err != nil {
+			s.unpinRefused(l)
+			return 0, fmt.Errorf("%w: %w of the pinned-bytes budget", ErrPinLimit, err)
+		}
+		s.holdPins(l.client, l, p.now)
+	}
+	s.st.pinnedBytes += p.added
+	s.nextPin++
+	s.leases[s.nextPin] = l
+	return PinID(s.nextPin), nil
 }
 
 // Release ends a pin lease. Releasing an unknown or expired lease is a
@@ -164,6 +217,7 @@ func (s *Store) unpinRefused(l *lease) {
 // unpin drops a lease's pins. A chunk the policy evicted while pinned dies
 // with its last pin. mu held.
 func (s *Store) unpin(l *lease) {
+	s.unholdPins(l)
 	for _, e := range l.entries {
 		e.pins--
 		if e.pins > 0 {

@@ -68,6 +68,7 @@ type Store struct {
 	nextPin uint64
 	st      counters
 	staging map[*entry]int64 // entries in stateStaged → lease end (unix ns)
+	clients clientShares     // per-client parts of the staged and pinned budgets (client_shares.go)
 	blobs   blobCounters     // live blobs (blob.go)
 	forgets []uint64         // keys the policy must forget once mu is released
 	// offloading counts evicted chunks being copied into the Lower tier
@@ -143,6 +144,7 @@ func open(cfg Config, makePolicy policyMaker) (*Store, error) {
 		shares:  make(map[string]Share),
 		leases:  make(map[uint64]*lease),
 		staging: make(map[*entry]int64),
+		clients: newClientShares(&cfg),
 		st: counters{
 			evictions:  make(map[string]uint64),
 			rejections: make(map[string]uint64),
@@ -286,9 +288,7 @@ func (s *Store) kill(e *entry, reason uint8) (forget bool) {
 		}
 		s.cat.removeChunk(e)
 	case stateStaged:
-		s.st.stagedChunks--
-		s.st.stagedBytes -= int64(e.size)
-		delete(s.staging, e)
+		s.unstage(e)
 	}
 	s.idx.remove(e)
 	e.state = stateDead

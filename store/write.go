@@ -40,14 +40,22 @@ type Staged struct {
 // while it waits for the decision (a full budget) or for room in ristretto's
 // buffer; with PolicyLRU the decision is made in the call.
 func (s *Store) Stage(ns string, id ID, size int64, crc uint32) (*Staged, error) {
+	return s.StageFor("", ns, id, size, crc)
+}
+
+// StageFor is Stage for a client (package fairshare's share of
+// MaxStagedBytes): a stage that would take the client past its share is
+// refused with ErrNoSpace, naming the client's holding and share. Client ""
+// is the node's own work, charged to no share.
+func (s *Store) StageFor(client, ns string, id ID, size int64, crc uint32) (*Staged, error) {
 	if s.cfg.Lower != nil && s.cfg.Lower.Contains(ns, id) {
 		return nil, fmt.Errorf("cannot stage chunk %s/%s: %w (on disk)", ns, id, ErrAlreadyHeld)
 	}
-	return s.stage(ns, id, size, crc)
+	return s.stage(client, ns, id, size, crc)
 }
 
-// stage is Stage without asking the Lower tier (a promotion from it).
-func (s *Store) stage(ns string, id ID, size int64, crc uint32) (*Staged, error) {
+// stage is StageFor without asking the Lower tier (a promotion from it).
+func (s *Store) stage(client, ns string, id ID, size int64, crc uint32) (*Staged, error) {
 	if !s.enter() {
 		return nil, ErrClosed
 	}
@@ -70,7 +78,7 @@ func (s *Store) stage(ns string, id ID, size int64, crc uint32) (*Staged, error)
 		s.mu.Unlock()
 		return nil, ErrClosed
 	}
-	e, err := s.addStaged(ns, id, size, crc)
+	e, err := s.addStaged(client, ns, id, size, crc)
 	s.mu.Unlock()
 	if err != nil {
 		return nil, err
@@ -141,8 +149,9 @@ func (s *Store) slotFor(e *entry, size int64) (fresh bool, err error) {
 
 // addStaged indexes a new staged entry for (ns, id) with no slot and no
 // lease yet, counting it as staged. Errors: those of key, ErrAlreadyHeld,
-// ErrBusy, ErrNoSpace (the staged-bytes limit). mu held.
-func (s *Store) addStaged(ns string, id ID, size int64, crc uint32) (*entry, error) {
+// ErrBusy, ErrNoSpace (the staged-bytes limit, or client's share of it).
+// mu held.
+func (s *Store) addStaged(client, ns string, id ID, size int64, crc uint32) (*entry, error) {
 	k, _, err := s.key(ns, id, true)
 	if err != nil {
 		return nil, err
@@ -160,6 +169,10 @@ func (s *Store) addStaged(ns string, id ID, size int64, crc uint32) (*entry, err
 			ns, id, size, ErrNoSpace, staged, s.cfg.MaxStagedBytes)
 	}
 	e := &entry{key: k, hash: h, size: uint32(size), crc: crc, state: stateStaged, policy: true}
+	if err := s.takeStaged(client, e, size); err != nil {
+		s.st.rejections[ReasonNoSpace]++
+		return nil, fmt.Errorf("cannot stage chunk %s/%s (%d bytes): %w", ns, id, size, err)
+	}
 	s.idx.put(e)
 	s.staging[e] = 0 // no lease until the slot is reserved
 	s.st.stagedChunks++
@@ -428,9 +441,7 @@ func (w *Staged) Seal() error {
 		return verr
 	}
 	e.state = stateSealed
-	delete(s.staging, e)
-	s.st.stagedChunks--
-	s.st.stagedBytes -= int64(e.size)
+	s.unstage(e)
 	s.st.chunks++
 	s.st.payloadBytes += int64(e.size)
 	s.st.seals++

@@ -42,7 +42,8 @@ func registerServeNode(fs *pflag.FlagSet, c *node.Config) {
 	fs.IntVar(&c.MaxBatchChunks, "max-batch", c.MaxBatchChunks, "most chunks one call may carry")
 	fs.IntVar(&c.MaxNamespaces, "max-namespaces", c.MaxNamespaces, "most namespaces the cluster registers; one more is refused")
 	fs.BoolVar(&c.CoalescePeerHas, "coalesce-peer-lookups", c.CoalescePeerHas, "merge concurrent lookups of the same owner into one peer call while one is in flight (fewer calls with many concurrent lookups, a wait with few)")
-	fs.DurationVar(&c.PutIdleTimeout, "put-idle-timeout", c.PutIdleTimeout, "end a put whose engine sends nothing for this long while its bytes are awaited, freeing what it staged (negative: no limit)")
+	fs.DurationVar(&c.PutIdleTimeout, "put-idle-timeout", c.PutIdleTimeout, "end a put whose engine sends nothing for this long, before its begin message or while its bytes are awaited, freeing what it staged (negative: no limit)")
+	sizeVar(fs, &c.PutMinRate, "put-min-rate", "end a put whose chunk bytes arrive slower than this many bytes per second on average, once --put-idle-timeout has passed (e.g. 256KiB; 1 for practically no minimum)")
 	sizeVar(fs, &c.HandoffRate, "handoff-rate", "most bytes per second the node copies to other nodes when it hands chunks off or re-replicates them (e.g. 256MiB; 0: no cap)")
 	fs.DurationVar(&c.HandoffSweep, "handoff-sweep", c.HandoffSweep, "how often the node checks, unprompted, that its chunks are on their owners with enough replicas (negative: only after ring changes)")
 }
@@ -65,6 +66,7 @@ func registerServeStore(fs *pflag.FlagSet, c *store.Config) {
 	fs.DurationVar(&c.StageLease, "stage-lease", c.StageLease, "how long a staged write waits for its commit")
 	fs.BoolVar(&c.AllowShmOvercommit, "shm-overcommit", c.AllowShmOvercommit, "start even when the --shm-dir filesystem is smaller than --memory-limit (writes past its space are then rejected: no space)")
 	sizeVar(fs, &c.MaxStagedBytes, "max-staged", "most chunk bytes writes in progress may reserve at once, so stalled writes cannot push out stored chunks (default: half the memory limit)")
+	fs.DurationVar(&c.MaxPinHold, "max-pin-hold", c.MaxPinHold, "longest one client keeps one chunk pinned without a break by renewing lookup leases; past it the chunk is answered held but not pinned (default: twice the longest lease; negative: no bound)")
 	sizeVar(fs, &c.MaxPinnedBytes, "max-pinned", "most chunk bytes lookup leases may pin at once (default: half the memory limit)")
 	fs.StringVar(&c.Policy, "eviction-policy", c.Policy, "which chunks stay when memory is full: lru (least recently used goes first) or tinylfu (ristretto: frequency-based admission and eviction)")
 }

@@ -18,7 +18,7 @@ import (
 // to m (hasCoalescer).
 func (c *Coordinator) stagingOn(ctx context.Context, m ring.Member, ref *kvringv1.NamespaceRef, ids [][]byte) (held, staging []bool, err error) {
 	if m.ID == c.cfg.Self {
-		held, _, err := c.local.Has(ref, ids, nil)
+		held, _, err := c.local.Has("", ref, ids, nil)
 		if err != nil {
 			return nil, nil, err
 		}

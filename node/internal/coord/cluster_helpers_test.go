@@ -67,7 +67,7 @@ func sorted(nodes ...*clustertest.Node) []string {
 
 // holds reports whether node n holds the chunk sealed.
 func holds(n *clustertest.Node, ref *kvringv1.NamespaceRef, id []byte) bool {
-	held, _, err := n.Owner.Has(ref, [][]byte{id}, nil)
+	held, _, err := n.Owner.Has("", ref, [][]byte{id}, nil)
 	return err == nil && held[0]
 }
 

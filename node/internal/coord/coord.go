@@ -18,6 +18,10 @@ import (
 	"github.com/kvring/kvring/transfer"
 )
 
+// DefaultMinPutRate is the usual Config.MinPutRate: 256 KiB/s, far below any
+// engine's network, far above a trickle.
+const DefaultMinPutRate = 256 << 10
+
 // Config configures a Coordinator. Every field is required unless it says
 // otherwise.
 type Config struct {
@@ -51,9 +55,15 @@ type Config struct {
 	// an owner; writes go to the next owners, reads ask both). Optional: nil
 	// means no member drains. It must not block.
 	Draining func(id string) bool
-	// IdleTimeout ends a put whose engine sends no message for this long
-	// in its data phase (its staged chunks are aborted). 0: no limit.
+	// IdleTimeout ends a put whose engine sends no message for this long,
+	// before its begin message or in its data phase (its staged chunks are
+	// aborted). 0: no limit.
 	IdleTimeout time.Duration
+	// MinPutRate ends a put whose data phase, once IdleTimeout has passed
+	// since it began, has received fewer than MinPutRate bytes per second
+	// (its staged chunks are aborted): a trickling engine cannot hold its
+	// reservations for the whole stage lease. 0: no minimum.
+	MinPutRate int64
 	// BroadcastTimeout bounds how long a namespace registration waits for
 	// the other members to answer.
 	BroadcastTimeout time.Duration
@@ -88,8 +98,8 @@ type Config struct {
 // owners, runs two-phase writes, fans lookups out and reads with owner
 // fallback. It holds no chunk bytes beyond the frame in flight (and one chunk
 // read from a peer while it is verified). The only goroutine that may
-// outlive a call is the receiver of a put abandoned for idleness, which
-// ends when gRPC cancels that stream; Close waits for it. Safe for
+// outlive a call is the receiver of a put abandoned for idleness or a slow
+// stream, which ends when gRPC cancels that stream; Close waits for it. Safe for
 // concurrent use; Close closes its peer connections.
 type Coordinator struct {
 	cfg   Config
@@ -110,9 +120,9 @@ type Coordinator struct {
 	// of a read that finds a chunk nowhere.
 	departed departures
 
-	// recv tracks the data-phase receivers of puts (idleWatch); Close
-	// waits for them.
-	recv sync.WaitGroup
+	// recv are the receivers of puts' streams (idleWatch); Close waits for
+	// them.
+	recv receivers
 
 	mu     sync.Mutex
 	leases map[uint64]coordLease
@@ -134,7 +144,7 @@ func New(cfg Config) *Coordinator {
 // the gRPC server, which the caller stops first) and closes the connections
 // to peers; later peer calls fail with Unavailable. Idempotent.
 func (c *Coordinator) Close() {
-	c.recv.Wait()
+	c.recv.close()
 	c.pool.close()
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/kvring/kvring/node/internal/metrics"
 	"github.com/kvring/kvring/node/internal/namespace"
 	"github.com/kvring/kvring/node/internal/owner"
+	"github.com/kvring/kvring/node/internal/tenant"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/ring"
 	"github.com/kvring/kvring/transfer"
@@ -35,7 +36,7 @@ func (c *Coordinator) hasOn(ctx context.Context, m ring.Member, ref *kvringv1.Na
 		runs = transfer.GroupRuns(keys)
 	}
 	if m.ID == c.cfg.Self {
-		held, _, _, err := c.local.Lookup(ref, ids, runs, pin) // widths: this node's own records
+		held, _, _, err := c.local.Lookup(tenant.From(ctx), ref, ids, runs, pin) // widths: this node's own records
 		return held, err
 	}
 	held, widths, err := c.askPeer(ctx, m, ref, ids, runs, pin)
@@ -55,6 +56,9 @@ func (c *Coordinator) askPeer(ctx context.Context, m ring.Member, ref *kvringv1.
 	pc, err := c.peer(m)
 	if err != nil {
 		return nil, nil, err
+	}
+	if pin != nil { // the owner charges the pins to the engine's share
+		ctx = tenant.Outgoing(ctx)
 	}
 	resp, err := c.has.has(ctx, m.Addr, pc.Has, &kvringv1.HasRequest{Caller: c.caller(), Namespace: ref, Ids: ids, Pin: pin, Groups: runs})
 	if err != nil {

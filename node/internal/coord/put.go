@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -28,7 +27,7 @@ type putStream = grpc.BidiStreamingServer[kvringv1.PutRequest, kvringv1.PutRespo
 func (c *Coordinator) put(stream putStream) error {
 	defer metrics.ObserveSince(c.m.PutSeconds, time.Now())
 	ctx := stream.Context()
-	begin, err := readBegin(stream)
+	begin, err := c.readBegin(stream)
 	if err != nil {
 		return transfer.ToStatus(err)
 	}
@@ -53,9 +52,21 @@ func (c *Coordinator) put(stream putStream) error {
 		Result: &kvringv1.PutResult{Results: results}}})
 }
 
-// readBegin reads the stream's begin message.
-func readBegin(stream putStream) (*kvringv1.PutBegin, error) {
-	first, err := stream.Recv()
+// readBegin reads the stream's begin message. One that does not come within
+// IdleTimeout ends the put (errIdleStream): a stream that never begins
+// holds a handler and its buffers, and counts against its connection's
+// stream limit.
+func (c *Coordinator) readBegin(stream putStream) (*kvringv1.PutBegin, error) {
+	got := make(chan *kvringv1.PutRequest, 1) // the receiver may outlive the handler: nothing shared but this
+	err := c.idleWatch(func() error {
+		m, err := stream.Recv()
+		got <- m
+		return err
+	}, newProgress(c.cfg.Now()), 0)
+	if errors.Is(err, errIdleStream) {
+		return nil, fmt.Errorf("no begin message: %w", err)
+	}
+	first := <-got
 	if errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("%w: put stream ended before its begin message", transfer.ErrInvalidArgument)
 	}
@@ -128,32 +139,38 @@ func (d *streamData) deliver(_ context.Context, tx *writeTx, settled []*kvringv1
 // receive takes the engine's frames and forwards each to the owners that
 // need it. Bad framing or a short stream is an error: the write is given up.
 func (d *streamData) receive(tx *writeTx) error {
-	var last atomic.Int64
-	last.Store(tx.c.cfg.Now().UnixNano())
-	seen := func() { last.Store(tx.c.cfg.Now().UnixNano()) }
+	p := newProgress(tx.c.cfg.Now())
+	seen := func(n int) { p.seen(tx.c.cfg.Now(), n) }
 	if len(tx.need) == 0 {
-		return tx.c.idleWatch(func() error { return drainPut(d.stream, seen) }, &last)
+		return tx.c.idleWatch(func() error { return drainPut(d.stream, seen) }, p, 0)
 	}
 	needed := make(map[uint32]bool, len(tx.need))
+	var want int64
 	for _, idx := range tx.need {
 		needed[idx] = true
+		want += int64(tx.chunks[idx].GetSize())
 	}
 	asm := transfer.NewAssembler(tx.chunks, needed)
 	for idx, s := range tx.sinks {
 		_ = asm.SetSink(idx, s) // idx is needed: SetSink cannot fail
 	}
-	return tx.c.idleWatch(func() error { return receiveFrames(d.stream, asm, seen) }, &last)
+	return tx.c.idleWatch(func() error { return receiveFrames(d.stream, asm, seen) }, p, want)
 }
 
 // receiveFrames reads data frames until end or half-close. A stream that
 // ends with chunks still short is bad input. Frame bytes are not copied out
 // of gRPC's receive buffers: each frame goes to its sink and is released.
-func receiveFrames(stream putStream, asm *transfer.Assembler, seen func()) error {
+func receiveFrames(stream putStream, asm *transfer.Assembler, seen func(n int)) error {
 	in := transfer.InFrame{Msg: new(kvringv1.PutRequest), Field: transfer.PutDataField}
 	defer in.Release()
 	for {
 		err := stream.RecvMsg(&in)
-		seen()
+		var f transfer.Frame
+		isFrame := false
+		if err == nil {
+			f, isFrame = in.Frame()
+		}
+		seen(f.Len())
 		if errors.Is(err, io.EOF) || (err == nil && in.Msg.(*kvringv1.PutRequest).GetEnd() != nil) {
 			if missing := asm.Missing(); len(missing) > 0 {
 				return fmt.Errorf("%w: the put stream ended before the bytes of chunks %v were complete", transfer.ErrIncompleteStream, missing)
@@ -163,8 +180,7 @@ func receiveFrames(stream putStream, asm *transfer.Assembler, seen func()) error
 		if err != nil {
 			return transfer.RecvError(err)
 		}
-		f, ok := in.Frame()
-		if !ok {
+		if !isFrame {
 			return fmt.Errorf("%w: a second begin in one put stream", transfer.ErrInvalidArgument)
 		}
 		_, err = asm.AddFrame(f)
@@ -177,12 +193,12 @@ func receiveFrames(stream putStream, asm *transfer.Assembler, seen func()) error
 
 // drainPut waits for the engine's end when no bytes are needed. Frames for
 // chunks nobody needs are ignored, without being copied.
-func drainPut(stream putStream, seen func()) error {
+func drainPut(stream putStream, seen func(n int)) error {
 	in := transfer.InFrame{Msg: new(kvringv1.PutRequest), Field: transfer.PutDataField}
 	defer in.Release()
 	for {
 		err := stream.RecvMsg(&in)
-		seen()
+		seen(0)
 		in.Release()
 		if errors.Is(err, io.EOF) || (err == nil && in.Msg.(*kvringv1.PutRequest).GetEnd() != nil) {
 			return nil

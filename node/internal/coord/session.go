@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/kvring/kvring/node/internal/owner"
+	"github.com/kvring/kvring/node/internal/tenant"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/ring"
 	"github.com/kvring/kvring/transfer"
@@ -67,8 +68,8 @@ type localSession struct {
 	slot owner.SlotFunc
 }
 
-func (s *localSession) begin(_ context.Context, ref *kvringv1.NamespaceRef, chunks []*kvringv1.ChunkRef, runs []*kvringv1.GroupRun) ([]uint32, []*kvringv1.ChunkVote, error) {
-	p, need, votes, err := s.o.NewPrepareFrom(ref, chunks, runs, s.slot)
+func (s *localSession) begin(ctx context.Context, ref *kvringv1.NamespaceRef, chunks []*kvringv1.ChunkRef, runs []*kvringv1.GroupRun) ([]uint32, []*kvringv1.ChunkVote, error) {
+	p, need, votes, err := s.o.NewPrepareFrom(tenant.From(ctx), ref, chunks, runs, s.slot)
 	s.p = p
 	return need, votes, err
 }
@@ -116,7 +117,8 @@ func (s *remoteSession) watch() func() bool {
 }
 
 func (s *remoteSession) begin(ctx context.Context, ref *kvringv1.NamespaceRef, chunks []*kvringv1.ChunkRef, runs []*kvringv1.GroupRun) ([]uint32, []*kvringv1.ChunkVote, error) {
-	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	// The owner charges the staged slots to the engine's share.
+	sctx, cancel := context.WithCancel(tenant.Outgoing(context.WithoutCancel(ctx)))
 	s.cancel = cancel
 	s.unfollow = context.AfterFunc(ctx, cancel)
 	defer s.watch()()

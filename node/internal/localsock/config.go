@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"time"
 
@@ -51,6 +52,17 @@ type Config struct {
 	NameWait time.Duration
 	// CallTimeout bounds one extension call to the cluster. Default 30s.
 	CallTimeout time.Duration
+	// MaxUnsealedBytes caps the bytes of blobs created and not yet sealed
+	// (or deleted), shared among the socket's clients (processes) by
+	// package fairshare's rule: one client alone may hold three quarters,
+	// and another always finds a quarter free. A create past it is answered
+	// NotEnoughMemory. Default 0: no cap (the node passes its staged-bytes
+	// budget).
+	MaxUnsealedBytes int64
+	// clientName names a connection's client (default clientOf: its
+	// process); tests name each connection apart, as their connections all
+	// come from one process.
+	clientName func(nc *net.UnixConn, seq uint64) string
 	// Logger receives connection errors. Default slog.Default().
 	Logger *slog.Logger
 	// Guard keeps the accept loop alive when descriptors run out: it backs
@@ -72,6 +84,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxConns == 0 {
 		c.MaxConns = 4096
+	}
+	if c.clientName == nil {
+		c.clientName = clientOf
 	}
 	if c.WriteTimeout == 0 {
 		c.WriteTimeout = 10 * time.Second

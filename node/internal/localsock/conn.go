@@ -21,10 +21,14 @@ type conn struct {
 	refs    map[uint64]int   // blob id → references this connection holds
 	created map[uint64]*blob // unsealed blobs it created
 	leases  map[uint64]bool  // lookup leases taken through it (released when it goes)
+	// client names the process at the other end, for the shares of
+	// unsealed blobs and, through the cluster calls, of staged and pinned
+	// bytes.
+	client string
 }
 
 func newConn(s *Server, nc *net.UnixConn) *conn {
-	return &conn{s: s, nc: nc, sent: make(map[uint32]bool), refs: make(map[uint64]int),
+	return &conn{s: s, nc: nc, client: s.cfg.clientName(nc, s.seq.Add(1)), sent: make(map[uint32]bool), refs: make(map[uint64]int),
 		created: make(map[uint64]*blob), leases: make(map[uint64]bool)}
 }
 

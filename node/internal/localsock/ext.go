@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/kvring/kvring/node/internal/namespace"
+	"github.com/kvring/kvring/node/internal/tenant"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/store"
 )
@@ -40,7 +41,8 @@ func (c *conn) cluster() (Cluster, error) {
 }
 
 func (c *conn) ctx() (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.CallTimeout)
+	// The node charges what the call stages or pins to this process.
+	ctx, cancel := context.WithTimeout(tenant.Outgoing(tenant.With(context.Background(), c.client)), c.s.cfg.CallTimeout)
 	go func() {
 		select {
 		case <-c.s.done: // the server closes: give up at once

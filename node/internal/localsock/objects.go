@@ -30,6 +30,9 @@ type blob struct {
 	refs    int   // references held by connections, summed
 	deleted bool  // no longer visible; freed when refs reach 0
 	creator *conn // the connection that created it, while it is unsealed
+	// charged is the client its size is charged to in the unsealed-blob
+	// budget, while it is unsealed ("": not charged).
+	charged string
 	freed   bool
 }
 
@@ -63,10 +66,12 @@ type table struct {
 	names    map[string]uint64
 	// namesChanged is closed and replaced whenever a name is put.
 	namesChanged chan struct{}
+	// shares is the budget of unsealed blobs, per client (shares.go).
+	shares unsealedShares
 }
 
-func newTable() *table {
-	return &table{blobs: make(map[uint64]*blob), objs: make(map[uint64]*metaObject),
+func newTable(maxUnsealed int64) *table {
+	return &table{shares: newUnsealedShares(maxUnsealed), blobs: make(map[uint64]*blob), objs: make(map[uint64]*metaObject),
 		names: make(map[string]uint64), namesChanged: make(chan struct{}), nextBlob: 1, nextObj: 1}
 }
 
@@ -117,11 +122,21 @@ func (t *table) dropRefs(c *conn, b *blob, n int) {
 // deleteBlob hides b and frees it once unreferenced. mu held.
 func (t *table) deleteBlob(b *blob) {
 	b.deleted = true
+	t.unsealed(b)
+	t.maybeFree(b)
+}
+
+// unsealed ends b's time as its creator's unsealed blob (sealed or
+// deleted): it leaves the creator's list and gives its charge back. mu held.
+func (t *table) unsealed(b *blob) {
 	if b.creator != nil {
 		delete(b.creator.created, b.id)
 		b.creator = nil
 	}
-	t.maybeFree(b)
+	if b.charged != "" {
+		t.shares.give(b.charged, b.size)
+		b.charged = ""
+	}
 }
 
 func (t *table) maybeFree(b *blob) {

@@ -195,8 +195,7 @@ func (c *conn) publishBlobs(a publishArgs) (publishOutcome, error) {
 			return publishOutcome{}, errorf(codeObjectNotExists, "kvring_publish_request: blobs[%d] %s does not exist (or is empty)", i, objectName(id))
 		case !b.sealed && a.seal && b.creator == c:
 			b.sealed = true // as seal_request would
-			delete(c.created, b.id)
-			b.creator = nil
+			t.unsealed(b)
 		case !b.sealed:
 			t.mu.Unlock()
 			c.dropTemp(bs[:i])

@@ -25,6 +25,7 @@ type Server struct {
 	done   chan struct{} // closed by Close
 	wg     sync.WaitGroup
 	nconns atomic.Int64
+	seq    atomic.Uint64 // connections accepted, to name those without peer credentials
 }
 
 // Listen validates cfg and creates the socket file (see Config.Path). It
@@ -37,7 +38,7 @@ func Listen(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Server{cfg: cfg, log: cfg.Logger, lis: cfg.Guard.Wrap("localsock", lis, netguard.Limits{}), tab: newTable(),
+	return &Server{cfg: cfg, log: cfg.Logger, lis: cfg.Guard.Wrap("localsock", lis, netguard.Limits{}), tab: newTable(cfg.MaxUnsealedBytes),
 		conns: make(map[*conn]struct{}), done: make(chan struct{})}, nil
 }
 

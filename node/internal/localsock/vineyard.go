@@ -144,17 +144,30 @@ func (c *conn) create(size uint64) (*blob, error) {
 	if size > uint64(st.MaxChunkSize()) {
 		return nil, errorf(codeNotEnoughMemory, "a blob of %d bytes is larger than the largest this node holds (%d)", size, st.MaxChunkSize())
 	}
+	// Charged to the client's share of unsealed blobs first: a client
+	// that creates blobs and never seals them cannot take the memory.
+	t := c.s.tab
+	t.mu.Lock()
+	err := t.shares.take(c.client, int64(size))
+	t.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
 	mem, err := st.CreateBlob(int64(size))
 	if err != nil {
+		t.mu.Lock()
+		t.shares.give(c.client, int64(size))
+		t.mu.Unlock()
 		if errors.Is(err, store.ErrNoSpace) || errors.Is(err, store.ErrInvalid) {
 			return nil, errorf(codeNotEnoughMemory, "cannot place a blob of %d bytes: %v", size, err)
 		}
 		return nil, errorf(codeUnknownError, "cannot create a blob of %d bytes: %v", size, err)
 	}
-	t := c.s.tab
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.addBlob(c, mem, nil, int64(size), false), nil
+	b := t.addBlob(c, mem, nil, int64(size), false)
+	b.charged = c.client
+	return b, nil
 }
 
 // fdOf is the reply's fd field for a blob: its segment when that is passed
@@ -274,10 +287,7 @@ func (c *conn) seal(r request) (reply, error) {
 		return reply{}, errorf(codeObjectSealed, "seal: blob %s is already sealed", objectName(id))
 	}
 	b.sealed = true
-	if b.creator != nil {
-		delete(b.creator.created, b.id)
-		b.creator = nil
-	}
+	t.unsealed(b)
 	return reply{body: ok("seal_reply")}, nil
 }
 

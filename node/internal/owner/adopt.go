@@ -21,8 +21,10 @@ type SlotFunc func(i int, ns string, id store.ID, crc uint32) (*store.Staged, er
 // Those chunks are among the needed indexes it returns (they are voted on
 // and committed like the others, and keep their placement keys like them)
 // but need no frames: frames sent for them are discarded unread.
-func (o *Owner) NewPrepareFrom(ref *kvringv1.NamespaceRef, chunks []*kvringv1.ChunkRef, runs []*kvringv1.GroupRun, slot SlotFunc) (*Prepare, []uint32, []*kvringv1.ChunkVote, error) {
-	return o.newPrepare(ref, chunks, runs, slot)
+// Chunks that need a slot are charged to client's share of the staged
+// bytes (package tenant names clients; "": the node's own work).
+func (o *Owner) NewPrepareFrom(client string, ref *kvringv1.NamespaceRef, chunks []*kvringv1.ChunkRef, runs []*kvringv1.GroupRun, slot SlotFunc) (*Prepare, []uint32, []*kvringv1.ChunkVote, error) {
+	return o.newPrepare(client, ref, chunks, runs, slot)
 }
 
 // slotOf stages chunk i: slot's complete slot when it gives one, else a new
@@ -37,5 +39,5 @@ func (p *Prepare) slotOf(i int, c *kvringv1.ChunkRef, slot SlotFunc) (*store.Sta
 			return nil, err
 		}
 	}
-	return p.st.Stage(p.ns, p.ids[i], int64(c.GetSize()), c.GetCrc32C())
+	return p.st.StageFor(p.client, p.ns, p.ids[i], int64(c.GetSize()), c.GetCrc32C())
 }

@@ -235,8 +235,9 @@ func (o *Owner) AbortCaller(caller string) {
 }
 
 // Has answers which ids are held, pinning them under the coordinator's lease
-// id when pin is set.
-func (o *Owner) Has(ref *kvringv1.NamespaceRef, rawIDs [][]byte, pin *kvringv1.LeasePin) ([]bool, time.Duration, error) {
+// id when pin is set, charged to client's share of the pinned bytes (package
+// tenant names clients; "": no share).
+func (o *Owner) Has(client string, ref *kvringv1.NamespaceRef, rawIDs [][]byte, pin *kvringv1.LeasePin) ([]bool, time.Duration, error) {
 	if ref == nil || ref.GetName() == "" {
 		return nil, 0, fmt.Errorf("%w: namespace is required", transfer.ErrInvalidArgument)
 	}
@@ -248,7 +249,7 @@ func (o *Owner) Has(ref *kvringv1.NamespaceRef, rawIDs [][]byte, pin *kvringv1.L
 	if pin != nil && pin.GetLeaseId() != 0 {
 		ttl = min(time.Duration(pin.GetTtlMs())*time.Millisecond, o.cfg.MaxPin)
 	}
-	held, p, err := o.st.Has(namespace.StoreName(ref.GetName(), ref.GetFingerprint()), ids, ttl)
+	held, p, err := o.st.HasFor(client, namespace.StoreName(ref.GetName(), ref.GetFingerprint()), ids, ttl)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -140,10 +140,10 @@ func TestHasRefusesMoreIDsThanOneCall(t *testing.T) {
 		ids[i] = make([]byte, 32)
 		ids[i][0] = byte(i)
 	}
-	if _, _, err := o.Has(ref, ids, &kvringv1.LeasePin{LeaseId: 7, TtlMs: 1000}); !errors.Is(err, transfer.ErrInvalidArgument) {
+	if _, _, err := o.Has("", ref, ids, &kvringv1.LeasePin{LeaseId: 7, TtlMs: 1000}); !errors.Is(err, transfer.ErrInvalidArgument) {
 		t.Fatalf("Has of 65 ids: %v, want InvalidArgument", err)
 	}
-	if _, _, err := o.Has(ref, ids[:64], nil); err != nil {
+	if _, _, err := o.Has("", ref, ids[:64], nil); err != nil {
 		t.Fatalf("Has of 64 ids: %v", err)
 	}
 }

@@ -25,6 +25,8 @@ type Prepare struct {
 	// (see Owner.Commit): the remote address of the Peer connection, or ""
 	// for this node's own coordinator in process.
 	caller string
+	// client is charged the staged slots (see NewPrepareFrom).
+	client string
 }
 
 // NewPrepare starts the prepare phase of a batch: every chunk is staged. It
@@ -35,12 +37,12 @@ type Prepare struct {
 // input is ErrInvalidArgument naming the field. Blocks briefly on the store's
 // admission policy.
 func (o *Owner) NewPrepare(ref *kvringv1.NamespaceRef, chunks []*kvringv1.ChunkRef, runs []*kvringv1.GroupRun) (*Prepare, []uint32, []*kvringv1.ChunkVote, error) {
-	return o.newPrepare(ref, chunks, runs, nil)
+	return o.newPrepare("", ref, chunks, runs, nil)
 }
 
 // newPrepare is NewPrepare; slot, when not nil, may give a chunk its slot
 // complete (see NewPrepareFrom).
-func (o *Owner) newPrepare(ref *kvringv1.NamespaceRef, chunks []*kvringv1.ChunkRef, runs []*kvringv1.GroupRun, slot SlotFunc) (*Prepare, []uint32, []*kvringv1.ChunkVote, error) {
+func (o *Owner) newPrepare(client string, ref *kvringv1.NamespaceRef, chunks []*kvringv1.ChunkRef, runs []*kvringv1.GroupRun, slot SlotFunc) (*Prepare, []uint32, []*kvringv1.ChunkVote, error) {
 	// Chunks are written only into namespaces this node knows, under the
 	// registered fingerprint (a coordinator that finds the namespace unknown
 	// here offers its record and asks again).
@@ -61,7 +63,7 @@ func (o *Owner) newPrepare(ref *kvringv1.NamespaceRef, chunks []*kvringv1.ChunkR
 		return nil, nil, nil, err
 	}
 	p := &Prepare{st: o.st, ns: namespace.StoreName(ref.GetName(), ref.GetFingerprint()), ids: ids,
-		staged: make(map[uint32]*store.Staged)}
+		staged: make(map[uint32]*store.Staged), client: client}
 	if groups.Grouped {
 		p.keys = groups.Keys
 	}

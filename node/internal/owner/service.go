@@ -13,6 +13,7 @@ import (
 
 	"github.com/kvring/kvring/node/internal/metrics"
 	"github.com/kvring/kvring/node/internal/namespace"
+	"github.com/kvring/kvring/node/internal/tenant"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/transfer"
 )
@@ -58,7 +59,10 @@ func (s *Service) Prepare(stream grpc.BidiStreamingServer[kvringv1.PrepareReques
 	if begin == nil {
 		return transfer.ToStatus(fmt.Errorf("%w: the first prepare message must be begin", transfer.ErrInvalidArgument))
 	}
-	p, need, votes, err := o.NewPrepare(begin.GetNamespace(), begin.GetChunks(), begin.GetGroups())
+	// The coordinator names the engine it writes for; its own writes
+	// (hand-off, spread copies) are charged to the calling node.
+	client := tenant.Incoming(stream.Context(), callerOf(stream.Context()))
+	p, need, votes, err := o.newPrepare(client, begin.GetNamespace(), begin.GetChunks(), begin.GetGroups(), nil)
 	if err != nil {
 		return transfer.ToStatus(err)
 	}
@@ -166,7 +170,8 @@ func (s *Service) Abort(ctx context.Context, req *kvringv1.AbortRequest) (*kvrin
 // Has answers which ids this node holds, pinning them under a lease if asked.
 func (s *Service) Has(ctx context.Context, req *kvringv1.HasRequest) (*kvringv1.HasResponse, error) {
 	defer metrics.ObserveSince(s.m.HasSeconds, time.Now())
-	held, ttl, widths, err := s.o.Lookup(req.GetNamespace(), req.GetIds(), req.GetGroups(), req.GetPin())
+	client := tenant.Incoming(ctx, callerOf(ctx))
+	held, ttl, widths, err := s.o.Lookup(client, req.GetNamespace(), req.GetIds(), req.GetGroups(), req.GetPin())
 	if err != nil {
 		return nil, transfer.ToStatus(err)
 	}

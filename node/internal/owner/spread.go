@@ -15,8 +15,8 @@ import (
 // ids), the group's spread width as this node knows it (Config.Spread; 0:
 // not spread). Runs that do not cover the ids exactly are ignored, as from
 // a coordinator that predates them: they count nothing and get no widths.
-func (o *Owner) Lookup(ref *kvringv1.NamespaceRef, rawIDs [][]byte, runs []*kvringv1.GroupRun, pin *kvringv1.LeasePin) ([]bool, time.Duration, []uint32, error) {
-	held, ttl, err := o.Has(ref, rawIDs, pin)
+func (o *Owner) Lookup(client string, ref *kvringv1.NamespaceRef, rawIDs [][]byte, runs []*kvringv1.GroupRun, pin *kvringv1.LeasePin) ([]bool, time.Duration, []uint32, error) {
+	held, ttl, err := o.Has(client, ref, rawIDs, pin)
 	if err != nil || len(runs) == 0 {
 		return held, ttl, nil, err
 	}

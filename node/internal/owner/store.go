@@ -11,12 +11,14 @@ import (
 // of the store (its lifecycle, catalog records, statistics, blobs) is the
 // node's. Every method is safe for concurrent use.
 type Store interface {
-	// Stage reserves a slot for chunk (ns, id) of size bytes whose CRC-32C
+	// StageFor reserves a slot for chunk (ns, id) of size bytes whose CRC-32C
 	// is crc. The caller owns the Staged and must seal or abort it; the
 	// store frees the slot itself when its lease expires. Errors wrap
 	// store.ErrInvalid, ErrAlreadyHeld, ErrBusy, ErrRejected, ErrNoSpace or
 	// ErrClosed. It may block while the eviction policy makes room.
-	Stage(ns string, id store.ID, size int64, crc uint32) (*store.Staged, error)
+	// Client is charged the slot in its share of the staged-bytes budget
+	// ("": the node's own work, charged to no share).
+	StageFor(client, ns string, id store.ID, size int64, crc uint32) (*store.Staged, error)
 	// Staging reports whether a write of (ns, id) is staged now.
 	Staging(ns string, id store.ID) bool
 	// Contains reports whether the chunk is held (sealed and readable) now.
@@ -35,11 +37,13 @@ type Store interface {
 	// Lend is Get without the checksum pass, for a reader that verifies the
 	// bytes as it copies them. Ownership as for Get.
 	Lend(ns string, id store.ID) (*store.View, error)
-	// Has reports for each id whether it is held now and, with pinFor > 0,
+	// HasFor reports for each id whether it is held now and, with pinFor > 0,
 	// pins the held ones until Release(pin) or the lease ends (pin 0: none
 	// pinned; store.ErrPinLimit: none pinned, too many bytes). The caller
-	// owns held. It never blocks on I/O.
-	Has(ns string, ids []store.ID, pinFor time.Duration) (held []bool, pin store.PinID, err error)
+	// owns held. Client's pins are charged to its share of the pinned-bytes
+	// budget (store.ErrPinLimit past it; "": no share). It never blocks on
+	// I/O.
+	HasFor(client, ns string, ids []store.ID, pinFor time.Duration) (held []bool, pin store.PinID, err error)
 	// Release ends a pin lease; false when it was unknown or had expired.
 	Release(pin store.PinID) bool
 
