@@ -38,6 +38,8 @@ type Membership struct {
 	ml   atomic.Pointer[memberlist.Memberlist] // set by start
 	addr atomic.Pointer[string]                // advertised gossip address, set by start
 
+	suspects suspectSet // members gossip does not hold alive (Suspect)
+
 	lifeMu   sync.Mutex // serialises start, setState and close; guards the fields below
 	started  bool
 	closed   bool
@@ -112,6 +114,7 @@ func (m *Membership) Start(ctx context.Context) error {
 	mc.GossipInterval = m.cfg.Timing.GossipInterval
 	mc.PushPullInterval = m.cfg.Timing.PushPullInterval
 	mc.SuspicionMult = m.cfg.Timing.SuspicionMult
+	mc.SuspicionMaxTimeoutMult = m.cfg.Timing.SuspicionMaxTimeoutMult
 	mc.TCPTimeout = m.cfg.Timing.TCPTimeout
 	d := memberDelegate{meta: &m.meta, rs: m.rs, fingerprint: m.cfg.Ring.Fingerprint()}
 	mc.Delegate, mc.Events, mc.Alive, mc.Merge = d, d, d, d

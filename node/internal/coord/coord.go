@@ -51,6 +51,11 @@ type Config struct {
 	// an owner; writes go to the next owners, reads ask both). Optional: nil
 	// means no member drains. It must not block.
 	Draining func(id string) bool
+	// Suspect reports whether gossip suspects a member (its probes failed
+	// and it has not refuted them), or holds it dead while the ring still
+	// lists it: a write stops waiting for such an owner (suspect.go).
+	// Optional: nil means gossip is never asked. It must not block.
+	Suspect func(id string) bool
 	// IdleTimeout ends a put whose engine sends no message for this long
 	// in its data phase (its staged chunks are aborted). 0: no limit.
 	IdleTimeout time.Duration
