@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hashicorp/memberlist"
+
 	"github.com/kvring/kvring/ring"
 )
 
@@ -152,6 +154,17 @@ func DefaultGossipTiming() GossipTiming {
 		SuspicionMaxTimeoutMult: DefaultSuspicionMaxTimeoutMult,
 		TCPTimeout:              10 * time.Second,
 	}
+}
+
+// apply sets memberlist's timings to t's.
+func (t GossipTiming) apply(mc *memberlist.Config) {
+	mc.ProbeInterval = t.ProbeInterval
+	mc.ProbeTimeout = t.ProbeTimeout
+	mc.GossipInterval = t.GossipInterval
+	mc.PushPullInterval = t.PushPullInterval
+	mc.SuspicionMult = t.SuspicionMult
+	mc.SuspicionMaxTimeoutMult = t.SuspicionMaxTimeoutMult
+	mc.TCPTimeout = t.TCPTimeout
 }
 
 // DefaultConfig returns the defaults: gossip on ":7946", no seeds, net.DefaultResolver, rejoin every 30s,

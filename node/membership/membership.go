@@ -109,13 +109,7 @@ func (m *Membership) Start(ctx context.Context) error {
 	mc.BindPort = int(bind.Port())
 	mc.AdvertiseAddr = advIP.String()
 	mc.AdvertisePort = int(cmp.Or(advPort, bind.Port()))
-	mc.ProbeInterval = m.cfg.Timing.ProbeInterval
-	mc.ProbeTimeout = m.cfg.Timing.ProbeTimeout
-	mc.GossipInterval = m.cfg.Timing.GossipInterval
-	mc.PushPullInterval = m.cfg.Timing.PushPullInterval
-	mc.SuspicionMult = m.cfg.Timing.SuspicionMult
-	mc.SuspicionMaxTimeoutMult = m.cfg.Timing.SuspicionMaxTimeoutMult
-	mc.TCPTimeout = m.cfg.Timing.TCPTimeout
+	m.cfg.Timing.apply(mc)
 	d := memberDelegate{meta: &m.meta, rs: m.rs, fingerprint: m.cfg.Ring.Fingerprint()}
 	mc.Delegate, mc.Events, mc.Alive, mc.Merge = d, d, d, d
 	mc.Logger = log.New(newKeyErrorLog(m.log, memberlistLog{m.log.With("source", "memberlist")}), "", 0)

@@ -43,24 +43,27 @@ func (m *Membership) Suspect(id string) bool {
 	return set != nil && (*set)[id]
 }
 
-// refreshSuspects reads the set from memberlist and the member table; the
-// caller holds suspects.mu.
+// refreshSuspects reads the set from memberlist and the member table: a
+// member in the table is suspect unless memberlist lists it alive (so one
+// memberlist declared dead is suspect before the ring goroutine has
+// applied its death). The caller holds suspects.mu.
 func (m *Membership) refreshSuspects(now int64) {
 	set := map[string]bool{}
 	if ml := m.ml.Load(); ml != nil {
+		alive := map[string]bool{}
 		for _, n := range ml.Members() {
-			if n.State != memberlist.StateAlive {
-				set[n.Name] = true
+			if n.State == memberlist.StateAlive {
+				alive[n.Name] = true
 			}
 		}
-	}
-	m.rs.tableMu.Lock()
-	for id, mem := range m.rs.table {
-		if mem.Liveness != Alive {
-			set[id] = true
+		m.rs.tableMu.Lock()
+		for id := range m.rs.table {
+			if !alive[id] {
+				set[id] = true
+			}
 		}
+		m.rs.tableMu.Unlock()
 	}
-	m.rs.tableMu.Unlock()
 	m.suspects.set.Store(&set)
 	m.suspects.at.Store(now)
 }
