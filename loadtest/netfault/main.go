@@ -71,10 +71,10 @@ type Config struct {
 	// Detect bounds the time until lost nodes are off the others' ring, for
 	// faults that last longer (0: twice the suspicion timeout; negative:
 	// not checked).
-	Detect time.Duration
-	MemoryLimit string        // per node
-	Out         string        // directory for logs, events and the summary (default: the run's scratch directory, removed)
-	ExtraArgs   []string      // appended to every node's serve flags
+	Detect      time.Duration
+	MemoryLimit string   // per node
+	Out         string   // directory for logs, events and the summary (default: the run's scratch directory, removed)
+	ExtraArgs   []string // appended to every node's serve flags
 
 	Run    string // run id (set by the outer process)
 	Octet  byte   // third octet of the run's subnet
