@@ -156,6 +156,13 @@ func DefaultGossipTiming() GossipTiming {
 	}
 }
 
+// longestSuspicion is the longest a suspicion of a member can last before it
+// is declared dead, at up to 10,000 members: SuspicionMaxTimeoutMult ×
+// SuspicionMult × log10 n (at most 4) × ProbeInterval.
+func (t GossipTiming) longestSuspicion() time.Duration {
+	return time.Duration(4*t.SuspicionMaxTimeoutMult*t.SuspicionMult) * t.ProbeInterval
+}
+
 // apply sets memberlist's timings to t's.
 func (t GossipTiming) apply(mc *memberlist.Config) {
 	mc.ProbeInterval = t.ProbeInterval

@@ -68,6 +68,7 @@ func New(cfg Config) (*Membership, error) {
 		return nil, fmt.Errorf("invalid membership configuration: %w", err)
 	}
 	m := &Membership{cfg: cfg, log: cfg.Logger, rs: rs, lost: make(chan struct{}, 1)}
+	m.suspects.lapse = cfg.Timing.longestSuspicion()
 	if err := m.meta.set(nodeMeta{NodeID: cfg.NodeID, GRPCAddr: cfg.GRPCAddr, AdminAddr: cfg.AdminAddr,
 		State: Joining, Fingerprint: cfg.Ring.Fingerprint(), RESPAddr: cfg.RESPAddr}); err != nil {
 		return nil, fmt.Errorf("invalid membership configuration: %w", err)
@@ -112,7 +113,9 @@ func (m *Membership) Start(ctx context.Context) error {
 	m.cfg.Timing.apply(mc)
 	d := memberDelegate{meta: &m.meta, rs: m.rs, fingerprint: m.cfg.Ring.Fingerprint()}
 	mc.Delegate, mc.Events, mc.Alive, mc.Merge = d, d, d, d
-	mc.Logger = log.New(newKeyErrorLog(m.log, memberlistLog{m.log.With("source", "memberlist")}), "", 0)
+	suspect := func(name string) { m.suspects.probeFailed(name, m.cfg.Now()) }
+	mc.Logger = log.New(newKeyErrorLog(m.log, memberlistLog{m.log.With("source", "memberlist"), suspect}), "", 0)
+	mc.Ping = pingDelegate{&m.suspects}
 	if mc.Keyring, err = newKeyring(m.cfg.Keys); err != nil {
 		return fmt.Errorf("cannot start gossip: %w", err)
 	}
