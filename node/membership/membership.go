@@ -111,7 +111,7 @@ func (m *Membership) Start(ctx context.Context) error {
 	mc.AdvertiseAddr = advIP.String()
 	mc.AdvertisePort = int(cmp.Or(advPort, bind.Port()))
 	m.cfg.Timing.apply(mc)
-	d := memberDelegate{meta: &m.meta, rs: m.rs, fingerprint: m.cfg.Ring.Fingerprint()}
+	d := memberDelegate{meta: &m.meta, rs: m.rs, fingerprint: m.cfg.Ring.Fingerprint(), suspects: &m.suspects}
 	mc.Delegate, mc.Events, mc.Alive, mc.Merge = d, d, d, d
 	suspect := func(name string) { m.suspects.probeFailed(name, m.cfg.Now()) }
 	mc.Logger = log.New(newKeyErrorLog(m.log, memberlistLog{m.log.With("source", "memberlist"), suspect}), "", 0)

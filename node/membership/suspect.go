@@ -22,8 +22,9 @@ const suspectRefresh = 100 * time.Millisecond
 //   - this node's own probe of the member failed (memberlist logs
 //     "Suspect X has failed, no acks received" and starts the suspicion
 //     there), and no direct probe of it succeeded since
-//     (memberlist.PingDelegate); the mark lapses after the longest a
-//     suspicion can last, by when the member was declared dead or refuted;
+//     (memberlist.PingDelegate) nor did it join again (after it was
+//     declared dead: a healed partition); the mark lapses after the longest
+//     a suspicion can last, by when the member was declared dead or refuted;
 //   - the member is in the member table but memberlist does not list it
 //     alive: declared dead or gone, and perhaps still on a ring view.
 //
@@ -83,7 +84,7 @@ func (s *suspectSet) probeFailed(name string, now time.Time) {
 	s.probeMu.Unlock()
 }
 
-// probeAnswered clears member name's mark: it answered a probe.
+// probeAnswered clears member name's mark: it answered a probe, or joined.
 func (s *suspectSet) probeAnswered(name string) {
 	s.probeMu.Lock()
 	delete(s.probed, name)

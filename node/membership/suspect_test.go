@@ -71,3 +71,22 @@ func TestAProbeAnsweredClearsASuspicion(t *testing.T) {
 		t.Fatal("a failed probe still marks peer-1 after the longest suspicion")
 	}
 }
+
+// TestAMemberThatJoinsAgainIsNoLongerSuspect: after a partition heals, the
+// members of the other side join again; the probes of them that failed
+// while it lasted no longer count. (They did until the next probe of each:
+// writes skipped them for up to a probe round after the heal, and failed
+// the chunks none of whose ring-order members was left.)
+func TestAMemberThatJoinsAgainIsNoLongerSuspect(t *testing.T) {
+	cfg := LocalConfig("self")
+	m, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.suspects.probeFailed("peer-1", time.Now())
+	d := memberDelegate{meta: &m.meta, rs: m.rs, suspects: &m.suspects}
+	d.NotifyJoin(&memberlist.Node{Name: "peer-1"})
+	if m.Suspect("peer-1") {
+		t.Fatal("peer-1 joined again and is still suspect")
+	}
+}
