@@ -20,8 +20,9 @@
 //
 //   - The connections to peers (peers.go), made on first use, closed when a
 //     peer leaves the ring (RingChanged) and on Close.
-//   - Goroutines within a call: one per owner while a phase fans out, all
-//     waited for before the call returns. The one exception is a put's
+//   - Goroutines within a call: one per owner while a phase fans out, and
+//     one per write that cuts the sessions of owners gossip suspects
+//     (suspect.go), all waited for before the call returns. The one exception is a put's
 //     receiver of the engine's frames (idle.go): a put abandoned for
 //     idleness returns without it, it ends when gRPC cancels the stream, and
 //     Close waits for it.
