@@ -51,9 +51,10 @@ type Config struct {
 	// an owner; writes go to the next owners, reads ask both). Optional: nil
 	// means no member drains. It must not block.
 	Draining func(id string) bool
-	// Suspect reports whether gossip suspects a member (its probes failed
-	// and it has not refuted them), or holds it dead while the ring still
-	// lists it: a write stops waiting for such an owner (suspect.go).
+	// Suspect reports whether gossip may hold a member down: suspected (a
+	// probe of it failed and it has not answered one since), or declared
+	// dead while the ring still lists it. A write stops waiting for such an
+	// owner (suspect.go).
 	// Optional: nil means gossip is never asked. It must not block.
 	Suspect func(id string) bool
 	// IdleTimeout ends a put whose engine sends no message for this long

@@ -22,10 +22,10 @@
 //     peer leaves the ring (RingChanged) and on Close.
 //   - Goroutines within a call: one per owner while a phase fans out, and
 //     one per write that cuts the sessions of owners gossip suspects
-//     (suspect.go), all waited for before the call returns. The one exception is a put's
-//     receiver of the engine's frames (idle.go): a put abandoned for
-//     idleness returns without it, it ends when gRPC cancels the stream, and
-//     Close waits for it.
+//     (suspect.go), all waited for before the call returns. The one
+//     exception is a put's receiver of the engine's frames (idle.go): a put
+//     abandoned for idleness returns without it, it ends when gRPC cancels
+//     the stream, and Close waits for it.
 //   - No chunk bytes beyond the frame in flight, and one chunk read from a
 //     peer while its checksum is verified. This node's own chunks are read
 //     and written through package owner, in process.

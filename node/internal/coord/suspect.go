@@ -18,7 +18,7 @@ import (
 // a write stops waiting for it as soon as Config.Suspect says so: an owner
 // suspected before its prepare is not asked at all and is replaced
 // (substitute.go), and the session of an owner suspected while the write
-// waits for it is cut at once (watchSuspects), failing its share (its
+// waits for it is cut at once (suspectWatch), failing its share (its
 // chunks are replaced if it was still preparing; otherwise they are held by
 // fewer owners, or failed when none holds them). A suspected owner is not
 // asked to abort: it frees what it staged itself when the stream ends
