@@ -205,7 +205,11 @@ func LocalConfig(nodeID string) Config {
 		GossipInterval:   20 * time.Millisecond,
 		PushPullInterval: time.Second,
 		SuspicionMult:    3,
-		TCPTimeout:       time.Second,
+		// memberlist's, as in DefaultLocalConfig: a loaded test machine
+		// starves probes now and then, and Lifeguard's longer suspicions
+		// let them be refuted.
+		SuspicionMaxTimeoutMult: 6,
+		TCPTimeout:              time.Second,
 	}
 	return c
 }
