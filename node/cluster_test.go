@@ -85,7 +85,7 @@ func newTestClusterWith(t testing.TB, n int, limit int64, change func(i int, cfg
 			t.Fatal(err)
 		}
 		nd := &testNode{id: st.NodeID(), addr: lis.Addr().String(), st: st, lis: lis, reg: cfg.Registerer.(*prometheus.Registry)}
-		nd.svc = newServices(&cfg, st, clusterView{ring: tc.Ring, unsettled: tc.Unsettled, draining: tc.Draining,
+		nd.svc = newServices(&cfg, st, clusterView{ring: tc.Ring, unsettled: tc.Unsettled, draining: tc.Draining, suspect: tc.Suspect,
 			peerDial: []grpc.DialOption{tc.Net.DialOption(st.NodeID())}}, nil)
 		nd.reg.MustRegister(nodeCollectors(nd.svc, st, nil, tc.Ring)...)
 		nd.gs = nd.svc.grpc

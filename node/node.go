@@ -218,7 +218,8 @@ func (n *Node) wire(p *nodeParts, mcfg membership.Config) (err error) {
 	if p.member, err = membership.New(mcfg); err != nil {
 		return err
 	}
-	p.svc = newServices(&n.cfg, p.store, clusterView{ring: p.member.Ring, unsettled: p.member.Unsettled, draining: p.member.Draining}, p.sec)
+	p.svc = newServices(&n.cfg, p.store, clusterView{ring: p.member.Ring, unsettled: p.member.Unsettled, draining: p.member.Draining,
+		suspect: p.member.Suspect}, p.sec)
 	if err := restoreNamespaces(p.store, p.svc.reg, n.log); err != nil {
 		return err
 	}

@@ -40,12 +40,15 @@ type services struct {
 }
 
 // clusterView is what the services read of the cluster: the ring, whether
-// it changed lately (unsettled: reads also ask non-owners; nil: never), and
-// who drains (nil: nobody). None may block.
+// it changed lately (unsettled: reads also ask non-owners; nil: never), who
+// drains (nil: nobody) and whom gossip suspects. None may block.
 type clusterView struct {
 	ring      func() *ring.Ring
 	unsettled func() bool
 	draining  func(id string) bool
+	// suspect: gossip suspects a member, or holds it dead while the ring
+	// still lists it (nil: never asked).
+	suspect func(id string) bool
 	// peerDial are added to the options of the connections to peers (the
 	// test cluster's network). Optional.
 	peerDial []grpc.DialOption
@@ -72,7 +75,7 @@ func newServices(cfg *Config, st *store.Store, view clusterView, sec *security) 
 		Spread: table, OnHot: func(h spread.Hot) { spreader.Offer(h) }})
 	o := owner.New(owner.Config{Store: st, Log: cfg.Logger.With("component", "owner"), Registry: reg, Epoch: epoch,
 		MaxBatch: cfg.MaxBatchChunks, MaxPin: cfg.Store.MaxPinLease, Now: cfg.Now, Metrics: m, Counter: counter, Spread: table, Load: meter})
-	c := coord.New(coord.Config{Self: st.NodeID(), Ring: rg, Unsettled: unsettled, Draining: view.draining, Owner: o, Registry: reg,
+	c := coord.New(coord.Config{Self: st.NodeID(), Ring: rg, Unsettled: unsettled, Draining: view.draining, Suspect: view.suspect, Owner: o, Registry: reg,
 		Log: cfg.Logger.With("component", "coordinator"), MaxBatch: cfg.MaxBatchChunks, CommitTimeout: cfg.CommitTimeout,
 		PeerTimeout: cfg.PeerTimeout, CoalesceHas: cfg.CoalescePeerHas, BroadcastTimeout: cfg.CommitTimeout, IdleTimeout: max(cfg.PutIdleTimeout, 0), MinPutRate: max(cfg.PutMinRate, 0), MaxPin: cfg.Store.MaxPinLease,
 		Defaults: namespace.Defaults{Replicas: uint32(cfg.Replication), MinReplicas: uint32(cfg.MinReplicas),

@@ -55,6 +55,11 @@ func registerServeMembership(fs *pflag.FlagSet, c *membership.Config) {
 	fs.StringSliceVar(&c.Join, "join", c.Join, "gossip addresses of seed nodes to join, comma separated (retried until they answer)")
 	fs.DurationVar(&c.RejoinInterval, "rejoin-interval", c.RejoinInterval, "how often the seeds are joined again so a split cluster heals")
 	fs.DurationVar(&c.SettleWindow, "settle-window", c.SettleWindow, "after a ring change or this node's start, how long reads also ask members that do not own a chunk (negative: never)")
+	t := &c.Timing
+	fs.DurationVar(&t.ProbeInterval, "gossip-probe-interval", t.ProbeInterval, "how often each node probes another to detect failures")
+	fs.DurationVar(&t.ProbeTimeout, "gossip-probe-timeout", t.ProbeTimeout, "how long a probe waits for its ack before asking others to probe (keep it under half of --gossip-probe-interval)")
+	fs.IntVar(&t.SuspicionMult, "gossip-suspicion-mult", t.SuspicionMult, "a suspected node is declared dead after this many probe intervals (times log10 of the cluster size, at least 1) unless it refutes")
+	fs.IntVar(&t.SuspicionMaxTimeoutMult, "gossip-suspicion-max-mult", t.SuspicionMaxTimeoutMult, "a suspicion that fewer than --gossip-suspicion-mult minus 2 other nodes confirm lasts at most this many suspicion timeouts")
 }
 
 // registerServeStore adds the flags of the local tier.

@@ -45,6 +45,7 @@ type summary struct {
 	Degraded             int64   `json:"degraded_chunks"`
 	GetMisses            int64   `json:"get_misses"`
 	MaxDeclaredDeadS     float64 `json:"max_declared_dead_s"`
+	DetectGoalS          float64 `json:"declared_dead_goal_s"`
 	MaxConvergeS         float64 `json:"max_converge_s"`
 	ConvergeGoalS        float64 `json:"converge_goal_s"`
 	MaxStartupS          float64 `json:"max_restart_startup_s"`
@@ -61,16 +62,17 @@ type summary struct {
 
 func (s summary) line() string {
 	return fmt.Sprintf("acknowledged %d, lost %d, corrupt %d, late calls %d, phantom holders %d, put success %.2f%% (%d chunks, %d failed, %d degraded), "+
-		"get misses %d, max overrun %dms, declared dead max %.1fs, converged max %.1fs (goal %.1fs), restart start-up max %.1fs, dead under loss %d, evictions %d, "+
+		"get misses %d, max overrun %dms, declared dead max %.1fs (goal %.1fs), converged max %.1fs (goal %.1fs), restart start-up max %.1fs, dead under loss %d, evictions %d, "+
 		"growth goroutines %+.0f fds %+.0f heap %+.1fMiB (%d nodes), lost r1 after holder kill %d, violations %d",
 		s.Acknowledged, s.Lost, s.Corrupt, s.LateCalls, s.PhantomHolders, 100*s.PutSuccess, s.PutChunks, s.Failed, s.Degraded,
-		s.GetMisses, s.MaxOverrunMS, s.MaxDeclaredDeadS, s.MaxConvergeS, s.ConvergeGoalS, s.MaxStartupS, s.DeadUnderLoss, s.Evictions,
+		s.GetMisses, s.MaxOverrunMS, s.MaxDeclaredDeadS, s.DetectGoalS, s.MaxConvergeS, s.ConvergeGoalS, s.MaxStartupS, s.DeadUnderLoss, s.Evictions,
 		s.GoroutineGrowth, s.FDGrowth, s.HeapGrowthMiB, s.ResourceNodesChecked, s.LostR1Excused, s.Violations)
 }
 
 func (k *checker) check(ctx context.Context) summary {
 	h, c := k.h, k.c
-	s := summary{Seed: k.cfg.Seed, Nodes: k.cfg.Nodes, Replication: k.cfg.Replication, ConvergeGoalS: k.n.convergeBound().Seconds()}
+	s := summary{Seed: k.cfg.Seed, Nodes: k.cfg.Nodes, Replication: k.cfg.Replication, ConvergeGoalS: k.n.convergeBound().Seconds(),
+		DetectGoalS: k.n.detectBound().Seconds()}
 	violate := func(format string, args ...any) {
 		s.Violations++
 		if len(s.Details) < 50 {

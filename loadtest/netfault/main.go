@@ -68,9 +68,13 @@ type Config struct {
 	Warm        time.Duration // load before the first fault, and after the last heal
 	Settle      time.Duration // bound on the final convergence and reads
 	Converge    time.Duration // bound on convergence after each heal (0: twice the suspicion timeout)
-	MemoryLimit string        // per node
-	Out         string        // directory for logs, events and the summary (default: the run's scratch directory, removed)
-	ExtraArgs   []string      // appended to every node's serve flags
+	// Detect bounds the time until lost nodes are off the others' ring, for
+	// faults that last longer (0: twice the suspicion timeout; negative:
+	// not checked).
+	Detect      time.Duration
+	MemoryLimit string   // per node
+	Out         string   // directory for logs, events and the summary (default: the run's scratch directory, removed)
+	ExtraArgs   []string // appended to every node's serve flags
 
 	Run    string // run id (set by the outer process)
 	Octet  byte   // third octet of the run's subnet
@@ -113,6 +117,7 @@ func main() {
 	flag.DurationVar(&cfg.Warm, "warm", cfg.Warm, "load before the first fault and after the last heal")
 	flag.DurationVar(&cfg.Settle, "settle", cfg.Settle, "bound on convergence after the last heal and on the final reads")
 	flag.DurationVar(&cfg.Converge, "converge-bound", 0, "a heal must be followed by convergence within this (default: twice memberlist's suspicion timeout)")
+	flag.DurationVar(&cfg.Detect, "detect-bound", 0, "nodes cut off, paused or killed for longer must be off the others' ring within this (default: twice memberlist's suspicion timeout; negative: not checked)")
 	flag.StringVar(&cfg.MemoryLimit, "memory-limit", cfg.MemoryLimit, "each node's --memory-limit")
 	flag.StringVar(&cfg.Out, "out", "", "directory for node logs, the event log and summary.json (default: removed at exit)")
 	flag.Parse()

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/kvring/kvring/node/membership"
 )
 
 // The fault kinds the nemesis picks from.
@@ -217,11 +219,24 @@ func (n *nemesis) violate(format string, args ...any) {
 }
 
 // suspicionTimeout is memberlist's suspicion timeout for n members with
-// kvring's default gossip timings (SuspicionMult 4, ProbeInterval 1 s):
-// SuspicionMult × max(1, log10 n) × ProbeInterval. Lifeguard starts a
-// suspicion at 6× that and lowers it as other members confirm it.
+// kvring's default gossip timings (membership.DefaultSuspicionMult 8,
+// DefaultProbeInterval 500 ms): SuspicionMult × max(1, log10 n) ×
+// ProbeInterval, 4 s up to 10 members. A suspicion lasts up to
+// DefaultSuspicionMaxTimeoutMult (2) times that until enough other members
+// confirm it (none awaited up to 7 members). Runs that pass other timings
+// to the nodes set -converge-bound and -detect-bound.
 func suspicionTimeout(n int) time.Duration {
-	return time.Duration(4 * math.Max(1, math.Log10(float64(n))) * float64(time.Second))
+	mult := float64(membership.DefaultSuspicionMult)
+	return time.Duration(mult * math.Max(1, math.Log10(float64(n))) * float64(membership.DefaultProbeInterval))
+}
+
+// detectBound is how soon the others must take nodes lost for longer off
+// their ring (negative: not checked).
+func (n *nemesis) detectBound() time.Duration {
+	if n.cfg.Detect != 0 {
+		return n.cfg.Detect
+	}
+	return 2 * suspicionTimeout(n.cfg.Nodes)
 }
 
 // convergeBound is how soon after a heal every node must see every node
@@ -363,6 +378,9 @@ func (n *nemesis) apply(ctx context.Context, e event) {
 				return // interrupted: no measure
 			}
 			n.note(measure{what: fmt.Sprintf("%s: %s off the others' ring", e.kind, sidesString([][]int{gone})), d: d, ok: ok})
+			if bound := n.detectBound(); bound >= 0 && e.dur > bound && (!ok || d > bound) {
+				n.violate("%s: %s were not off the others' ring within %v (%.1fs)", e, sidesString([][]int{gone}), bound, d.Seconds())
+			}
 		})
 	}
 	if e.kind == "loss" {

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hashicorp/memberlist"
+
 	"github.com/kvring/kvring/ring"
 )
 
@@ -88,31 +90,88 @@ type Config struct {
 }
 
 // GossipTiming holds the memberlist timings kvring exposes; see memberlist.Config for their exact meaning.
+//
+// How they add up to the time a member that cannot be reached is declared dead (SWIM with Lifeguard): every
+// member probes one other each ProbeInterval, going round its shuffled list of members, so a given member is
+// probed by each other member within 2 × (n − 1) probe intervals, and by some member far sooner. A probe
+// fails after the direct ping's ProbeTimeout, indirect pings through 3 others and a TCP ping, at the end of
+// its probe interval. The prober then suspects the member, and every member that hears of it starts a timer:
+// the suspicion timeout, SuspicionMult × max(1, log10 n) × ProbeInterval, stretched to SuspicionMaxTimeoutMult
+// times that until SuspicionMult − 2 other members have confirmed the suspicion by failing probes of their own
+// (no confirmations are awaited when the cluster has too few members to give them).
+//
+// Members asked for an indirect ping answer "no ack" (a nack) ProbeTimeout after they ask; a nack that has not
+// arrived by the end of the probe interval counts against the prober's own health (Lifeguard's awareness), and
+// each point of it lengthens its probe interval by one ProbeInterval. ProbeTimeout must therefore stay well
+// under half of ProbeInterval, or every failed probe makes the prober slow down (see DefaultProbeTimeout).
 type GossipTiming struct {
-	// ProbeInterval is how often a random peer is probed. Default 1s.
+	// ProbeInterval is how often a random peer is probed. Default DefaultProbeInterval.
 	ProbeInterval time.Duration
-	// ProbeTimeout is how long to wait for a probe's ack before asking others to probe. Default 500ms.
+	// ProbeTimeout is how long to wait for a probe's ack before asking others to probe. Must be less than
+	// ProbeInterval. Default DefaultProbeTimeout.
 	ProbeTimeout time.Duration
 	// GossipInterval is how often queued broadcasts are gossiped. Default 200ms.
 	GossipInterval time.Duration
 	// PushPullInterval is how often full state is exchanged with a random peer. Default 30s.
 	PushPullInterval time.Duration
-	// SuspicionMult scales how long a suspect peer has to refute before it is declared dead. Default 4.
+	// SuspicionMult scales how long a suspect peer has to refute before it is declared dead (the suspicion
+	// timeout: SuspicionMult × max(1, log10 n) × ProbeInterval), and SuspicionMult − 2 is how many other
+	// members' confirmations bring a suspicion down to it. Default DefaultSuspicionMult.
 	SuspicionMult int
+	// SuspicionMaxTimeoutMult bounds a suspicion that gathers fewer confirmations: it lasts at most this
+	// many suspicion timeouts. Default DefaultSuspicionMaxTimeoutMult.
+	SuspicionMaxTimeoutMult int
 	// TCPTimeout bounds TCP connects and push/pull exchanges, including each join attempt. Default 10s.
 	TCPTimeout time.Duration
 }
 
-// DefaultGossipTiming returns memberlist's LAN timings (memberlist.DefaultLANConfig).
+// The failure-detection defaults. memberlist's LAN defaults (ProbeInterval 1s, ProbeTimeout 500ms,
+// SuspicionMult 4, SuspicionMaxTimeoutMult 6) declared two of five members cut off by a partition dead only
+// after up to 12.9s: with ProbeTimeout half the probe interval the nacks of a failed probe arrive just after
+// the interval ends, so each failed probe raised the prober's awareness by up to 3 and stretched its next
+// probes to 4s; with three members left, a suspicion's timeout reaches its floor only once all three probed
+// the lost ones themselves (SuspicionMult − 2 = 2 confirmations), and stays at 24s less a part otherwise.
+// Probing twice as often with SuspicionMult doubled keeps the suspicion timeout at 4s (up to 10 members),
+// a ProbeTimeout of 200ms lets nacks arrive in time, and up to 7 members no confirmations are awaited (the
+// suspect still refutes a false suspicion by gossip within the 4s); at 8 members and more, a suspicion
+// lasts at most 2 timeouts.
+const (
+	DefaultProbeInterval           = 500 * time.Millisecond
+	DefaultProbeTimeout            = 200 * time.Millisecond
+	DefaultSuspicionMult           = 8
+	DefaultSuspicionMaxTimeoutMult = 2
+)
+
+// DefaultGossipTiming returns kvring's failure-detection defaults (see the Default… consts) and memberlist's
+// LAN timings (memberlist.DefaultLANConfig) for the rest.
 func DefaultGossipTiming() GossipTiming {
 	return GossipTiming{
-		ProbeInterval:    time.Second,
-		ProbeTimeout:     500 * time.Millisecond,
-		GossipInterval:   200 * time.Millisecond,
-		PushPullInterval: 30 * time.Second,
-		SuspicionMult:    4,
-		TCPTimeout:       10 * time.Second,
+		ProbeInterval:           DefaultProbeInterval,
+		ProbeTimeout:            DefaultProbeTimeout,
+		GossipInterval:          200 * time.Millisecond,
+		PushPullInterval:        30 * time.Second,
+		SuspicionMult:           DefaultSuspicionMult,
+		SuspicionMaxTimeoutMult: DefaultSuspicionMaxTimeoutMult,
+		TCPTimeout:              10 * time.Second,
 	}
+}
+
+// longestSuspicion is the longest a suspicion of a member can last before it
+// is declared dead, at up to 10,000 members: SuspicionMaxTimeoutMult ×
+// SuspicionMult × log10 n (at most 4) × ProbeInterval.
+func (t GossipTiming) longestSuspicion() time.Duration {
+	return time.Duration(4*t.SuspicionMaxTimeoutMult*t.SuspicionMult) * t.ProbeInterval
+}
+
+// apply sets memberlist's timings to t's.
+func (t GossipTiming) apply(mc *memberlist.Config) {
+	mc.ProbeInterval = t.ProbeInterval
+	mc.ProbeTimeout = t.ProbeTimeout
+	mc.GossipInterval = t.GossipInterval
+	mc.PushPullInterval = t.PushPullInterval
+	mc.SuspicionMult = t.SuspicionMult
+	mc.SuspicionMaxTimeoutMult = t.SuspicionMaxTimeoutMult
+	mc.TCPTimeout = t.TCPTimeout
 }
 
 // DefaultConfig returns the defaults: gossip on ":7946", no seeds, net.DefaultResolver, rejoin every 30s,
@@ -146,7 +205,11 @@ func LocalConfig(nodeID string) Config {
 		GossipInterval:   20 * time.Millisecond,
 		PushPullInterval: time.Second,
 		SuspicionMult:    3,
-		TCPTimeout:       time.Second,
+		// memberlist's, as in DefaultLocalConfig: a loaded test machine
+		// starves probes now and then, and Lifeguard's longer suspicions
+		// let them be refuted.
+		SuspicionMaxTimeoutMult: 6,
+		TCPTimeout:              time.Second,
 	}
 	return c
 }
@@ -177,8 +240,11 @@ func (c *Config) validate() error {
 			c.RejoinInterval, c.BroadcastTimeout))
 	}
 	if t.ProbeInterval < 0 || t.ProbeTimeout < 0 || t.GossipInterval < 0 || t.PushPullInterval < 0 ||
-		t.TCPTimeout < 0 || t.SuspicionMult < 0 {
+		t.TCPTimeout < 0 || t.SuspicionMult < 0 || t.SuspicionMaxTimeoutMult < 0 {
 		errs = append(errs, fmt.Errorf("gossip timings must not be negative: %+v", *t))
+	} else if t.ProbeTimeout >= t.ProbeInterval {
+		errs = append(errs, fmt.Errorf("gossip probe timeout (%v) must be less than the probe interval (%v)",
+			t.ProbeTimeout, t.ProbeInterval))
 	}
 	if err := c.Ring.Validate(); err != nil {
 		errs = append(errs, err)
@@ -238,6 +304,9 @@ func (c *Config) fill(d Config) {
 	}
 	if t.SuspicionMult == 0 {
 		t.SuspicionMult = dt.SuspicionMult
+	}
+	if t.SuspicionMaxTimeoutMult == 0 {
+		t.SuspicionMaxTimeoutMult = dt.SuspicionMaxTimeoutMult
 	}
 }
 

@@ -20,6 +20,9 @@ type memberDelegate struct {
 	meta        *localMeta
 	rs          *ringState
 	fingerprint string // this node's ring.Config.Fingerprint
+	// suspects, when set, forgets a member's failed probes when it joins
+	// (again: after it was declared dead, as when a partition heals).
+	suspects *suspectSet
 }
 
 var (
@@ -45,7 +48,12 @@ func (memberDelegate) LocalState(bool) []byte          { return nil }
 func (memberDelegate) MergeRemoteState([]byte, bool)   {}
 
 // NotifyJoin, NotifyLeave and NotifyUpdate hand a copy of the event to the ring goroutine.
-func (d memberDelegate) NotifyJoin(n *memberlist.Node)   { d.rs.push(copyEvent(eventJoin, n)) }
+func (d memberDelegate) NotifyJoin(n *memberlist.Node) {
+	if d.suspects != nil {
+		d.suspects.probeAnswered(n.Name)
+	}
+	d.rs.push(copyEvent(eventJoin, n))
+}
 func (d memberDelegate) NotifyLeave(n *memberlist.Node)  { d.rs.push(copyEvent(eventLeave, n)) }
 func (d memberDelegate) NotifyUpdate(n *memberlist.Node) { d.rs.push(copyEvent(eventUpdate, n)) }
 

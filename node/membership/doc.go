@@ -12,6 +12,9 @@
 //   - The member table (who is alive, dead or left, and each member's own
 //     state) and the node metadata this node gossips (meta.go: id, gRPC and
 //     admin addresses, state, boot time, ring fingerprint).
+//   - Which members gossip may hold down before they are declared dead
+//     (suspect.go: this node's failed probes, read from memberlist's log
+//     lines and its ping delegate, since memberlist exports no suspicion).
 //
 // # Contract
 //
@@ -20,7 +23,7 @@
 //     announces Leaving, leaves and shuts gossip down.
 //   - memberlist's callbacks (delegate.go) never block: they copy what they keep
 //     and hand it to the ring goroutine.
-//   - Ring never blocks and never returns nil. A ring is rebuilt only when its
+//   - Ring and Suspect never block; Ring never returns nil. A ring is rebuilt only when its
 //     member list changes; each rebuild gets the next epoch (local to the node).
 //   - Peers whose ring settings differ are refused, and each refusal is logged
 //     once.

@@ -11,7 +11,13 @@ import (
 // cluster where nodes come and go, so they become Warn; [WARN] becomes Info; [INFO] and [DEBUG] become Debug.
 // Lines about a refused peer become Debug too: memberlist repeats them every gossip round, and the ring
 // goroutine logs each refusal once, at Error.
-type memberlistLog struct{ log *slog.Logger }
+//
+// A line saying this node's probe of a member failed is also passed to suspect (if set), with the member's
+// name and the time: the only sign memberlist gives of a suspicion (suspect.go).
+type memberlistLog struct {
+	log     *slog.Logger
+	suspect func(name string)
+}
 
 func (w memberlistLog) Write(p []byte) (int, error) {
 	line := strings.TrimSpace(string(p))
@@ -29,6 +35,9 @@ func (w memberlistLog) Write(p []byte) (int, error) {
 		}
 	}
 	line = strings.TrimPrefix(line, "memberlist: ")
+	if name, ok := suspectedIn(line); ok && w.suspect != nil {
+		w.suspect(name)
+	}
 	if strings.Contains(line, errPeerRefused.Error()) {
 		level = slog.LevelDebug
 	}

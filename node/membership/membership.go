@@ -38,6 +38,8 @@ type Membership struct {
 	ml   atomic.Pointer[memberlist.Memberlist] // set by start
 	addr atomic.Pointer[string]                // advertised gossip address, set by start
 
+	suspects suspectSet // members gossip does not hold alive (Suspect)
+
 	lifeMu   sync.Mutex // serialises start, setState and close; guards the fields below
 	started  bool
 	closed   bool
@@ -66,6 +68,7 @@ func New(cfg Config) (*Membership, error) {
 		return nil, fmt.Errorf("invalid membership configuration: %w", err)
 	}
 	m := &Membership{cfg: cfg, log: cfg.Logger, rs: rs, lost: make(chan struct{}, 1)}
+	m.suspects.lapse = cfg.Timing.longestSuspicion()
 	if err := m.meta.set(nodeMeta{NodeID: cfg.NodeID, GRPCAddr: cfg.GRPCAddr, AdminAddr: cfg.AdminAddr,
 		State: Joining, Fingerprint: cfg.Ring.Fingerprint(), RESPAddr: cfg.RESPAddr}); err != nil {
 		return nil, fmt.Errorf("invalid membership configuration: %w", err)
@@ -107,15 +110,12 @@ func (m *Membership) Start(ctx context.Context) error {
 	mc.BindPort = int(bind.Port())
 	mc.AdvertiseAddr = advIP.String()
 	mc.AdvertisePort = int(cmp.Or(advPort, bind.Port()))
-	mc.ProbeInterval = m.cfg.Timing.ProbeInterval
-	mc.ProbeTimeout = m.cfg.Timing.ProbeTimeout
-	mc.GossipInterval = m.cfg.Timing.GossipInterval
-	mc.PushPullInterval = m.cfg.Timing.PushPullInterval
-	mc.SuspicionMult = m.cfg.Timing.SuspicionMult
-	mc.TCPTimeout = m.cfg.Timing.TCPTimeout
-	d := memberDelegate{meta: &m.meta, rs: m.rs, fingerprint: m.cfg.Ring.Fingerprint()}
+	m.cfg.Timing.apply(mc)
+	d := memberDelegate{meta: &m.meta, rs: m.rs, fingerprint: m.cfg.Ring.Fingerprint(), suspects: &m.suspects}
 	mc.Delegate, mc.Events, mc.Alive, mc.Merge = d, d, d, d
-	mc.Logger = log.New(newKeyErrorLog(m.log, memberlistLog{m.log.With("source", "memberlist")}), "", 0)
+	suspect := func(name string) { m.suspects.probeFailed(name, m.cfg.Now()) }
+	mc.Logger = log.New(newKeyErrorLog(m.log, memberlistLog{m.log.With("source", "memberlist"), suspect}), "", 0)
+	mc.Ping = pingDelegate{&m.suspects}
 	if mc.Keyring, err = newKeyring(m.cfg.Keys); err != nil {
 		return fmt.Errorf("cannot start gossip: %w", err)
 	}

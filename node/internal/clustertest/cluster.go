@@ -18,10 +18,25 @@ type Cluster struct {
 	ring      atomic.Pointer[ring.Ring]
 	unsettled atomic.Bool
 	draining  sync.Map // node id → struct{}
+	suspect   sync.Map // node id → struct{}
 	// onChange are told of every ring swap (old, new), as a node's
 	// membership tells its coordinator.
 	mu       sync.Mutex
 	onChange []func(old, r *ring.Ring)
+}
+
+// Suspect reports whether gossip suspects member id (SetSuspect); every
+// node sees the same.
+func (c *Cluster) Suspect(id string) bool { _, ok := c.suspect.Load(id); return ok }
+
+// SetSuspect makes every node's gossip suspect member id (on) or hold it
+// alive again, as memberlist does when its probes fail or it refutes.
+func (c *Cluster) SetSuspect(id string, on bool) {
+	if on {
+		c.suspect.Store(id, struct{}{})
+	} else {
+		c.suspect.Delete(id)
+	}
 }
 
 // NewCluster returns a Cluster with no ring yet and a healthy Network.

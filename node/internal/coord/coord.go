@@ -55,6 +55,12 @@ type Config struct {
 	// an owner; writes go to the next owners, reads ask both). Optional: nil
 	// means no member drains. It must not block.
 	Draining func(id string) bool
+	// Suspect reports whether gossip may hold a member down: suspected (a
+	// probe of it failed and it has not answered one since), or declared
+	// dead while the ring still lists it. A write stops waiting for such an
+	// owner (suspect.go).
+	// Optional: nil means gossip is never asked. It must not block.
+	Suspect func(id string) bool
 	// IdleTimeout ends a put whose engine sends no message for this long,
 	// before its begin message or in its data phase (its staged chunks are
 	// aborted). 0: no limit.

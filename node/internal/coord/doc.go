@@ -20,12 +20,13 @@
 //
 //   - The connections to peers (peers.go), made on first use, closed when a
 //     peer leaves the ring (RingChanged) and on Close.
-//   - Goroutines within a call: one per owner while a phase fans out, all
-//     waited for before the call returns. The one exception is a put's
-//     receiver of the engine's messages (idle.go: its begin message and its
-//     frames): a put abandoned for idleness or a slow stream returns without
-//     it, it ends when gRPC cancels the stream, and Close waits for it (none
-//     starts once Close has begun).
+//   - Goroutines within a call: one per owner while a phase fans out, and
+//     one per write that cuts the sessions of owners gossip suspects
+//     (suspect.go), all waited for before the call returns. The one
+//     exception is a put's receiver of the engine's messages (idle.go: its
+//     begin message and its frames): a put abandoned for idleness or a slow
+//     stream returns without it, it ends when gRPC cancels the stream, and
+//     Close waits for it (none starts once Close has begun).
 //   - Who each call is for (package tenant): it passes the engine's name to
 //     the owners in its Peer calls, so that each owner charges the engine's
 //     share of its staged and pinned bytes, not the coordinator's.

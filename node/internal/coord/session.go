@@ -39,12 +39,13 @@ type putSession interface {
 // sessionOpener opens the session of a write with owner m: in process for
 // this node (slot, when set, may give a chunk its slot complete: a
 // publish's blob), over the Peer service for a peer (spread marks the
-// chunks as spread copies). A field of the Coordinator, so that tests of
-// the write can put fake owners in its place.
-type sessionOpener func(m ring.Member, slot owner.SlotFunc, spread spreadMark) (putSession, error)
+// chunks as spread copies). life bounds everything the session waits for
+// (its end cuts the session: see suspect.go). A field of the Coordinator,
+// so that tests of the write can put fake owners in its place.
+type sessionOpener func(life context.Context, m ring.Member, slot owner.SlotFunc, spread spreadMark) (putSession, error)
 
 // openSession is the Coordinator's sessionOpener.
-func (c *Coordinator) openSession(m ring.Member, slot owner.SlotFunc, spread spreadMark) (putSession, error) {
+func (c *Coordinator) openSession(life context.Context, m ring.Member, slot owner.SlotFunc, spread spreadMark) (putSession, error) {
 	if m.ID == c.cfg.Self {
 		return &localSession{o: c.local, slot: slot}, nil
 	}
@@ -52,7 +53,7 @@ func (c *Coordinator) openSession(m ring.Member, slot owner.SlotFunc, spread spr
 	if err != nil {
 		return nil, err
 	}
-	return &remoteSession{c: pc, caller: c.caller(), timeout: c.cfg.PeerTimeout, spread: spread}, nil
+	return &remoteSession{c: pc, caller: c.caller(), timeout: c.cfg.PeerTimeout, spread: spread, life: life}, nil
 }
 
 // spreadMark is what a prepare says of spread copies (zero: an ordinary
@@ -107,6 +108,9 @@ type remoteSession struct {
 	timeout time.Duration
 	// spread marks the chunks as spread copies of hot groups (Copy).
 	spread spreadMark
+	// life ends the stream and a commit in flight whenever it ends (the
+	// owner is suspected by gossip, or the write is over).
+	life context.Context
 }
 
 // watch cancels the session's stream if the step that called it takes
@@ -121,6 +125,7 @@ func (s *remoteSession) begin(ctx context.Context, ref *kvringv1.NamespaceRef, c
 	sctx, cancel := context.WithCancel(tenant.Outgoing(context.WithoutCancel(ctx)))
 	s.cancel = cancel
 	s.unfollow = context.AfterFunc(ctx, cancel)
+	context.AfterFunc(s.life, cancel) // ends with the write at the latest
 	defer s.watch()()
 	stream, err := s.c.Prepare(sctx)
 	if err != nil {
@@ -197,6 +202,7 @@ func (s *remoteSession) finish() ([]*kvringv1.ChunkVote, error) {
 func (s *remoteSession) commit(ctx context.Context, ref *kvringv1.NamespaceRef, chunks []*kvringv1.StagedChunk) ([]*kvringv1.CommitResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
+	defer context.AfterFunc(s.life, cancel)()
 	resp, err := s.c.Commit(ctx, &kvringv1.CommitRequest{Caller: s.caller, Namespace: ref, Chunks: chunks})
 	if err != nil {
 		return nil, transfer.FromStatus(err)

@@ -1,6 +1,7 @@
 package coord
 
 import (
+	"context"
 	"fmt"
 	"sync"
 
@@ -35,6 +36,10 @@ type ownerShare struct {
 	failed  error             // the owner became unreachable or broke the protocol
 	cause   error             // failed's cause, unwrapped
 	holder  *kvringv1.NodeRef // the member as a result's holder (holderRef)
+	// life is the lifetime of the owner's sessions: cut (by the suspect
+	// watch, from any goroutine) ends whatever the session is waiting for.
+	life context.Context
+	cut  context.CancelCauseFunc
 }
 
 // holderRef is the member as a chunk result's holder, one message for every
@@ -46,10 +51,13 @@ func (s *ownerShare) holderRef() *kvringv1.NodeRef {
 	return s.holder
 }
 
+// newOwnerShare returns member m's empty share; its life ends with cut
+// (closeSessions cuts it when the write ends).
 func newOwnerShare(m ring.Member, self string) *ownerShare {
+	life, cut := context.WithCancelCause(context.Background())
 	return &ownerShare{member: m, remote: m.ID != self, toShare: map[uint32]uint32{}, need: map[uint32]bool{},
 		votes: map[uint32]*kvringv1.ChunkVote{}, sent: map[uint32]uint64{}, sealed: map[uint32]bool{}, tokens: map[uint32]uint64{},
-		inPlace: map[uint32]bool{}}
+		inPlace: map[uint32]bool{}, life: life, cut: cut}
 }
 
 // add appends the chunk at batch index i to the share.
@@ -59,8 +67,13 @@ func (s *ownerShare) add(i uint32, ch *kvringv1.ChunkRef) {
 	s.chunks = append(s.chunks, ch)
 }
 
-// fail records the first failure of the owner; later ones are ignored.
+// fail records the first failure of the owner; later ones are ignored. A
+// session cut because gossip suspects the owner fails with errSuspect,
+// whatever error the cut surfaced as.
 func (s *ownerShare) fail(err error) {
+	if s.cutBySuspicion() {
+		err = errSuspect
+	}
 	if s.failed == nil {
 		s.failed = fmt.Errorf("node %s (%s): %w", s.member.ID, s.member.Addr, err)
 		s.cause = err

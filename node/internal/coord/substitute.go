@@ -11,7 +11,8 @@ import (
 // Writes while an owner is unreachable (down, not yet declared dead by
 // gossip): the chunks of an owner whose prepare failed because it could not
 // be reached go to the next member in their key's ring order that is not
-// already an owner of theirs, does not drain and is not known to be down —
+// already an owner of theirs, does not drain, is not known to be down and
+// is not suspected by gossip (suspect.go) —
 // the member gossip will make their owner once it declares the dead one
 // dead. Their results name the real holders. Reads find them there
 // meanwhile: readOwners adds the same substitutes for owners known down.
@@ -47,11 +48,11 @@ func (tx *writeTx) substitute(ctx context.Context, rg *ring.Ring) {
 }
 
 // substituteFor returns the first member in key's ring order that is none
-// of owners, does not drain and is not known to be down.
+// of owners, does not drain, is not known to be down and is not suspected.
 func (c *Coordinator) substituteFor(rg *ring.Ring, ns string, key []byte, owners []*ownerShare) (ring.Member, bool) {
 	for _, m := range rg.Owners(ns, key, rg.Len()) {
 		taken := slices.ContainsFunc(owners, func(s *ownerShare) bool { return s.member.ID == m.ID })
-		if taken || (c.cfg.Draining != nil && c.cfg.Draining(m.ID)) || c.peers.isDown(m.ID) {
+		if taken || (c.cfg.Draining != nil && c.cfg.Draining(m.ID)) || c.peers.isDown(m.ID) || c.suspected(m.ID) {
 			continue
 		}
 		return m, true

@@ -61,6 +61,8 @@ type writeTx struct {
 	deferred []uint32               // batch indexes another writer was staging on some owner
 	sinks    map[uint32]*fanoutSink
 	gate     sinkGate // closed when the write is given up (a put abandoned for idleness)
+	// watch cuts the sessions of owners gossip suspects (suspect.go).
+	watch suspectWatch
 }
 
 // run drives the write's phases and returns the results decided at plan
@@ -70,6 +72,7 @@ type writeTx struct {
 // it returns.
 func (tx *writeTx) run(ctx context.Context) ([]*kvringv1.PutChunkResult, error) {
 	defer tx.closeSessions()
+	defer tx.watch.stop()
 	tx.prepareShares(ctx, tx.shares)
 	if tx.onRing {
 		tx.substitute(ctx, tx.ring)
@@ -128,7 +131,7 @@ func (tx *writeTx) begin(ctx context.Context, s *ownerShare) ([]uint32, []*kvrin
 	if !s.remote {
 		slot = tx.data.slot(tx, s)
 	}
-	sess, err := tx.c.open(s.member, slot, tx.spread)
+	sess, err := tx.c.open(s.life, s.member, slot, tx.spread)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -154,13 +157,20 @@ func (tx *writeTx) runs(s *ownerShare) []*kvringv1.GroupRun {
 }
 
 // prepareShares, phase 1 for the given shares: every owner stages its
-// share and says what it needs.
+// share and says what it needs. An owner gossip suspects is not asked (it
+// fails with errSuspect), and from now on the shares are watched for
+// suspicion until the write ends.
 func (tx *writeTx) prepareShares(ctx context.Context, shares map[string]*ownerShare) {
+	tx.watch.add(tx.c, shares)
 	parallel(shares, func(s *ownerShare) {
+		if tx.c.cutIfSuspected(s) {
+			s.fail(errSuspect)
+			return
+		}
 		var need []uint32
 		var votes []*kvringv1.ChunkVote
 		err := tx.c.taught(ctx, s.member, tx.ref.GetName(), func() (err error) {
-			need, votes, err = tx.begin(ctx, s) // a new session each time
+			need, votes, err = tx.begin(ctx, s) // a new session each time (cut with s.life)
 			return err
 		})
 		if err != nil {
@@ -253,7 +263,7 @@ func (tx *writeTx) commit(ctx context.Context) {
 			return
 		}
 		if s.failed != nil {
-			s.sess.abort(cctx, s.tokenList())
+			s.abort(cctx)
 			return
 		}
 		order := make([]uint32, 0, len(s.tokens))
@@ -272,7 +282,7 @@ func (tx *writeTx) commit(ctx context.Context) {
 			// staged (a token it sealed meanwhile is no longer known
 			// there; the chunk is then held but reported failed, never
 			// the other way round).
-			s.sess.abort(cctx, s.tokenList())
+			s.abort(cctx)
 			return
 		}
 		for k, r := range res {
@@ -299,16 +309,27 @@ func (tx *writeTx) abort() {
 			return
 		}
 		s.sess.close()
-		s.sess.abort(ctx, s.tokenList())
+		s.abort(ctx)
 	})
 }
 
-// closeSessions releases what unfinished sessions hold.
+// closeSessions releases what unfinished sessions hold and ends the
+// shares' lives.
 func (tx *writeTx) closeSessions() {
 	for _, s := range tx.shares {
 		if s.sess != nil {
 			s.sess.close()
 		}
+		s.cut(nil)
+	}
+}
+
+// abort frees what s's owner staged under the tokens this write learnt,
+// unless gossip suspects the owner: waiting for it would hold the write up
+// to ctx's end, and it frees them itself (see suspect.go).
+func (s *ownerShare) abort(ctx context.Context) {
+	if !s.cutBySuspicion() {
+		s.sess.abort(ctx, s.tokenList())
 	}
 }
 

@@ -102,7 +102,7 @@ func fakeWrite(t *testing.T, data []byte, replicas, minReplicas int, owners map[
 	c := New(Config{Self: "self", Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: metrics.New(), Now: time.Now,
 		CommitTimeout: time.Minute, PeerTimeout: time.Minute, MaxBatch: 16})
 	t.Cleanup(c.Close)
-	c.open = func(m ring.Member, _ owner.SlotFunc, _ spreadMark) (putSession, error) {
+	c.open = func(_ context.Context, m ring.Member, _ owner.SlotFunc, _ spreadMark) (putSession, error) {
 		if f := owners[m.ID]; f != nil {
 			return f, nil
 		}
