@@ -18,6 +18,7 @@ import (
 
 	"github.com/hashicorp/memberlist"
 
+	"github.com/kvring/kvring/node/internal/moves"
 	"github.com/kvring/kvring/ring"
 )
 
@@ -66,8 +67,11 @@ func New(cfg Config) (*Membership, error) {
 		return nil, fmt.Errorf("invalid membership configuration: %w", err)
 	}
 	m := &Membership{cfg: cfg, log: cfg.Logger, rs: rs, lost: make(chan struct{}, 1)}
+	// Until its first hand-off pass, the node may hold chunks of any
+	// partition (its catalog from before a restart): readers ask it about all.
+	unknown := moves.Unknown()
 	if err := m.meta.set(nodeMeta{NodeID: cfg.NodeID, GRPCAddr: cfg.GRPCAddr, AdminAddr: cfg.AdminAddr,
-		State: Joining, Fingerprint: cfg.Ring.Fingerprint(), RESPAddr: cfg.RESPAddr}); err != nil {
+		State: Joining, Fingerprint: cfg.Ring.Fingerprint(), RESPAddr: cfg.RESPAddr, Moves: &unknown}); err != nil {
 		return nil, fmt.Errorf("invalid membership configuration: %w", err)
 	}
 	return m, nil
@@ -226,14 +230,16 @@ func (m *Membership) broadcastTimeout(ctx context.Context) time.Duration {
 	return max(t, time.Millisecond)
 }
 
-// SetHandingOff gossips whether this node is moving chunks to their owners:
-// while any member is, every member's reads also ask non-owners (Unsettled).
-// It waits like SetState; before Start or after Close it only changes the
-// metadata.
-func (m *Membership) SetHandingOff(ctx context.Context, on bool) error {
+// SetMoves gossips the node's hand-off summary: the partitions in which it
+// holds chunks it does not own, on the ring the summary names (readers ask
+// it about those partitions besides their owners). It sets the "handing
+// off" flag, which nodes of earlier releases read, when the summary names
+// any partition. It waits like SetState; before Start or after Close it
+// only changes the metadata.
+func (m *Membership) SetMoves(ctx context.Context, s moves.Summary) error {
 	m.lifeMu.Lock()
 	defer m.lifeMu.Unlock()
-	if err := m.meta.update(func(nm *nodeMeta) { nm.HandingOff = on }); err != nil {
+	if err := m.meta.update(func(nm *nodeMeta) { nm.Moves, nm.HandingOff = &s, !s.Empty() }); err != nil {
 		return err
 	}
 	ml := m.ml.Load()
@@ -241,17 +247,24 @@ func (m *Membership) SetHandingOff(ctx context.Context, on bool) error {
 		return nil
 	}
 	if err := ml.UpdateNode(m.broadcastTimeout(ctx)); err != nil {
-		return fmt.Errorf("cannot announce hand-off %v: %w", on, err)
+		return fmt.Errorf("cannot announce the hand-off summary: %w", err)
 	}
 	return nil
 }
+
+// Moves returns what this node knows of the members that may hold chunks
+// of partitions they do not own, on the current ring (see package moves).
+// Never nil, never blocks.
+func (m *Membership) Moves() *moves.View { return m.rs.moves.Load() }
 
 // Ring returns the current ring snapshot: never nil (empty at epoch 0 before Start), never blocks.
 func (m *Membership) Ring() *ring.Ring { return m.rs.ring() }
 
 // Unsettled reports whether reads should also ask non-owners: the ring
 // changed, or this node started, recently (see Config.SettleWindow), or a
-// member is handing chunks off (SetHandingOff).
+// member gossips that it hands chunks off (SetMoves). Reads go by the
+// hand-off summaries instead (Moves); the Redis-protocol port and the status
+// page still use this.
 func (m *Membership) Unsettled() bool { return m.rs.unsettled() }
 
 // Members returns a copy of the members this node knows, sorted by ID, this node included: alive ones, and

@@ -21,8 +21,15 @@ type SlotFunc func(i int, ns string, id store.ID, crc uint32) (*store.Staged, er
 // Those chunks are among the needed indexes it returns (they are voted on
 // and committed like the others, and keep their placement keys like them)
 // but need no frames: frames sent for them are discarded unread.
+//
+// It is this node's own coordinator's prepare, never a spread copy:
+// Config.Placed is told of what it stages.
 func (o *Owner) NewPrepareFrom(ref *kvringv1.NamespaceRef, chunks []*kvringv1.ChunkRef, runs []*kvringv1.GroupRun, slot SlotFunc) (*Prepare, []uint32, []*kvringv1.ChunkVote, error) {
-	return o.newPrepare(ref, chunks, runs, slot)
+	p, need, votes, err := o.newPrepare(ref, chunks, runs, slot)
+	if err == nil {
+		o.notePlaced(p)
+	}
+	return p, need, votes, err
 }
 
 // slotOf stages chunk i: slot's complete slot when it gives one, else a new

@@ -41,6 +41,12 @@ type Config struct {
 	// spreading prepare) and answers their width to lookups. Optional: nil
 	// keeps no records and answers no widths.
 	Spread *spread.Table
+	// Placed is told, as a prepare stages chunks (not spread copies), the
+	// namespace's name and replication and the chunks' ring keys (their
+	// group keys, or ids): the hand-off's summary names the partitions
+	// this node holds chunks of without owning them (handoff.Mover.Placed).
+	// It must not block or keep keys. Optional.
+	Placed func(name string, replicas int, keys [][]byte)
 	// Load counts the peer read calls this node serves (Has, Fetch), for
 	// the load hint its answers carry. Optional: nil counts nothing and
 	// hints 0.

@@ -18,6 +18,11 @@ type Prepare struct {
 	ns     string // store namespace
 	ids    []store.ID
 	keys   [][]byte // placement group key per index (nil: placed by ids)
+	// name, replicas and place are what Config.Placed is told: the
+	// namespace's name and replication, and the staged chunks' ring keys.
+	name     string
+	replicas int
+	place    [][]byte
 	staged map[uint32]*store.Staged
 	asm    *transfer.Assembler
 	done   bool
@@ -66,6 +71,10 @@ func (o *Owner) newPrepare(ref *kvringv1.NamespaceRef, chunks []*kvringv1.ChunkR
 		p.keys = groups.Keys
 	}
 	need, votes := p.stage(chunks, slot)
+	p.name, p.replicas = rec.GetName(), int(max(1, rec.GetReplicationFactor()))
+	for _, i := range need {
+		p.place = append(p.place, groups.Keys[i])
+	}
 	return p, need, votes, nil
 }
 
@@ -99,6 +108,14 @@ func (p *Prepare) stage(chunks []*kvringv1.ChunkRef, slot SlotFunc) (need []uint
 		}
 	}
 	return need, votes
+}
+
+// notePlaced tells Config.Placed where the chunks p staged are placed.
+// Spread copies are not told: their holders keep them as such.
+func (o *Owner) notePlaced(p *Prepare) {
+	if o.cfg.Placed != nil && len(p.place) > 0 {
+		o.cfg.Placed(p.name, p.replicas, p.place)
+	}
 }
 
 // Frame takes one data frame; its bytes are copied into the chunk's slot and
