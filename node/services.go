@@ -45,7 +45,9 @@ type services struct {
 
 // placedHook forwards owner.Config.Placed to a function set once, before
 // the node serves (nil: nobody is told).
-type placedHook struct{ f func(name string, replicas int, keys [][]byte) }
+type placedHook struct {
+	f func(name string, replicas int, keys [][]byte)
+}
 
 func (h *placedHook) call(name string, replicas int, keys [][]byte) {
 	if h.f != nil {

@@ -49,17 +49,17 @@ func (l Liveness) MarshalText() ([]byte, error) { return []byte(l.String()), nil
 
 // Member describes a member as this node last heard of it.
 type Member struct {
-	ID         string    // node id (ring member ID)
-	GRPCAddr   string    // gRPC address (ring member Addr)
-	AdminAddr  string    // admin HTTP address
-	RESPAddr   string    // Redis-protocol address ("": off)
-	State      State     // the member's own state, from its metadata
-	HandingOff bool      // it is moving chunks to their owners (from its metadata)
+	ID         string // node id (ring member ID)
+	GRPCAddr   string // gRPC address (ring member Addr)
+	AdminAddr  string // admin HTTP address
+	RESPAddr   string // Redis-protocol address ("": off)
+	State      State  // the member's own state, from its metadata
+	HandingOff bool   // it is moving chunks to their owners (from its metadata)
 	// Moves is its hand-off summary (nil: it gossips none, an earlier
 	// release).
-	Moves *moves.Summary `json:"-"`
-	BootTime   time.Time // when the member started gossiping
-	GossipAddr string    // host:port of its gossip
+	Moves      *moves.Summary `json:"-"`
+	BootTime   time.Time      // when the member started gossiping
+	GossipAddr string         // host:port of its gossip
 	Liveness   Liveness
 	Since      time.Time // when this node last saw it join, change or leave
 	// Forgotten: an operator removed it from this node's ring

@@ -137,12 +137,12 @@ type lookupTx struct {
 	unsettled bool
 	// moves names the members besides its owners that may hold an id's
 	// chunk (nil: nobody), as of now.
-	moves *moves.View
-	now   time.Time
-	pin       *kvringv1.LeasePin
-	held      []bool
-	asked     map[string]bool
-	pinned    map[string]*pinnedOn
+	moves  *moves.View
+	now    time.Time
+	pin    *kvringv1.LeasePin
+	held   []bool
+	asked  map[string]bool
+	pinned map[string]*pinnedOn
 }
 
 // pinnedOn is what one node pinned under the lookup's lease.

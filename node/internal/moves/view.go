@@ -43,10 +43,10 @@ type mover struct {
 type moverKind uint8
 
 const (
-	kindAll     moverKind = iota + 1 // every partition
-	kindLegacy                       // every partition while handing off or within the window
-	kindRanges                       // the summary's partitions
-	kindBefore                       // the summary's partitions and those m owned in before
+	kindAll    moverKind = iota + 1 // every partition
+	kindLegacy                      // every partition while handing off or within the window
+	kindRanges                      // the summary's partitions
+	kindBefore                      // the summary's partitions and those m owned in before
 	kindLegacyHandingOff
 )
 

@@ -14,18 +14,18 @@ import (
 // coordinator's in-process session both drive it. Not safe for concurrent
 // use: it belongs to the goroutine that receives the batch's frames.
 type Prepare struct {
-	st     Store
-	ns     string // store namespace
-	ids    []store.ID
-	keys   [][]byte // placement group key per index (nil: placed by ids)
+	st   Store
+	ns   string // store namespace
+	ids  []store.ID
+	keys [][]byte // placement group key per index (nil: placed by ids)
 	// name, replicas and place are what Config.Placed is told: the
 	// namespace's name and replication, and the staged chunks' ring keys.
 	name     string
 	replicas int
 	place    [][]byte
-	staged map[uint32]*store.Staged
-	asm    *transfer.Assembler
-	done   bool
+	staged   map[uint32]*store.Staged
+	asm      *transfer.Assembler
+	done     bool
 	// caller is who may commit or abort the chunks this prepare stages
 	// (see Owner.Commit): the remote address of the Peer connection, or ""
 	// for this node's own coordinator in process.
