@@ -230,7 +230,8 @@ func (n *Node) wire(p *nodeParts, mcfg membership.Config) (err error) {
 		Log: n.cfg.Logger.With("component", "handoff")})
 	p.svc.placed.f = p.mover.Placed
 	p.unmetrics, err = registerAll(n.cfg.Registerer, append(nodeCollectors(p.svc, p.store, p.member.Members, p.member.Ring),
-		slices.Concat(p.mover.Collectors(), spreadCollectors(p.svc), diskCollectors(p), p.guard.Collectors())...)...)
+		slices.Concat(p.mover.Collectors(), spreadCollectors(p.svc), diskCollectors(p), p.guard.Collectors(),
+			movesCollectors(p.member, p.mover, mcfg.Ring.PartitionCount))...)...)
 	return err
 }
 

@@ -37,6 +37,9 @@ type Membership struct {
 	meta localMeta
 	rs   *ringState
 	ml   atomic.Pointer[memberlist.Memberlist] // set by start
+	// gossipBytes counts the gossip bytes this node put on the wire
+	// (countingTransport).
+	gossipBytes atomic.Uint64
 	addr atomic.Pointer[string]                // advertised gossip address, set by start
 
 	lifeMu   sync.Mutex // serialises start, setState and close; guards the fields below
@@ -124,6 +127,15 @@ func (m *Membership) Start(ctx context.Context) error {
 		return fmt.Errorf("cannot start gossip: %w", err)
 	}
 	mc.LogOutput = nil
+	tr, err := newCountingTransport(mc.BindAddr, mc.BindPort, mc.Logger, &m.gossipBytes)
+	if err != nil {
+		return fmt.Errorf("cannot start gossip on %q: %w", m.cfg.GossipAddr, err)
+	}
+	if mc.BindPort == 0 { // as memberlist.Create does for the transport it makes
+		mc.BindPort = tr.GetAutoBindPort()
+		mc.AdvertisePort = mc.BindPort
+	}
+	mc.Transport = tr
 
 	m.rs.rebuildMu.Lock()
 	m.rs.onChange = m.cfg.OnRingChange
@@ -229,6 +241,11 @@ func (m *Membership) broadcastTimeout(ctx context.Context) time.Duration {
 	}
 	return max(t, time.Millisecond)
 }
+
+// GossipBytes returns the gossip bytes this node has put on the wire since
+// Start: the packets it sent and both directions of the streams it opened
+// (summed over the members, each byte once). Never blocks.
+func (m *Membership) GossipBytes() uint64 { return m.gossipBytes.Load() }
 
 // SetMoves gossips the node's hand-off summary: the partitions in which it
 // holds chunks it does not own, on the ring the summary names (readers ask
