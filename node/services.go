@@ -46,12 +46,12 @@ type services struct {
 // placedHook forwards owner.Config.Placed to a function set once, before
 // the node serves (nil: nobody is told).
 type placedHook struct {
-	f func(name string, replicas int, keys [][]byte)
+	f func(name, ns string, replicas int, keys [][]byte, ids []store.ID)
 }
 
-func (h *placedHook) call(name string, replicas int, keys [][]byte) {
+func (h *placedHook) call(name, ns string, replicas int, keys [][]byte, ids []store.ID) {
 	if h.f != nil {
-		h.f(name, replicas, keys)
+		h.f(name, ns, replicas, keys, ids)
 	}
 }
 

@@ -40,7 +40,7 @@ type Membership struct {
 	// gossipBytes counts the gossip bytes this node put on the wire
 	// (countingTransport).
 	gossipBytes atomic.Uint64
-	addr atomic.Pointer[string]                // advertised gossip address, set by start
+	addr        atomic.Pointer[string] // advertised gossip address, set by start
 
 	lifeMu   sync.Mutex // serialises start, setState and close; guards the fields below
 	started  bool

@@ -37,7 +37,7 @@ type Mover struct {
 func New(cfg Config) *Mover {
 	cfg.setDefaults()
 	return &Mover{cfg: cfg, kick: make(chan struct{}, 1), pub: make(chan struct{}, 1),
-		sum:  summaryState{recent: map[placedKey]time.Time{}},
+		sum:  summaryState{recent: map[placedKey]*placed{}},
 		pace: pacer{rate: cfg.Rate, now: cfg.Now, sleep: cfg.Sleep}}
 }
 

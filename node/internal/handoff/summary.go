@@ -8,6 +8,7 @@ import (
 
 	"github.com/kvring/kvring/node/internal/moves"
 	"github.com/kvring/kvring/ring"
+	"github.com/kvring/kvring/store"
 )
 
 // The hand-off summary. Readers ask this node about a partition it does not
@@ -18,29 +19,58 @@ import (
 //   - a pass names the partitions of the misplaced chunks it lists (plan)
 //     and, when it ends, of those it could not hand off;
 //   - a write staged here (Placed) names its partitions at once when this
-//     node owns none of them in S, and is remembered for placedGrace: a
-//     write staged before a pass listed the store may seal after the listing,
-//     so the pass names its partitions too when they are not this node's on
-//     the pass's ring.
+//     node owns none of them in S, and is remembered: a write staged before
+//     a pass listed the store may seal after the listing, so the pass names
+//     its partitions too when they are not this node's on the pass's ring
+//     and its chunks are staged or held here.
 //
 // Until the first pass the summary is moves.Unknown (this node's catalog
 // may hold anything). A summary only shrinks after a pass evicted what it no
 // longer names (the owners hold those chunks then).
 
-// placedGrace is how long a staged write is remembered: longer than a stage
-// lease (30 s by default), after which it has sealed or been freed.
+// placedGrace is how long a staged write whose partition this node owns is
+// remembered: longer than a stage lease (30 s by default), after which it
+// has sealed or been freed. One whose partition it does not own is
+// remembered while its chunks are staged or held here.
 const placedGrace = 45 * time.Second
+
+// maxPlacedIDs is how many chunks a remembered write keeps per partition;
+// past that it is remembered for placedGrace whatever happens to them.
+const maxPlacedIDs = 16
 
 // placedKey is a partition and the replication a chunk of it was written
 // with (whether this node owns it depends on both).
 type placedKey struct{ part, replicas int }
+
+// placed is what is remembered of the writes of one placedKey.
+type placed struct {
+	at   time.Time // the last
+	ids  []chunkRef
+	many bool // more than maxPlacedIDs chunks
+}
+
+// chunkRef names a chunk: its store namespace and id.
+type chunkRef struct {
+	ns string
+	id store.ID
+}
+
+// live reports whether some of the chunks are staged or held in st.
+func (p *placed) live(st Store) bool {
+	for _, c := range p.ids {
+		if st.Staging(c.ns, c.id) || st.Contains(c.ns, c.id) {
+			return true
+		}
+	}
+	return false
+}
 
 // summaryState is the summary this node gossips and what it is built from.
 // Guarded by Mover.sumMu.
 type summaryState struct {
 	ring   *ring.Ring // the ring of the last pass's plan; nil: none yet
 	parts  map[int]bool
-	recent map[placedKey]time.Time // writes staged lately
+	recent map[placedKey]*placed // writes staged lately
 }
 
 // owns reports whether self is among the r owners of partition p on rg.
@@ -48,11 +78,12 @@ func owns(rg *ring.Ring, p, r int, self string) bool {
 	return slices.ContainsFunc(rg.PartitionOwners(p, r), func(o ring.Member) bool { return o.ID == self })
 }
 
-// Placed tells the Mover that a write of chunks of namespace name placed by
-// keys, with replication r, was staged here (not spread copies). It never
-// blocks: a partition the summary did not name is gossiped by the publish
-// goroutine. Safe for concurrent use.
-func (m *Mover) Placed(name string, r int, keys [][]byte) {
+// Placed tells the Mover that a write of chunks ids of namespace name
+// (store namespace ns) placed by keys, with replication r, was staged here
+// (not spread copies). It keeps neither slice. It never blocks: a partition
+// the summary did not name is gossiped by the publish goroutine. Safe for
+// concurrent use.
+func (m *Mover) Placed(name, ns string, r int, keys [][]byte, ids []store.ID) {
 	rg := m.cfg.Ring()
 	if rg == nil || rg.Len() == 0 {
 		return
@@ -60,9 +91,19 @@ func (m *Mover) Placed(name string, r int, keys [][]byte) {
 	now := m.cfg.Now()
 	added := false
 	m.sumMu.Lock()
-	for _, k := range keys {
+	for i, k := range keys {
 		p := rg.Partition(name, k)
-		m.sum.recent[placedKey{p, r}] = now
+		e := m.sum.recent[placedKey{p, r}]
+		if e == nil {
+			e = &placed{}
+			m.sum.recent[placedKey{p, r}] = e
+		}
+		e.at = now
+		if len(e.ids) < maxPlacedIDs {
+			e.ids = append(e.ids, chunkRef{ns, ids[i]})
+		} else {
+			e.many = true
+		}
 		if s := m.sum.ring; s != nil && !m.sum.parts[p] && !owns(s, p, r, m.cfg.Self) {
 			m.sum.parts[p] = true
 			added = true
@@ -77,8 +118,10 @@ func (m *Mover) Placed(name string, r int, keys [][]byte) {
 	}
 }
 
-// planned makes the summary name parts on rg, and the partitions of writes
-// staged since listed-placedGrace that this node does not own on rg.
+// planned makes the summary name parts on rg, and the partitions of the
+// writes remembered (Placed) that this node does not own on rg while their
+// chunks are staged or held here: a write staged before a pass listed the
+// store may seal after the listing.
 func (m *Mover) planned(rg *ring.Ring, parts []int, listed time.Time) {
 	set := make(map[int]bool, len(parts))
 	for _, p := range parts {
@@ -87,12 +130,16 @@ func (m *Mover) planned(rg *ring.Ring, parts []int, listed time.Time) {
 	cutoff := listed.Add(-placedGrace)
 	m.sumMu.Lock()
 	defer m.sumMu.Unlock()
-	for k, t := range m.sum.recent {
+	for k, e := range m.sum.recent {
 		switch {
-		case t.Before(cutoff):
-			delete(m.sum.recent, k)
-		case !set[k.part] && !owns(rg, k.part, k.replicas, m.cfg.Self):
+		case owns(rg, k.part, k.replicas, m.cfg.Self):
+			if e.at.Before(cutoff) {
+				delete(m.sum.recent, k)
+			}
+		case e.live(m.cfg.Store) || e.many && !e.at.Before(cutoff):
 			set[k.part] = true
+		default:
+			delete(m.sum.recent, k) // handed off, evicted or never sealed
 		}
 	}
 	m.sum.ring, m.sum.parts = rg, set

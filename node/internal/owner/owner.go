@@ -42,11 +42,12 @@ type Config struct {
 	// keeps no records and answers no widths.
 	Spread *spread.Table
 	// Placed is told, as a prepare stages chunks (not spread copies), the
-	// namespace's name and replication and the chunks' ring keys (their
-	// group keys, or ids): the hand-off's summary names the partitions
-	// this node holds chunks of without owning them (handoff.Mover.Placed).
-	// It must not block or keep keys. Optional.
-	Placed func(name string, replicas int, keys [][]byte)
+	// namespace's name, store name and replication, the chunks' ring keys
+	// (their group keys, or ids) and their ids: the hand-off's summary
+	// names the partitions this node holds chunks of without owning them
+	// (handoff.Mover.Placed). It must not block or keep the slices.
+	// Optional.
+	Placed func(name, ns string, replicas int, keys [][]byte, ids []store.ID)
 	// Load counts the peer read calls this node serves (Has, Fetch), for
 	// the load hint its answers carry. Optional: nil counts nothing and
 	// hints 0.

@@ -23,6 +23,7 @@ type Prepare struct {
 	name     string
 	replicas int
 	place    [][]byte
+	placeIDs []store.ID
 	staged   map[uint32]*store.Staged
 	asm      *transfer.Assembler
 	done     bool
@@ -74,6 +75,7 @@ func (o *Owner) newPrepare(ref *kvringv1.NamespaceRef, chunks []*kvringv1.ChunkR
 	p.name, p.replicas = rec.GetName(), int(max(1, rec.GetReplicationFactor()))
 	for _, i := range need {
 		p.place = append(p.place, groups.Keys[i])
+		p.placeIDs = append(p.placeIDs, ids[i])
 	}
 	return p, need, votes, nil
 }
@@ -114,7 +116,7 @@ func (p *Prepare) stage(chunks []*kvringv1.ChunkRef, slot SlotFunc) (need []uint
 // Spread copies are not told: their holders keep them as such.
 func (o *Owner) notePlaced(p *Prepare) {
 	if o.cfg.Placed != nil && len(p.place) > 0 {
-		o.cfg.Placed(p.name, p.replicas, p.place)
+		o.cfg.Placed(p.name, p.ns, p.replicas, p.place, p.placeIDs)
 	}
 }
 
