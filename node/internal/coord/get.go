@@ -147,7 +147,7 @@ func (c *Coordinator) beginGet(req *kvringv1.GetRequest, stream grpc.ServerStrea
 		start := len(owners)
 		owners = c.appendReadOwners(owners, rg, rec.GetName(), pl.keys[i], replicas)
 		n := len(owners)
-		owners = view.Extra(owners, rg, rec.GetName(), pl.keys[i], replicas, now)
+		owners = view.Extra(owners, start, rg, rec.GetName(), pl.keys[i], replicas, now)
 		g.owners[i] = owners[start:n:n]
 		switch pk := picks.of(pl.keys[i]); {
 		case unsettled || len(owners) > n:

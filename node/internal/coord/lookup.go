@@ -265,7 +265,7 @@ func (tx *lookupTx) wave(ctx context.Context, lo, hi int) {
 		}
 		owners = tx.c.appendReadOwners(owners[:0], tx.rg, tx.ns, tx.place.keys[i], tx.replicas)
 		n := len(owners)
-		if owners = tx.moves.Extra(owners, tx.rg, tx.ns, tx.place.keys[i], tx.replicas, tx.now); len(owners) > n {
+		if owners = tx.moves.Extra(owners, 0, tx.rg, tx.ns, tx.place.keys[i], tx.replicas, tx.now); len(owners) > n {
 			addToPlans(plans, owners, i, tx.ids[i], tx.key(i), room)
 			wide = append(wide, i)
 			continue

@@ -102,25 +102,25 @@ func (v *View) Movers() int {
 	return len(v.movers)
 }
 
-// Extra appends to dst the members of rg, besides those already in dst (a
+// Extra appends to dst the members of rg, besides those in dst[start:] (a
 // chunk's owners), that may hold a chunk of namespace ns placed by key with
 // replication r, as of now. A nil view adds nobody. A view built on another
 // ring than rg (the ring changed between the two reads of a caller) adds
 // every member of rg: what they hold is not known on rg.
-func (v *View) Extra(dst []ring.Member, rg *ring.Ring, ns string, key []byte, r int, now time.Time) []ring.Member {
+func (v *View) Extra(dst []ring.Member, start int, rg *ring.Ring, ns string, key []byte, r int, now time.Time) []ring.Member {
 	if v == nil || len(v.movers) == 0 && rg == v.ring {
 		return dst
 	}
 	if rg != v.ring && (rg == nil || RingHash(rg) != v.hash) {
 		for _, m := range rg.Members() {
-			dst = appendNew(dst, m)
+			dst = appendNew(dst, start, m)
 		}
 		return dst
 	}
 	p := rg.Partition(ns, key)
 	for i := range v.movers {
 		if mv := &v.movers[i]; mv.mayHold(p, r, now, v.legacyUntil) {
-			dst = appendNew(dst, mv.m)
+			dst = appendNew(dst, start, mv.m)
 		}
 	}
 	return dst
@@ -140,9 +140,9 @@ func (mv *mover) mayHold(p, r int, now, legacyUntil time.Time) bool {
 	return true // kindAll, kindLegacyHandingOff
 }
 
-// appendNew appends m to dst unless dst lists it.
-func appendNew(dst []ring.Member, m ring.Member) []ring.Member {
-	if slices.ContainsFunc(dst, func(o ring.Member) bool { return o.ID == m.ID }) {
+// appendNew appends m to dst unless dst[start:] lists it.
+func appendNew(dst []ring.Member, start int, m ring.Member) []ring.Member {
+	if slices.ContainsFunc(dst[start:], func(o ring.Member) bool { return o.ID == m.ID }) {
 		return dst
 	}
 	return append(dst, m)
