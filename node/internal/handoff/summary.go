@@ -22,21 +22,22 @@ import (
 //     node owns none of them in S, and is remembered: a write staged before
 //     a pass listed the store may seal after the listing, so the pass names
 //     its partitions too when they are not this node's on the pass's ring
-//     and its chunks are staged or held here.
+//     and its chunks are staged or held here; a chunk is forgotten once a
+//     listing started after it was found no longer staged.
 //
 // Until the first pass the summary is moves.Unknown (this node's catalog
 // may hold anything). A summary only shrinks after a pass evicted what it no
 // longer names (the owners hold those chunks then).
 
-// placedGrace is how long a staged write whose partition this node owns is
-// remembered: longer than a stage lease (30 s by default), after which it
-// has sealed or been freed. One whose partition it does not own is
-// remembered while its chunks are staged or held here.
+// placedGrace is how long a partition whose writes overflowed
+// maxPlacedIDs is named after its last write, when this node does not own
+// it: longer than a stage lease (30 s by default), after which every write
+// has sealed or been freed.
 const placedGrace = 45 * time.Second
 
-// maxPlacedIDs is how many chunks a remembered write keeps per partition;
-// past that it is remembered for placedGrace whatever happens to them.
-const maxPlacedIDs = 16
+// maxPlacedIDs is how many chunks a partition's remembered writes track;
+// past that it is named for placedGrace whatever happens to them.
+const maxPlacedIDs = 64
 
 // placedKey is a partition and the replication a chunk of it was written
 // with (whether this node owns it depends on both).
@@ -45,24 +46,37 @@ type placedKey struct{ part, replicas int }
 // placed is what is remembered of the writes of one placedKey.
 type placed struct {
 	at   time.Time // the last
-	ids  []chunkRef
+	ids  []placedChunk
 	many bool // more than maxPlacedIDs chunks
 }
 
-// chunkRef names a chunk: its store namespace and id.
-type chunkRef struct {
-	ns string
-	id store.ID
+// placedChunk is one chunk written: its store namespace and id, and when a
+// check first found it no longer staged (zero: not yet). A listing that
+// started after that sees it if it is held, so it is forgotten then.
+type placedChunk struct {
+	ns   string
+	id   store.ID
+	done time.Time
 }
 
-// live reports whether some of the chunks are staged or held in st.
-func (p *placed) live(st Store) bool {
+// check updates the chunks' done times at now, forgets those done before
+// listed, and reports whether some chunk is staged or held in st.
+func (p *placed) check(st Store, listed, now time.Time) (live bool) {
+	kept := p.ids[:0]
 	for _, c := range p.ids {
-		if st.Staging(c.ns, c.id) || st.Contains(c.ns, c.id) {
-			return true
+		staging := st.Staging(c.ns, c.id)
+		if !staging {
+			if c.done.IsZero() {
+				c.done = now
+			} else if c.done.Before(listed) {
+				continue
+			}
 		}
+		live = live || staging || st.Contains(c.ns, c.id)
+		kept = append(kept, c)
 	}
-	return false
+	p.ids = kept
+	return live
 }
 
 // summaryState is the summary this node gossips and what it is built from.
@@ -70,7 +84,7 @@ func (p *placed) live(st Store) bool {
 type summaryState struct {
 	ring   *ring.Ring // the ring of the last pass's plan; nil: none yet
 	parts  map[int]bool
-	recent map[placedKey]*placed // writes staged lately
+	recent map[placedKey]*placed // writes staged since the passes' listings
 }
 
 // owns reports whether self is among the r owners of partition p on rg.
@@ -100,7 +114,7 @@ func (m *Mover) Placed(name, ns string, r int, keys [][]byte, ids []store.ID) {
 		}
 		e.at = now
 		if len(e.ids) < maxPlacedIDs {
-			e.ids = append(e.ids, chunkRef{ns, ids[i]})
+			e.ids = append(e.ids, placedChunk{ns: ns, id: ids[i]})
 		} else {
 			e.many = true
 		}
@@ -121,25 +135,22 @@ func (m *Mover) Placed(name, ns string, r int, keys [][]byte, ids []store.ID) {
 // planned makes the summary name parts on rg, and the partitions of the
 // writes remembered (Placed) that this node does not own on rg while their
 // chunks are staged or held here: a write staged before a pass listed the
-// store may seal after the listing.
+// store (at listed) may seal after the listing.
 func (m *Mover) planned(rg *ring.Ring, parts []int, listed time.Time) {
 	set := make(map[int]bool, len(parts))
 	for _, p := range parts {
 		set[p] = true
 	}
-	cutoff := listed.Add(-placedGrace)
+	now, cutoff := m.cfg.Now(), listed.Add(-placedGrace)
 	m.sumMu.Lock()
 	defer m.sumMu.Unlock()
 	for k, e := range m.sum.recent {
-		switch {
-		case owns(rg, k.part, k.replicas, m.cfg.Self):
-			if e.at.Before(cutoff) {
-				delete(m.sum.recent, k)
-			}
-		case e.live(m.cfg.Store) || e.many && !e.at.Before(cutoff):
+		live := e.check(m.cfg.Store, listed, now)
+		if (live || e.many && !e.at.Before(cutoff)) && !owns(rg, k.part, k.replicas, m.cfg.Self) {
 			set[k.part] = true
-		default:
-			delete(m.sum.recent, k) // handed off, evicted or never sealed
+		}
+		if len(e.ids) == 0 && (!e.many || e.at.Before(cutoff)) {
+			delete(m.sum.recent, k)
 		}
 	}
 	m.sum.ring, m.sum.parts = rg, set
