@@ -44,7 +44,8 @@ func (m *Mover) Pass(ctx context.Context) PassStats {
 	defer m.passMu.Unlock()
 	m.setRunning(true)
 	st := PassStats{Started: m.cfg.Now()}
-	items, rg := m.plan(&st)
+	items, rg, held := m.plan(&st)
+	m.forgetListed(held) // the plan decided where each listed chunk is
 	// Readers must know this node hands off before it evicts anything, not
 	// before it copies: the gossip broadcast (which waits for a peer's ack)
 	// runs while the first batch copies, and every settle waits for it.
@@ -79,16 +80,17 @@ func (m *Mover) Pass(ctx context.Context) PassStats {
 	return st
 }
 
-// plan lists the chunks whose owners the pass checks: those held here but
+// plan lists the chunks whose owners the pass checks (and returns the
+// chunks held): those held here but
 // owned elsewhere, and those owned here with other owners too.
-func (m *Mover) plan(st *PassStats) ([]*item, *ring.Ring) {
+func (m *Mover) plan(st *PassStats) ([]*item, *ring.Ring, []store.HeldChunk) {
 	rg := m.cfg.Ring()
 	held := m.cfg.Store.Held()
 	st.Held = len(held)
 	// One namespace after another, so that Has and Copy batches fill up.
 	slices.SortFunc(held, func(a, b store.HeldChunk) int { return strings.Compare(a.Namespace, b.Namespace) })
 	if rg == nil || rg.Len() == 0 {
-		return nil, rg
+		return nil, rg, held
 	}
 	recs := map[string]*kvringv1.NamespaceRecord{}
 	for _, rec := range m.cfg.Registry.List() {
@@ -123,7 +125,7 @@ func (m *Mover) plan(st *PassStats) ([]*item, *ring.Ring) {
 		}
 		items = append(items, it)
 	}
-	return items, rg
+	return items, rg, held
 }
 
 // foreignParts lists the partitions of the foreign items; with held, only

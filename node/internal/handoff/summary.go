@@ -95,7 +95,8 @@ func owns(rg *ring.Ring, p, r int, self string) bool {
 // Placed tells the Mover that a write of chunks ids of namespace name
 // (store namespace ns) placed by keys, with replication r, was staged here
 // (not spread copies). It keeps neither slice. It never blocks: a partition
-// the summary did not name is gossiped by the publish goroutine. Safe for
+// the summary did not name is gossiped by the publish goroutine, and a pass
+// is asked for. Safe for
 // concurrent use.
 func (m *Mover) Placed(name, ns string, r int, keys [][]byte, ids []store.ID) {
 	rg := m.cfg.Ring()
@@ -129,6 +130,7 @@ func (m *Mover) Placed(name, ns string, r int, keys [][]byte, ids []store.ID) {
 		case m.pub <- struct{}{}:
 		default:
 		}
+		m.Kick() // a pass hands the chunks to their owners, and the summary shrinks
 	}
 }
 
@@ -154,6 +156,24 @@ func (m *Mover) planned(rg *ring.Ring, parts []int, listed time.Time) {
 		}
 	}
 	m.sum.ring, m.sum.parts = rg, set
+}
+
+// forgetListed forgets the remembered writes of chunks a pass listed: its
+// plan decides whether their partitions are named (they may be kept as
+// spread copies, or owned here).
+func (m *Mover) forgetListed(held []store.HeldChunk) {
+	m.sumMu.Lock()
+	defer m.sumMu.Unlock()
+	if len(m.sum.recent) == 0 {
+		return
+	}
+	listed := make(map[placedChunk]bool, len(held))
+	for _, h := range held {
+		listed[placedChunk{ns: h.Namespace, id: h.ID}] = true
+	}
+	for _, e := range m.sum.recent {
+		e.ids = slices.DeleteFunc(e.ids, func(c placedChunk) bool { return listed[placedChunk{ns: c.ns, id: c.id}] })
+	}
 }
 
 // Summary is the hand-off summary this node gossips now (or will, once the
