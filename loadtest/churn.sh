@@ -20,6 +20,8 @@
 #   REPLICATION   namespaces' replication factor (default 2)
 #   WARMUP        seconds of bench before the first restart (default 20)
 #   IDLE          seconds of the idle measurement (default 20)
+#   HANDOFF_WAIT  after a restart, the most seconds to wait for convergence and the hand-offs before the next
+#                 restart (default 20; a change not done by then is reported as nan)
 #   BENCH_FLAGS   `kvring bench` flags (default: --workload synthetic --seed 1 --speedup 1 --engines 4: its 2,000
 #                 requests arrive over about 400 s; both runs replay all of them)
 #   OUT_DIR       if set, the reports and per-restart figures are copied there
@@ -35,6 +37,7 @@ GROUP=${GROUP:-32}
 REPLICATION=${REPLICATION:-2}
 WARMUP=${WARMUP:-20}
 IDLE=${IDLE:-20}
+HANDOFF_WAIT=${HANDOFF_WAIT:-20}
 BENCH_FLAGS=${BENCH_FLAGS:---workload synthetic --seed 1 --speedup 1 --engines 4}
 
 log() { echo "churn: $(date +%T) $*" >&2; }
@@ -104,7 +107,10 @@ restart() {
 	wait_http "http://$a/readyz" "$name$i"
 	t2=$(date +%s.%N)
 	t3="" t4=""
-	for k in $(seq 150); do
+	# shellcheck disable=SC2034
+	local end=$(($(date +%s) + HANDOFF_WAIT))
+	for k in $(seq 600); do
+		[ "$(date +%s)" -lt "$end" ] || break
 		scrape "${admins[@]}" >"$work/poll"
 		if [ -z "$t3" ] && awk -v n="$NODES" '$8 < n {bad = 1} END {exit bad}' "$work/poll" &&
 			[ "$(wc -l <"$work/poll")" -eq "$NODES" ]; then
