@@ -18,6 +18,7 @@
 #   NODE_MEM_MB   memory limit of each node in MiB (default 16)
 #   GROUP         chunks per group (default 32)
 #   REPLICATION   namespaces' replication factor (default 2)
+#   RESTARTS      how many nodes the rolling restart restarts, spread evenly over them (default NODES: every one)
 #   WARMUP        seconds of bench before the first restart (default 20)
 #   IDLE          seconds of the idle measurement (default 20)
 #   HANDOFF_WAIT  after a restart, the most seconds to wait for convergence and the hand-offs before the next
@@ -35,6 +36,7 @@ NODES=${NODES:-64}
 NODE_MEM_MB=${NODE_MEM_MB:-16}
 GROUP=${GROUP:-32}
 REPLICATION=${REPLICATION:-2}
+RESTARTS=${RESTARTS:-$NODES}
 WARMUP=${WARMUP:-20}
 IDLE=${IDLE:-20}
 HANDOFF_WAIT=${HANDOFF_WAIT:-20}
@@ -122,10 +124,11 @@ restart() {
 		fi
 		sleep 0.2
 	done
-	: "${t3:=nan}" "${t4:=nan}"
+	: "${t3:=-1}" "${t4:=-1}" # -1: not within HANDOFF_WAIT
 	awk -v i="$i" -v t0="$t0" -v t1="$t1" -v t2="$t2" -v t3="$t3" -v t4="$t4" \
-		'BEGIN {printf "%d %.2f %.2f %.2f %.2f\n", i, t1 - t0, t2 - t1, t3 - t2, t4 - t2}' >>"$work/restarts-$name"
-	log "node $i: drained in $(awk "BEGIN {printf \"%.1f\", $t1 - $t0}") s, converged $(awk "BEGIN {printf \"%.1f\", $t3 - $t2}") s after ready, hand-offs done $(awk "BEGIN {printf \"%.1f\", $t4 - $t2}") s after ready"
+		'function d(t) { return t < 0 ? -1 : t - t2 } BEGIN {printf "%d %.2f %.2f %.2f %.2f\n", i, t1 - t0, t2 - t1, d(t3), d(t4)}' \
+		>>"$work/restarts-$name"
+	log "node $i: $(tail -n 1 "$work/restarts-$name" | awk '{printf "drained in %s s, started in %s s, converged %s s and hand-offs done %s s after ready (-1: not within HANDOFF_WAIT)", $2, $3, $4, $5}')"
 }
 
 # report name elapsed: one line of figures of the run.
@@ -163,7 +166,8 @@ start=$(date +%s.%N)
 bench=$!
 pids+=($bench)
 sleep "$WARMUP"
-for i in $(seq "$NODES"); do
+for k in $(seq 0 $((RESTARTS - 1))); do
+	i=$((1 + k * NODES / RESTARTS))
 	kill -0 "$bench" 2>/dev/null || log "the bench ended before node $i restarted"
 	restart "$i"
 done
@@ -192,8 +196,9 @@ printf '%-8s %8s %8s %12s %9s %12s %11s %8s %11s %13s\n' run length lookups node
 	"failed puts" corrupt "access max" "gossip B/s"
 printf '%s\n%s\n' "$line_churn" "$line_steady" |
 	awk -F'\t' '{printf "%-8s %8s %8s %12s %9s %12s %11s %8s %11s %13s\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10}'
-awk '{ d += $2; c += $4; h += $5; n++; if ($4 > cm) cm = $4; if ($5 > hm) hm = $5 }
-  END { printf "restarts: %d; drain %.1f s mean; converged %.1f s mean (max %.1f) after ready; hand-offs done %.1f s mean (max %.1f) after ready\n", n, d / n, c / n, cm, h / n, hm }' \
+awk '{ d += $2; n++; if ($4 >= 0) { c += $4; cn++; if ($4 > cm) cm = $4 } else cl++
+    if ($5 >= 0) { h += $5; hn++; if ($5 > hm) hm = $5 } else hl++ }
+  END { printf "restarts: %d; drain %.1f s mean; converged %.1f s mean (max %.1f) after ready, %d not within the wait; hand-offs done %.1f s mean (max %.1f) after ready, %d not within the wait\n", n, d / n, (cn ? c / cn : -1), cm, cl, (hn ? h / hn : -1), hm, hl }' \
 	"$work/restarts-churn"
 jq -nr --slurpfile a "$work/bench-churn.json" --slurpfile b "$work/bench-steady.json" \
 	'"hit ratio with the restarts / without: \($a[0].chunk_hit_ratio / $b[0].chunk_hit_ratio * 1000 | round / 1000)"'

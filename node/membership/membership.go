@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -108,34 +109,10 @@ func (m *Membership) Start(ctx context.Context) error {
 		return fmt.Errorf("cannot start gossip: %w", err)
 	}
 
-	mc := memberlist.DefaultLANConfig()
-	mc.Name = m.cfg.NodeID
-	mc.BindAddr = bind.Addr().String()
-	mc.BindPort = int(bind.Port())
-	mc.AdvertiseAddr = advIP.String()
-	mc.AdvertisePort = int(cmp.Or(advPort, bind.Port()))
-	mc.ProbeInterval = m.cfg.Timing.ProbeInterval
-	mc.ProbeTimeout = m.cfg.Timing.ProbeTimeout
-	mc.GossipInterval = m.cfg.Timing.GossipInterval
-	mc.PushPullInterval = m.cfg.Timing.PushPullInterval
-	mc.SuspicionMult = m.cfg.Timing.SuspicionMult
-	mc.TCPTimeout = m.cfg.Timing.TCPTimeout
-	d := memberDelegate{meta: &m.meta, rs: m.rs, fingerprint: m.cfg.Ring.Fingerprint()}
-	mc.Delegate, mc.Events, mc.Alive, mc.Merge = d, d, d, d
-	mc.Logger = log.New(newKeyErrorLog(m.log, memberlistLog{m.log.With("source", "memberlist")}), "", 0)
-	if mc.Keyring, err = newKeyring(m.cfg.Keys); err != nil {
-		return fmt.Errorf("cannot start gossip: %w", err)
-	}
-	mc.LogOutput = nil
-	tr, err := newCountingTransport(mc.BindAddr, mc.BindPort, mc.Logger, &m.gossipBytes)
+	mc, err := m.gossipConfig(bind, advIP, advPort)
 	if err != nil {
-		return fmt.Errorf("cannot start gossip on %q: %w", m.cfg.GossipAddr, err)
+		return err
 	}
-	if mc.BindPort == 0 { // as memberlist.Create does for the transport it makes
-		mc.BindPort = tr.GetAutoBindPort()
-		mc.AdvertisePort = mc.BindPort
-	}
-	mc.Transport = tr
 
 	m.rs.rebuildMu.Lock()
 	m.rs.onChange = m.cfg.OnRingChange
@@ -246,6 +223,42 @@ func (m *Membership) broadcastTimeout(ctx context.Context) time.Duration {
 // Start: the packets it sent and both directions of the streams it opened
 // (summed over the members, each byte once). Never blocks.
 func (m *Membership) GossipBytes() uint64 { return m.gossipBytes.Load() }
+
+// gossipConfig is memberlist's configuration: the LAN preset with kvring's
+// timings, addresses, delegates, logger, keyring and a transport that counts
+// the gossip bytes.
+func (m *Membership) gossipConfig(bind netip.AddrPort, advIP netip.Addr, advPort uint16) (*memberlist.Config, error) {
+	mc := memberlist.DefaultLANConfig()
+	mc.Name = m.cfg.NodeID
+	mc.BindAddr = bind.Addr().String()
+	mc.BindPort = int(bind.Port())
+	mc.AdvertiseAddr = advIP.String()
+	mc.AdvertisePort = int(cmp.Or(advPort, bind.Port()))
+	mc.ProbeInterval = m.cfg.Timing.ProbeInterval
+	mc.ProbeTimeout = m.cfg.Timing.ProbeTimeout
+	mc.GossipInterval = m.cfg.Timing.GossipInterval
+	mc.PushPullInterval = m.cfg.Timing.PushPullInterval
+	mc.SuspicionMult = m.cfg.Timing.SuspicionMult
+	mc.TCPTimeout = m.cfg.Timing.TCPTimeout
+	d := memberDelegate{meta: &m.meta, rs: m.rs, fingerprint: m.cfg.Ring.Fingerprint()}
+	mc.Delegate, mc.Events, mc.Alive, mc.Merge = d, d, d, d
+	mc.Logger = log.New(newKeyErrorLog(m.log, memberlistLog{m.log.With("source", "memberlist")}), "", 0)
+	var err error
+	if mc.Keyring, err = newKeyring(m.cfg.Keys); err != nil {
+		return nil, fmt.Errorf("cannot start gossip: %w", err)
+	}
+	mc.LogOutput = nil
+	tr, err := newCountingTransport(mc.BindAddr, mc.BindPort, mc.Logger, &m.gossipBytes)
+	if err != nil {
+		return nil, fmt.Errorf("cannot start gossip on %q: %w", m.cfg.GossipAddr, err)
+	}
+	if mc.BindPort == 0 { // as memberlist.Create does for the transport it makes
+		mc.BindPort = tr.GetAutoBindPort()
+		mc.AdvertisePort = mc.BindPort
+	}
+	mc.Transport = tr
+	return mc, nil
+}
 
 // SetMoves gossips the node's hand-off summary: the partitions in which it
 // holds chunks it does not own, on the ring the summary names (readers ask
