@@ -65,7 +65,7 @@ func drain(t testing.TB, tr *Tier) {
 
 func readBack(t testing.TB, tr *Tier, ns string, i, size int) error {
 	t.Helper()
-	c, err := tr.Read(ns, chunkID(i))
+	c, err := tr.Read(ns, chunkID(i), true)
 	if err != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ func TestOffloadedChunksReadBackByteExactFromQueueAndDisk(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := tr.Read("ns", chunkID(99)); !errors.Is(err, store.ErrNotFound) {
+	if _, err := tr.Read("ns", chunkID(99), true); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("unknown chunk: %v", err)
 	}
 	if !offload(tr, "ns", 0, 100_000) || tr.Stats().AlreadyHeld != 1 {
@@ -245,7 +245,7 @@ func TestACorruptedRecordIsAMissNeverWrongBytes(t *testing.T) {
 	f.WriteAt(b, off)
 	f.Sync()
 	f.Close()
-	if _, err := tr.Read("ns", chunkID(1)); !errors.Is(err, store.ErrChecksum) {
+	if _, err := tr.Read("ns", chunkID(1), true); !errors.Is(err, store.ErrChecksum) {
 		t.Fatalf("corrupted chunk: %v, want ErrChecksum", err)
 	}
 	if tr.Contains("ns", chunkID(1)) || tr.Stats().ChecksumErrors != 1 {
@@ -275,7 +275,7 @@ func TestATruncatedRegionDropsWhatItCannotRead(t *testing.T) {
 		t.Fatalf("the record before the cut: %v", err)
 	}
 	for i := 1; i < 4; i++ {
-		if _, err := tr.Read("ns", chunkID(i)); !errors.Is(err, store.ErrChecksum) {
+		if _, err := tr.Read("ns", chunkID(i), true); !errors.Is(err, store.ErrChecksum) {
 			t.Fatalf("chunk %d past the cut: %v", i, err)
 		}
 	}
