@@ -132,11 +132,13 @@ reported and the command exits non-zero, after printing what the others said.`,
 					t := all[ns.Name]
 					if t == nil {
 						t = &clusterNamespace{NamespaceInfo: ns}
-						t.Chunks, t.Bytes = 0, 0
+						t.Chunks, t.Bytes, t.DiskChunks, t.DiskBytes = 0, 0, 0, 0
 						all[ns.Name] = t
 					}
 					t.Chunks += ns.Chunks
 					t.Bytes += ns.Bytes
+					t.DiskChunks += ns.DiskChunks
+					t.DiskBytes += ns.DiskBytes
 					t.Nodes++
 				}
 				return nil
@@ -185,12 +187,21 @@ func printNamespaces(w io.Writer, list clusterNamespaces, asJSON bool) error {
 		return enc.Encode(list)
 	}
 	tw := newTable(w)
-	fmt.Fprintf(tw, "NAMESPACE\tMODEL\tGROUP\tCHUNKS\tMEMORY\tREPLICATION\tNODES\n")
+	fmt.Fprintf(tw, "NAMESPACE\tMODEL\tGROUP\tCHUNKS\tMEMORY\tDISK\tREPLICATION\tNODES\n")
 	for _, t := range list.Namespaces {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d/%d\t%d of %d\n", t.Name, t.Schema.Model, groupColumn(t.Schema.ChunksPerGroup),
-			t.Chunks, humanBytes(t.Bytes), t.MinReplicas, t.ReplicationFactor, t.Nodes, list.Members)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%d/%d\t%d of %d\n", t.Name, t.Schema.Model, groupColumn(t.Schema.ChunksPerGroup),
+			t.Chunks, humanBytes(t.Bytes), diskColumn(t.DiskChunks, t.DiskBytes), t.MinReplicas, t.ReplicationFactor, t.Nodes, list.Members)
 	}
 	return tw.Flush()
+}
+
+// diskColumn is the DISK column of `kvring namespaces`: the chunks and
+// payload bytes the members' disk tiers hold of the namespace, "-" when none.
+func diskColumn(chunks, bytes int64) string {
+	if chunks == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d (%s)", chunks, humanBytes(bytes))
 }
 
 // groupColumn is the GROUP column of `kvring namespaces`: the placement group
