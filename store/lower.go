@@ -89,7 +89,10 @@ func (s *Store) offloadLocked(e *entry, force bool) bool {
 	s.mu.Unlock()
 	low.Offload(ns, e.key.id, e.crc, len(b), meta, func(dst []byte) error {
 		var sum uint32
-		if err := guardFault(func() { sum = CopyChecksum(dst, b, 0) }); err != nil {
+		// Non-temporal stores: the tier's buffer goes to the disk, not back
+		// through this core's cache, which keeps the put's own bytes.
+		nt := len(b) >= crc32c.CopyNonTemporalMin
+		if err := guardFault(func() { sum = crc32c.CopyChecksumStores(dst, b, 0, nt) }); err != nil {
 			return err
 		}
 		if sum != e.crc {

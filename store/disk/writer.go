@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -27,10 +28,39 @@ func (t *Tier) writer() {
 			t.sealActive()
 			return
 		case <-t.kick:
+			t.gather()
 			for t.writeQueued() {
 			}
 		}
 	}
+}
+
+// gather waits up to Config.WriteDelay for the queue to hold gatherBytes,
+// returning early on Flush and Close. Writer only.
+func (t *Tier) gather() {
+	if t.cfg.WriteDelay <= 0 {
+		return
+	}
+	timer := time.NewTimer(t.cfg.WriteDelay)
+	defer timer.Stop()
+	for t.queuedBytes() < t.cfg.gatherBytes() {
+		select {
+		case <-t.kick: // another offload: look again
+		case <-t.flushNow:
+			return
+		case <-timer.C:
+			return
+		case <-t.stop:
+			return
+		}
+	}
+}
+
+// queuedBytes is the bytes of the records waiting in the queue.
+func (t *Tier) queuedBytes() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.queued
 }
 
 // writeQueued writes one batch of queued records and reports whether it
@@ -61,6 +91,10 @@ func (t *Tier) writeQueued() bool {
 // Flush blocks until every chunk queued before the call is written (or
 // dropped). For tests and benchmarks: the data path never waits for it.
 func (t *Tier) Flush() {
+	select {
+	case t.flushNow <- struct{}{}:
+	default:
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for len(t.pending) > 0 && !t.closed {
