@@ -58,7 +58,8 @@ type Config struct {
 	WriteDelay time.Duration
 	// RetryAfter is how long the tier waits, after a write failed (a full
 	// disk, an I/O error, its directory gone), before it tries to offload
-	// again. Meanwhile offloads are dropped and counted. Default 30 s.
+	// again. Meanwhile offloads are dropped and counted. Default 30 s
+	// (DefaultRetryAfter).
 	RetryAfter time.Duration
 	// Now is the clock of pins and retries. Default time.Now.
 	Now func() time.Time
@@ -66,6 +67,9 @@ type Config struct {
 	// slog.Default().
 	Logger *slog.Logger
 }
+
+// DefaultRetryAfter is Config.RetryAfter's default.
+const DefaultRetryAfter = 30 * time.Second
 
 // DefaultWriteDelay is Config.WriteDelay's default.
 const DefaultWriteDelay = 20 * time.Millisecond
@@ -133,7 +137,7 @@ func (c *Config) setDefaults() {
 		c.HotWindow = 4096
 	}
 	if c.RetryAfter == 0 {
-		c.RetryAfter = 30 * time.Second
+		c.RetryAfter = DefaultRetryAfter
 	}
 	if c.WriteDelay == 0 {
 		c.WriteDelay = DefaultWriteDelay

@@ -334,6 +334,9 @@ func (t *Tier) newRegion() (*region, error) {
 	}
 	path := filepath.Join(t.cfg.Dir, regionName(seq))
 	r, err := t.createRegion(seq, path)
+	if errors.Is(err, unix.ENOSPC) && t.giveUpRegion() {
+		r, err = t.createRegion(seq, path)
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if err != nil {
@@ -350,6 +353,29 @@ func (t *Tier) newRegion() (*region, error) {
 	t.use(seq)
 	t.st.regionsCreated++
 	return r, nil
+}
+
+// giveUpRegion evicts one region because the filesystem has no room for a
+// new one (it holds less than the limit, or something else filled it): the
+// tier goes on within the space it has rather than stopping. It reports
+// false when no region can go (the tier then degrades). Writer only.
+func (t *Tier) giveUpRegion() bool {
+	t.mu.Lock()
+	v := t.victimLocked()
+	if v != nil {
+		t.st.regionsGivenUp++
+	}
+	t.mu.Unlock()
+	if v == nil {
+		return false
+	}
+	t.log.Warn("the disk tier's filesystem is full: a region is evicted to make room (it holds less than --disk-limit)",
+		"region", v.path)
+	if err := os.Remove(v.path); err != nil && !os.IsNotExist(err) {
+		t.log.Warn("cannot remove an evicted disk region", "region", v.path, "err", err)
+		return false
+	}
+	return true
 }
 
 // createRegion creates region seq's file, allocates its space (so that a
