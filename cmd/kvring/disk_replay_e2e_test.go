@@ -9,14 +9,14 @@ import (
 )
 
 // TestAReplayThroughThreeNodesWithDiskTiers: the built-in Mooncake trace
-// (its first 400 requests at 512-token chunks of 32 KiB) replayed through
+// (its first 200 requests at 512-token chunks of 32 KiB) replayed through
 // three nodes, each with 16 MiB of shared memory over a disk tier of its
 // own, so that most of what the trace writes is held on disk: no read is
 // corrupt, no chunk acknowledged as held is missing later, and gets were
 // served from disk. The same replay again finds what the first wrote.
 func TestAReplayThroughThreeNodesWithDiskTiers(t *testing.T) {
 	if testing.Short() {
-		t.Skip("replays 400 requests through three nodes")
+		t.Skip("replays 200 requests through three nodes, twice")
 	}
 	t.Parallel()
 	var nodes []*e2eNode
@@ -36,13 +36,13 @@ func TestAReplayThroughThreeNodesWithDiskTiers(t *testing.T) {
 	run := func() loadtest.Report {
 		t.Helper()
 		r := mustCLI(t, nil, "bench", "--addr", strings.Join(grpcs, ","), "--admin", strings.Join(admins, ","),
-			"--max-requests", "400", "--speedup", "-1", "--engines", "2", "--chunk-tokens", "512",
+			"--max-requests", "200", "--speedup", "-1", "--engines", "2", "--chunk-tokens", "512",
 			"--bytes-per-token", "64", "--namespace", "e2e/disk-replay", "--timeout", benchCallTimeout, "--json")
 		var rep loadtest.Report
 		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 			t.Fatalf("bench --json printed no report: %v: %v", err, r)
 		}
-		if rep.RequestsDone != 400 || rep.Corrupt != 0 || rep.Failed != 0 || rep.MissingAfterAck != 0 {
+		if rep.RequestsDone != 200 || rep.Corrupt != 0 || rep.Failed != 0 || rep.MissingAfterAck != 0 {
 			t.Fatalf("report: %+v", rep)
 		}
 		return rep
