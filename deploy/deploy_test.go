@@ -22,6 +22,7 @@ import (
 	"github.com/kvring/kvring/internal/testutil"
 	"github.com/kvring/kvring/node"
 	"github.com/kvring/kvring/node/membership"
+	"github.com/kvring/kvring/store/disk"
 )
 
 // TestManifestsDecodeStrictly: every file of every kustomization decodes into its Kubernetes API type with
@@ -233,7 +234,7 @@ func TestEveryDashboardAndAlertMetricIsExported(t *testing.T) {
 	}
 }
 
-// liveSeries starts a node, puts, looks up and gets a chunk through the SDK, and returns its /metrics:
+// liveSeries starts a node (with a disk tier), puts, looks up and gets a chunk through the SDK, and returns its /metrics:
 // metric name → the label sets of its series.
 func liveSeries(t *testing.T) map[string][]map[string]string {
 	t.Helper()
@@ -244,6 +245,7 @@ func liveSeries(t *testing.T) map[string][]map[string]string {
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfg.Store.DataDir, cfg.Store.ShmDir = t.TempDir(), shm
 	cfg.Store.MemoryLimit, cfg.Store.MaxChunkSize = 64<<20, 1<<20
+	cfg.Disk = disk.Config{Dir: t.TempDir(), Limit: 16 << 20, RegionSize: 4 << 20} // its kvring_disk_* series
 	n, err := node.New(cfg)
 	if err != nil {
 		t.Fatal(err)

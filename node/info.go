@@ -90,10 +90,14 @@ type NamespaceInfo struct {
 	MinReplicas       uint32    `json:"min_replicas"`
 	Created           time.Time `json:"created"`
 	CreatedBy         string    `json:"created_by"`
-	// Chunks and Bytes are what this node holds of the namespace (Bytes:
-	// the memory its chunks take, slots included).
-	Chunks int64 `json:"chunks"`
-	Bytes  int64 `json:"bytes"`
+	// Chunks and Bytes are what this node holds of the namespace (Chunks:
+	// in shared memory or on disk, each once; Bytes: the memory its chunks
+	// take, slots included). DiskChunks and DiskBytes (payload) are what its
+	// disk tier holds of it, chunks also in memory included.
+	Chunks     int64 `json:"chunks"`
+	Bytes      int64 `json:"bytes"`
+	DiskChunks int64 `json:"disk_chunks,omitempty"`
+	DiskBytes  int64 `json:"disk_bytes,omitempty"`
 	// Share is the namespace's share of this node's memory (zero: none;
 	// see docs/reliability.md), GuaranteeBytes and CapBytes the same in
 	// bytes of this node's --memory-limit (0: none).
@@ -232,6 +236,8 @@ func (n *Node) Namespaces() []NamespaceInfo {
 			CreatedBy:         rec.GetCreatedBy(),
 			Chunks:            u.Chunks,
 			Bytes:             u.SlotBytes,
+			DiskChunks:        u.DiskChunks,
+			DiskBytes:         u.DiskBytes,
 			Share:             st.Share,
 			GuaranteeBytes:    st.GuaranteeBytes,
 			CapBytes:          st.CapBytes,

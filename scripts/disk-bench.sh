@@ -1,12 +1,20 @@
 #!/usr/bin/env bash
-# Compares the disk tier's throughput (store/disk BenchmarkWrite and
-# BenchmarkRead) with fio's on the same directory, block size and queue
-# depth, in one run, and prints each ratio (tier / fio):
+# Compares the disk tier's throughput (store/disk BenchmarkWrite,
+# BenchmarkRead and BenchmarkStoreLendFromDisk) with fio's on the same
+# directory, block size and queue depth, in one run, and prints each ratio
+# (tier / fio):
 #   writes: fio sequential direct writes (psync, iodepth 1) vs offloads
-#   reads:  fio direct random reads (libaio, iodepth QD) vs Read from QD goroutines
+#   reads:  fio direct random reads (libaio, iodepth QD) vs store.Lend of
+#           disk-held chunks from QD goroutines, a node's get up to the bytes
+#           it replies with ("get"), and Tier.Read alone ("read")
+# Writes run ROUNDS times (default 3), tier and fio one after the other, and
+# print every round's ratio and their median; reads alternate within one
+# process (BenchmarkGetVsFio): the host's load moves both by ±30 % within
+# seconds.
 # Usage: scripts/disk-bench.sh [DIR] (default: a temporary directory under
 # /var/tmp). QDS="1 4" sets the read queue depths, BENCHTIME the Go
-# benchmarks' -benchtime (default 3s), FIO_RUNTIME fio's seconds (default 10).
+# write benchmarks' -benchtime (default 2s), FIO_RUNTIME fio's seconds
+# (default 4).
 # Needs fio (apt-get install fio). The directory must be on the filesystem
 # to measure; tmpfs refuses O_DIRECT on older kernels.
 set -euo pipefail
@@ -14,8 +22,9 @@ cd "$(dirname "$0")/.."
 DIR="${1:-$(mktemp -d /var/tmp/kvring-disk-bench.XXXXXX)}"
 mkdir -p "$DIR"
 QDS="${QDS:-1 4}"
-BENCHTIME="${BENCHTIME:-3s}"
-FIO_RUNTIME="${FIO_RUNTIME:-10}"
+BENCHTIME="${BENCHTIME:-2s}"
+FIO_RUNTIME="${FIO_RUNTIME:-4}"
+ROUNDS="${ROUNDS:-3}"
 GO="${GO:-go}"
 command -v fio >/dev/null || { echo "fio is not installed (apt-get install fio)" >&2; exit 1; }
 work=$(mktemp -d "$DIR/fio.XXXXXX")
@@ -34,18 +43,35 @@ fiobw() {
     python3 -c 'import json,sys; j=json.load(sys.stdin)["jobs"][0]; print("%.2f" % ((j["read"]["bw_bytes"] + j["write"]["bw_bytes"]) / 1e6))'
 }
 
-echo "directory: $DIR ($(stat -f -c %T "$DIR")), kernel $(uname -r)"
-printf '%-28s %10s %10s %7s\n' "case" "tier MB/s" "fio MB/s" "ratio"
+# compare CASE GOBENCH QD FIOARGS...: ROUNDS rounds of the Go benchmark and
+# fio, one after the other; prints each round's ratio and the median.
+compare() {
+  local name=$1 bench=$2 qd=$3; shift 3
+  local ratios=() tiers=() fios=()
+  for _ in $(seq "$ROUNDS"); do
+    local tier f
+    tier=$(gobench "$bench" "$qd")
+    f=$(fiobw "$@")
+    tiers+=("$tier"); fios+=("$f")
+    ratios+=("$(python3 -c "print('%.2f' % ($tier / $f))")")
+  done
+  printf '%-26s %-22s %-22s %-16s %s\n' "$name" "${tiers[*]}" "${fios[*]}" "${ratios[*]}" \
+    "$(printf '%s\n' "${ratios[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')"
+}
+
+echo "directory: $DIR ($(stat -f -c %T "$DIR")), kernel $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg)"
+printf '%-26s %-22s %-22s %-16s %s\n' "case" "tier MB/s" "fio MB/s" "ratios" "median"
 for bs in 256KiB 2MiB; do
   fbs=${bs/KiB/k}; fbs=${fbs/MiB/m}
-  tier=$(gobench "BenchmarkWrite/$bs" 1)
-  f=$(fiobw --name=seqwrite --rw=write --bs="$fbs" --ioengine=psync --iodepth=1 --fallocate=native --end_fsync=1)
+  compare "write $bs seq qd1" "BenchmarkWrite/$bs" 1 \
+    --name=seqwrite --rw=write --bs="$fbs" --ioengine=psync --iodepth=1 --fallocate=native --end_fsync=1 --overwrite=0
   rm -f "$work"/*
-  printf '%-28s %10s %10s %7s\n' "write $bs seq qd1" "$tier" "$f" "$(python3 -c "print('%.2f' % ($tier / $f))")"
-  for qd in $QDS; do
-    tier=$(gobench "BenchmarkRead/$bs" "$qd")
-    f=$(fiobw --name=randread --rw=randread --bs="$fbs" --ioengine=libaio --iodepth="$qd" --time_based --runtime="$FIO_RUNTIME")
-    printf '%-28s %10s %10s %7s\n' "read $bs random qd$qd" "$tier" "$f" "$(python3 -c "print('%.2f' % ($tier / $f))")"
-  done
-  rm -f "$work"/*
+done
+# Reads: BenchmarkGetVsFio alternates gets (store.Lend of disk-held chunks),
+# Tier.Read and fio in one-second rounds within one process, so all three
+# see the same load.
+for qd in $QDS; do
+  echo "reads at qd $qd (MB/s summed over $ROUNDS rounds of a second each):"
+  KVRING_DISK_BENCH_DIR="$DIR" KVRING_DISK_BENCH_QD="$qd" KVRING_DISK_BENCH_ROUNDS="$ROUNDS" \
+    $GO test -run '^$' -bench '^BenchmarkGetVsFio$' -benchtime 1x ./store/disk | grep '^BenchmarkGetVsFio'
 done

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/kvring/kvring/internal/crc32c"
 )
 
 // Lower is a slower tier under the shared memory (the disk tier,
@@ -27,18 +29,28 @@ type Lower interface {
 	// Pin is Contains that also keeps the chunk from being evicted until
 	// the unix-nanosecond time until, as far as the tier can.
 	Pin(ns string, id ID, until int64) bool
-	// Read returns the chunk's verified bytes (ErrNotFound when not held,
-	// ErrChecksum when they cannot be read or fail their checksum: the
-	// tier drops it). The caller calls Release once and then no longer
-	// touches Bytes.
-	Read(ns string, id ID) (LowerChunk, error)
+	// Read returns the chunk's bytes (ErrNotFound when not held,
+	// ErrChecksum when they cannot be read or fail a check: the tier drops
+	// it). With verify the payload's checksum is checked; without it the
+	// tier may leave that to the caller (Verified false), who checks Bytes
+	// against CRC as it copies them and calls Corrupt on a mismatch. The
+	// caller calls Release once and then no longer touches Bytes.
+	Read(ns string, id ID, verify bool) (LowerChunk, error)
 	// Remove drops the chunk and reports whether the tier held it.
 	Remove(ns string, id ID) bool
 	// DropNamespace drops every chunk of ns.
 	DropNamespace(ns string) (chunks, bytes int64)
 	// Held calls f for every chunk the tier holds; meta is valid during
-	// the call.
+	// the call. It holds none of the tier's locks while f runs.
 	Held(f func(ns string, id ID, size int64, meta []byte))
+	// Usage returns the chunks and payload bytes the tier holds, by
+	// namespace (an admin call).
+	Usage() map[string]LowerUsage
+}
+
+// LowerUsage is what a Lower tier holds of one namespace.
+type LowerUsage struct {
+	Chunks, Bytes int64
 }
 
 // LowerChunk is a chunk read from a Lower tier.
@@ -48,8 +60,14 @@ type LowerChunk struct {
 	Meta  []byte // what Offload was given
 	// Hot reports a chunk read from the tier recently before: the store
 	// promotes it back into shared memory.
-	Hot     bool
-	Release func()
+	Hot bool
+	// Verified reports that Bytes were checked against CRC; when false the
+	// caller must check them before serving them.
+	Verified bool
+	Release  func()
+	// Corrupt tells the tier that Bytes do not match CRC: it drops the
+	// chunk and counts it. Call it before Release.
+	Corrupt func(cause error)
 }
 
 // offloadLocked copies a sealed, unpinned chunk the policy is evicting into
@@ -71,7 +89,10 @@ func (s *Store) offloadLocked(e *entry, force bool) bool {
 	s.mu.Unlock()
 	low.Offload(ns, e.key.id, e.crc, len(b), meta, func(dst []byte) error {
 		var sum uint32
-		if err := guardFault(func() { sum = CopyChecksum(dst, b, 0) }); err != nil {
+		// Non-temporal stores: the tier's buffer goes to the disk, not back
+		// through this core's cache, which keeps the put's own bytes.
+		nt := len(b) >= crc32c.CopyNonTemporalMin
+		if err := guardFault(func() { sum = crc32c.CopyChecksumStores(dst, b, 0, nt) }); err != nil {
 			return err
 		}
 		if sum != e.crc {
@@ -111,7 +132,7 @@ func (s *Store) offloadLocked(e *entry, force bool) bool {
 // the copy fails (no room, a writer staging it) the View holds the tier's
 // buffer, verified, in no segment (Location has no segment).
 func (s *Store) readLower(ns string, id ID, promote bool, miss error) (*View, error) {
-	c, err := s.cfg.Lower.Read(ns, id)
+	c, err := s.cfg.Lower.Read(ns, id, false)
 	if errors.Is(err, ErrNotFound) {
 		return nil, miss
 	}
@@ -119,9 +140,18 @@ func (s *Store) readLower(ns string, id ID, promote bool, miss error) (*View, er
 		return nil, err
 	}
 	if promote || c.Hot {
-		if v := s.promote(ns, id, c); v != nil {
+		v, err := s.promote(ns, id, c)
+		if v != nil || err != nil {
 			c.Release()
-			return v, nil
+			return v, err
+		}
+	}
+	if !c.Verified {
+		if sum := crc32c.Checksum(c.Bytes); sum != c.CRC {
+			err := fmt.Errorf("chunk %s/%s from the lower tier: %w: bytes have %08x, expected %08x", ns, id, ErrChecksum, sum, c.CRC)
+			c.Corrupt(err)
+			c.Release()
+			return nil, err
 		}
 	}
 	s.mu.Lock()
@@ -141,10 +171,12 @@ func (s *Store) readLower(ns string, id ID, promote bool, miss error) (*View, er
 
 // promote copies a chunk read from the Lower tier back into shared memory
 // and returns a View of it, or nil when that failed (c is then untouched).
-func (s *Store) promote(ns string, id ID, c LowerChunk) *View {
+// The copy checks the bytes against their checksum in the same pass: a
+// mismatch is reported to the tier (Corrupt) and returned as ErrChecksum.
+func (s *Store) promote(ns string, id ID, c LowerChunk) (*View, error) {
 	w, err := s.stage("", ns, id, int64(len(c.Bytes)), c.CRC)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	if place, name, ok := decodeMeta(c.Meta); ok {
 		if place != nil {
@@ -156,24 +188,29 @@ func (s *Store) promote(ns string, id ID, c LowerChunk) *View {
 	}
 	if _, err := w.Write(c.Bytes); err != nil {
 		w.Abort()
-		return nil
+		return nil, nil
+	}
+	if err := w.Check(); errors.Is(err, ErrChecksum) {
+		w.Abort()
+		c.Corrupt(err)
+		return nil, fmt.Errorf("chunk %s/%s from the lower tier: %w", ns, id, err)
 	}
 	if err := w.Seal(); err != nil {
-		return nil
+		return nil, nil
 	}
 	if !s.enter() {
-		return nil
+		return nil, nil
 	}
 	v, err := s.acquire(ns, id)
 	s.exit()
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	s.mu.Lock()
 	s.st.promotions++
 	s.st.lowerHits++
 	s.mu.Unlock()
-	return v
+	return v, nil
 }
 
 // lowerContains reports whether the Lower tier holds the chunk.

@@ -14,17 +14,23 @@ type NamespaceUsage struct {
 	// waste): what dropping the namespace frees.
 	SlotBytes int64 `json:"slot_bytes"`
 	Pinned    int64 `json:"pinned_chunks"`
+	// DiskChunks and DiskBytes (payload) are what the Lower tier holds of
+	// the namespace, chunks also in shared memory included. Chunks and
+	// PayloadBytes count a chunk held by both tiers once.
+	DiskChunks int64 `json:"disk_chunks,omitempty"`
+	DiskBytes  int64 `json:"disk_bytes,omitempty"`
 }
 
-// Namespaces returns the usage of every namespace holding sealed chunks,
-// sorted by name. It walks the index under the store's mutex (an admin
-// call, not a data path).
+// Namespaces returns the usage of every namespace holding chunks in shared
+// memory or the Lower tier, sorted by name. It walks the index under the
+// store's mutex, and the tier's (an admin call, not a data path).
 func (s *Store) Namespaces() []NamespaceUsage {
 	if !s.enter() {
 		return nil
 	}
 	defer s.exit()
 	s.mu.Lock()
+	both := map[uint32]NamespaceUsage{} // in shared memory and the Lower tier
 	by := map[uint32]*NamespaceUsage{}
 	for _, head := range s.idx.m {
 		for e := head; e != nil; e = e.next {
@@ -42,14 +48,54 @@ func (s *Store) Namespaces() []NamespaceUsage {
 			if e.pins > 0 {
 				u.Pinned++
 			}
+			if s.lowerContains(u.Namespace, e.key.id) {
+				b := both[e.key.ns]
+				b.Chunks++
+				b.PayloadBytes += int64(e.size)
+				both[e.key.ns] = b
+			}
 		}
+	}
+	names := make(map[string]uint32, len(by))
+	for id, u := range by {
+		names[u.Namespace] = id
 	}
 	s.mu.Unlock()
 	out := make([]NamespaceUsage, 0, len(by))
 	for _, u := range by {
 		out = append(out, *u)
 	}
+	out = s.addLowerUsage(out, names, both)
 	sort.Slice(out, func(i, j int) bool { return out[i].Namespace < out[j].Namespace })
+	return out
+}
+
+// addLowerUsage adds the Lower tier's chunks to the shared memory's usage
+// out (names: its namespaces' ids; both: per namespace id, what both tiers
+// hold, counted once).
+func (s *Store) addLowerUsage(out []NamespaceUsage, names map[string]uint32, both map[uint32]NamespaceUsage) []NamespaceUsage {
+	if s.cfg.Lower == nil {
+		return out
+	}
+	at := make(map[string]int, len(out))
+	for i, u := range out {
+		at[u.Namespace] = i
+	}
+	for ns, lu := range s.cfg.Lower.Usage() {
+		i, ok := at[ns]
+		if !ok {
+			i = len(out)
+			out = append(out, NamespaceUsage{Namespace: ns})
+		}
+		u := &out[i]
+		b := both[names[ns]]
+		if !ok {
+			b = NamespaceUsage{}
+		}
+		u.DiskChunks, u.DiskBytes = lu.Chunks, lu.Bytes
+		u.Chunks += max(0, lu.Chunks-b.Chunks)
+		u.PayloadBytes += max(0, lu.Bytes-b.PayloadBytes)
+	}
 	return out
 }
 

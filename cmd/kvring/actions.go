@@ -141,7 +141,7 @@ reported and the command exits non-zero, after printing what the others said.`,
 					t := all[ns.Name]
 					if t == nil {
 						t = &clusterNamespace{NamespaceInfo: ns}
-						t.Chunks, t.Bytes, t.Evictions, t.Hits, t.Misses = 0, 0, 0, 0, 0
+						t.Chunks, t.Bytes, t.DiskChunks, t.DiskBytes, t.Evictions, t.Hits, t.Misses = 0, 0, 0, 0, 0, 0, 0
 						all[ns.Name] = t
 					}
 					t.add(ns)
@@ -192,6 +192,8 @@ type clusterNamespace struct {
 func (t *clusterNamespace) add(ns node.NamespaceInfo) {
 	t.Chunks += ns.Chunks
 	t.Bytes += ns.Bytes
+	t.DiskChunks += ns.DiskChunks
+	t.DiskBytes += ns.DiskBytes
 	t.Evictions += ns.Evictions
 	t.Hits += ns.Hits
 	t.Misses += ns.Misses
@@ -209,17 +211,26 @@ func printNamespaces(w io.Writer, list clusterNamespaces, asJSON bool) error {
 		return enc.Encode(list)
 	}
 	tw := newTable(w)
-	fmt.Fprintf(tw, "NAMESPACE\tMODEL\tGROUP\tCHUNKS\tMEMORY\tGUARANTEE\tCAP\tEVICTED\tHITS\tREPLICATION\tNODES\n")
+	fmt.Fprintf(tw, "NAMESPACE\tMODEL\tGROUP\tCHUNKS\tMEMORY\tDISK\tGUARANTEE\tCAP\tEVICTED\tHITS\tREPLICATION\tNODES\n")
 	for _, t := range list.Namespaces {
 		g, c := amountString(t.Share.Guarantee), amountString(t.Share.Cap)
 		if t.SharesDiffer {
 			g, c = "mixed", "mixed"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%s\t%d/%d\t%d of %d\n", t.Name, t.Schema.Model,
-			groupColumn(t.Schema.ChunksPerGroup), t.Chunks, humanBytes(t.Bytes), g, c, t.Evictions,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%d\t%s\t%d/%d\t%d of %d\n", t.Name, t.Schema.Model,
+			groupColumn(t.Schema.ChunksPerGroup), t.Chunks, humanBytes(t.Bytes), diskColumn(t.DiskChunks, t.DiskBytes), g, c, t.Evictions,
 			percent(float64(t.Hits), float64(t.Hits+t.Misses)), t.MinReplicas, t.ReplicationFactor, t.Nodes, list.Members)
 	}
 	return tw.Flush()
+}
+
+// diskColumn is the DISK column of `kvring namespaces`: the chunks and
+// payload bytes the members' disk tiers hold of the namespace, "-" when none.
+func diskColumn(chunks, bytes int64) string {
+	if chunks == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d (%s)", chunks, humanBytes(bytes))
 }
 
 // groupColumn is the GROUP column of `kvring namespaces`: the placement group

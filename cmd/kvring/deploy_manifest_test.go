@@ -32,15 +32,11 @@ func subcommand(t *testing.T, root *cobra.Command, name string) *cobra.Command {
 	return nil
 }
 
-// TestDeployManifestArgsAndEnvParseWithServeFlags: the StatefulSet's container arguments, its environment
-// (downward API and $(VAR) expanded as the kubelet does) and the ConfigMap's file are accepted by the real
-// `kvring serve` flag set, and the settings they give match the ports, probes and grace period of the
-// manifests. Not parallel: it sets KVRING_* variables, as the pod's environment does.
-func TestDeployManifestArgsAndEnvParseWithServeFlags(t *testing.T) {
-	m, err := deploy.Load(deployDir)
-	if err != nil {
-		t.Fatal(err)
-	}
+// deployServeFlags parses the StatefulSet's container arguments, its environment (downward API and $(VAR)
+// expanded as the kubelet does; KVRING_* variables set for the test) and the ConfigMap's file with the real
+// `kvring serve` flag set, and returns the container and the flags' values.
+func deployServeFlags(t *testing.T, m *deploy.Manifests) (*corev1.Container, func(name string) string) {
+	t.Helper()
 	spec := m.StatefulSet.Spec.Template.Spec
 	c, err := deploy.Container(&spec, "kvring")
 	if err != nil {
@@ -83,7 +79,40 @@ func TestDeployManifestArgsAndEnvParseWithServeFlags(t *testing.T) {
 	if err := loadFlags(serve); err != nil {
 		t.Fatalf("kvring serve rejects the manifests' settings: %v", err)
 	}
-	get := func(name string) string { return serve.Flags().Lookup(name).Value.String() }
+	return c, func(name string) string { return serve.Flags().Lookup(name).Value.String() }
+}
+
+// TestDeployDiskVariantArgsParse: the disk variant's StatefulSet (kubernetes/disk: the base patched with a
+// local persistent volume per pod) parses with the real `kvring serve` flags and turns the disk tier on, in
+// a directory on the claimed volume, with the node's data directory there too. Not parallel: it sets
+// KVRING_* variables.
+func TestDeployDiskVariantArgsParse(t *testing.T) {
+	m, err := deploy.Load(filepath.Join(deployDir, "disk"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, get := deployServeFlags(t, m)
+	mounted := false
+	for _, vm := range c.VolumeMounts {
+		mounted = mounted || strings.HasPrefix(get("disk-dir"), vm.MountPath+"/") && vm.Name == m.StatefulSet.Spec.VolumeClaimTemplates[0].Name
+	}
+	if !mounted || get("disk-limit") == "0" || get("data-dir") != "/var/lib/kvring-disk/node" {
+		t.Errorf("--disk-dir %q (on the claimed volume: %v), --disk-limit %s, --data-dir %s", get("disk-dir"), mounted,
+			get("disk-limit"), get("data-dir"))
+	}
+}
+
+// TestDeployManifestArgsAndEnvParseWithServeFlags: the StatefulSet's container arguments, its environment
+// (downward API and $(VAR) expanded as the kubelet does) and the ConfigMap's file are accepted by the real
+// `kvring serve` flag set, and the settings they give match the ports, probes and grace period of the
+// manifests. Not parallel: it sets KVRING_* variables, as the pod's environment does.
+func TestDeployManifestArgsAndEnvParseWithServeFlags(t *testing.T) {
+	m, err := deploy.Load(deployDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := m.StatefulSet.Spec.Template.Spec
+	c, get := deployServeFlags(t, m)
 	ports := map[string]int32{}
 	for _, p := range c.Ports {
 		ports[p.Name] = p.ContainerPort

@@ -7,11 +7,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -128,6 +130,10 @@ type rehearsal struct {
 	ports *rehearsalPorts
 	pods  [rehearsalPods]*e2eNode
 	sock  map[int]string // ordinal → its host's socket directory (hostPath)
+	// claims are the pods' persistent volumes (volumeClaimTemplates): claim name and ordinal → directory,
+	// kept from one incarnation of a pod to the next as a local volume is.
+	claims map[string]string
+	env    []string // added to every pod's environment after the manifests' own
 }
 
 // replacer rewrites a pod's settings from the pod's network and file system to the rehearsal's.
@@ -148,8 +154,9 @@ func (r *rehearsal) replacer(ord int, mounts map[string]string) *strings.Replace
 		ip + ":9600", net.JoinHostPort(ip, strconv.Itoa(r.ports.grpc)),
 		ip + ":7946", net.JoinHostPort(ip, strconv.Itoa(r.ports.gossip)),
 	}
-	for mp, dir := range mounts {
-		pairs = append(pairs, mp, dir)
+	// Longest mount path first: /var/lib/kvring-disk must not be read as /var/lib/kvring and "-disk".
+	for _, mp := range slices.SortedFunc(maps.Keys(mounts), func(a, b string) int { return len(b) - len(a) }) {
+		pairs = append(pairs, mp, mounts[mp])
 	}
 	return strings.NewReplacer(pairs...)
 }
@@ -189,7 +196,14 @@ func (r *rehearsal) startPod(ord int) *e2eNode {
 			mounts[vm.MountPath] = r.sock[ord]
 			r.runInitContainers(vm.Name, r.sock[ord])
 		default:
-			t.Fatalf("volume mount %q: the rehearsal does not know it", vm.Name)
+			if !r.claimed(vm.Name) {
+				t.Fatalf("volume mount %q: the rehearsal does not know it", vm.Name)
+			}
+			key := fmt.Sprintf("%s-%d", vm.Name, ord)
+			if r.claims[key] == "" {
+				r.claims[key] = t.TempDir()
+			}
+			mounts[vm.MountPath] = r.claims[key]
 		}
 	}
 	rep := r.replacer(ord, mounts)
@@ -208,7 +222,7 @@ func (r *rehearsal) startPod(ord int) *e2eNode {
 	// startKvring turns the Redis-protocol port off unless the environment says otherwise; the ConfigMap's
 	// resp-addr is what the pod's node serves.
 	respAddr := net.JoinHostPort(rehearsalPodIP(ord), strconv.Itoa(r.ports.resp))
-	env = append(env, "KVRING_RESP_ADDR="+respAddr)
+	env = append(append(env, "KVRING_RESP_ADDR="+respAddr), r.env...)
 	p := startKvring(t, env, r.c.Args...)
 	m := p.waitLog(t, jsonReadyRe, 60*time.Second)
 	n := &e2eNode{proc: p, id: m[1], grpc: m[2], admin: m[3], gossip: m[4], shm: shm}
@@ -224,6 +238,13 @@ func (r *rehearsal) startPod(ord int) *e2eNode {
 	}
 	r.pods[ord] = n
 	return n
+}
+
+// claimed reports whether volume is one of the StatefulSet's volumeClaimTemplates.
+func (r *rehearsal) claimed(volume string) bool {
+	return slices.ContainsFunc(r.m.StatefulSet.Spec.VolumeClaimTemplates, func(c corev1.PersistentVolumeClaim) bool {
+		return c.Name == volume
+	})
 }
 
 // runInitContainers plays the pod's init containers that mount volume (at hostDir here), as the kubelet runs

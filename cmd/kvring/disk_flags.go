@@ -19,6 +19,10 @@ func registerServeDisk(fs *pflag.FlagSet, c *disk.Config) {
 	sizeVar(fs, &c.Limit, "disk-limit", "most bytes the disk tier's region files take (required with --disk-dir; at least 4 regions)")
 	sizeVar(fs, &c.RegionSize, "disk-region-size", "size of one disk region file, the unit of writes and eviction (default 64MiB, or a quarter of --disk-limit when smaller)")
 	sizeVar(fs, &c.QueueBytes, "disk-queue", "most evicted bytes waiting to be written; beyond it offloads are dropped, counted (default 64MiB)")
+	if c.RetryAfter == 0 {
+		c.RetryAfter = disk.DefaultRetryAfter
+	}
+	fs.DurationVar(&c.RetryAfter, "disk-retry-after", c.RetryAfter, "after a disk write failed (full disk, I/O error, directory gone), how long the tier drops offloads before it tries again")
 	fs.StringVar(&c.DirectIO, "disk-direct-io", c.DirectIO, `O_DIRECT for region files: "auto" (fall back to buffered I/O where the filesystem refuses it), "on" or "off"`)
 }
 

@@ -110,7 +110,7 @@ func BenchmarkRead(b *testing.B) {
 				wg.Go(func() {
 					r := rand.New(rand.NewPCG(uint64(g), 1))
 					for i := g; i < b.N; i += qd {
-						c, err := tr.Read("bench", ids[r.IntN(n)])
+						c, err := tr.Read("bench", ids[r.IntN(n)], true)
 						if err != nil {
 							b.Error(err)
 							return
@@ -122,4 +122,41 @@ func BenchmarkRead(b *testing.B) {
 			wg.Wait()
 		})
 	}
+}
+
+// benchFill puts 512 MiB of chunks of size bytes into st and returns the
+// ids of those held once the tier's queue is written out.
+func benchFill(b *testing.B, st *store.Store, tr *Tier, size int) []store.ID {
+	src := chunkBytes(1, size)
+	crc := crc32c.Checksum(src)
+	var ids []store.ID
+	for i := range (512 << 20) / size {
+		var id store.ID
+		id[0], id[1], id[2] = byte(i), byte(i>>8), 0xbf
+		w, err := st.Stage("bench", id, int64(size), crc)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := w.Write(src); err != nil {
+			b.Fatal(err)
+		}
+		if err := w.Seal(); err != nil {
+			b.Fatal(err)
+		}
+		ids = append(ids, id)
+		if i%64 == 63 {
+			tr.Flush() // keep the queue from dropping offloads
+		}
+	}
+	tr.Flush()
+	held := ids[:0]
+	for _, id := range ids {
+		if st.Contains("bench", id) {
+			held = append(held, id)
+		}
+	}
+	if len(held) < len(ids)/2 {
+		b.Fatalf("only %d of %d chunks held", len(held), len(ids))
+	}
+	return held
 }

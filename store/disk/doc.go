@@ -40,10 +40,12 @@
 //     chunk offloaded again while its copy is in the oldest quarter of the
 //     regions by write order is written again (reinsertion); a hot chunk
 //     lives in shared memory, where the store promotes it.
-//   - Checksums: every Read verifies the record header and the payload's
-//     CRC-32C (internal/crc32c). A mismatch, an I/O error or a truncated
-//     file is a miss: the chunk is dropped from the index and counted
-//     (Stats.ChecksumErrors, Stats.ReadErrors), never returned.
+//   - Checksums: every Read verifies the record header, and the payload's
+//     CRC-32C (internal/crc32c) itself with verify or else through its
+//     caller, who checks the bytes as it copies them and reports a
+//     mismatch (LowerChunk.Corrupt). A mismatch, an I/O error or a
+//     truncated file is a miss: the chunk is dropped from the index and
+//     counted (Stats.ChecksumErrors, Stats.ReadErrors), never returned.
 //   - Recovery (Open): sealed regions are indexed from their footers, the
 //     region a killed process was writing is scanned header by header;
 //     payloads are verified lazily, by the read that serves them. A clean

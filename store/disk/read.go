@@ -8,30 +8,25 @@ import (
 	"github.com/kvring/kvring/store"
 )
 
-// Read returns the chunk's bytes, verified against their CRC-32C, in a
-// buffer the caller owns until it calls Release (once): its Bytes must not
-// be used afterwards. A chunk still queued is served from the queue's
-// copy. A chunk the tier does not hold is store.ErrNotFound; one whose
-// record cannot be read (an I/O error, a truncated file) or does not match
-// its checksum is dropped from the index, counted and reported as
-// store.ErrChecksum: never wrong bytes. Hot is set when the chunk was read
-// from disk before within the last Config.HotWindow or so reads. Blocks
-// for one pread of the record (header and payload, block aligned).
-func (t *Tier) Read(ns string, id store.ID) (store.LowerChunk, error) {
+// Read returns the chunk's bytes in a buffer the caller owns until it calls
+// Release (once): its Bytes must not be used afterwards. A chunk still
+// queued is served from the queue's copy (verified when it was queued). A
+// chunk the tier does not hold is store.ErrNotFound; one whose record
+// cannot be read (an I/O error, a truncated file) or does not name the
+// chunk is dropped from the index, counted and reported as
+// store.ErrChecksum: never wrong bytes. With verify the payload's CRC-32C is
+// checked too; without it Verified is false and the caller checks Bytes
+// against CRC as it copies them, calling Corrupt when they differ (one pass
+// over the bytes instead of two). Hot is set when the chunk was read from
+// disk before within the last Config.HotWindow or so reads. Blocks for one
+// pread of the record (header and payload, block aligned).
+func (t *Tier) Read(ns string, id store.ID, verify bool) (store.LowerChunk, error) {
 	k := key(ns, id)
 	t.mu.Lock()
 	t.st.reads++
-	if rec, ok := t.pending[k]; ok && rec.h.ns == ns && rec.h.id == id && rec.buf != nil {
-		rec.refs++
-		t.st.hits++
-		t.st.queueHits++
+	if c, ok := t.readQueued(k, ns, id); ok {
 		t.mu.Unlock()
-		b := rec.buf[rec.h.hlen : rec.h.hlen+int(rec.h.size)]
-		return store.LowerChunk{Bytes: b, CRC: rec.h.crc, Meta: rec.h.meta, Release: func() {
-			t.mu.Lock()
-			t.unref(rec)
-			t.mu.Unlock()
-		}}, nil
+		return c, nil
 	}
 	l, ok := t.idx[k]
 	var r *region
@@ -49,6 +44,56 @@ func (t *Tier) Read(ns string, id store.ID) (store.LowerChunk, error) {
 
 	n := align(int64(l.hlen) + int64(l.size))
 	buf := t.bufs.get(n)
+	h, err := t.readRecord(r, l, buf, ns, id)
+	var payload []byte
+	if err == nil {
+		payload = buf[l.hlen : int(l.hlen)+int(l.size)]
+		if verify {
+			if sum := crc32c.Checksum(payload); sum != h.crc {
+				err = fmt.Errorf("%w: crc %08x, want %08x", errPayload, sum, h.crc)
+			}
+		}
+	}
+	if err != nil {
+		t.bufs.put(buf)
+		t.dropUnreadable(k, l, r.path, ns, id, err)
+		return store.LowerChunk{}, fmt.Errorf("chunk %s/%s on disk: %w: %w", ns, id, store.ErrChecksum, err)
+	}
+	t.mu.Lock()
+	t.st.hits++
+	t.st.readBytes += n
+	t.mu.Unlock()
+	return store.LowerChunk{Bytes: payload, CRC: h.crc, Meta: h.meta, Hot: hot, Verified: verify,
+		Release: func() { t.bufs.put(buf) },
+		Corrupt: func(cause error) {
+			t.dropUnreadable(k, l, r.path, ns, id, fmt.Errorf("%w: %w", errPayload, cause))
+		}}, nil
+}
+
+// readQueued serves a chunk still in the write queue from the queue's copy.
+// mu held.
+func (t *Tier) readQueued(k uint64, ns string, id store.ID) (store.LowerChunk, bool) {
+	rec, ok := t.pending[k]
+	if !ok || rec.h.ns != ns || rec.h.id != id || rec.buf == nil {
+		return store.LowerChunk{}, false
+	}
+	rec.refs++
+	t.st.hits++
+	t.st.queueHits++
+	b := rec.buf[rec.h.hlen : rec.h.hlen+int(rec.h.size)]
+	return store.LowerChunk{Bytes: b, CRC: rec.h.crc, Meta: rec.h.meta, Verified: true,
+		Release: func() {
+			t.mu.Lock()
+			t.unref(rec)
+			t.mu.Unlock()
+		},
+		Corrupt: func(error) {}}, true
+}
+
+// readRecord reads the record at l of r into buf and checks that its header
+// decodes and names the chunk asked for; it releases the reference on r
+// Read took.
+func (t *Tier) readRecord(r *region, l loc, buf []byte, ns string, id store.ID) (recHeader, error) {
 	err := t.pread(r, buf, int64(l.block)*blockSize)
 	t.mu.Lock()
 	r.refs--
@@ -61,34 +106,24 @@ func (t *Tier) Read(ns string, id store.ID) (store.LowerChunk, error) {
 	if err == nil && (h.ns != ns || h.id != id || h.seq != uint64(l.region) || h.block != l.block || h.size != l.size) {
 		err = fmt.Errorf("%w: the record at block %d names %s/%s (%d bytes, region %d)", errFormat, l.block, h.ns, h.id[:], h.size, h.seq)
 	}
-	var payload []byte
-	if err == nil {
-		payload = buf[l.hlen : int(l.hlen)+int(l.size)]
-		if sum := crc32c.Checksum(payload); sum != h.crc {
-			err = fmt.Errorf("%w: crc %08x, want %08x", errPayload, sum, h.crc)
-		}
-	}
-	if err != nil {
-		t.bufs.put(buf)
-		t.mu.Lock()
-		if cur, ok := t.idx[k]; ok && cur == l {
-			t.unindex(k, l)
-		}
-		if errors.Is(err, errFormat) || errors.Is(err, errPayload) {
-			t.st.checksumErrors++
-		} else {
-			t.st.readErrors++ // an I/O error, or a truncated file (io.ErrUnexpectedEOF)
-		}
-		t.mu.Unlock()
-		t.log.Warn("disk chunk could not be read and was dropped", "namespace", ns, "id", id.String(),
-			"region", r.path, "err", err)
-		return store.LowerChunk{}, fmt.Errorf("chunk %s/%s on disk: %w: %w", ns, id, store.ErrChecksum, err)
-	}
+	return h, err
+}
+
+// dropUnreadable drops a chunk whose record could not be read or failed a
+// check, counts it and says so once in the log.
+func (t *Tier) dropUnreadable(k uint64, l loc, path, ns string, id store.ID, err error) {
 	t.mu.Lock()
-	t.st.hits++
-	t.st.readBytes += n
+	if cur, ok := t.idx[k]; ok && cur == l {
+		t.unindex(k, l)
+	}
+	if errors.Is(err, errFormat) || errors.Is(err, errPayload) {
+		t.st.checksumErrors++
+	} else {
+		t.st.readErrors++ // an I/O error, or a truncated file (io.ErrUnexpectedEOF)
+	}
 	t.mu.Unlock()
-	return store.LowerChunk{Bytes: payload, CRC: h.crc, Meta: h.meta, Hot: hot, Release: func() { t.bufs.put(buf) }}, nil
+	t.log.Warn("disk chunk could not be read and was dropped", "namespace", ns, "id", id.String(),
+		"region", path, "err", err)
 }
 
 // errPayload: a record's payload does not match its checksum.

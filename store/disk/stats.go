@@ -18,6 +18,7 @@ type counters struct {
 	reads, hits, queueHits              uint64
 	checksumErrors, readErrors          uint64
 	regionsCreated, regionsEvicted      uint64
+	regionsGivenUp                      uint64
 	sealed, chunksEvicted, degradations uint64
 	drops                               map[string]uint64
 }
@@ -63,6 +64,9 @@ type Stats struct {
 	ChecksumErrors uint64 `json:"checksum_errors"`
 	ReadErrors     uint64 `json:"read_errors"`
 	RegionsEvicted uint64 `json:"regions_evicted"`
+	// RegionsGivenUp counts the evicted regions that went because the
+	// filesystem had no room for a new one (it holds less than Limit).
+	RegionsGivenUp uint64 `json:"regions_given_up"`
 	ChunksEvicted  uint64 `json:"chunks_evicted"`
 	// Degraded says why offloads stopped ("" while they go on).
 	Degraded     string `json:"degraded,omitempty"`
@@ -91,7 +95,7 @@ func (t *Tier) Stats() Stats {
 		Offloads: t.st.offloads, AlreadyHeld: t.st.already, Reinserted: t.st.reinserted, Drops: make(map[string]uint64, len(t.st.drops)),
 		WriteBytes: t.st.writeBytes, Reads: t.st.reads, Hits: t.st.hits, QueueHits: t.st.queueHits,
 		ReadBytes: t.st.readBytes, ChecksumErrors: t.st.checksumErrors, ReadErrors: t.st.readErrors,
-		RegionsEvicted: t.st.regionsEvicted, ChunksEvicted: t.st.chunksEvicted,
+		RegionsEvicted: t.st.regionsEvicted, ChunksEvicted: t.st.chunksEvicted, RegionsGivenUp: t.st.regionsGivenUp,
 		Degradations: t.st.degradations, IndexBytesPerChunk: indexBytesPerChunk,
 	}
 	for k, v := range t.st.drops {

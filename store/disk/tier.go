@@ -89,10 +89,11 @@ type Tier struct {
 
 	idle *sync.Cond // on mu: broadcast when the writer finished a batch
 
-	kick chan struct{}
-	stop chan struct{}
-	done chan struct{}
-	qlen atomic.Int64
+	kick     chan struct{}
+	flushNow chan struct{} // Flush: the writer stops gathering
+	stop     chan struct{}
+	done     chan struct{}
+	qlen     atomic.Int64
 }
 
 // record is a chunk copied out of shared memory, on its way to disk.
@@ -126,18 +127,19 @@ func Open(cfg Config) (*Tier, error) {
 	}
 	t := &Tier{
 		cfg: cfg, log: cfg.Logger, lock: lock,
-		bufs:    newBufPool(cfg.ReadBufferBytes),
-		wbufs:   newBufPool(cfg.QueueBytes),
-		idx:     make(map[uint64]loc),
-		pending: make(map[uint64]*record),
-		regions: make(map[uint32]*region),
-		nsIDs:   make(map[string]uint16),
-		hotCur:  make(map[uint64]struct{}),
-		hotPrev: make(map[uint64]struct{}),
-		kick:    make(chan struct{}, 1),
-		stop:    make(chan struct{}),
-		done:    make(chan struct{}),
-		st:      newCounters(),
+		bufs:     newBufPool(cfg.ReadBufferBytes),
+		wbufs:    newBufPool(cfg.QueueBytes),
+		idx:      make(map[uint64]loc),
+		pending:  make(map[uint64]*record),
+		regions:  make(map[uint32]*region),
+		nsIDs:    make(map[string]uint16),
+		hotCur:   make(map[uint64]struct{}),
+		hotPrev:  make(map[uint64]struct{}),
+		kick:     make(chan struct{}, 1),
+		flushNow: make(chan struct{}, 1),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+		st:       newCounters(),
 	}
 	t.idle = sync.NewCond(&t.mu)
 	switch cfg.DirectIO {

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -65,7 +66,7 @@ func drain(t testing.TB, tr *Tier) {
 
 func readBack(t testing.TB, tr *Tier, ns string, i, size int) error {
 	t.Helper()
-	c, err := tr.Read(ns, chunkID(i))
+	c, err := tr.Read(ns, chunkID(i), true)
 	if err != nil {
 		return err
 	}
@@ -95,7 +96,7 @@ func TestOffloadedChunksReadBackByteExactFromQueueAndDisk(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := tr.Read("ns", chunkID(99)); !errors.Is(err, store.ErrNotFound) {
+	if _, err := tr.Read("ns", chunkID(99), true); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("unknown chunk: %v", err)
 	}
 	if !offload(tr, "ns", 0, 100_000) || tr.Stats().AlreadyHeld != 1 {
@@ -245,7 +246,7 @@ func TestACorruptedRecordIsAMissNeverWrongBytes(t *testing.T) {
 	f.WriteAt(b, off)
 	f.Sync()
 	f.Close()
-	if _, err := tr.Read("ns", chunkID(1)); !errors.Is(err, store.ErrChecksum) {
+	if _, err := tr.Read("ns", chunkID(1), true); !errors.Is(err, store.ErrChecksum) {
 		t.Fatalf("corrupted chunk: %v, want ErrChecksum", err)
 	}
 	if tr.Contains("ns", chunkID(1)) || tr.Stats().ChecksumErrors != 1 {
@@ -275,7 +276,7 @@ func TestATruncatedRegionDropsWhatItCannotRead(t *testing.T) {
 		t.Fatalf("the record before the cut: %v", err)
 	}
 	for i := 1; i < 4; i++ {
-		if _, err := tr.Read("ns", chunkID(i)); !errors.Is(err, store.ErrChecksum) {
+		if _, err := tr.Read("ns", chunkID(i), true); !errors.Is(err, store.ErrChecksum) {
 			t.Fatalf("chunk %d past the cut: %v", i, err)
 		}
 	}
@@ -342,27 +343,66 @@ func TestAnIOErrorDegradesTheTierAndDropsOffloadsUntilTheRetry(t *testing.T) {
 	}
 }
 
+// TestAFullDiskDegradesTheTier: a filesystem that something else filled
+// leaves the tier no room for its first region: it degrades (ENOSPC in
+// Health), drops offloads and counts them; once the space is back and
+// RetryAfter has passed it offloads again.
 func TestAFullDiskDegradesTheTier(t *testing.T) {
 	dir := testutil.MountTmpfs(t, "3m")
-	tr := openTier(t, testConfig(t, dir))
-	for i := range 30 {
+	now := time.Unix(1_000_000, 0)
+	var mu sync.Mutex
+	cfg := testConfig(t, dir)
+	cfg.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	tr := openTier(t, cfg)
+	ballast := filepath.Join(dir, "ballast")
+	testutil.FillFile(t, ballast, math.MaxInt64)
+	for i := range 5 {
 		offload(tr, "ns", i, 200_000)
 		drain(t, tr)
 	}
 	if err := tr.Health(); !errors.Is(err, ErrDegraded) || !errors.Is(err, unix.ENOSPC) {
 		t.Fatalf("Health on a full disk: %v", err)
 	}
-	var held int
-	for i := range 30 {
-		if tr.Contains("ns", chunkID(i)) {
-			held++
-			if err := readBack(t, tr, "ns", i, 200_000); err != nil {
-				t.Fatal(err)
-			}
-		}
+	if s := tr.Stats(); s.Drops[DropDegraded]+s.Drops[DropIOError] == 0 || s.Chunks != 0 {
+		t.Fatalf("stats on a full disk: %+v", s)
 	}
-	if held == 0 || tr.Stats().Drops[DropDegraded]+tr.Stats().Drops[DropIOError] == 0 {
-		t.Fatalf("held %d, stats %+v", held, tr.Stats())
+	if err := os.Remove(ballast); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	now = now.Add(DefaultRetryAfter + time.Second)
+	mu.Unlock()
+	if !offload(tr, "ns", 100, 200_000) {
+		t.Fatal("no offload after the retry")
+	}
+	drain(t, tr)
+	if err := tr.Health(); err != nil || readBack(t, tr, "ns", 100, 200_000) != nil {
+		t.Fatalf("after the space came back: %v", err)
+	}
+}
+
+// TestAFilesystemSmallerThanTheLimitKeepsTheTierGoing: on a 3 MiB
+// filesystem under a larger limit the tier gives up its least recently
+// used region when it has no room for a new one, and keeps offloading
+// within the space it has: never degraded, the latest chunks held.
+func TestAFilesystemSmallerThanTheLimitKeepsTheTierGoing(t *testing.T) {
+	dir := testutil.MountTmpfs(t, "3m")
+	tr := openTier(t, testConfig(t, dir))
+	for i := range 30 {
+		offload(tr, "ns", i, 200_000)
+		drain(t, tr)
+	}
+	if err := tr.Health(); err != nil {
+		t.Fatalf("Health: %v", err)
+	}
+	s := tr.Stats()
+	if s.RegionsGivenUp == 0 || s.Drops[DropIOError]+s.Drops[DropDegraded] != 0 {
+		t.Fatalf("stats: %+v", s)
+	}
+	for i := 27; i < 30; i++ {
+		if err := readBack(t, tr, "ns", i, 200_000); err != nil {
+			t.Fatalf("chunk %d: %v", i, err)
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -27,10 +28,39 @@ func (t *Tier) writer() {
 			t.sealActive()
 			return
 		case <-t.kick:
+			t.gather()
 			for t.writeQueued() {
 			}
 		}
 	}
+}
+
+// gather waits up to Config.WriteDelay for the queue to hold gatherBytes,
+// returning early on Flush and Close. Writer only.
+func (t *Tier) gather() {
+	if t.cfg.WriteDelay <= 0 {
+		return
+	}
+	timer := time.NewTimer(t.cfg.WriteDelay)
+	defer timer.Stop()
+	for t.queuedBytes() < t.cfg.gatherBytes() {
+		select {
+		case <-t.kick: // another offload: look again
+		case <-t.flushNow:
+			return
+		case <-timer.C:
+			return
+		case <-t.stop:
+			return
+		}
+	}
+}
+
+// queuedBytes is the bytes of the records waiting in the queue.
+func (t *Tier) queuedBytes() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.queued
 }
 
 // writeQueued writes one batch of queued records and reports whether it
@@ -61,6 +91,10 @@ func (t *Tier) writeQueued() bool {
 // Flush blocks until every chunk queued before the call is written (or
 // dropped). For tests and benchmarks: the data path never waits for it.
 func (t *Tier) Flush() {
+	select {
+	case t.flushNow <- struct{}{}:
+	default:
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for len(t.pending) > 0 && !t.closed {
@@ -300,6 +334,9 @@ func (t *Tier) newRegion() (*region, error) {
 	}
 	path := filepath.Join(t.cfg.Dir, regionName(seq))
 	r, err := t.createRegion(seq, path)
+	if errors.Is(err, unix.ENOSPC) && t.giveUpRegion() {
+		r, err = t.createRegion(seq, path)
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if err != nil {
@@ -316,6 +353,29 @@ func (t *Tier) newRegion() (*region, error) {
 	t.use(seq)
 	t.st.regionsCreated++
 	return r, nil
+}
+
+// giveUpRegion evicts one region because the filesystem has no room for a
+// new one (it holds less than the limit, or something else filled it): the
+// tier goes on within the space it has rather than stopping. It reports
+// false when no region can go (the tier then degrades). Writer only.
+func (t *Tier) giveUpRegion() bool {
+	t.mu.Lock()
+	v := t.victimLocked()
+	if v != nil {
+		t.st.regionsGivenUp++
+	}
+	t.mu.Unlock()
+	if v == nil {
+		return false
+	}
+	t.log.Warn("the disk tier's filesystem is full: a region is evicted to make room (it holds less than --disk-limit)",
+		"region", v.path)
+	if err := os.Remove(v.path); err != nil && !os.IsNotExist(err) {
+		t.log.Warn("cannot remove an evicted disk region", "region", v.path, "err", err)
+		return false
+	}
+	return true
 }
 
 // createRegion creates region seq's file, allocates its space (so that a

@@ -1,0 +1,144 @@
+package disk
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kvring/kvring/internal/testutil"
+	"github.com/kvring/kvring/store"
+)
+
+// BenchmarkGetVsFio: gets of disk-held chunks against fio's direct random
+// reads of the same block size, in the same directory, at the same queue
+// depth (KVRING_DISK_BENCH_QD), alternating in short rounds within one run
+// so that both see the same load on a shared host. A get is store.Lend, as
+// a node serves an engine: one pread of the record, the copy into shared
+// memory that checks the checksum in the same pass, the View the reply is
+// sent from. It reports the tier's and fio's MB/s summed over the rounds
+// and tier/fio, with the read-only Tier.Read as a second figure.
+// KVRING_DISK_BENCH_ROUNDS sets the rounds (default 6), each a second of
+// each. Skipped without fio.
+//
+//	KVRING_DISK_BENCH_DIR=/var/tmp go test -run '^$' -bench GetVsFio -benchtime 1x ./store/disk
+func BenchmarkGetVsFio(b *testing.B) {
+	if _, err := exec.LookPath("fio"); err != nil {
+		b.Skip("fio is not installed")
+	}
+	for _, size := range benchSizes {
+		b.Run(sizeName(size), func(b *testing.B) {
+			dir := benchDir(b)
+			logs := slog.New(slog.NewTextHandler(io.Discard, nil))
+			tr, err := Open(Config{Dir: dir, Limit: 4 << 30, RegionSize: 64 << 20, QueueBytes: 64 << 20, Logger: logs})
+			if err != nil {
+				b.Fatal(err)
+			}
+			st, err := store.Open(store.Config{DataDir: b.TempDir(), ShmDir: testutil.ShmDir(b, "disk-bench-"),
+				MemoryLimit: 8 << 20, MaintenanceInterval: -1, Lower: tr, Logger: logs})
+			if err != nil {
+				tr.Close()
+				b.Fatal(err)
+			}
+			defer tr.Close()
+			defer st.Close()
+			ids := benchFill(b, st, tr, size)
+			qd := benchQD()
+			fio := fioArgs(dir, size, qd)
+			fioRun(b, append(fio, "--runtime=1")) // lays its file out
+			var get, read, raw float64
+			for range benchRounds() {
+				get += readFor(b, qd, size, func(id store.ID) error { return lendOnce(st, id) }, ids)
+				raw += fioRun(b, fio)
+				read += readFor(b, qd, size, func(id store.ID) error { return readOnce(tr, id) }, ids)
+			}
+			b.ReportMetric(get/float64(benchRounds()), "get_MB/s")
+			b.ReportMetric(read/float64(benchRounds()), "read_MB/s")
+			b.ReportMetric(raw/float64(benchRounds()), "fio_MB/s")
+			b.ReportMetric(get/raw, "get/fio")
+			b.ReportMetric(read/raw, "read/fio")
+		})
+	}
+}
+
+func benchRounds() int { return envInt("KVRING_DISK_BENCH_ROUNDS", 6) }
+
+func lendOnce(st *store.Store, id store.ID) error {
+	v, err := st.Lend("bench", id)
+	if err == nil {
+		v.Release()
+	}
+	return err
+}
+
+func readOnce(tr *Tier, id store.ID) error {
+	c, err := tr.Read("bench", id, true)
+	if err == nil {
+		c.Release()
+	}
+	return err
+}
+
+// readFor reads random chunks from qd goroutines for a second and returns
+// the MB/s.
+func readFor(b *testing.B, qd, size int, read func(store.ID) error, ids []store.ID) float64 {
+	var n atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for g := range qd {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(g), uint64(start.UnixNano())))
+			for time.Since(start) < time.Second {
+				if err := read(ids[r.IntN(len(ids))]); err != nil {
+					b.Error(err)
+					return
+				}
+				n.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	return float64(n.Load()) * float64(size) / time.Since(start).Seconds() / 1e6
+}
+
+// fioArgs are fio's direct random reads of size bytes at qd in dir.
+func fioArgs(dir string, size, qd int) []string {
+	return []string{"--name=randread", "--directory=" + dir, "--direct=1", "--size=512M", "--rw=randread",
+		fmt.Sprintf("--bs=%d", size), "--ioengine=libaio", fmt.Sprintf("--iodepth=%d", qd),
+		"--time_based", "--runtime=1", "--output-format=json"}
+}
+
+// fioRun runs fio and returns its MB/s.
+func fioRun(b *testing.B, args []string) float64 {
+	out, err := exec.Command("fio", slices.Clone(args)...).Output()
+	if err != nil {
+		b.Fatalf("fio: %v", err)
+	}
+	var res struct {
+		Jobs []struct {
+			Read struct {
+				BW float64 `json:"bw_bytes"`
+			} `json:"read"`
+		} `json:"jobs"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil || len(res.Jobs) == 0 {
+		b.Fatalf("fio's output: %v", err)
+	}
+	return res.Jobs[0].Read.BW / 1e6
+}
+
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
