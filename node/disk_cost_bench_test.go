@@ -8,9 +8,6 @@ import (
 	"time"
 
 	"github.com/kvring/kvring/client"
-	"github.com/kvring/kvring/internal/testutil"
-	"github.com/kvring/kvring/node/membership"
-	"github.com/kvring/kvring/store"
 	"github.com/kvring/kvring/store/disk"
 )
 
@@ -75,31 +72,13 @@ func BenchmarkDRAMPathWithDiskTier(b *testing.B) {
 // costNode starts a node of 32 MiB of shared memory, with a disk tier in
 // diskDir when it is not empty, and returns an SDK connected to it.
 func costNode(b *testing.B, diskDir string) (*Node, *client.Client) {
-	cfg := DefaultConfig()
-	cfg.GRPCAddr, cfg.AdminAddr = "127.0.0.1:0", "127.0.0.1:0"
-	cfg.Membership = membership.LocalConfig("")
-	cfg.Store = store.Config{DataDir: b.TempDir(), ShmDir: testutil.ShmDir(b, "bench-"), MemoryLimit: 32 << 20}
-	if diskDir != "" {
-		cfg.Disk = disk.Config{Dir: diskDir, Limit: 1 << 30, RegionSize: 16 << 20}
-	}
-	cfg.Logger = quietLogger()
-	cfg.Membership.Logger = cfg.Logger
-	n, err := New(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := n.Start(b.Context()); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { n.Close(context.Background()) })
-	sdk, err := client.New(client.Config{Conn: client.ConnConfig{Seeds: []string{n.GRPCAddr()}}, Namespace: "bench/model",
-		Schema: client.Schema{Model: "m", Dtype: "bf16", TokensPerChunk: 16}, Logger: quietLogger()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { sdk.Close() })
-	testutil.Eventually(b, "the SDK to connect", 10*time.Second, func() bool { return sdk.State().Status == client.ConnConnected })
-	return n, sdk
+	n, _ := startBenchNode(b, 32<<20, func(c *Config) {
+		c.Socket.Path = ""
+		if diskDir != "" {
+			c.Disk = disk.Config{Dir: diskDir, Limit: 1 << 30, RegionSize: 16 << 20}
+		}
+	})
+	return n, benchSDK(b, n)
 }
 
 // costPut puts one new chunk of size bytes (id *next, then increments it).

@@ -22,28 +22,8 @@ import (
 //
 //	go test -run '^$' -bench OneNodePutLookup -benchtime 2000x -count 5 ./node/
 func BenchmarkOneNodePutLookup(b *testing.B) {
-	shm := testutil.ShmDir(b, "bench-")
-	cfg := DefaultConfig()
-	cfg.GRPCAddr, cfg.AdminAddr = "127.0.0.1:0", "127.0.0.1:0"
-	cfg.Membership = membership.LocalConfig("")
-	cfg.Store = store.Config{DataDir: b.TempDir(), ShmDir: shm, MemoryLimit: 1 << 30}
-	cfg.Logger = quietLogger()
-	cfg.Membership.Logger = cfg.Logger
-	n, err := New(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := n.Start(b.Context()); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { n.Close(context.Background()) })
-	sdk, err := client.New(client.Config{Conn: client.ConnConfig{Seeds: []string{n.GRPCAddr()}}, Namespace: "bench/model",
-		Schema: client.Schema{Model: "m", Dtype: "bf16", TokensPerChunk: 16}, Logger: quietLogger()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { sdk.Close() })
-	testutil.Eventually(b, "the SDK to connect", 10*time.Second, func() bool { return sdk.State().Status == client.ConnConnected })
+	n, _ := startBenchNode(b, 1<<30, func(c *Config) { c.Socket.Path = "" })
+	sdk := benchSDK(b, n)
 
 	const perCall, size = 8, 32 << 10
 	chunks := make([]client.Chunk, perCall)
@@ -225,4 +205,17 @@ func BenchmarkOneNodeGetOne(b *testing.B) {
 			}
 		})
 	}
+}
+
+// benchSDK connects an SDK to n in namespace bench/model; it ends with the
+// benchmark.
+func benchSDK(b *testing.B, n *Node) *client.Client {
+	sdk, err := client.New(client.Config{Conn: client.ConnConfig{Seeds: []string{n.GRPCAddr()}}, Namespace: "bench/model",
+		Schema: client.Schema{Model: "m", Dtype: "bf16", TokensPerChunk: 16}, Logger: quietLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { sdk.Close() })
+	testutil.Eventually(b, "the SDK to connect", 10*time.Second, func() bool { return sdk.State().Status == client.ConnConnected })
+	return sdk
 }
