@@ -84,7 +84,7 @@ func TestClientMemoryIsBoundedAcrossConnections(t *testing.T) {
 func TestQueuedHeapRepliesAreChargedUntilWritten(t *testing.T) {
 	server, client := tcpPair(t)
 	mem := &memBudget{limit: 1 << 20}
-	w := newWriter(server, 0, 64<<10, 8<<20, mem)
+	w := newWriter(server, nil, 0, 64<<10, 8<<20, mem)
 	big := make([]byte, 4<<20) // more than the socket takes at once
 	w.bulk(big)
 	w.flush()

@@ -44,9 +44,14 @@ const readBuffer = 16 << 10
 
 func newConn(s *Server, nc net.Conn) *conn {
 	c := &conn{s: s, nc: nc, id: s.nextID.Add(1), created: time.Now()}
-	c.rd = newReader(nc, readBuffer, s.cfg.limits())
+	raw := newSockIO(nc)
+	var r io.Reader = nc
+	if raw != nil {
+		r = raw
+	}
+	c.rd = newReader(r, readBuffer, s.cfg.limits())
 	c.rd.mem = s.mem
-	c.w = newWriter(nc, s.cfg.WriteTimeout, s.cfg.ReplyBuffer, s.cfg.MaxReplyQueue, s.mem)
+	c.w = newWriter(nc, raw, s.cfg.WriteTimeout, s.cfg.ReplyBuffer, s.cfg.MaxReplyQueue, s.mem)
 	c.anonymous()
 	return c
 }

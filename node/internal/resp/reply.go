@@ -44,6 +44,8 @@ type writer struct {
 	written   atomic.Int64
 	mem       *memBudget // the server's, charged for queued heap bytes
 	crlf      [2]byte    // "\r\n", written after a value sent from its own memory
+	raw       *sockIO    // the socket's raw calls; nil: net's own (TLS)
+	three     [3][]byte  // trySync's pieces, kept here so they do not escape per call
 
 	mu     sync.Mutex
 	cond   *sync.Cond
@@ -55,8 +57,8 @@ type writer struct {
 	done   chan struct{}
 }
 
-func newWriter(nc net.Conn, timeout time.Duration, limit int, maxQueued int64, mem *memBudget) *writer {
-	w := &writer{nc: nc, timeout: timeout, proto: 2, buf: make([]byte, 0, 16<<10), limit: limit, mem: mem,
+func newWriter(nc net.Conn, raw *sockIO, timeout time.Duration, limit int, maxQueued int64, mem *memBudget) *writer {
+	w := &writer{nc: nc, raw: raw, timeout: timeout, proto: 2, buf: make([]byte, 0, 16<<10), limit: limit, mem: mem,
 		maxQueued: maxQueued, done: make(chan struct{}), crlf: [2]byte{'\r', '\n'}}
 	w.cond = sync.NewCond(&w.mu)
 	go w.loop()
@@ -105,13 +107,19 @@ func (w *writer) trySync(a, b, c []byte) int {
 	}
 	w.busy = true
 	w.mu.Unlock()
-	w.nc.SetWriteDeadline(time.Now().Add(syncWait))
 	var n int64
 	var err error
-	if b == nil && c == nil {
+	switch {
+	case w.raw != nil: // never waits: no deadline needed
+		w.three = [3][]byte{a, b, c}
+		n, err = w.raw.writeNow(w.three[:])
+		w.three = [3][]byte{}
+	case b == nil && c == nil:
+		w.nc.SetWriteDeadline(time.Now().Add(syncWait))
 		k, e := w.nc.Write(a)
 		n, err = int64(k), e
-	} else {
+	default:
+		w.nc.SetWriteDeadline(time.Now().Add(syncWait))
 		bufs := net.Buffers{a, b, c}
 		n, err = bufs.WriteTo(w.nc)
 	}
@@ -250,7 +258,16 @@ func (w *writer) writeBatch(batch []segment) error {
 			deadline = time.Now().Add(w.timeout)
 		}
 		w.nc.SetWriteDeadline(deadline)
-		n, err := bufs.WriteTo(w.nc)
+		var n int64
+		var err error
+		if w.raw != nil {
+			n, err = w.raw.writeAll(bufs)
+			// trySync's raw calls check the deadline too, though they
+			// never wait: a passed one must not fail them.
+			w.nc.SetWriteDeadline(time.Time{})
+		} else {
+			n, err = bufs.WriteTo(w.nc)
+		}
 		w.written.Add(n)
 		bufs, size = bufs[:0], 0
 		return err

@@ -13,7 +13,7 @@ import (
 // reply's last two bytes.
 func TestLargeValueLeavesWithItsTrailer(t *testing.T) {
 	server, client := tcpPair(t)
-	w := newWriter(server, 0, 64<<10, 1<<20, &memBudget{})
+	w := newWriter(server, nil, 0, 64<<10, 1<<20, &memBudget{})
 	defer w.close()
 
 	value := bytes.Repeat([]byte{'v'}, bigReply*2)
