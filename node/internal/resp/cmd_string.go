@@ -244,8 +244,12 @@ func cmdGet(ctx context.Context, c *conn, req *request) {
 	getKey(ctx, c, req.args[1])
 }
 
-// getKey answers a GET of key.
+// getKey answers a GET of key: in place when this node holds it
+// (getHeld), otherwise through readKeys.
 func getKey(ctx context.Context, c *conn, key []byte) {
+	if c.getHeld(ctx, key) {
+		return
+	}
 	read, ok := c.readKeys(ctx, [][]byte{key})
 	if !ok {
 		return

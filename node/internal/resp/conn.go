@@ -33,6 +33,10 @@ type conn struct {
 	// readonly: the client sent READONLY, so reads of slots this node
 	// holds as a replica are served here (Redis Cluster mode).
 	readonly bool
+	// lastPrefix, lastNS: the last key prefix namespaceOf mapped, and its
+	// namespace; defaultNS: the namespace of keys without a prefix.
+	lastPrefix        []byte
+	lastNS, defaultNS string
 }
 
 // readBuffer is the size of a connection's read buffer. A value argument's
@@ -157,7 +161,7 @@ func (c *conn) admit(name string, key []byte) error {
 	switch {
 	case !c.authed && !cmd.noAuth:
 		return errRefused
-	case !c.access.allows(c.s.cfg.KeyMap.Namespace(key)):
+	case !c.access.allows(c.namespaceOf(key)):
 		return errRefused
 	case c.s.cfg.ClusterMode && c.redirectKey(cmd, key) != "":
 		return errRefused

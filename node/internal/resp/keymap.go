@@ -91,8 +91,20 @@ type Key struct {
 
 // Map maps key. It never fails: every byte string is a key.
 func (m KeyMap) Map(key []byte) Key {
-	return Key{Namespace: m.Namespace(key), ID: sha256.Sum256(key), Place: placeKey(m.placement(key)), Slot: Slot(key),
+	return Key{Namespace: m.Namespace(key), ID: m.ID(key), Place: placeKey(m.placement(key)), Slot: Slot(key),
 		Name: string(key)}
+}
+
+// ID is key's chunk id (Key.ID).
+func (m KeyMap) ID(key []byte) store.ID { return sha256.Sum256(key) }
+
+// prefix is the part of key that decides its namespace (Namespace): nil
+// for a key in the default namespace.
+func (m KeyMap) prefix(key []byte) []byte {
+	if i := bytes.LastIndex(key, []byte(m.Separator)); i > 0 {
+		return key[:i]
+	}
+	return nil
 }
 
 // Namespace is the namespace of key: NamespacePrefix and the part before the
@@ -101,10 +113,11 @@ func (m KeyMap) Map(key []byte) Key {
 // a namespace, which is harmless: ids stay distinct). A prefix too long for
 // a name keeps its start and a hash of the whole.
 func (m KeyMap) Namespace(key []byte) string {
-	i := bytes.LastIndex(key, []byte(m.Separator))
-	if i <= 0 {
+	p := m.prefix(key)
+	if p == nil {
 		return NamespacePrefix + m.Default
 	}
+	i := len(p)
 	var b bytes.Buffer
 	b.Grow(len(NamespacePrefix) + i)
 	b.WriteString(NamespacePrefix)

@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"bytes"
 	"context"
 	"errors"
 )
@@ -45,6 +46,26 @@ func (c *conn) mapKeys(raw [][]byte) ([]*nsKeys, bool) {
 		g.keys = append(g.keys, keyRef{Key: m, at: i})
 	}
 	return groups, true
+}
+
+// namespaceOf is KeyMap.Namespace(key), remembering the last prefix's
+// answer: a connection's keys mostly share one (a model's).
+func (c *conn) namespaceOf(key []byte) string {
+	p := c.s.cfg.KeyMap.prefix(key)
+	switch {
+	case p == nil && c.defaultNS != "":
+		return c.defaultNS
+	case p != nil && c.lastNS != "" && bytes.Equal(p, c.lastPrefix):
+		return c.lastNS
+	}
+	name := c.s.cfg.KeyMap.Namespace(key)
+	switch {
+	case p == nil:
+		c.defaultNS = name
+	case len(p) <= 256:
+		c.lastPrefix, c.lastNS = append(c.lastPrefix[:0], p...), name
+	}
+	return name
 }
 
 // resolve looks the groups' namespaces up; create registers unknown ones

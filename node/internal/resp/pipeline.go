@@ -55,7 +55,7 @@ func (c *conn) pipelinedGets(ctx context.Context, first *request) {
 		c.s.m.command("get")
 	}
 	for _, k := range keys {
-		if !c.access.allows(c.s.cfg.KeyMap.Namespace(k)) { // each GET on its own, with its own NOPERM
+		if !c.access.allows(c.namespaceOf(k)) { // each GET on its own, with its own NOPERM
 			for _, k := range keys {
 				getKey(ctx, c, k)
 			}

@@ -118,6 +118,40 @@ func (c *conn) readLocal(ns Namespace, k Key, f func(data []byte, release func()
 	return v.Read(func(b []byte) { f(b, nil) }) == nil
 }
 
+// getHeld writes the reply to a GET of key when this node's store holds
+// it, and reports whether it did: readKeys for one key held here, without
+// its grouping and bookkeeping, the common GET under a cluster-aware client
+// or on a single node. Anything else (a namespace the token may not use or
+// the node does not know, a key held elsewhere, evicted or failing its
+// checksum meanwhile) is left to readKeys, which answers it.
+func (c *conn) getHeld(ctx context.Context, key []byte) bool {
+	name := c.namespaceOf(key)
+	if !c.access.allows(name) {
+		return false
+	}
+	ns, err := c.s.cfg.Cluster.Namespace(ctx, name, false)
+	if err != nil {
+		return false
+	}
+	v, err := c.s.cfg.Store.Get(ns.Store, c.s.cfg.KeyMap.ID(key))
+	if err != nil {
+		return false
+	}
+	if len(v.Bytes()) >= bigReply {
+		c.s.m.read(true)
+		c.w.bulkOwned(v.Bytes(), v.Release)
+		return true
+	}
+	defer v.Release()
+	// A fault while the value is copied leaves the pending replies as they
+	// were (bulkOwned), and readKeys asks the cluster.
+	if v.Read(func(b []byte) { c.w.bulk(b) }) != nil {
+		return false
+	}
+	c.s.m.read(true)
+	return true
+}
+
 // countRead counts a read as a hit or a miss and passes it on.
 func (c *conn) countRead(sink readSink, i int, data []byte, release func()) {
 	c.s.m.read(data != nil)
