@@ -209,8 +209,8 @@ func (c *conn) run(ctx context.Context, req *request) (quit bool) {
 		c.w.ok()
 		return true
 	}
-	cctx, cancel := context.WithTimeout(ctx, c.s.cfg.CallTimeout)
-	defer cancel()
+	cctx := newCallCtx(ctx, c.s.cfg.CallTimeout)
+	defer cctx.end()
 	cmd.run(cctx, c, req)
 	return false
 }
