@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kvring/kvring/node/internal/tenant"
 )
 
 // redisVersion is the Redis version reported to clients, which some of them
@@ -113,6 +115,9 @@ func (c *conn) authenticate(token string) bool {
 		return false
 	}
 	c.authed, c.access = true, a
+	if token != "" {
+		c.setClient(tenant.Name(token, c.nc.RemoteAddr()))
+	}
 	return true
 }
 

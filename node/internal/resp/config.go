@@ -71,6 +71,13 @@ type Config struct {
 	// ReplyBuffer is how many bytes of small replies are gathered before
 	// they are queued for writing. Default 64 KiB.
 	ReplyBuffer int
+	// MaxValueBytes bounds the bytes of SET values being received (read
+	// into shared memory before their command runs) by all connections
+	// together, shared among clients (valueShares: one client alone may
+	// hold three quarters). A value past it, or past its client's share, is
+	// read past and answered -OOM. Default 0: no bound (the node passes its
+	// staged-bytes budget).
+	MaxValueBytes int64
 	// MaxReplyQueue bounds the reply bytes queued for a connection that has
 	// not read them yet (values this node holds are queued where they are,
 	// in shared memory; others on the heap). Past it the connection reads

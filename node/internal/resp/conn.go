@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/kvring/kvring/node/internal/tenant"
 	"github.com/kvring/kvring/store"
 )
 
@@ -37,6 +38,12 @@ type conn struct {
 	// namespace; defaultNS: the namespace of keys without a prefix.
 	lastPrefix        []byte
 	lastNS, defaultNS string
+	// client names the connection's client for the budgets shared among
+	// clients (package tenant), and ctx carries it to the cluster's calls;
+	// charged is what its request in flight took of Server.values.
+	client    string
+	base, ctx context.Context
+	charged   int64
 }
 
 // readBuffer is the size of a connection's read buffer. A value argument's
@@ -69,6 +76,9 @@ func (c *conn) serve() {
 	closed := c.s.closed
 	c.s.mu.Unlock()
 	defer cancel()
+	c.base = ctx
+	c.setClient(tenant.Name("", c.nc.RemoteAddr()))
+	defer c.uncharge()
 	defer c.rd.uncharge()
 	defer c.nc.Close()
 	defer c.w.close() // first: what is queued is written before the connection closes
@@ -92,8 +102,9 @@ func (c *conn) serve() {
 			c.ended(err)
 			return
 		}
-		quit := c.run(ctx, req)
+		quit := c.run(req)
 		req.free()
+		c.uncharge()
 		c.rd.release()
 		if quit || c.w.failed() != nil {
 			return
@@ -182,11 +193,37 @@ func (c *conn) kept(key []byte) bool {
 	return c.s.cfg.Cluster.Kept(m)
 }
 
-// alloc is the memory of a value: a blob of the store.
-func (c *conn) alloc(size int64) (*store.Blob, error) { return c.s.cfg.Store.CreateBlob(size) }
+// alloc is the memory of a value: a blob of the store, charged to the
+// client's share of the values being received (Server.values) until its
+// request has run (uncharge).
+func (c *conn) alloc(size int64) (*store.Blob, error) {
+	if err := c.s.values.take(c.client, size); err != nil {
+		return nil, err
+	}
+	b, err := c.s.cfg.Store.CreateBlob(size)
+	if err != nil {
+		c.s.values.give(c.client, size)
+		return nil, err
+	}
+	c.charged += size
+	return b, nil
+}
+
+// uncharge returns what the connection's request took of Server.values:
+// its values are sealed into chunks or freed.
+func (c *conn) uncharge() {
+	c.s.values.give(c.client, c.charged)
+	c.charged = 0
+}
+
+// setClient names the connection's client (after AUTH, its token).
+func (c *conn) setClient(name string) {
+	c.client = name
+	c.ctx = tenant.With(c.base, name) // the coordinator passes it on to owners
+}
 
 // run runs one command and reports whether the connection should close.
-func (c *conn) run(ctx context.Context, req *request) (quit bool) {
+func (c *conn) run(req *request) (quit bool) {
 	cmd, ok := commands[req.name]
 	c.s.m.command(req.name)
 	c.lastCmd = req.name
@@ -209,7 +246,7 @@ func (c *conn) run(ctx context.Context, req *request) (quit bool) {
 		c.w.ok()
 		return true
 	}
-	cctx := newCallCtx(ctx, c.s.cfg.CallTimeout)
+	cctx := newCallCtx(c.ctx, c.s.cfg.CallTimeout)
 	defer cctx.end()
 	cmd.run(cctx, c, req)
 	return false

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kvring/kvring/internal/testutil"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
+	"github.com/kvring/kvring/node/internal/tenant"
 	"github.com/kvring/kvring/store"
 	"github.com/kvring/kvring/transfer"
 )
@@ -44,6 +45,8 @@ type fakeCluster struct {
 	tokens   map[string]Access // nil: no authentication
 	admin    bool              // the access of an anonymous client
 	publishN int               // Publish calls
+	// publishedFor is the client (package tenant) each Publish was made for.
+	publishedFor []string
 	// elsewhere, when set, says which keys another node holds: their bytes
 	// live in remote, not in this node's store.
 	elsewhere func(Key) bool
@@ -67,9 +70,10 @@ func (f *fakeCluster) Namespace(_ context.Context, name string, create bool) (Na
 	return ns, nil
 }
 
-func (f *fakeCluster) Publish(_ context.Context, ns Namespace, keys []Key, blobs []*store.Blob) ([]*kvringv1.PutChunkResult, error) {
+func (f *fakeCluster) Publish(ctx context.Context, ns Namespace, keys []Key, blobs []*store.Blob) ([]*kvringv1.PutChunkResult, error) {
 	f.mu.Lock()
 	f.publishN++
+	f.publishedFor = append(f.publishedFor, tenant.From(ctx))
 	reject := f.reject
 	f.mu.Unlock()
 	out := make([]*kvringv1.PutChunkResult, len(keys))

@@ -29,6 +29,8 @@ type Server struct {
 	nextID atomic.Int64
 	// mem bounds the heap all connections hold (Config.MaxClientMemory).
 	mem *memBudget
+	// values bounds the values being received (Config.MaxValueBytes).
+	values *valueShares
 }
 
 // New validates cfg and returns a Server for lis, which it owns from now on
@@ -41,7 +43,7 @@ func New(cfg Config, lis net.Listener) (*Server, error) {
 		lis = tls.NewListener(lis, cfg.TLS)
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, lis: lis, conns: make(map[*conn]struct{}), start: time.Now(),
-		mem: &memBudget{limit: cfg.MaxClientMemory}}
+		mem: &memBudget{limit: cfg.MaxClientMemory}, values: newValueShares(cfg.MaxValueBytes)}
 	s.m = newMetrics(func() float64 { return float64(s.nconns.Load()) })
 	return s, nil
 }
