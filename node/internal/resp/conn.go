@@ -62,6 +62,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 	}
 	c.rd = newReader(r, readBuffer, s.cfg.limits())
 	c.rd.mem = s.mem
+	c.rd.scratch = s.scratch
 	c.w = newWriter(nc, raw, s.cfg.WriteTimeout, s.cfg.ReplyBuffer, s.cfg.MaxReplyQueue, s.mem)
 	c.anonymous()
 	return c

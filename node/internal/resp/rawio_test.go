@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
 	"testing"
 	"time"
+
+	"github.com/kvring/kvring/store"
 )
 
 // TestSockIOWritesEverythingInOrder writes more than the socket buffers
@@ -108,5 +111,38 @@ func TestTLSConnectionsUseNetsOwnPath(t *testing.T) {
 	server, _ := tcpPair(t)
 	if newSockIO(tls.Server(server, &tls.Config{})) != nil {
 		t.Fatal("a TLS connection got a raw side")
+	}
+}
+
+// TestAValueReadPastKeepsTheStreamInStep: a value the reader does not keep
+// (refused here; a stored key's value likewise) is read past through the
+// scratch buffers in pieces as it arrives, and the command after it is
+// read whole; a connection that ends inside such a value is an unexpected
+// EOF, not a request.
+func TestAValueReadPastKeepsTheStreamInStep(t *testing.T) {
+	server, client := tcpPair(t)
+	lim := limits{maxArgs: 16, maxArgLen: 1 << 10, maxArgBytes: 1 << 20, maxInline: 1 << 10, maxValue: 16 << 20, maxValues: 64 << 20}
+	rd := newReader(newSockIO(server), readBuffer, lim)
+	rd.scratch = newScratch()
+	refuse := func(string, []byte) error { return errRefused }
+	value := bytes.Repeat([]byte{'v'}, 3*discardPiece+123)
+	go func() {
+		fmt.Fprintf(client, "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$%d\r\n", len(value))
+		for p := value; len(p) > 0; p = p[min(len(p), 70000):] { // in pieces, as a network delivers it
+			client.Write(p[:min(len(p), 70000)])
+		}
+		client.Write([]byte("\r\n*1\r\n$4\r\nPING\r\n*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$100\r\nshort"))
+		client.Close()
+	}()
+	noAlloc := func(int64) (*store.Blob, error) { t.Fatal("a refused value took memory"); return nil, nil }
+	req, err := rd.read(noAlloc, refuse)
+	if err != nil || req.name != "set" || !errors.Is(req.values[0].err, errRefused) {
+		t.Fatalf("the SET: %+v, %v", req, err)
+	}
+	if req, err = rd.read(noAlloc, refuse); err != nil || req.name != "ping" {
+		t.Fatalf("the command after a value read past: %+v, %v", req, err)
+	}
+	if _, err = rd.read(noAlloc, refuse); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("a connection that ended inside a value: %v, want io.ErrUnexpectedEOF", err)
 	}
 }

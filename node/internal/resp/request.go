@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync"
 
 	"github.com/kvring/kvring/store"
 	"strconv"
@@ -95,6 +96,9 @@ type reader struct {
 	charged int64
 	spans   []span // where each argument of the request being read is in buf
 	args    [][]byte
+	// scratch holds the buffers discard reads into (the server's, shared
+	// by every connection); nil: values are discarded through br.
+	scratch *sync.Pool
 }
 
 // span is an argument's place in reader.buf; value marks a value argument.
@@ -266,7 +270,7 @@ func (rd *reader) readValue(size int64, total *int64, alloc AllocFunc, refused e
 	if v.value != nil {
 		err = rd.readDirect(v.value.Bytes())
 	} else {
-		_, err = rd.br.Discard(int(size))
+		err = rd.discard(size)
 	}
 	if err == nil {
 		err = rd.crlf()
@@ -276,6 +280,44 @@ func (rd *reader) readValue(size int64, total *int64, alloc AllocFunc, refused e
 		v.value = nil
 	}
 	return v, err
+}
+
+// discard reads past n bytes of a value that is not kept (its key is
+// stored already, or it was refused): what the buffer holds, then straight
+// from the connection into a scratch buffer, up to discardPiece bytes a
+// read instead of the buffer's 16 KiB.
+func (rd *reader) discard(n int64) error {
+	k, err := rd.br.Discard(int(min(n, int64(rd.br.Buffered()))))
+	n -= int64(k)
+	if err != nil || n == 0 {
+		return err
+	}
+	if rd.scratch == nil {
+		_, err := rd.br.Discard(int(n))
+		return err
+	}
+	p := rd.scratch.Get().(*[]byte)
+	defer rd.scratch.Put(p)
+	for n > 0 {
+		m, err := rd.raw.Read((*p)[:min(n, int64(len(*p)))])
+		n -= int64(m)
+		if err == io.EOF && n > 0 {
+			return io.ErrUnexpectedEOF
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// discardPiece is the size of the scratch buffers discard reads into.
+const discardPiece = 256 << 10
+
+// newScratch returns a pool of discardPiece buffers, whose bytes nobody
+// reads: readers of every connection share it.
+func newScratch() *sync.Pool {
+	return &sync.Pool{New: func() any { b := make([]byte, discardPiece); return &b }}
 }
 
 // readDirect fills p with what the buffer holds, then straight from the

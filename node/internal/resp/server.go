@@ -31,6 +31,8 @@ type Server struct {
 	mem *memBudget
 	// values bounds the values being received (Config.MaxValueBytes).
 	values *valueShares
+	// scratch: the buffers values that are not kept are read past into.
+	scratch *sync.Pool
 }
 
 // New validates cfg and returns a Server for lis, which it owns from now on
@@ -43,7 +45,8 @@ func New(cfg Config, lis net.Listener) (*Server, error) {
 		lis = tls.NewListener(lis, cfg.TLS)
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, lis: lis, conns: make(map[*conn]struct{}), start: time.Now(),
-		mem: &memBudget{limit: cfg.MaxClientMemory}, values: newValueShares(cfg.MaxValueBytes)}
+		mem: &memBudget{limit: cfg.MaxClientMemory}, values: newValueShares(cfg.MaxValueBytes),
+		scratch: newScratch()}
 	s.m = newMetrics(func() float64 { return float64(s.nconns.Load()) })
 	return s, nil
 }
