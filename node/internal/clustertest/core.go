@@ -134,7 +134,7 @@ func (c *Core) startNode(t testing.TB, i int, cfg CoreConfig) *Node {
 	}
 	n.Owner = owner.New(owner.Config{Store: st, Log: quiet(), Registry: n.Registry, Epoch: epoch, MaxBatch: 1024,
 		MaxPin: time.Minute, Now: cfg.Now, Metrics: n.Metrics})
-	ccfg := coord.Config{Self: n.ID, Ring: c.Ring, Unsettled: c.Unsettled, Draining: c.Draining, Suspect: c.Suspect, Owner: n.Owner,
+	ccfg := coord.Config{Self: n.ID, Ring: c.Ring, Unsettled: c.Unsettled, Moves: c.Moves, Draining: c.Draining, Suspect: c.Suspect, Owner: n.Owner,
 		Registry: n.Registry, Log: quiet(), MaxBatch: 1024, CommitTimeout: cfg.CommitTimeout, PeerTimeout: cfg.PeerTimeout,
 		BroadcastTimeout: cfg.CommitTimeout, MaxPin: time.Minute, Now: cfg.Now, Metrics: n.Metrics,
 		Defaults:        namespace.Defaults{Replicas: 1, MinReplicas: 1, MaxReplicas: uint32(cfg.ReplicationFactor)},

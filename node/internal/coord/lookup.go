@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kvring/kvring/node/internal/metrics"
+	"github.com/kvring/kvring/node/internal/moves"
 	"github.com/kvring/kvring/node/internal/namespace"
 	"github.com/kvring/kvring/node/internal/owner"
 	"github.com/kvring/kvring/node/internal/tenant"
@@ -138,10 +139,14 @@ type lookupTx struct {
 	spread    *spreadPicks // nil: every group is read from its owners
 	replicas  int
 	unsettled bool
-	pin       *kvringv1.LeasePin
-	held      []bool
-	asked     map[string]bool
-	pinned    map[string]*pinnedOn
+	// moves names the members besides its owners that may hold an id's
+	// chunk (nil: nobody), as of now.
+	moves  *moves.View
+	now    time.Time
+	pin    *kvringv1.LeasePin
+	held   []bool
+	asked  map[string]bool
+	pinned map[string]*pinnedOn
 }
 
 // pinnedOn is what one node pinned under the lookup's lease.
@@ -221,12 +226,12 @@ func (c *Coordinator) newLookup(req *kvringv1.LookupRequest) (*lookupTx, error) 
 	tx := &lookupTx{c: c, ref: nsRef(rec), ns: rec.GetName(), rg: rr.ring, ids: req.GetIds(), place: rr.place, storeNS: rr.ns,
 		held: make([]bool, len(req.GetIds())), asked: map[string]bool{}, pinned: map[string]*pinnedOn{}}
 	tx.replicas, _ = replication(rec)
-	// Shortly after a ring change (or this node's start) a chunk may sit on a
-	// non-owner, stored by a coordinator whose ring was behind: ask every
-	// member then.
+	// While unsettled (tests, and nodes that keep no hand-off summaries)
+	// every member is asked.
 	tx.unsettled = c.isUnsettled()
 	if !tx.unsettled {
 		tx.spread = c.newSpreadPicks(rr.ring, rec, rr.ns, rr.place.grouped)
+		tx.moves, tx.now = c.movesView(), c.cfg.Now()
 	}
 	if ttl := min(time.Duration(req.GetPinTtlMs())*time.Millisecond, c.cfg.MaxPin); ttl > 0 {
 		tx.pin = &kvringv1.LeasePin{LeaseId: owner.NewLeaseID(), TtlMs: uint32(ttl / time.Millisecond)}
@@ -234,57 +239,71 @@ func (c *Coordinator) newLookup(req *kvringv1.LookupRequest) (*lookupTx, error) 
 	return tx, nil
 }
 
-// wave asks the owners of the ids at request positions [lo, hi): every
-// member while unsettled, then the owners once more about what nobody held
-// (a chunk on its way to its owner is copied there before its source
-// evicts it, so an owner asked before the copy and a source asked after the
-// eviction both miss it, and the owner asked again has it). A spread
-// group's ids go to one of its spread members first, and to the owners for
-// what that member lacks.
+// wave asks the owners of the ids at request positions [lo, hi), and the
+// members that may hold some of them besides their owners: every member
+// while unsettled, else those whose hand-off summaries name the id's
+// partition (tx.moves). The owners are then asked once more about what
+// nobody held of the ids asked of other members too (a chunk on its way to
+// its owner is copied there before its source evicts it, so an owner asked
+// before the copy and a source asked after the eviction both miss it, and
+// the owner asked again has it). A spread group's ids go to one of its
+// spread members first, and to the owners for what that member lacks.
 func (tx *lookupTx) wave(ctx context.Context, lo, hi int) {
 	plans := map[string]*lookupPlan{}
 	var first map[int]ring.Member // positions asked of a spread member
-	var members, owners []ring.Member
+	var wide []int                // positions asked of more members than their owners
+	var members []ring.Member
 	if tx.unsettled {
 		members = tx.rg.Members()
-	} else {
-		owners = make([]ring.Member, 0, tx.replicas)
 	}
 	room := hi - lo // every member's share while unsettled
 	if k := tx.rg.Len(); !tx.unsettled && k > 1 {
 		room = min(room, room*max(1, tx.replicas)/k+8) // about an owner's share
 	}
+	owners := make([]ring.Member, 0, tx.replicas+4)
 	for i := lo; i < hi; i++ {
-		switch pk := tx.spread.of(tx.place.keys[i]); {
-		case tx.unsettled:
+		if tx.unsettled {
 			addToPlans(plans, members, i, tx.ids[i], tx.key(i), room)
-		case pk.ok:
+			wide = append(wide, i)
+			continue
+		}
+		owners = tx.c.appendReadOwners(owners[:0], tx.rg, tx.ns, tx.place.keys[i], tx.replicas)
+		n := len(owners)
+		if owners = tx.moves.Extra(owners, 0, tx.rg, tx.ns, tx.place.keys[i], tx.replicas, tx.now); len(owners) > n {
+			addToPlans(plans, owners, i, tx.ids[i], tx.key(i), room)
+			wide = append(wide, i)
+			continue
+		}
+		if pk := tx.spread.of(tx.place.keys[i]); pk.ok {
 			if first == nil {
 				first = make(map[int]ring.Member)
 			}
 			first[i] = pk.m
 			addToPlans(plans, []ring.Member{pk.m}, i, tx.ids[i], tx.key(i), room)
-		default:
-			owners = tx.c.appendReadOwners(owners[:0], tx.rg, tx.ns, tx.place.keys[i], tx.replicas)
-			addToPlans(plans, owners, i, tx.ids[i], tx.key(i), room)
+			continue
 		}
+		addToPlans(plans, owners, i, tx.ids[i], tx.key(i), room)
 	}
 	tx.ask(ctx, plans)
-	if !tx.unsettled && len(first) == 0 {
-		return
+	if len(wide) > 0 {
+		tx.c.m.LookupWideIDs.Add(float64(len(wide)))
 	}
+	tx.askAgain(ctx, wide, first, room)
+}
+
+// askAgain asks the owners of the positions in wide, and the owners
+// besides the spread member of those in first, about what is not held yet.
+func (tx *lookupTx) askAgain(ctx context.Context, wide []int, first map[int]ring.Member, room int) {
 	again := map[string]*lookupPlan{}
-	for i := lo; i < hi; i++ {
-		if tx.held[i] {
-			continue
+	for _, i := range wide {
+		if !tx.held[i] {
+			addToPlans(again, tx.c.readOwners(tx.rg, tx.ns, tx.place.keys[i], tx.replicas), i, tx.ids[i], tx.key(i), room)
 		}
-		owners := tx.c.readOwners(tx.rg, tx.ns, tx.place.keys[i], tx.replicas)
-		if m, ok := first[i]; ok {
-			owners = withoutMember(owners, m)
-		} else if !tx.unsettled {
-			continue
+	}
+	for i, m := range first {
+		if !tx.held[i] {
+			addToPlans(again, withoutMember(tx.c.readOwners(tx.rg, tx.ns, tx.place.keys[i], tx.replicas), m), i, tx.ids[i], tx.key(i), room)
 		}
-		addToPlans(again, owners, i, tx.ids[i], tx.key(i), room)
 	}
 	if len(again) > 0 {
 		tx.ask(ctx, again)
