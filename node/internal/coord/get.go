@@ -161,9 +161,12 @@ func (c *Coordinator) beginGet(req *kvringv1.GetRequest, stream grpc.ServerStrea
 				g.again = make([][]ring.Member, len(ids))
 			}
 			g.again[i] = g.owners[i]
-			if unsettled {
+			switch {
+			case unsettled:
 				g.owners[i] = append(slices.Clip(g.owners[i]), nonOwners(members, g.owners[i])...)
-			} else {
+			case pk.ok: // a spread group is still read from one member of its set first
+				g.owners[i] = spreadOrder(pk, owners[start:len(owners):len(owners)])
+			default:
 				g.owners[i] = owners[start:len(owners):len(owners)]
 			}
 		case pk.ok:

@@ -46,7 +46,7 @@ func (c *Coordinator) hasOn(ctx context.Context, m ring.Member, ref *kvringv1.Na
 		err = fmt.Errorf("node %s answered %d of %d ids", m.ID, len(held), len(ids))
 	}
 	if err == nil && len(runs) > 0 {
-		c.learnSpread(namespace.StoreName(ref.GetName(), ref.GetFingerprint()), runs, widths)
+		c.learnSpread(m, ref.GetName(), namespace.StoreName(ref.GetName(), ref.GetFingerprint()), runs, widths)
 	}
 	return held, err
 }
@@ -239,74 +239,98 @@ func (c *Coordinator) newLookup(req *kvringv1.LookupRequest) (*lookupTx, error) 
 	return tx, nil
 }
 
-// wave asks the owners of the ids at request positions [lo, hi), and the
-// members that may hold some of them besides their owners: every member
-// while unsettled, else those whose hand-off summaries name the id's
-// partition (tx.moves). The owners are then asked once more about what
-// nobody held of the ids asked of other members too (a chunk on its way to
-// its owner is copied there before its source evicts it, so an owner asked
-// before the copy and a source asked after the eviction both miss it, and
-// the owner asked again has it). A spread group's ids go to one of its
-// spread members first, and to the owners for what that member lacks.
+// wave asks about the ids at request positions [lo, hi) in rounds. The
+// first round asks, per id, one member that should hold its chunk (a member
+// of its group's spread set when the group is spread, else its primary
+// owner: the first of its read owners) and the members that may hold it
+// besides its owners: every member while unsettled, else those whose
+// hand-off summaries name its partition (tx.moves). The rest of its owners
+// are asked later (askRest), only about what the first round did not find:
+// with replication above 1 a settled lookup asks one owner of a group, not
+// all of them. An id asked of other members than its owners is asked of all
+// its owners again (a chunk on its way to its owner is copied there before
+// its source evicts it, so an owner asked before the copy and a source
+// asked after the eviction both miss it, and the owner asked again has it).
 func (tx *lookupTx) wave(ctx context.Context, lo, hi int) {
 	plans := map[string]*lookupPlan{}
-	var first map[int]ring.Member // positions asked of a spread member
-	var wide []int                // positions asked of more members than their owners
-	var members []ring.Member
-	if tx.unsettled {
-		members = tx.rg.Members()
-	}
-	room := hi - lo // every member's share while unsettled
+	rest := make([][]ring.Member, hi-lo) // per position: the members askRest asks
+	wide := 0                            // positions asked of members besides their owners
+	room := hi - lo                      // every member's share while unsettled
 	if k := tx.rg.Len(); !tx.unsettled && k > 1 {
 		room = min(room, room*max(1, tx.replicas)/k+8) // about an owner's share
 	}
-	owners := make([]ring.Member, 0, tx.replicas+4)
+	var first []ring.Member // the first round's members of the group at i-1
 	for i := lo; i < hi; i++ {
-		if tx.unsettled {
-			addToPlans(plans, members, i, tx.ids[i], tx.key(i), room)
-			wide = append(wide, i)
-			continue
-		}
-		owners = tx.c.appendReadOwners(owners[:0], tx.rg, tx.ns, tx.place.keys[i], tx.replicas)
-		n := len(owners)
-		if owners = tx.moves.Extra(owners, 0, tx.rg, tx.ns, tx.place.keys[i], tx.replicas, tx.now); len(owners) > n {
-			addToPlans(plans, owners, i, tx.ids[i], tx.key(i), room)
-			wide = append(wide, i)
-			continue
-		}
-		if pk := tx.spread.of(tx.place.keys[i]); pk.ok {
-			if first == nil {
-				first = make(map[int]ring.Member)
+		if i == lo || tx.place.group[i] != tx.place.group[i-1] {
+			var w bool
+			first, rest[i-lo], w = tx.route(tx.place.keys[i])
+			if w {
+				wide += min(tx.place.waveEnd(i, 1), hi) - i
 			}
-			first[i] = pk.m
-			addToPlans(plans, []ring.Member{pk.m}, i, tx.ids[i], tx.key(i), room)
-			continue
+		} else {
+			rest[i-lo] = rest[i-lo-1]
 		}
-		addToPlans(plans, owners, i, tx.ids[i], tx.key(i), room)
+		addToPlans(plans, first, i, tx.ids[i], tx.key(i), room)
 	}
 	tx.ask(ctx, plans)
-	if len(wide) > 0 {
-		tx.c.m.LookupWideIDs.Add(float64(len(wide)))
+	if wide > 0 {
+		tx.c.m.LookupWideIDs.Add(float64(wide))
 	}
-	tx.askAgain(ctx, wide, first, room)
+	tx.askRest(ctx, lo, hi, rest, room)
 }
 
-// askAgain asks the owners of the positions in wide, and the owners
-// besides the spread member of those in first, about what is not held yet.
-func (tx *lookupTx) askAgain(ctx context.Context, wide []int, first map[int]ring.Member, room int) {
-	again := map[string]*lookupPlan{}
-	for _, i := range wide {
-		if !tx.held[i] {
-			addToPlans(again, tx.c.readOwners(tx.rg, tx.ns, tx.place.keys[i], tx.replicas), i, tx.ids[i], tx.key(i), room)
-		}
+// route returns the members a lookup asks first about the ids placed by
+// key, the members it asks later about what those did not hold (rest), and
+// whether the first are more than the key's owners (wide).
+func (tx *lookupTx) route(key []byte) (first, rest []ring.Member, wide bool) {
+	owners := tx.c.readOwners(tx.rg, tx.ns, key, tx.replicas)
+	if tx.unsettled {
+		return tx.rg.Members(), owners, true
 	}
-	for i, m := range first {
-		if !tx.held[i] {
-			addToPlans(again, withoutMember(tx.c.readOwners(tx.rg, tx.ns, tx.place.keys[i], tx.replicas), m), i, tx.ids[i], tx.key(i), room)
-		}
+	if len(owners) == 0 {
+		return nil, nil, false
 	}
-	if len(again) > 0 {
-		tx.ask(ctx, again)
+	n := len(owners)
+	all := tx.moves.Extra(owners, 0, tx.rg, tx.ns, key, tx.replicas, tx.now)
+	head := owners[0]
+	if pk := tx.spread.of(key); pk.ok {
+		head = pk.m // a spread group is read from one member of its set
+	}
+	first = append([]ring.Member{head}, withoutMember(all[n:], head)...)
+	if len(all) > n {
+		return first, all[:n:n], true
+	}
+	return first, withoutMember(all[:n], head), false
+}
+
+// askRest asks the members in rest (indexed by position - lo) about the
+// positions of [lo, hi) that are not held yet, from the first of them on:
+// the positions of one group first, then of two, four, ... more groups,
+// and stops once a position stays not held: by the prefix property no
+// later id can extend the answer. So a lookup whose first round found its
+// whole prefix asks nobody more, and one that ends inside a group asks that
+// group's other owners alone.
+func (tx *lookupTx) askRest(ctx context.Context, lo, hi int, rest [][]ring.Member, room int) {
+	from := lo
+	for groups := 1; ; groups *= 2 {
+		start := max(from, leadingRun(tx.held[:hi]))
+		if start >= hi {
+			return
+		}
+		end := min(tx.place.waveEnd(start, groups), hi)
+		plans := map[string]*lookupPlan{}
+		for i := start; i < end; i++ {
+			if !tx.held[i] && len(rest[i-lo]) > 0 {
+				addToPlans(plans, rest[i-lo], i, tx.ids[i], tx.key(i), room)
+			}
+		}
+		if len(plans) > 0 {
+			tx.ask(ctx, plans)
+		}
+		if leadingRun(tx.held[:hi]) < end {
+			return
+		}
+		from = end
 	}
 }
 
