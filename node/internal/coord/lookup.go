@@ -242,7 +242,7 @@ func (c *Coordinator) newLookup(req *kvringv1.LookupRequest) (*lookupTx, error) 
 // wave asks about the ids at request positions [lo, hi) in rounds. The
 // first round asks, per id, one member that should hold its chunk (a member
 // of its group's spread set when the group is spread, else its primary
-// owner: the first of its read owners) and the members that may hold it
+// owner, or this node when it is an owner: firstOwner) and the members that may hold it
 // besides its owners: every member while unsettled, else those whose
 // hand-off summaries name its partition (tx.moves). The rest of its owners
 // are asked later (askRest), only about what the first round did not find:
@@ -292,7 +292,7 @@ func (tx *lookupTx) route(key []byte) (first, rest []ring.Member, wide bool) {
 	}
 	n := len(owners)
 	all := tx.moves.Extra(owners, 0, tx.rg, tx.ns, key, tx.replicas, tx.now)
-	head := owners[0]
+	head := tx.c.firstOwner(owners)
 	if pk := tx.spread.of(key); pk.ok {
 		head = pk.m // a spread group is read from one member of its set
 	}
@@ -301,6 +301,20 @@ func (tx *lookupTx) route(key []byte) (first, rest []ring.Member, wide bool) {
 		return first, all[:n:n], true
 	}
 	return first, withoutMember(all[:n], head), false
+}
+
+// firstOwner is the owner a lookup asks first: this node when it is one
+// (answered in process), else the first in ring order that is neither
+// known down nor suspected by gossip (asking it first would cost the
+// lookup its timeout), else the primary.
+func (c *Coordinator) firstOwner(owners []ring.Member) ring.Member {
+	if i := slices.IndexFunc(owners, func(m ring.Member) bool { return m.ID == c.cfg.Self }); i >= 0 {
+		return owners[i]
+	}
+	if i := slices.IndexFunc(owners, func(m ring.Member) bool { return !c.peers.isDown(m.ID) && !c.suspected(m.ID) }); i >= 0 {
+		return owners[i]
+	}
+	return owners[0]
 }
 
 // askRest asks the members in rest (indexed by position - lo) about the
