@@ -9,8 +9,9 @@
 # answered), the gossip bytes each node sent per second (kvring_gossip_bytes_total) and, for the restarts,
 # how long each node took to drain and how long after its restart every node saw it active again and every
 # node had stopped naming it as a member that may hold chunks it does not own (the hand-offs done). It also
-# measures an idle cluster: gossip bytes and CPU per node per second. It stops every process it started and
-# removes its work directory.
+# measures an idle cluster: gossip bytes and CPU per node per second, and, from a CPU profile of one idle node,
+# the share of a core spent in gossip (memberlist, the membership glue and the hand-off summaries' views). It stops
+# every process it started and removes its work directory.
 #
 # Usage: loadtest/churn.sh
 # Environment:
@@ -49,7 +50,7 @@ source "$root/loadtest/ports.sh" # free_port
 # shellcheck source=loadtest/cluster.sh
 source "$root/loadtest/cluster.sh" # loadtest_init, start_cluster, stop_cluster
 loadtest_init # $work, $shm, $pids, $kv; everything started is stopped and removed on exit
-flags=(--replication "$REPLICATION")
+flags=(--replication "$REPLICATION" --pprof)
 
 # scrape prints one line per admin address given: lookups served (coordinated + Has answered), fan-out sum
 # and count, gossip bytes, CPU seconds, moving members (as that node sees them), active members.
@@ -154,8 +155,16 @@ start_cluster "$name" "$NODES" "$NODE_MEM_MB" "${flags[@]}"
 log "$NODES nodes up"
 # Idle: gossip bytes and CPU per node per second.
 scrape "${admins[@]}" >"$work/idle0"
+curl -sf -m $((IDLE + 30)) -o "$work/idle.pprof" "http://${admins[0]}/debug/pprof/profile?seconds=$IDLE" &
+prof=$!
 sleep "$IDLE"
 scrape "${admins[@]}" >"$work/idle1"
+wait "$prof" || log "no CPU profile of an idle node"
+# gossip_cpu: the percentage of a core node 1 spent in gossip while idle (the samples under memberlist, the
+# membership glue and the hand-off summaries' views, over the profile's length).
+gossip_cpu=$(go tool pprof -top -unit ms -nodefraction 0 -focus 'hashicorp/memberlist|node/membership|node/internal/moves' "$kv" \
+	"$work/idle.pprof" 2>/dev/null | awk -v s="$IDLE" '/^Showing nodes accounting for/ {
+	  v = $5; sub(/(ms)?,?$/, "", v); printf "%.2f", v / 10 / s; found = 1 } END { if (!found) printf "nan" }')
 idle=$(join <(sort "$work/idle0") <(sort "$work/idle1") | awk -v s="$IDLE" '{ g += $12 - $5; c += $13 - $6; n++ }
   END { printf "%.0f %.2f", g / n / s, 100 * c / n / s }')
 log "idle: gossip bytes and CPU per node per second: $idle"
@@ -191,7 +200,8 @@ stop_cluster
 [ -z "${OUT_DIR:-}" ] || cp "$work"/bench-*.json "$work/restarts-churn" "$OUT_DIR/"
 
 echo "$NODES nodes, replication $REPLICATION, groups of $GROUP, ${NODE_MEM_MB} MiB each; bench: $BENCH_FLAGS"
-echo "idle cluster: gossip $(cut -d' ' -f1 <<<"$idle") bytes/s per node, CPU $(cut -d' ' -f2 <<<"$idle") % of a core per node"
+echo "idle cluster: gossip $(cut -d' ' -f1 <<<"$idle") bytes/s per node, CPU $(cut -d' ' -f2 <<<"$idle") % of a core per node" \
+	"(the whole process), of which gossip $gossip_cpu % (node 1's profile)"
 printf '%-8s %8s %8s %12s %9s %12s %11s %8s %11s %13s\n' run length lookups nodes/lookup "hit ratio" "failed calls" \
 	"failed puts" corrupt "access max" "gossip B/s"
 printf '%s\n%s\n' "$line_churn" "$line_steady" |

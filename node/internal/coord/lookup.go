@@ -242,7 +242,7 @@ func (c *Coordinator) newLookup(req *kvringv1.LookupRequest) (*lookupTx, error) 
 // wave asks about the ids at request positions [lo, hi) in rounds. The
 // first round asks, per id, one member that should hold its chunk (a member
 // of its group's spread set when the group is spread, else its primary
-// owner, or this node when it is an owner: firstOwner) and the members that may hold it
+// owner, or an owner this node or the lookup asks anyway: firstOwner) and the members that may hold it
 // besides its owners: every member while unsettled, else those whose
 // hand-off summaries name its partition (tx.moves). The rest of its owners
 // are asked later (askRest), only about what the first round did not find:
@@ -263,7 +263,7 @@ func (tx *lookupTx) wave(ctx context.Context, lo, hi int) {
 	for i := lo; i < hi; i++ {
 		if i == lo || tx.place.group[i] != tx.place.group[i-1] {
 			var w bool
-			first, rest[i-lo], w = tx.route(tx.place.keys[i])
+			first, rest[i-lo], w = tx.route(tx.place.keys[i], plans)
 			if w {
 				wide += min(tx.place.waveEnd(i, 1), hi) - i
 			}
@@ -282,7 +282,7 @@ func (tx *lookupTx) wave(ctx context.Context, lo, hi int) {
 // route returns the members a lookup asks first about the ids placed by
 // key, the members it asks later about what those did not hold (rest), and
 // whether the first are more than the key's owners (wide).
-func (tx *lookupTx) route(key []byte) (first, rest []ring.Member, wide bool) {
+func (tx *lookupTx) route(key []byte, plans map[string]*lookupPlan) (first, rest []ring.Member, wide bool) {
 	owners := tx.c.readOwners(tx.rg, tx.ns, key, tx.replicas)
 	if tx.unsettled {
 		return tx.rg.Members(), owners, true
@@ -292,7 +292,7 @@ func (tx *lookupTx) route(key []byte) (first, rest []ring.Member, wide bool) {
 	}
 	n := len(owners)
 	all := tx.moves.Extra(owners, 0, tx.rg, tx.ns, key, tx.replicas, tx.now)
-	head := tx.c.firstOwner(owners)
+	head := tx.c.firstOwner(owners, func(id string) bool { return tx.asked[id] || plans[id] != nil })
 	if pk := tx.spread.of(key); pk.ok {
 		head = pk.m // a spread group is read from one member of its set
 	}
@@ -304,14 +304,21 @@ func (tx *lookupTx) route(key []byte) (first, rest []ring.Member, wide bool) {
 }
 
 // firstOwner is the owner a lookup asks first: this node when it is one
-// (answered in process), else the first in ring order that is neither
-// known down nor suspected by gossip (asking it first would cost the
-// lookup its timeout), else the primary.
-func (c *Coordinator) firstOwner(owners []ring.Member) ring.Member {
+// (answered in process); else, of the owners neither known down nor
+// suspected by gossip (asking such a member first would cost the lookup
+// its timeout), one the lookup asks anyway (asked: another group's owner),
+// else the first in ring order; else the primary. Any owner will do: the
+// others are asked about what it lacks, and one node asked about two
+// groups is one node fewer asked.
+func (c *Coordinator) firstOwner(owners []ring.Member, asked func(id string) bool) ring.Member {
 	if i := slices.IndexFunc(owners, func(m ring.Member) bool { return m.ID == c.cfg.Self }); i >= 0 {
 		return owners[i]
 	}
-	if i := slices.IndexFunc(owners, func(m ring.Member) bool { return !c.peers.isDown(m.ID) && !c.suspected(m.ID) }); i >= 0 {
+	usable := func(m ring.Member) bool { return !c.peers.isDown(m.ID) && !c.suspected(m.ID) }
+	if i := slices.IndexFunc(owners, func(m ring.Member) bool { return asked(m.ID) && usable(m) }); i >= 0 {
+		return owners[i]
+	}
+	if i := slices.IndexFunc(owners, usable); i >= 0 {
 		return owners[i]
 	}
 	return owners[0]
