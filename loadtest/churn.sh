@@ -26,6 +26,8 @@
 #                 restart (default 20; a change not done by then is reported as nan)
 #   BENCH_FLAGS   `kvring bench` flags (default: --workload synthetic --seed 1 --speedup 1 --engines 4: its 2,000
 #                 requests arrive over about 400 s; both runs replay all of them)
+#   SERVE_FLAGS   more `kvring serve` flags for every node (e.g. "--spread-threshold 8": at --speedup 1 the
+#                 hottest system prompt is looked up about 12 times in 10 s, below the default threshold of 32)
 #   OUT_DIR       if set, the reports and per-restart figures are copied there
 #   SHM_ROOT      where the nodes' segment files go (default /dev/shm)
 # Needs curl, jq and xargs.
@@ -51,6 +53,8 @@ source "$root/loadtest/ports.sh" # free_port
 source "$root/loadtest/cluster.sh" # loadtest_init, start_cluster, stop_cluster
 loadtest_init # $work, $shm, $pids, $kv; everything started is stopped and removed on exit
 flags=(--replication "$REPLICATION" --pprof)
+# shellcheck disable=SC2206 # SERVE_FLAGS is split into flags on purpose
+flags+=(${SERVE_FLAGS:-})
 
 # scrape prints one line per admin address given: lookups served (coordinated + Has answered), fan-out sum
 # and count, gossip bytes, CPU seconds, moving members (as that node sees them), active members.
