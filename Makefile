@@ -115,6 +115,13 @@ ci:
 bench-compare:
 	loadtest/compare.sh
 
+# 64 nodes on loopback through a rolling restart under `kvring bench`, then the
+# same without restarts: nodes asked per lookup, hit ratio, failures, gossip
+# bytes, convergence after each restart; see loadtest/churn.sh (NODES, RESTARTS).
+.PHONY: bench-churn
+bench-churn:
+	loadtest/churn.sh
+
 # image builds the container image (deploy/Dockerfile) with docker, podman or
 # buildah, whichever is installed: make image IMAGE=kvring:dev. IMAGE_FROM=prebuilt
 # compiles on this machine and pulls no base image; see deploy/build-image.sh.

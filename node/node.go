@@ -218,17 +218,21 @@ func (n *Node) wire(p *nodeParts, mcfg membership.Config) (err error) {
 	if p.member, err = membership.New(mcfg); err != nil {
 		return err
 	}
-	p.svc = newServices(&n.cfg, p.store, clusterView{ring: p.member.Ring, unsettled: p.member.Unsettled, draining: p.member.Draining,
+	// Reads ask owners, and the members whose hand-off summaries say they
+	// may hold a partition's chunks (moves); never every member at once.
+	p.svc = newServices(&n.cfg, p.store, clusterView{ring: p.member.Ring, moves: p.member.Moves, draining: p.member.Draining,
 		suspect: p.member.Suspect}, p.sec)
 	if err := restoreNamespaces(p.store, p.svc.reg, n.log); err != nil {
 		return err
 	}
 	p.mover = handoff.New(handoff.Config{Self: p.store.NodeID(), Store: p.store, Registry: p.svc.reg, Ring: p.member.Ring,
-		Owners: p.svc.coord.Owners, Peers: p.svc.coord, Spread: p.svc.spread, Announce: p.member.SetHandingOff, Rate: n.cfg.HandoffRate,
+		Owners: p.svc.coord.Owners, Peers: p.svc.coord, Spread: p.svc.spread, Announce: p.member.SetMoves, Rate: n.cfg.HandoffRate,
 		Retry: n.cfg.HandoffRetry, Sweep: n.cfg.HandoffSweep, Batch: min(n.cfg.MaxBatchChunks, 1024),
 		Log: n.cfg.Logger.With("component", "handoff")})
+	p.svc.placed.f = p.mover.Placed
 	p.unmetrics, err = registerAll(n.cfg.Registerer, append(nodeCollectors(p.svc, p.store, p.member.Members, p.member.Ring),
-		slices.Concat(p.mover.Collectors(), spreadCollectors(p.svc), diskCollectors(p), p.guard.Collectors())...)...)
+		slices.Concat(p.mover.Collectors(), spreadCollectors(p.svc), diskCollectors(p), p.guard.Collectors(),
+			movesCollectors(p.member, p.mover, mcfg.Ring.PartitionCount))...)...)
 	return err
 }
 

@@ -13,9 +13,11 @@ import (
 
 	"github.com/kvring/kvring/client"
 	"github.com/kvring/kvring/internal/testutil"
+	"github.com/kvring/kvring/node/internal/namespace"
 	"github.com/kvring/kvring/node/internal/owner"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/ring"
+	"github.com/kvring/kvring/store"
 )
 
 // flakyPeer passes Peer calls to a real owner, or fails them with
@@ -81,7 +83,7 @@ func TestAPeerOutageIsLoggedOnceAcrossRequests(t *testing.T) {
 	ctx := context.Background()
 	var chunks []client.Chunk
 	var ids []client.ChunkID
-	for i := uint64(0); i < 6; i++ {
+	for i := uint64(0); i < 9; i++ {
 		chunks = append(chunks, chunkOf(9000+i, 10_000))
 		ids = append(ids, chunks[i].ID)
 	}
@@ -89,18 +91,20 @@ func TestAPeerOutageIsLoggedOnceAcrossRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A lookup asks the coordinator first (it owns every chunk) and the
+	// owner that is down never; every put writes to it too.
 	down.Store(true)
-	for range 3 {
+	for i := range 4 {
 		lr, err := c.Lookup(ctx, ids[:5], 0)
 		if err != nil || lr.Held != 5 {
 			t.Fatalf("lookup while an owner is down: %+v %v", lr, err)
 		}
+		res, err := c.Put(ctx, chunks[5+i:6+i])
+		if err != nil || res[0].Status != client.Stored || !res[0].Degraded {
+			t.Fatalf("put while an owner is down: %+v %v", res, err)
+		}
 	}
-	res, err := c.Put(ctx, chunks[5:])
-	if err != nil || res[0].Status != client.Stored || !res[0].Degraded {
-		t.Fatalf("put while an owner is down: %+v %v", res, err)
-	}
-	got, err := c.Get(ctx, ids)
+	got, err := c.Get(ctx, ids[:9])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +116,7 @@ func TestAPeerOutageIsLoggedOnceAcrossRequests(t *testing.T) {
 	s := scrape(t, coord.reg)
 	failures := s.get(t, "kvring_peer_failures_total")
 	if failures < 4 || s.get(t, "kvring_peers_unreachable") != 1 {
-		t.Fatalf("failures=%v unreachable=%v, want ≥4 (3 lookups, a put) and 1", failures, s.get(t, "kvring_peers_unreachable"))
+		t.Fatalf("failures=%v unreachable=%v, want ≥4 (4 puts) and 1", failures, s.get(t, "kvring_peers_unreachable"))
 	}
 	if warn := logs.Lines("level=WARN", `msg="peer unreachable"`, "peer="+victim.id); len(warn) != 1 {
 		t.Fatalf("%d 'peer unreachable' lines over %v failures, want 1:\n%s", len(warn), failures, logs.Lines(""))
@@ -121,9 +125,17 @@ func TestAPeerOutageIsLoggedOnceAcrossRequests(t *testing.T) {
 		t.Fatalf("%d 'peer unreachable' lines in all, want 1", n)
 	}
 
+	// Back: a lookup of a chunk the coordinator lost asks the other owners.
 	down.Store(false)
-	if _, err := c.Lookup(ctx, ids, 0); err != nil {
+	fp, err := c.Register(ctx)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if err := coord.st.Evict(namespace.StoreName("test/model", fp), store.ID(ids[0])); err != nil {
+		t.Fatal(err)
+	}
+	if lr, err := c.Lookup(ctx, ids[:1], 0); err != nil || lr.Held != 1 {
+		t.Fatalf("lookup once the owner is back: %+v %v", lr, err)
 	}
 	back := logs.Lines("level=INFO", `msg="peer reachable again"`, "peer="+victim.id)
 	if len(back) != 1 || !strings.Contains(back[0], fmt.Sprintf("failures=%d ", int(failures))) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kvring/kvring/node/internal/coord"
 	"github.com/kvring/kvring/node/internal/metrics"
+	"github.com/kvring/kvring/node/internal/moves"
 	"github.com/kvring/kvring/node/internal/namespace"
 	"github.com/kvring/kvring/node/internal/owner"
 	"github.com/kvring/kvring/node/internal/spread"
@@ -37,6 +38,21 @@ type services struct {
 	// and stopped by the node; the test cluster runs it with RunOnce).
 	spread   *spread.Table
 	spreader *spread.Spreader
+	// placed is told where the chunks a prepare stages are placed (the
+	// node sets it to its mover's Placed before serving).
+	placed *placedHook
+}
+
+// placedHook forwards owner.Config.Placed to a function set once, before
+// the node serves (nil: nobody is told).
+type placedHook struct {
+	f func(name, ns string, replicas int, keys [][]byte, ids []store.ID)
+}
+
+func (h *placedHook) call(name, ns string, replicas int, keys [][]byte, ids []store.ID) {
+	if h.f != nil {
+		h.f(name, ns, replicas, keys, ids)
+	}
 }
 
 // clusterView is what the services read of the cluster: the ring, whether
@@ -49,6 +65,9 @@ type clusterView struct {
 	// suspect: gossip suspects a member, or holds it dead while the ring
 	// still lists it (nil: never asked).
 	suspect func(id string) bool
+	// moves is who may hold chunks of partitions they do not own (nil:
+	// nobody; reads ask owners, or every member while unsettled).
+	moves func() *moves.View
 	// peerDial are added to the options of the connections to peers (the
 	// test cluster's network). Optional.
 	peerDial []grpc.DialOption
@@ -73,9 +92,11 @@ func newServices(cfg *Config, st *store.Store, view clusterView, sec *security) 
 	var spreader *spread.Spreader // made below, once the coordinator exists
 	counter := spread.NewCounter(spread.CounterConfig{Threshold: cfg.Spread.Threshold, Window: cfg.Spread.Window, Now: cfg.Now,
 		Spread: table, OnHot: func(h spread.Hot) { spreader.Offer(h) }})
+	placed := &placedHook{}
 	o := owner.New(owner.Config{Store: st, Log: cfg.Logger.With("component", "owner"), Registry: reg, Epoch: epoch,
-		MaxBatch: cfg.MaxBatchChunks, MaxPin: cfg.Store.MaxPinLease, Now: cfg.Now, Metrics: m, Counter: counter, Spread: table, Load: meter})
-	c := coord.New(coord.Config{Self: st.NodeID(), Ring: rg, Unsettled: unsettled, Draining: view.draining, Suspect: view.suspect, Owner: o, Registry: reg,
+		MaxBatch: cfg.MaxBatchChunks, MaxPin: cfg.Store.MaxPinLease, Now: cfg.Now, Metrics: m, Counter: counter, Spread: table, Load: meter,
+		Placed: placed.call})
+	c := coord.New(coord.Config{Self: st.NodeID(), Ring: rg, Unsettled: unsettled, Moves: view.moves, Draining: view.draining, Suspect: view.suspect, Owner: o, Registry: reg,
 		Log: cfg.Logger.With("component", "coordinator"), MaxBatch: cfg.MaxBatchChunks, CommitTimeout: cfg.CommitTimeout,
 		PeerTimeout: cfg.PeerTimeout, CoalesceHas: cfg.CoalescePeerHas, BroadcastTimeout: cfg.CommitTimeout, IdleTimeout: max(cfg.PutIdleTimeout, 0), MinPutRate: max(cfg.PutMinRate, 0), MaxPin: cfg.Store.MaxPinLease,
 		Defaults: namespace.Defaults{Replicas: uint32(cfg.Replication), MinReplicas: uint32(cfg.MinReplicas),
@@ -90,7 +111,7 @@ func newServices(cfg *Config, st *store.Store, view clusterView, sec *security) 
 	gs := grpc.NewServer(append(append(serverOptions(cfg), sec.serverOptions()...), clientNamer{sec: sec}.serverOptions()...)...)
 	gs.RegisterService(transfer.StrictDecoding(&kvringv1.Cache_ServiceDesc), coord.NewService(c))
 	gs.RegisterService(transfer.StrictDecoding(&kvringv1.Peer_ServiceDesc), owner.NewService(o))
-	return &services{reg: reg, owner: o, coord: c, m: m, grpc: gs, spread: table, spreader: spreader}
+	return &services{reg: reg, owner: o, coord: c, m: m, grpc: gs, spread: table, spreader: spreader, placed: placed}
 }
 
 // newSpreader wires the node's hot-group spreader: it copies through the

@@ -54,7 +54,7 @@ func registerServeMembership(fs *pflag.FlagSet, c *membership.Config) {
 	fs.StringVar(&c.AdvertiseAddr, "gossip-advertise-addr", c.AdvertiseAddr, "gossip address peers reach this node at (default: derived)")
 	fs.StringSliceVar(&c.Join, "join", c.Join, "gossip addresses of seed nodes to join, comma separated (retried until they answer)")
 	fs.DurationVar(&c.RejoinInterval, "rejoin-interval", c.RejoinInterval, "how often the seeds are joined again so a split cluster heals")
-	fs.DurationVar(&c.SettleWindow, "settle-window", c.SettleWindow, "after a ring change or this node's start, how long reads also ask members that do not own a chunk (negative: never)")
+	fs.DurationVar(&c.SettleWindow, "settle-window", c.SettleWindow, "after a ring change or this node's start, how long reads also ask members of earlier releases (no hand-off summary) about every chunk (negative: never)")
 	t := &c.Timing
 	fs.DurationVar(&t.ProbeInterval, "gossip-probe-interval", t.ProbeInterval, "how often each node probes another to detect failures")
 	fs.DurationVar(&t.ProbeTimeout, "gossip-probe-timeout", t.ProbeTimeout, "how long a probe waits for its ack before asking others to probe (keep it under half of --gossip-probe-interval)")

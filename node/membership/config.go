@@ -47,13 +47,9 @@ type Config struct {
 	// BroadcastTimeout bounds how long a state change (SetState) and a leave (Close) wait for their message
 	// to reach at least one peer; a shorter context deadline wins. Default 5s.
 	BroadcastTimeout time.Duration
-	// SettleWindow is how long after a ring change, or after this node starts, reads also ask members that
-	// do not own a chunk: while gossip converges a coordinator with another view may have stored chunks
-	// where the converged ring does not look (see ringState.unsettled), until the holder's hand-off moves
-	// them (reads also ask non-owners while any member gossips that it hands off, whatever the window).
-	// Longer is safer for reads right after joins and failures, shorter makes lookups cheaper sooner
-	// (during the window every lookup asks every member). Default 15s; negative: never (reads ask owners
-	// only, except during hand-offs).
+	// SettleWindow is how long after a ring change, or after this node starts, reads also ask members of
+	// earlier releases, which gossip no hand-off summary, about every chunk (see Unsettled). Members of this
+	// release are asked per partition, by their summaries (package moves). Default 15s; negative: never.
 	SettleWindow time.Duration
 	// Ring holds the cluster-wide ring settings. Peers whose settings differ (ring.Config.Fingerprint) are
 	// refused. Default ring.DefaultConfig().

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/hashicorp/memberlist"
 
+	"github.com/kvring/kvring/node/internal/moves"
 	"github.com/kvring/kvring/ring"
 )
 
@@ -36,7 +38,10 @@ type Membership struct {
 	meta localMeta
 	rs   *ringState
 	ml   atomic.Pointer[memberlist.Memberlist] // set by start
-	addr atomic.Pointer[string]                // advertised gossip address, set by start
+	// gossipBytes counts the gossip bytes this node put on the wire
+	// (countingTransport).
+	gossipBytes atomic.Uint64
+	addr        atomic.Pointer[string] // advertised gossip address, set by start
 
 	suspects suspectSet // members gossip does not hold alive (Suspect)
 
@@ -69,8 +74,11 @@ func New(cfg Config) (*Membership, error) {
 	}
 	m := &Membership{cfg: cfg, log: cfg.Logger, rs: rs, lost: make(chan struct{}, 1)}
 	m.suspects.lapse = cfg.Timing.longestSuspicion()
+	// Until its first hand-off pass, the node may hold chunks of any
+	// partition (its catalog from before a restart): readers ask it about all.
+	unknown := moves.Unknown()
 	if err := m.meta.set(nodeMeta{NodeID: cfg.NodeID, GRPCAddr: cfg.GRPCAddr, AdminAddr: cfg.AdminAddr,
-		State: Joining, Fingerprint: cfg.Ring.Fingerprint(), RESPAddr: cfg.RESPAddr}); err != nil {
+		State: Joining, Fingerprint: cfg.Ring.Fingerprint(), RESPAddr: cfg.RESPAddr, Moves: &unknown}); err != nil {
 		return nil, fmt.Errorf("invalid membership configuration: %w", err)
 	}
 	return m, nil
@@ -104,22 +112,10 @@ func (m *Membership) Start(ctx context.Context) error {
 		return fmt.Errorf("cannot start gossip: %w", err)
 	}
 
-	mc := memberlist.DefaultLANConfig()
-	mc.Name = m.cfg.NodeID
-	mc.BindAddr = bind.Addr().String()
-	mc.BindPort = int(bind.Port())
-	mc.AdvertiseAddr = advIP.String()
-	mc.AdvertisePort = int(cmp.Or(advPort, bind.Port()))
-	m.cfg.Timing.apply(mc)
-	d := memberDelegate{meta: &m.meta, rs: m.rs, fingerprint: m.cfg.Ring.Fingerprint(), suspects: &m.suspects}
-	mc.Delegate, mc.Events, mc.Alive, mc.Merge = d, d, d, d
-	suspect := func(name string) { m.suspects.probeFailed(name, m.cfg.Now()) }
-	mc.Logger = log.New(newKeyErrorLog(m.log, memberlistLog{m.log.With("source", "memberlist"), suspect}), "", 0)
-	mc.Ping = pingDelegate{&m.suspects}
-	if mc.Keyring, err = newKeyring(m.cfg.Keys); err != nil {
-		return fmt.Errorf("cannot start gossip: %w", err)
+	mc, err := m.gossipConfig(bind, advIP, advPort)
+	if err != nil {
+		return err
 	}
-	mc.LogOutput = nil
 
 	m.rs.rebuildMu.Lock()
 	m.rs.onChange = m.cfg.OnRingChange
@@ -226,14 +222,54 @@ func (m *Membership) broadcastTimeout(ctx context.Context) time.Duration {
 	return max(t, time.Millisecond)
 }
 
-// SetHandingOff gossips whether this node is moving chunks to their owners:
-// while any member is, every member's reads also ask non-owners (Unsettled).
-// It waits like SetState; before Start or after Close it only changes the
-// metadata.
-func (m *Membership) SetHandingOff(ctx context.Context, on bool) error {
+// GossipBytes returns the gossip bytes this node has put on the wire since
+// Start: the packets it sent and both directions of the streams it opened
+// (summed over the members, each byte once). Never blocks.
+func (m *Membership) GossipBytes() uint64 { return m.gossipBytes.Load() }
+
+// gossipConfig is memberlist's configuration: the LAN preset with kvring's
+// timings, addresses, delegates, logger, keyring and a transport that counts
+// the gossip bytes.
+func (m *Membership) gossipConfig(bind netip.AddrPort, advIP netip.Addr, advPort uint16) (*memberlist.Config, error) {
+	mc := memberlist.DefaultLANConfig()
+	mc.Name = m.cfg.NodeID
+	mc.BindAddr = bind.Addr().String()
+	mc.BindPort = int(bind.Port())
+	mc.AdvertiseAddr = advIP.String()
+	mc.AdvertisePort = int(cmp.Or(advPort, bind.Port()))
+	m.cfg.Timing.apply(mc)
+	d := memberDelegate{meta: &m.meta, rs: m.rs, fingerprint: m.cfg.Ring.Fingerprint(), suspects: &m.suspects}
+	mc.Delegate, mc.Events, mc.Alive, mc.Merge = d, d, d, d
+	suspect := func(name string) { m.suspects.probeFailed(name, m.cfg.Now()) }
+	mc.Logger = log.New(newKeyErrorLog(m.log, memberlistLog{m.log.With("source", "memberlist"), suspect}), "", 0)
+	mc.Ping = pingDelegate{&m.suspects}
+	var err error
+	if mc.Keyring, err = newKeyring(m.cfg.Keys); err != nil {
+		return nil, fmt.Errorf("cannot start gossip: %w", err)
+	}
+	mc.LogOutput = nil
+	tr, err := newCountingTransport(mc.BindAddr, mc.BindPort, mc.Logger, &m.gossipBytes)
+	if err != nil {
+		return nil, fmt.Errorf("cannot start gossip on %q: %w", m.cfg.GossipAddr, err)
+	}
+	if mc.BindPort == 0 { // as memberlist.Create does for the transport it makes
+		mc.BindPort = tr.GetAutoBindPort()
+		mc.AdvertisePort = mc.BindPort
+	}
+	mc.Transport = tr
+	return mc, nil
+}
+
+// SetMoves gossips the node's hand-off summary: the partitions in which it
+// holds chunks it does not own, on the ring the summary names (readers ask
+// it about those partitions besides their owners). It sets the "handing
+// off" flag, which nodes of earlier releases read, when the summary names
+// any partition. It waits like SetState; before Start or after Close it
+// only changes the metadata.
+func (m *Membership) SetMoves(ctx context.Context, s moves.Summary) error {
 	m.lifeMu.Lock()
 	defer m.lifeMu.Unlock()
-	if err := m.meta.update(func(nm *nodeMeta) { nm.HandingOff = on }); err != nil {
+	if err := m.meta.update(func(nm *nodeMeta) { nm.Moves, nm.HandingOff = &s, !s.Empty() }); err != nil {
 		return err
 	}
 	ml := m.ml.Load()
@@ -241,17 +277,24 @@ func (m *Membership) SetHandingOff(ctx context.Context, on bool) error {
 		return nil
 	}
 	if err := ml.UpdateNode(m.broadcastTimeout(ctx)); err != nil {
-		return fmt.Errorf("cannot announce hand-off %v: %w", on, err)
+		return fmt.Errorf("cannot announce the hand-off summary: %w", err)
 	}
 	return nil
 }
+
+// Moves returns what this node knows of the members that may hold chunks
+// of partitions they do not own, on the current ring (see package moves).
+// Never nil, never blocks.
+func (m *Membership) Moves() *moves.View { return m.rs.moves.Load() }
 
 // Ring returns the current ring snapshot: never nil (empty at epoch 0 before Start), never blocks.
 func (m *Membership) Ring() *ring.Ring { return m.rs.ring() }
 
 // Unsettled reports whether reads should also ask non-owners: the ring
 // changed, or this node started, recently (see Config.SettleWindow), or a
-// member is handing chunks off (SetHandingOff).
+// member gossips that it hands chunks off (SetMoves). Reads go by the
+// hand-off summaries instead (Moves); the Redis-protocol port and the status
+// page still use this.
 func (m *Membership) Unsettled() bool { return m.rs.unsettled() }
 
 // Members returns a copy of the members this node knows, sorted by ID, this node included: alive ones, and

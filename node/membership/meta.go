@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/kvring/kvring/node/internal/moves"
 )
 
 // State is a node's role in the cluster, gossiped in its metadata so every peer sees it.
@@ -68,6 +70,9 @@ var (
 //	            owners and is moving them); absent in metadata from earlier releases (no flags).
 //	then        the Redis-protocol address, a uvarint length and the bytes (empty: the port is off);
 //	            absent in metadata from earlier releases.
+//	then        the hand-off summary (moves.Summary: the partitions in which the node holds chunks it does
+//	            not own), a uvarint length and its encoding, cut to the room left under the limit by
+//	            merging ranges; absent in metadata from earlier releases (readers then go by the flag).
 //	then        nothing yet. A decoder ignores bytes after the fields it knows, so later revisions may
 //	            append fields without a version bump; the version changes only when a field is removed or
 //	            its meaning changes (decoders refuse versions they do not know).
@@ -82,6 +87,9 @@ type nodeMeta struct {
 	Fingerprint string    // ring.Config.Fingerprint of the node's ring settings
 	HandingOff  bool      // the node is moving chunks to their owners (flags bit 0)
 	RESPAddr    string    // the Redis-protocol address ("": off), after the flags
+	// Moves is the hand-off summary, after the Redis-protocol address (nil:
+	// none; absent from earlier releases).
+	Moves *moves.Summary
 }
 
 // metaFlagHandingOff is bit 0 of the flags byte.
@@ -116,7 +124,17 @@ func (m nodeMeta) encode() ([]byte, error) {
 	}
 	b = append(b, flags)
 	b = binary.AppendUvarint(b, uint64(len(m.RESPAddr)))
-	return append(b, m.RESPAddr...), nil
+	b = append(b, m.RESPAddr...)
+	if m.Moves == nil {
+		return b, nil
+	}
+	// The summary takes the room left (its length prefix takes 2 bytes).
+	enc := m.Moves.AppendEncoded(nil, metaMaxSize-len(b)-2)
+	if len(b)+uvarintLen(uint64(len(enc)))+len(enc) > metaMaxSize {
+		return b, nil // no room (very long id or addresses): readers go by the flag, as with earlier releases
+	}
+	b = binary.AppendUvarint(b, uint64(len(enc)))
+	return append(b, enc...), nil
 }
 
 // decodeMeta parses node metadata. It rejects unknown versions (errMetaVersion) and truncated or inconsistent
@@ -161,6 +179,16 @@ func decodeMeta(b []byte) (nodeMeta, error) {
 			return nodeMeta{}, fmt.Errorf("cannot decode node meta: the Redis-protocol address is truncated: %w", errMetaInvalid)
 		}
 		m.RESPAddr = string(rest[k : k+int(n)])
+		rest = rest[k+int(n):]
+	}
+	if len(rest) > 0 { // absent from earlier releases
+		n, k := binary.Uvarint(rest)
+		if k <= 0 || n > uint64(len(rest)-k) {
+			return nodeMeta{}, fmt.Errorf("cannot decode node meta: the hand-off summary is truncated: %w", errMetaInvalid)
+		}
+		// An unreadable summary decodes as "may hold any partition".
+		s, _ := moves.Decode(rest[k : k+int(n)])
+		m.Moves = &s
 	}
 	if m.NodeID == "" {
 		return nodeMeta{}, fmt.Errorf("cannot decode node meta: empty node id: %w", errMetaInvalid)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/memberlist"
 
+	"github.com/kvring/kvring/node/internal/moves"
 	"github.com/kvring/kvring/ring"
 )
 
@@ -22,8 +23,11 @@ func sampleNodeMeta() nodeMeta {
 		BootTime:    time.UnixMilli(1_760_000_000_123),
 		Fingerprint: ring.DefaultConfig().Fingerprint(),
 		RESPAddr:    "10.1.2.3:9603",
+		Moves:       &sampleMoves,
 	}
 }
+
+var sampleMoves = moves.FromPartitions(99, []int{5, 6, 7, 4000})
 
 func TestMembershipMetaRoundTrip(t *testing.T) {
 	t.Parallel()
@@ -54,6 +58,7 @@ func TestMembershipMetaLimitMatchesMemberlist(t *testing.T) {
 func TestMembershipMetaSizeLimit(t *testing.T) {
 	t.Parallel()
 	m := sampleNodeMeta()
+	m.Moves = nil                          // a summary is cut to the room left (TestMembershipMetaCarriesTheHandOffSummary)
 	m.AdminAddr = strings.Repeat("x", 200) // past 127 bytes, so its length prefix keeps its size below
 	base, err := m.encode()
 	if err != nil {
@@ -116,7 +121,9 @@ func TestMembershipMetaCarriesHandingOff(t *testing.T) {
 
 func TestMembershipMetaRejectsMalformed(t *testing.T) {
 	t.Parallel()
-	good, err := sampleNodeMeta().encode()
+	sample := sampleNodeMeta()
+	sample.Moves = nil // the last field: a prefix that ends before it is an earlier release's
+	good, err := sample.encode()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +183,7 @@ func TestMembershipMetaIgnoresAppendedFields(t *testing.T) {
 func TestMembershipMetaFromEarlierReleasesHasNoRESPAddr(t *testing.T) {
 	t.Parallel()
 	m := sampleNodeMeta()
-	m.RESPAddr, m.HandingOff = "", true
+	m.RESPAddr, m.HandingOff, m.Moves = "", true, nil
 	b, err := m.encode()
 	if err != nil {
 		t.Fatal(err)
@@ -265,5 +272,41 @@ func FuzzMembershipMetaDecode(f *testing.F) {
 func nodeMetaEqual(a, b nodeMeta) bool {
 	return a.NodeID == b.NodeID && a.GRPCAddr == b.GRPCAddr && a.AdminAddr == b.AdminAddr &&
 		a.State == b.State && a.BootTime.UnixMilli() == b.BootTime.UnixMilli() && a.Fingerprint == b.Fingerprint &&
-		a.HandingOff == b.HandingOff && a.RESPAddr == b.RESPAddr
+		a.HandingOff == b.HandingOff && a.RESPAddr == b.RESPAddr && sameMoves(a.Moves, b.Moves)
+}
+
+// TestMembershipMetaCarriesTheHandOffSummary: the summary round-trips; one
+// too large for the room left is cut (merged ranges naming every partition
+// it named) so that the whole stays within memberlist's limit; metadata from
+// a release before summaries decodes without one.
+func TestMembershipMetaCarriesTheHandOffSummary(t *testing.T) {
+	t.Parallel()
+	m := sampleNodeMeta()
+	var parts []int
+	for p := 0; p < 65000; p += 50 {
+		parts = append(parts, p)
+	}
+	big := moves.FromPartitions(7, parts)
+	m.Moves = &big
+	b, err := m.encode()
+	if err != nil || len(b) > metaMaxSize {
+		t.Fatalf("encode: %d bytes, %v", len(b), err)
+	}
+	got, err := decodeMeta(b)
+	if err != nil || got.Moves == nil || got.Moves.Ring != 7 {
+		t.Fatalf("decode: %+v, %v", got, err)
+	}
+	for _, p := range parts {
+		if !got.Moves.Contains(p) {
+			t.Fatalf("partition %d lost in the cut summary", p)
+		}
+	}
+	m.Moves = nil
+	b, err = m.encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := decodeMeta(b); err != nil || got.Moves != nil {
+		t.Fatalf("without a summary: %+v, %v", got.Moves, err)
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kvring/kvring/node/internal/moves"
 	"github.com/kvring/kvring/ring"
 )
 
@@ -48,14 +49,17 @@ func (l Liveness) MarshalText() ([]byte, error) { return []byte(l.String()), nil
 
 // Member describes a member as this node last heard of it.
 type Member struct {
-	ID         string    // node id (ring member ID)
-	GRPCAddr   string    // gRPC address (ring member Addr)
-	AdminAddr  string    // admin HTTP address
-	RESPAddr   string    // Redis-protocol address ("": off)
-	State      State     // the member's own state, from its metadata
-	HandingOff bool      // it is moving chunks to their owners (from its metadata)
-	BootTime   time.Time // when the member started gossiping
-	GossipAddr string    // host:port of its gossip
+	ID         string // node id (ring member ID)
+	GRPCAddr   string // gRPC address (ring member Addr)
+	AdminAddr  string // admin HTTP address
+	RESPAddr   string // Redis-protocol address ("": off)
+	State      State  // the member's own state, from its metadata
+	HandingOff bool   // it is moving chunks to their owners (from its metadata)
+	// Moves is its hand-off summary (nil: it gossips none, an earlier
+	// release).
+	Moves      *moves.Summary `json:"-"`
+	BootTime   time.Time      // when the member started gossiping
+	GossipAddr string         // host:port of its gossip
 	Liveness   Liveness
 	Since      time.Time // when this node last saw it join, change or leave
 	// Forgotten: an operator removed it from this node's ring
@@ -144,7 +148,17 @@ type ringState struct {
 	// handingOff is whether some alive member gossips that it is moving
 	// chunks to their owners; replaced by every rebuild.
 	handingOff atomic.Bool
+	// moves is the view of who may hold chunks of partitions they do not
+	// own, on cur; replaced by every runOnce. history holds the rings this
+	// node had lately, newest last, which the view needs to read summaries
+	// computed on an earlier ring; guarded by rebuildMu.
+	moves   atomic.Pointer[moves.View]
+	history []*ring.Ring
 }
+
+// ringHistory is how many earlier rings a node keeps to read its peers'
+// summaries by (each is about 4 bytes × partitions × replication).
+const ringHistory = 6
 
 func newRingState(cfg ring.Config, self string, settle time.Duration, now func() time.Time, log *slog.Logger) (*ringState, error) {
 	empty, err := ring.New(nil, 0, cfg)
@@ -159,6 +173,7 @@ func newRingState(cfg ring.Config, self string, settle time.Duration, now func()
 	}
 	rs.cur.Store(empty)
 	rs.changedAt.Store(now().UnixNano())
+	rs.moves.Store(moves.NewView(empty, func(uint64) *ring.Ring { return nil }, nil, time.Time{}))
 	return rs, nil
 }
 
@@ -265,12 +280,15 @@ func (rs *ringState) runOnce() *ring.Ring {
 	rs.draining.Store(&draining)
 	rs.handingOff.Store(handingOff)
 	var owners []ring.Member
+	var entries []moves.Entry
 	for _, m := range rs.table {
 		if ownsPartitions(m) && !rs.forgotten[m.ID] {
 			owners = append(owners, ring.Member{ID: m.ID, Addr: m.GRPCAddr})
+			entries = append(entries, moves.Entry{Member: owners[len(owners)-1], Summary: m.Moves, HandingOff: m.HandingOff})
 		}
 	}
 	rs.tableMu.Unlock()
+	defer func() { rs.updateMoves(entries) }()
 	if lost && rs.onLost != nil {
 		rs.onLost()
 	}
@@ -289,6 +307,10 @@ func (rs *ringState) runOnce() *ring.Ring {
 			"members", memberIDs(owners), "err", err)
 		return old
 	}
+	rs.history = append(rs.history, old)
+	if len(rs.history) > ringHistory {
+		rs.history = rs.history[1:]
+	}
 	rs.cur.Store(next)
 	rs.changedAt.Store(now.UnixNano())
 	rs.log.Info("ring rebuilt", "epoch", next.Epoch(), "members", memberIDs(owners),
@@ -297,6 +319,20 @@ func (rs *ringState) runOnce() *ring.Ring {
 		rs.onChange(old, next)
 	}
 	return next
+}
+
+// updateMoves replaces the view of who may hold chunks of partitions they
+// do not own, from the members' summaries. rebuildMu is held.
+func (rs *ringState) updateMoves(entries []moves.Entry) {
+	known := map[uint64]*ring.Ring{}
+	for _, r := range rs.history {
+		known[moves.RingHash(r)] = r
+	}
+	var until time.Time
+	if rs.settle > 0 {
+		until = time.Unix(0, rs.changedAt.Load()).Add(rs.settle)
+	}
+	rs.moves.Store(moves.NewView(rs.cur.Load(), func(h uint64) *ring.Ring { return known[h] }, entries, until))
 }
 
 // apply updates the table with one event and logs it. tableMu is held.
@@ -311,6 +347,7 @@ func (rs *ringState) apply(ev memberEvent, now time.Time) {
 	m := &Member{
 		ID: ev.name, GRPCAddr: meta.GRPCAddr, AdminAddr: meta.AdminAddr, RESPAddr: meta.RESPAddr, State: meta.State,
 		HandingOff: meta.HandingOff, BootTime: meta.BootTime, GossipAddr: ev.gossipAddr, Liveness: Alive, Since: now,
+		Moves: meta.Moves,
 	}
 	attrs := []any{"member", m.ID, "grpc", m.GRPCAddr, "admin", m.AdminAddr, "gossip", m.GossipAddr,
 		"state", m.State}
@@ -331,9 +368,13 @@ func (rs *ringState) apply(ev memberEvent, now time.Time) {
 			rs.log.Info("member joined", attrs...)
 			break
 		}
-		if old.Liveness == Alive && old.State == m.State && old.HandingOff == m.HandingOff && old.GRPCAddr == m.GRPCAddr &&
+		if old.Liveness == Alive && old.State == m.State && old.GRPCAddr == m.GRPCAddr &&
 			old.AdminAddr == m.AdminAddr && old.RESPAddr == m.RESPAddr && old.GossipAddr == m.GossipAddr && old.BootTime.Equal(m.BootTime) {
-			return // nothing this node tracks changed
+			if old.HandingOff != m.HandingOff || !sameMoves(old.Moves, m.Moves) {
+				m.Since = old.Since
+				rs.table[ev.name] = m // the hand-off summary changed: too frequent to log
+			}
+			return
 		}
 		rs.log.Info("member updated", append(attrs, "old_state", old.State, "handing_off", m.HandingOff)...)
 	case eventLeave:
@@ -359,6 +400,11 @@ func (rs *ringState) members() []Member {
 	rs.tableMu.Unlock()
 	slices.SortFunc(out, func(a, b Member) int { return cmp.Compare(a.ID, b.ID) })
 	return out
+}
+
+// sameMoves reports whether two hand-off summaries say the same.
+func sameMoves(a, b *moves.Summary) bool {
+	return (a == nil) == (b == nil) && (a == nil || a.Equal(*b))
 }
 
 func memberIDs(ms []ring.Member) []string {

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/kvring/kvring/node/internal/moves"
 	"github.com/kvring/kvring/ring"
 )
 
@@ -17,6 +18,7 @@ type Cluster struct {
 	Net       *Network
 	ring      atomic.Pointer[ring.Ring]
 	unsettled atomic.Bool
+	moves     atomic.Pointer[moves.View]
 	draining  sync.Map // node id → struct{}
 	suspect   sync.Map // node id → struct{}
 	// onChange are told of every ring swap (old, new), as a node's
@@ -50,6 +52,14 @@ func (c *Cluster) Unsettled() bool { return c.unsettled.Load() }
 
 // SetUnsettled makes reads ask every member (true) or only owners.
 func (c *Cluster) SetUnsettled(on bool) { c.unsettled.Store(on) }
+
+// Moves is what SetMoves set (nil before: reads ask owners only), as a
+// node's membership builds it from its peers' hand-off summaries.
+func (c *Cluster) Moves() *moves.View { return c.moves.Load() }
+
+// SetMoves makes v every node's view of who may hold chunks of partitions
+// they do not own.
+func (c *Cluster) SetMoves(v *moves.View) { c.moves.Store(v) }
 
 // Draining reports whether node id drains.
 func (c *Cluster) Draining(id string) bool { _, ok := c.draining.Load(id); return ok }

@@ -41,6 +41,8 @@ type CoreConfig struct {
 	Now func() time.Time
 	// Coord, if set, adjusts node i's coordinator configuration.
 	Coord func(i int, cfg *coord.Config)
+	// Owner, if set, adjusts node i's owner configuration.
+	Owner func(i int, cfg *owner.Config)
 	// Wrap, if set, wraps node i's Peer service (a fault injected in an
 	// owner: a wrapper that holds or drops some of its answers).
 	Wrap func(i int, peer kvringv1.PeerServer) kvringv1.PeerServer
@@ -132,9 +134,13 @@ func (c *Core) startNode(t testing.TB, i int, cfg CoreConfig) *Node {
 		}
 		return 0
 	}
-	n.Owner = owner.New(owner.Config{Store: st, Log: quiet(), Registry: n.Registry, Epoch: epoch, MaxBatch: 1024,
-		MaxPin: time.Minute, Now: cfg.Now, Metrics: n.Metrics})
-	ccfg := coord.Config{Self: n.ID, Ring: c.Ring, Unsettled: c.Unsettled, Draining: c.Draining, Suspect: c.Suspect, Owner: n.Owner,
+	ocfg := owner.Config{Store: st, Log: quiet(), Registry: n.Registry, Epoch: epoch, MaxBatch: 1024,
+		MaxPin: time.Minute, Now: cfg.Now, Metrics: n.Metrics}
+	if cfg.Owner != nil {
+		cfg.Owner(i, &ocfg)
+	}
+	n.Owner = owner.New(ocfg)
+	ccfg := coord.Config{Self: n.ID, Ring: c.Ring, Unsettled: c.Unsettled, Moves: c.Moves, Draining: c.Draining, Suspect: c.Suspect, Owner: n.Owner,
 		Registry: n.Registry, Log: quiet(), MaxBatch: 1024, CommitTimeout: cfg.CommitTimeout, PeerTimeout: cfg.PeerTimeout,
 		BroadcastTimeout: cfg.CommitTimeout, MaxPin: time.Minute, Now: cfg.Now, Metrics: n.Metrics,
 		Defaults:        namespace.Defaults{Replicas: 1, MinReplicas: 1, MaxReplicas: uint32(cfg.ReplicationFactor)},

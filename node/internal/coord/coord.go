@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/kvring/kvring/node/internal/metrics"
+	"github.com/kvring/kvring/node/internal/moves"
 	"github.com/kvring/kvring/node/internal/namespace"
 	"github.com/kvring/kvring/node/internal/owner"
 	"github.com/kvring/kvring/node/internal/spread"
@@ -32,6 +33,11 @@ type Config struct {
 	// Unsettled reports whether reads should also ask members that do not
 	// own a chunk (shortly after a ring change). Optional: nil means never.
 	Unsettled func() bool
+	// Moves tells which members may hold chunks of a partition they do not
+	// own (their hand-off summaries, package moves): reads ask them too,
+	// per partition. Optional: nil asks owners only (or every member while
+	// Unsettled).
+	Moves func() *moves.View
 	// Owner is this node's owner, driven in process for the chunks this node
 	// owns.
 	Owner    *owner.Owner
@@ -184,6 +190,15 @@ func (c *Coordinator) epoch() uint64 {
 // isUnsettled reports whether reads should also ask members that do not
 // own a chunk: the ring changed, or this node started, moments ago.
 func (c *Coordinator) isUnsettled() bool { return c.cfg.Unsettled != nil && c.cfg.Unsettled() }
+
+// movesView is what this node knows of who may hold chunks of partitions
+// they do not own (nil: nothing, reads ask owners).
+func (c *Coordinator) movesView() *moves.View {
+	if c.cfg.Moves == nil {
+		return nil
+	}
+	return c.cfg.Moves()
+}
 
 func (c *Coordinator) caller() *kvringv1.PeerCaller {
 	return &kvringv1.PeerCaller{NodeId: c.cfg.Self, Epoch: c.epoch()}

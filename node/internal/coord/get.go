@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/kvring/kvring/node/internal/metrics"
+	"github.com/kvring/kvring/node/internal/moves"
 	"github.com/kvring/kvring/node/internal/owner"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/ring"
@@ -129,8 +130,9 @@ func (c *Coordinator) beginGet(req *kvringv1.GetRequest, stream grpc.ServerStrea
 	g.name, g.keys, g.r = rec.GetName(), pl.keys, replicas
 	unsettled := c.isUnsettled()
 	var picks *spreadPicks
+	var view *moves.View
 	if !unsettled {
-		picks = c.newSpreadPicks(rg, rec, ns, pl.grouped)
+		picks, view = c.newSpreadPicks(rg, rec, ns, pl.grouped), c.movesView()
 	}
 	// Every id's owners are a window of one buffer (spreadOrder and the
 	// unsettled append copy before they change one), and the members are
@@ -140,24 +142,35 @@ func (c *Coordinator) beginGet(req *kvringv1.GetRequest, stream grpc.ServerStrea
 	if unsettled {
 		members = rg.Members()
 	}
+	now := c.cfg.Now()
 	for i := range ids {
 		start := len(owners)
 		owners = c.appendReadOwners(owners, rg, rec.GetName(), pl.keys[i], replicas)
-		g.owners[i] = owners[start:len(owners):len(owners)]
-		if pk := picks.of(pl.keys[i]); pk.ok {
-			g.owners[i] = spreadOrder(pk, g.owners[i])
-		}
-		if unsettled {
-			// Shortly after a ring change a chunk may sit on a non-owner, or be
-			// on its way from one to its owner: the hand-off copies it before
-			// it evicts it, so an owner asked before the copy and a non-owner
-			// asked after the evict both miss it, and the owner asked again
-			// has it.
+		n := len(owners)
+		owners = view.Extra(owners, start, rg, rec.GetName(), pl.keys[i], replicas, now)
+		g.owners[i] = owners[start:n:n]
+		switch pk := picks.of(pl.keys[i]); {
+		case unsettled || len(owners) > n:
+			// A chunk may sit on a member that does not own it (every member
+			// while unsettled, else those whose hand-off summaries name its
+			// partition), or be on its way from one to its owner: the hand-off
+			// copies it before it evicts it, so an owner asked before the copy
+			// and a non-owner asked after the evict both miss it, and the owner
+			// asked again has it.
 			if g.again == nil {
 				g.again = make([][]ring.Member, len(ids))
 			}
 			g.again[i] = g.owners[i]
-			g.owners[i] = append(slices.Clip(g.owners[i]), nonOwners(members, g.owners[i])...)
+			switch {
+			case unsettled:
+				g.owners[i] = append(slices.Clip(g.owners[i]), nonOwners(members, g.owners[i])...)
+			case pk.ok: // a spread group is still read from one member of its set first
+				g.owners[i] = spreadOrder(pk, owners[start:len(owners):len(owners)])
+			default:
+				g.owners[i] = owners[start:len(owners):len(owners)]
+			}
+		case pk.ok:
+			g.owners[i] = spreadOrder(pk, g.owners[i])
 		}
 	}
 	return g, nil

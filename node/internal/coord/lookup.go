@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kvring/kvring/node/internal/metrics"
+	"github.com/kvring/kvring/node/internal/moves"
 	"github.com/kvring/kvring/node/internal/namespace"
 	"github.com/kvring/kvring/node/internal/owner"
 	"github.com/kvring/kvring/node/internal/tenant"
@@ -45,7 +46,7 @@ func (c *Coordinator) hasOn(ctx context.Context, m ring.Member, ref *kvringv1.Na
 		err = fmt.Errorf("node %s answered %d of %d ids", m.ID, len(held), len(ids))
 	}
 	if err == nil && len(runs) > 0 {
-		c.learnSpread(namespace.StoreName(ref.GetName(), ref.GetFingerprint()), runs, widths)
+		c.learnSpread(m, ref.GetName(), namespace.StoreName(ref.GetName(), ref.GetFingerprint()), runs, widths)
 	}
 	return held, err
 }
@@ -138,10 +139,14 @@ type lookupTx struct {
 	spread    *spreadPicks // nil: every group is read from its owners
 	replicas  int
 	unsettled bool
-	pin       *kvringv1.LeasePin
-	held      []bool
-	asked     map[string]bool
-	pinned    map[string]*pinnedOn
+	// moves names the members besides its owners that may hold an id's
+	// chunk (nil: nobody), as of now.
+	moves  *moves.View
+	now    time.Time
+	pin    *kvringv1.LeasePin
+	held   []bool
+	asked  map[string]bool
+	pinned map[string]*pinnedOn
 }
 
 // pinnedOn is what one node pinned under the lookup's lease.
@@ -221,12 +226,12 @@ func (c *Coordinator) newLookup(req *kvringv1.LookupRequest) (*lookupTx, error) 
 	tx := &lookupTx{c: c, ref: nsRef(rec), ns: rec.GetName(), rg: rr.ring, ids: req.GetIds(), place: rr.place, storeNS: rr.ns,
 		held: make([]bool, len(req.GetIds())), asked: map[string]bool{}, pinned: map[string]*pinnedOn{}}
 	tx.replicas, _ = replication(rec)
-	// Shortly after a ring change (or this node's start) a chunk may sit on a
-	// non-owner, stored by a coordinator whose ring was behind: ask every
-	// member then.
+	// While unsettled (tests, and nodes that keep no hand-off summaries)
+	// every member is asked.
 	tx.unsettled = c.isUnsettled()
 	if !tx.unsettled {
 		tx.spread = c.newSpreadPicks(rr.ring, rec, rr.ns, rr.place.grouped)
+		tx.moves, tx.now = c.movesView(), c.cfg.Now()
 	}
 	if ttl := min(time.Duration(req.GetPinTtlMs())*time.Millisecond, c.cfg.MaxPin); ttl > 0 {
 		tx.pin = &kvringv1.LeasePin{LeaseId: owner.NewLeaseID(), TtlMs: uint32(ttl / time.Millisecond)}
@@ -234,60 +239,119 @@ func (c *Coordinator) newLookup(req *kvringv1.LookupRequest) (*lookupTx, error) 
 	return tx, nil
 }
 
-// wave asks the owners of the ids at request positions [lo, hi): every
-// member while unsettled, then the owners once more about what nobody held
-// (a chunk on its way to its owner is copied there before its source
-// evicts it, so an owner asked before the copy and a source asked after the
-// eviction both miss it, and the owner asked again has it). A spread
-// group's ids go to one of its spread members first, and to the owners for
-// what that member lacks.
+// wave asks about the ids at request positions [lo, hi) in rounds. The
+// first round asks, per id, one member that should hold its chunk (a member
+// of its group's spread set when the group is spread, else its primary
+// owner, or an owner this node or the lookup asks anyway: firstOwner) and the members that may hold it
+// besides its owners: every member while unsettled, else those whose
+// hand-off summaries name its partition (tx.moves). The rest of its owners
+// are asked later (askRest), only about what the first round did not find:
+// with replication above 1 a settled lookup asks one owner of a group, not
+// all of them. An id asked of other members than its owners is asked of all
+// its owners again (a chunk on its way to its owner is copied there before
+// its source evicts it, so an owner asked before the copy and a source
+// asked after the eviction both miss it, and the owner asked again has it).
 func (tx *lookupTx) wave(ctx context.Context, lo, hi int) {
 	plans := map[string]*lookupPlan{}
-	var first map[int]ring.Member // positions asked of a spread member
-	var members, owners []ring.Member
-	if tx.unsettled {
-		members = tx.rg.Members()
-	} else {
-		owners = make([]ring.Member, 0, tx.replicas)
-	}
-	room := hi - lo // every member's share while unsettled
+	rest := make([][]ring.Member, hi-lo) // per position: the members askRest asks
+	wide := 0                            // positions asked of members besides their owners
+	room := hi - lo                      // every member's share while unsettled
 	if k := tx.rg.Len(); !tx.unsettled && k > 1 {
 		room = min(room, room*max(1, tx.replicas)/k+8) // about an owner's share
 	}
+	var first []ring.Member // the first round's members of the group at i-1
 	for i := lo; i < hi; i++ {
-		switch pk := tx.spread.of(tx.place.keys[i]); {
-		case tx.unsettled:
-			addToPlans(plans, members, i, tx.ids[i], tx.key(i), room)
-		case pk.ok:
-			if first == nil {
-				first = make(map[int]ring.Member)
+		if i == lo || tx.place.group[i] != tx.place.group[i-1] {
+			var w bool
+			first, rest[i-lo], w = tx.route(tx.place.keys[i], plans)
+			if w {
+				wide += min(tx.place.waveEnd(i, 1), hi) - i
 			}
-			first[i] = pk.m
-			addToPlans(plans, []ring.Member{pk.m}, i, tx.ids[i], tx.key(i), room)
-		default:
-			owners = tx.c.appendReadOwners(owners[:0], tx.rg, tx.ns, tx.place.keys[i], tx.replicas)
-			addToPlans(plans, owners, i, tx.ids[i], tx.key(i), room)
+		} else {
+			rest[i-lo] = rest[i-lo-1]
 		}
+		addToPlans(plans, first, i, tx.ids[i], tx.key(i), room)
 	}
 	tx.ask(ctx, plans)
-	if !tx.unsettled && len(first) == 0 {
-		return
+	if wide > 0 {
+		tx.c.m.LookupWideIDs.Add(float64(wide))
 	}
-	again := map[string]*lookupPlan{}
-	for i := lo; i < hi; i++ {
-		if tx.held[i] {
-			continue
-		}
-		owners := tx.c.readOwners(tx.rg, tx.ns, tx.place.keys[i], tx.replicas)
-		if m, ok := first[i]; ok {
-			owners = withoutMember(owners, m)
-		} else if !tx.unsettled {
-			continue
-		}
-		addToPlans(again, owners, i, tx.ids[i], tx.key(i), room)
+	tx.askRest(ctx, lo, hi, rest, room)
+}
+
+// route returns the members a lookup asks first about the ids placed by
+// key, the members it asks later about what those did not hold (rest), and
+// whether the first are more than the key's owners (wide).
+func (tx *lookupTx) route(key []byte, plans map[string]*lookupPlan) (first, rest []ring.Member, wide bool) {
+	owners := tx.c.readOwners(tx.rg, tx.ns, key, tx.replicas)
+	if tx.unsettled {
+		return tx.rg.Members(), owners, true
 	}
-	if len(again) > 0 {
-		tx.ask(ctx, again)
+	if len(owners) == 0 {
+		return nil, nil, false
+	}
+	n := len(owners)
+	all := tx.moves.Extra(owners, 0, tx.rg, tx.ns, key, tx.replicas, tx.now)
+	head := tx.c.firstOwner(owners, func(id string) bool { return tx.asked[id] || plans[id] != nil })
+	if pk := tx.spread.of(key); pk.ok {
+		head = pk.m // a spread group is read from one member of its set
+	}
+	first = append([]ring.Member{head}, withoutMember(all[n:], head)...)
+	if len(all) > n {
+		return first, all[:n:n], true
+	}
+	return first, withoutMember(all[:n], head), false
+}
+
+// firstOwner is the owner a lookup asks first: this node when it is one
+// (answered in process); else, of the owners neither known down nor
+// suspected by gossip (asking such a member first would cost the lookup
+// its timeout), one the lookup asks anyway (asked: another group's owner),
+// else the first in ring order; else the primary. Any owner will do: the
+// others are asked about what it lacks, and one node asked about two
+// groups is one node fewer asked.
+func (c *Coordinator) firstOwner(owners []ring.Member, asked func(id string) bool) ring.Member {
+	if i := slices.IndexFunc(owners, func(m ring.Member) bool { return m.ID == c.cfg.Self }); i >= 0 {
+		return owners[i]
+	}
+	usable := func(m ring.Member) bool { return !c.peers.isDown(m.ID) && !c.suspected(m.ID) }
+	if i := slices.IndexFunc(owners, func(m ring.Member) bool { return asked(m.ID) && usable(m) }); i >= 0 {
+		return owners[i]
+	}
+	if i := slices.IndexFunc(owners, usable); i >= 0 {
+		return owners[i]
+	}
+	return owners[0]
+}
+
+// askRest asks the members in rest (indexed by position - lo) about the
+// positions of [lo, hi) that are not held yet, from the first of them on:
+// the positions of one group first, then of two, four, ... more groups,
+// and stops once a position stays not held: by the prefix property no
+// later id can extend the answer. So a lookup whose first round found its
+// whole prefix asks nobody more, and one that ends inside a group asks that
+// group's other owners alone.
+func (tx *lookupTx) askRest(ctx context.Context, lo, hi int, rest [][]ring.Member, room int) {
+	from := lo
+	for groups := 1; ; groups *= 2 {
+		start := max(from, leadingRun(tx.held[:hi]))
+		if start >= hi {
+			return
+		}
+		end := min(tx.place.waveEnd(start, groups), hi)
+		plans := map[string]*lookupPlan{}
+		for i := start; i < end; i++ {
+			if !tx.held[i] && len(rest[i-lo]) > 0 {
+				addToPlans(plans, rest[i-lo], i, tx.ids[i], tx.key(i), room)
+			}
+		}
+		if len(plans) > 0 {
+			tx.ask(ctx, plans)
+		}
+		if leadingRun(tx.held[:hi]) < end {
+			return
+		}
+		from = end
 	}
 }
 

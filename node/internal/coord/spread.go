@@ -100,17 +100,42 @@ func (c *Coordinator) loadOf(id string) uint32 {
 	return c.cfg.Loads.Of(id)
 }
 
-// learnSpread records the spread widths a holder answered for runs.
-func (c *Coordinator) learnSpread(storeNS string, runs []*kvringv1.GroupRun, widths []uint32) {
+// learnSpread records the spread widths member from answered for runs of
+// namespace name. A width above 1 is believed from any member; "not
+// spread" ends what this node knows only from a member that knows the
+// group (spreadAuthority): a member asked because its hand-off summary
+// names the group's partition knows nothing of a spread it takes no part
+// in, and its 0 would make this node (and the engines it answers) read a
+// hot group from its owners alone, or, on a holder, let the hand-off evict
+// the copies it keeps.
+func (c *Coordinator) learnSpread(from ring.Member, name, storeNS string, runs []*kvringv1.GroupRun, widths []uint32) {
 	if c.cfg.Spread == nil || len(widths) != len(runs) {
 		return
 	}
 	until := c.cfg.Now().Add(hintTTL)
 	for i, r := range runs {
-		if len(r.GetKey()) == len(store.ID{}) {
-			c.cfg.Spread.Hint(spread.Key{NS: storeNS, Place: store.ID(r.GetKey())}, int(widths[i]), until)
+		if len(r.GetKey()) != len(store.ID{}) {
+			continue
 		}
+		k := spread.Key{NS: storeNS, Place: store.ID(r.GetKey())}
+		if widths[i] <= 1 && !c.spreadAuthority(from, name, r.GetKey(), k) {
+			continue
+		}
+		c.cfg.Spread.Hint(k, int(widths[i]), until)
 	}
+}
+
+// spreadAuthority reports whether member from knows whether group k (key
+// of namespace name), which this node knows spread, still is: it is a
+// member of the group's spread set (its primary owner spreads it, the
+// others keep its copies). False when this node knows of no spread.
+func (c *Coordinator) spreadAuthority(from ring.Member, name string, key []byte, k spread.Key) bool {
+	width := c.cfg.Spread.Width(k)
+	rg := c.cfg.Ring()
+	if width <= 1 || rg == nil || rg.Len() == 0 {
+		return false
+	}
+	return slices.ContainsFunc(rg.SpreadSet(name, key, width), func(m ring.Member) bool { return m.ID == from.ID })
 }
 
 // spreadWidths returns, per run of a read request, the group's spread width

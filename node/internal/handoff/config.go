@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kvring/kvring/node/internal/chunkcopy"
+	"github.com/kvring/kvring/node/internal/moves"
 	"github.com/kvring/kvring/node/internal/namespace"
 	"github.com/kvring/kvring/node/internal/spread"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
@@ -42,9 +43,10 @@ type Config struct {
 	// node keeps (they are neither moved nor evicted while their record
 	// lives). Optional: nil keeps none.
 	Spread *spread.Table
-	// Announce gossips whether this node holds chunks that belong on other
-	// nodes (membership.SetHandingOff). Optional.
-	Announce func(ctx context.Context, on bool) error
+	// Announce gossips the hand-off summary: the partitions in which this
+	// node holds chunks it does not own (membership.SetMoves). It may block
+	// for the broadcast. Optional.
+	Announce func(ctx context.Context, s moves.Summary) error
 	// Rate caps the bytes copied per second (--handoff-rate). Default
 	// 256 MiB/s; negative: no cap.
 	Rate int64

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/kvring/kvring/node/internal/moves"
 	"log/slog"
 	"slices"
 	"sync"
@@ -265,7 +266,7 @@ func TestAPassPutsEveryChunkOnItsOwners(t *testing.T) {
 func TestAnUnreachableOwnerKeepsItsChunksHere(t *testing.T) {
 	f := newFixture(t, "a", "b")
 	var announced []bool
-	f.m.cfg.Announce = func(_ context.Context, on bool) error { announced = append(announced, on); return nil }
+	f.m.cfg.Announce = func(_ context.Context, s moves.Summary) error { announced = append(announced, !s.Empty()); return nil }
 	ids := f.put(t, "r1", 40)
 	f.peers.down["b"] = true
 	st := f.m.Pass(context.Background())

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/kvring/kvring/node/internal/moves"
 )
 
 // Mover runs the hand-off passes of one node (see the package doc). Create
@@ -17,9 +19,15 @@ type Mover struct {
 	wg   sync.WaitGroup
 
 	passMu sync.Mutex // one pass at a time (the loop's, or Drain's)
-	// announced is whether this node last gossiped that it hands off;
-	// guarded by passMu.
-	announced bool
+
+	// The hand-off summary (summary.go): sum is guarded by sumMu; pub (cap
+	// 1) asks the publish goroutine to gossip it; published is what was
+	// last gossiped, guarded by pubMu.
+	sumMu     sync.Mutex
+	sum       summaryState
+	pub       chan struct{}
+	pubMu     sync.Mutex
+	published *moves.Summary
 
 	mu     sync.Mutex
 	status Status
@@ -28,17 +36,21 @@ type Mover struct {
 // New returns a Mover; it does nothing until Start.
 func New(cfg Config) *Mover {
 	cfg.setDefaults()
-	return &Mover{cfg: cfg, kick: make(chan struct{}, 1),
+	return &Mover{cfg: cfg, kick: make(chan struct{}, 1), pub: make(chan struct{}, 1),
+		sum:  summaryState{recent: map[placedKey]*placed{}},
 		pace: pacer{rate: cfg.Rate, now: cfg.Now, sleep: cfg.Sleep}}
 }
 
-// Start runs the pass loop in a goroutine that Close waits for. The first
-// pass runs at once: a restarted node may hold chunks that belong elsewhere.
+// Start runs the pass loop, and the goroutine that gossips the hand-off
+// summary when a write changes it, in goroutines that Close waits for. The
+// first pass runs at once: a restarted node may hold chunks that belong
+// elsewhere.
 func (m *Mover) Start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	m.stop = cancel
-	m.wg.Add(1)
+	m.wg.Add(2)
 	go m.loop(ctx)
+	go m.publishLoop(ctx)
 	m.Kick()
 }
 

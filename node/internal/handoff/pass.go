@@ -22,6 +22,10 @@ type item struct {
 	// (zero: not confirmed; see Eviction safety).
 	until   []time.Time
 	leaving bool // this node is none of its owners
+	// foreign: this node is none of the ring owners of part (readers ask
+	// it only when its summary names part).
+	foreign bool
+	part    int
 	settled bool // a batch decided its fate
 }
 
@@ -40,16 +44,18 @@ func (m *Mover) Pass(ctx context.Context) PassStats {
 	defer m.passMu.Unlock()
 	m.setRunning(true)
 	st := PassStats{Started: m.cfg.Now()}
-	items, rg := m.plan(&st)
+	items, rg, held := m.plan(&st)
+	m.forgetListed(held) // the plan decided where each listed chunk is
 	// Readers must know this node hands off before it evicts anything, not
 	// before it copies: the gossip broadcast (which waits for a peer's ack)
 	// runs while the first batch copies, and every settle waits for it.
-	announced, misplaced := make(chan struct{}), st.Misplaced > 0
+	if rg != nil && rg.Len() > 0 {
+		m.planned(rg, foreignParts(items, false, nil), st.Started)
+	}
+	announced := make(chan struct{})
 	go func() {
 		defer close(announced)
-		if misplaced {
-			m.announce(ctx, true)
-		}
+		m.publish(ctx)
 	}()
 	defer func() { <-announced }()
 	m.batches(ctx, items, announced, &st)
@@ -66,23 +72,25 @@ func (m *Mover) Pass(ctx context.Context) PassStats {
 	}
 	st.Ended = m.cfg.Now()
 	<-announced
-	if st.Pending == 0 {
-		m.announce(ctx, false)
+	if rg != nil && rg.Len() > 0 {
+		m.planned(rg, foreignParts(items, true, m.cfg.Store), st.Started) // what the pass could not hand off
+		m.publish(ctx)
 	}
 	m.finish(st)
 	return st
 }
 
-// plan lists the chunks whose owners the pass checks: those held here but
+// plan lists the chunks whose owners the pass checks (and returns the
+// chunks held): those held here but
 // owned elsewhere, and those owned here with other owners too.
-func (m *Mover) plan(st *PassStats) ([]*item, *ring.Ring) {
+func (m *Mover) plan(st *PassStats) ([]*item, *ring.Ring, []store.HeldChunk) {
 	rg := m.cfg.Ring()
 	held := m.cfg.Store.Held()
 	st.Held = len(held)
 	// One namespace after another, so that Has and Copy batches fill up.
 	slices.SortFunc(held, func(a, b store.HeldChunk) int { return strings.Compare(a.Namespace, b.Namespace) })
 	if rg == nil || rg.Len() == 0 {
-		return nil, rg
+		return nil, rg, held
 	}
 	recs := map[string]*kvringv1.NamespaceRecord{}
 	for _, rec := range m.cfg.Registry.List() {
@@ -107,7 +115,9 @@ func (m *Mover) plan(st *PassStats) ([]*item, *ring.Ring) {
 			st.SpreadKept++
 			continue // a spread copy of a hot group: it stays while the group is spread
 		}
-		it := &item{rec: rec, h: h, owners: owners, until: make([]time.Time, len(owners)), leaving: self < 0}
+		it := &item{rec: rec, h: h, owners: owners, until: make([]time.Time, len(owners)), leaving: self < 0,
+			part: rg.Partition(rec.GetName(), h.Place[:])}
+		it.foreign = self < 0 && !owns(rg, it.part, replicas(rec), m.cfg.Self)
 		if self >= 0 {
 			it.until[self] = forever
 		} else {
@@ -115,7 +125,19 @@ func (m *Mover) plan(st *PassStats) ([]*item, *ring.Ring) {
 		}
 		items = append(items, it)
 	}
-	return items, rg
+	return items, rg, held
+}
+
+// foreignParts lists the partitions of the foreign items; with held, only
+// of those st still holds.
+func foreignParts(items []*item, held bool, st Store) []int {
+	var parts []int
+	for _, it := range items {
+		if it.foreign && (!held || st.Contains(it.h.Namespace, it.h.ID)) {
+			parts = append(parts, it.part)
+		}
+	}
+	return parts
 }
 
 // keepsSpread reports whether h is a spread copy this node keeps now: its

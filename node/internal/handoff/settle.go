@@ -71,18 +71,6 @@ func (m *Mover) unpin(ts []*target, lease uint64) {
 	}
 }
 
-// announce gossips a change of "handing off".
-func (m *Mover) announce(ctx context.Context, on bool) {
-	if m.announced == on || m.cfg.Announce == nil {
-		return
-	}
-	if err := m.cfg.Announce(ctx, on); err != nil {
-		m.cfg.Log.Warn("cannot gossip the hand-off state", "handing_off", on, "err", err)
-		return
-	}
-	m.announced = on
-}
-
 func (m *Mover) setRunning(on bool) {
 	m.mu.Lock()
 	m.status.Running = on

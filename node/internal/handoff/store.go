@@ -11,6 +11,9 @@ type Store interface {
 	Held() []store.HeldChunk
 	// Contains reports whether the chunk is held (sealed and readable) now.
 	Contains(ns string, id store.ID) bool
+	// Staging reports whether a write of the chunk is staged now (it may
+	// seal later).
+	Staging(ns string, id store.ID) bool
 	// Get returns a View of a held chunk, its checksum verified
 	// (store.ErrNotFound when not held). The caller owns the View until it
 	// releases it; its bytes stay valid, and the slot is not reused, until

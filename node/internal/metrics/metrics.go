@@ -51,6 +51,10 @@ type Set struct {
 	// LookupFanout is how many distinct nodes one answered Lookup asked
 	// (both rounds together; this node counts when it is an owner).
 	LookupFanout prometheus.Observer
+	// LookupWideIDs counts the ids lookups asked of members besides their
+	// owners (a hand-off summary named the id's partition, or the ring
+	// was unsettled).
+	LookupWideIDs prometheus.Counter
 	// AdminActions counts the admin API's write actions by action and
 	// result (ok, refused, error).
 	AdminActions *prometheus.CounterVec
@@ -108,6 +112,8 @@ func New() *Set {
 			Help: "Admin API actions (drain, undrain, drop-namespace, evict) by result: ok, refused, error."}, []string{"action", "result"}),
 		LookupFanout: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kvring_lookup_fanout",
 			Help: "Distinct nodes one answered Lookup asked (this node included when it is an owner).", Buckets: fanoutBuckets}),
+		LookupWideIDs: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvring_lookup_ids_wide_total",
+			Help: "Chunk ids lookups asked of members besides their owners: members whose hand-off summary names the id's partition."}),
 		RequestSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kvring_request_duration_seconds",
 			Help: "Time to serve an engine call (put, lookup, get), errors included.", Buckets: latencyBuckets}, []string{"op"}),
 		PeerRequestSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kvring_peer_request_duration_seconds",
@@ -145,7 +151,7 @@ func New() *Set {
 // Collectors returns every instrument, for registration.
 func (m *Set) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.PutChunks, m.PutBytes, m.PutDegraded, m.PutBusyWait.(prometheus.Collector), m.Lookups, m.LookupIDs, m.LookupIDsMatched,
-		m.LookupFanout.(prometheus.Collector), m.AdminActions,
+		m.LookupFanout.(prometheus.Collector), m.LookupWideIDs, m.AdminActions,
 		m.GetChunks, m.GetBytes, m.RequestSeconds, m.PeerRequestSeconds, m.PeerBytes, m.PeerFailures, m.HasCoalesced,
 		m.Connections, m.ConnectionsTotal}
 }

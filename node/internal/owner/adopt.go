@@ -23,8 +23,15 @@ type SlotFunc func(i int, ns string, id store.ID, crc uint32) (*store.Staged, er
 // but need no frames: frames sent for them are discarded unread.
 // Chunks that need a slot are charged to client's share of the staged
 // bytes (package tenant names clients; "": the node's own work).
+//
+// It is this node's own coordinator's prepare, never a spread copy:
+// Config.Placed is told of what it stages.
 func (o *Owner) NewPrepareFrom(client string, ref *kvringv1.NamespaceRef, chunks []*kvringv1.ChunkRef, runs []*kvringv1.GroupRun, slot SlotFunc) (*Prepare, []uint32, []*kvringv1.ChunkVote, error) {
-	return o.newPrepare(client, ref, chunks, runs, slot)
+	p, need, votes, err := o.newPrepare(client, ref, chunks, runs, slot)
+	if err == nil {
+		o.notePlaced(p)
+	}
+	return p, need, votes, err
 }
 
 // slotOf stages chunk i: slot's complete slot when it gives one, else a new

@@ -41,6 +41,13 @@ type Config struct {
 	// spreading prepare) and answers their width to lookups. Optional: nil
 	// keeps no records and answers no widths.
 	Spread *spread.Table
+	// Placed is told, as a prepare stages chunks (not spread copies), the
+	// namespace's name, store name and replication, the chunks' ring keys
+	// (their group keys, or ids) and their ids: the hand-off's summary
+	// names the partitions this node holds chunks of without owning them
+	// (handoff.Mover.Placed). It must not block or keep the slices.
+	// Optional.
+	Placed func(name, ns string, replicas int, keys [][]byte, ids []store.ID)
 	// Load counts the peer read calls this node serves (Has, Fetch), for
 	// the load hint its answers carry. Optional: nil counts nothing and
 	// hints 0.

@@ -14,13 +14,19 @@ import (
 // coordinator's in-process session both drive it. Not safe for concurrent
 // use: it belongs to the goroutine that receives the batch's frames.
 type Prepare struct {
-	st     Store
-	ns     string // store namespace
-	ids    []store.ID
-	keys   [][]byte // placement group key per index (nil: placed by ids)
-	staged map[uint32]*store.Staged
-	asm    *transfer.Assembler
-	done   bool
+	st   Store
+	ns   string // store namespace
+	ids  []store.ID
+	keys [][]byte // placement group key per index (nil: placed by ids)
+	// name, replicas and place are what Config.Placed is told: the
+	// namespace's name and replication, and the staged chunks' ring keys.
+	name     string
+	replicas int
+	place    [][]byte
+	placeIDs []store.ID
+	staged   map[uint32]*store.Staged
+	asm      *transfer.Assembler
+	done     bool
 	// caller is who may commit or abort the chunks this prepare stages
 	// (see Owner.Commit): the remote address of the Peer connection, or ""
 	// for this node's own coordinator in process.
@@ -68,6 +74,11 @@ func (o *Owner) newPrepare(client string, ref *kvringv1.NamespaceRef, chunks []*
 		p.keys = groups.Keys
 	}
 	need, votes := p.stage(chunks, slot)
+	p.name, p.replicas = rec.GetName(), int(max(1, rec.GetReplicationFactor()))
+	for _, i := range need {
+		p.place = append(p.place, groups.Keys[i])
+		p.placeIDs = append(p.placeIDs, ids[i])
+	}
 	return p, need, votes, nil
 }
 
@@ -101,6 +112,14 @@ func (p *Prepare) stage(chunks []*kvringv1.ChunkRef, slot SlotFunc) (need []uint
 		}
 	}
 	return need, votes
+}
+
+// notePlaced tells Config.Placed where the chunks p staged are placed.
+// Spread copies are not told: their holders keep them as such.
+func (o *Owner) notePlaced(p *Prepare) {
+	if o.cfg.Placed != nil && len(p.place) > 0 {
+		o.cfg.Placed(p.name, p.ns, p.replicas, p.place, p.placeIDs)
+	}
 }
 
 // Frame takes one data frame; its bytes are copied into the chunk's slot and

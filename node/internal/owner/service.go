@@ -69,6 +69,8 @@ func (s *Service) Prepare(stream grpc.BidiStreamingServer[kvringv1.PrepareReques
 	p.caller = callerOf(stream.Context())
 	if begin.GetSpreadWidth() > 1 && len(begin.GetGroups()) > 0 {
 		o.holdSpread(begin.GetNamespace(), begin.GetGroups(), begin.GetSpreadWidth(), time.Duration(begin.GetSpreadTtlMs())*time.Millisecond)
+	} else {
+		o.notePlaced(p)
 	}
 	ok := false
 	defer func() {

@@ -73,7 +73,10 @@ func (t *Table) Hold(k Key, width int, until time.Time) {
 }
 
 // Hint records that a holder of group k reported it spread to width
-// members (0 or 1: not spread), believed until until.
+// members (0 or 1: not spread), believed until until. While this node
+// keeps copies of k (Hold) a hint does not narrow the width its Hold
+// recorded: the hand-off keeps those copies by it (a member that lost its
+// copies, or never got them, may report the group not spread).
 func (t *Table) Hint(k Key, width int, until time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -92,6 +95,9 @@ func (t *Table) Hint(k Key, width int, until time.Time) {
 	if width <= 1 && r.holdUntil.IsZero() {
 		delete(t.m, k) // the group cooled down
 		return
+	}
+	if t.cfg.Now().Before(r.holdUntil) {
+		width = max(width, r.width)
 	}
 	r.width, r.hintUntil = width, until
 	t.m[k] = r

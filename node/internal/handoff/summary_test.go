@@ -1,0 +1,71 @@
+package handoff
+
+import (
+	"context"
+	"testing"
+
+	"github.com/kvring/kvring/node/internal/moves"
+	"github.com/kvring/kvring/store"
+)
+
+// TestTheSummaryNamesThePartitionsHeldElsewhereUntilHandedOff: before its
+// first pass a node may hold anything (All); a pass names exactly the
+// partitions of the chunks it holds without owning them while it copies
+// them, and nothing once their owners hold them; a write staged here for a
+// partition it does not own is named at once, and forgotten once a pass has
+// handed it off.
+func TestTheSummaryNamesThePartitionsHeldElsewhereUntilHandedOff(t *testing.T) {
+	f := newFixture(t, "a", "b", "c")
+	var told []moves.Summary
+	f.m.cfg.Announce = func(_ context.Context, s moves.Summary) error { told = append(told, s); return nil }
+	if !f.m.Summary().All {
+		t.Fatal("before a pass the summary must say: anything")
+	}
+	ids := f.put(t, "r1", 60)
+	var foreign []int
+	for _, id := range ids {
+		if f.owners("r1", id)[0] != "a" {
+			foreign = append(foreign, f.rg.Partition("r1", id[:]))
+		}
+	}
+	if len(foreign) == 0 {
+		t.Fatal("every chunk is a's: the test proves nothing")
+	}
+	f.m.Pass(context.Background())
+	if len(told) != 2 {
+		t.Fatalf("gossiped %d summaries, want the plan's and the end's", len(told))
+	}
+	want := moves.FromPartitions(moves.RingHash(f.rg), foreign)
+	if !told[0].Equal(want) {
+		t.Fatalf("while copying: %+v, want %+v", told[0], want)
+	}
+	if !told[1].Empty() || told[1].Ring != moves.RingHash(f.rg) {
+		t.Fatalf("handed off: %+v, want nothing on the ring", told[1])
+	}
+
+	// A write for a partition of b's, staged here (a coordinator whose ring
+	// was behind): named at once.
+	rec := f.recs["r1"]
+	var id store.ID
+	for n := byte(0); ; n++ {
+		id = store.ID{n, 1}
+		if f.owners("r1", id)[0] != "a" {
+			break
+		}
+	}
+	if err := storeBytes(f.st, storeNS(rec), id, []byte("late write"), nil); err != nil {
+		t.Fatal(err)
+	}
+	f.m.Placed("r1", storeNS(rec), 1, [][]byte{id[:]}, []store.ID{id})
+	p := f.rg.Partition("r1", id[:])
+	if s := f.m.Summary(); !s.Contains(p) || s.Partitions() != 1 {
+		t.Fatalf("after a foreign write: %+v, want partition %d alone", s, p)
+	}
+	f.m.Pass(context.Background())
+	if s := f.m.Summary(); !s.Empty() {
+		t.Fatalf("after its hand-off: %+v", s)
+	}
+	if !f.peers.held(f.owners("r1", id)[0], rec, id) {
+		t.Fatal("the late write was not handed to its owner")
+	}
+}
