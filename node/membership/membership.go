@@ -23,9 +23,9 @@ import (
 
 // Membership runs gossip membership (hashicorp/memberlist) and keeps the ring built from it.
 //
-// Lifecycle: New validates and does no I/O; Start binds gossip, joins the seeds and starts two
-// goroutines (the ring goroutine and the rejoin loop); Close announces leaving, leaves, shuts gossip down and
-// waits for both goroutines. ring and members never block. Methods are safe for concurrent use.
+// Lifecycle: New validates and does no I/O; Start binds gossip, joins the seeds and starts three
+// goroutines (the ring goroutine, the reach check of reach.go and the rejoin loop); Close announces leaving,
+// leaves, shuts gossip down and waits for them. ring and members never block. Methods are safe for concurrent use.
 //
 // The node gossips its metadata (nodeMeta): id, gRPC and admin addresses, state, boot time and ring
 // fingerprint. It starts in Joining; SetState moves it on and tells the peers.
@@ -38,7 +38,11 @@ type Membership struct {
 	ml   atomic.Pointer[memberlist.Memberlist] // set by start
 	addr atomic.Pointer[string]                // advertised gossip address, set by start
 
-	suspects suspectSet // members gossip does not hold alive (Suspect)
+	suspects suspectSet  // members gossip does not hold alive (Suspect)
+	reach    chan string // members whose direct ping failed, for reachLoop (reach.go)
+	// wrapTransport, when set (by tests, before Start), wraps the gossip transport memberlist would make
+	// itself: an in-process network that can drop what one member sends another.
+	wrapTransport func(memberlist.Transport) memberlist.Transport
 
 	lifeMu   sync.Mutex // serialises start, setState and close; guards the fields below
 	started  bool
@@ -67,7 +71,7 @@ func New(cfg Config) (*Membership, error) {
 	if err != nil {
 		return nil, fmt.Errorf("invalid membership configuration: %w", err)
 	}
-	m := &Membership{cfg: cfg, log: cfg.Logger, rs: rs, lost: make(chan struct{}, 1)}
+	m := &Membership{cfg: cfg, log: cfg.Logger, rs: rs, lost: make(chan struct{}, 1), reach: make(chan string, reachQueue)}
 	m.suspects.lapse = cfg.Timing.longestSuspicion()
 	if err := m.meta.set(nodeMeta{NodeID: cfg.NodeID, GRPCAddr: cfg.GRPCAddr, AdminAddr: cfg.AdminAddr,
 		State: Joining, Fingerprint: cfg.Ring.Fingerprint(), RESPAddr: cfg.RESPAddr}); err != nil {
@@ -114,12 +118,18 @@ func (m *Membership) Start(ctx context.Context) error {
 	d := memberDelegate{meta: &m.meta, rs: m.rs, fingerprint: m.cfg.Ring.Fingerprint(), suspects: &m.suspects}
 	mc.Delegate, mc.Events, mc.Alive, mc.Merge = d, d, d, d
 	suspect := func(name string) { m.suspects.probeFailed(name, m.cfg.Now()) }
-	mc.Logger = log.New(newKeyErrorLog(m.log, memberlistLog{m.log.With("source", "memberlist"), suspect}), "", 0)
+	mlog := memberlistLog{log: m.log.With("source", "memberlist"), suspect: suspect, pingFailed: m.queueReachCheck}
+	mc.Logger = log.New(newKeyErrorLog(m.log, mlog), "", 0)
 	mc.Ping = pingDelegate{&m.suspects}
 	if mc.Keyring, err = newKeyring(m.cfg.Keys); err != nil {
 		return fmt.Errorf("cannot start gossip: %w", err)
 	}
 	mc.LogOutput = nil
+	if m.wrapTransport != nil {
+		if err := m.wrapGossip(mc); err != nil {
+			return fmt.Errorf("cannot start gossip on %q: %w", m.cfg.GossipAddr, err)
+		}
+	}
 
 	m.rs.rebuildMu.Lock()
 	m.rs.onChange = m.cfg.OnRingChange
@@ -145,6 +155,7 @@ func (m *Membership) Start(ctx context.Context) error {
 	loopCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	m.cancel = cancel
 	m.wg.Go(func() { m.rs.loop(loopCtx) })
+	m.wg.Go(func() { m.reachLoop(loopCtx) })
 	m.rs.runOnce() // this node is a member now: seeds that name it need no join
 	if len(m.cfg.Join) > 0 && ctx.Err() == nil {
 		m.rejoinOnce(ctx)
@@ -188,6 +199,22 @@ func (m *Membership) Close(ctx context.Context) error {
 	m.closeErr = errors.Join(errs...)
 	m.log.Info("left cluster", "node", m.cfg.NodeID, "duration", time.Since(t).Round(time.Millisecond), "err", m.closeErr)
 	return m.closeErr
+}
+
+// wrapGossip gives memberlist the transport it would make itself (and the port it would pick for port 0),
+// wrapped by m.wrapTransport.
+func (m *Membership) wrapGossip(mc *memberlist.Config) error {
+	nt, err := memberlist.NewNetTransport(&memberlist.NetTransportConfig{
+		BindAddrs: []string{mc.BindAddr}, BindPort: mc.BindPort, Logger: mc.Logger})
+	if err != nil {
+		return err
+	}
+	if mc.BindPort == 0 {
+		mc.BindPort = nt.GetAutoBindPort()
+		mc.AdvertisePort = mc.BindPort
+	}
+	mc.Transport = m.wrapTransport(nt)
+	return nil
 }
 
 // SetState changes this node's state and gossips it, waiting up to BroadcastTimeout (or ctx's deadline) for

@@ -1,0 +1,123 @@
+package membership
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"strings"
+	"time"
+)
+
+// Members this node cannot reach directly though gossip holds them alive.
+//
+// A partition that cuts this node from a member while a third member still
+// reaches both (a bridge: A sees B, B sees C, A and C are cut) never makes
+// gossip suspect the member: A's direct probe of C fails, but B's indirect
+// probe on A's behalf succeeds, so C stays alive for everyone, and a write
+// coordinated by A waited for C up to PeerTimeout per step. memberlist
+// logs the failed direct ping ("Failed UDP ping: C (timeout reached)")
+// before it asks others, and says nothing when they answer. Each such line
+// queues C for reachCheck, which pings C directly reachPings times more;
+// when none is answered, C is marked in the suspect set as if this node's
+// probe of it had failed (Suspect reports it, and writes go around it),
+// until C answers one of this node's direct probes again (pingDelegate),
+// joins again, or the mark lapses. A direct ping lost to packet loss alone
+// is answered by one of the next ones: with 5 % loss on every link, one
+// ping and its ack both get through 90 % of the time.
+
+// reachPings is how many more direct pings a member whose direct ping
+// failed must leave unanswered before this node marks it unreachable.
+const reachPings = 2
+
+// reachQueue bounds the members waiting for a check; a line that finds the
+// queue full is dropped (the member's next failed ping queues it again).
+const reachQueue = 64
+
+// failedPingLinePrefix and failedPingLineSuffix frame memberlist's log line
+// for a direct ping that got no ack within the probe timeout (memberlist's
+// state.go, probeNode and Ping).
+const failedPingLinePrefix, failedPingLineSuffix = "Failed UDP ping: ", " (timeout reached)"
+
+// failedPingIn returns the member a memberlist log line (its level and
+// "memberlist: " prefix removed) says a direct ping of failed.
+func failedPingIn(line string) (string, bool) {
+	rest, ok := strings.CutPrefix(line, failedPingLinePrefix)
+	if !ok {
+		return "", false
+	}
+	name, ok := strings.CutSuffix(rest, failedPingLineSuffix)
+	return name, ok && name != ""
+}
+
+// queueReachCheck queues member name for a reach check; it never blocks.
+func (m *Membership) queueReachCheck(name string) {
+	select {
+	case m.reach <- name:
+	default:
+	}
+}
+
+// reachLoop checks the members queued by queueReachCheck, one at a time,
+// until ctx ends. A member checked less than a probe interval ago is not
+// checked again (the failed pings of a check queue it once more).
+func (m *Membership) reachLoop(ctx context.Context) {
+	checked := map[string]time.Time{}
+	for {
+		var name string
+		select {
+		case <-ctx.Done():
+			return
+		case name = <-m.reach:
+		}
+		if at, ok := checked[name]; ok && time.Since(at) < m.cfg.Timing.ProbeInterval {
+			continue
+		}
+		m.checkReach(ctx, name)
+		checked[name] = time.Now()
+		for n, at := range checked {
+			if time.Since(at) >= m.cfg.Timing.ProbeInterval {
+				delete(checked, n)
+			}
+		}
+	}
+}
+
+// checkReach pings member name directly up to reachPings times and marks it
+// unreachable from here when none is answered. A member already suspected,
+// or not listed alive, is left alone (gossip is on it). It blocks for up to
+// reachPings probe timeouts.
+func (m *Membership) checkReach(ctx context.Context, name string) {
+	ml := m.ml.Load()
+	if ml == nil || name == m.cfg.NodeID || m.Suspect(name) {
+		return
+	}
+	addr, ok := m.gossipAddrOf(name)
+	if !ok {
+		return
+	}
+	for range reachPings {
+		if ctx.Err() != nil {
+			return
+		}
+		if _, err := ml.Ping(name, net.UDPAddrFromAddrPort(addr)); err == nil {
+			return
+		}
+	}
+	m.suspects.probeFailed(name, m.cfg.Now())
+	m.log.Info("member unreachable from this node though gossip holds it alive; writes go around it until it answers a probe",
+		"member", name, "pings", reachPings+1)
+}
+
+// gossipAddrOf returns the gossip address of member name if it is in the
+// member table and alive.
+func (m *Membership) gossipAddrOf(name string) (netip.AddrPort, bool) {
+	m.rs.tableMu.Lock()
+	mem := m.rs.table[name]
+	var s string
+	if mem != nil && mem.Liveness == Alive {
+		s = mem.GossipAddr
+	}
+	m.rs.tableMu.Unlock()
+	addr, err := netip.ParseAddrPort(s)
+	return addr, err == nil
+}
