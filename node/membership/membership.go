@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -108,29 +109,10 @@ func (m *Membership) Start(ctx context.Context) error {
 		return fmt.Errorf("cannot start gossip: %w", err)
 	}
 
-	mc := memberlist.DefaultLANConfig()
-	mc.Name = m.cfg.NodeID
-	mc.BindAddr = bind.Addr().String()
-	mc.BindPort = int(bind.Port())
-	mc.AdvertiseAddr = advIP.String()
-	mc.AdvertisePort = int(cmp.Or(advPort, bind.Port()))
-	m.cfg.Timing.apply(mc)
-	d := memberDelegate{meta: &m.meta, rs: m.rs, fingerprint: m.cfg.Ring.Fingerprint(), suspects: &m.suspects}
-	mc.Delegate, mc.Events, mc.Alive, mc.Merge = d, d, d, d
-	suspect := func(name string) { m.suspects.probeFailed(name, m.cfg.Now()) }
-	mlog := memberlistLog{log: m.log.With("source", "memberlist"), suspect: suspect, pingFailed: m.queueReachCheck}
-	mc.Logger = log.New(newKeyErrorLog(m.log, mlog), "", 0)
-	mc.Ping = pingDelegate{&m.suspects}
-	if mc.Keyring, err = newKeyring(m.cfg.Keys); err != nil {
-		return fmt.Errorf("cannot start gossip: %w", err)
+	mc, err := m.memberlistConfig(bind, advIP, advPort)
+	if err != nil {
+		return fmt.Errorf("cannot start gossip on %q: %w", m.cfg.GossipAddr, err)
 	}
-	mc.LogOutput = nil
-	if m.wrapTransport != nil {
-		if err := m.wrapGossip(mc); err != nil {
-			return fmt.Errorf("cannot start gossip on %q: %w", m.cfg.GossipAddr, err)
-		}
-	}
-
 	m.rs.rebuildMu.Lock()
 	m.rs.onChange = m.cfg.OnRingChange
 	m.rs.onDrain = m.cfg.OnDrainingChange
@@ -199,6 +181,35 @@ func (m *Membership) Close(ctx context.Context) error {
 	m.closeErr = errors.Join(errs...)
 	m.log.Info("left cluster", "node", m.cfg.NodeID, "duration", time.Since(t).Round(time.Millisecond), "err", m.closeErr)
 	return m.closeErr
+}
+
+// memberlistConfig is memberlist's configuration for this node: its name, addresses and timings, the
+// delegates and the log writer that feed the ring goroutine and the suspect set.
+func (m *Membership) memberlistConfig(bind netip.AddrPort, advIP netip.Addr, advPort uint16) (*memberlist.Config, error) {
+	mc := memberlist.DefaultLANConfig()
+	mc.Name = m.cfg.NodeID
+	mc.BindAddr = bind.Addr().String()
+	mc.BindPort = int(bind.Port())
+	mc.AdvertiseAddr = advIP.String()
+	mc.AdvertisePort = int(cmp.Or(advPort, bind.Port()))
+	m.cfg.Timing.apply(mc)
+	d := memberDelegate{meta: &m.meta, rs: m.rs, fingerprint: m.cfg.Ring.Fingerprint(), suspects: &m.suspects}
+	mc.Delegate, mc.Events, mc.Alive, mc.Merge = d, d, d, d
+	suspect := func(name string) { m.suspects.probeFailed(name, m.cfg.Now()) }
+	mlog := memberlistLog{log: m.log.With("source", "memberlist"), suspect: suspect, pingFailed: m.queueReachCheck}
+	mc.Logger = log.New(newKeyErrorLog(m.log, mlog), "", 0)
+	mc.Ping = pingDelegate{&m.suspects}
+	var err error
+	if mc.Keyring, err = newKeyring(m.cfg.Keys); err != nil {
+		return nil, err
+	}
+	mc.LogOutput = nil
+	if m.wrapTransport != nil {
+		if err := m.wrapGossip(mc); err != nil {
+			return nil, err
+		}
+	}
+	return mc, nil
 }
 
 // wrapGossip gives memberlist the transport it would make itself (and the port it would pick for port 0),

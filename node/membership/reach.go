@@ -17,13 +17,16 @@ import (
 // coordinated by A waited for C up to PeerTimeout per step. memberlist
 // logs the failed direct ping ("Failed UDP ping: C (timeout reached)")
 // before it asks others, and says nothing when they answer. Each such line
-// queues C for reachCheck, which pings C directly reachPings times more;
-// when none is answered, C is marked in the suspect set as if this node's
+// queues C for checkReach, which pings C directly reachPings times more,
+// each time followed by a ping of another member (B, say); when C answered
+// none and B every one, C is marked in the suspect set as if this node's
 // probe of it had failed (Suspect reports it, and writes go around it),
 // until C answers one of this node's direct probes again (pingDelegate),
 // joins again, or the mark lapses. A direct ping lost to packet loss alone
 // is answered by one of the next ones: with 5 % loss on every link, one
-// ping and its ack both get through 90 % of the time.
+// ping and its ack both get through 90 % of the time. A node too slow to
+// see acks in time (a loaded machine) misses the control's as well, and
+// marks nothing.
 
 // reachPings is how many more direct pings a member whose direct ping
 // failed must leave unanswered before this node marks it unreachable.
@@ -82,16 +85,25 @@ func (m *Membership) reachLoop(ctx context.Context) {
 	}
 }
 
-// checkReach pings member name directly up to reachPings times and marks it
-// unreachable from here when none is answered. A member already suspected,
-// or not listed alive, is left alone (gossip is on it). It blocks for up to
-// reachPings probe timeouts.
+// checkReach pings member name directly up to reachPings times, each time
+// followed by a ping of another member (the control), and marks it
+// unreachable from here when it answered none while the control answered
+// every one. A control that does not answer either means this node may be
+// the one in trouble (a stalled process, a loaded machine, its own link):
+// nothing is marked, and gossip's own probes judge. A member already
+// suspected, or not alive in the member table, is left alone, as is one
+// with no other alive member to compare against. It blocks for up to
+// 2 × reachPings probe timeouts.
 func (m *Membership) checkReach(ctx context.Context, name string) {
 	ml := m.ml.Load()
 	if ml == nil || name == m.cfg.NodeID || m.Suspect(name) {
 		return
 	}
 	addr, ok := m.gossipAddrOf(name)
+	if !ok {
+		return
+	}
+	control, caddr, ok := m.controlFor(name)
 	if !ok {
 		return
 	}
@@ -102,10 +114,29 @@ func (m *Membership) checkReach(ctx context.Context, name string) {
 		if _, err := ml.Ping(name, net.UDPAddrFromAddrPort(addr)); err == nil {
 			return
 		}
+		if _, err := ml.Ping(control, net.UDPAddrFromAddrPort(caddr)); err != nil {
+			return
+		}
 	}
 	m.suspects.probeFailed(name, m.cfg.Now())
 	m.log.Info("member unreachable from this node though gossip holds it alive; writes go around it until it answers a probe",
-		"member", name, "pings", reachPings+1)
+		"member", name, "pings", reachPings+1, "answered_by", control)
+}
+
+// controlFor returns another alive member than name and this node, and its
+// gossip address, to ping alongside name.
+func (m *Membership) controlFor(name string) (string, netip.AddrPort, bool) {
+	m.rs.tableMu.Lock()
+	defer m.rs.tableMu.Unlock()
+	for id, mem := range m.rs.table {
+		if id == name || id == m.cfg.NodeID || mem.Liveness != Alive {
+			continue
+		}
+		if addr, err := netip.ParseAddrPort(mem.GossipAddr); err == nil {
+			return id, addr, true
+		}
+	}
+	return "", netip.AddrPort{}, false
 }
 
 // gossipAddrOf returns the gossip address of member name if it is in the

@@ -97,6 +97,10 @@ func startMembersOn(t *testing.T, links *gossipLinks, ids ...string) []testMembe
 	return ms
 }
 
+// unreachableLine is how checkReach logs a mark, as the tests' text logs
+// show it.
+const unreachableLine = `msg="member unreachable from this node though gossip holds it alive; writes go around it until it answers a probe"`
+
 // TestAMemberOnlyThisNodeCannotReachIsSuspectHere: a bridge partition, a
 // and c cut from each other while b reaches both. Gossip suspects no one (b
 // probes c for a, and a for c), so without more a write coordinated by a
@@ -116,11 +120,17 @@ func TestAMemberOnlyThisNodeCannotReachIsSuspectHere(t *testing.T) {
 	testutil.Eventually(t, "a and c suspect each other", 20*time.Second, func() bool {
 		return a.Suspect("c") && c.Suspect("a")
 	})
-	if b.Suspect("a") || b.Suspect("c") {
-		t.Fatalf("b reaches both sides and suspects a %v, c %v", b.Suspect("a"), b.Suspect("c"))
+	if a.logs.Count(unreachableLine, "member=c ") == 0 && c.logs.Count(unreachableLine, "member=a ") == 0 {
+		t.Fatal("a and c suspect each other, but not by the reach check: gossip's own probes failed")
 	}
-	if a.Suspect("b") || c.Suspect("b") {
-		t.Fatal("a or c suspects b, which it reaches")
+	// Only the reach check's own marks are asserted for the members each
+	// side reaches: on a loaded machine gossip's probes fail now and then
+	// too (and mark what they fail on), which is not what is tested here.
+	if n := b.logs.Count(unreachableLine); n != 0 {
+		t.Fatalf("b reaches both sides and marked %d members unreachable:\n%s", n, b.logs)
+	}
+	if a.logs.Count(unreachableLine, "member=b ") > 0 || c.logs.Count(unreachableLine, "member=b ") > 0 {
+		t.Fatal("a or c marked b, which it reaches, unreachable")
 	}
 	cut(false)
 	testutil.Eventually(t, "a and c no longer suspect each other", 20*time.Second, func() bool {
