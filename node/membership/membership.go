@@ -39,8 +39,9 @@ type Membership struct {
 	ml   atomic.Pointer[memberlist.Memberlist] // set by start
 	addr atomic.Pointer[string]                // advertised gossip address, set by start
 
-	suspects suspectSet  // members gossip does not hold alive (Suspect)
-	reach    chan string // members whose direct ping failed, for reachLoop (reach.go)
+	suspects  suspectSet  // members gossip does not hold alive (Suspect)
+	reach     chan string // members whose direct ping failed, for reachLoop (reach.go)
+	reachBusy atomic.Bool // reachLoop is checking a member: its pings' lines are not queued
 	// wrapTransport, when set (by tests, before Start), wraps the gossip transport memberlist would make
 	// itself: an in-process network that can drop what one member sends another.
 	wrapTransport func(memberlist.Transport) memberlist.Transport

@@ -5,7 +5,6 @@ import (
 	"net"
 	"net/netip"
 	"strings"
-	"time"
 )
 
 // Members this node cannot reach directly though gossip holds them alive.
@@ -53,7 +52,14 @@ func failedPingIn(line string) (string, bool) {
 }
 
 // queueReachCheck queues member name for a reach check; it never blocks.
+// Lines written while a check runs are dropped: the check's own failed
+// pings write them (memberlist logs them from the checking goroutine,
+// before Ping returns), and a member gossip probes meanwhile is probed
+// again next round.
 func (m *Membership) queueReachCheck(name string) {
+	if m.reachBusy.Load() {
+		return
+	}
 	select {
 	case m.reach <- name:
 	default:
@@ -61,26 +67,16 @@ func (m *Membership) queueReachCheck(name string) {
 }
 
 // reachLoop checks the members queued by queueReachCheck, one at a time,
-// until ctx ends. A member checked less than a probe interval ago is not
-// checked again (the failed pings of a check queue it once more).
+// until ctx ends.
 func (m *Membership) reachLoop(ctx context.Context) {
-	checked := map[string]time.Time{}
 	for {
-		var name string
 		select {
 		case <-ctx.Done():
 			return
-		case name = <-m.reach:
-		}
-		if at, ok := checked[name]; ok && time.Since(at) < m.cfg.Timing.ProbeInterval {
-			continue
-		}
-		m.checkReach(ctx, name)
-		checked[name] = time.Now()
-		for n, at := range checked {
-			if time.Since(at) >= m.cfg.Timing.ProbeInterval {
-				delete(checked, n)
-			}
+		case name := <-m.reach:
+			m.reachBusy.Store(true)
+			m.checkReach(ctx, name)
+			m.reachBusy.Store(false)
 		}
 	}
 }
