@@ -221,10 +221,9 @@ func (n *nemesis) violate(format string, args ...any) {
 // suspicionTimeout is memberlist's suspicion timeout for n members with
 // kvring's default gossip timings (membership.DefaultSuspicionMult 8,
 // DefaultProbeInterval 500 ms): SuspicionMult × max(1, log10 n) ×
-// ProbeInterval, 4 s up to 10 members. A suspicion lasts up to
-// DefaultSuspicionMaxTimeoutMult (2) times that until enough other members
-// confirm it (none awaited up to 7 members). Runs that pass other timings
-// to the nodes set -converge-bound and -detect-bound.
+// ProbeInterval, 4 s up to 10 members, 4.8 s at 16 (a suspicion lasts
+// exactly that: DefaultSuspicionMaxTimeoutMult 1). Runs that pass other
+// timings to the nodes set -converge-bound and -detect-bound.
 func suspicionTimeout(n int) time.Duration {
 	mult := float64(membership.DefaultSuspicionMult)
 	return time.Duration(mult * math.Max(1, math.Log10(float64(n))) * float64(membership.DefaultProbeInterval))

@@ -3,18 +3,21 @@
 //
 // # What it owns
 //
-//   - One or two goroutines of its own per Membership (besides memberlist's),
-//     started by Start and waited for by Close: the ring goroutine, which
-//     applies membership events and rebuilds the ring, and, when Config.Join
-//     names seeds, the rejoin loop, which joins them again so a split cluster
-//     heals.
+//   - Two or three goroutines of its own per Membership (besides
+//     memberlist's), started by Start and waited for by Close: the ring
+//     goroutine, which applies membership events and rebuilds the ring; the
+//     reach check (reach.go), which pings a member whose direct ping failed
+//     again before marking it unreachable from this node; and, when
+//     Config.Join names seeds, the rejoin loop, which joins them again so a
+//     split cluster heals.
 //   - The gossip sockets (TCP and UDP) memberlist binds.
 //   - The member table (who is alive, dead or left, and each member's own
 //     state) and the node metadata this node gossips (meta.go: id, gRPC and
 //     admin addresses, state, boot time, ring fingerprint).
 //   - Which members gossip may hold down before they are declared dead
 //     (suspect.go: this node's failed probes, read from memberlist's log
-//     lines and its ping delegate, since memberlist exports no suspicion).
+//     lines and its ping delegate, since memberlist exports no suspicion),
+//     and which it cannot reach directly while others still do (reach.go).
 //
 // # Contract
 //

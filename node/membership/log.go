@@ -13,10 +13,13 @@ import (
 // goroutine logs each refusal once, at Error.
 //
 // A line saying this node's probe of a member failed is also passed to suspect (if set), with the member's
-// name and the time: the only sign memberlist gives of a suspicion (suspect.go).
+// name and the time: the only sign memberlist gives of a suspicion (suspect.go). A line saying a direct
+// ping of a member got no ack is passed to pingFailed (if set): the only sign it gives that this node cannot
+// reach a member that others still reach (reach.go). Neither callback may block.
 type memberlistLog struct {
-	log     *slog.Logger
-	suspect func(name string)
+	log        *slog.Logger
+	suspect    func(name string)
+	pingFailed func(name string)
 }
 
 func (w memberlistLog) Write(p []byte) (int, error) {
@@ -37,6 +40,9 @@ func (w memberlistLog) Write(p []byte) (int, error) {
 	line = strings.TrimPrefix(line, "memberlist: ")
 	if name, ok := suspectedIn(line); ok && w.suspect != nil {
 		w.suspect(name)
+	}
+	if name, ok := failedPingIn(line); ok && w.pingFailed != nil {
+		w.pingFailed(name)
 	}
 	if strings.Contains(line, errPeerRefused.Error()) {
 		level = slog.LevelDebug

@@ -25,9 +25,9 @@ import (
 
 // Membership runs gossip membership (hashicorp/memberlist) and keeps the ring built from it.
 //
-// Lifecycle: New validates and does no I/O; Start binds gossip, joins the seeds and starts two
-// goroutines (the ring goroutine and the rejoin loop); Close announces leaving, leaves, shuts gossip down and
-// waits for both goroutines. ring and members never block. Methods are safe for concurrent use.
+// Lifecycle: New validates and does no I/O; Start binds gossip, joins the seeds and starts three
+// goroutines (the ring goroutine, the reach check of reach.go and the rejoin loop); Close announces leaving,
+// leaves, shuts gossip down and waits for them. ring and members never block. Methods are safe for concurrent use.
 //
 // The node gossips its metadata (nodeMeta): id, gRPC and admin addresses, state, boot time and ring
 // fingerprint. It starts in Joining; SetState moves it on and tells the peers.
@@ -43,7 +43,12 @@ type Membership struct {
 	gossipBytes atomic.Uint64
 	addr        atomic.Pointer[string] // advertised gossip address, set by start
 
-	suspects suspectSet // members gossip does not hold alive (Suspect)
+	suspects  suspectSet  // members gossip does not hold alive (Suspect)
+	reach     chan string // members whose direct ping failed, for reachLoop (reach.go)
+	reachBusy atomic.Bool // reachLoop is checking a member: its pings' lines are not queued
+	// wrapTransport, when set (by tests, before Start), wraps the gossip transport memberlist would make
+	// itself: an in-process network that can drop what one member sends another.
+	wrapTransport func(memberlist.Transport) memberlist.Transport
 
 	lifeMu   sync.Mutex // serialises start, setState and close; guards the fields below
 	started  bool
@@ -72,7 +77,7 @@ func New(cfg Config) (*Membership, error) {
 	if err != nil {
 		return nil, fmt.Errorf("invalid membership configuration: %w", err)
 	}
-	m := &Membership{cfg: cfg, log: cfg.Logger, rs: rs, lost: make(chan struct{}, 1)}
+	m := &Membership{cfg: cfg, log: cfg.Logger, rs: rs, lost: make(chan struct{}, 1), reach: make(chan string, reachQueue)}
 	m.suspects.lapse = cfg.Timing.longestSuspicion()
 	// Until its first hand-off pass, the node may hold chunks of any
 	// partition (its catalog from before a restart): readers ask it about all.
@@ -112,11 +117,10 @@ func (m *Membership) Start(ctx context.Context) error {
 		return fmt.Errorf("cannot start gossip: %w", err)
 	}
 
-	mc, err := m.gossipConfig(bind, advIP, advPort)
+	mc, err := m.memberlistConfig(bind, advIP, advPort)
 	if err != nil {
-		return err
+		return fmt.Errorf("cannot start gossip on %q: %w", m.cfg.GossipAddr, err)
 	}
-
 	m.rs.rebuildMu.Lock()
 	m.rs.onChange = m.cfg.OnRingChange
 	m.rs.onDrain = m.cfg.OnDrainingChange
@@ -141,6 +145,7 @@ func (m *Membership) Start(ctx context.Context) error {
 	loopCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	m.cancel = cancel
 	m.wg.Go(func() { m.rs.loop(loopCtx) })
+	m.wg.Go(func() { m.reachLoop(loopCtx) })
 	m.rs.runOnce() // this node is a member now: seeds that name it need no join
 	if len(m.cfg.Join) > 0 && ctx.Err() == nil {
 		m.rejoinOnce(ctx)
@@ -186,6 +191,42 @@ func (m *Membership) Close(ctx context.Context) error {
 	return m.closeErr
 }
 
+// memberlistConfig is memberlist's configuration for this node: its name, addresses and timings, the
+// delegates and the log writer that feed the ring goroutine and the suspect set.
+func (m *Membership) memberlistConfig(bind netip.AddrPort, advIP netip.Addr, advPort uint16) (*memberlist.Config, error) {
+	mc := memberlist.DefaultLANConfig()
+	mc.Name = m.cfg.NodeID
+	mc.BindAddr = bind.Addr().String()
+	mc.BindPort = int(bind.Port())
+	mc.AdvertiseAddr = advIP.String()
+	mc.AdvertisePort = int(cmp.Or(advPort, bind.Port()))
+	m.cfg.Timing.apply(mc)
+	d := memberDelegate{meta: &m.meta, rs: m.rs, fingerprint: m.cfg.Ring.Fingerprint(), suspects: &m.suspects}
+	mc.Delegate, mc.Events, mc.Alive, mc.Merge = d, d, d, d
+	suspect := func(name string) { m.suspects.probeFailed(name, m.cfg.Now()) }
+	mlog := memberlistLog{log: m.log.With("source", "memberlist"), suspect: suspect, pingFailed: m.queueReachCheck}
+	mc.Logger = log.New(newKeyErrorLog(m.log, mlog), "", 0)
+	mc.Ping = pingDelegate{&m.suspects}
+	var err error
+	if mc.Keyring, err = newKeyring(m.cfg.Keys); err != nil {
+		return nil, err
+	}
+	mc.LogOutput = nil
+	tr, err := newCountingTransport(mc.BindAddr, mc.BindPort, mc.Logger, &m.gossipBytes)
+	if err != nil {
+		return nil, err
+	}
+	if mc.BindPort == 0 { // as memberlist.Create does for the transport it makes
+		mc.BindPort = tr.GetAutoBindPort()
+		mc.AdvertisePort = mc.BindPort
+	}
+	mc.Transport = tr
+	if m.wrapTransport != nil {
+		mc.Transport = m.wrapTransport(tr)
+	}
+	return mc, nil
+}
+
 // SetState changes this node's state and gossips it, waiting up to BroadcastTimeout (or ctx's deadline) for
 // the update to reach a peer; peers see it as "member updated" and rebuild their rings if ownership changed.
 // Before Start or after Close it only changes the metadata.
@@ -226,39 +267,6 @@ func (m *Membership) broadcastTimeout(ctx context.Context) time.Duration {
 // Start: the packets it sent and both directions of the streams it opened
 // (summed over the members, each byte once). Never blocks.
 func (m *Membership) GossipBytes() uint64 { return m.gossipBytes.Load() }
-
-// gossipConfig is memberlist's configuration: the LAN preset with kvring's
-// timings, addresses, delegates, logger, keyring and a transport that counts
-// the gossip bytes.
-func (m *Membership) gossipConfig(bind netip.AddrPort, advIP netip.Addr, advPort uint16) (*memberlist.Config, error) {
-	mc := memberlist.DefaultLANConfig()
-	mc.Name = m.cfg.NodeID
-	mc.BindAddr = bind.Addr().String()
-	mc.BindPort = int(bind.Port())
-	mc.AdvertiseAddr = advIP.String()
-	mc.AdvertisePort = int(cmp.Or(advPort, bind.Port()))
-	m.cfg.Timing.apply(mc)
-	d := memberDelegate{meta: &m.meta, rs: m.rs, fingerprint: m.cfg.Ring.Fingerprint(), suspects: &m.suspects}
-	mc.Delegate, mc.Events, mc.Alive, mc.Merge = d, d, d, d
-	suspect := func(name string) { m.suspects.probeFailed(name, m.cfg.Now()) }
-	mc.Logger = log.New(newKeyErrorLog(m.log, memberlistLog{m.log.With("source", "memberlist"), suspect}), "", 0)
-	mc.Ping = pingDelegate{&m.suspects}
-	var err error
-	if mc.Keyring, err = newKeyring(m.cfg.Keys); err != nil {
-		return nil, fmt.Errorf("cannot start gossip: %w", err)
-	}
-	mc.LogOutput = nil
-	tr, err := newCountingTransport(mc.BindAddr, mc.BindPort, mc.Logger, &m.gossipBytes)
-	if err != nil {
-		return nil, fmt.Errorf("cannot start gossip on %q: %w", m.cfg.GossipAddr, err)
-	}
-	if mc.BindPort == 0 { // as memberlist.Create does for the transport it makes
-		mc.BindPort = tr.GetAutoBindPort()
-		mc.AdvertisePort = mc.BindPort
-	}
-	mc.Transport = tr
-	return mc, nil
-}
 
 // SetMoves gossips the node's hand-off summary: the partitions in which it
 // holds chunks it does not own, on the ring the summary names (readers ask

@@ -295,7 +295,7 @@ func TestMembershipJoinsSeedThatStartsLater(t *testing.T) {
 }
 
 // membershipGoroutines reports whether any goroutine runs a method of the given membership.
-func membershipGoroutines(m *Membership) (ringLoop, rejoinLoop bool) {
+func membershipGoroutines(m *Membership) (ringLoop, rejoinLoop, reachLoop bool) {
 	buf := make([]byte, 1<<20)
 	for {
 		n := runtime.Stack(buf, true)
@@ -307,7 +307,8 @@ func membershipGoroutines(m *Membership) (ringLoop, rejoinLoop bool) {
 	}
 	s := string(buf)
 	return strings.Contains(s, fmt.Sprintf("(*ringState).loop(%p", m.rs)),
-		strings.Contains(s, fmt.Sprintf("(*Membership).rejoinLoop(%p", m))
+		strings.Contains(s, fmt.Sprintf("(*Membership).rejoinLoop(%p", m)),
+		strings.Contains(s, fmt.Sprintf("(*Membership).reachLoop(%p", m))
 }
 
 func TestMembershipCloseIsIdempotentAndWaits(t *testing.T) {
@@ -316,13 +317,13 @@ func TestMembershipCloseIsIdempotentAndWaits(t *testing.T) {
 	cfg.Join = []string{holdGossipPort(t).addr()} // held, nobody listens: the rejoin loop keeps going
 	cfg.RejoinInterval = 20 * time.Millisecond
 	m := startTestMember(t, cfg, logs)
-	waitForMembership(t, "both goroutines run", func() bool { a, b := membershipGoroutines(m.Membership); return a && b })
+	waitForMembership(t, "the goroutines run", func() bool { a, b, c := membershipGoroutines(m.Membership); return a && b && c })
 
 	if err := m.Close(t.Context()); err != nil {
 		t.Fatalf("close: %v", err)
 	}
-	if a, b := membershipGoroutines(m.Membership); a || b {
-		t.Fatalf("after close: ring goroutine running %v, rejoin loop running %v", a, b)
+	if a, b, c := membershipGoroutines(m.Membership); a || b || c {
+		t.Fatalf("after close: ring goroutine running %v, rejoin loop running %v, reach check running %v", a, b, c)
 	}
 	if err := m.Close(t.Context()); err != nil {
 		t.Fatalf("second close: %v", err)
