@@ -37,6 +37,9 @@ type services struct {
 	// and stopped by the node; the test cluster runs it with RunOnce).
 	spread   *spread.Table
 	spreader *spread.Spreader
+	// clients are the clients each open connection carries (clientNamer
+	// names them, connWatch reports the connections' ends).
+	clients *clientConns
 }
 
 // clusterView is what the services read of the cluster: the ring, whether
@@ -87,10 +90,11 @@ func newServices(cfg *Config, st *store.Store, view clusterView, sec *security) 
 	spreader = newSpreader(cfg, st, reg, view, c, table)
 	// A coordinator gone: its uncommitted chunks are freed at once, by the
 	// listener (connWatch), which also counts the connections.
-	gs := grpc.NewServer(append(append(serverOptions(cfg), sec.serverOptions()...), clientNamer{sec: sec}.serverOptions()...)...)
+	clients := newClientConns()
+	gs := grpc.NewServer(append(append(serverOptions(cfg), sec.serverOptions()...), clientNamer{sec: sec, conns: clients}.serverOptions()...)...)
 	gs.RegisterService(transfer.StrictDecoding(&kvringv1.Cache_ServiceDesc), coord.NewService(c))
 	gs.RegisterService(transfer.StrictDecoding(&kvringv1.Peer_ServiceDesc), owner.NewService(o))
-	return &services{reg: reg, owner: o, coord: c, m: m, grpc: gs, spread: table, spreader: spreader}
+	return &services{reg: reg, owner: o, coord: c, m: m, grpc: gs, spread: table, spreader: spreader, clients: clients}
 }
 
 // newSpreader wires the node's hot-group spreader: it copies through the

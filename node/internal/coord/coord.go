@@ -134,6 +134,9 @@ type Coordinator struct {
 	// recv are the receivers of puts' streams (idleWatch); Close waits for
 	// them.
 	recv receivers
+	// bg are the releases of departed clients' leases (ClientGone); Close
+	// waits for them.
+	bg receivers
 	// begins bounds each client's put streams awaiting their begin
 	// message.
 	begins beginGate
@@ -159,6 +162,7 @@ func New(cfg Config) *Coordinator {
 // to peers; later peer calls fail with Unavailable. Idempotent.
 func (c *Coordinator) Close() {
 	c.recv.close()
+	c.bg.close()
 	c.pool.close()
 }
 
