@@ -64,8 +64,10 @@ type clusterView struct {
 func newServices(cfg *Config, st *store.Store, view clusterView, sec *security) *services {
 	rg, unsettled := view.ring, view.unsettled
 	m := metrics.New()
+	shareLog := cfg.Logger.With("component", "namespaces")
 	reg := namespace.NewRegistryWith(namespace.RegistryConfig{MaxNamespaces: cfg.MaxNamespaces,
-		MaxReplicas: uint32(cfg.Membership.Ring.ReplicationFactor), Now: cfg.Now, Catalog: st})
+		MaxReplicas: uint32(cfg.Membership.Ring.ReplicationFactor), Now: cfg.Now, Catalog: st,
+		ShareChanged: func(rec *kvringv1.NamespaceRecord) { enforceShare(st, rec, shareLog) }})
 	epoch := func() uint64 {
 		if r := rg(); r != nil {
 			return r.Epoch()
@@ -170,6 +172,11 @@ func restoreNamespaces(st *store.Store, reg *namespace.Registry, log *slog.Logge
 	}
 	if restored > 0 {
 		log.Info("namespaces restored from the catalog", "namespaces", restored)
+	}
+	for _, rec := range reg.List() {
+		if rec.GetShare() != nil { // the store keeps its own copy; the record's is the cluster's setting
+			enforceShare(st, rec, log)
+		}
 	}
 	return nil
 }
