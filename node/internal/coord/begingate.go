@@ -74,23 +74,23 @@ func (g *beginGate) enter(ctx context.Context, client string, expire <-chan time
 	case <-ctx.Done():
 		err = transfer.RecvError(ctx.Err())
 	}
-	if g.giveUp(q, turn) {
-		return g.leaver(client, q), nil // handed a slot as it gave up: let the caller read
-	}
+	g.giveUp(client, q, turn)
 	return nil, err
 }
 
-// giveUp takes turn out of q's waiting list; true when it was handed a
-// slot meanwhile (it was no longer waiting).
-func (g *beginGate) giveUp(q *beginQueue, turn chan struct{}) bool {
+// giveUp takes a stream that stops waiting (its deadline passed, or its
+// call ended) out of q's waiting list; one that was handed a slot as it
+// gave up passes the slot on, since it will not read.
+func (g *beginGate) giveUp(client string, q *beginQueue, turn chan struct{}) {
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	i := slices.Index(q.waiting, turn)
-	if i < 0 {
-		return true
+	if i >= 0 {
+		q.waiting = slices.Delete(q.waiting, i, i+1)
 	}
-	q.waiting = slices.Delete(q.waiting, i, i+1)
-	return false
+	g.mu.Unlock()
+	if i < 0 {
+		g.leaver(client, q)()
+	}
 }
 
 // leaver returns the function that frees one reading slot of client: it

@@ -83,3 +83,26 @@ func TestBeginDeadlinesAreSpread(t *testing.T) {
 		t.Fatal("no idle timeout must mean no begin deadline")
 	}
 }
+
+// TestAStreamHandedASlotAsItGivesUpPassesItOn: a waiting stream whose
+// deadline passes just as a reader hands it its slot must pass the slot on,
+// not read with its deadline spent (it then waited for its call's end:
+// a flood test ran into its own one-minute deadline).
+func TestAStreamHandedASlotAsItGivesUpPassesItOn(t *testing.T) {
+	g := &beginGate{max: 1}
+	leave, err := g.enter(context.Background(), "a", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := g.clients["a"]
+	turn := make(chan struct{})
+	q.waiting = append(q.waiting, turn) // a stream waits...
+	leave()                             // ...is handed the slot...
+	g.giveUp("a", q, turn)              // ...as its deadline passes
+	if len(g.clients) != 0 {
+		t.Fatalf("the gate holds %+v once nothing reads or waits", g.clients["a"])
+	}
+	if _, err := g.enter(context.Background(), "a", nil); err != nil {
+		t.Fatalf("a new stream after the slot was passed on: %v", err)
+	}
+}
