@@ -5,9 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"math"
 	"net/http"
+	"time"
 
 	"github.com/kvring/kvring/node/internal/namespace"
+	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/store"
 )
 
@@ -27,12 +31,14 @@ type NamespaceShare struct {
 	Bytes          int64       `json:"bytes"`
 }
 
-// setShare sets the share of a registered namespace on this node from the
-// request's JSON body (a store.Share; {} removes it). The share is kept in
-// the store's catalog, so a restart keeps it; it is this node's alone (the
-// CLI sets it on every alive member). An unknown namespace is 404, a share
-// the store refuses (guarantees over the limit, a guarantee above the cap,
-// a policy other than lru) 400.
+// setShare sets the share of a registered namespace from the request's
+// JSON body (a store.Share; {} removes it): on this node's store at once,
+// and in the namespace's record, which it offers to every other member
+// (within the broadcast bound) when the bounds changed. The record carries
+// the share to members that join later and across restarts. An unknown
+// namespace is 404, a share the store refuses (guarantees over the limit, a
+// guarantee above the cap, a policy other than lru) 400. Blocks on the
+// offers.
 func (n *Node) setShare(r *http.Request, name string) (any, error) {
 	p := n.parts.Load()
 	rec := p.svc.reg.Get(name)
@@ -52,7 +58,47 @@ func (n *Node) setShare(r *http.Request, name string) (any, error) {
 		}
 		return nil, fmt.Errorf("cannot set the share of namespace %q: %w", name, err)
 	}
+	// The record carries the share to the other members, and to those that
+	// join later (they sync the records).
+	set := shareToProto(sh, n.cfg.Now(), p.store.NodeID())
+	if rec, changed, err := p.svc.reg.SetShare(name, set); err != nil {
+		return nil, fmt.Errorf("cannot record the share of namespace %q: %w", name, err)
+	} else if changed {
+		p.svc.coord.OfferNamespace(r.Context(), rec)
+	}
 	st := p.store.NamespaceStats()[sn]
 	return NamespaceShare{Node: p.store.NodeID(), Namespace: name, Share: sh, LimitBytes: p.store.Limit(),
 		GuaranteeBytes: st.GuaranteeBytes, CapBytes: st.CapBytes, Bytes: st.Bytes}, nil
+}
+
+// shareToProto is sh as a namespace record carries it, set at now by node.
+func shareToProto(sh store.Share, now time.Time, node string) *kvringv1.NamespaceShare {
+	amount := func(a store.Amount) *kvringv1.ShareAmount {
+		if a.IsZero() {
+			return nil
+		}
+		return &kvringv1.ShareAmount{Bytes: uint64(max(a.Bytes, 0)), Percent: a.Percent}
+	}
+	return &kvringv1.NamespaceShare{Guarantee: amount(sh.Guarantee), Cap: amount(sh.Cap), SetUnixMs: now.UnixMilli(), SetBy: node}
+}
+
+// shareFromProto is the store's form of a share a namespace record carries.
+func shareFromProto(sh *kvringv1.NamespaceShare) store.Share {
+	amount := func(a *kvringv1.ShareAmount) store.Amount {
+		return store.Amount{Bytes: int64(min(a.GetBytes(), math.MaxInt64)), Percent: a.GetPercent()}
+	}
+	return store.Share{Guarantee: amount(sh.GetGuarantee()), Cap: amount(sh.GetCap())}
+}
+
+// enforceShare sets the share rec carries (set on another member, or kept
+// in the catalog) on st. A share this node cannot keep (its guarantees
+// would exceed its limit, or it evicts by tinylfu) is logged and left out:
+// the record still carries it, and `kvring namespaces` shows the members
+// differ. Does not block on the disk.
+func enforceShare(st *store.Store, rec *kvringv1.NamespaceRecord, log *slog.Logger) {
+	sn := namespace.StoreName(rec.GetName(), rec.GetFingerprint())
+	if err := st.SetShare(sn, shareFromProto(rec.GetShare())); err != nil && !errors.Is(err, store.ErrClosed) {
+		log.Warn("cannot enforce the share of a namespace set on another member", "namespace", rec.GetName(),
+			"set_by", rec.GetShare().GetSetBy(), "err", err)
+	}
 }

@@ -6,11 +6,13 @@ import (
 	"testing"
 	"time"
 
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/kvring/kvring/client"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 )
 
@@ -53,5 +55,65 @@ func TestAPutThatNeverBeginsIsEnded(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
+	}
+}
+
+// TestAClientsBeginlessFloodIsBoundedAndOthersStillPut: every put stream
+// that never began used to hold a reader until the idle timeout, however
+// many one client opened (5,120 from one host, all ended and re-opened in
+// the same instant every 10 s). Now a client gets PutMaxAwaitingBegin
+// readers; its further streams wait for one, holding only their handler,
+// and are refused with ResourceExhausted (counted) at their begin
+// deadline, while another client's put is stored meanwhile.
+func TestAClientsBeginlessFloodIsBoundedAndOthersStillPut(t *testing.T) {
+	t.Parallel()
+	const bound, flood = 4, 24
+	tc := newTestClusterWith(t, 1, 16<<20, func(_ int, cfg *Config) {
+		cfg.PutIdleTimeout, cfg.PutMaxAwaitingBegin = 2*time.Second, bound
+	})
+	nd := tc.nodes[0]
+	good := testClient(t, nd.addr, 1, 1) // its own connection: on loopback, another client
+	cc, err := grpc.NewClient(nd.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	codesSeen := make(chan codes.Code, flood)
+	var wg sync.WaitGroup
+	for range flood {
+		wg.Go(func() {
+			stream, err := kvringv1.NewCacheClient(cc).Put(ctx)
+			if err == nil {
+				_, err = stream.Recv()
+			}
+			codesSeen <- status.Code(err)
+		})
+	}
+	res, err := good.Put(ctx, []client.Chunk{chunkOf(1, 64<<10)})
+	if err != nil || res[0].Status != client.Stored {
+		t.Fatalf("another client's put during the flood: %v %+v", err, res)
+	}
+	wg.Wait()
+	close(codesSeen)
+	count := map[codes.Code]int{}
+	for c := range codesSeen {
+		count[c]++
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the test's own deadline ended the flood, not the node")
+	}
+	// Each reader is ended at its deadline and hands its turn to the
+	// longest waiting stream, which reads until its own deadline if that
+	// has not passed yet: how many are refused depends on the deadlines'
+	// jitter, but not none.
+	if count[codes.ResourceExhausted] == 0 || count[codes.DeadlineExceeded] < bound ||
+		count[codes.ResourceExhausted]+count[codes.DeadlineExceeded] != flood {
+		t.Fatalf("the flood's %d streams ended with %v, want some ResourceExhausted and at least %d DeadlineExceeded, nothing else",
+			flood, count, bound)
+	}
+	if got := promtestutil.ToFloat64(nd.svc.m.PutBeginRefused); got != float64(count[codes.ResourceExhausted]) {
+		t.Fatalf("kvring_put_begin_refused_total = %v, want %d", got, count[codes.ResourceExhausted])
 	}
 }

@@ -14,9 +14,23 @@ import (
 
 // clientNamer names the client of every Cache call (package tenant) and
 // puts the name in the call's context, for the budgets shared among clients:
-// staged bytes, pinned bytes. Run after the security interceptors, so a
-// token it reads was accepted.
-type clientNamer struct{ sec *security }
+// staged bytes, pinned bytes; and tells conns which client the call's
+// connection carries. Run after the security interceptors, so a token it
+// reads was accepted.
+type clientNamer struct {
+	sec   *security
+	conns *clientConns
+}
+
+// callClient names the client of a Cache call and records it against the
+// call's connection.
+func (n clientNamer) callClient(ctx context.Context) context.Context {
+	client := n.name(ctx)
+	if addr := peerAddr(ctx); addr != nil && n.conns != nil {
+		n.conns.named(addr.String(), client)
+	}
+	return tenant.With(ctx, client)
+}
 
 // name is the client of a Cache call: its token's when the node has a
 // tokens file, the name the local socket gives (which it may, since it
@@ -38,14 +52,14 @@ func (n clientNamer) name(ctx context.Context) string {
 
 func (n clientNamer) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	if strings.HasPrefix(info.FullMethod, cachePrefix) {
-		ctx = tenant.With(ctx, n.name(ctx))
+		ctx = n.callClient(ctx)
 	}
 	return handler(ctx, req)
 }
 
 func (n clientNamer) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	if strings.HasPrefix(info.FullMethod, cachePrefix) {
-		ss = &namedStream{ServerStream: ss, ctx: tenant.With(ss.Context(), n.name(ss.Context()))}
+		ss = &namedStream{ServerStream: ss, ctx: n.callClient(ss.Context())}
 	}
 	return handler(srv, ss)
 }

@@ -100,6 +100,13 @@ type Config struct {
 	// stage lease. Default coord.DefaultMinPutRate (256 KiB/s); negative:
 	// no minimum (the flag takes sizes: 1 is practically none).
 	PutMinRate int64
+	// PutMaxAwaitingBegin is how many of one client's Puts the node waits
+	// on for their begin message at once; more wait for one of those to
+	// begin or end, and fail with ResourceExhausted (counted in
+	// kvring_put_begin_refused_total) if none does within their begin
+	// deadline. A client is named as for its shares of the budgets.
+	// Default coord.DefaultMaxAwaitingBegin (64); negative: no bound.
+	PutMaxAwaitingBegin int
 	// HandoffRate caps the bytes per second this node copies to other nodes
 	// when it hands chunks off (after a ring change, while it drains) or
 	// re-replicates them, so foreground traffic keeps its latency; each
@@ -224,6 +231,7 @@ func DefaultConfig() Config {
 		MaintenanceInterval: 5 * time.Second,
 		PutIdleTimeout:      10 * time.Second,
 		PutMinRate:          coord.DefaultMinPutRate,
+		PutMaxAwaitingBegin: coord.DefaultMaxAwaitingBegin,
 		HandoffRate:         handoff.DefaultRate,
 		HandoffRetry:        handoff.DefaultRetry,
 		HandoffSweep:        handoff.DefaultSweep,
@@ -326,6 +334,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.PutMinRate == 0 {
 		c.PutMinRate = def.PutMinRate
+	}
+	if c.PutMaxAwaitingBegin == 0 {
+		c.PutMaxAwaitingBegin = def.PutMaxAwaitingBegin
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"net"
 	"sync"
 
+	"github.com/kvring/kvring/node/internal/coord"
 	"github.com/kvring/kvring/node/internal/metrics"
 	"github.com/kvring/kvring/node/internal/owner"
 )
@@ -11,19 +12,23 @@ import (
 // connWatch is the gRPC server's listener: it counts the connections it
 // accepts and, when gRPC closes one (the peer went away, the server
 // stopped), frees what that peer staged and did not commit
-// (owner.ConnClosed). It replaces two gRPC stats handlers that wanted only
-// connection events: with any stats handler gRPC builds an event, reads the
-// clock and copies the metadata for every call and every message.
+// (owner.ConnClosed) and ends the lookup leases of the clients it was the
+// last connection of (clientConns, coord.Coordinator.ClientGone). It
+// replaces two gRPC stats handlers that wanted only connection events:
+// with any stats handler gRPC builds an event, reads the clock and copies
+// the metadata for every call and every message.
 type connWatch struct {
 	net.Listener
-	m     *metrics.Set
-	owner *owner.Owner
+	m       *metrics.Set
+	owner   *owner.Owner
+	coord   *coord.Coordinator
+	clients *clientConns
 }
 
 // serve serves the node's gRPC services on lis, watched, until the server
 // stops. It blocks.
 func (s *services) serve(lis net.Listener) error {
-	return s.grpc.Serve(connWatch{Listener: lis, m: s.m, owner: s.owner})
+	return s.grpc.Serve(connWatch{Listener: lis, m: s.m, owner: s.owner, coord: s.coord, clients: s.clients})
 }
 
 // Accept returns the next connection, watched. It blocks like the
@@ -35,6 +40,7 @@ func (l connWatch) Accept() (net.Conn, error) {
 	}
 	l.m.Connections.Inc()
 	l.m.ConnectionsTotal.Inc()
+	l.clients.opened(c.RemoteAddr().String())
 	return &watchedConn{Conn: c, l: l}, nil
 }
 
@@ -50,6 +56,9 @@ func (c *watchedConn) Close() error {
 	c.once.Do(func() {
 		c.l.m.Connections.Dec()
 		c.l.owner.ConnClosed(c.Conn.RemoteAddr())
+		for _, client := range c.l.clients.closed(c.Conn.RemoteAddr().String()) {
+			c.l.coord.ClientGone(client)
+		}
 	})
 	return err
 }

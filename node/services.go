@@ -41,6 +41,9 @@ type services struct {
 	// placed is told where the chunks a prepare stages are placed (the
 	// node sets it to its mover's Placed before serving).
 	placed *placedHook
+	// clients are the clients each open connection carries (clientNamer
+	// names them, connWatch reports the connections' ends).
+	clients *clientConns
 }
 
 // placedHook forwards owner.Config.Placed to a function set once, before
@@ -80,8 +83,10 @@ type clusterView struct {
 func newServices(cfg *Config, st *store.Store, view clusterView, sec *security) *services {
 	rg, unsettled := view.ring, view.unsettled
 	m := metrics.New()
+	shareLog := cfg.Logger.With("component", "namespaces")
 	reg := namespace.NewRegistryWith(namespace.RegistryConfig{MaxNamespaces: cfg.MaxNamespaces,
-		MaxReplicas: uint32(cfg.Membership.Ring.ReplicationFactor), Now: cfg.Now, Catalog: st})
+		MaxReplicas: uint32(cfg.Membership.Ring.ReplicationFactor), Now: cfg.Now, Catalog: st,
+		ShareChanged: func(rec *kvringv1.NamespaceRecord) { enforceShare(st, rec, shareLog) }})
 	epoch := func() uint64 {
 		if r := rg(); r != nil {
 			return r.Epoch()
@@ -98,7 +103,7 @@ func newServices(cfg *Config, st *store.Store, view clusterView, sec *security) 
 		Placed: placed.call})
 	c := coord.New(coord.Config{Self: st.NodeID(), Ring: rg, Unsettled: unsettled, Moves: view.moves, Draining: view.draining, Suspect: view.suspect, Owner: o, Registry: reg,
 		Log: cfg.Logger.With("component", "coordinator"), MaxBatch: cfg.MaxBatchChunks, CommitTimeout: cfg.CommitTimeout,
-		PeerTimeout: cfg.PeerTimeout, CoalesceHas: cfg.CoalescePeerHas, BroadcastTimeout: cfg.CommitTimeout, IdleTimeout: max(cfg.PutIdleTimeout, 0), MinPutRate: max(cfg.PutMinRate, 0), MaxPin: cfg.Store.MaxPinLease,
+		PeerTimeout: cfg.PeerTimeout, CoalesceHas: cfg.CoalescePeerHas, BroadcastTimeout: cfg.CommitTimeout, IdleTimeout: max(cfg.PutIdleTimeout, 0), MinPutRate: max(cfg.PutMinRate, 0), MaxAwaitingBegin: max(cfg.PutMaxAwaitingBegin, 0), MaxPin: cfg.Store.MaxPinLease,
 		Defaults: namespace.Defaults{Replicas: uint32(cfg.Replication), MinReplicas: uint32(cfg.MinReplicas),
 			MaxReplicas: uint32(cfg.Membership.Ring.ReplicationFactor)},
 		Limits: &kvringv1.Limits{MaxFrameBytes: transfer.MaxFrameBytes, MaxChunkBytes: uint64(st.MaxChunkSize()),
@@ -108,10 +113,11 @@ func newServices(cfg *Config, st *store.Store, view clusterView, sec *security) 
 	spreader = newSpreader(cfg, st, reg, view, c, table)
 	// A coordinator gone: its uncommitted chunks are freed at once, by the
 	// listener (connWatch), which also counts the connections.
-	gs := grpc.NewServer(append(append(serverOptions(cfg), sec.serverOptions()...), clientNamer{sec: sec}.serverOptions()...)...)
+	clients := newClientConns()
+	gs := grpc.NewServer(append(append(serverOptions(cfg), sec.serverOptions()...), clientNamer{sec: sec, conns: clients}.serverOptions()...)...)
 	gs.RegisterService(transfer.StrictDecoding(&kvringv1.Cache_ServiceDesc), coord.NewService(c))
 	gs.RegisterService(transfer.StrictDecoding(&kvringv1.Peer_ServiceDesc), owner.NewService(o))
-	return &services{reg: reg, owner: o, coord: c, m: m, grpc: gs, spread: table, spreader: spreader, placed: placed}
+	return &services{reg: reg, owner: o, coord: c, m: m, grpc: gs, spread: table, spreader: spreader, placed: placed, clients: clients}
 }
 
 // newSpreader wires the node's hot-group spreader: it copies through the
@@ -187,6 +193,11 @@ func restoreNamespaces(st *store.Store, reg *namespace.Registry, log *slog.Logge
 	}
 	if restored > 0 {
 		log.Info("namespaces restored from the catalog", "namespaces", restored)
+	}
+	for _, rec := range reg.List() {
+		if rec.GetShare() != nil { // the store keeps its own copy; the record's is the cluster's setting
+			enforceShare(st, rec, log)
+		}
 	}
 	return nil
 }

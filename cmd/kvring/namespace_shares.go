@@ -66,10 +66,11 @@ no more than this on a node. The guarantees of all namespaces add up to at most
 oldest chunks, never another namespace's.
 
 The share given replaces the one in force: a bound left out is none, and with
-neither the share is removed (one LRU over all chunks, as without shares). It
-is kept in each node's catalog across restarts; a node that joins later does not
-have it: run the command again. Needs the lru eviction policy. Members that do
-not answer are reported and the command exits non-zero.`,
+neither the share is removed (one LRU over all chunks, as without shares). The
+namespace's record carries it: a node that joins later, or was down, learns it
+with the namespace, and each node keeps it in its catalog across restarts. Needs
+the lru eviction policy. Members that do not answer are reported and the command
+exits non-zero (they learn the share from the others when they come back).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := loadFlags(cmd); err != nil {

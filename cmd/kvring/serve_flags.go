@@ -43,6 +43,7 @@ func registerServeNode(fs *pflag.FlagSet, c *node.Config) {
 	fs.IntVar(&c.MaxNamespaces, "max-namespaces", c.MaxNamespaces, "most namespaces the cluster registers; one more is refused")
 	fs.BoolVar(&c.CoalescePeerHas, "coalesce-peer-lookups", c.CoalescePeerHas, "merge concurrent lookups of the same owner into one peer call while one is in flight (fewer calls with many concurrent lookups, a wait with few)")
 	fs.DurationVar(&c.PutIdleTimeout, "put-idle-timeout", c.PutIdleTimeout, "end a put whose engine sends nothing for this long, before its begin message or while its bytes are awaited, freeing what it staged (negative: no limit)")
+	fs.IntVar(&c.PutMaxAwaitingBegin, "put-max-awaiting-begin", c.PutMaxAwaitingBegin, "most puts of one client the node waits on for their begin message at once; more wait their turn and fail with ResourceExhausted if none comes before their begin deadline (negative: no bound)")
 	sizeVar(fs, &c.PutMinRate, "put-min-rate", "end a put whose chunk bytes arrive slower than this many bytes per second on average, once --put-idle-timeout has passed (e.g. 256KiB; 1 for practically no minimum)")
 	sizeVar(fs, &c.HandoffRate, "handoff-rate", "most bytes per second the node copies to other nodes when it hands chunks off or re-replicates them (e.g. 256MiB; 0: no cap)")
 	fs.DurationVar(&c.HandoffSweep, "handoff-sweep", c.HandoffSweep, "how often the node checks, unprompted, that its chunks are on their owners with enough replicas (negative: only after ring changes)")

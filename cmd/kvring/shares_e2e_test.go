@@ -2,10 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/kvring/kvring/internal/testutil"
 )
 
 // TestNamespaceSharesAreSetShownAndKept: `kvring namespaces set` sets a
@@ -70,4 +74,52 @@ func TestNamespaceSharesAreSetShownAndKept(t *testing.T) {
 	if _, by := namespacesAt(t, n.admin); !by["shares/a"].Share.IsZero() {
 		t.Fatalf("share of shares/a after it was removed: %+v", by["shares/a"].Share)
 	}
+}
+
+// TestANodeThatJoinsLaterEnforcesTheShares: a namespace's share used to be
+// each member's own setting: a node that joined after `kvring namespaces
+// set` had none until the command was run again. Now the namespace record
+// carries it, so the joining node learns it with the namespace and
+// enforces it against its own memory limit, and a share later set on one
+// member only (PUT on its admin API) reaches the other.
+func TestANodeThatJoinsLaterEnforcesTheShares(t *testing.T) {
+	t.Parallel()
+	n1 := startNode(t, t.TempDir(), shmDir(t), "127.0.0.1:0", "127.0.0.1:0", "--admin-actions", "--memory-limit", "64MiB")
+	file := filepath.Join(t.TempDir(), "chunk")
+	if err := os.WriteFile(file, []byte("a chunk of shares/late"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mustCLI(t, nil, "put", "--addr", n1.grpc, "--namespace", "shares/late", file)
+	mustCLI(t, nil, "namespaces", "set", "shares/late", "--guarantee", "25%", "--admin", n1.admin)
+
+	n2 := startNode(t, t.TempDir(), shmDir(t), "127.0.0.1:0", "127.0.0.1:0", "--admin-actions", "--memory-limit", "128MiB",
+		"--join", n1.gossip)
+	const metric = `kvring_namespace_guarantee_bytes{namespace="shares/late"}`
+	testutil.Eventually(t, "the joining node to enforce the 25% guarantee (32 MiB of its 128 MiB)", 30*time.Second, func() bool {
+		v, ok := metricValue(t, n2, metric)
+		return ok && v == 32<<20
+	})
+	if _, by := namespacesAt(t, n2.admin); by["shares/late"].SharesDiffer || by["shares/late"].Share.Guarantee.Percent != 25 {
+		t.Fatalf("namespaces on the joined cluster: %+v, want 25%% on both members", by["shares/late"])
+	}
+
+	// Set on n2 alone: n2 offers the record to n1.
+	req, err := http.NewRequest(http.MethodPut, "http://"+n2.admin+"/v1/namespaces/shares%2Flate/share",
+		strings.NewReader(`{"cap": {"percent": 50}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("PUT share on n2: %s", resp.Status)
+	}
+	testutil.Eventually(t, "n1 to enforce the cap set on n2 (32 MiB of its 64 MiB) and drop the guarantee", 30*time.Second, func() bool {
+		c, okc := metricValue(t, n1, `kvring_namespace_cap_bytes{namespace="shares/late"}`)
+		g, _ := metricValue(t, n1, metric)
+		return okc && c == 32<<20 && g == 0
+	})
 }

@@ -76,6 +76,11 @@ type Config struct {
 	// (its staged chunks are aborted): a trickling engine cannot hold its
 	// reservations for the whole stage lease. 0: no minimum.
 	MinPutRate int64
+	// MaxAwaitingBegin is how many of one client's put streams may wait
+	// for their begin message at once with a reader each (beginGate); more
+	// wait for one of those to end, and are refused with ResourceExhausted
+	// at their begin deadline. 0: no bound.
+	MaxAwaitingBegin int
 	// BroadcastTimeout bounds how long a namespace registration waits for
 	// the other members to answer.
 	BroadcastTimeout time.Duration
@@ -135,6 +140,12 @@ type Coordinator struct {
 	// recv are the receivers of puts' streams (idleWatch); Close waits for
 	// them.
 	recv receivers
+	// bg are the releases of departed clients' leases (ClientGone); Close
+	// waits for them.
+	bg receivers
+	// begins bounds each client's put streams awaiting their begin
+	// message.
+	begins beginGate
 
 	mu     sync.Mutex
 	leases map[uint64]coordLease
@@ -147,7 +158,7 @@ func New(cfg Config) *Coordinator {
 	has.off = !cfg.CoalesceHas
 	c := &Coordinator{cfg: cfg, local: cfg.Owner, reg: cfg.Registry, log: cfg.Log, m: cfg.Metrics,
 		pool: newPeerPool(cfg.PeerDialOptions...), peers: newPeerFailures(cfg.Log, cfg.Now, cfg.Metrics.PeerFailures),
-		has: has, leases: make(map[uint64]coordLease)}
+		has: has, leases: make(map[uint64]coordLease), begins: beginGate{max: cfg.MaxAwaitingBegin}}
 	c.open = c.openSession
 	return c
 }
@@ -157,6 +168,7 @@ func New(cfg Config) *Coordinator {
 // to peers; later peer calls fail with Unavailable. Idempotent.
 func (c *Coordinator) Close() {
 	c.recv.close()
+	c.bg.close()
 	c.pool.close()
 }
 

@@ -49,7 +49,9 @@ func (g *sinkGate) close() {
 
 // receivers are the goroutines that read engines' put streams on behalf of
 // their handlers (idleWatch): a handler that gives up on its engine returns
-// without them, and they end when gRPC cancels the stream. Close waits for
+// without them, and they end when gRPC cancels the stream. (The
+// coordinator's other bounded background work, releasing departed clients'
+// leases, runs on a receivers group too.) Close waits for
 // them. A mutex-guarded closed flag orders every Add before Close's Wait:
 // a handler still running after the server stopped (grpc.Server.Stop does
 // not wait for handlers) finds it closed and starts none. Safe for

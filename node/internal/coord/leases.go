@@ -9,17 +9,50 @@ import (
 )
 
 // coordLease records the nodes that pinned chunks under a Lookup lease, so
-// that ReleaseLease can unpin them early.
+// that ReleaseLease can unpin them early, and the client the lease was
+// granted to, so that the lease ends when that client goes (ClientGone).
 type coordLease struct {
 	nodes   []ring.Member
 	expires time.Time
+	client  string // package tenant's name; "" for none
 }
 
-// recordLease remembers the nodes that pinned under lease id until ttl ends.
-func (c *Coordinator) recordLease(id uint64, nodes []ring.Member, ttl time.Duration) {
+// recordLease remembers the nodes that pinned under lease id, for client,
+// until ttl ends.
+func (c *Coordinator) recordLease(id uint64, nodes []ring.Member, ttl time.Duration, client string) {
 	c.mu.Lock()
-	c.leases[id] = coordLease{nodes: nodes, expires: c.cfg.Now().Add(ttl)}
+	c.leases[id] = coordLease{nodes: nodes, expires: c.cfg.Now().Add(ttl), client: client}
 	c.mu.Unlock()
+}
+
+// ClientGone ends the lookup leases this coordinator granted to client
+// (package tenant's name): the node calls it when the client's last
+// connection closes, so that pins nobody can use or release any more do not
+// hold memory other clients need until their leases expire. The unpinning
+// runs on a goroutine Close waits for, bounded by PeerTimeout; ClientGone
+// does not block.
+func (c *Coordinator) ClientGone(client string) {
+	if client == "" {
+		return
+	}
+	var ids []uint64
+	c.mu.Lock()
+	for id, l := range c.leases {
+		if l.client == client {
+			ids = append(ids, id)
+		}
+	}
+	c.mu.Unlock()
+	if len(ids) == 0 {
+		return
+	}
+	c.bg.start(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.PeerTimeout)
+		defer cancel()
+		for _, id := range ids {
+			c.releaseLease(ctx, id)
+		}
+	})
 }
 
 // releaseLease unpins a Lookup lease on every node that pinned under it.

@@ -187,9 +187,9 @@ func (c *Coordinator) lookup(ctx context.Context, req *kvringv1.LookupRequest) (
 		SpreadWidth: c.spreadWidths(tx.storeNS, req.GetGroups(), min(len(tx.ids), n+1)), Load: c.cfg.Load.Rate()}
 	if nodes := tx.pinnedNodes(); len(nodes) > 0 {
 		ttl := time.Duration(tx.pin.GetTtlMs()) * time.Millisecond
-		c.recordLease(tx.pin.GetLeaseId(), nodes, ttl)
-		if n == 0 { // pins past a miss at position 0: nothing to hand out
-			c.releaseLease(ctx, tx.pin.GetLeaseId())
+		c.recordLease(tx.pin.GetLeaseId(), nodes, ttl, tenant.From(ctx))
+		if n == 0 || ctx.Err() != nil { // pins past a miss at position 0, or a caller gone: nothing to hand out
+			c.releaseLease(context.WithoutCancel(ctx), tx.pin.GetLeaseId())
 		} else {
 			resp.LeaseId, resp.LeaseTtlMs = tx.pin.GetLeaseId(), tx.pin.GetTtlMs()
 		}

@@ -45,6 +45,13 @@ func (c *Coordinator) broadcast(ctx context.Context, rec *kvringv1.NamespaceReco
 	return winner
 }
 
+// OfferNamespace offers rec, a record this node changed (its share), to
+// every other member, in parallel, within BroadcastTimeout; a member that
+// does not answer learns it when it next syncs. Blocks.
+func (c *Coordinator) OfferNamespace(ctx context.Context, rec *kvringv1.NamespaceRecord) {
+	c.broadcast(ctx, rec)
+}
+
 // taught runs call, and runs it once more after teaching member m the
 // namespace name when m answered that it does not know it (it missed the
 // registration). It returns the last call's error.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kvring/kvring/node/internal/metrics"
 	"github.com/kvring/kvring/node/internal/owner"
+	"github.com/kvring/kvring/node/internal/tenant"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/transfer"
 )
@@ -53,31 +54,76 @@ func (c *Coordinator) put(stream putStream) error {
 }
 
 // readBegin reads the stream's begin message. One that does not come within
-// IdleTimeout ends the put (errIdleStream): a stream that never begins
-// holds a handler and its buffers, and counts against its connection's
-// stream limit.
+// the stream's begin deadline (beginDeadline: IdleTimeout and up to half
+// of it again) ends the put (errIdleStream): a stream that never begins
+// holds a handler, and counts against its connection's stream limit. Past
+// MaxAwaitingBegin of its client's streams, it waits for a reader first
+// (beginGate) and is refused with ResourceExhausted (counted) if none
+// frees before that deadline.
 func (c *Coordinator) readBegin(stream putStream) (*kvringv1.PutBegin, error) {
-	got := make(chan *kvringv1.PutRequest, 1) // the receiver may outlive the handler: nothing shared but this
-	err := c.idleWatch(func() error {
-		m, err := stream.Recv()
-		got <- m
-		return err
-	}, newProgress(c.cfg.Now()), 0)
-	if errors.Is(err, errIdleStream) {
-		return nil, fmt.Errorf("no begin message: %w", err)
+	var expire <-chan time.Time
+	if d := beginDeadline(c.cfg.IdleTimeout); d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		expire = t.C
 	}
-	first := <-got
+	ctx := stream.Context()
+	leave, err := c.begins.enter(ctx, tenant.From(ctx), expire)
+	if err != nil {
+		if errors.Is(err, errTooManyAwaitingBegin) && c.m != nil {
+			c.m.PutBeginRefused.Inc()
+		}
+		return nil, err
+	}
+	defer leave()
+	first, err := c.recvBegin(stream, expire)
 	if errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("%w: put stream ended before its begin message", transfer.ErrInvalidArgument)
 	}
 	if err != nil {
-		return nil, transfer.RecvError(err)
+		return nil, err
 	}
 	begin := first.GetBegin()
 	if begin == nil {
 		return nil, fmt.Errorf("%w: the first put message must be begin", transfer.ErrInvalidArgument)
 	}
 	return begin, nil
+}
+
+// recvBegin receives the stream's first message, on a receiver the
+// coordinator owns (Close waits for it), unless expire fires first: then
+// it returns errIdleStream and leaves the receiver to end when gRPC
+// cancels the stream. One timer, no ticker: a stream that never begins
+// costs a handler, a receiver and a timer. nil expire: no deadline.
+func (c *Coordinator) recvBegin(stream putStream, expire <-chan time.Time) (*kvringv1.PutRequest, error) {
+	if expire == nil {
+		m, err := stream.Recv()
+		if err != nil && !errors.Is(err, io.EOF) {
+			err = transfer.RecvError(err)
+		}
+		return m, err
+	}
+	type recvd struct {
+		m   *kvringv1.PutRequest
+		err error
+	}
+	got := make(chan recvd, 1) // the receiver may outlive the handler: nothing shared but this
+	if !c.recv.start(func() {
+		m, err := stream.Recv()
+		got <- recvd{m, err}
+	}) {
+		return nil, errClosing
+	}
+	select {
+	case r := <-got:
+		if r.err != nil && !errors.Is(r.err, io.EOF) {
+			r.err = transfer.RecvError(r.err)
+		}
+		return r.m, r.err
+	case <-expire:
+		return nil, fmt.Errorf("no begin message: %w: none came within the begin deadline (%s and up to half again)",
+			errIdleStream, c.cfg.IdleTimeout)
+	}
 }
 
 // newPlacedWrite checks a put's (or a publish's) begin message and places

@@ -44,6 +44,9 @@ type Set struct {
 	// PutBusyWait times puts that waited for another engine's write of the
 	// same chunks (see awaitOtherWriters).
 	PutBusyWait prometheus.Observer
+	// PutBeginRefused counts put streams refused because their client had
+	// its bound of streams awaiting a begin message (coord's beginGate).
+	PutBeginRefused prometheus.Counter
 
 	Lookups          prometheus.Counter
 	LookupIDs        prometheus.Counter
@@ -98,6 +101,8 @@ func New() *Set {
 			Help: "Chunks put (stored or already held) by fewer nodes than the namespace's replication factor."}),
 		PutBusyWait: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kvring_put_busy_wait_seconds",
 			Help: "Time a put waited for another write of the same chunks to finish before answering (only puts that waited).", Buckets: latencyBuckets}),
+		PutBeginRefused: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvring_put_begin_refused_total",
+			Help: "Put streams refused (ResourceExhausted) because their client kept its bound of other put streams waiting for their begin message until this one's begin deadline."}),
 		Lookups: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvring_lookups_total",
 			Help: "Lookups this node answered."}),
 		LookupIDs: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvring_lookup_ids_total",
@@ -150,7 +155,7 @@ func New() *Set {
 
 // Collectors returns every instrument, for registration.
 func (m *Set) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.PutChunks, m.PutBytes, m.PutDegraded, m.PutBusyWait.(prometheus.Collector), m.Lookups, m.LookupIDs, m.LookupIDsMatched,
+	return []prometheus.Collector{m.PutChunks, m.PutBytes, m.PutDegraded, m.PutBusyWait.(prometheus.Collector), m.PutBeginRefused, m.Lookups, m.LookupIDs, m.LookupIDsMatched,
 		m.LookupFanout.(prometheus.Collector), m.LookupWideIDs, m.AdminActions,
 		m.GetChunks, m.GetBytes, m.RequestSeconds, m.PeerRequestSeconds, m.PeerBytes, m.PeerFailures, m.HasCoalesced,
 		m.Connections, m.ConnectionsTotal}

@@ -45,6 +45,13 @@ type RegistryConfig struct {
 	// Catalog keeps the records across restarts. Optional: nil keeps them
 	// in memory only.
 	Catalog Catalog
+	// ShareChanged is called when Merge takes a record whose share sets
+	// other bounds than the record it replaces (a peer's newer setting, or
+	// a new registration's), with the record now held, so that the node
+	// enforces it. It is called with the registry's lock held, in the
+	// order records change: it must not block for long nor call the
+	// registry. Optional.
+	ShareChanged func(rec *kvringv1.NamespaceRecord)
 }
 
 // Catalog keeps namespace records across restarts: the node's store. Its
@@ -106,21 +113,35 @@ func Wins(a, b *kvringv1.NamespaceRecord) bool {
 
 // Merge offers a record (from a client registration, or a peer's that
 // MergePeer checked) and returns the record this node holds for the name
-// afterwards, and whether the offer was taken. A new name beyond
-// MaxNamespaces is ErrTooManyNamespaces.
+// afterwards, and whether the offer was taken. Of two records of the same
+// registration the one whose share was set later is taken. A new name
+// beyond MaxNamespaces is ErrTooManyNamespaces. When the share in force
+// changes, ShareChanged is called before Merge returns.
 func (r *Registry) Merge(rec *kvringv1.NamespaceRecord) (*kvringv1.NamespaceRecord, bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	cur := r.recs[rec.GetName()]
-	if cur != nil && (proto.Equal(cur, rec) || !Wins(rec, cur)) {
-		return cur, proto.Equal(cur, rec), nil
-	}
-	if cur == nil && len(r.recs) >= r.cfg.MaxNamespaces {
+	switch {
+	case cur != nil && proto.Equal(cur, rec):
+		return cur, true, nil
+	case cur != nil && sameRegistration(cur, rec):
+		if !shareNewer(rec, cur) {
+			return cur, false, nil
+		}
+		next := proto.CloneOf(cur) // the registration as this node holds it, with the later share
+		next.Share = proto.CloneOf(rec.GetShare())
+		rec = next
+	case cur != nil && !Wins(rec, cur):
+		return cur, false, nil
+	case cur == nil && len(r.recs) >= r.cfg.MaxNamespaces:
 		return nil, false, fmt.Errorf("%w: this node holds %d namespaces, the most it allows; cannot add %q",
 			ErrTooManyNamespaces, len(r.recs), rec.GetName())
 	}
 	r.recs[rec.GetName()] = rec
 	r.save(rec)
+	if r.cfg.ShareChanged != nil && !SameShare(cur.GetShare(), rec.GetShare()) {
+		r.cfg.ShareChanged(rec)
+	}
 	return rec, true, nil
 }
 

@@ -130,7 +130,7 @@ func ValidateRecord(rec *kvringv1.NamespaceRecord, maxReplicas uint32, now time.
 	case created < minCreatedUnixMs || created > now.Add(maxClockSkew).UnixMilli():
 		return fmt.Errorf("%w: namespace record %q: created at %d ms, not between 2020 and now", transfer.ErrInvalidArgument, rec.GetName(), created)
 	}
-	return nil
+	return validateShare(rec.GetName(), rec.GetShare(), now)
 }
 
 // minCreatedUnixMs is 2020-01-01T00:00:00Z: no registration is older.

@@ -307,7 +307,12 @@ type NamespaceRecord struct {
 	// two registrations racing on different nodes: the earlier one wins, then the lower fingerprint.
 	CreatedUnixMs int64 `protobuf:"varint,6,opt,name=created_unix_ms,json=createdUnixMs,proto3" json:"created_unix_ms,omitempty"`
 	// Node id of the node that accepted the first registration (informational).
-	CreatedBy     string `protobuf:"bytes,7,opt,name=created_by,json=createdBy,proto3" json:"created_by,omitempty"`
+	CreatedBy string `protobuf:"bytes,7,opt,name=created_by,json=createdBy,proto3" json:"created_by,omitempty"`
+	// The namespace's share of each node's memory, as an operator last set it (`kvring namespaces set`); absent: never
+	// set. It travels with the record, so a node that joins later, or missed the setting, enforces it too. Unlike the
+	// rest of the record it may change: of two records of the same registration, the one whose share was set later
+	// wins (set_unix_ms, then set_by).
+	Share         *NamespaceShare `protobuf:"bytes,8,opt,name=share,proto3" json:"share,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -391,6 +396,141 @@ func (x *NamespaceRecord) GetCreatedBy() string {
 	return ""
 }
 
+func (x *NamespaceRecord) GetShare() *NamespaceShare {
+	if x != nil {
+		return x.Share
+	}
+	return nil
+}
+
+// NamespaceShare is a namespace's share of each node's memory. Every node enforces it against its own memory limit.
+type NamespaceShare struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// What other namespaces' writes never evict while the namespace holds no more than this on a node. Absent: none.
+	Guarantee *ShareAmount `protobuf:"bytes,1,opt,name=guarantee,proto3" json:"guarantee,omitempty"`
+	// The most the namespace holds on a node. Absent: none.
+	Cap *ShareAmount `protobuf:"bytes,2,opt,name=cap,proto3" json:"cap,omitempty"`
+	// When the share was set, in Unix milliseconds (UTC): the later setting wins. A share set to neither bound (removed)
+	// is a setting too.
+	SetUnixMs int64 `protobuf:"varint,3,opt,name=set_unix_ms,json=setUnixMs,proto3" json:"set_unix_ms,omitempty"`
+	// Node id of the node the share was set on; breaks ties between settings of the same millisecond.
+	SetBy         string `protobuf:"bytes,4,opt,name=set_by,json=setBy,proto3" json:"set_by,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NamespaceShare) Reset() {
+	*x = NamespaceShare{}
+	mi := &file_kvring_v1_common_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NamespaceShare) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NamespaceShare) ProtoMessage() {}
+
+func (x *NamespaceShare) ProtoReflect() protoreflect.Message {
+	mi := &file_kvring_v1_common_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NamespaceShare.ProtoReflect.Descriptor instead.
+func (*NamespaceShare) Descriptor() ([]byte, []int) {
+	return file_kvring_v1_common_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *NamespaceShare) GetGuarantee() *ShareAmount {
+	if x != nil {
+		return x.Guarantee
+	}
+	return nil
+}
+
+func (x *NamespaceShare) GetCap() *ShareAmount {
+	if x != nil {
+		return x.Cap
+	}
+	return nil
+}
+
+func (x *NamespaceShare) GetSetUnixMs() int64 {
+	if x != nil {
+		return x.SetUnixMs
+	}
+	return 0
+}
+
+func (x *NamespaceShare) GetSetBy() string {
+	if x != nil {
+		return x.SetBy
+	}
+	return ""
+}
+
+// ShareAmount is a part of a node's memory: a number of bytes, or a percentage of the node's memory limit (0 to 100),
+// not both.
+type ShareAmount struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Bytes         uint64                 `protobuf:"varint,1,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	Percent       float64                `protobuf:"fixed64,2,opt,name=percent,proto3" json:"percent,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ShareAmount) Reset() {
+	*x = ShareAmount{}
+	mi := &file_kvring_v1_common_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShareAmount) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShareAmount) ProtoMessage() {}
+
+func (x *ShareAmount) ProtoReflect() protoreflect.Message {
+	mi := &file_kvring_v1_common_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShareAmount.ProtoReflect.Descriptor instead.
+func (*ShareAmount) Descriptor() ([]byte, []int) {
+	return file_kvring_v1_common_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ShareAmount) GetBytes() uint64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *ShareAmount) GetPercent() float64 {
+	if x != nil {
+		return x.Percent
+	}
+	return 0
+}
+
 // ChunkRef names one chunk and carries what is needed to verify its bytes.
 type ChunkRef struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -409,7 +549,7 @@ type ChunkRef struct {
 
 func (x *ChunkRef) Reset() {
 	*x = ChunkRef{}
-	mi := &file_kvring_v1_common_proto_msgTypes[3]
+	mi := &file_kvring_v1_common_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -421,7 +561,7 @@ func (x *ChunkRef) String() string {
 func (*ChunkRef) ProtoMessage() {}
 
 func (x *ChunkRef) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_common_proto_msgTypes[3]
+	mi := &file_kvring_v1_common_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -434,7 +574,7 @@ func (x *ChunkRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChunkRef.ProtoReflect.Descriptor instead.
 func (*ChunkRef) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_common_proto_rawDescGZIP(), []int{3}
+	return file_kvring_v1_common_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ChunkRef) GetId() []byte {
@@ -480,7 +620,7 @@ type GroupRun struct {
 
 func (x *GroupRun) Reset() {
 	*x = GroupRun{}
-	mi := &file_kvring_v1_common_proto_msgTypes[4]
+	mi := &file_kvring_v1_common_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -492,7 +632,7 @@ func (x *GroupRun) String() string {
 func (*GroupRun) ProtoMessage() {}
 
 func (x *GroupRun) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_common_proto_msgTypes[4]
+	mi := &file_kvring_v1_common_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -505,7 +645,7 @@ func (x *GroupRun) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupRun.ProtoReflect.Descriptor instead.
 func (*GroupRun) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_common_proto_rawDescGZIP(), []int{4}
+	return file_kvring_v1_common_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *GroupRun) GetKey() []byte {
@@ -535,7 +675,7 @@ type NodeRef struct {
 
 func (x *NodeRef) Reset() {
 	*x = NodeRef{}
-	mi := &file_kvring_v1_common_proto_msgTypes[5]
+	mi := &file_kvring_v1_common_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -547,7 +687,7 @@ func (x *NodeRef) String() string {
 func (*NodeRef) ProtoMessage() {}
 
 func (x *NodeRef) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_common_proto_msgTypes[5]
+	mi := &file_kvring_v1_common_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -560,7 +700,7 @@ func (x *NodeRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeRef.ProtoReflect.Descriptor instead.
 func (*NodeRef) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_common_proto_rawDescGZIP(), []int{5}
+	return file_kvring_v1_common_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *NodeRef) GetNodeId() string {
@@ -597,7 +737,7 @@ type DataFrame struct {
 
 func (x *DataFrame) Reset() {
 	*x = DataFrame{}
-	mi := &file_kvring_v1_common_proto_msgTypes[6]
+	mi := &file_kvring_v1_common_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -609,7 +749,7 @@ func (x *DataFrame) String() string {
 func (*DataFrame) ProtoMessage() {}
 
 func (x *DataFrame) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_common_proto_msgTypes[6]
+	mi := &file_kvring_v1_common_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -622,7 +762,7 @@ func (x *DataFrame) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DataFrame.ProtoReflect.Descriptor instead.
 func (*DataFrame) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_common_proto_rawDescGZIP(), []int{6}
+	return file_kvring_v1_common_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *DataFrame) GetIndex() uint32 {
@@ -664,7 +804,7 @@ type Limits struct {
 
 func (x *Limits) Reset() {
 	*x = Limits{}
-	mi := &file_kvring_v1_common_proto_msgTypes[7]
+	mi := &file_kvring_v1_common_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -676,7 +816,7 @@ func (x *Limits) String() string {
 func (*Limits) ProtoMessage() {}
 
 func (x *Limits) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_common_proto_msgTypes[7]
+	mi := &file_kvring_v1_common_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -689,7 +829,7 @@ func (x *Limits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limits.ProtoReflect.Descriptor instead.
 func (*Limits) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_common_proto_rawDescGZIP(), []int{7}
+	return file_kvring_v1_common_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Limits) GetMaxFrameBytes() uint32 {
@@ -736,7 +876,7 @@ type PeerCaller struct {
 
 func (x *PeerCaller) Reset() {
 	*x = PeerCaller{}
-	mi := &file_kvring_v1_common_proto_msgTypes[8]
+	mi := &file_kvring_v1_common_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -748,7 +888,7 @@ func (x *PeerCaller) String() string {
 func (*PeerCaller) ProtoMessage() {}
 
 func (x *PeerCaller) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_common_proto_msgTypes[8]
+	mi := &file_kvring_v1_common_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -761,7 +901,7 @@ func (x *PeerCaller) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PeerCaller.ProtoReflect.Descriptor instead.
 func (*PeerCaller) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_common_proto_rawDescGZIP(), []int{8}
+	return file_kvring_v1_common_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *PeerCaller) GetNodeId() string {
@@ -799,7 +939,7 @@ type ChunkHeader struct {
 
 func (x *ChunkHeader) Reset() {
 	*x = ChunkHeader{}
-	mi := &file_kvring_v1_common_proto_msgTypes[9]
+	mi := &file_kvring_v1_common_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -811,7 +951,7 @@ func (x *ChunkHeader) String() string {
 func (*ChunkHeader) ProtoMessage() {}
 
 func (x *ChunkHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_kvring_v1_common_proto_msgTypes[9]
+	mi := &file_kvring_v1_common_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -824,7 +964,7 @@ func (x *ChunkHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChunkHeader.ProtoReflect.Descriptor instead.
 func (*ChunkHeader) Descriptor() ([]byte, []int) {
-	return file_kvring_v1_common_proto_rawDescGZIP(), []int{9}
+	return file_kvring_v1_common_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ChunkHeader) GetIndex() uint32 {
@@ -884,7 +1024,7 @@ const file_kvring_v1_common_proto_rawDesc = "" +
 	"\n" +
 	"ExtraEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x94\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc5\x02\n" +
 	"\x0fNamespaceRecord\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x122\n" +
 	"\x06schema\x18\x02 \x01(\v2\x1a.kvring.v1.NamespaceSchemaR\x06schema\x12 \n" +
@@ -893,7 +1033,16 @@ const file_kvring_v1_common_proto_rawDesc = "" +
 	"\fmin_replicas\x18\x05 \x01(\rR\vminReplicas\x12&\n" +
 	"\x0fcreated_unix_ms\x18\x06 \x01(\x03R\rcreatedUnixMs\x12\x1d\n" +
 	"\n" +
-	"created_by\x18\a \x01(\tR\tcreatedBy\"Z\n" +
+	"created_by\x18\a \x01(\tR\tcreatedBy\x12/\n" +
+	"\x05share\x18\b \x01(\v2\x19.kvring.v1.NamespaceShareR\x05share\"\xa7\x01\n" +
+	"\x0eNamespaceShare\x124\n" +
+	"\tguarantee\x18\x01 \x01(\v2\x16.kvring.v1.ShareAmountR\tguarantee\x12(\n" +
+	"\x03cap\x18\x02 \x01(\v2\x16.kvring.v1.ShareAmountR\x03cap\x12\x1e\n" +
+	"\vset_unix_ms\x18\x03 \x01(\x03R\tsetUnixMs\x12\x15\n" +
+	"\x06set_by\x18\x04 \x01(\tR\x05setBy\"=\n" +
+	"\vShareAmount\x12\x14\n" +
+	"\x05bytes\x18\x01 \x01(\x04R\x05bytes\x12\x18\n" +
+	"\apercent\x18\x02 \x01(\x01R\apercent\"Z\n" +
 	"\bChunkRef\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\fR\x02id\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x04R\x04size\x12\x16\n" +
@@ -944,32 +1093,37 @@ func file_kvring_v1_common_proto_rawDescGZIP() []byte {
 }
 
 var file_kvring_v1_common_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_kvring_v1_common_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_kvring_v1_common_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_kvring_v1_common_proto_goTypes = []any{
 	(ReadStatus)(0),         // 0: kvring.v1.ReadStatus
 	(*NamespaceRef)(nil),    // 1: kvring.v1.NamespaceRef
 	(*NamespaceSchema)(nil), // 2: kvring.v1.NamespaceSchema
 	(*NamespaceRecord)(nil), // 3: kvring.v1.NamespaceRecord
-	(*ChunkRef)(nil),        // 4: kvring.v1.ChunkRef
-	(*GroupRun)(nil),        // 5: kvring.v1.GroupRun
-	(*NodeRef)(nil),         // 6: kvring.v1.NodeRef
-	(*DataFrame)(nil),       // 7: kvring.v1.DataFrame
-	(*Limits)(nil),          // 8: kvring.v1.Limits
-	(*PeerCaller)(nil),      // 9: kvring.v1.PeerCaller
-	(*ChunkHeader)(nil),     // 10: kvring.v1.ChunkHeader
-	nil,                     // 11: kvring.v1.NamespaceSchema.ExtraEntry
+	(*NamespaceShare)(nil),  // 4: kvring.v1.NamespaceShare
+	(*ShareAmount)(nil),     // 5: kvring.v1.ShareAmount
+	(*ChunkRef)(nil),        // 6: kvring.v1.ChunkRef
+	(*GroupRun)(nil),        // 7: kvring.v1.GroupRun
+	(*NodeRef)(nil),         // 8: kvring.v1.NodeRef
+	(*DataFrame)(nil),       // 9: kvring.v1.DataFrame
+	(*Limits)(nil),          // 10: kvring.v1.Limits
+	(*PeerCaller)(nil),      // 11: kvring.v1.PeerCaller
+	(*ChunkHeader)(nil),     // 12: kvring.v1.ChunkHeader
+	nil,                     // 13: kvring.v1.NamespaceSchema.ExtraEntry
 }
 var file_kvring_v1_common_proto_depIdxs = []int32{
-	11, // 0: kvring.v1.NamespaceSchema.extra:type_name -> kvring.v1.NamespaceSchema.ExtraEntry
+	13, // 0: kvring.v1.NamespaceSchema.extra:type_name -> kvring.v1.NamespaceSchema.ExtraEntry
 	2,  // 1: kvring.v1.NamespaceRecord.schema:type_name -> kvring.v1.NamespaceSchema
-	0,  // 2: kvring.v1.ChunkHeader.status:type_name -> kvring.v1.ReadStatus
-	4,  // 3: kvring.v1.ChunkHeader.chunk:type_name -> kvring.v1.ChunkRef
-	6,  // 4: kvring.v1.ChunkHeader.holder:type_name -> kvring.v1.NodeRef
-	5,  // [5:5] is the sub-list for method output_type
-	5,  // [5:5] is the sub-list for method input_type
-	5,  // [5:5] is the sub-list for extension type_name
-	5,  // [5:5] is the sub-list for extension extendee
-	0,  // [0:5] is the sub-list for field type_name
+	4,  // 2: kvring.v1.NamespaceRecord.share:type_name -> kvring.v1.NamespaceShare
+	5,  // 3: kvring.v1.NamespaceShare.guarantee:type_name -> kvring.v1.ShareAmount
+	5,  // 4: kvring.v1.NamespaceShare.cap:type_name -> kvring.v1.ShareAmount
+	0,  // 5: kvring.v1.ChunkHeader.status:type_name -> kvring.v1.ReadStatus
+	6,  // 6: kvring.v1.ChunkHeader.chunk:type_name -> kvring.v1.ChunkRef
+	8,  // 7: kvring.v1.ChunkHeader.holder:type_name -> kvring.v1.NodeRef
+	8,  // [8:8] is the sub-list for method output_type
+	8,  // [8:8] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_kvring_v1_common_proto_init() }
@@ -983,7 +1137,7 @@ func file_kvring_v1_common_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kvring_v1_common_proto_rawDesc), len(file_kvring_v1_common_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   11,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -13,7 +13,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16kvring/v1/common.proto\x12\tkvring.v1\"1\n\x0cNamespaceRef\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x66ingerprint\x18\x02 \x01(\x0c\"\x8e\x02\n\x0fNamespaceSchema\x12\r\n\x05model\x18\x01 \x01(\t\x12\r\n\x05\x64type\x18\x02 \x01(\t\x12\x18\n\x10tokens_per_chunk\x18\x03 \x01(\r\x12\x0e\n\x06layout\x18\x04 \x01(\t\x12\x13\n\x0bhash_scheme\x18\x05 \x01(\t\x12\x0f\n\x07tp_rank\x18\x06 \x01(\r\x12\x0f\n\x07tp_size\x18\x07 \x01(\r\x12\x34\n\x05\x65xtra\x18\x08 \x03(\x0b\x32%.kvring.v1.NamespaceSchema.ExtraEntry\x12\x18\n\x10\x63hunks_per_group\x18\t \x01(\r\x1a,\n\nExtraEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xbf\x01\n\x0fNamespaceRecord\x12\x0c\n\x04name\x18\x01 \x01(\t\x12*\n\x06schema\x18\x02 \x01(\x0b\x32\x1a.kvring.v1.NamespaceSchema\x12\x13\n\x0b\x66ingerprint\x18\x03 \x01(\x0c\x12\x1a\n\x12replication_factor\x18\x04 \x01(\r\x12\x14\n\x0cmin_replicas\x18\x05 \x01(\r\x12\x17\n\x0f\x63reated_unix_ms\x18\x06 \x01(\x03\x12\x12\n\ncreated_by\x18\x07 \x01(\t\"B\n\x08\x43hunkRef\x12\n\n\x02id\x18\x01 \x01(\x0c\x12\x0c\n\x04size\x18\x02 \x01(\x04\x12\x0e\n\x06\x63rc32c\x18\x03 \x01(\x07\x12\x0c\n\x04name\x18\x04 \x01(\x0c\"&\n\x08GroupRun\x12\x0b\n\x03key\x18\x01 \x01(\x0c\x12\r\n\x05\x63ount\x18\x02 \x01(\r\"-\n\x07NodeRef\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x11\n\tgrpc_addr\x18\x02 \x01(\t\"8\n\tDataFrame\x12\r\n\x05index\x18\x01 \x01(\r\x12\x0e\n\x06offset\x18\x02 \x01(\x04\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\"n\n\x06Limits\x12\x17\n\x0fmax_frame_bytes\x18\x01 \x01(\r\x12\x17\n\x0fmax_chunk_bytes\x18\x02 \x01(\x04\x12\x18\n\x10max_batch_chunks\x18\x03 \x01(\r\x12\x18\n\x10max_lease_ttl_ms\x18\x04 \x01(\r\",\n\nPeerCaller\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\r\n\x05\x65poch\x18\x02 \x01(\x04\"\x9b\x01\n\x0b\x43hunkHeader\x12\r\n\x05index\x18\x01 \x01(\r\x12%\n\x06status\x18\x02 \x01(\x0e\x32\x15.kvring.v1.ReadStatus\x12\"\n\x05\x63hunk\x18\x03 \x01(\x0b\x32\x13.kvring.v1.ChunkRef\x12\"\n\x06holder\x18\x04 \x01(\x0b\x32\x12.kvring.v1.NodeRef\x12\x0e\n\x06reason\x18\x05 \x01(\t*x\n\nReadStatus\x12\x1b\n\x17READ_STATUS_UNSPECIFIED\x10\x00\x12\x15\n\x11READ_STATUS_FOUND\x10\x01\x12\x19\n\x15READ_STATUS_NOT_FOUND\x10\x02\x12\x1b\n\x17READ_STATUS_UNAVAILABLE\x10\x03\x42\x33Z1github.com/kvring/kvring/proto/kvring/v1;kvringv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16kvring/v1/common.proto\x12\tkvring.v1\"1\n\x0cNamespaceRef\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x66ingerprint\x18\x02 \x01(\x0c\"\x8e\x02\n\x0fNamespaceSchema\x12\r\n\x05model\x18\x01 \x01(\t\x12\r\n\x05\x64type\x18\x02 \x01(\t\x12\x18\n\x10tokens_per_chunk\x18\x03 \x01(\r\x12\x0e\n\x06layout\x18\x04 \x01(\t\x12\x13\n\x0bhash_scheme\x18\x05 \x01(\t\x12\x0f\n\x07tp_rank\x18\x06 \x01(\r\x12\x0f\n\x07tp_size\x18\x07 \x01(\r\x12\x34\n\x05\x65xtra\x18\x08 \x03(\x0b\x32%.kvring.v1.NamespaceSchema.ExtraEntry\x12\x18\n\x10\x63hunks_per_group\x18\t \x01(\r\x1a,\n\nExtraEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xe9\x01\n\x0fNamespaceRecord\x12\x0c\n\x04name\x18\x01 \x01(\t\x12*\n\x06schema\x18\x02 \x01(\x0b\x32\x1a.kvring.v1.NamespaceSchema\x12\x13\n\x0b\x66ingerprint\x18\x03 \x01(\x0c\x12\x1a\n\x12replication_factor\x18\x04 \x01(\r\x12\x14\n\x0cmin_replicas\x18\x05 \x01(\r\x12\x17\n\x0f\x63reated_unix_ms\x18\x06 \x01(\x03\x12\x12\n\ncreated_by\x18\x07 \x01(\t\x12(\n\x05share\x18\x08 \x01(\x0b\x32\x19.kvring.v1.NamespaceShare\"\x85\x01\n\x0eNamespaceShare\x12)\n\tguarantee\x18\x01 \x01(\x0b\x32\x16.kvring.v1.ShareAmount\x12#\n\x03\x63\x61p\x18\x02 \x01(\x0b\x32\x16.kvring.v1.ShareAmount\x12\x13\n\x0bset_unix_ms\x18\x03 \x01(\x03\x12\x0e\n\x06set_by\x18\x04 \x01(\t\"-\n\x0bShareAmount\x12\r\n\x05\x62ytes\x18\x01 \x01(\x04\x12\x0f\n\x07percent\x18\x02 \x01(\x01\"B\n\x08\x43hunkRef\x12\n\n\x02id\x18\x01 \x01(\x0c\x12\x0c\n\x04size\x18\x02 \x01(\x04\x12\x0e\n\x06\x63rc32c\x18\x03 \x01(\x07\x12\x0c\n\x04name\x18\x04 \x01(\x0c\"&\n\x08GroupRun\x12\x0b\n\x03key\x18\x01 \x01(\x0c\x12\r\n\x05\x63ount\x18\x02 \x01(\r\"-\n\x07NodeRef\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x11\n\tgrpc_addr\x18\x02 \x01(\t\"8\n\tDataFrame\x12\r\n\x05index\x18\x01 \x01(\r\x12\x0e\n\x06offset\x18\x02 \x01(\x04\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\"n\n\x06Limits\x12\x17\n\x0fmax_frame_bytes\x18\x01 \x01(\r\x12\x17\n\x0fmax_chunk_bytes\x18\x02 \x01(\x04\x12\x18\n\x10max_batch_chunks\x18\x03 \x01(\r\x12\x18\n\x10max_lease_ttl_ms\x18\x04 \x01(\r\",\n\nPeerCaller\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\r\n\x05\x65poch\x18\x02 \x01(\x04\"\x9b\x01\n\x0b\x43hunkHeader\x12\r\n\x05index\x18\x01 \x01(\r\x12%\n\x06status\x18\x02 \x01(\x0e\x32\x15.kvring.v1.ReadStatus\x12\"\n\x05\x63hunk\x18\x03 \x01(\x0b\x32\x13.kvring.v1.ChunkRef\x12\"\n\x06holder\x18\x04 \x01(\x0b\x32\x12.kvring.v1.NodeRef\x12\x0e\n\x06reason\x18\x05 \x01(\t*x\n\nReadStatus\x12\x1b\n\x17READ_STATUS_UNSPECIFIED\x10\x00\x12\x15\n\x11READ_STATUS_FOUND\x10\x01\x12\x19\n\x15READ_STATUS_NOT_FOUND\x10\x02\x12\x1b\n\x17READ_STATUS_UNAVAILABLE\x10\x03\x42\x33Z1github.com/kvring/kvring/proto/kvring/v1;kvringv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'kvring.v1.common_pb2', globals())
@@ -23,8 +23,8 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   DESCRIPTOR._serialized_options = b'Z1github.com/kvring/kvring/proto/kvring/v1;kvringv1'
   _NAMESPACESCHEMA_EXTRAENTRY._options = None
   _NAMESPACESCHEMA_EXTRAENTRY._serialized_options = b'8\001'
-  _READSTATUS._serialized_start=1084
-  _READSTATUS._serialized_end=1204
+  _READSTATUS._serialized_start=1309
+  _READSTATUS._serialized_end=1429
   _NAMESPACEREF._serialized_start=37
   _NAMESPACEREF._serialized_end=86
   _NAMESPACESCHEMA._serialized_start=89
@@ -32,19 +32,23 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _NAMESPACESCHEMA_EXTRAENTRY._serialized_start=315
   _NAMESPACESCHEMA_EXTRAENTRY._serialized_end=359
   _NAMESPACERECORD._serialized_start=362
-  _NAMESPACERECORD._serialized_end=553
-  _CHUNKREF._serialized_start=555
-  _CHUNKREF._serialized_end=621
-  _GROUPRUN._serialized_start=623
-  _GROUPRUN._serialized_end=661
-  _NODEREF._serialized_start=663
-  _NODEREF._serialized_end=708
-  _DATAFRAME._serialized_start=710
-  _DATAFRAME._serialized_end=766
-  _LIMITS._serialized_start=768
-  _LIMITS._serialized_end=878
-  _PEERCALLER._serialized_start=880
-  _PEERCALLER._serialized_end=924
-  _CHUNKHEADER._serialized_start=927
-  _CHUNKHEADER._serialized_end=1082
+  _NAMESPACERECORD._serialized_end=595
+  _NAMESPACESHARE._serialized_start=598
+  _NAMESPACESHARE._serialized_end=731
+  _SHAREAMOUNT._serialized_start=733
+  _SHAREAMOUNT._serialized_end=778
+  _CHUNKREF._serialized_start=780
+  _CHUNKREF._serialized_end=846
+  _GROUPRUN._serialized_start=848
+  _GROUPRUN._serialized_end=886
+  _NODEREF._serialized_start=888
+  _NODEREF._serialized_end=933
+  _DATAFRAME._serialized_start=935
+  _DATAFRAME._serialized_end=991
+  _LIMITS._serialized_start=993
+  _LIMITS._serialized_end=1103
+  _PEERCALLER._serialized_start=1105
+  _PEERCALLER._serialized_end=1149
+  _CHUNKHEADER._serialized_start=1152
+  _CHUNKHEADER._serialized_end=1307
 # @@protoc_insertion_point(module_scope)

@@ -67,7 +67,7 @@ class Limits(_message.Message):
     def __init__(self, max_frame_bytes: _Optional[int] = ..., max_chunk_bytes: _Optional[int] = ..., max_batch_chunks: _Optional[int] = ..., max_lease_ttl_ms: _Optional[int] = ...) -> None: ...
 
 class NamespaceRecord(_message.Message):
-    __slots__ = ["created_by", "created_unix_ms", "fingerprint", "min_replicas", "name", "replication_factor", "schema"]
+    __slots__ = ["created_by", "created_unix_ms", "fingerprint", "min_replicas", "name", "replication_factor", "schema", "share"]
     CREATED_BY_FIELD_NUMBER: _ClassVar[int]
     CREATED_UNIX_MS_FIELD_NUMBER: _ClassVar[int]
     FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
@@ -75,6 +75,7 @@ class NamespaceRecord(_message.Message):
     NAME_FIELD_NUMBER: _ClassVar[int]
     REPLICATION_FACTOR_FIELD_NUMBER: _ClassVar[int]
     SCHEMA_FIELD_NUMBER: _ClassVar[int]
+    SHARE_FIELD_NUMBER: _ClassVar[int]
     created_by: str
     created_unix_ms: int
     fingerprint: bytes
@@ -82,7 +83,8 @@ class NamespaceRecord(_message.Message):
     name: str
     replication_factor: int
     schema: NamespaceSchema
-    def __init__(self, name: _Optional[str] = ..., schema: _Optional[_Union[NamespaceSchema, _Mapping]] = ..., fingerprint: _Optional[bytes] = ..., replication_factor: _Optional[int] = ..., min_replicas: _Optional[int] = ..., created_unix_ms: _Optional[int] = ..., created_by: _Optional[str] = ...) -> None: ...
+    share: NamespaceShare
+    def __init__(self, name: _Optional[str] = ..., schema: _Optional[_Union[NamespaceSchema, _Mapping]] = ..., fingerprint: _Optional[bytes] = ..., replication_factor: _Optional[int] = ..., min_replicas: _Optional[int] = ..., created_unix_ms: _Optional[int] = ..., created_by: _Optional[str] = ..., share: _Optional[_Union[NamespaceShare, _Mapping]] = ...) -> None: ...
 
 class NamespaceRef(_message.Message):
     __slots__ = ["fingerprint", "name"]
@@ -121,6 +123,18 @@ class NamespaceSchema(_message.Message):
     tp_size: int
     def __init__(self, model: _Optional[str] = ..., dtype: _Optional[str] = ..., tokens_per_chunk: _Optional[int] = ..., layout: _Optional[str] = ..., hash_scheme: _Optional[str] = ..., tp_rank: _Optional[int] = ..., tp_size: _Optional[int] = ..., extra: _Optional[_Mapping[str, str]] = ..., chunks_per_group: _Optional[int] = ...) -> None: ...
 
+class NamespaceShare(_message.Message):
+    __slots__ = ["cap", "guarantee", "set_by", "set_unix_ms"]
+    CAP_FIELD_NUMBER: _ClassVar[int]
+    GUARANTEE_FIELD_NUMBER: _ClassVar[int]
+    SET_BY_FIELD_NUMBER: _ClassVar[int]
+    SET_UNIX_MS_FIELD_NUMBER: _ClassVar[int]
+    cap: ShareAmount
+    guarantee: ShareAmount
+    set_by: str
+    set_unix_ms: int
+    def __init__(self, guarantee: _Optional[_Union[ShareAmount, _Mapping]] = ..., cap: _Optional[_Union[ShareAmount, _Mapping]] = ..., set_unix_ms: _Optional[int] = ..., set_by: _Optional[str] = ...) -> None: ...
+
 class NodeRef(_message.Message):
     __slots__ = ["grpc_addr", "node_id"]
     GRPC_ADDR_FIELD_NUMBER: _ClassVar[int]
@@ -136,6 +150,14 @@ class PeerCaller(_message.Message):
     epoch: int
     node_id: str
     def __init__(self, node_id: _Optional[str] = ..., epoch: _Optional[int] = ...) -> None: ...
+
+class ShareAmount(_message.Message):
+    __slots__ = ["bytes", "percent"]
+    BYTES_FIELD_NUMBER: _ClassVar[int]
+    PERCENT_FIELD_NUMBER: _ClassVar[int]
+    bytes: int
+    percent: float
+    def __init__(self, bytes: _Optional[int] = ..., percent: _Optional[float] = ...) -> None: ...
 
 class ReadStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
