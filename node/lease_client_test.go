@@ -17,8 +17,8 @@ import (
 // a hoarder's 5-minute leases kept 96 MiB pinned after it left, and the
 // next client's puts found no room. Now when a client's last connection to
 // the coordinator that granted its leases closes, the coordinator unpins
-// them on every owner (here both nodes of a replicated namespace), while
-// another client's leases stay.
+// them on every owner they pin (here on either node of a replicated
+// namespace), while another client's leases stay.
 func TestTheLeasesOfAClientThatGoesAreReleased(t *testing.T) {
 	t.Parallel()
 	tc := newTestCluster(t, 2, 16<<20) // leases of up to a minute
@@ -57,10 +57,14 @@ func TestTheLeasesOfAClientThatGoesAreReleased(t *testing.T) {
 	if err != nil || resp.GetHeld() != 10 || resp.GetLeaseId() == 0 {
 		t.Fatalf("the hoarder's pinning lookup: %v %v", resp, err)
 	}
+	// A lease pins each chunk on the holder the lookup asked first (one of
+	// the two owners, not necessarily the same one for every group).
+	var added int64
 	for i, n := range tc.nodes {
-		if got := n.st.Stats().PinnedChunks; got != pinnedBefore[i]+10 {
-			t.Fatalf("node %d pins %d chunks under both leases, want %d", i, got, pinnedBefore[i]+10)
-		}
+		added += n.st.Stats().PinnedChunks - pinnedBefore[i]
+	}
+	if added != 10 {
+		t.Fatalf("the hoarder's lease pins %d chunks over the nodes, want its 10", added)
 	}
 	cc.Close() // the hoarder goes without releasing its lease
 	for i, n := range tc.nodes {
