@@ -132,6 +132,11 @@ func (s *Store) offloadLocked(e *entry, force bool) bool {
 // the copy fails (no room, a writer staging it) the View holds the tier's
 // buffer, verified, in no segment (Location has no segment).
 func (s *Store) readLower(ns string, id ID, promote bool, miss error) (*View, error) {
+	if d, ok := s.cfg.Lower.(LowerInto); ok && promote {
+		if v, err, done := s.promoteInto(d, ns, id, miss); done {
+			return v, err
+		}
+	}
 	c, err := s.cfg.Lower.Read(ns, id, false)
 	if errors.Is(err, ErrNotFound) {
 		return nil, miss

@@ -36,7 +36,7 @@ func (t *Tier) Held(f func(ns string, id store.ID, size int64, meta []byte)) {
 		var hdrs []recHeader
 		if s.hdrs == nil && s.r.footLen > 0 {
 			fb := alignedBuf(s.r.footLen)
-			err := t.pread(s.r, fb, s.r.footOff)
+			err := t.pread(s.r, [][]byte{fb}, s.r.footOff)
 			t.mu.Lock()
 			s.r.refs--
 			t.closeRegion(s.r)
