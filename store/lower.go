@@ -203,18 +203,7 @@ func (s *Store) promote(ns string, id ID, c LowerChunk) (*View, error) {
 	if err := w.Seal(); err != nil {
 		return nil, nil
 	}
-	if !s.enter() {
-		return nil, nil
-	}
-	v, err := s.acquire(ns, id)
-	s.exit()
-	if err != nil {
-		return nil, nil
-	}
-	s.mu.Lock()
-	s.st.promotions++
-	s.st.lowerHits++
-	s.mu.Unlock()
+	v, _, _ := s.promoted(ns, id, c.Hot)
 	return v, nil
 }
 

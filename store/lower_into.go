@@ -71,12 +71,17 @@ func (s *Store) promoteInto(d LowerInto, ns string, id ID, miss error) (v *View,
 		}
 		return nil, nil, false
 	}
-	return s.promoted(ns, id)
+	return s.promoted(ns, id, c.Hot)
 }
 
 // promoted returns a View of a chunk just promoted from the Lower tier and
-// counts the promotion; done is false when it is gone already.
-func (s *Store) promoted(ns string, id ID) (*View, error, bool) {
+// counts the promotion; done is false when it is gone already. A chunk the
+// tier did not call hot (read from it for the first time lately) becomes
+// the next to evict from shared memory: the tier holds it too, so its
+// eviction writes nothing and loses nothing, and shared memory keeps
+// holding chunks the tier does not (the two tiers together hold more
+// distinct chunks). A hot one stays the newest.
+func (s *Store) promoted(ns string, id ID, hot bool) (*View, error, bool) {
 	if !s.enter() {
 		return nil, nil, false
 	}
@@ -84,6 +89,9 @@ func (s *Store) promoted(ns string, id ID) (*View, error, bool) {
 	s.exit()
 	if err != nil {
 		return nil, nil, false
+	}
+	if !hot {
+		s.pol.demote(v.e.hash)
 	}
 	s.mu.Lock()
 	s.st.promotions++
