@@ -1,0 +1,49 @@
+package disk
+
+import (
+	"testing"
+
+	"github.com/kvring/kvring/internal/testutil"
+	"github.com/kvring/kvring/store"
+)
+
+// lendFromDisk lends chunk i and reports whether the store read it from
+// the tier (a Lower hit) rather than from shared memory.
+func lendFromDisk(t *testing.T, st *store.Store, i int) bool {
+	t.Helper()
+	before := st.Stats().LowerHits
+	v, err := st.Lend("ns", chunkID(i))
+	if err != nil {
+		t.Fatalf("Lend %d: %v", i, err)
+	}
+	v.Release()
+	return st.Stats().LowerHits > before
+}
+
+// TestAChunkPromotedOnItsFirstDiskReadIsTheNextToLeaveSharedMemory: a disk
+// hit promoted on its first read from disk is evicted by the next put (the
+// tier holds it, nothing is lost), so shared memory keeps the chunks the tier
+// does not hold; one read from disk again soon after (hot) stays the newest.
+func TestAChunkPromotedOnItsFirstDiskReadIsTheNextToLeaveSharedMemory(t *testing.T) {
+	const size = 256 << 10 // 8 chunks fill 2 MiB of shared memory
+	st, tr := tiered(t, t.TempDir(), testutil.ShmDir(t, "disk-"), t.TempDir(), 2*mib)
+	defer tr.Close()
+	defer st.Close()
+	for i := range 20 {
+		put(t, st, "ns", i, size)
+	}
+	drain(t, tr)
+	if !lendFromDisk(t, st, 0) {
+		t.Fatal("chunk 0 was not read from disk")
+	}
+	put(t, st, "ns", 100, size)
+	if !lendFromDisk(t, st, 0) {
+		t.Fatal("chunk 0, promoted on its first disk read, stayed in shared memory past the next put")
+	}
+	// Its second disk read within the hot window: promoted as the newest.
+	put(t, st, "ns", 101, size)
+	put(t, st, "ns", 102, size)
+	if lendFromDisk(t, st, 0) {
+		t.Fatal("chunk 0, read from disk twice, left shared memory after two puts")
+	}
+}
