@@ -104,16 +104,16 @@ func newPreader(b *testing.B, path string, size int) *preader {
 		b.Fatal(err)
 	}
 	p := &preader{fd: fd, size: size, n: st.Size / int64(size)}
-	p.pool.New = func() any { return alignedBuf(int64(size)) }
+	p.pool.New = func() any { b := alignedBuf(int64(size)); return &b }
 	return p
 }
 
 // read reads the block the id's first bytes pick.
 func (p *preader) read(id store.ID) error {
-	buf := p.pool.Get().([]byte)
+	buf := p.pool.Get().(*[]byte)
 	defer p.pool.Put(buf)
 	i := (int64(id[0]) | int64(id[1])<<8 | int64(id[3])<<16) % p.n
-	return preadvFull(p.fd, [][]byte{buf}, i*int64(p.size))
+	return preadvFull(p.fd, [][]byte{*buf}, i*int64(p.size))
 }
 
 func benchRounds() int { return envInt("KVRING_DISK_BENCH_ROUNDS", 6) }
