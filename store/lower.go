@@ -203,7 +203,7 @@ func (s *Store) promote(ns string, id ID, c LowerChunk) (*View, error) {
 	if err := w.Seal(); err != nil {
 		return nil, nil
 	}
-	v, _, _ := s.promoted(ns, id, c.Hot)
+	v, _, _ := s.promoted(ns, id)
 	return v, nil
 }
 

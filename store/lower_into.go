@@ -71,17 +71,16 @@ func (s *Store) promoteInto(d LowerInto, ns string, id ID, miss error) (v *View,
 		}
 		return nil, nil, false
 	}
-	return s.promoted(ns, id, c.Hot)
+	return s.promoted(ns, id)
 }
 
 // promoted returns a View of a chunk just promoted from the Lower tier and
-// counts the promotion; done is false when it is gone already. A chunk the
-// tier did not call hot (read from it for the first time lately) becomes
-// the next to evict from shared memory: the tier holds it too, so its
-// eviction writes nothing and loses nothing, and shared memory keeps
-// holding chunks the tier does not (the two tiers together hold more
-// distinct chunks). A hot one stays the newest.
-func (s *Store) promoted(ns string, id ID, hot bool) (*View, error, bool) {
+// counts the promotion; done is false when it is gone already. The chunk
+// becomes the next to evict from shared memory: the tier holds it too, so
+// its eviction writes nothing and loses nothing, and shared memory goes on
+// holding the chunks the tier does not (the two tiers together hold more
+// distinct chunks). A later hit in shared memory makes it the newest as any.
+func (s *Store) promoted(ns string, id ID) (*View, error, bool) {
 	if !s.enter() {
 		return nil, nil, false
 	}
@@ -90,9 +89,7 @@ func (s *Store) promoted(ns string, id ID, hot bool) (*View, error, bool) {
 	if err != nil {
 		return nil, nil, false
 	}
-	if !hot {
-		s.pol.demote(v.e.hash)
-	}
+	s.pol.demote(v.e.hash)
 	s.mu.Lock()
 	s.st.promotions++
 	s.st.lowerHits++
