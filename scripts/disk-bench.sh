@@ -6,7 +6,10 @@
 #   writes: fio sequential direct writes (psync, iodepth 1) vs offloads
 #   reads:  fio direct random reads (libaio, iodepth QD) vs store.Lend of
 #           disk-held chunks from QD goroutines, a node's get up to the bytes
-#           it replies with ("get"), and Tier.Read alone ("read")
+#           it replies with ("get"), Tier.Read alone ("read"), and a plain
+#           Go O_DIRECT pread loop over fio's own file ("pread": the reading
+#           method without the tier); QD goroutines with one chunk each in
+#           flight against fio's iodepth QD, payload bytes over wall time
 # Writes run ROUNDS times (default 3), tier and fio one after the other, and
 # print every round's ratio and their median; reads alternate within one
 # process (BenchmarkGetVsFio): the host's load moves both by ±30 % within

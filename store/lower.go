@@ -132,6 +132,11 @@ func (s *Store) offloadLocked(e *entry, force bool) bool {
 // the copy fails (no room, a writer staging it) the View holds the tier's
 // buffer, verified, in no segment (Location has no segment).
 func (s *Store) readLower(ns string, id ID, promote bool, miss error) (*View, error) {
+	if d, ok := s.cfg.Lower.(LowerInto); ok && promote {
+		if v, err, done := s.promoteInto(d, ns, id, miss); done {
+			return v, err
+		}
+	}
 	c, err := s.cfg.Lower.Read(ns, id, false)
 	if errors.Is(err, ErrNotFound) {
 		return nil, miss
@@ -198,18 +203,7 @@ func (s *Store) promote(ns string, id ID, c LowerChunk) (*View, error) {
 	if err := w.Seal(); err != nil {
 		return nil, nil
 	}
-	if !s.enter() {
-		return nil, nil
-	}
-	v, err := s.acquire(ns, id)
-	s.exit()
-	if err != nil {
-		return nil, nil
-	}
-	s.mu.Lock()
-	s.st.promotions++
-	s.st.lowerHits++
-	s.mu.Unlock()
+	v, _, _ := s.promoted(ns, id)
 	return v, nil
 }
 

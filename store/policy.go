@@ -36,6 +36,10 @@ type policy interface {
 	touch(h uint64)
 	// forget drops h without a callback.
 	forget(h uint64)
+	// demote makes the chunk with hash h the next to evict, as far as the
+	// policy keeps an order (PolicyLRU without namespace shares; a no-op
+	// otherwise): a chunk promoted from the Lower tier, which holds it too.
+	demote(h uint64)
 	// reclaim evicts unpinned chunks other than keep (the entry that needs
 	// the room; nil for none) worth at least cost bytes beyond what offers
 	// asked for, and reports whether it evicted any. The store

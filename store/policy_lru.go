@@ -216,6 +216,18 @@ func (l *lru) touch(h uint64) {
 	l.mu.Unlock()
 }
 
+func (l *lru) demote(h uint64) {
+	l.mu.Lock()
+	if it, ok := l.items[h]; ok && !it.evicting && l.sh == nil && l.head.prev != it {
+		l.unlink(it)
+		it.next = &l.head
+		it.prev = l.head.prev
+		l.head.prev.next = it
+		l.head.prev = it
+	}
+	l.mu.Unlock()
+}
+
 func (l *lru) forget(h uint64) {
 	l.mu.Lock()
 	if it, ok := l.items[h]; ok {

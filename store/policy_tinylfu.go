@@ -87,6 +87,8 @@ func (p *tinyLFU) touch(h uint64) { p.c.Get(h) }
 // forget removes the key from the policy. May block briefly on the set buffer.
 func (p *tinyLFU) forget(h uint64) { p.c.Del(h) }
 
+func (p *tinyLFU) demote(uint64) {}
+
 // reclaim cannot choose victims: ristretto evicts only to admit a key. It
 // waits for the offers and evictions queued so far, whose slots are then
 // free, and reports true: the store tries its allocation again (a bounded

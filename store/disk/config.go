@@ -66,6 +66,18 @@ type Config struct {
 	// Logger receives recovery, degradation and error lines. Default
 	// slog.Default().
 	Logger *slog.Logger
+
+	// formatVersion is the region format the tier writes: 0 is the
+	// current (version); tests set 1 to write what earlier releases did.
+	formatVersion uint32
+}
+
+// version is the region format version the tier writes.
+func (c *Config) version() uint32 {
+	if c.formatVersion != 0 {
+		return c.formatVersion
+	}
+	return version
 }
 
 // DefaultRetryAfter is Config.RetryAfter's default.

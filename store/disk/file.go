@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -63,11 +64,11 @@ func probeDirect(dir string) bool {
 	return werr == nil
 }
 
-// preadFull reads len(b) bytes at off; a short read (the file was
-// truncated) is io.ErrUnexpectedEOF.
-func preadFull(fd int, b []byte, off int64) error {
-	for len(b) > 0 {
-		n, err := unix.Pread(fd, b, off)
+// preadvFull fills bufs, back to back, from off; a short read (the file
+// was truncated) is io.ErrUnexpectedEOF. It modifies bufs.
+func preadvFull(fd int, bufs [][]byte, off int64) error {
+	for len(bufs) > 0 {
+		n, err := unix.Preadv(fd, bufs, off)
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
@@ -77,9 +78,29 @@ func preadFull(fd int, b []byte, off int64) error {
 		if n == 0 {
 			return io.ErrUnexpectedEOF
 		}
-		b, off = b[n:], off+int64(n)
+		off += int64(n)
+		bufs = advance(bufs, n)
 	}
 	return nil
+}
+
+// advance drops the first n bytes of bufs, in a copy of the slice when
+// it must shorten one of them (the caller's slices stay as they were).
+func advance(bufs [][]byte, n int) [][]byte {
+	for n > 0 {
+		if n >= len(bufs[0]) {
+			n -= len(bufs[0])
+			bufs = bufs[1:]
+			continue
+		}
+		bufs = slices.Clone(bufs)
+		bufs[0] = bufs[0][n:]
+		n = 0
+	}
+	for len(bufs) > 0 && len(bufs[0]) == 0 {
+		bufs = bufs[1:]
+	}
+	return bufs
 }
 
 // pwritevFull writes bufs back to back at off.
@@ -96,15 +117,7 @@ func pwritevFull(fd int, bufs [][]byte, off int64) error {
 			return io.ErrShortWrite
 		}
 		off += int64(n)
-		for n > 0 {
-			if n >= len(bufs[0]) {
-				n -= len(bufs[0])
-				bufs = bufs[1:]
-				continue
-			}
-			bufs[0] = bufs[0][n:]
-			n = 0
-		}
+		bufs = advance(bufs, n)
 	}
 	return nil
 }

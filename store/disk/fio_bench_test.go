@@ -8,12 +8,15 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/kvring/kvring/internal/testutil"
 	"github.com/kvring/kvring/store"
@@ -26,7 +29,14 @@ import (
 // a node serves an engine: one pread of the record, the copy into shared
 // memory that checks the checksum in the same pass, the View the reply is
 // sent from. It reports the tier's and fio's MB/s summed over the rounds
-// and tier/fio, with the read-only Tier.Read as a second figure.
+// and tier/fio, with the read-only Tier.Read as a second figure and a
+// plain O_DIRECT pread loop over fio's own file as a third (pread/fio: what
+// Go's system call path gets against fio's libaio, without the tier).
+// Like with like: qd goroutines with one get each in flight against fio's
+// iodepth qd; the same block size (a get also reads its record's header
+// block, not counted in its MB/s); random chunks of a 512 MiB data set
+// against random blocks of fio's 512 MiB file; each figure is payload bytes
+// over the wall time of its own rounds.
 // KVRING_DISK_BENCH_ROUNDS sets the rounds (default 6), each a second of
 // each. Skipped without fio.
 //
@@ -55,19 +65,55 @@ func BenchmarkGetVsFio(b *testing.B) {
 			qd := benchQD()
 			fio := fioArgs(dir, size, qd)
 			fioRun(b, append(fio, "--runtime=1")) // lays its file out
-			var get, read, raw float64
+			pr := newPreader(b, filepath.Join(dir, "randread.0.0"), size)
+			var get, read, raw, plain float64
 			for range benchRounds() {
 				get += readFor(b, qd, size, func(id store.ID) error { return lendOnce(st, id) }, ids)
 				raw += fioRun(b, fio)
 				read += readFor(b, qd, size, func(id store.ID) error { return readOnce(tr, id) }, ids)
+				plain += readFor(b, qd, size, func(id store.ID) error { return pr.read(id) }, ids)
 			}
 			b.ReportMetric(get/float64(benchRounds()), "get_MB/s")
 			b.ReportMetric(read/float64(benchRounds()), "read_MB/s")
 			b.ReportMetric(raw/float64(benchRounds()), "fio_MB/s")
 			b.ReportMetric(get/raw, "get/fio")
 			b.ReportMetric(read/raw, "read/fio")
+			b.ReportMetric(plain/raw, "pread/fio")
 		})
 	}
+}
+
+// preader reads random size-aligned blocks of fio's file with O_DIRECT
+// pread, one block per call into a buffer of its own per call, as fio's
+// job does: the "pread" figure, Go's system call path without the tier.
+type preader struct {
+	fd   int
+	size int
+	n    int64
+	pool sync.Pool
+}
+
+func newPreader(b *testing.B, path string, size int) *preader {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECT|unix.O_CLOEXEC, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { unix.Close(fd) })
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		b.Fatal(err)
+	}
+	p := &preader{fd: fd, size: size, n: st.Size / int64(size)}
+	p.pool.New = func() any { b := alignedBuf(int64(size)); return &b }
+	return p
+}
+
+// read reads the block the id's first bytes pick.
+func (p *preader) read(id store.ID) error {
+	buf := p.pool.Get().(*[]byte)
+	defer p.pool.Put(buf)
+	i := (int64(id[0]) | int64(id[1])<<8 | int64(id[3])<<16) % p.n
+	return preadvFull(p.fd, [][]byte{*buf}, i*int64(p.size))
 }
 
 func benchRounds() int { return envInt("KVRING_DISK_BENCH_ROUNDS", 6) }

@@ -18,7 +18,7 @@ func FuzzParseRegion(f *testing.F) {
 	putTrailer(tb, 3, blockSize, blockSize)
 	f.Add(tb)
 	rb := make([]byte, blockSize)
-	putRegionHeader(rb, 3, 1<<20)
+	putRegionHeader(rb, 3, 1<<20, version)
 	f.Add(rb)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if h, err := parseHeader(b); err == nil {
@@ -36,6 +36,6 @@ func FuzzParseRegion(f *testing.F) {
 			}
 		}
 		_, _, _ = parseTrailer(b, 3, 1<<20)
-		_, _, _ = parseRegionHeader(b)
+		_, _, _, _ = parseRegionHeader(b)
 	})
 }

@@ -25,10 +25,12 @@ func (t *Tier) Held(f func(ns string, id store.ID, size int64, meta []byte)) {
 		srcs = append(srcs, src{r: r})
 	}
 	var queued []recHeader
-	for _, rec := range t.pending {
+	inQueue := make(map[uint64]bool, len(t.pending))
+	for k, rec := range t.pending {
 		h := rec.h
 		h.meta = append([]byte(nil), h.meta...)
 		queued = append(queued, h)
+		inQueue[k] = true
 	}
 	t.mu.Unlock()
 
@@ -36,7 +38,7 @@ func (t *Tier) Held(f func(ns string, id store.ID, size int64, meta []byte)) {
 		var hdrs []recHeader
 		if s.hdrs == nil && s.r.footLen > 0 {
 			fb := alignedBuf(s.r.footLen)
-			err := t.pread(s.r, fb, s.r.footOff)
+			err := t.pread(s.r, [][]byte{fb}, s.r.footOff)
 			t.mu.Lock()
 			s.r.refs--
 			t.closeRegion(s.r)
@@ -61,7 +63,9 @@ func (t *Tier) Held(f func(ns string, id store.ID, size int64, meta []byte)) {
 			k := key(h.ns, store.ID(h.id))
 			t.mu.Lock()
 			l, ok := t.idx[k]
-			live := ok && l.region == s.r.seq && l.block == h.block
+			// A record the writer placed but had not written at the
+			// snapshot is listed once, from the queue.
+			live := ok && l.region == s.r.seq && l.block == h.block && !inQueue[k]
 			t.mu.Unlock()
 			if live {
 				f(h.ns, store.ID(h.id), int64(h.size), h.meta)

@@ -19,7 +19,8 @@ func (t *Tier) Offload(ns string, id store.ID, crc uint32, size int, meta []byte
 	k := key(ns, id)
 	h := recHeader{size: uint32(size), crc: crc, id: id, ns: ns}
 	hlen := int64(headerLen(ns, meta))
-	rl := align(hlen + int64(size))
+	po := payloadOff(t.cfg.version(), int(hlen), uint32(size))
+	rl := recordLen(t.cfg.version(), int(hlen), uint32(size))
 	t.mu.Lock()
 	switch {
 	case t.closed:
@@ -45,10 +46,11 @@ func (t *Tier) Offload(ns string, id store.ID, crc uint32, size int, meta []byte
 	t.queued += rl
 	t.mu.Unlock()
 
-	buf := t.wbufs.get(rl)
-	err := fill(buf[hlen : hlen+int64(size)])
+	buf := t.wbufs.get(align(rl))[:rl] // block multiples: the pool reuses them
+	err := fill(buf[po : po+int64(size)])
 	if err == nil {
-		clear(buf[hlen+int64(size):]) // no stale bytes of another chunk on disk
+		clear(buf[hlen:po]) // no stale bytes of another chunk on disk
+		clear(buf[po+int64(size):])
 		h.meta = append([]byte(nil), meta...)
 	}
 	t.mu.Lock()

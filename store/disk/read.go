@@ -28,26 +28,45 @@ func (t *Tier) Read(ns string, id store.ID, verify bool) (store.LowerChunk, erro
 		t.mu.Unlock()
 		return c, nil
 	}
+	l, r, hot, err := t.locate(k, ns, id)
+	t.mu.Unlock()
+	if err != nil {
+		return store.LowerChunk{}, err
+	}
+	return t.readBuffered(k, l, r, hot, ns, id, verify)
+}
+
+// locate finds chunk k's record and takes a reference on its region (the
+// read that follows releases it: readRecord), marking the region used and
+// the chunk read. mu held.
+func (t *Tier) locate(k uint64, ns string, id store.ID) (loc, *region, bool, error) {
 	l, ok := t.idx[k]
 	var r *region
 	if ok {
 		r = t.regions[l.region]
 	}
 	if r == nil || r.dead || r.fd < 0 {
-		t.mu.Unlock()
-		return store.LowerChunk{}, fmt.Errorf("chunk %s/%s on disk: %w", ns, id, store.ErrNotFound)
+		return loc{}, nil, false, fmt.Errorf("chunk %s/%s on disk: %w", ns, id, store.ErrNotFound)
 	}
 	r.refs++
 	t.use(r.seq)
-	hot := t.touchHot(k)
-	t.mu.Unlock()
+	return l, r, t.touchHot(k), nil
+}
 
-	n := align(int64(l.hlen) + int64(l.size))
+// readBuffered reads the record at l of r into a buffer of the pool and
+// serves its payload from there (Read).
+func (t *Tier) readBuffered(k uint64, l loc, r *region, hot bool, ns string, id store.ID, verify bool) (store.LowerChunk, error) {
+	// The blocks that hold the record: a packed one starts and ends
+	// anywhere in them.
+	off := recordOff(r.ver, l.block)
+	start := off &^ (blockSize - 1)
+	n := align(off+recordLen(r.ver, int(l.hlen), l.size)) - start
+	po := off - start + payloadOff(r.ver, int(l.hlen), l.size)
 	buf := t.bufs.get(n)
-	h, err := t.readRecord(r, l, buf, ns, id)
+	h, err := t.readRecord(r, l, [][]byte{buf}, off-start, ns, id)
 	var payload []byte
 	if err == nil {
-		payload = buf[l.hlen : int(l.hlen)+int(l.size)]
+		payload = buf[po : po+int64(l.size)]
 		if verify {
 			if sum := crc32c.Checksum(payload); sum != h.crc {
 				err = fmt.Errorf("%w: crc %08x, want %08x", errPayload, sum, h.crc)
@@ -80,7 +99,8 @@ func (t *Tier) readQueued(k uint64, ns string, id store.ID) (store.LowerChunk, b
 	rec.refs++
 	t.st.hits++
 	t.st.queueHits++
-	b := rec.buf[rec.h.hlen : rec.h.hlen+int(rec.h.size)]
+	po := payloadOff(t.cfg.version(), rec.h.hlen, rec.h.size)
+	b := rec.buf[po : po+int64(rec.h.size)]
 	return store.LowerChunk{Bytes: b, CRC: rec.h.crc, Meta: rec.h.meta, Verified: true,
 		Release: func() {
 			t.mu.Lock()
@@ -90,18 +110,19 @@ func (t *Tier) readQueued(k uint64, ns string, id store.ID) (store.LowerChunk, b
 		Corrupt: func(error) {}}, true
 }
 
-// readRecord reads the record at l of r into buf and checks that its header
-// decodes and names the chunk asked for; it releases the reference on r
-// Read took.
-func (t *Tier) readRecord(r *region, l loc, buf []byte, ns string, id store.ID) (recHeader, error) {
-	err := t.pread(r, buf, int64(l.block)*blockSize)
+// readRecord reads the blocks of the record at l of r into bufs (one
+// preadv; the first holds the header, hoff bytes in) and checks that its
+// header decodes and names the chunk asked for; it releases the reference
+// on r Read took.
+func (t *Tier) readRecord(r *region, l loc, bufs [][]byte, hoff int64, ns string, id store.ID) (recHeader, error) {
+	err := t.pread(r, bufs, recordOff(r.ver, l.block)-hoff)
 	t.mu.Lock()
 	r.refs--
 	t.closeRegion(r)
 	t.mu.Unlock()
 	var h recHeader
 	if err == nil {
-		h, err = parseHeader(buf[:l.hlen])
+		h, err = parseHeader(bufs[0][hoff : hoff+int64(l.hlen)])
 	}
 	if err == nil && (h.ns != ns || h.id != id || h.seq != uint64(l.region) || h.block != l.block || h.size != l.size) {
 		err = fmt.Errorf("%w: the record at block %d names %s/%s (%d bytes, region %d)", errFormat, l.block, h.ns, h.id[:], h.size, h.seq)
@@ -129,15 +150,15 @@ func (t *Tier) dropUnreadable(k uint64, l loc, path, ns string, id store.ID, err
 // errPayload: a record's payload does not match its checksum.
 var errPayload = errors.New("disk: payload does not match its checksum")
 
-// pread reads len(b) bytes at off of r's file.
-func (t *Tier) pread(r *region, b []byte, off int64) error {
+// pread reads bufs, back to back, at off of r's file.
+func (t *Tier) pread(r *region, bufs [][]byte, off int64) error {
 	if f := t.faults.read; f != nil {
 		if err := f(r.path); err != nil {
 			return err
 		}
 	}
-	if err := preadFull(r.fd, b, off); err != nil {
-		return fmt.Errorf("cannot read %d bytes at %d of %s: %w", len(b), off, r.path, err)
+	if err := preadvFull(r.fd, bufs, off); err != nil {
+		return fmt.Errorf("cannot read %d bytes at %d of %s: %w", sum(bufs), off, r.path, err)
 	}
 	return nil
 }

@@ -88,22 +88,23 @@ func (t *Tier) openRegion(seq uint32, path string) (r *region, hdrs []recHeader,
 	}
 	size := st.Size
 	b := alignedBuf(blockSize)
-	if err := t.pread(r, b, 0); err != nil {
+	if err := t.pread(r, [][]byte{b}, 0); err != nil {
 		return nil, nil, false, err
 	}
-	hs, hsize, err := parseRegionHeader(b)
+	hs, hsize, ver, err := parseRegionHeader(b)
 	if err != nil {
 		return nil, nil, false, err
 	}
 	if hs != uint64(seq) || hsize != t.cfg.RegionSize {
 		return nil, nil, false, fmt.Errorf("%w: region %d of %d bytes in the file of region %d (region size now %d)", errFormat, hs, hsize, seq, t.cfg.RegionSize)
 	}
+	r.ver = ver
 	if size >= hsize {
-		if err := t.pread(r, b, hsize-blockSize); err == nil {
+		if err := t.pread(r, [][]byte{b}, hsize-blockSize); err == nil {
 			if off, n, err := parseTrailer(b, uint64(seq), hsize); err == nil {
 				fb := alignedBuf(n)
-				if err := t.pread(r, fb, off); err == nil {
-					if hdrs, err := parseFooter(fb); err == nil && t.sane(hdrs, seq, off) {
+				if err := t.pread(r, [][]byte{fb}, off); err == nil {
+					if hdrs, err := parseFooter(fb); err == nil && sane(hdrs, seq, ver, off) {
 						r.used, r.footOff, r.footLen = off, off, n
 						return r, hdrs, false, nil
 					}
@@ -112,36 +113,59 @@ func (t *Tier) openRegion(seq uint32, path string) (r *region, hdrs []recHeader,
 		}
 	}
 	// No usable footer: scan the records.
+	r.used, hdrs = t.scan(r, size)
+	return r, hdrs, true, nil
+}
+
+// scan reads the record headers of region r (size bytes on disk) front to
+// back up to the first that does not decode where one should be, keeps
+// them in r.hdrs and returns where the records end. In a version 2 region
+// a header that does not decode at an offset inside a block (the zeros
+// that end a write batch, or that precede a block-aligned record) sends
+// the scan to the next block boundary.
+func (t *Tier) scan(r *region, size int64) (int64, []recHeader) {
+	var hdrs []recHeader
 	off := int64(blockSize)
-	hb := alignedBuf(blockSize)
-	for off+blockSize <= size {
-		if err := t.pread(r, hb, off); err != nil {
+	hb := alignedBuf(2 * blockSize) // a header never spans more than two blocks
+	for off < size {
+		if r.ver >= 2 {
+			off = (off + posUnit - 1) &^ (posUnit - 1) // where a packed record would start
+		}
+		start := off &^ (blockSize - 1)
+		n := min(int64(len(hb)), (size-start)&^(blockSize-1))
+		if n == 0 {
 			break
 		}
-		h, err := parseHeader(hb)
-		if err != nil || h.seq != uint64(seq) || int64(h.block)*blockSize != off {
+		if err := t.pread(r, [][]byte{hb[:n]}, start); err != nil {
 			break
 		}
-		end := off + align(int64(h.hlen)+int64(h.size))
+		h, err := parseHeader(hb[off-start : n])
+		if err != nil || h.seq != uint64(r.seq) || recordOff(r.ver, h.block) != off || recordStart(r.ver, off, h.size) != off {
+			if r.ver >= 2 && off != start {
+				off = align(off)
+				continue
+			}
+			break
+		}
+		end := off + recordLen(r.ver, h.hlen, h.size)
 		if end > size {
 			break
 		}
 		h.meta = append([]byte(nil), h.meta...)
 		hdrs = append(hdrs, h)
-		r.hdrs = append(r.hdrs, hb[:h.hlen]...)
+		r.hdrs = append(r.hdrs, hb[off-start:off-start+int64(h.hlen)]...)
 		r.nhdrs++
 		off = end
 	}
-	r.used = off
-	return r, hdrs, true, nil
+	return off, hdrs
 }
 
 // sane reports whether every header of a footer lies inside its region,
 // before the footer.
-func (t *Tier) sane(hdrs []recHeader, seq uint32, footOff int64) bool {
+func sane(hdrs []recHeader, seq, ver uint32, footOff int64) bool {
 	for _, h := range hdrs {
-		off := int64(h.block) * blockSize
-		if h.seq != uint64(seq) || off < blockSize || off+align(int64(h.hlen)+int64(h.size)) > footOff {
+		off := recordOff(ver, h.block)
+		if h.seq != uint64(seq) || off < blockSize || off+recordLen(ver, h.hlen, h.size) > footOff {
 			return false
 		}
 	}

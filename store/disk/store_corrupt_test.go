@@ -14,7 +14,7 @@ func flipPayloadByte(t *testing.T, tr *Tier, ns string, i int) {
 	t.Helper()
 	tr.mu.Lock()
 	l, ok := tr.idx[key(ns, chunkID(i))]
-	path := tr.regions[l.region].path
+	path, ver := tr.regions[l.region].path, tr.regions[l.region].ver
 	tr.mu.Unlock()
 	if !ok {
 		t.Fatalf("chunk %d is not on disk", i)
@@ -24,7 +24,7 @@ func flipPayloadByte(t *testing.T, tr *Tier, ns string, i int) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	off := int64(l.block)*blockSize + int64(l.hlen) + int64(l.size)/2
+	off := payloadAt(ver, l) + int64(l.size)/2
 	b := []byte{0}
 	if _, err := f.ReadAt(b, off); err != nil {
 		t.Fatal(err)
@@ -68,4 +68,10 @@ func TestACorruptedDiskChunkIsAMissThroughTheStore(t *testing.T) {
 	for i := 2; i < n; i++ {
 		getExact(t, st, "ns", i, size, i%2 == 0)
 	}
+}
+
+// payloadAt is the file offset of the payload of the record at l, in a
+// region of version ver.
+func payloadAt(ver uint32, l loc) int64 {
+	return recordOff(ver, l.block) + payloadOff(ver, int(l.hlen), l.size)
 }

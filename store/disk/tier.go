@@ -31,6 +31,7 @@ type loc struct {
 // region is one region file.
 type region struct {
 	seq  uint32
+	ver  uint32 // format version (payloadOff)
 	path string
 	fd   int
 	// used is the end of the last record (the footer's offset once

@@ -233,13 +233,13 @@ func TestACorruptedRecordIsAMissNeverWrongBytes(t *testing.T) {
 	// Flip a payload byte of chunk 1 under the running tier.
 	tr.mu.Lock()
 	l := tr.idx[key("ns", chunkID(1))]
-	path := tr.regions[l.region].path
+	path, ver := tr.regions[l.region].path, tr.regions[l.region].ver
 	tr.mu.Unlock()
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	off := int64(l.block)*blockSize + int64(l.hlen) + 5000
+	off := payloadAt(ver, l) + 5000
 	b := []byte{0}
 	f.ReadAt(b, off)
 	b[0] ^= 0xff

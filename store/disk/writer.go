@@ -110,15 +110,14 @@ func (t *Tier) writeBatch(batch []*record) {
 		r     *region
 		start int64
 		run   []*record
-		bufs  [][]byte
 	)
 	flush := func() bool {
 		if len(run) == 0 {
 			return true
 		}
-		err := t.pwrite(r, bufs, start)
+		err := t.writeRun(r, run, start)
 		t.finish(r, run, err)
-		run, bufs = run[:0], bufs[:0]
+		run = run[:0]
 		return err == nil
 	}
 	for i, rec := range batch {
@@ -129,39 +128,111 @@ func (t *Tier) writeBatch(batch []*record) {
 			t.done1(rec)
 			continue
 		}
-		n, hdr := int64(len(rec.buf)), int64(rec.h.hlen)
-		if r == nil || !t.fits(r, n, hdr) {
+		if r == nil || !t.fits(r, rec) {
 			if !flush() {
 				t.dropAll(batch[i:], nil)
 				return
 			}
-			reg, err := t.room(n, hdr)
+			reg, err := t.room(rec)
 			if err != nil {
 				t.dropAll(batch[i:], err)
 				return
 			}
 			r, start = reg, reg.used
 		}
-		rec.h.seq = uint64(r.seq)
-		rec.h.block = uint32(r.used / blockSize)
-		putHeader(rec.buf, &rec.h)
-		t.mu.Lock()
-		r.hdrs = append(r.hdrs, rec.buf[:rec.h.hlen]...)
-		r.nhdrs++
-		r.used += n
-		t.mu.Unlock()
+		t.place(r, rec)
 		run = append(run, rec)
-		bufs = append(bufs, rec.buf)
 	}
 	flush()
 }
 
-// fits reports whether r is active and has room for a record of n bytes
-// whose header is hdr bytes, with its footer entry and the trailer.
-func (t *Tier) fits(r *region, n, hdr int64) bool {
+// place gives rec its position in r, after the records placed before, and
+// its header. Writer only.
+func (t *Tier) place(r *region, rec *record) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return r.active && r.used+n+footerLen(len(r.hdrs)+int(hdr))+blockSize <= t.cfg.RegionSize
+	off := recordStart(r.ver, r.used, rec.h.size)
+	rec.h.seq = uint64(r.seq)
+	rec.h.block = uint32(off / posUnit)
+	if r.ver < 2 {
+		rec.h.block = uint32(off / blockSize)
+	}
+	putHeader(rec.buf, &rec.h)
+	r.hdrs = append(r.hdrs, rec.buf[:rec.h.hlen]...)
+	r.nhdrs++
+	r.used = off + recordLen(r.ver, rec.h.hlen, rec.h.size)
+}
+
+// writeRun writes the records of run, placed in r from start (a block
+// boundary) on, in one pwritev: a block-aligned record from its own buffer,
+// packed ones copied together into a staging buffer whose last block is
+// zero-padded. It leaves r.used at the next block boundary: the next run
+// starts there. Writer only.
+func (t *Tier) writeRun(r *region, run []*record, start int64) error {
+	var stage []byte
+	var bufs [][]byte
+	// Room for the packed records, their alignment and a block of padding
+	// per staging segment (packed records between block-aligned ones).
+	var stageBytes int64
+	prev := false
+	for _, rec := range run {
+		p := packed(r.ver, rec.h.size)
+		if p {
+			stageBytes += recordLen(r.ver, rec.h.hlen, rec.h.size) + posUnit
+			if !prev {
+				stageBytes += blockSize
+			}
+		}
+		prev = p
+	}
+	if stageBytes > 0 {
+		stage = t.wbufs.get(align(stageBytes))
+		defer t.wbufs.put(stage)
+	}
+	var seg []byte // the staging segment being filled, from segStart
+	var segStart, used int64
+	var stageOff int64
+	closeSeg := func() {
+		if seg != nil {
+			n := align(used - segStart)
+			bufs = append(bufs, seg[:n])
+			stageOff += n
+			seg = nil
+		}
+	}
+	used = start
+	for _, rec := range run {
+		off := recordOff(r.ver, rec.h.block)
+		n := recordLen(r.ver, rec.h.hlen, rec.h.size)
+		if !packed(r.ver, rec.h.size) {
+			closeSeg()
+			bufs = append(bufs, rec.buf[:n])
+			used = off + n
+			continue
+		}
+		if seg == nil {
+			segStart = used // a block boundary: the run's start or a padded record's end
+			seg = stage[stageOff:]
+			clear(seg)
+		}
+		copy(seg[off-segStart:], rec.buf[:n])
+		used = off + n
+	}
+	closeSeg()
+	err := t.pwrite(r, bufs, start)
+	t.mu.Lock()
+	r.used = align(r.used)
+	t.mu.Unlock()
+	return err
+}
+
+// fits reports whether r is active and has room for rec after the records
+// placed in it, with the footer entries and the trailer.
+func (t *Tier) fits(r *region, rec *record) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	end := recordStart(r.ver, r.used, rec.h.size) + recordLen(r.ver, rec.h.hlen, rec.h.size)
+	return r.active && align(end)+footerLen(len(r.hdrs)+rec.h.hlen)+blockSize <= t.cfg.RegionSize
 }
 
 func sum(bufs [][]byte) int64 {
@@ -244,14 +315,14 @@ func (t *Tier) dropAll(recs []*record, err error) {
 // errAllPinned: every region is pinned by lookups; nothing can be evicted.
 var errAllPinned = errors.New("every region is pinned by lookup leases")
 
-// room returns the active region with room for a record of n bytes whose
-// header is hdr bytes, sealing the active one and starting a new one (after
-// evicting the oldest regions over the limit) when it is full. Writer only.
-func (t *Tier) room(n, hdr int64) (*region, error) {
+// room returns the active region with room for rec, sealing the active
+// one and starting a new one (after evicting the oldest regions over the
+// limit) when it is full. Writer only.
+func (t *Tier) room(rec *record) (*region, error) {
 	t.mu.Lock()
 	r := t.activeLocked()
 	t.mu.Unlock()
-	if r != nil && t.fits(r, n, hdr) {
+	if r != nil && t.fits(r, rec) {
 		return r, nil
 	}
 	t.sealActive()
@@ -281,7 +352,7 @@ func (t *Tier) sealActive() {
 		return
 	}
 	r.active = false
-	hdrs, nh, used := r.hdrs, r.nhdrs, r.used
+	hdrs, nh, used := r.hdrs, r.nhdrs, align(r.used)
 	t.mu.Unlock()
 	fl := footerLen(len(hdrs))
 	fb := alignedBuf(fl)
@@ -399,9 +470,9 @@ func (t *Tier) createRegion(seq uint32, path string) (*region, error) {
 			return fail(fmt.Errorf("cannot size disk region %s: %w", path, err))
 		}
 	}
-	r := &region{seq: seq, path: path, fd: fd, used: blockSize, active: true}
+	r := &region{seq: seq, ver: t.cfg.version(), path: path, fd: fd, used: blockSize, active: true}
 	hb := alignedBuf(blockSize)
-	putRegionHeader(hb, uint64(seq), t.cfg.RegionSize)
+	putRegionHeader(hb, uint64(seq), t.cfg.RegionSize, r.ver)
 	if err := t.pwrite(r, [][]byte{hb}, 0); err != nil {
 		return fail(err)
 	}
