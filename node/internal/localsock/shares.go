@@ -1,6 +1,7 @@
 package localsock
 
 import (
+	"errors"
 	"fmt"
 	"net"
 
@@ -15,30 +16,29 @@ import (
 // process (its pid, from the socket's peer credentials), so opening more
 // connections gains it nothing. Guarded by table.mu.
 type unsealedShares struct {
-	ledger *fairshare.Ledger // nil: no budget
-	bytes  int64             // unsealed bytes held in all
+	pool  *fairshare.Pool // nil: no budget
+	bytes int64           // unsealed bytes held in all
 }
 
 func newUnsealedShares(total int64) unsealedShares {
 	if total <= 0 {
 		return unsealedShares{}
 	}
-	return unsealedShares{ledger: fairshare.New(total, 0)}
+	return unsealedShares{pool: fairshare.NewPool(total)}
 }
 
 // take charges an unsealed blob of size bytes to client, or refuses it with
 // a not-enough-memory error naming the client's share. mu held.
 func (u *unsealedShares) take(client string, size int64) error {
-	if u.ledger == nil {
-		u.bytes += size
-		return nil
-	}
-	if u.bytes+size > u.ledger.Total() {
-		return errorf(codeNotEnoughMemory, "cannot create a blob of %d bytes: unsealed blobs hold %d bytes, at most %d may at once",
-			size, u.bytes, u.ledger.Total())
-	}
-	if err := u.ledger.Take(client, size, u.bytes); err != nil {
-		return errorf(codeNotEnoughMemory, "cannot create a blob of %d bytes: %v of the unsealed-blob budget", size, err)
+	if u.pool != nil {
+		err := u.pool.Take(client, size)
+		switch {
+		case errors.Is(err, fairshare.ErrFull):
+			return errorf(codeNotEnoughMemory, "cannot create a blob of %d bytes: unsealed blobs hold %d bytes, at most %d may at once",
+				size, u.bytes, u.pool.Total())
+		case err != nil:
+			return errorf(codeNotEnoughMemory, "cannot create a blob of %d bytes: %v of the unsealed-blob budget", size, err)
+		}
 	}
 	u.bytes += size
 	return nil
@@ -47,8 +47,8 @@ func (u *unsealedShares) take(client string, size int64) error {
 // give returns what take charged. mu held.
 func (u *unsealedShares) give(client string, size int64) {
 	u.bytes -= size
-	if u.ledger != nil {
-		u.ledger.Give(client, size)
+	if u.pool != nil {
+		u.pool.Give(client, size)
 	}
 }
 

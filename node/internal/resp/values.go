@@ -20,38 +20,31 @@ import (
 // request has run. Safe for concurrent use.
 type valueShares struct {
 	mu      sync.Mutex
-	ledger  *fairshare.Ledger // nil: no budget
-	bytes   int64             // charged to all clients
-	refused int64             // values refused so far
+	pool    *fairshare.Pool // nil: no budget
+	refused int64           // values refused so far
 }
 
 func newValueShares(total int64) *valueShares {
 	if total <= 0 {
 		return &valueShares{}
 	}
-	return &valueShares{ledger: fairshare.New(total, 0)}
+	return &valueShares{pool: fairshare.NewPool(total)}
 }
 
 // take charges a value of n bytes to client, or refuses it with an error
 // wrapping store.ErrNoSpace (an -OOM reply) past the budget or the client's
 // share.
 func (v *valueShares) take(client string, n int64) error {
-	if v.ledger == nil {
+	if v.pool == nil {
 		return nil
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if v.bytes+n > v.ledger.Total() {
-		v.refused++
-		return fmt.Errorf("%w: cannot take a value of %d bytes: values being received hold %d bytes, at most %d may at once",
-			store.ErrNoSpace, n, v.bytes, v.ledger.Total())
-	}
-	if err := v.ledger.Take(client, n, v.bytes); err != nil {
+	if err := v.pool.Take(client, n); err != nil {
 		v.refused++
 		return fmt.Errorf("%w: cannot take a value of %d bytes: %w of the budget of values being received",
 			store.ErrNoSpace, n, err)
 	}
-	v.bytes += n
 	return nil
 }
 
@@ -64,11 +57,10 @@ func (v *valueShares) refusals() int64 {
 
 // give returns what take charged.
 func (v *valueShares) give(client string, n int64) {
-	if v.ledger == nil || n <= 0 {
+	if v.pool == nil || n <= 0 {
 		return
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	v.bytes -= n
-	v.ledger.Give(client, n)
+	v.pool.Give(client, n)
 }
