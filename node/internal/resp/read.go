@@ -2,6 +2,8 @@ package resp
 
 import (
 	"context"
+
+	"github.com/kvring/kvring/store"
 )
 
 // readSink receives the value of key position i, in order (nil for a miss).
@@ -85,7 +87,7 @@ func (c *conn) streamKeys(ctx context.Context, groups []*nsKeys, n int, sink rea
 		}
 		if c.heldLocally(w.g.ns, w.k.Key) {
 			flush() // the keys before it go first
-			if c.readLocal(w.g.ns, w.k.Key, func(b []byte, release func()) { c.countRead(sink, i, b, release) }) {
+			if c.readLocal(w.g.ns, w.k.ID, func(b []byte, release func()) { c.countRead(sink, i, b, release) }) {
 				continue
 			}
 		}
@@ -99,14 +101,14 @@ func (c *conn) streamKeys(ctx context.Context, groups []*nsKeys, n int, sink rea
 	return firstErr
 }
 
-// readLocal hands f the verified bytes of k when this node's store holds
+// readLocal hands f the verified bytes of chunk id when this node's store holds
 // it, and reports whether it did. A value under bigReply is read under a
 // fault guard (a fault is "did not": the cluster is asked instead) and only
 // valid during f (release nil); a larger one is handed over with the
 // chunk's reference, which f must release (the writer sends it from shared
 // memory, where a fault is a failed write, not a crash).
-func (c *conn) readLocal(ns Namespace, k Key, f func(data []byte, release func())) bool {
-	v, err := c.s.cfg.Store.Get(ns.Store, k.ID)
+func (c *conn) readLocal(ns Namespace, id store.ID, f func(data []byte, release func())) bool {
+	v, err := c.s.cfg.Store.Get(ns.Store, id)
 	if err != nil {
 		return false // evicted meanwhile, or failed its checksum: the cluster may have another copy
 	}
@@ -133,19 +135,7 @@ func (c *conn) getHeld(ctx context.Context, key []byte) bool {
 	if err != nil {
 		return false
 	}
-	v, err := c.s.cfg.Store.Get(ns.Store, c.s.cfg.KeyMap.ID(key))
-	if err != nil {
-		return false
-	}
-	if len(v.Bytes()) >= bigReply {
-		c.s.m.read(true)
-		c.w.bulkOwned(v.Bytes(), v.Release)
-		return true
-	}
-	defer v.Release()
-	// A fault while the value is copied leaves the pending replies as they
-	// were (bulkOwned), and readKeys asks the cluster.
-	if v.Read(func(b []byte) { c.w.bulk(b) }) != nil {
+	if !c.readLocal(ns, c.s.cfg.KeyMap.ID(key), c.w.bulkOwned) {
 		return false
 	}
 	c.s.m.read(true)
