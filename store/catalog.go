@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -28,19 +29,25 @@ var (
 
 // catalog is the bbolt file that keeps the node identity and, for a warm
 // restart, the segments and sealed chunks. Changes are queued by the store
-// (under its mutex) and written in batches by flush, without fsync: see the
-// package documentation for why that is safe. A batch whose write fails stays
+// (under its mutex), appended in batches to the journal by flush and folded
+// into bbolt by fold (catalog_journal.go), without fsync: see the package
+// documentation for why that is safe. A batch whose append fails stays
 // queued, ahead of later changes, for the next flush: a change is lost only
-// if the process ends before any write succeeds.
+// if the process ends before any append succeeds.
 type catalog struct {
 	db     *bolt.DB
 	path   string
 	nodeID string
 	// nextSegment is the lowest segment id never used, as of Open.
 	nextSegment uint32
+	// jr is the journal; guarded by flushMu (nil until startJournal).
+	jr *journal
 
-	mu      sync.Mutex // guards pending
+	mu      sync.Mutex // guards pending, unfolded and folding
 	pending []catOp
+	// unfolded are the changes in the journal that bbolt lacks, in order;
+	// folding those a fold is writing to bbolt now.
+	unfolded, folding []catOp
 	// kick tells the maintenance loop that changes are waiting (cap 1).
 	kick    chan struct{}
 	flushMu sync.Mutex // orders flushes
@@ -119,9 +126,10 @@ func (c *catalog) removeChunk(e *entry) {
 	c.queue(catOp{kind: opChunkDel, key: chunkKeyBytes(e.slot.seg.id, e.slot.slot)})
 }
 
-// flush writes the queued changes in one transaction. When the write fails
-// the changes stay queued, ahead of any queued since, the failure is counted
-// and health reports it until a write succeeds. Blocks on bbolt.
+// flush appends the queued changes to the journal as one record. When the
+// append fails the changes stay queued, ahead of any queued since, the
+// failure is counted and health reports it until a flush succeeds. Blocks
+// on the disk (one write).
 func (c *catalog) flush() error {
 	c.flushMu.Lock()
 	defer c.flushMu.Unlock()
@@ -133,25 +141,79 @@ func (c *catalog) flush() error {
 		return nil
 	}
 	ops = compactOps(ops)
-	err := c.write(ops)
+	err := c.writeFault
+	if err == nil {
+		err = c.jr.append(ops)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err != nil {
 		c.pending = append(ops, c.pending...)
-		c.lastErr = err
+		c.lastErr = fmt.Errorf("cannot write catalog at %q: %w", c.path, err)
 		c.failures.Add(1)
+		return c.lastErr
+	}
+	c.unfolded = append(c.unfolded, ops...)
+	c.lastErr = nil
+	return nil
+}
+
+// foldDue reports whether the journal has grown enough to be folded.
+func (c *catalog) foldDue() bool {
+	c.flushMu.Lock()
+	defer c.flushMu.Unlock()
+	return c.jr.size >= journalFoldBytes
+}
+
+// fold writes the journal's changes into bbolt in one transaction and
+// removes the journal files that held them. Appends go on meanwhile, to a
+// new journal file (started first, under flushMu); when the bbolt write
+// fails the files stay, and so do their changes in unfolded, for the next
+// fold. Only the maintenance loop and Close call it, never two at once.
+// Blocks on bbolt.
+func (c *catalog) fold() error {
+	c.flushMu.Lock()
+	c.mu.Lock()
+	empty := len(c.unfolded) == 0
+	c.mu.Unlock()
+	if empty && c.jr.size == 0 {
+		c.flushMu.Unlock()
+		return nil
+	}
+	if err := c.writeFault; err != nil {
+		c.flushMu.Unlock()
+		return fmt.Errorf("cannot write catalog at %q: %w", c.path, err)
+	}
+	if err := c.jr.rotate(); err != nil {
+		c.flushMu.Unlock()
 		return err
 	}
-	c.lastErr = nil
+	files := len(c.jr.closed)
+	c.mu.Lock()
+	ops := c.unfolded
+	c.unfolded, c.folding = nil, ops
+	c.mu.Unlock()
+	c.flushMu.Unlock()
+
+	err := c.write(compactOps(ops))
+	c.mu.Lock()
+	c.folding = nil
+	if err != nil {
+		c.unfolded = append(ops, c.unfolded...)
+	}
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	c.flushMu.Lock()
+	c.jr.removeClosed(files)
+	c.flushMu.Unlock()
 	return nil
 }
 
 // write applies ops in one bbolt transaction. Blocks on bbolt.
 func (c *catalog) write(ops []catOp) error {
 	err := c.db.Update(func(tx *bolt.Tx) error {
-		if c.writeFault != nil {
-			return c.writeFault
-		}
 		segs, chunks := tx.Bucket(bucketSegments), tx.Bucket(bucketChunks)
 		for _, op := range ops {
 			var err error
@@ -299,7 +361,7 @@ func (c *catalog) named(bucket []byte, put, del catOpKind) (map[string][]byte, e
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, op := range c.pending {
+	for _, op := range slices.Concat(c.folding, c.unfolded, c.pending) {
 		switch op.kind {
 		case put:
 			out[op.name] = bytes.Clone(op.val)
@@ -330,11 +392,23 @@ func (c *catalog) reset() error {
 	return nil
 }
 
+// close closes the journal and bbolt. The journal files are removed when
+// bbolt has all their changes (after a fold), else kept for the next open
+// to replay.
 func (c *catalog) close() error {
-	if err := c.db.Close(); err != nil {
-		return fmt.Errorf("cannot close catalog at %q: %w", c.path, err)
+	var errs []error
+	if c.jr != nil {
+		c.mu.Lock()
+		folded := len(c.unfolded) == 0 && len(c.pending) == 0
+		c.mu.Unlock()
+		if err := c.jr.close(folded && c.jr.size == 0); err != nil {
+			errs = append(errs, err)
+		}
 	}
-	return nil
+	if err := c.db.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("cannot close catalog at %q: %w", c.path, err))
+	}
+	return errors.Join(errs...)
 }
 
 // setWriteFault makes every later catalog write fail with err (nil: succeed

@@ -38,8 +38,11 @@ func openCatalog(dir string, log *slog.Logger, now func() time.Time) (*catalog, 
 	if err == nil {
 		var c *catalog
 		c, err = openCatalogFile(path, "")
-		if err == nil || !errors.Is(err, errCorruptCatalog) {
-			return c, err
+		if err == nil {
+			return c, c.startJournal(log, false)
+		}
+		if !errors.Is(err, errCorruptCatalog) {
+			return nil, err
 		}
 	}
 	if !errors.Is(err, errCorruptCatalog) {
@@ -54,7 +57,65 @@ func openCatalog(dir string, log *slog.Logger, now func() time.Time) (*catalog, 
 	}
 	log.Error("the catalog is corrupt: moved aside, the store starts cold with no catalog",
 		"path", path, "moved_to", aside, "node_id_kept", nodeID != "", "err", err)
-	return openCatalogFile(path, nodeID)
+	c, err := openCatalogFile(path, nodeID)
+	if err != nil {
+		return nil, err
+	}
+	return c, c.startJournal(log, true)
+}
+
+// startJournal replays the journal files left in the catalog's directory
+// into bbolt (discard: removes them unread, as their changes belong to a
+// catalog that was moved aside), removes them, and starts a new journal. A
+// torn record ends its file's replay with a warning. On error the catalog
+// is closed (the journals stay for the next open). Blocks on the disk.
+func (c *catalog) startJournal(log *slog.Logger, discard bool) (err error) {
+	defer func() {
+		if err != nil {
+			c.db.Close()
+		}
+	}()
+	dir := filepath.Dir(c.path)
+	paths, last, err := journalFiles(dir)
+	if err != nil {
+		return err
+	}
+	if !discard && len(paths) > 0 {
+		if err := c.replay(paths, log); err != nil {
+			return err
+		}
+	}
+	for _, p := range paths {
+		if err := os.Remove(p); err != nil {
+			return fmt.Errorf("cannot remove catalog journal %q: %w", p, err)
+		}
+	}
+	c.jr, err = openJournal(dir, last+1)
+	return err
+}
+
+// replay writes the changes of the journal files at paths, in order, into
+// bbolt in one transaction and rereads the next segment id.
+func (c *catalog) replay(paths []string, log *slog.Logger) error {
+	var ops []catOp
+	for _, p := range paths {
+		got, err := readJournal(p)
+		if errors.Is(err, errJournalTorn) {
+			log.Warn("the catalog journal ends in a torn record: the changes before it are kept", "err", err)
+		} else if err != nil {
+			return err
+		}
+		ops = append(ops, got...)
+	}
+	if err := c.write(compactOps(ops)); err != nil {
+		return fmt.Errorf("cannot fold the catalog journal into the catalog: %w", err)
+	}
+	return c.db.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bucketMeta).Get(keyNextSegment); len(v) == 4 {
+			c.nextSegment = binary.BigEndian.Uint32(v)
+		}
+		return nil
+	})
 }
 
 // moveAside renames path to path.corrupt-<unix seconds>, with a numbered

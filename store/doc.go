@@ -91,8 +91,10 @@
 //     lose the last ones, as it loses the chunks). Opening a store on the
 //     same data directory re-maps the segments, verifies every chunk's
 //     checksum and serves them again; a catalog whose segments are gone
-//     (host reboot) is discarded with a log line. Catalog writes are batched and written without fsync: the
-//     catalog is only useful while the shared memory survives, which means the
+//     (host reboot) is discarded with a log line. Catalog writes are batched,
+//     appended to a journal file beside the catalog (catalog.journal-<n>,
+//     folded into bbolt every 4 MiB in the background and replayed by Open
+//     after a crash) and written without fsync: the catalog is only useful while the shared memory survives, which means the
 //     host did not reboot, which means the page cache did not lose the writes.
 //     So a sealed chunk is readable at once and survives a restart of the
 //     process once its record is written: by FlushCatalog (the owner calls

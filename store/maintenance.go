@@ -74,6 +74,19 @@ func (s *Store) maintain() {
 			backoff, retryC = 0, nil
 			s.log.Info("catalog writes succeed again")
 		}
+		if err == nil && s.cat.foldDue() {
+			s.foldCatalog()
+		}
+	}
+}
+
+// foldCatalog folds the catalog's journal into bbolt (catalog.fold). A
+// failure is counted and logged; the journal keeps the changes, and the next
+// flush that finds the journal long enough tries again.
+func (s *Store) foldCatalog() {
+	if err := s.cat.fold(); err != nil {
+		s.cat.failures.Add(1)
+		s.log.Error("cannot fold the catalog journal into the catalog; the journal keeps its changes", "err", err)
 	}
 }
 

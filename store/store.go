@@ -237,6 +237,8 @@ func (s *Store) Close() error {
 	// free.
 	if err := s.cat.flush(); err != nil {
 		errs = append(errs, err)
+	} else if err := s.cat.fold(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := s.arena.close(); err != nil {
 		errs = append(errs, err)
