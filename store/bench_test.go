@@ -193,33 +193,39 @@ func BenchmarkAllocatorWaste(b *testing.B) {
 // it to the copy, a page fault per 4 KiB page. A store is filled up to
 // its limit and then replaced by a new one, untimed.
 func BenchmarkStageSealFresh(b *testing.B) {
-	const size, limit = 2 << 20, 512 << 20
-	src := payload(testID(0), size)
+	for _, size := range []int64{2 << 20, 32 << 10} {
+		for _, mode := range []string{"prefault", "faulting"} {
+			b.Run(mode+"/"+sizeName(int(size)), func(b *testing.B) {
+				benchStageSealFresh(b, size, mode == "faulting")
+			})
+		}
+	}
+}
+
+func benchStageSealFresh(b *testing.B, size int64, faulting bool) {
+	const limit = 512 << 20
+	src := payload(testID(0), int(size))
 	crc := Checksum(src)
-	for _, mode := range []string{"prefault", "faulting"} {
-		b.Run(mode+"/"+sizeName(size), func(b *testing.B) {
-			var s *Store
-			open := func() {
-				if s != nil {
-					s.Close()
-				}
-				cfg := testConfig(b, limit)
-				cfg.ExpectedChunkSize = size
-				s = openTest(b, cfg)
-				s.noPrefault.Store(mode == "faulting")
-			}
+	var s *Store
+	open := func() {
+		if s != nil {
+			s.Close()
+		}
+		cfg := testConfig(b, limit)
+		cfg.ExpectedChunkSize = size
+		s = openTest(b, cfg)
+		s.noPrefault.Store(faulting)
+	}
+	open()
+	b.SetBytes(size)
+	for i := int64(0); b.Loop(); i++ {
+		if i%(limit/size) == 0 && i > 0 {
+			b.StopTimer()
 			open()
-			b.SetBytes(size)
-			for i := 0; b.Loop(); i++ {
-				if i%(limit/size) == 0 && i > 0 {
-					b.StopTimer()
-					open()
-					b.StartTimer()
-				}
-				if err := s.put("bench", testID(uint64(i)), src, crc); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+			b.StartTimer()
+		}
+		if err := s.put("bench", testID(uint64(i)), src, crc); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
