@@ -109,9 +109,9 @@ func openJournal(dir string, seq uint64) (*journal, error) {
 // the disk.
 func (j *journal) append(ops []catOp) error {
 	j.buf = encodeJournalRecord(j.buf[:0], ops)
-	n, err := j.f.Write(j.buf)
+	err := rawWriteAll(int(j.f.Fd()), j.buf)
 	if err == nil {
-		j.size += int64(n)
+		j.size += int64(len(j.buf))
 		return nil
 	}
 	if terr := j.f.Truncate(j.size); terr != nil {

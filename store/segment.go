@@ -136,7 +136,7 @@ func (s *segment) allocate(i int32) error {
 	start := off / pageSize * pageSize
 	end := roundUp(off+s.slotSize, pageSize)
 	for {
-		err := unix.Fallocate(int(s.file.Fd()), 0, start, end-start)
+		err := rawFallocate(int(s.file.Fd()), 0, start, end-start)
 		switch {
 		case err == nil:
 			return nil
@@ -156,7 +156,7 @@ func (s *segment) allocate(i int32) error {
 // deleted or truncated under the store; nil when it is whole. One fstat.
 func (s *segment) checkFile() error {
 	var st unix.Stat_t
-	if err := unix.Fstat(int(s.file.Fd()), &st); err != nil {
+	if err := rawFstat(int(s.file.Fd()), &st); err != nil {
 		return fmt.Errorf("%w: cannot stat segment %q: %w", ErrSegmentLost, s.path, err)
 	}
 	if st.Nlink == 0 {
@@ -235,7 +235,7 @@ func (s *Store) prefault(b []byte) {
 	if start >= end {
 		return
 	}
-	if err := unix.Madvise(b[start:end], unix.MADV_POPULATE_WRITE); errors.Is(err, unix.EINVAL) {
+	if err := rawMadvise(b[start:end], unix.MADV_POPULATE_WRITE); errors.Is(err, unix.EINVAL) {
 		s.noPrefault.Store(true)
 	}
 }
