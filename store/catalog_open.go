@@ -39,7 +39,10 @@ func openCatalog(dir string, log *slog.Logger, now func() time.Time) (*catalog, 
 		var c *catalog
 		c, err = openCatalogFile(path, "")
 		if err == nil {
-			return c, c.startJournal(log, false)
+			if err := c.startJournal(log, false); err != nil {
+				return nil, err
+			}
+			return c, nil
 		}
 		if !errors.Is(err, errCorruptCatalog) {
 			return nil, err
@@ -61,7 +64,10 @@ func openCatalog(dir string, log *slog.Logger, now func() time.Time) (*catalog, 
 	if err != nil {
 		return nil, err
 	}
-	return c, c.startJournal(log, true)
+	if err := c.startJournal(log, true); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // startJournal replays the journal files left in the catalog's directory
