@@ -15,6 +15,9 @@ type metrics struct {
 	connections prometheus.GaugeFunc
 	accepted    *prometheus.CounterVec // result: accepted, rejected
 	keptValues  prometheus.Counter
+	// valueBytes and valuesRefused report Server.values.
+	valueBytes    prometheus.GaugeFunc
+	valuesRefused prometheus.CounterFunc
 
 	// The counters of every known command and of the keyspace results,
 	// looked up once: a command costs no label hashing.
@@ -24,7 +27,7 @@ type metrics struct {
 	hits, misses, commandsN, connsTotal, rejected atomic.Int64
 }
 
-func newMetrics(conns func() float64) *metrics {
+func newMetrics(conns func() float64, values *valueShares) *metrics {
 	m := &metrics{
 		commands: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvring_resp_commands_total",
 			Help: "Commands served on the Redis-protocol port, by command (unknown ones as \"unknown\")."}, []string{"command"}),
@@ -38,6 +41,12 @@ func newMetrics(conns func() float64) *metrics {
 			Help: "Connections to the Redis-protocol port, by result: accepted, or rejected (over the connection cap)."}, []string{"result"}),
 		keptValues: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvring_resp_kept_values_total",
 			Help: "Values of SET, SETNX, MSET and MSETNX read past, not into memory, because their key was stored already (values are immutable: the first stays)."}),
+		valueBytes: prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kvring_resp_value_bytes",
+			Help: "Bytes of shared memory held by values being received on the Redis-protocol port (their commands have not run yet)."},
+			func() float64 { return float64(values.held()) }),
+		valuesRefused: prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "kvring_resp_values_refused_total",
+			Help: "Values refused (-OOM) because the budget of values being received, or their client's share of it, was taken."},
+			func() float64 { return float64(values.refusals()) }),
 	}
 	m.byCommand = make(map[string]prometheus.Counter, len(commands))
 	for name := range commands {
@@ -75,5 +84,6 @@ func (m *metrics) read(hit bool) {
 // Collectors are the server's kvring_resp_* metrics, for the node to
 // register.
 func (s *Server) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{s.m.commands, s.m.errors, s.m.keyspace, s.m.connections, s.m.accepted, s.m.keptValues}
+	return []prometheus.Collector{s.m.commands, s.m.errors, s.m.keyspace, s.m.connections, s.m.accepted, s.m.keptValues,
+		s.m.valueBytes, s.m.valuesRefused}
 }

@@ -47,7 +47,7 @@ func New(cfg Config, lis net.Listener) (*Server, error) {
 	s := &Server{cfg: cfg, log: cfg.Logger, lis: lis, conns: make(map[*conn]struct{}), start: time.Now(),
 		mem: &memBudget{limit: cfg.MaxClientMemory}, values: newValueShares(cfg.MaxValueBytes),
 		scratch: newScratch()}
-	s.m = newMetrics(func() float64 { return float64(s.nconns.Load()) })
+	s.m = newMetrics(func() float64 { return float64(s.nconns.Load()) }, s.values)
 	return s, nil
 }
 

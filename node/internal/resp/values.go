@@ -55,6 +55,16 @@ func (v *valueShares) refusals() int64 {
 	return v.refused
 }
 
+// held is the bytes charged now.
+func (v *valueShares) held() int64 {
+	if v.pool == nil {
+		return 0
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.pool.InUse()
+}
+
 // give returns what take charged.
 func (v *valueShares) give(client string, n int64) {
 	if v.pool == nil || n <= 0 {
