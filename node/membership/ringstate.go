@@ -124,6 +124,11 @@ type ringState struct {
 	// onLost, if set before the loop starts, is called after events that took another member away (it left
 	// or was declared dead) are applied, so what it does sees the member gone. It must not block.
 	onLost func()
+	// onGone, if set before the loop starts, is called with the id of every other member whose incarnation
+	// ended: declared dead, left, or seen again with another boot time (it restarted before it was found
+	// dead). Never for a mere suspicion. Called from the goroutine that applied the event, after the table
+	// is updated; it must not block.
+	onGone func(id string)
 
 	cur       atomic.Pointer[ring.Ring]
 	changedAt atomic.Int64 // UnixNano of the last rebuild (or of newRingState)
@@ -257,9 +262,12 @@ func (rs *ringState) runOnce() *ring.Ring {
 	}
 	now := rs.now()
 	lost := false
+	var gone []string
 	rs.tableMu.Lock()
 	for _, ev := range events {
-		rs.apply(ev, now)
+		if rs.apply(ev, now) && ev.name != rs.self {
+			gone = append(gone, ev.name)
+		}
 		lost = lost || (ev.kind == eventLeave && ev.name != rs.self)
 	}
 	for id, m := range rs.table {
@@ -289,6 +297,11 @@ func (rs *ringState) runOnce() *ring.Ring {
 	}
 	rs.tableMu.Unlock()
 	defer func() { rs.updateMoves(entries) }()
+	for _, id := range gone {
+		if rs.onGone != nil {
+			rs.onGone(id)
+		}
+	}
 	if lost && rs.onLost != nil {
 		rs.onLost()
 	}
@@ -335,15 +348,19 @@ func (rs *ringState) updateMoves(entries []moves.Entry) {
 	rs.moves.Store(moves.NewView(rs.cur.Load(), func(h uint64) *ring.Ring { return known[h] }, entries, until))
 }
 
-// apply updates the table with one event and logs it. tableMu is held.
-func (rs *ringState) apply(ev memberEvent, now time.Time) {
+// apply updates the table with one event and logs it. It reports whether
+// the event ended an incarnation of the member the table knew alive: it was
+// declared dead or left, or it gossips another boot time (a restart).
+// tableMu is held.
+func (rs *ringState) apply(ev memberEvent, now time.Time) (ended bool) {
 	meta, err := decodeMeta(ev.meta)
 	if err != nil {
 		// The alive delegate refuses such peers, so this is a peer that changed its metadata incompatibly.
 		rs.log.Error("ignoring member event with unreadable metadata", "member", ev.name, "gossip", ev.gossipAddr, "err", err)
-		return
+		return false
 	}
 	old, known := rs.table[ev.name]
+	wasAlive := known && old.Liveness == Alive
 	m := &Member{
 		ID: ev.name, GRPCAddr: meta.GRPCAddr, AdminAddr: meta.AdminAddr, RESPAddr: meta.RESPAddr, State: meta.State,
 		HandingOff: meta.HandingOff, BootTime: meta.BootTime, GossipAddr: ev.gossipAddr, Liveness: Alive, Since: now,
@@ -374,7 +391,7 @@ func (rs *ringState) apply(ev memberEvent, now time.Time) {
 				m.Since = old.Since
 				rs.table[ev.name] = m // the hand-off summary changed: too frequent to log
 			}
-			return
+			return false
 		}
 		rs.log.Info("member updated", append(attrs, "old_state", old.State, "handing_off", m.HandingOff)...)
 	case eventLeave:
@@ -383,8 +400,11 @@ func (rs *ringState) apply(ev memberEvent, now time.Time) {
 			m.Liveness = Left
 		}
 		rs.log.Info("member left", append(attrs, "liveness", m.Liveness)...)
+		rs.table[ev.name] = m
+		return wasAlive
 	}
 	rs.table[ev.name] = m
+	return wasAlive && !old.BootTime.IsZero() && !old.BootTime.Equal(m.BootTime)
 }
 
 // members returns a copy of the member table sorted by ID: alive members, and members that died or left
