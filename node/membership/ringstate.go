@@ -254,22 +254,10 @@ func (rs *ringState) runOnce() *ring.Ring {
 	rs.pending, rs.refusals = nil, nil
 	rs.inMu.Unlock()
 
-	for _, r := range refusals {
-		rs.log.Error("refusing peer: it cannot join this cluster", "peer", r.peer, "peer_gossip", r.gossipAddr,
-			"reason", r.reason, "local_fingerprint", rs.cfg.Fingerprint(), "local_ring", fmt.Sprintf(
-				"partitions=%d replication=%d load=%g vnodes=%d hasher=%s", rs.cfg.PartitionCount,
-				rs.cfg.ReplicationFactor, rs.cfg.Load, rs.cfg.VirtualNodes, rs.cfg.Hasher))
-	}
+	rs.logRefusals(refusals)
 	now := rs.now()
-	lost := false
-	var gone []string
 	rs.tableMu.Lock()
-	for _, ev := range events {
-		if rs.apply(ev, now) && ev.name != rs.self {
-			gone = append(gone, ev.name)
-		}
-		lost = lost || (ev.kind == eventLeave && ev.name != rs.self)
-	}
+	lost, gone := rs.applyAll(events, now)
 	for id, m := range rs.table {
 		if m.Liveness != Alive && now.Sub(m.Since) > deadMemberRetention {
 			delete(rs.table, id)
@@ -346,6 +334,29 @@ func (rs *ringState) updateMoves(entries []moves.Entry) {
 		until = time.Unix(0, rs.changedAt.Load()).Add(rs.settle)
 	}
 	rs.moves.Store(moves.NewView(rs.cur.Load(), func(h uint64) *ring.Ring { return known[h] }, entries, until))
+}
+
+// logRefusals logs the peers refused since the last run.
+func (rs *ringState) logRefusals(refusals []peerRefusal) {
+	for _, r := range refusals {
+		rs.log.Error("refusing peer: it cannot join this cluster", "peer", r.peer, "peer_gossip", r.gossipAddr,
+			"reason", r.reason, "local_fingerprint", rs.cfg.Fingerprint(), "local_ring", fmt.Sprintf(
+				"partitions=%d replication=%d load=%g vnodes=%d hasher=%s", rs.cfg.PartitionCount,
+				rs.cfg.ReplicationFactor, rs.cfg.Load, rs.cfg.VirtualNodes, rs.cfg.Hasher))
+	}
+}
+
+// applyAll applies events to the table and reports whether one took
+// another member away (it left or was declared dead) and the other members
+// whose incarnation ended (apply). tableMu is held.
+func (rs *ringState) applyAll(events []memberEvent, now time.Time) (lost bool, gone []string) {
+	for _, ev := range events {
+		if rs.apply(ev, now) && ev.name != rs.self {
+			gone = append(gone, ev.name)
+		}
+		lost = lost || (ev.kind == eventLeave && ev.name != rs.self)
+	}
+	return lost, gone
 }
 
 // apply updates the table with one event and logs it. It reports whether
