@@ -66,9 +66,33 @@ func (n *Node) setShare(r *http.Request, name string) (any, error) {
 	} else if changed {
 		p.svc.coord.OfferNamespace(r.Context(), rec)
 	}
+	return n.shareInForce(p, name, sn), nil
+}
+
+// shareInForce is the share namespace name (store name sn) has on this
+// node's store now, with what it holds there.
+func (n *Node) shareInForce(p *nodeParts, name, sn string) NamespaceShare {
 	st := p.store.NamespaceStats()[sn]
-	return NamespaceShare{Node: p.store.NodeID(), Namespace: name, Share: sh, LimitBytes: p.store.Limit(),
-		GuaranteeBytes: st.GuaranteeBytes, CapBytes: st.CapBytes, Bytes: st.Bytes}, nil
+	return NamespaceShare{Node: p.store.NodeID(), Namespace: name, Share: st.Share, LimitBytes: p.store.Limit(),
+		GuaranteeBytes: st.GuaranteeBytes, CapBytes: st.CapBytes, Bytes: st.Bytes}
+}
+
+// getShare answers GET /v1/namespaces/{name}/share: the share this node
+// enforces for a registered namespace (set here, or learnt with its record
+// from another member), or 404.
+func (n *Node) getShare(w http.ResponseWriter, r *http.Request) {
+	p := n.parts.Load()
+	if p == nil {
+		writeError(w, http.StatusServiceUnavailable, "node has not started")
+		return
+	}
+	name := r.PathValue("name")
+	rec := p.svc.reg.Get(name)
+	if rec == nil {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("namespace %q is not registered on this node", name))
+		return
+	}
+	writeJSON(w, http.StatusOK, n.shareInForce(p, name, namespace.StoreName(name, rec.GetFingerprint())))
 }
 
 // shareToProto is sh as a namespace record carries it, set at now by node.

@@ -168,6 +168,15 @@ type Config struct {
 	// that age limits would help spread connections over. MaxConnAgeGrace
 	// defaults to 1m.
 	MaxConnAge, MaxConnAgeGrace time.Duration
+	// ClientGoneGrace is how long a client's lookup leases outlive its last
+	// gRPC connection to the node that granted them: a client named by its
+	// token or its remote address that names itself again on a new
+	// connection within it (a reconnect) keeps them; after it, they are
+	// ended on every owner. A loopback client without a token is named by
+	// its connection, which no reconnect can carry, so its leases end at
+	// once. Default DefaultClientGoneGrace; negative: at once for every
+	// client.
+	ClientGoneGrace time.Duration
 	// AdminReadTimeout bounds reading a whole admin request (headers and
 	// body). Default 30s; negative: no limit. (Headers alone have 10s.)
 	AdminReadTimeout time.Duration
@@ -245,6 +254,7 @@ func DefaultConfig() Config {
 		KeepaliveTimeout:    10 * time.Second,
 		MaxConnIdle:         30 * time.Minute,
 		MaxConnAgeGrace:     time.Minute,
+		ClientGoneGrace:     DefaultClientGoneGrace,
 		AdminReadTimeout:    30 * time.Second,
 		AdminWriteTimeout:   2 * time.Minute,
 		AdminIdleTimeout:    2 * time.Minute,
@@ -322,7 +332,7 @@ func (c *Config) setDefaults() {
 		{&c.Spread.Window, &def.Spread.Window}, {&c.Spread.TTL, &def.Spread.TTL},
 		{&c.KeepaliveMinTime, &def.KeepaliveMinTime}, {&c.KeepaliveTime, &def.KeepaliveTime},
 		{&c.KeepaliveTimeout, &def.KeepaliveTimeout}, {&c.MaxConnIdle, &def.MaxConnIdle},
-		{&c.MaxConnAgeGrace, &def.MaxConnAgeGrace}, {&c.AdminReadTimeout, &def.AdminReadTimeout},
+		{&c.MaxConnAgeGrace, &def.MaxConnAgeGrace}, {&c.ClientGoneGrace, &def.ClientGoneGrace}, {&c.AdminReadTimeout, &def.AdminReadTimeout},
 		{&c.AdminWriteTimeout, &def.AdminWriteTimeout}, {&c.AdminIdleTimeout, &def.AdminIdleTimeout},
 	} {
 		if *f.v == 0 {

@@ -1,6 +1,8 @@
 package node
 
 import (
+	"time"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/kvring/kvring/node/internal/netguard"
@@ -52,3 +54,9 @@ func (c ConnLimitsConfig) grpcLimits() netguard.Limits {
 	lim.MaxConns, lim.MaxConnsPerAddr = max(lim.MaxConns, 0), max(lim.MaxConnsPerAddr, 0)
 	return lim
 }
+
+// DefaultClientGoneGrace is Config.ClientGoneGrace's default: long enough
+// for a client's SDK to reconnect after a blip or a connection the server
+// closed for its age (its first retries come within a second or two), short
+// against the leases it keeps (up to 5 minutes).
+const DefaultClientGoneGrace = 5 * time.Second

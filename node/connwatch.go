@@ -4,7 +4,6 @@ import (
 	"net"
 	"sync"
 
-	"github.com/kvring/kvring/node/internal/coord"
 	"github.com/kvring/kvring/node/internal/metrics"
 	"github.com/kvring/kvring/node/internal/owner"
 )
@@ -13,7 +12,8 @@ import (
 // accepts and, when gRPC closes one (the peer went away, the server
 // stopped), frees what that peer staged and did not commit
 // (owner.ConnClosed) and ends the lookup leases of the clients it was the
-// last connection of (clientConns, coord.Coordinator.ClientGone). It
+// last connection of (clientConns, which calls coord.Coordinator.ClientGone
+// after its grace). It
 // replaces two gRPC stats handlers that wanted only connection events:
 // with any stats handler gRPC builds an event, reads the clock and copies
 // the metadata for every call and every message.
@@ -21,14 +21,13 @@ type connWatch struct {
 	net.Listener
 	m       *metrics.Set
 	owner   *owner.Owner
-	coord   *coord.Coordinator
 	clients *clientConns
 }
 
 // serve serves the node's gRPC services on lis, watched, until the server
 // stops. It blocks.
 func (s *services) serve(lis net.Listener) error {
-	return s.grpc.Serve(connWatch{Listener: lis, m: s.m, owner: s.owner, coord: s.coord, clients: s.clients})
+	return s.grpc.Serve(connWatch{Listener: lis, m: s.m, owner: s.owner, clients: s.clients})
 }
 
 // Accept returns the next connection, watched. It blocks like the
@@ -56,9 +55,7 @@ func (c *watchedConn) Close() error {
 	c.once.Do(func() {
 		c.l.m.Connections.Dec()
 		c.l.owner.ConnClosed(c.Conn.RemoteAddr())
-		for _, client := range c.l.clients.closed(c.Conn.RemoteAddr().String()) {
-			c.l.coord.ClientGone(client)
-		}
+		c.l.clients.closed(c.Conn.RemoteAddr().String())
 	})
 	return err
 }

@@ -209,6 +209,13 @@ func (n *Node) membershipConfig(ctx context.Context, p *nodeParts) (membership.C
 			q.mover.Kick()
 		}
 	}
+	mcfg.OnMemberGone = func(id string) { // its coordinator's lookup leases will never be released
+		if q := n.parts.Load(); q != nil {
+			if ended := q.svc.owner.CoordinatorGone(id); ended > 0 {
+				n.log.Info("ended the lookup leases of a coordinator that is gone", "member", id, "leases", ended)
+			}
+		}
+	}
 	return mcfg, nil
 }
 
@@ -424,6 +431,7 @@ func (n *Node) closeLocked(ctx context.Context) error {
 	n.stop()
 	n.wg.Wait()
 	if p.svc != nil {
+		p.svc.clients.stop()
 		p.svc.coord.Close()
 	}
 	if p.store != nil {

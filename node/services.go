@@ -113,7 +113,7 @@ func newServices(cfg *Config, st *store.Store, view clusterView, sec *security) 
 	spreader = newSpreader(cfg, st, reg, view, c, table)
 	// A coordinator gone: its uncommitted chunks are freed at once, by the
 	// listener (connWatch), which also counts the connections.
-	clients := newClientConns()
+	clients := newClientConns(cfg.ClientGoneGrace, c.ClientGone)
 	gs := grpc.NewServer(append(append(serverOptions(cfg), sec.serverOptions()...), clientNamer{sec: sec, conns: clients}.serverOptions()...)...)
 	gs.RegisterService(transfer.StrictDecoding(&kvringv1.Cache_ServiceDesc), coord.NewService(c))
 	gs.RegisterService(transfer.StrictDecoding(&kvringv1.Peer_ServiceDesc), owner.NewService(o))
@@ -175,6 +175,7 @@ func (s *services) sweep() {
 // the test cluster (a node drains its server in Close instead).
 func (s *services) close() {
 	s.grpc.Stop()
+	s.clients.stop()
 	s.coord.Close()
 }
 

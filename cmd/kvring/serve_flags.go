@@ -87,6 +87,7 @@ func registerServeGRPC(fs *pflag.FlagSet, c *node.Config) {
 	fs.DurationVar(&c.MaxConnIdle, "grpc-max-conn-idle", c.MaxConnIdle, "close gRPC connections without a call in flight for this long (negative: never)")
 	fs.DurationVar(&c.MaxConnAge, "grpc-max-conn-age", c.MaxConnAge, "close gRPC connections this old, after --grpc-max-conn-age-grace (0: never)")
 	fs.DurationVar(&c.MaxConnAgeGrace, "grpc-max-conn-age-grace", c.MaxConnAgeGrace, "how long calls in flight may finish on a connection closed for its age")
+	fs.DurationVar(&c.ClientGoneGrace, "client-gone-grace", c.ClientGoneGrace, "how long a client's lookup leases outlive its last connection, for it to reconnect and keep them (a loopback client without a token: none; negative: none for any client)")
 }
 
 // registerServeAdmin adds the admin API's flags (its TLS and token are in

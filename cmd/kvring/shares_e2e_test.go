@@ -123,3 +123,59 @@ func TestANodeThatJoinsLaterEnforcesTheShares(t *testing.T) {
 		return okc && c == 32<<20 && g == 0
 	})
 }
+
+// TestASharesSetOnOneNodeReachesEveryMember: `kvring namespaces set` used to
+// send the share to every alive member, each recording it as its own
+// setting, although the namespace's record carries it to the others. Now
+// it is set on the node at --admin alone (the others log no set-share
+// action) and the command waits until every alive member enforces it,
+// printing each; a member that cannot keep it is named and the command
+// exits non-zero.
+func TestASharesSetOnOneNodeReachesEveryMember(t *testing.T) {
+	t.Parallel()
+	n1 := startNode(t, t.TempDir(), shmDir(t), "127.0.0.1:0", "127.0.0.1:0", "--admin-actions", "--memory-limit", "64MiB")
+	n2 := startNode(t, t.TempDir(), shmDir(t), "127.0.0.1:0", "127.0.0.1:0", "--admin-actions", "--memory-limit", "32MiB",
+		"--join", n1.gossip)
+	testutil.Eventually(t, "both members to know the other", 30*time.Second, func() bool {
+		return strings.Contains(n1.logs(), n2.id) && strings.Contains(n2.logs(), n1.id)
+	})
+	file := filepath.Join(t.TempDir(), "chunk")
+	if err := os.WriteFile(file, []byte("a chunk of shares/one"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mustCLI(t, nil, "put", "--addr", n1.grpc, "--namespace", "shares/one", file)
+	testutil.Eventually(t, "n2 to know the namespace", 30*time.Second, func() bool {
+		_, by := namespacesAt(t, n2.admin)
+		_, ok := by["shares/one"]
+		return ok
+	})
+
+	r := mustCLI(t, nil, "namespaces", "set", "shares/one", "--guarantee", "25%", "--admin", n1.admin, "--json")
+	var set []struct {
+		Node           string `json:"node"`
+		GuaranteeBytes int64  `json:"guarantee_bytes"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &set); err != nil || len(set) != 2 {
+		t.Fatalf("namespaces set --json: %v, want both members: %s", err, r.stdout)
+	}
+	want := map[string]int64{n1.id: 16 << 20, n2.id: 8 << 20} // a quarter of each node's memory
+	for _, s := range set {
+		if want[s.Node] != s.GuaranteeBytes {
+			t.Fatalf("namespaces set: %s enforces %d bytes, want %d: %s", s.Node, s.GuaranteeBytes, want[s.Node], r.stdout)
+		}
+	}
+	if c := strings.Count(n1.logs(), "action=set-share"); c != 1 {
+		t.Fatalf("n1 logged %d set-share actions, want 1", c)
+	}
+	if c := strings.Count(n2.logs(), "action=set-share"); c != 0 {
+		t.Fatalf("n2 logged %d set-share actions, want none: the record carries the share", c)
+	}
+
+	// A guarantee of 40 MiB fits n1's 64 MiB, not n2's 32 MiB: n2 logs
+	// that it cannot keep it, and the command says so.
+	r = runCLI(t, nil, "namespaces", "set", "shares/one", "--guarantee", "40MiB", "--admin", n1.admin, "--wait", "2s")
+	if r.code == 0 || !strings.Contains(r.stderr, "1 of 2 alive members do not enforce it") || !strings.Contains(r.stderr, n2.id) ||
+		!strings.Contains(r.stdout, n1.id) {
+		t.Fatalf("a share n2 cannot keep: exit %d, stdout %q, stderr %q; want n1's share and n2 named", r.code, r.stdout, r.stderr)
+	}
+}

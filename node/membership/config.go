@@ -80,6 +80,11 @@ type Config struct {
 	// draining member keeps its partitions), from the same goroutines as OnRingChange and with the same
 	// limits. Default nil.
 	OnDrainingChange func()
+	// OnMemberGone, if set, is called with the id of another member once gossip has declared it dead, it
+	// left, or it came back with another boot time (it restarted before it was found dead): whatever its
+	// earlier process asked of this node will not be released by it. Never on a suspicion alone. Called from
+	// the same goroutines as OnRingChange and with the same limits. Default nil.
+	OnMemberGone func(id string)
 	// Now is the clock of the settle window, member timestamps and the boot time gossiped in the metadata.
 	// Default time.Now.
 	Now func() time.Time

@@ -124,6 +124,7 @@ func (m *Membership) Start(ctx context.Context) error {
 	m.rs.rebuildMu.Lock()
 	m.rs.onChange = m.cfg.OnRingChange
 	m.rs.onDrain = m.cfg.OnDrainingChange
+	m.rs.onGone = m.cfg.OnMemberGone
 	m.rs.onLost = func() {
 		select {
 		case m.lost <- struct{}{}:

@@ -124,6 +124,11 @@ type ringState struct {
 	// onLost, if set before the loop starts, is called after events that took another member away (it left
 	// or was declared dead) are applied, so what it does sees the member gone. It must not block.
 	onLost func()
+	// onGone, if set before the loop starts, is called with the id of every other member whose incarnation
+	// ended: declared dead, left, or seen again with another boot time (it restarted before it was found
+	// dead). Never for a mere suspicion. Called from the goroutine that applied the event, after the table
+	// is updated; it must not block.
+	onGone func(id string)
 
 	cur       atomic.Pointer[ring.Ring]
 	changedAt atomic.Int64 // UnixNano of the last rebuild (or of newRingState)
@@ -249,19 +254,10 @@ func (rs *ringState) runOnce() *ring.Ring {
 	rs.pending, rs.refusals = nil, nil
 	rs.inMu.Unlock()
 
-	for _, r := range refusals {
-		rs.log.Error("refusing peer: it cannot join this cluster", "peer", r.peer, "peer_gossip", r.gossipAddr,
-			"reason", r.reason, "local_fingerprint", rs.cfg.Fingerprint(), "local_ring", fmt.Sprintf(
-				"partitions=%d replication=%d load=%g vnodes=%d hasher=%s", rs.cfg.PartitionCount,
-				rs.cfg.ReplicationFactor, rs.cfg.Load, rs.cfg.VirtualNodes, rs.cfg.Hasher))
-	}
+	rs.logRefusals(refusals)
 	now := rs.now()
-	lost := false
 	rs.tableMu.Lock()
-	for _, ev := range events {
-		rs.apply(ev, now)
-		lost = lost || (ev.kind == eventLeave && ev.name != rs.self)
-	}
+	lost, gone := rs.applyAll(events, now)
 	for id, m := range rs.table {
 		if m.Liveness != Alive && now.Sub(m.Since) > deadMemberRetention {
 			delete(rs.table, id)
@@ -289,6 +285,11 @@ func (rs *ringState) runOnce() *ring.Ring {
 	}
 	rs.tableMu.Unlock()
 	defer func() { rs.updateMoves(entries) }()
+	for _, id := range gone {
+		if rs.onGone != nil {
+			rs.onGone(id)
+		}
+	}
 	if lost && rs.onLost != nil {
 		rs.onLost()
 	}
@@ -335,15 +336,42 @@ func (rs *ringState) updateMoves(entries []moves.Entry) {
 	rs.moves.Store(moves.NewView(rs.cur.Load(), func(h uint64) *ring.Ring { return known[h] }, entries, until))
 }
 
-// apply updates the table with one event and logs it. tableMu is held.
-func (rs *ringState) apply(ev memberEvent, now time.Time) {
+// logRefusals logs the peers refused since the last run.
+func (rs *ringState) logRefusals(refusals []peerRefusal) {
+	for _, r := range refusals {
+		rs.log.Error("refusing peer: it cannot join this cluster", "peer", r.peer, "peer_gossip", r.gossipAddr,
+			"reason", r.reason, "local_fingerprint", rs.cfg.Fingerprint(), "local_ring", fmt.Sprintf(
+				"partitions=%d replication=%d load=%g vnodes=%d hasher=%s", rs.cfg.PartitionCount,
+				rs.cfg.ReplicationFactor, rs.cfg.Load, rs.cfg.VirtualNodes, rs.cfg.Hasher))
+	}
+}
+
+// applyAll applies events to the table and reports whether one took
+// another member away (it left or was declared dead) and the other members
+// whose incarnation ended (apply). tableMu is held.
+func (rs *ringState) applyAll(events []memberEvent, now time.Time) (lost bool, gone []string) {
+	for _, ev := range events {
+		if rs.apply(ev, now) && ev.name != rs.self {
+			gone = append(gone, ev.name)
+		}
+		lost = lost || (ev.kind == eventLeave && ev.name != rs.self)
+	}
+	return lost, gone
+}
+
+// apply updates the table with one event and logs it. It reports whether
+// the event ended an incarnation of the member the table knew alive: it was
+// declared dead or left, or it gossips another boot time (a restart).
+// tableMu is held.
+func (rs *ringState) apply(ev memberEvent, now time.Time) (ended bool) {
 	meta, err := decodeMeta(ev.meta)
 	if err != nil {
 		// The alive delegate refuses such peers, so this is a peer that changed its metadata incompatibly.
 		rs.log.Error("ignoring member event with unreadable metadata", "member", ev.name, "gossip", ev.gossipAddr, "err", err)
-		return
+		return false
 	}
 	old, known := rs.table[ev.name]
+	wasAlive := known && old.Liveness == Alive
 	m := &Member{
 		ID: ev.name, GRPCAddr: meta.GRPCAddr, AdminAddr: meta.AdminAddr, RESPAddr: meta.RESPAddr, State: meta.State,
 		HandingOff: meta.HandingOff, BootTime: meta.BootTime, GossipAddr: ev.gossipAddr, Liveness: Alive, Since: now,
@@ -374,7 +402,7 @@ func (rs *ringState) apply(ev memberEvent, now time.Time) {
 				m.Since = old.Since
 				rs.table[ev.name] = m // the hand-off summary changed: too frequent to log
 			}
-			return
+			return false
 		}
 		rs.log.Info("member updated", append(attrs, "old_state", old.State, "handing_off", m.HandingOff)...)
 	case eventLeave:
@@ -383,8 +411,11 @@ func (rs *ringState) apply(ev memberEvent, now time.Time) {
 			m.Liveness = Left
 		}
 		rs.log.Info("member left", append(attrs, "liveness", m.Liveness)...)
+		rs.table[ev.name] = m
+		return wasAlive
 	}
 	rs.table[ev.name] = m
+	return wasAlive && !old.BootTime.IsZero() && !old.BootTime.Equal(m.BootTime)
 }
 
 // members returns a copy of the member table sorted by ID: alive members, and members that died or left

@@ -8,7 +8,8 @@
 // # What it owns
 //
 //   - The stage tokens of chunks voted ready and waiting for their commit, and
-//     the records of lookup-lease pins. The store decides when a stage lease
+//     the records of lookup-lease pins, each with the coordinator that granted
+//     its lease (ended with CoordinatorGone). The store decides when a stage lease
 //     ends, on its clock; Sweep only forgets tokens whose slot the store
 //     already freed.
 //   - No goroutines and no connections. The bytes it handles belong to the

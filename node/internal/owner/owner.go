@@ -80,6 +80,9 @@ type stagedChunk struct {
 type leasePins struct {
 	pins    []store.PinID
 	expires time.Time
+	// coordinator is the node id of the coordinator that granted the lease
+	// (PeerCaller.node_id); "" for this node's own.
+	coordinator string
 }
 
 // New returns an Owner over cfg.Store. It does no I/O.
@@ -245,6 +248,12 @@ func (o *Owner) AbortCaller(caller string) {
 // id when pin is set, charged to client's share of the pinned bytes (package
 // tenant names clients; "": no share).
 func (o *Owner) Has(client string, ref *kvringv1.NamespaceRef, rawIDs [][]byte, pin *kvringv1.LeasePin) ([]bool, time.Duration, error) {
+	return o.hasFrom("", client, ref, rawIDs, pin)
+}
+
+// hasFrom is Has for a lease granted by the coordinator with node id coord
+// ("": this node's own), whose pins CoordinatorGone ends.
+func (o *Owner) hasFrom(coord, client string, ref *kvringv1.NamespaceRef, rawIDs [][]byte, pin *kvringv1.LeasePin) ([]bool, time.Duration, error) {
 	if ref == nil || ref.GetName() == "" {
 		return nil, 0, fmt.Errorf("%w: namespace is required", transfer.ErrInvalidArgument)
 	}
@@ -265,6 +274,7 @@ func (o *Owner) Has(client string, ref *kvringv1.NamespaceRef, rawIDs [][]byte, 
 		lp := o.pins[pin.GetLeaseId()]
 		lp.pins = append(lp.pins, p)
 		lp.expires = o.cfg.Now().Add(ttl)
+		lp.coordinator = coord
 		o.pins[pin.GetLeaseId()] = lp
 		o.mu.Unlock()
 	}
@@ -295,6 +305,33 @@ func (o *Owner) Unpin(leases []uint64) {
 			o.st.Release(p)
 		}
 	}
+}
+
+// CoordinatorGone ends the pins of every lease granted by the coordinator
+// with node id coord, and reports how many leases that was. The node calls
+// it once gossip has declared that node dead, it left, or it restarted
+// (membership.Config.OnMemberGone): the leases' records went with its
+// process, so nobody would release them before they expire (up to MaxPin).
+// It never blocks for long; safe for concurrent use.
+func (o *Owner) CoordinatorGone(coord string) int {
+	if coord == "" {
+		return 0
+	}
+	var ended []leasePins
+	o.mu.Lock()
+	for id, lp := range o.pins {
+		if lp.coordinator == coord {
+			ended = append(ended, lp)
+			delete(o.pins, id)
+		}
+	}
+	o.mu.Unlock()
+	for _, lp := range ended {
+		for _, p := range lp.pins {
+			o.st.Release(p)
+		}
+	}
+	return len(ended)
 }
 
 // Sweep forgets the stage tokens whose slot the store no longer holds staged

@@ -173,7 +173,7 @@ func (s *Service) Abort(ctx context.Context, req *kvringv1.AbortRequest) (*kvrin
 func (s *Service) Has(ctx context.Context, req *kvringv1.HasRequest) (*kvringv1.HasResponse, error) {
 	defer metrics.ObserveSince(s.m.HasSeconds, time.Now())
 	client := tenant.Incoming(ctx, callerOf(ctx))
-	held, ttl, widths, err := s.o.Lookup(client, req.GetNamespace(), req.GetIds(), req.GetGroups(), req.GetPin())
+	held, ttl, widths, err := s.o.LookupFrom(req.GetCaller().GetNodeId(), client, req.GetNamespace(), req.GetIds(), req.GetGroups(), req.GetPin())
 	if err != nil {
 		return nil, transfer.ToStatus(err)
 	}

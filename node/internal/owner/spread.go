@@ -16,7 +16,13 @@ import (
 // not spread). Runs that do not cover the ids exactly are ignored, as from
 // a coordinator that predates them: they count nothing and get no widths.
 func (o *Owner) Lookup(client string, ref *kvringv1.NamespaceRef, rawIDs [][]byte, runs []*kvringv1.GroupRun, pin *kvringv1.LeasePin) ([]bool, time.Duration, []uint32, error) {
-	held, ttl, err := o.Has(client, ref, rawIDs, pin)
+	return o.LookupFrom("", client, ref, rawIDs, runs, pin)
+}
+
+// LookupFrom is Lookup for a coordinator of another node, whose node id is
+// coord: the pins of its lease end when it is gone (CoordinatorGone).
+func (o *Owner) LookupFrom(coord, client string, ref *kvringv1.NamespaceRef, rawIDs [][]byte, runs []*kvringv1.GroupRun, pin *kvringv1.LeasePin) ([]bool, time.Duration, []uint32, error) {
+	held, ttl, err := o.hasFrom(coord, client, ref, rawIDs, pin)
 	if err != nil || len(runs) == 0 {
 		return held, ttl, nil, err
 	}

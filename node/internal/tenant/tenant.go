@@ -85,3 +85,15 @@ func Name(token string, addr net.Addr) string {
 	}
 	return "addr:" + s
 }
+
+// PerConnection reports whether client is a name Name gives one connection
+// (a loopback caller without a token: "addr:127.0.0.1:port"): no later
+// connection can carry it.
+func PerConnection(client string) bool {
+	s, ok := strings.CutPrefix(client, "addr:")
+	if !ok {
+		return false
+	}
+	_, _, err := net.SplitHostPort(s)
+	return err == nil
+}
