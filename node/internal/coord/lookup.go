@@ -141,11 +141,11 @@ type lookupTx struct {
 	unsettled bool
 	// moves names the members besides its owners that may hold an id's
 	// chunk (nil: nobody), as of now.
-	moves  *moves.View
-	now    time.Time
-	pin    *kvringv1.LeasePin
-	held   []bool
-	asked  map[string]bool
+	moves *moves.View
+	now   time.Time
+	pin   *kvringv1.LeasePin
+	held  []bool
+	asked map[string]bool
 	// failed are the members that did not answer a round of this lookup
 	// (down, or not within PeerTimeout): later rounds do not ask them again,
 	// so one member that is down costs a lookup one PeerTimeout at most, and
