@@ -1,6 +1,7 @@
 package client
 
 import (
+	"context"
 	"time"
 
 	"google.golang.org/grpc"
@@ -27,6 +28,19 @@ func (c *Client) lookupConn(cc *grpc.ClientConn, namespace string, key []byte) *
 		return nil
 	}
 	return occ
+}
+
+// ownerAttempt bounds a lookup's call to the key's owner to half the time
+// left, so that an owner that hangs (stopping, or overloaded) leaves the
+// other half for the same call through the connection's node (an owner
+// that is alive answers in time: a node answers a lookup before the
+// deadline it is given, with the prefix it found so far).
+func ownerAttempt(ctx context.Context) (context.Context, context.CancelFunc) {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, time.Until(dl)/2)
 }
 
 // leaseGrant is where a lookup lease lives and until when.

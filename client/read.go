@@ -68,7 +68,9 @@ func (c *Client) lookup(ctx context.Context, ids []ChunkID, keys [][]byte, pin t
 		var err error
 		if len(raw) > 0 {
 			if occ := c.lookupConn(cc, ref.GetName(), keyAt(keys, raw, 0)); occ != nil {
-				resp, err = kvringv1.NewCacheClient(occ).Lookup(ctx, req)
+				octx, ocancel := ownerAttempt(ctx)
+				resp, err = kvringv1.NewCacheClient(occ).Lookup(octx, req)
+				ocancel()
 				if err = transfer.FromStatus(err); err == nil {
 					via = occ
 				} else if !ownerFailed(ctx, err) {

@@ -352,3 +352,24 @@ func TestAClosedRouterHandsOutNoOwnerConnection(t *testing.T) {
 		}
 	})
 }
+
+// TestALookupsOwnerAttemptLeavesTimeForTheFallback: the call to a key's
+// owner gets half the time left, so that an owner that hangs leaves the
+// other half for the call through the connected node.
+func TestALookupsOwnerAttemptLeavesTimeForTheFallback(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	octx, ocancel := ownerAttempt(ctx)
+	defer ocancel()
+	dl, _ := ctx.Deadline()
+	odl, ok := octx.Deadline()
+	if !ok || time.Until(odl) > time.Until(dl)/2+time.Minute || time.Until(odl) < time.Until(dl)/2-time.Minute {
+		t.Fatalf("owner attempt ends in %v, the call in %v: want half", time.Until(odl), time.Until(dl))
+	}
+	if nctx, ncancel := ownerAttempt(context.Background()); true {
+		defer ncancel()
+		if _, ok := nctx.Deadline(); ok {
+			t.Fatal("a call without a deadline got one")
+		}
+	}
+}

@@ -2,8 +2,10 @@
 # churn.sh measures reads while the ring changes all the time: it starts NODES kvring nodes on loopback
 # (replication 2, placement groups of GROUP), replays the synthetic `kvring bench` workload while every node,
 # one after another, is stopped with SIGTERM (it drains: hands its chunks to their next owners) and started
-# again on its data directory (a rolling restart), then replays the same workload on a fresh cluster of the
-# same size without restarts, for as long as the first run lasted. It prints per run the nodes one lookup
+# again on its data directory (a rolling restart, as a StatefulSet does it: the next node once the last one is
+# ready and every node sees it active again), stops the bench when the last restart is done (SIGINT: it sends
+# no new requests and reports), then replays the same requests on a fresh cluster of the same size without
+# restarts. It prints per run the nodes one lookup
 # asked (kvring_lookup_fanout over every node, every process life counted), the chunk hit ratio, failed calls
 # and corrupt reads, the busiest node's lookup load over the mean (lookups coordinated plus Has calls
 # answered), the gossip bytes each node sent per second (kvring_gossip_bytes_total) and, for the restarts,
@@ -22,10 +24,17 @@
 #   RESTARTS      how many nodes the rolling restart restarts, spread evenly over them (default NODES: every one)
 #   WARMUP        seconds of bench before the first restart (default 20)
 #   IDLE          seconds of the idle measurement (default 20)
-#   HANDOFF_WAIT  after a restart, the most seconds to wait for convergence and the hand-offs before the next
-#                 restart (default 20; a change not done by then is reported as nan)
+#   HANDOFF_WAIT  after a restart, the most seconds to wait until every node sees the node active again before
+#                 the next restart (default 20; a change not converged by then is reported as -1). The hand-offs
+#                 are not waited for: the time until no node names a moving member is reported when it comes
+#                 within that wait, else -1
+#   RESTART_BUDGET  stop restarting after this many seconds of restarts (default 0: restart every node of
+#                 RESTARTS); the report says how many nodes were restarted
 #   BENCH_FLAGS   `kvring bench` flags (default: --workload synthetic --seed 1 --speedup 1 --engines 4: its 2,000
-#                 requests arrive over about 400 s; both runs replay all of them)
+#                 requests arrive over about 400 s; give more with --max-requests, so that the bench outlasts the
+#                 restarts). The run without restarts replays as many requests as the first run sent
+#   STEADY_FLAGS  more `kvring bench` flags for the run without restarts only (e.g. "--speedup 2": the same
+#                 requests in half the time, so that both runs fit a time budget)
 #   SERVE_FLAGS   more `kvring serve` flags for every node (e.g. "--spread-threshold 8": at --speedup 1 the
 #                 hottest system prompt is looked up about 12 times in 10 s, below the default threshold of 32)
 #   OUT_DIR       if set, the reports and per-restart figures are copied there
@@ -70,6 +79,17 @@ scrape() {
 	  END {printf \"%s %s %s %s %s %s %s %s\n\", a, l + 0, fs + 0, fc + 0, g + 0, c + 0, mv + 0, act + 0}"'
 }
 
+# converged FILE writes, for every node that answers, two lines: "active N" (the active members it sees) and
+# "moving N" (the members it knows may hold chunks they do not own). One curl process fetches every node's
+# metrics (a process per node, five times a second, cost this 2-core host more CPU than the nodes).
+converged() {
+	local a urls=()
+	for a in "${admins[@]}"; do urls+=("http://$a/metrics"); done
+	curl -sf -m 5 --parallel --parallel-max 16 "${urls[@]}" 2>/dev/null | awk '
+	  /^kvring_cluster_members\{liveness="alive",state="active"\}/ {print "active", $2}
+	  /^kvring_moving_members / {print "moving", $2}' >"$1" || true
+}
+
 # life accumulates the counters of processes that ended (lookups, fan-out sum, count, gossip bytes), per
 # node index, so that a restarted node's counters, which start again at 0, still count.
 declare -A done_l done_fs done_fc done_g
@@ -86,6 +106,16 @@ totals() {
 		awk -v l="${done_l[$i]}" -v fs="${done_fs[$i]}" -v fc="${done_fc[$i]}" -v g="${done_g[$i]}" \
 			'{printf "%s %s %s %s\n", $2 + l, $3 + fs, $4 + fc, $5 + g}' <<<"$line"
 	done
+}
+
+# wait_ready URL NAME: wait_http with room for a start-up on a loaded host (up to 5 minutes).
+wait_ready() {
+	local k
+	for k in $(seq 1500); do
+		curl -sf -m 2 -o /dev/null "$1" && return 0
+		sleep 0.2
+	done
+	wait_http "$1" "$2"
 }
 
 # restart i: SIGTERM node i (it drains), start it again with the same addresses and directories, and time
@@ -111,23 +141,21 @@ restart() {
 		--memory-limit "${NODE_MEM_MB}MiB" --log-level warn "${join[@]}" "${flags[@]}" >>"$work/$name$i.log" 2>&1 &
 	cluster_pids[i - 1]=$!
 	pids+=($!)
-	wait_http "http://$a/readyz" "$name$i"
+	wait_ready "http://$a/readyz" "$name$i"
 	t2=$(date +%s.%N)
 	t3="" t4=""
-	# shellcheck disable=SC2034
 	local end=$(($(date +%s) + HANDOFF_WAIT))
-	for k in $(seq 600); do
-		[ "$(date +%s)" -lt "$end" ] || break
-		scrape "${admins[@]}" >"$work/poll"
-		if [ -z "$t3" ] && awk -v n="$NODES" '$8 < n {bad = 1} END {exit bad}' "$work/poll" &&
-			[ "$(wc -l <"$work/poll")" -eq "$NODES" ]; then
-			t3=$(date +%s.%N)
-		fi
-		if [ -n "$t3" ] && awk '$7 > 0 {bad = 1} END {exit bad}' "$work/poll"; then
+	while [ "$(date +%s)" -lt "$end" ]; do
+		converged "$work/poll"
+		if [ -z "$t4" ] && [ "$(awk '$1 == "moving" && $2 > 0' "$work/poll" | wc -l)" -eq 0 ] &&
+			[ "$(grep -c '^moving ' "$work/poll")" -eq "$NODES" ]; then
 			t4=$(date +%s.%N)
+		fi
+		if [ "$(awk -v n="$NODES" '$1 == "active" && $2 == n' "$work/poll" | wc -l)" -eq "$NODES" ]; then
+			t3=$(date +%s.%N)
 			break
 		fi
-		sleep 0.2
+		sleep 0.5
 	done
 	: "${t3:=-1}" "${t4:=-1}" # -1: not within HANDOFF_WAIT
 	awk -v i="$i" -v t0="$t0" -v t1="$t1" -v t2="$t2" -v t3="$t3" -v t4="$t4" \
@@ -179,11 +207,19 @@ start=$(date +%s.%N)
 bench=$!
 pids+=($bench)
 sleep "$WARMUP"
+restarted=0
+budget_end=$(($(date +%s) + ${RESTART_BUDGET:-0}))
 for k in $(seq 0 $((RESTARTS - 1))); do
 	i=$((1 + k * NODES / RESTARTS))
+	if [ "${RESTART_BUDGET:-0}" -gt 0 ] && [ "$(date +%s)" -ge "$budget_end" ]; then
+		log "RESTART_BUDGET (${RESTART_BUDGET} s) spent: $restarted of $RESTARTS nodes restarted"
+		break
+	fi
 	kill -0 "$bench" 2>/dev/null || log "the bench ended before node $i restarted"
 	restart "$i"
+	restarted=$((restarted + 1))
 done
+kill -INT "$bench" 2>/dev/null || true # no new requests; the bench reports what it did
 wait "$bench" || { log "bench failed:"; tail -n 20 "$work/bench-$name.log" >&2; exit 1; }
 elapsed=$(awk "BEGIN {print $(date +%s.%N) - $start}")
 line_churn=$(report "$name" "$elapsed")
@@ -196,14 +232,14 @@ start_cluster "$name" "$NODES" "$NODE_MEM_MB" "${flags[@]}"
 log "$NODES nodes up"
 # shellcheck disable=SC2086
 start=$(date +%s.%N)
-"$kv" bench --addr "$(addrs)" --progress 0 --json \
-	--chunks-per-group "$GROUP" $BENCH_FLAGS >"$work/bench-$name.json" 2>"$work/bench-$name.log" ||
+"$kv" bench --addr "$(addrs)" --progress 0 --json --chunks-per-group "$GROUP" $BENCH_FLAGS \
+	--max-requests "$(jq .requests_done "$work/bench-churn.json")" ${STEADY_FLAGS:-} >"$work/bench-$name.json" 2>"$work/bench-$name.log" ||
 	{ log "bench failed:"; tail -n 20 "$work/bench-$name.log" >&2; exit 1; }
 line_steady=$(report "$name" "$(awk "BEGIN {print $(date +%s.%N) - $start}")")
 stop_cluster
-[ -z "${OUT_DIR:-}" ] || cp "$work"/bench-*.json "$work/restarts-churn" "$OUT_DIR/"
+[ -z "${OUT_DIR:-}" ] || cp "$work"/bench-*.json "$work/restarts-churn" "$work"/churn*.log "$OUT_DIR/"
 
-echo "$NODES nodes, replication $REPLICATION, groups of $GROUP, ${NODE_MEM_MB} MiB each; bench: $BENCH_FLAGS"
+echo "$NODES nodes, replication $REPLICATION, groups of $GROUP, ${NODE_MEM_MB} MiB each; bench: $BENCH_FLAGS; $restarted nodes restarted"
 echo "idle cluster: gossip $(cut -d' ' -f1 <<<"$idle") bytes/s per node, CPU $(cut -d' ' -f2 <<<"$idle") % of a core per node" \
 	"(the whole process), of which gossip $gossip_cpu % (node 1's profile)"
 printf '%-8s %8s %8s %12s %9s %12s %11s %8s %11s %13s\n' run length lookups nodes/lookup "hit ratio" "failed calls" \
@@ -215,4 +251,5 @@ awk '{ d += $2; n++; if ($4 >= 0) { c += $4; cn++; if ($4 > cm) cm = $4 } else c
   END { printf "restarts: %d; drain %.1f s mean; converged %.1f s mean (max %.1f) after ready, %d not within the wait; hand-offs done %.1f s mean (max %.1f) after ready, %d not within the wait\n", n, d / n, (cn ? c / cn : -1), cm, cl, (hn ? h / hn : -1), hm, hl }' \
 	"$work/restarts-churn"
 jq -nr --slurpfile a "$work/bench-churn.json" --slurpfile b "$work/bench-steady.json" \
-	'"hit ratio with the restarts / without: \($a[0].chunk_hit_ratio / $b[0].chunk_hit_ratio * 1000 | round / 1000)"'
+	'def r: . * 1000 | round / 1000;
+	 "hit ratio with the restarts / without: \($a[0].chunk_hit_ratio / $b[0].chunk_hit_ratio | r); each over its ideal (the hits an unbounded cache that never misses would give): \($a[0].chunk_hit_ratio / $a[0].ideal_chunk_hit_ratio | r) / \($b[0].chunk_hit_ratio / $b[0].ideal_chunk_hit_ratio | r)"'

@@ -15,7 +15,7 @@ func movesCollectors(m *membership.Membership, mv *handoff.Mover, partitions int
 			Help: "Gossip bytes this node put on the wire: packets it sent and both directions of streams it opened (summed over the members, each byte once)."},
 			func() float64 { return float64(m.GossipBytes()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kvring_handoff_summary_partitions",
-			Help: "Partitions this node's hand-off summary names: it may hold chunks of them without owning them, and reads ask it about them (all partitions until its first hand-off pass)."},
+			Help: "Partitions this node's hand-off summary names: it may hold chunks of them without owning them, and reads ask it about them (until its first hand-off pass: every partition it holds chunks of at all, owned or not)."},
 			func() float64 {
 				if s := mv.Summary(); !s.All {
 					return float64(s.Partitions())

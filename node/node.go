@@ -122,6 +122,9 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	if err := n.wire(p, mcfg); err != nil {
 		return fmt.Errorf("cannot start node: %w", err)
 	}
+	// Gossip starts with a summary of what the catalog holds, not "anything":
+	// readers ask a restarted node only about the partitions it has chunks of.
+	p.mover.Boot(ctx)
 	if err := n.openSocket(p); err != nil {
 		return fmt.Errorf("cannot start node: %w", err)
 	}

@@ -141,12 +141,35 @@ type lookupTx struct {
 	unsettled bool
 	// moves names the members besides its owners that may hold an id's
 	// chunk (nil: nobody), as of now.
-	moves  *moves.View
-	now    time.Time
-	pin    *kvringv1.LeasePin
-	held   []bool
-	asked  map[string]bool
+	moves *moves.View
+	now   time.Time
+	pin   *kvringv1.LeasePin
+	held  []bool
+	asked map[string]bool
+	// failed are the members that did not answer a round of this lookup
+	// (down, or not within PeerTimeout): later rounds do not ask them again,
+	// so one member that is down costs a lookup one PeerTimeout at most, and
+	// what it alone holds counts as not held.
+	failed map[string]bool
 	pinned map[string]*pinnedOn
+}
+
+// answerMargin is how long before its caller's deadline a lookup stops
+// asking and answers with the prefix found so far (a shorter one: honest,
+// since only what can be fetched now counts): a caller that gives up on the
+// call gets nothing at all. At most a tenth of the time the caller gave.
+const answerMargin = time.Second
+
+// answerBy bounds ctx so that a lookup answers before its caller's deadline
+// (answerMargin, at most a tenth of the time left); a ctx without a
+// deadline is returned as it is.
+func answerBy(ctx context.Context) (context.Context, context.CancelFunc) {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return ctx, func() {}
+	}
+	margin := min(answerMargin, time.Until(dl)/10)
+	return context.WithDeadline(ctx, dl.Add(-margin))
 }
 
 // pinnedOn is what one node pinned under the lookup's lease.
@@ -171,17 +194,19 @@ func (c *Coordinator) lookup(ctx context.Context, req *kvringv1.LookupRequest) (
 		return nil, err
 	}
 	c.cfg.Load.Add()
+	actx, cancel := answerBy(ctx)
+	defer cancel()
 	for lo, width := 0, firstWave(tx.place); lo < len(tx.ids); width *= 2 {
 		hi := tx.place.waveEnd(lo, width)
-		tx.wave(ctx, lo, hi)
-		if leadingRun(tx.held[:hi]) < hi {
+		tx.wave(actx, lo, hi)
+		if leadingRun(tx.held[:hi]) < hi || actx.Err() != nil {
 			break
 		}
 		lo = hi
 	}
 	n := leadingRun(tx.held)
 	if tx.pin != nil {
-		n = tx.trimPins(ctx, n)
+		n = tx.trimPins(ctx, n) // with the caller's time: unpinning what is not counted must not be cut short
 	}
 	resp = &kvringv1.LookupResponse{Epoch: tx.rg.Epoch(), Held: uint32(n),
 		SpreadWidth: c.spreadWidths(tx.storeNS, req.GetGroups(), min(len(tx.ids), n+1)), Load: c.cfg.Load.Rate()}
@@ -224,7 +249,7 @@ func (c *Coordinator) newLookup(req *kvringv1.LookupRequest) (*lookupTx, error) 
 	}
 	rec := rr.rec
 	tx := &lookupTx{c: c, ref: nsRef(rec), ns: rec.GetName(), rg: rr.ring, ids: req.GetIds(), place: rr.place, storeNS: rr.ns,
-		held: make([]bool, len(req.GetIds())), asked: map[string]bool{}, pinned: map[string]*pinnedOn{}}
+		held: make([]bool, len(req.GetIds())), asked: map[string]bool{}, failed: map[string]bool{}, pinned: map[string]*pinnedOn{}}
 	tx.replicas, _ = replication(rec)
 	// While unsettled (tests, and nodes that keep no hand-off summaries)
 	// every member is asked.
@@ -292,7 +317,7 @@ func (tx *lookupTx) route(key []byte, plans map[string]*lookupPlan) (first, rest
 	}
 	n := len(owners)
 	all := tx.moves.Extra(owners, 0, tx.rg, tx.ns, key, tx.replicas, tx.now)
-	head := tx.c.firstOwner(owners, func(id string) bool { return tx.asked[id] || plans[id] != nil })
+	head := tx.c.firstOwner(owners, func(id string) bool { return tx.asked[id] || plans[id] != nil }, tx.failed)
 	if pk := tx.spread.of(key); pk.ok {
 		head = pk.m // a spread group is read from one member of its set
 	}
@@ -310,11 +335,11 @@ func (tx *lookupTx) route(key []byte, plans map[string]*lookupPlan) (first, rest
 // else the first in ring order; else the primary. Any owner will do: the
 // others are asked about what it lacks, and one node asked about two
 // groups is one node fewer asked.
-func (c *Coordinator) firstOwner(owners []ring.Member, asked func(id string) bool) ring.Member {
+func (c *Coordinator) firstOwner(owners []ring.Member, asked func(id string) bool, failed map[string]bool) ring.Member {
 	if i := slices.IndexFunc(owners, func(m ring.Member) bool { return m.ID == c.cfg.Self }); i >= 0 {
 		return owners[i]
 	}
-	usable := func(m ring.Member) bool { return !c.peers.isDown(m.ID) && !c.suspected(m.ID) }
+	usable := func(m ring.Member) bool { return !failed[m.ID] && !c.peers.isDown(m.ID) && !c.suspected(m.ID) }
 	if i := slices.IndexFunc(owners, func(m ring.Member) bool { return asked(m.ID) && usable(m) }); i >= 0 {
 		return owners[i]
 	}
@@ -366,11 +391,24 @@ func (tx *lookupTx) key(i int) []byte {
 
 // ask runs one round of a wave's plans and records who pinned what.
 func (tx *lookupTx) ask(ctx context.Context, plans map[string]*lookupPlan) {
+	if ctx.Err() != nil {
+		return // past the time to answer by (answerBy): what was not asked counts as not held
+	}
 	for id := range plans {
+		if tx.failed[id] {
+			delete(plans, id) // it did not answer this lookup before: its ids count as not held there
+			continue
+		}
 		tx.asked[id] = true
+	}
+	if len(plans) == 0 {
+		return
 	}
 	tx.c.askOwners(ctx, tx.ref, plans, tx.pin, tx.held)
 	for _, p := range plans {
+		if p.err != nil && ctx.Err() == nil {
+			tx.failed[p.m.ID] = true
+		}
 		if len(p.pinned) > 0 {
 			on := tx.pinned[p.m.ID]
 			if on == nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kvring/kvring/node/internal/moves"
+	"github.com/kvring/kvring/node/internal/namespace"
 	"github.com/kvring/kvring/ring"
 	"github.com/kvring/kvring/store"
 )
@@ -25,9 +26,13 @@ import (
 //     and its chunks are staged or held here; a chunk is forgotten once a
 //     listing started after it was found no longer staged.
 //
-// Until the first pass the summary is moves.Unknown (this node's catalog
-// may hold anything). A summary only shrinks after a pass evicted what it no
-// longer names (the owners hold those chunks then).
+// Until the first pass the summary is what Boot listed of the catalog at
+// start-up: every partition in which this node holds chunks, owned or not
+// (moves.Summary.AnyRing: true on any ring, since a chunk's partition does
+// not depend on the members), and the partition of every write Placed since;
+// before Boot it is moves.Unknown (the catalog may hold anything). A
+// summary only shrinks after a pass evicted what it no longer names (the
+// owners hold those chunks then).
 
 // placedGrace is how long a partition whose writes overflowed
 // maxPlacedIDs is named after its last write, when this node does not own
@@ -82,8 +87,11 @@ func (p *placed) check(st Store, listed, now time.Time) (live bool) {
 // summaryState is the summary this node gossips and what it is built from.
 // Guarded by Mover.sumMu.
 type summaryState struct {
-	ring   *ring.Ring // the ring of the last pass's plan; nil: none yet
-	parts  map[int]bool
+	ring  *ring.Ring // the ring of the last pass's plan; nil: none yet
+	parts map[int]bool
+	// boot, until the first plan, is every partition this node holds
+	// chunks of (Boot, then Placed); nil: not listed (moves.Unknown).
+	boot   map[int]bool
 	recent map[placedKey]*placed // writes staged since the passes' listings
 }
 
@@ -99,8 +107,8 @@ func owns(rg *ring.Ring, p, r int, self string) bool {
 // is asked for. Safe for
 // concurrent use.
 func (m *Mover) Placed(name, ns string, r int, keys [][]byte, ids []store.ID) {
-	rg := m.cfg.Ring()
-	if rg == nil || rg.Len() == 0 {
+	rg := m.cfg.Ring() // before the node joins, an empty ring: its partitions are the same
+	if rg == nil {
 		return
 	}
 	now := m.cfg.Now()
@@ -108,6 +116,10 @@ func (m *Mover) Placed(name, ns string, r int, keys [][]byte, ids []store.ID) {
 	m.sumMu.Lock()
 	for i, k := range keys {
 		p := rg.Partition(name, k)
+		if m.sum.ring == nil && m.sum.boot != nil && !m.sum.boot[p] {
+			m.sum.boot[p] = true // before the first plan every partition held is named
+			added = true
+		}
 		e := m.sum.recent[placedKey{p, r}]
 		if e == nil {
 			e = &placed{}
@@ -155,7 +167,46 @@ func (m *Mover) planned(rg *ring.Ring, parts []int, listed time.Time) {
 			delete(m.sum.recent, k)
 		}
 	}
-	m.sum.ring, m.sum.parts = rg, set
+	m.sum.ring, m.sum.parts, m.sum.boot = rg, set, nil
+}
+
+// Boot lists the chunks the store holds (its catalog, at start-up) and
+// gossips, until the first pass, the summary naming every partition in
+// which this node holds chunks, owned or not: readers then ask it about
+// those partitions only, whatever ring they have, instead of about every
+// partition. Chunks the pass could not place either (a namespace not
+// registered here, a grouped chunk without its key) are not named, as a
+// pass does not name them. Call it before the node joins (Announce then
+// only sets the metadata gossip starts with) and before writes arrive. It
+// blocks for Announce.
+func (m *Mover) Boot(ctx context.Context) {
+	rg := m.cfg.Ring()
+	if rg == nil {
+		return
+	}
+	names := map[string]string{} // store namespace → namespace
+	grouped := map[string]bool{}
+	for _, rec := range m.cfg.Registry.List() {
+		sn := namespace.StoreName(rec.GetName(), rec.GetFingerprint())
+		names[sn], grouped[sn] = rec.GetName(), namespace.GroupSize(rec.GetSchema()) > 1
+	}
+	parts := map[int]bool{}
+	for _, h := range m.cfg.Store.Held() {
+		name, ok := names[h.Namespace]
+		if !ok || grouped[h.Namespace] && !h.Keyed {
+			continue
+		}
+		parts[rg.Partition(name, h.Place[:])] = true
+	}
+	m.sumMu.Lock()
+	if m.sum.ring == nil {
+		for k := range m.sum.recent { // staged before the listing, sealed after it
+			parts[k.part] = true
+		}
+		m.sum.boot = parts
+	}
+	m.sumMu.Unlock()
+	m.publish(ctx)
 }
 
 // forgetListed forgets the remembered writes of chunks a pass listed: its
@@ -181,6 +232,9 @@ func (m *Mover) forgetListed(held []store.HeldChunk) {
 func (m *Mover) Summary() moves.Summary {
 	m.sumMu.Lock()
 	defer m.sumMu.Unlock()
+	if m.sum.ring == nil && m.sum.boot != nil {
+		return moves.FromCatalog(slices.Collect(maps.Keys(m.sum.boot)))
+	}
 	if m.sum.ring == nil {
 		return moves.Unknown()
 	}

@@ -2,6 +2,7 @@ package handoff
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/kvring/kvring/node/internal/moves"
@@ -67,5 +68,51 @@ func TestTheSummaryNamesThePartitionsHeldElsewhereUntilHandedOff(t *testing.T) {
 	}
 	if !f.peers.held(f.owners("r1", id)[0], rec, id) {
 		t.Fatal("the late write was not handed to its owner")
+	}
+}
+
+// TestARestartedNodeNamesItsCatalogsPartitionsBeforeItsFirstPass: a node
+// that starts on a catalog gossips, before any pass, the partitions of every
+// chunk it holds (owned or not, on any ring), not "anything": readers ask it
+// about those partitions only. A write staged before the first pass adds its
+// partition; the first pass replaces the list with the partitions it holds
+// without owning them on its ring.
+func TestARestartedNodeNamesItsCatalogsPartitionsBeforeItsFirstPass(t *testing.T) {
+	f := newFixture(t, "a", "b", "c")
+	var told []moves.Summary
+	f.m.cfg.Announce = func(_ context.Context, s moves.Summary) error { told = append(told, s); return nil }
+	var all, foreign []int
+	for _, ns := range []string{"r1", "r2"} {
+		for _, id := range f.put(t, ns, 40) {
+			p := f.rg.Partition(ns, id[:])
+			all = append(all, p)
+			if !slices.Contains(f.owners(ns, id), "a") {
+				foreign = append(foreign, p)
+			}
+		}
+	}
+	f.m.Boot(context.Background())
+	want := moves.FromCatalog(all)
+	if len(told) != 1 || !told[0].Equal(want) || told[0].All {
+		t.Fatalf("at start-up gossiped %+v, want the catalog's %d partitions", told, want.Partitions())
+	}
+
+	rec := f.recs["r1"]
+	id := store.ID{9, 9, 9}
+	if err := storeBytes(f.st, storeNS(rec), id, []byte("written before the first pass"), nil); err != nil {
+		t.Fatal(err)
+	}
+	f.m.Placed("r1", storeNS(rec), 1, [][]byte{id[:]}, []store.ID{id})
+	p := f.rg.Partition("r1", id[:])
+	if s := f.m.Summary(); !s.AnyRing || !s.Contains(p) || s.Partitions() != moves.FromCatalog(append(all, p)).Partitions() {
+		t.Fatalf("after a write: %+v, want the catalog's partitions and %d", s, p)
+	}
+	if !slices.Contains(f.owners("r1", id), "a") {
+		foreign = append(foreign, p)
+	}
+
+	f.m.Pass(context.Background())
+	if len(told) < 2 || !told[len(told)-2].Equal(moves.FromPartitions(moves.RingHash(f.rg), foreign)) {
+		t.Fatalf("the first pass's plan gossiped %+v, want the %d partitions held without owning them", told, len(foreign))
 	}
 }

@@ -12,9 +12,13 @@
 // knows the summary's ring, asks the node also about the partitions it owned
 // in that ring (it has not planned on the new ring yet, so it may hold their
 // chunks still). A reader who does not know the summary's ring, or a node
-// that gossips All (it has not planned yet: it just started, and its catalog
-// may hold anything) is asked about every partition: knowledge that is
-// missing widens the reads of that member only, never narrows them.
+// that gossips All (it has not planned yet and could not list its catalog)
+// is asked about every partition: knowledge that is missing widens the reads
+// of that member only, never narrows them. A node that started and has not
+// planned yet gossips an AnyRing summary instead: every partition in which
+// its catalog (and what it stored since) holds chunks, owned or not, which
+// holds whatever ring a reader has, since a chunk's partition does not
+// depend on the members.
 //
 // The package is pure: no goroutines, clocks or I/O. Summaries and views are
 // immutable once built and safe for concurrent use.

@@ -57,6 +57,29 @@ func TestAnUnreadableSummaryMayHoldAnything(t *testing.T) {
 	}
 }
 
+// TestACatalogSummaryHoldsOnAnyRing: a summary of what a node's catalog
+// holds (AnyRing) survives its encoding, and a reader of an earlier
+// release, which does not know the flag, reads it as on a ring it never had
+// (so it asks the node about every partition).
+func TestACatalogSummaryHoldsOnAnyRing(t *testing.T) {
+	s := FromCatalog([]int{900, 3, 901, 3})
+	b := s.AppendEncoded(nil, 100)
+	d, err := Decode(b)
+	if err != nil || !d.Equal(s) || !d.AnyRing || d.Ring != 0 || !d.Contains(3) || d.Contains(4) {
+		t.Fatalf("%+v, %v; want %+v", d, err, s)
+	}
+	old := slices.Clone(b)
+	old[0] &^= flagAnyRing
+	if d, _ := Decode(old); d.AnyRing || d.Ring != 0 {
+		t.Fatalf("without the flag: %+v, want a summary on ring 0", d)
+	}
+	v := NewView(testRing(t, "a", "b"), func(uint64) *ring.Ring { return nil },
+		[]Entry{{Member: ring.Member{ID: "a", Addr: "a:1"}, Summary: &Summary{Ring: 0, Ranges: s.Ranges}}}, time.Time{})
+	if v.Movers() != 1 {
+		t.Fatal("a summary on ring 0 must be read as a ring never had")
+	}
+}
+
 func testRing(t *testing.T, ids ...string) *ring.Ring {
 	t.Helper()
 	var ms []ring.Member
@@ -86,6 +109,7 @@ func TestAViewNamesOnlyTheMembersThatMayHoldAPartition(t *testing.T) {
 		return Entry{Member: ring.Member{ID: id, Addr: id + ":1"}, Summary: s, HandingOff: handingOff}
 	}
 	sum := func(r *ring.Ring, parts ...int) *Summary { s := FromPartitions(RingHash(r), parts); return &s }
+	catalog := func(parts ...int) *Summary { s := FromCatalog(parts); return &s }
 	known := func(h uint64) *ring.Ring {
 		if h == RingHash(before) {
 			return before
@@ -112,6 +136,8 @@ func TestAViewNamesOnlyTheMembersThatMayHoldAPartition(t *testing.T) {
 		"restarted":        {[]Entry{entry("d", &Summary{All: true}, false)}, []string{"d"}},
 		"old, handing off": {[]Entry{entry("b", nil, true), entry("c", nil, false)}, []string{"b"}},
 		"not a member":     {[]Entry{entry("z", &Summary{All: true}, false)}, nil},
+		"catalog names it": {[]Entry{entry("a", catalog(p, p+7), false), entry("b", catalog(p+1), false)}, []string{"a"}},
+		"catalog is empty": {[]Entry{entry("a", catalog(), false)}, nil},
 	} {
 		if got := extra(c.entries...); !slices.Equal(got, c.want) {
 			t.Errorf("%s: %v, want %v", name, got, c.want)

@@ -21,8 +21,15 @@ type Summary struct {
 	// Ring is RingHash of the ring the summary was computed against.
 	Ring uint64
 	// All: the node may hold chunks of any partition (it has not planned
-	// since it started). Ranges are then empty.
+	// since it started, and could not list its catalog). Ranges are then
+	// empty.
 	All bool
+	// AnyRing: Ranges name every partition in which the node holds chunks,
+	// whether or not it owns them, so they hold on any ring and Ring is 0
+	// (a node that started and has not planned yet: its catalog's chunks,
+	// and what it stored since). A partition is a function of the chunk
+	// alone, not of the members.
+	AnyRing bool
 	// Ranges are sorted and disjoint; they may cover more partitions than
 	// the node holds chunks of (an encoding that did not fit merged them).
 	Ranges []Range
@@ -30,6 +37,14 @@ type Summary struct {
 
 // Unknown is the summary of a node that has not planned yet.
 func Unknown() Summary { return Summary{All: true} }
+
+// FromCatalog is the AnyRing summary naming parts (any order, repeats
+// allowed): every partition in which a node holds chunks.
+func FromCatalog(parts []int) Summary {
+	s := FromPartitions(0, parts)
+	s.AnyRing = true
+	return s
+}
 
 // Empty reports whether the summary names no partition (and not All).
 func (s Summary) Empty() bool { return !s.All && len(s.Ranges) == 0 }
@@ -62,7 +77,7 @@ func (s Summary) Partitions() int {
 
 // Equal reports whether two summaries say the same.
 func (s Summary) Equal(o Summary) bool {
-	return s.Ring == o.Ring && s.All == o.All && slices.Equal(s.Ranges, o.Ranges)
+	return s.Ring == o.Ring && s.All == o.All && s.AnyRing == o.AnyRing && slices.Equal(s.Ranges, o.Ranges)
 }
 
 // FromPartitions is the summary naming parts (any order, repeats allowed)
@@ -101,12 +116,15 @@ func RingHash(r *ring.Ring) uint64 {
 
 // Encoding (version 0):
 //
-//	byte 0     flags: bit 0 All; bits 4-7 the encoding version (0)
+//	byte 0     flags: bit 0 All, bit 1 AnyRing; bits 4-7 the encoding
+//	           version (0). A reader that ignores bit 1 sees ring 0, which
+//	           no ring hashes to, and asks the node about every partition.
 //	bytes 1-8  Ring, big-endian
 //	then       uvarint range count, and per range two uvarints: Lo minus
 //	           the previous range's Hi+1 (0 for the first), and Hi minus Lo.
 const (
 	flagAll      = 1
+	flagAnyRing  = 2
 	versionShift = 4
 	headerLen    = 9
 )
@@ -126,7 +144,11 @@ func (s Summary) AppendEncoded(dst []byte, budget int) []byte {
 	if s.All || rs == nil && len(s.Ranges) > 0 || encodedLen(rs) > budget {
 		return binary.BigEndian.AppendUint64(append(dst, flagAll), s.Ring)
 	}
-	dst = binary.BigEndian.AppendUint64(append(dst, 0), s.Ring)
+	var flags byte
+	if s.AnyRing {
+		flags = flagAnyRing
+	}
+	dst = binary.BigEndian.AppendUint64(append(dst, flags), s.Ring)
 	dst = binary.AppendUvarint(dst, uint64(len(rs)))
 	next := 0
 	for _, r := range rs {
@@ -203,6 +225,7 @@ func Decode(b []byte) (Summary, error) {
 		s.All = true
 		return s, nil
 	}
+	s.AnyRing = b[0]&flagAnyRing != 0
 	rest := b[headerLen:]
 	n, k := binary.Uvarint(rest)
 	if k <= 0 || n > uint64(len(rest)) {

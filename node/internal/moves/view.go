@@ -74,6 +74,10 @@ func NewView(cur *ring.Ring, known func(hash uint64) *ring.Ring, entries []Entry
 			mv.how = kindLegacy
 		case s.All:
 			mv.how = kindAll
+		case s.AnyRing && len(s.Ranges) == 0:
+			continue // holds nothing
+		case s.AnyRing:
+			mv.how, mv.s = kindRanges, *s // partitions do not depend on the ring
 		case s.Ring == v.hash && len(s.Ranges) == 0:
 			continue // nothing held elsewhere
 		case s.Ring == v.hash:
