@@ -467,56 +467,76 @@ func TestAnUnreadableChunkIsNotOffloaded(t *testing.T) {
 	}
 }
 
-func TestAChunkEvictedAgainFromMemoryIsReinsertedBeforeItsRegionGoes(t *testing.T) {
-	tr := openTier(t, testConfig(t, t.TempDir())) // 8 regions of 1 MiB
-	offload(tr, "ns", 0, 200_000)
-	i := 1
-	for ; tr.Stats().Regions < 4; i++ { // room for more regions: no reinsertion
-		offload(tr, "ns", i, 200_000)
-		tr.Flush()
-	}
-	if !offload(tr, "ns", 0, 200_000) || tr.Stats().Reinserted != 0 || tr.Stats().AlreadyHeld != 1 {
-		t.Fatalf("offload of a held chunk while the tier has room: %+v", tr.Stats())
-	}
-	for ; tr.Stats().Regions < 8; i++ { // full: chunk 0's region is the oldest
-		offload(tr, "ns", i, 200_000)
-		tr.Flush()
-	}
-	if !offload(tr, "ns", 0, 200_000) || tr.Stats().Reinserted != 1 {
-		t.Fatalf("offload of a chunk in the oldest region: %+v", tr.Stats())
-	}
-	if !offload(tr, "ns", i-1, 200_000) || tr.Stats().AlreadyHeld != 2 {
-		t.Fatalf("offload of a chunk in the newest region: %+v", tr.Stats())
-	}
-	for end := i + 12; i < end; i++ { // the oldest regions go
+// A region goes whole, oldest first; the chunks of it read since they were
+// written are written again first (a second chance), the others go with it.
+func TestAChunkReadSinceItsWriteIsWrittenAgainWhenItsRegionGoes(t *testing.T) {
+	tr := openTier(t, testConfig(t, t.TempDir())) // 8 regions of 1 MiB, 4 chunks each
+	for i := range 8 {
 		offload(tr, "ns", i, 200_000)
 	}
 	tr.Flush()
-	if tr.Contains("ns", chunkID(1)) || !tr.Contains("ns", chunkID(0)) {
-		t.Fatal("the reinserted chunk went with its old region, or the region did not go")
+	for _, i := range []int{0, 5} { // a read of one chunk in each of the two oldest regions
+		if err := readBack(t, tr, "ns", i, 200_000); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := readBack(t, tr, "ns", 0, 200_000); err != nil {
-		t.Fatal(err)
+	if !tr.Contains("ns", chunkID(1)) { // a lookup is not a read
+		t.Fatal("chunk 1 not held")
+	}
+	i := 8
+	for ; tr.Stats().RegionsEvicted < 2; i++ {
+		offload(tr, "ns", i, 200_000)
+		tr.Flush()
+	}
+	if s := tr.Stats(); s.Reinserted != 2 {
+		t.Fatalf("the two oldest regions went: reinserted %d, want 2 (%+v)", s.Reinserted, s)
+	}
+	for _, i := range []int{1, 2, 3, 4, 6, 7} {
+		if tr.Contains("ns", chunkID(i)) {
+			t.Fatalf("chunk %d, never read, outlived its region", i)
+		}
+	}
+	for _, i := range []int{0, 5} {
+		if err := readBack(t, tr, "ns", i, 200_000); err != nil {
+			t.Fatalf("chunk %d, read before its region went: %v", i, err)
+		}
+	}
+	// Read again above: one more turn of the regions keeps them; then
+	// one without a read lets them go.
+	for end := i + 40; i < end; i++ {
+		offload(tr, "ns", i, 200_000)
+		tr.Flush()
+	}
+	if !tr.Contains("ns", chunkID(0)) || tr.Stats().Reinserted < 4 {
+		t.Fatalf("chunk 0, read in its second region, went with it: %+v", tr.Stats())
+	}
+	for end := i + 40; i < end; i++ {
+		offload(tr, "ns", i, 200_000)
+		tr.Flush()
+	}
+	if tr.Contains("ns", chunkID(0)) {
+		t.Fatal("chunk 0, not read since its last write, outlived its region")
 	}
 }
 
-func TestALookedUpRegionOutlivesOlderUnusedOnes(t *testing.T) {
-	tr := openTier(t, testConfig(t, t.TempDir())) // 8 regions of 1 MiB
-	for i := range 20 {
+// A chunk removed after its region's eviction queued it again stays removed.
+func TestARemovedChunkIsNotReinserted(t *testing.T) {
+	tr := openTier(t, testConfig(t, t.TempDir()))
+	for i := range 4 {
 		offload(tr, "ns", i, 200_000)
 	}
 	tr.Flush()
-	if !tr.Contains("ns", chunkID(0)) { // a lookup uses the oldest region
-		t.Fatal("chunk 0 not held")
+	if err := readBack(t, tr, "ns", 0, 200_000); err != nil {
+		t.Fatal(err)
 	}
-	for i := 20; tr.Stats().RegionsEvicted < 2; i++ {
+	if !tr.Remove("ns", chunkID(0)) {
+		t.Fatal("Remove: not held")
+	}
+	for i := 4; tr.Stats().RegionsEvicted < 1; i++ {
 		offload(tr, "ns", i, 200_000)
 		tr.Flush()
 	}
-	if !tr.Contains("ns", chunkID(0)) || !tr.Contains("ns", chunkID(1)) {
-		t.Fatal("the looked-up region went")
-	}
-	if tr.Contains("ns", chunkID(10)) {
-		t.Fatal("two regions evicted, but the second oldest (unused) is still held")
+	if s := tr.Stats(); tr.Contains("ns", chunkID(0)) || s.Reinserted != 0 {
+		t.Fatalf("a removed chunk came back with its region's eviction: %+v", s)
 	}
 }
