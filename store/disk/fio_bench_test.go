@@ -67,12 +67,15 @@ func BenchmarkGetVsFio(b *testing.B) {
 			fioRun(b, append(fio, "--runtime=1")) // lays its file out
 			pr := newPreader(b, filepath.Join(dir, "randread.0.0"), size)
 			var get, read, raw, plain float64
+			var pairs pairTimes
 			for range benchRounds() {
 				get += readFor(b, qd, size, func(id store.ID) error { return lendOnce(st, id) }, ids)
 				raw += fioRun(b, fio)
 				read += readFor(b, qd, size, func(id store.ID) error { return readOnce(tr, id) }, ids)
 				plain += readFor(b, qd, size, func(id store.ID) error { return pr.read(id) }, ids)
+				pairs.add(readPairs(b, qd, func(id store.ID) error { return lendOnce(st, id) }, pr.read, ids))
 			}
+			b.ReportMetric(pairs.b.Seconds()/pairs.a.Seconds(), "get/pread_paired")
 			b.ReportMetric(get/float64(benchRounds()), "get_MB/s")
 			b.ReportMetric(read/float64(benchRounds()), "read_MB/s")
 			b.ReportMetric(raw/float64(benchRounds()), "fio_MB/s")
@@ -154,6 +157,47 @@ func readFor(b *testing.B, qd, size int, read func(store.ID) error, ids []store.
 	}
 	wg.Wait()
 	return float64(n.Load()) * float64(size) / time.Since(start).Seconds() / 1e6
+}
+
+// pairTimes are the summed times of two reads done in pairs.
+type pairTimes struct{ a, b time.Duration }
+
+func (p *pairTimes) add(q pairTimes) { p.a += q.a; p.b += q.b }
+
+// readPairs runs pairs of reads of random chunks for a second from qd
+// goroutines, each pair a then b, one after the other on one goroutine,
+// and returns the time each took in all: their ratio is free of the
+// host's drift between rounds, since every a has a b next to it.
+func readPairs(b *testing.B, qd int, a, c func(store.ID) error, ids []store.ID) pairTimes {
+	var mu sync.Mutex
+	var sum pairTimes
+	var wg sync.WaitGroup
+	start := time.Now()
+	for g := range qd {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(g), uint64(start.UnixNano())))
+			var my pairTimes
+			for time.Since(start) < time.Second {
+				t0 := time.Now()
+				if err := a(ids[r.IntN(len(ids))]); err != nil {
+					b.Error(err)
+					return
+				}
+				t1 := time.Now()
+				if err := c(ids[r.IntN(len(ids))]); err != nil {
+					b.Error(err)
+					return
+				}
+				my.a += t1.Sub(t0)
+				my.b += time.Since(t1)
+			}
+			mu.Lock()
+			sum.add(my)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return sum
 }
 
 // fioArgs are fio's direct random reads of size bytes at qd in dir.

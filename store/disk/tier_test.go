@@ -382,8 +382,8 @@ func TestAFullDiskDegradesTheTier(t *testing.T) {
 }
 
 // TestAFilesystemSmallerThanTheLimitKeepsTheTierGoing: on a 3 MiB
-// filesystem under a larger limit the tier gives up its least recently
-// used region when it has no room for a new one, and keeps offloading
+// filesystem under a larger limit the tier gives up its oldest region
+// when it has no room for a new one, and keeps offloading
 // within the space it has: never degraded, the latest chunks held.
 func TestAFilesystemSmallerThanTheLimitKeepsTheTierGoing(t *testing.T) {
 	dir := testutil.MountTmpfs(t, "3m")
@@ -538,5 +538,46 @@ func TestARemovedChunkIsNotReinserted(t *testing.T) {
 	}
 	if s := tr.Stats(); tr.Contains("ns", chunkID(0)) || s.Reinserted != 0 {
 		t.Fatalf("a removed chunk came back with its region's eviction: %+v", s)
+	}
+}
+
+// A chunk read since its write whose record went bad on disk is dropped and
+// counted when its region goes, not written again.
+func TestACorruptedChunkIsNotReinserted(t *testing.T) {
+	tr := openTier(t, testConfig(t, t.TempDir()))
+	for i := range 4 {
+		offload(tr, "ns", i, 200_000)
+	}
+	tr.Flush()
+	for i := range 2 {
+		if err := readBack(t, tr, "ns", i, 200_000); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr.mu.Lock()
+	l := tr.idx[key("ns", chunkID(1))]
+	path, ver := tr.regions[l.region].path, tr.regions[l.region].ver
+	tr.mu.Unlock()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := payloadAt(ver, l) + 5000
+	b := []byte{0}
+	f.ReadAt(b, off)
+	b[0] ^= 0xff
+	f.WriteAt(b, off)
+	f.Sync()
+	f.Close()
+	for i := 4; tr.Stats().RegionsEvicted < 1; i++ {
+		offload(tr, "ns", i, 200_000)
+		tr.Flush()
+	}
+	if s := tr.Stats(); s.Reinserted != 1 || s.ChecksumErrors != 1 || tr.Contains("ns", chunkID(1)) {
+		t.Fatalf("the corrupted chunk: reinserted %d (want 1, the other), checksum errors %d, held %v",
+			s.Reinserted, s.ChecksumErrors, tr.Contains("ns", chunkID(1)))
+	}
+	if err := readBack(t, tr, "ns", 0, 200_000); err != nil {
+		t.Fatal(err)
 	}
 }
