@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,7 +106,8 @@ func diskChunk(i, size int) client.Chunk {
 // memory and 1 GiB of disk stores 600 MiB of chunks; every acknowledged
 // chunk is held (a lookup counts it) and reads back byte-exact, most of
 // them from disk. After SIGKILL and a restart the disk-held chunks are
-// found again and read back byte-exact.
+// found again and read back byte-exact; after a clean stop (SIGTERM) too,
+// and then every region is found from its footer, none scanned.
 func TestADiskTierHoldsWhatSharedMemoryCannot(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes 600 MiB")
@@ -178,6 +180,15 @@ func TestADiskTierHoldsWhatSharedMemoryCannot(t *testing.T) {
 	}
 	checkAll(node, c2, "after SIGKILL and restart")
 	t.Logf("%v: read back again", time.Since(start))
+
+	stopNode(t, node)
+	node = restartNode(t, node, args...)
+	c3, _ := newEngine(t, []string{node.grpc}, 0, 0)
+	testutil.Eventually(t, "the client to connect after the clean stop", 10*time.Second, func() bool { return c3.State().Status == client.ConnConnected })
+	if l := lineContaining(node.logs(), "disk tier opened"); !strings.Contains(l, "scanned_regions=0") {
+		t.Fatalf("after a clean stop every region should have its footer: %s", l)
+	}
+	checkAll(node, c3, "after a clean stop and restart")
 }
 
 // TestADamagedDiskRegionIsAMissNeverWrongBytes: region files damaged under
