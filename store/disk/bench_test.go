@@ -72,7 +72,7 @@ func BenchmarkWrite(b *testing.B) {
 				id := store.ID{}
 				id[0], id[1], id[2], id[3] = byte(i), byte(i>>8), byte(i>>16), byte(i>>24)
 				for !tr.Offload("bench", id, crc, size, nil, fill) {
-					tr.Flush() // the queue is full: wait for the disk, as a steady state would
+					tr.waitBatch() // the queue is full: wait for the disk, as a steady state would
 				}
 			}
 			tr.Flush()
@@ -81,6 +81,17 @@ func BenchmarkWrite(b *testing.B) {
 				b.Fatalf("%d writes failed", d)
 			}
 		})
+	}
+}
+
+// waitBatch blocks until the writer finished a batch (or the queue is
+// empty): room in the queue, without draining it as Flush does, so that
+// the writer always has the next batch waiting.
+func (t *Tier) waitBatch() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.queued > 0 {
+		t.idle.Wait()
 	}
 }
 

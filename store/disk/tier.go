@@ -257,8 +257,11 @@ func (t *Tier) Contains(ns string, id store.ID) bool {
 	return t.has(k)
 }
 
-// Pin reports whether the tier holds the chunk, like Contains, and keeps
-// its region from being evicted until until. Never blocks on I/O.
+// Pin reports whether the tier holds the chunk, like Contains, for a
+// lookup: the chunk is marked used as a read marks it (its region's
+// eviction writes it again: the get that follows a lookup finds it even
+// when the region goes in between), and its region is kept from eviction
+// until until (unix ns; 0 pins nothing). Never blocks on I/O.
 func (t *Tier) Pin(ns string, id store.ID, until int64) bool {
 	k := key(ns, id)
 	t.mu.Lock()
@@ -267,9 +270,14 @@ func (t *Tier) Pin(ns string, id store.ID, until int64) bool {
 		if r := t.regions[l.region]; r != nil {
 			r.pinnedUntil = max(r.pinnedUntil, until)
 		}
+		l.hlen |= locRead
+		t.idx[k] = l
 		return true
 	}
-	_, ok := t.pending[k]
+	r, ok := t.pending[k]
+	if ok {
+		r.read = true
+	}
 	return ok
 }
 

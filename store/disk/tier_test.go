@@ -467,8 +467,9 @@ func TestAnUnreadableChunkIsNotOffloaded(t *testing.T) {
 	}
 }
 
-// A region goes whole, oldest first; the chunks of it read since they were
-// written are written again first (a second chance), the others go with it.
+// A region goes whole, oldest first; the chunks of it read or looked up
+// since they were written are written again first (a second chance), the
+// others go with it.
 func TestAChunkReadSinceItsWriteIsWrittenAgainWhenItsRegionGoes(t *testing.T) {
 	tr := openTier(t, testConfig(t, t.TempDir())) // 8 regions of 1 MiB, 4 chunks each
 	for i := range 8 {
@@ -480,23 +481,26 @@ func TestAChunkReadSinceItsWriteIsWrittenAgainWhenItsRegionGoes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if !tr.Contains("ns", chunkID(1)) { // a lookup is not a read
+	if !tr.Contains("ns", chunkID(1)) { // a membership test is not a use
 		t.Fatal("chunk 1 not held")
+	}
+	if !tr.Pin("ns", chunkID(2), 0) { // a lookup (with no lease) is
+		t.Fatal("chunk 2 not held")
 	}
 	i := 8
 	for ; tr.Stats().RegionsEvicted < 2; i++ {
 		offload(tr, "ns", i, 200_000)
 		tr.Flush()
 	}
-	if s := tr.Stats(); s.Reinserted != 2 {
-		t.Fatalf("the two oldest regions went: reinserted %d, want 2 (%+v)", s.Reinserted, s)
+	if s := tr.Stats(); s.Reinserted != 3 {
+		t.Fatalf("the two oldest regions went: reinserted %d, want 3 (%+v)", s.Reinserted, s)
 	}
-	for _, i := range []int{1, 2, 3, 4, 6, 7} {
+	for _, i := range []int{1, 3, 4, 6, 7} {
 		if tr.Contains("ns", chunkID(i)) {
 			t.Fatalf("chunk %d, never read, outlived its region", i)
 		}
 	}
-	for _, i := range []int{0, 5} {
+	for _, i := range []int{0, 2, 5} {
 		if err := readBack(t, tr, "ns", i, 200_000); err != nil {
 			t.Fatalf("chunk %d, read before its region went: %v", i, err)
 		}
