@@ -125,23 +125,29 @@ func TestADiskTierHoldsWhatSharedMemoryCannot(t *testing.T) {
 
 	start := time.Now()
 	ids := make([]client.ChunkID, n)
-	for i := 0; i < n; i += 8 {
-		batch := make([]client.Chunk, 0, 8)
-		for j := i; j < min(i+8, n); j++ {
-			ch := diskChunk(j, size)
-			ids[j] = ch.ID
-			batch = append(batch, ch)
-		}
-		res, err := c.Put(ctx, batch)
-		if err != nil {
-			t.Fatalf("put of chunks %d..: %v", i, err)
-		}
-		for k, r := range res {
-			if !r.Status.Held() {
-				t.Fatalf("chunk %d: %+v, want stored", i+k, r)
+	putRange := func(c *client.Client, lo, hi int) {
+		t.Helper()
+		for i := lo; i < hi; i += 8 {
+			batch := make([]client.Chunk, 0, 8)
+			for j := i; j < min(i+8, hi); j++ {
+				ch := diskChunk(j, size)
+				if j < n {
+					ids[j] = ch.ID
+				}
+				batch = append(batch, ch)
+			}
+			res, err := c.Put(ctx, batch)
+			if err != nil {
+				t.Fatalf("put of chunks %d..: %v", i, err)
+			}
+			for k, r := range res {
+				if !r.Status.Held() {
+					t.Fatalf("chunk %d: %+v, want stored", i+k, r)
+				}
 			}
 		}
 	}
+	putRange(c, 0, n)
 	st := node.diskStats(t)
 	t.Logf("%v: after the puts: %d chunks in shared memory, disk %+v", time.Since(start), st.Chunks, *st.Disk)
 	if st.Chunks >= n/4 || st.Disk.Chunks+st.Disk.QueuedChunks < n-st.Chunks {
@@ -182,8 +188,10 @@ func TestADiskTierHoldsWhatSharedMemoryCannot(t *testing.T) {
 	checkAll(node, c2, "after SIGKILL and restart")
 	t.Logf("%v: read back again", time.Since(start))
 	// The region being written at the kill has no footer and is scanned at
-	// every start; a clean stop writes the footer of the one it writes.
+	// every start; a clean stop writes the footer of the one it writes
+	// (the 100 chunks put now push as many to disk, into a new region).
 	scannedAfterKill := scannedRegions(t, lineContaining(node.logs(), "disk tier opened"))
+	putRange(c2, n, n+100)
 
 	stopNode(t, node)
 	node = restartNode(t, node, args...)
