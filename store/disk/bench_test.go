@@ -6,9 +6,13 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/kvring/kvring/internal/crc32c"
 	"github.com/kvring/kvring/store"
@@ -172,4 +176,61 @@ func benchFill(b *testing.B, st *store.Store, tr *Tier, size int) []store.ID {
 		b.Fatalf("only %d of %d chunks held", len(held), len(ids))
 	}
 	return held
+}
+
+// BenchmarkWritePaired: offloads of 64 MiB of chunks (counted once on
+// disk) paired with a plain Go loop of O_DIRECT sequential pwrites of the
+// same 64 MiB in chunk-size writes into a preallocated file of the same
+// directory (what fio's psync sequential-write job does), one after the
+// other, eight pairs. write/pwrite_paired is the pwrite loop's time over
+// the tier's: free of the host's drift between rounds, which moves fio's
+// figures (scripts/disk-bench.sh) by ±50 % from one round to the next.
+func BenchmarkWritePaired(b *testing.B) {
+	const rounds, per = 8, 64 << 20
+	for _, size := range benchSizes {
+		b.Run(sizeName(size), func(b *testing.B) {
+			dir := benchDir(b)
+			tr := benchTier(b, dir)
+			src := chunkBytes(1, size)
+			crc := crc32c.Checksum(src)
+			fill := func(dst []byte) error { copy(dst, src); return nil }
+			fd, err := openFile(filepath.Join(dir, "pwrite.dat"), unix.O_RDWR|unix.O_CREAT, tr.Direct())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer unix.Close(fd)
+			if err := unix.Fallocate(fd, 0, 0, rounds*per); err != nil {
+				b.Fatal(err)
+			}
+			buf := alignedBuf(int64(size))
+			copy(buf, src)
+			var tierT, plainT time.Duration
+			n := 0
+			for r := range rounds {
+				t0 := time.Now()
+				for range per / size {
+					n++
+					id := store.ID{byte(n), byte(n >> 8), byte(n >> 16), 0xbd}
+					for !tr.Offload("bench", id, crc, size, nil, fill) {
+						tr.waitBatch()
+					}
+				}
+				tr.Flush()
+				t1 := time.Now()
+				for off := r * per; off < (r+1)*per; off += size {
+					if err := pwritevFull(fd, [][]byte{buf}, int64(off)); err != nil {
+						b.Fatal(err)
+					}
+				}
+				plainT += time.Since(t1)
+				tierT += t1.Sub(t0)
+			}
+			if d := tr.Stats().Drops[DropIOError]; d > 0 {
+				b.Fatalf("%d writes failed", d)
+			}
+			b.ReportMetric(rounds*per/tierT.Seconds()/1e6, "write_MB/s")
+			b.ReportMetric(rounds*per/plainT.Seconds()/1e6, "pwrite_MB/s")
+			b.ReportMetric(plainT.Seconds()/tierT.Seconds(), "write/pwrite_paired")
+		})
+	}
 }

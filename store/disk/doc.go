@@ -9,8 +9,9 @@
 // # What it owns
 //
 //   - Region files region-<seq>.kvr under Config.Dir, RegionSize each
-//     (default 64 MiB), written sequentially by one writer goroutine and
-//     never rewritten: records (a header naming the chunk in full, its
+//     (default 64 MiB), written sequentially by one writer goroutine (a
+//     second, the syncer, fdatasyncs each sealed region meanwhile; Close
+//     waits for both) and never rewritten: records (a header naming the chunk in full, its
 //     payload, padding to 4 KiB) back to back, then, when the region is
 //     full or the tier closes, a footer repeating every record header and
 //     a trailer in the last block saying where the footer is (format.go).

@@ -107,6 +107,8 @@ type Tier struct {
 	flushNow chan struct{} // Flush: the writer stops gathering
 	stop     chan struct{}
 	done     chan struct{}
+	syncq    chan *region  // sealed regions for the syncer; closed after the writer exits
+	syncDone chan struct{} // closed when the syncer exits
 	qlen     atomic.Int64
 }
 
@@ -154,6 +156,8 @@ func Open(cfg Config) (*Tier, error) {
 		flushNow: make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
+		syncq:    make(chan *region, syncBacklog),
+		syncDone: make(chan struct{}),
 		st:       newCounters(),
 	}
 	t.idle = sync.NewCond(&t.mu)
@@ -177,6 +181,7 @@ func Open(cfg Config) (*Tier, error) {
 		return nil, err
 	}
 	go t.writer()
+	go t.syncer()
 	return t, nil
 }
 
@@ -194,8 +199,9 @@ func (t *Tier) Direct() bool { return t.direct }
 
 // Close stops accepting offloads, writes what is queued, seals the active
 // region (its footer, so that the next Open reads one footer instead of
-// scanning) and closes every file. It blocks until the writer has exited;
-// reads in flight finish first. Idempotent.
+// scanning) and closes every file. It blocks until the writer has exited
+// and every sealed region is synced; reads in flight finish first.
+// Idempotent.
 func (t *Tier) Close() error {
 	t.mu.Lock()
 	if t.closed {
@@ -206,6 +212,8 @@ func (t *Tier) Close() error {
 	t.mu.Unlock()
 	close(t.stop)
 	<-t.done
+	close(t.syncq)
+	<-t.syncDone
 	t.mu.Lock()
 	for _, r := range t.regions {
 		r.dead = true

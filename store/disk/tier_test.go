@@ -193,6 +193,8 @@ func crash(t testing.TB, tr *Tier) {
 	tr.mu.Unlock()
 	close(tr.stop)
 	<-tr.done
+	close(tr.syncq)
+	<-tr.syncDone
 	for _, r := range tr.regions {
 		unix.Close(r.fd)
 	}

@@ -345,9 +345,10 @@ func (t *Tier) activeLocked() *region {
 	return r
 }
 
-// sealActive writes the active region's footer and trailer and syncs it.
-// A failure leaves the region readable (the next Open scans it) and
-// degrades nothing: the records are on disk. Writer only.
+// sealActive writes the active region's footer and trailer and has the
+// syncer fdatasync it. A failure leaves the region readable (the next
+// Open scans it) and degrades nothing: the records are on disk. Writer
+// only.
 func (t *Tier) sealActive() {
 	t.mu.Lock()
 	r := t.activeLocked()
@@ -367,18 +368,18 @@ func (t *Tier) sealActive() {
 	if err == nil {
 		err = t.pwrite(r, [][]byte{tb}, t.cfg.RegionSize-blockSize)
 	}
-	if err == nil {
-		err = unix.Fdatasync(r.fd)
-	}
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	if err != nil {
+		t.mu.Unlock()
 		t.log.Warn("cannot seal a disk region; the next start scans it", "region", r.path, "err", err)
 		return
 	}
 	r.footOff, r.footLen = used, fl
 	r.hdrs, r.nhdrs = nil, 0
 	t.st.sealed++
+	r.refs++ // the syncer's
+	t.mu.Unlock()
+	t.syncLater(r)
 }
 
 // newRegion evicts the oldest regions until one more fits the limit, then
