@@ -15,7 +15,7 @@
 # process (BenchmarkGetVsFio): the host's load moves both by ±30 % within
 # seconds.
 # Usage: scripts/disk-bench.sh [DIR] (default: a temporary directory under
-# /var/tmp). QDS="1 4" sets the read queue depths, BENCHTIME the Go
+# /var/tmp). QDS="1 4" sets the read queue depths ("" none), BENCHTIME the Go
 # write benchmarks' -benchtime (default 2s), FIO_RUNTIME fio's seconds
 # (default 4).
 # Needs fio (apt-get install fio). The directory must be on the filesystem
@@ -24,7 +24,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 DIR="${1:-$(mktemp -d /var/tmp/kvring-disk-bench.XXXXXX)}"
 mkdir -p "$DIR"
-QDS="${QDS:-1 4}"
+QDS="${QDS-1 4}"
 BENCHTIME="${BENCHTIME:-2s}"
 FIO_RUNTIME="${FIO_RUNTIME:-4}"
 ROUNDS="${ROUNDS:-3}"
@@ -70,6 +70,10 @@ for bs in 256KiB 2MiB; do
     --name=seqwrite --rw=write --bs="$fbs" --ioengine=psync --iodepth=1 --fallocate=native --end_fsync=1 --overwrite=0
   rm -f "$work"/*
 done
+# Writes paired with a plain Go O_DIRECT sequential pwrite loop of the same
+# block size, 64 MiB each, one after the other (BenchmarkWritePaired).
+echo "writes paired with a plain pwrite loop (8 pairs of 64 MiB):"
+KVRING_DISK_BENCH_DIR="$DIR" $GO test -run '^$' -bench '^BenchmarkWritePaired$' -benchtime 1x ./store/disk | grep '^BenchmarkWritePaired'
 # Reads: BenchmarkGetVsFio alternates gets (store.Lend of disk-held chunks),
 # Tier.Read and fio in one-second rounds within one process, so all three
 # see the same load.

@@ -26,8 +26,9 @@ type Lower interface {
 	Offload(ns string, id ID, crc uint32, size int, meta []byte, fill func(dst []byte) error) bool
 	// Contains reports whether the tier holds the chunk.
 	Contains(ns string, id ID) bool
-	// Pin is Contains that also keeps the chunk from being evicted until
-	// the unix-nanosecond time until, as far as the tier can.
+	// Pin is Contains for a lookup: the tier counts it as a use of the
+	// chunk (as a read), and keeps the chunk from being evicted until the
+	// unix-nanosecond time until (0: no pin), as far as the tier can.
 	Pin(ns string, id ID, until int64) bool
 	// Read returns the chunk's bytes (ErrNotFound when not held,
 	// ErrChecksum when they cannot be read or fail a check: the tier drops
@@ -213,14 +214,15 @@ func (s *Store) lowerContains(ns string, id ID) bool {
 }
 
 // probeLower completes a probe's answer with what the Lower tier holds
-// (pinning it there too when pinFor > 0) and returns the new count n.
+// (a use of each chunk there, pinned too when pinFor > 0) and returns the
+// new count n.
 func (s *Store) probeLower(ns string, ids []ID, held []bool, n int, pinFor time.Duration, leading bool) int {
 	low := s.cfg.Lower
-	has := low.Contains
+	var until int64
 	if pinFor > 0 {
-		until := s.cfg.Now().Add(pinFor).UnixNano()
-		has = func(ns string, id ID) bool { return low.Pin(ns, id, until) }
+		until = s.cfg.Now().Add(pinFor).UnixNano()
 	}
+	has := func(ns string, id ID) bool { return low.Pin(ns, id, until) }
 	if leading {
 		for n < len(ids) && has(ns, ids[n]) {
 			n++

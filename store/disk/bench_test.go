@@ -6,9 +6,13 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/kvring/kvring/internal/crc32c"
 	"github.com/kvring/kvring/store"
@@ -72,7 +76,7 @@ func BenchmarkWrite(b *testing.B) {
 				id := store.ID{}
 				id[0], id[1], id[2], id[3] = byte(i), byte(i>>8), byte(i>>16), byte(i>>24)
 				for !tr.Offload("bench", id, crc, size, nil, fill) {
-					tr.Flush() // the queue is full: wait for the disk, as a steady state would
+					tr.waitBatch() // the queue is full: wait for the disk, as a steady state would
 				}
 			}
 			tr.Flush()
@@ -81,6 +85,17 @@ func BenchmarkWrite(b *testing.B) {
 				b.Fatalf("%d writes failed", d)
 			}
 		})
+	}
+}
+
+// waitBatch blocks until the writer finished a batch (or the queue is
+// empty): room in the queue, without draining it as Flush does, so that
+// the writer always has the next batch waiting.
+func (t *Tier) waitBatch() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.queued > 0 {
+		t.idle.Wait()
 	}
 }
 
@@ -125,7 +140,9 @@ func BenchmarkRead(b *testing.B) {
 }
 
 // benchFill puts 512 MiB of chunks of size bytes into st and returns the
-// ids of those held once the tier's queue is written out.
+// ids of those the tier holds once its queue is written out (not those
+// still in shared memory only: Tier.Read does not see them, and Lend
+// would serve them from memory).
 func benchFill(b *testing.B, st *store.Store, tr *Tier, size int) []store.ID {
 	src := chunkBytes(1, size)
 	crc := crc32c.Checksum(src)
@@ -151,7 +168,7 @@ func benchFill(b *testing.B, st *store.Store, tr *Tier, size int) []store.ID {
 	tr.Flush()
 	held := ids[:0]
 	for _, id := range ids {
-		if st.Contains("bench", id) {
+		if tr.Contains("bench", id) {
 			held = append(held, id)
 		}
 	}
@@ -159,4 +176,61 @@ func benchFill(b *testing.B, st *store.Store, tr *Tier, size int) []store.ID {
 		b.Fatalf("only %d of %d chunks held", len(held), len(ids))
 	}
 	return held
+}
+
+// BenchmarkWritePaired: offloads of 64 MiB of chunks (counted once on
+// disk) paired with a plain Go loop of O_DIRECT sequential pwrites of the
+// same 64 MiB in chunk-size writes into a preallocated file of the same
+// directory (what fio's psync sequential-write job does), one after the
+// other, eight pairs. write/pwrite_paired is the pwrite loop's time over
+// the tier's: free of the host's drift between rounds, which moves fio's
+// figures (scripts/disk-bench.sh) by ±50 % from one round to the next.
+func BenchmarkWritePaired(b *testing.B) {
+	const rounds, per = 8, 64 << 20
+	for _, size := range benchSizes {
+		b.Run(sizeName(size), func(b *testing.B) {
+			dir := benchDir(b)
+			tr := benchTier(b, dir)
+			src := chunkBytes(1, size)
+			crc := crc32c.Checksum(src)
+			fill := func(dst []byte) error { copy(dst, src); return nil }
+			fd, err := openFile(filepath.Join(dir, "pwrite.dat"), unix.O_RDWR|unix.O_CREAT, tr.Direct())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer unix.Close(fd)
+			if err := unix.Fallocate(fd, 0, 0, rounds*per); err != nil {
+				b.Fatal(err)
+			}
+			buf := alignedBuf(int64(size))
+			copy(buf, src)
+			var tierT, plainT time.Duration
+			n := 0
+			for r := range rounds {
+				t0 := time.Now()
+				for range per / size {
+					n++
+					id := store.ID{byte(n), byte(n >> 8), byte(n >> 16), 0xbd}
+					for !tr.Offload("bench", id, crc, size, nil, fill) {
+						tr.waitBatch()
+					}
+				}
+				tr.Flush()
+				t1 := time.Now()
+				for off := r * per; off < (r+1)*per; off += size {
+					if err := pwritevFull(fd, [][]byte{buf}, int64(off)); err != nil {
+						b.Fatal(err)
+					}
+				}
+				plainT += time.Since(t1)
+				tierT += t1.Sub(t0)
+			}
+			if d := tr.Stats().Drops[DropIOError]; d > 0 {
+				b.Fatalf("%d writes failed", d)
+			}
+			b.ReportMetric(rounds*per/tierT.Seconds()/1e6, "write_MB/s")
+			b.ReportMetric(rounds*per/plainT.Seconds()/1e6, "pwrite_MB/s")
+			b.ReportMetric(plainT.Seconds()/tierT.Seconds(), "write/pwrite_paired")
+		})
+	}
 }

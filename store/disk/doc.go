@@ -9,8 +9,9 @@
 // # What it owns
 //
 //   - Region files region-<seq>.kvr under Config.Dir, RegionSize each
-//     (default 64 MiB), written sequentially by one writer goroutine and
-//     never rewritten: records (a header naming the chunk in full, its
+//     (default 64 MiB), written sequentially by one writer goroutine (a
+//     second, the syncer, fdatasyncs each sealed region meanwhile; Close
+//     waits for both) and never rewritten: records (a header naming the chunk in full, its
 //     payload, padding to 4 KiB) back to back, then, when the region is
 //     full or the tier closes, a footer repeating every record header and
 //     a trailer in the last block saying where the footer is (format.go).
@@ -34,12 +35,13 @@
 //     list (61 bytes a chunk with Go's map overhead, measured by
 //     TestIndexCostPerChunk). The record header names the chunk in full,
 //     so a hash collision is a miss, never another chunk's bytes.
-//   - Eviction by whole regions, least recently used first (a lookup, read
-//     or write of a chunk uses its region), skipping regions a lookup lease
-//     pins (Pin): the file is removed and its chunks leave the index. A
-//     chunk offloaded again while its copy is in the oldest quarter of the
-//     regions by write order is written again (reinsertion); a hot chunk
-//     lives in shared memory, where the store promotes it.
+//   - Eviction by whole regions, oldest first by write order, skipping
+//     regions a lookup lease pins (Pin): the file is removed and its
+//     chunks leave the index, except those read since they were written,
+//     which the writer reads back and queues again first (reinsertion: a
+//     second chance per read, as a CLOCK gives; one bit per chunk in its
+//     index entry). A chunk offloaded again while the tier holds it is not
+//     written again.
 //   - Checksums: every Read verifies the record header, and the payload's
 //     CRC-32C (internal/crc32c) itself with verify or else through its
 //     caller, who checks the bytes as it copies them and reports a

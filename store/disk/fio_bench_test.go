@@ -28,10 +28,15 @@ import (
 // so that both see the same load on a shared host. A get is store.Lend, as
 // a node serves an engine: one pread of the record, the copy into shared
 // memory that checks the checksum in the same pass, the View the reply is
-// sent from. It reports the tier's and fio's MB/s summed over the rounds
-// and tier/fio, with the read-only Tier.Read as a second figure and a
-// plain O_DIRECT pread loop over fio's own file as a third (pread/fio: what
-// Go's system call path gets against fio's libaio, without the tier).
+// sent from. It reports the mean MB/s of the tier and fio and the median
+// over the rounds of each round's tier/fio (fio running right after the
+// gets), with the read-only Tier.Read as a second figure and a plain
+// O_DIRECT pread loop over fio's own file as a third (pread/fio: what Go's
+// system call path gets against fio's libaio, without the tier). Then
+// get/pread_paired: gets and preads of the same size done in pairs, one
+// right after the other on each goroutine, for a second a round; the
+// ratio of their summed times is free of the host's drift between rounds,
+// which moves the others by ±50 % on a shared host.
 // Like with like: qd goroutines with one get each in flight against fio's
 // iodepth qd; the same block size (a get also reads its record's header
 // block, not counted in its MB/s); random chunks of a 512 MiB data set
@@ -66,19 +71,17 @@ func BenchmarkGetVsFio(b *testing.B) {
 			fio := fioArgs(dir, size, qd)
 			fioRun(b, append(fio, "--runtime=1")) // lays its file out
 			pr := newPreader(b, filepath.Join(dir, "randread.0.0"), size)
-			var get, read, raw, plain float64
+			var rs rounds
 			for range benchRounds() {
-				get += readFor(b, qd, size, func(id store.ID) error { return lendOnce(st, id) }, ids)
-				raw += fioRun(b, fio)
-				read += readFor(b, qd, size, func(id store.ID) error { return readOnce(tr, id) }, ids)
-				plain += readFor(b, qd, size, func(id store.ID) error { return pr.read(id) }, ids)
+				var r round
+				r.get = readFor(b, qd, size, func(id store.ID) error { return lendOnce(st, id) }, ids)
+				r.fio = fioRun(b, fio)
+				r.read = readFor(b, qd, size, func(id store.ID) error { return readOnce(tr, id) }, ids)
+				r.pread = readFor(b, qd, size, func(id store.ID) error { return pr.read(id) }, ids)
+				r.pairs = readPairs(b, qd, func(id store.ID) error { return lendOnce(st, id) }, pr.read, ids)
+				rs = append(rs, r)
 			}
-			b.ReportMetric(get/float64(benchRounds()), "get_MB/s")
-			b.ReportMetric(read/float64(benchRounds()), "read_MB/s")
-			b.ReportMetric(raw/float64(benchRounds()), "fio_MB/s")
-			b.ReportMetric(get/raw, "get/fio")
-			b.ReportMetric(read/raw, "read/fio")
-			b.ReportMetric(plain/raw, "pread/fio")
+			rs.report(b)
 		})
 	}
 }
@@ -154,6 +157,94 @@ func readFor(b *testing.B, qd, size int, read func(store.ID) error, ids []store.
 	}
 	wg.Wait()
 	return float64(n.Load()) * float64(size) / time.Since(start).Seconds() / 1e6
+}
+
+// round is one round of BenchmarkGetVsFio: the MB/s of each reader, one
+// after the other, and a second of gets paired with preads.
+type round struct {
+	get, fio, read, pread float64
+	pairs                 pairTimes
+}
+
+type rounds []round
+
+// report reports the mean MB/s of each reader, the medians of the rounds'
+// ratios to fio (each round's fio ran right after its gets), and gets
+// against preads paired op by op over all rounds.
+func (rs rounds) report(b *testing.B) {
+	var pairs pairTimes
+	var get, fio, read []float64
+	var getR, readR, preadR []float64
+	for _, r := range rs {
+		pairs.add(r.pairs)
+		get, fio, read = append(get, r.get), append(fio, r.fio), append(read, r.read)
+		getR, readR, preadR = append(getR, r.get/r.fio), append(readR, r.read/r.fio), append(preadR, r.pread/r.fio)
+	}
+	b.ReportMetric(mean(get), "get_MB/s")
+	b.ReportMetric(mean(read), "read_MB/s")
+	b.ReportMetric(mean(fio), "fio_MB/s")
+	b.ReportMetric(median(getR), "get/fio")
+	b.ReportMetric(median(readR), "read/fio")
+	b.ReportMetric(median(preadR), "pread/fio")
+	b.ReportMetric(pairs.b.Seconds()/pairs.a.Seconds(), "get/pread_paired")
+}
+
+func mean(v []float64) float64 {
+	var s float64
+	for _, x := range v {
+		s += x
+	}
+	return s / float64(len(v))
+}
+
+func median(v []float64) float64 {
+	v = slices.Clone(v)
+	slices.Sort(v)
+	if n := len(v); n%2 == 0 {
+		return (v[n/2-1] + v[n/2]) / 2
+	}
+	return v[len(v)/2]
+}
+
+// pairTimes are the summed times of two reads done in pairs.
+type pairTimes struct{ a, b time.Duration }
+
+func (p *pairTimes) add(q pairTimes) { p.a += q.a; p.b += q.b }
+
+// readPairs runs pairs of reads of random chunks for a second from qd
+// goroutines, each pair a then b, one after the other on one goroutine,
+// and returns the time each took in all: their ratio is free of the
+// host's drift between rounds, since every a has a b next to it.
+func readPairs(b *testing.B, qd int, a, c func(store.ID) error, ids []store.ID) pairTimes {
+	var mu sync.Mutex
+	var sum pairTimes
+	var wg sync.WaitGroup
+	start := time.Now()
+	for g := range qd {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(g), uint64(start.UnixNano())))
+			var my pairTimes
+			for time.Since(start) < time.Second {
+				t0 := time.Now()
+				if err := a(ids[r.IntN(len(ids))]); err != nil {
+					b.Error(err)
+					return
+				}
+				t1 := time.Now()
+				if err := c(ids[r.IntN(len(ids))]); err != nil {
+					b.Error(err)
+					return
+				}
+				my.a += t1.Sub(t0)
+				my.b += time.Since(t1)
+			}
+			mu.Lock()
+			sum.add(my)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return sum
 }
 
 // fioArgs are fio's direct random reads of size bytes at qd in dir.

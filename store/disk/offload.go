@@ -26,7 +26,7 @@ func (t *Tier) Offload(ns string, id store.ID, crc uint32, size int, meta []byte
 	case t.closed:
 		t.mu.Unlock()
 		return false
-	case t.heldFresh(k):
+	case t.has(k):
 		t.st.already++
 		t.mu.Unlock()
 		return true
@@ -84,29 +84,6 @@ func (t *Tier) Offload(ns string, id store.ID, crc uint32, size int, meta []byte
 	select {
 	case t.kick <- struct{}{}:
 	default:
-	}
-	return true
-}
-
-// heldFresh reports whether k is queued, or indexed in a region outside
-// the oldest quarter by write order (or anywhere while the tier has room
-// for more regions). A copy in the oldest quarter (regions
-// that lookups keep alive for some of their chunks) is dropped so that the
-// caller writes the chunk again: a chunk that keeps coming back from
-// shared memory is reinserted into a new region. mu held.
-func (t *Tier) heldFresh(k uint64) bool {
-	if _, ok := t.pending[k]; ok {
-		return true
-	}
-	l, ok := t.idx[k]
-	if !ok {
-		return false
-	}
-	full := int64(len(t.order)+1)*t.cfg.RegionSize > t.cfg.Limit // the next region evicts one
-	if old := max(1, len(t.order)/4); full && len(t.order) > 1 && l.region <= t.order[min(old, len(t.order))-1] {
-		t.removeKey(k)
-		t.st.reinserted++
-		return false
 	}
 	return true
 }

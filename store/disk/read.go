@@ -37,8 +37,8 @@ func (t *Tier) Read(ns string, id store.ID, verify bool) (store.LowerChunk, erro
 }
 
 // locate finds chunk k's record and takes a reference on its region (the
-// read that follows releases it: readRecord), marking the region used and
-// the chunk read. mu held.
+// read that follows releases it: readRecord), marking the chunk read (its
+// region's eviction writes it again, and Hot looks at it). mu held.
 func (t *Tier) locate(k uint64, ns string, id store.ID) (loc, *region, bool, error) {
 	l, ok := t.idx[k]
 	var r *region
@@ -49,7 +49,7 @@ func (t *Tier) locate(k uint64, ns string, id store.ID) (loc, *region, bool, err
 		return loc{}, nil, false, fmt.Errorf("chunk %s/%s on disk: %w", ns, id, store.ErrNotFound)
 	}
 	r.refs++
-	t.use(r.seq)
+	t.idx[k] = loc{region: l.region, block: l.block, size: l.size, ns: l.ns, hlen: l.hlen | locRead}
 	return l, r, t.touchHot(k), nil
 }
 
@@ -60,8 +60,8 @@ func (t *Tier) readBuffered(k uint64, l loc, r *region, hot bool, ns string, id 
 	// anywhere in them.
 	off := recordOff(r.ver, l.block)
 	start := off &^ (blockSize - 1)
-	n := align(off+recordLen(r.ver, int(l.hlen), l.size)) - start
-	po := off - start + payloadOff(r.ver, int(l.hlen), l.size)
+	n := align(off+recordLen(r.ver, l.hdrLen(), l.size)) - start
+	po := off - start + payloadOff(r.ver, l.hdrLen(), l.size)
 	buf := t.bufs.get(n)
 	h, err := t.readRecord(r, l, [][]byte{buf}, off-start, ns, id)
 	var payload []byte
@@ -97,6 +97,7 @@ func (t *Tier) readQueued(k uint64, ns string, id store.ID) (store.LowerChunk, b
 		return store.LowerChunk{}, false
 	}
 	rec.refs++
+	rec.read = true
 	t.st.hits++
 	t.st.queueHits++
 	po := payloadOff(t.cfg.version(), rec.h.hlen, rec.h.size)
@@ -122,7 +123,7 @@ func (t *Tier) readRecord(r *region, l loc, bufs [][]byte, hoff int64, ns string
 	t.mu.Unlock()
 	var h recHeader
 	if err == nil {
-		h, err = parseHeader(bufs[0][hoff : hoff+int64(l.hlen)])
+		h, err = parseHeader(bufs[0][hoff : hoff+int64(l.hdrLen())])
 	}
 	if err == nil && (h.ns != ns || h.id != id || h.seq != uint64(l.region) || h.block != l.block || h.size != l.size) {
 		err = fmt.Errorf("%w: the record at block %d names %s/%s (%d bytes, region %d)", errFormat, l.block, h.ns, h.id[:], h.size, h.seq)
@@ -134,7 +135,7 @@ func (t *Tier) readRecord(r *region, l loc, bufs [][]byte, hoff int64, ns string
 // check, counts it and says so once in the log.
 func (t *Tier) dropUnreadable(k uint64, l loc, path, ns string, id store.ID, err error) {
 	t.mu.Lock()
-	if cur, ok := t.idx[k]; ok && cur == l {
+	if cur, ok := t.idx[k]; ok && cur.same(l) {
 		t.unindex(k, l)
 	}
 	if errors.Is(err, errFormat) || errors.Is(err, errPayload) {

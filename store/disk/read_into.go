@@ -22,7 +22,7 @@ func (t *Tier) SizeInto(ns string, id store.ID) (int64, bool) {
 		return 0, false
 	}
 	r := t.regions[l.region]
-	if r == nil || payloadOff(r.ver, int(l.hlen), l.size)%blockSize != 0 {
+	if r == nil || payloadOff(r.ver, l.hdrLen(), l.size)%blockSize != 0 {
 		return 0, false
 	}
 	return int64(l.size), true
@@ -51,7 +51,7 @@ func (t *Tier) ReadInto(ns string, id store.ID, dst []byte) (store.LowerChunk, e
 	if err != nil {
 		return store.LowerChunk{}, err
 	}
-	po := payloadOff(r.ver, int(l.hlen), l.size)
+	po := payloadOff(r.ver, l.hdrLen(), l.size)
 	if len(dst) != int(l.size) || po%blockSize != 0 || (t.direct && !blockAligned(dst)) {
 		c, err := t.readBuffered(k, l, r, hot, ns, id, false)
 		if err != nil {

@@ -61,7 +61,7 @@ func (t *Tier) recover() error {
 		if v == nil {
 			break
 		}
-		_ = os.Remove(v.path)
+		t.evict(v, false)
 	}
 	t.log.Info("disk tier opened", "dir", t.cfg.Dir, "direct_io", t.direct, "regions", len(t.order),
 		"scanned_regions", scanned, "removed_regions", bad, "chunks", len(t.idx), "bytes", t.bytes,

@@ -46,9 +46,8 @@ type Stats struct {
 	// reason (Drop* constants).
 	Offloads    uint64 `json:"offloads"`
 	AlreadyHeld uint64 `json:"already_held"`
-	// Reinserted counts offloads of chunks held in the oldest quarter of
-	// the regions, written again so that their region's eviction keeps
-	// them.
+	// Reinserted counts chunks of evicted regions written again because
+	// they were read since their last write (their second chance).
 	Reinserted uint64            `json:"reinserted"`
 	Drops      map[string]uint64 `json:"drops"`
 	WriteBytes int64             `json:"write_bytes"`

@@ -73,5 +73,5 @@ func TestACorruptedDiskChunkIsAMissThroughTheStore(t *testing.T) {
 // payloadAt is the file offset of the payload of the record at l, in a
 // region of version ver.
 func payloadAt(ver uint32, l loc) int64 {
-	return recordOff(ver, l.block) + payloadOff(ver, int(l.hlen), l.size)
+	return recordOff(ver, l.block) + payloadOff(ver, l.hdrLen(), l.size)
 }

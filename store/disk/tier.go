@@ -25,7 +25,24 @@ type loc struct {
 	block  uint32 // offset of the record in blocks
 	size   uint32 // payload bytes
 	ns     uint16 // interned namespace
-	hlen   uint16 // record header bytes
+	hlen   uint16 // record header bytes, and locRead (a header is under 4 KiB)
+}
+
+// locRead marks in loc.hlen a chunk read from disk since it was written
+// there: its region's eviction writes it again (reinsert).
+const locRead = 0x8000
+
+// hdrLen is the record header's length.
+func (l loc) hdrLen() int { return int(l.hlen &^ locRead) }
+
+// wasRead reports whether the chunk was read since it was written.
+func (l loc) wasRead() bool { return l.hlen&locRead != 0 }
+
+// same reports whether l and o are the same record, read or not.
+func (l loc) same(o loc) bool {
+	l.hlen &^= locRead
+	o.hlen &^= locRead
+	return l == o
 }
 
 // region is one region file.
@@ -50,10 +67,7 @@ type region struct {
 	dead             bool  // evicted or dropped: no new reads
 	refs             int   // reads in flight; the fd closes at dead && refs == 0
 	pinnedUntil      int64 // unix ns: not evicted before (lookup pins)
-	// used is the tier's access tick when a chunk of the region was last
-	// looked up, read or written: eviction takes the least recently used.
-	lastUse uint64
-	live    int // chunks indexed in the region
+	live             int   // chunks indexed in the region
 }
 
 // Tier is the disk tier: the chunks the shared-memory tier evicted, in
@@ -86,7 +100,6 @@ type Tier struct {
 	hotPrev  map[uint64]struct{}
 	st       counters
 	dirInode uint64
-	tick     uint64 // access clock of regions (region.lastUse)
 
 	idle *sync.Cond // on mu: broadcast when the writer finished a batch
 
@@ -94,6 +107,8 @@ type Tier struct {
 	flushNow chan struct{} // Flush: the writer stops gathering
 	stop     chan struct{}
 	done     chan struct{}
+	syncq    chan *region  // sealed regions for the syncer; closed after the writer exits
+	syncDone chan struct{} // closed when the syncer exits
 	qlen     atomic.Int64
 }
 
@@ -105,6 +120,7 @@ type record struct {
 	buf  []byte // aligned: header, payload, zero padding
 	refs int    // the writer's, and readers'; guarded by Tier.mu
 	gone bool   // removed while queued: not indexed when written
+	read bool   // read from the queue: indexed as read (locRead)
 }
 
 // Open opens (or creates) the tier in cfg.Dir and indexes the regions it
@@ -140,6 +156,8 @@ func Open(cfg Config) (*Tier, error) {
 		flushNow: make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
+		syncq:    make(chan *region, syncBacklog),
+		syncDone: make(chan struct{}),
 		st:       newCounters(),
 	}
 	t.idle = sync.NewCond(&t.mu)
@@ -163,6 +181,7 @@ func Open(cfg Config) (*Tier, error) {
 		return nil, err
 	}
 	go t.writer()
+	go t.syncer()
 	return t, nil
 }
 
@@ -180,8 +199,9 @@ func (t *Tier) Direct() bool { return t.direct }
 
 // Close stops accepting offloads, writes what is queued, seals the active
 // region (its footer, so that the next Open reads one footer instead of
-// scanning) and closes every file. It blocks until the writer has exited;
-// reads in flight finish first. Idempotent.
+// scanning) and closes every file. It blocks until the writer has exited
+// and every sealed region is synced; reads in flight finish first.
+// Idempotent.
 func (t *Tier) Close() error {
 	t.mu.Lock()
 	if t.closed {
@@ -192,6 +212,8 @@ func (t *Tier) Close() error {
 	t.mu.Unlock()
 	close(t.stop)
 	<-t.done
+	close(t.syncq)
+	<-t.syncDone
 	t.mu.Lock()
 	for _, r := range t.regions {
 		r.dead = true
@@ -240,25 +262,14 @@ func (t *Tier) Contains(ns string, id store.ID) bool {
 	k := key(ns, id)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	l, ok := t.idx[k]
-	if ok {
-		t.use(l.region)
-		return true
-	}
-	_, ok = t.pending[k]
-	return ok
+	return t.has(k)
 }
 
-// use marks region seq as used now. mu held.
-func (t *Tier) use(seq uint32) {
-	if r := t.regions[seq]; r != nil {
-		t.tick++
-		r.lastUse = t.tick
-	}
-}
-
-// Pin reports whether the tier holds the chunk, like Contains, and keeps
-// its region from being evicted until until. Never blocks on I/O.
+// Pin reports whether the tier holds the chunk, like Contains, for a
+// lookup: the chunk is marked used as a read marks it (its region's
+// eviction writes it again: the get that follows a lookup finds it even
+// when the region goes in between), and its region is kept from eviction
+// until until (unix ns; 0 pins nothing). Never blocks on I/O.
 func (t *Tier) Pin(ns string, id store.ID, until int64) bool {
 	k := key(ns, id)
 	t.mu.Lock()
@@ -267,10 +278,14 @@ func (t *Tier) Pin(ns string, id store.ID, until int64) bool {
 		if r := t.regions[l.region]; r != nil {
 			r.pinnedUntil = max(r.pinnedUntil, until)
 		}
-		t.use(l.region)
+		l.hlen |= locRead
+		t.idx[k] = l
 		return true
 	}
-	_, ok := t.pending[k]
+	r, ok := t.pending[k]
+	if ok {
+		r.read = true
+	}
 	return ok
 }
 

@@ -193,6 +193,8 @@ func crash(t testing.TB, tr *Tier) {
 	tr.mu.Unlock()
 	close(tr.stop)
 	<-tr.done
+	close(tr.syncq)
+	<-tr.syncDone
 	for _, r := range tr.regions {
 		unix.Close(r.fd)
 	}
@@ -382,8 +384,8 @@ func TestAFullDiskDegradesTheTier(t *testing.T) {
 }
 
 // TestAFilesystemSmallerThanTheLimitKeepsTheTierGoing: on a 3 MiB
-// filesystem under a larger limit the tier gives up its least recently
-// used region when it has no room for a new one, and keeps offloading
+// filesystem under a larger limit the tier gives up its oldest region
+// when it has no room for a new one, and keeps offloading
 // within the space it has: never degraded, the latest chunks held.
 func TestAFilesystemSmallerThanTheLimitKeepsTheTierGoing(t *testing.T) {
 	dir := testutil.MountTmpfs(t, "3m")
@@ -467,56 +469,121 @@ func TestAnUnreadableChunkIsNotOffloaded(t *testing.T) {
 	}
 }
 
-func TestAChunkEvictedAgainFromMemoryIsReinsertedBeforeItsRegionGoes(t *testing.T) {
-	tr := openTier(t, testConfig(t, t.TempDir())) // 8 regions of 1 MiB
-	offload(tr, "ns", 0, 200_000)
-	i := 1
-	for ; tr.Stats().Regions < 4; i++ { // room for more regions: no reinsertion
-		offload(tr, "ns", i, 200_000)
-		tr.Flush()
-	}
-	if !offload(tr, "ns", 0, 200_000) || tr.Stats().Reinserted != 0 || tr.Stats().AlreadyHeld != 1 {
-		t.Fatalf("offload of a held chunk while the tier has room: %+v", tr.Stats())
-	}
-	for ; tr.Stats().Regions < 8; i++ { // full: chunk 0's region is the oldest
-		offload(tr, "ns", i, 200_000)
-		tr.Flush()
-	}
-	if !offload(tr, "ns", 0, 200_000) || tr.Stats().Reinserted != 1 {
-		t.Fatalf("offload of a chunk in the oldest region: %+v", tr.Stats())
-	}
-	if !offload(tr, "ns", i-1, 200_000) || tr.Stats().AlreadyHeld != 2 {
-		t.Fatalf("offload of a chunk in the newest region: %+v", tr.Stats())
-	}
-	for end := i + 12; i < end; i++ { // the oldest regions go
+// A region goes whole, oldest first; the chunks of it read or looked up
+// since they were written are written again first (a second chance), the
+// others go with it.
+func TestAChunkReadSinceItsWriteIsWrittenAgainWhenItsRegionGoes(t *testing.T) {
+	tr := openTier(t, testConfig(t, t.TempDir())) // 8 regions of 1 MiB, 4 chunks each
+	for i := range 8 {
 		offload(tr, "ns", i, 200_000)
 	}
 	tr.Flush()
-	if tr.Contains("ns", chunkID(1)) || !tr.Contains("ns", chunkID(0)) {
-		t.Fatal("the reinserted chunk went with its old region, or the region did not go")
+	for _, i := range []int{0, 5} { // a read of one chunk in each of the two oldest regions
+		if err := readBack(t, tr, "ns", i, 200_000); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := readBack(t, tr, "ns", 0, 200_000); err != nil {
-		t.Fatal(err)
+	if !tr.Contains("ns", chunkID(1)) { // a membership test is not a use
+		t.Fatal("chunk 1 not held")
+	}
+	if !tr.Pin("ns", chunkID(2), 0) { // a lookup (with no lease) is
+		t.Fatal("chunk 2 not held")
+	}
+	i := 8
+	for ; tr.Stats().RegionsEvicted < 2; i++ {
+		offload(tr, "ns", i, 200_000)
+		tr.Flush()
+	}
+	if s := tr.Stats(); s.Reinserted != 3 {
+		t.Fatalf("the two oldest regions went: reinserted %d, want 3 (%+v)", s.Reinserted, s)
+	}
+	for _, i := range []int{1, 3, 4, 6, 7} {
+		if tr.Contains("ns", chunkID(i)) {
+			t.Fatalf("chunk %d, never read, outlived its region", i)
+		}
+	}
+	for _, i := range []int{0, 2, 5} {
+		if err := readBack(t, tr, "ns", i, 200_000); err != nil {
+			t.Fatalf("chunk %d, read before its region went: %v", i, err)
+		}
+	}
+	// Read again above: one more turn of the regions keeps them; then
+	// one without a read lets them go.
+	for end := i + 40; i < end; i++ {
+		offload(tr, "ns", i, 200_000)
+		tr.Flush()
+	}
+	if !tr.Contains("ns", chunkID(0)) || tr.Stats().Reinserted < 4 {
+		t.Fatalf("chunk 0, read in its second region, went with it: %+v", tr.Stats())
+	}
+	for end := i + 40; i < end; i++ {
+		offload(tr, "ns", i, 200_000)
+		tr.Flush()
+	}
+	if tr.Contains("ns", chunkID(0)) {
+		t.Fatal("chunk 0, not read since its last write, outlived its region")
 	}
 }
 
-func TestALookedUpRegionOutlivesOlderUnusedOnes(t *testing.T) {
-	tr := openTier(t, testConfig(t, t.TempDir())) // 8 regions of 1 MiB
-	for i := range 20 {
+// A chunk removed after its region's eviction queued it again stays removed.
+func TestARemovedChunkIsNotReinserted(t *testing.T) {
+	tr := openTier(t, testConfig(t, t.TempDir()))
+	for i := range 4 {
 		offload(tr, "ns", i, 200_000)
 	}
 	tr.Flush()
-	if !tr.Contains("ns", chunkID(0)) { // a lookup uses the oldest region
-		t.Fatal("chunk 0 not held")
+	if err := readBack(t, tr, "ns", 0, 200_000); err != nil {
+		t.Fatal(err)
 	}
-	for i := 20; tr.Stats().RegionsEvicted < 2; i++ {
+	if !tr.Remove("ns", chunkID(0)) {
+		t.Fatal("Remove: not held")
+	}
+	for i := 4; tr.Stats().RegionsEvicted < 1; i++ {
 		offload(tr, "ns", i, 200_000)
 		tr.Flush()
 	}
-	if !tr.Contains("ns", chunkID(0)) || !tr.Contains("ns", chunkID(1)) {
-		t.Fatal("the looked-up region went")
+	if s := tr.Stats(); tr.Contains("ns", chunkID(0)) || s.Reinserted != 0 {
+		t.Fatalf("a removed chunk came back with its region's eviction: %+v", s)
 	}
-	if tr.Contains("ns", chunkID(10)) {
-		t.Fatal("two regions evicted, but the second oldest (unused) is still held")
+}
+
+// A chunk read since its write whose record went bad on disk is dropped and
+// counted when its region goes, not written again.
+func TestACorruptedChunkIsNotReinserted(t *testing.T) {
+	tr := openTier(t, testConfig(t, t.TempDir()))
+	for i := range 4 {
+		offload(tr, "ns", i, 200_000)
+	}
+	tr.Flush()
+	for i := range 2 {
+		if err := readBack(t, tr, "ns", i, 200_000); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr.mu.Lock()
+	l := tr.idx[key("ns", chunkID(1))]
+	path, ver := tr.regions[l.region].path, tr.regions[l.region].ver
+	tr.mu.Unlock()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := payloadAt(ver, l) + 5000
+	b := []byte{0}
+	f.ReadAt(b, off)
+	b[0] ^= 0xff
+	f.WriteAt(b, off)
+	f.Sync()
+	f.Close()
+	for i := 4; tr.Stats().RegionsEvicted < 1; i++ {
+		offload(tr, "ns", i, 200_000)
+		tr.Flush()
+	}
+	if s := tr.Stats(); s.Reinserted != 1 || s.ChecksumErrors != 1 || tr.Contains("ns", chunkID(1)) {
+		t.Fatalf("the corrupted chunk: reinserted %d (want 1, the other), checksum errors %d, held %v",
+			s.Reinserted, s.ChecksumErrors, tr.Contains("ns", chunkID(1)))
+	}
+	if err := readBack(t, tr, "ns", 0, 200_000); err != nil {
+		t.Fatal(err)
 	}
 }

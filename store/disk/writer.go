@@ -272,7 +272,11 @@ func (t *Tier) finish(r *region, run []*record, err error) {
 		if t.pending[rec.key] == rec {
 			delete(t.pending, rec.key)
 			if err == nil {
-				t.index(rec.key, loc{region: r.seq, block: rec.h.block, size: rec.h.size, ns: rec.ns, hlen: uint16(rec.h.hlen)})
+				l := loc{region: r.seq, block: rec.h.block, size: rec.h.size, ns: rec.ns, hlen: uint16(rec.h.hlen)}
+				if rec.read {
+					l.hlen |= locRead
+				}
+				t.index(rec.key, l)
 			}
 		}
 		if err == nil {
@@ -341,9 +345,10 @@ func (t *Tier) activeLocked() *region {
 	return r
 }
 
-// sealActive writes the active region's footer and trailer and syncs it.
-// A failure leaves the region readable (the next Open scans it) and
-// degrades nothing: the records are on disk. Writer only.
+// sealActive writes the active region's footer and trailer and has the
+// syncer fdatasync it. A failure leaves the region readable (the next
+// Open scans it) and degrades nothing: the records are on disk. Writer
+// only.
 func (t *Tier) sealActive() {
 	t.mu.Lock()
 	r := t.activeLocked()
@@ -363,18 +368,18 @@ func (t *Tier) sealActive() {
 	if err == nil {
 		err = t.pwrite(r, [][]byte{tb}, t.cfg.RegionSize-blockSize)
 	}
-	if err == nil {
-		err = unix.Fdatasync(r.fd)
-	}
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	if err != nil {
+		t.mu.Unlock()
 		t.log.Warn("cannot seal a disk region; the next start scans it", "region", r.path, "err", err)
 		return
 	}
 	r.footOff, r.footLen = used, fl
 	r.hdrs, r.nhdrs = nil, 0
 	t.st.sealed++
+	r.refs++ // the syncer's
+	t.mu.Unlock()
+	t.syncLater(r)
 }
 
 // newRegion evicts the oldest regions until one more fits the limit, then
@@ -399,9 +404,7 @@ func (t *Tier) newRegion() (*region, error) {
 	t.nextSeq++
 	t.mu.Unlock()
 	for _, v := range victims {
-		if err := os.Remove(v.path); err != nil && !os.IsNotExist(err) {
-			t.log.Warn("cannot remove an evicted disk region", "region", v.path, "err", err)
-		}
+		t.evict(v, true)
 	}
 	path := filepath.Join(t.cfg.Dir, regionName(seq))
 	r, err := t.createRegion(seq, path)
@@ -421,7 +424,6 @@ func (t *Tier) newRegion() (*region, error) {
 	t.dirInode = inode(t.cfg.Dir)
 	t.regions[seq] = r
 	t.order = append(t.order, seq)
-	t.use(seq)
 	t.st.regionsCreated++
 	return r, nil
 }
@@ -442,11 +444,7 @@ func (t *Tier) giveUpRegion() bool {
 	}
 	t.log.Warn("the disk tier's filesystem is full: a region is evicted to make room (it holds less than --disk-limit)",
 		"region", v.path)
-	if err := os.Remove(v.path); err != nil && !os.IsNotExist(err) {
-		t.log.Warn("cannot remove an evicted disk region", "region", v.path, "err", err)
-		return false
-	}
-	return true
+	return t.evict(v, false)
 }
 
 // createRegion creates region seq's file, allocates its space (so that a
@@ -479,12 +477,11 @@ func (t *Tier) createRegion(seq uint32, path string) (*region, error) {
 	return r, nil
 }
 
-// victimLocked takes out of the tier the oldest region that holds no
-// chunk any more (all removed, dropped or written again elsewhere), or else
-// the least recently used region (by lookups, reads and writes of its
-// chunks) that no lease pins, and drops its chunks from the index; the
-// caller removes its file. nil when every region is pinned or active.
-// mu held.
+// victimLocked takes the region to evict out of the write order: the
+// oldest that holds no chunk any more (all removed, dropped or written
+// again elsewhere), or else the oldest by write order that no lease pins.
+// Its chunks stay readable until evict drops them. nil when every region
+// is pinned or active. mu held.
 func (t *Tier) victimLocked() *region {
 	now := t.cfg.Now().UnixNano()
 	vi := -1
@@ -497,10 +494,7 @@ func (t *Tier) victimLocked() *region {
 			vi = i
 			break
 		}
-		if r.pinnedUntil > now {
-			continue
-		}
-		if vi < 0 || r.lastUse < t.regions[t.order[vi]].lastUse {
+		if vi < 0 && r.pinnedUntil <= now {
 			vi = i
 		}
 	}
@@ -509,9 +503,29 @@ func (t *Tier) victimLocked() *region {
 	}
 	r := t.regions[t.order[vi]]
 	t.order = append(t.order[:vi:vi], t.order[vi+1:]...)
-	t.dropRegionLocked(r)
+	r.refs++ // evict's: the file stays open for reinsert
 	t.st.regionsEvicted++
 	return r
+}
+
+// evict drops region v, which victimLocked took out of the write order,
+// with its chunks and its file; with reinsert, the chunks read since they
+// were written go back into the write queue first (reinsert). It reports
+// whether the file is gone. Writer only.
+func (t *Tier) evict(v *region, reinsert bool) bool {
+	if reinsert {
+		t.reinsert(v)
+	}
+	t.mu.Lock()
+	t.dropRegionLocked(v)
+	v.refs--
+	t.closeRegion(v)
+	t.mu.Unlock()
+	if err := os.Remove(v.path); err != nil && !os.IsNotExist(err) {
+		t.log.Warn("cannot remove an evicted disk region", "region", v.path, "err", err)
+		return false
+	}
+	return true
 }
 
 // dropRegionLocked removes r and its chunks from the index. mu held.
