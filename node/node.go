@@ -433,6 +433,9 @@ func (n *Node) closeLocked(ctx context.Context) error {
 	errs := n.stopServers(ctx, p)
 	n.stop()
 	n.wg.Wait()
+	if p.guard != nil {
+		p.guard.Close() // every guarded listener is closed: the reserve descriptor goes too
+	}
 	if p.svc != nil {
 		p.svc.clients.stop()
 		p.svc.coord.Close()

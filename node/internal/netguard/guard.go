@@ -11,6 +11,13 @@
 // (5 ms doubling to 1 s), counts the failure, marks itself starved (the
 // node reports not ready meanwhile) and retries; it is no longer starved
 // once an accept succeeds or a probe finds descriptors free again.
+//
+// Meanwhile the queued connections are shed rather than left to wait for
+// their clients' timeouts: the Guard holds one descriptor in reserve
+// (/dev/null, opened by New); a starved listener gives it up, accepts the
+// oldest queued connection with it, closes that at once (counted as refused,
+// cap "descriptors"), and takes the reserve back. A client then learns at
+// once that the node cannot take it, and tries another.
 package netguard
 
 import (
@@ -32,6 +39,8 @@ type Guard struct {
 	acceptErrors *prometheus.CounterVec
 	starvedGauge *prometheus.GaugeVec
 	refused      *prometheus.CounterVec
+	// spare is the descriptor held back for shedding (Listener.shed).
+	spare reserve
 
 	mu      sync.Mutex
 	starved map[string]error // listener name → the accept error that starved it
@@ -52,11 +61,16 @@ func New(log *slog.Logger) *Guard {
 			Help: "1 while the listener cannot accept connections for want of descriptors (the node is not ready meanwhile)."},
 			[]string{"listener"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvring_connections_refused_total",
-			Help: "Connections closed as soon as they were accepted because a connection cap was reached, by listener and cap (node, addr)."},
+			Help: "Connections closed as soon as they were accepted because a connection cap was reached, by listener and cap (node, addr; descriptors: shed while the process had none for them)."},
 			[]string{"listener", "cap"}),
 		starved: make(map[string]error),
+		spare:   newFileReserve(),
 	}
 }
+
+// Close gives up the descriptor the Guard holds back for shedding. Call it
+// once every guarded listener is closed.
+func (g *Guard) Close() error { return g.spare.close() }
 
 // Collectors returns the Guard's metrics, for the node to register.
 func (g *Guard) Collectors() []prometheus.Collector {

@@ -93,6 +93,9 @@ func (l *Listener) Accept() (net.Conn, error) {
 			}
 			l.g.acceptErrors.WithLabelValues(l.name).Inc()
 			l.g.setStarved(l.name, err)
+			if l.shed() {
+				continue
+			}
 			backoff = min(max(2*backoff, minBackoff), maxBackoff)
 			if !l.sleep(backoff) {
 				l.g.setStarved(l.name, nil)
@@ -111,6 +114,29 @@ func (l *Listener) Accept() (net.Conn, error) {
 			return cc, nil
 		}
 	}
+}
+
+// shed refuses the oldest connection queued on a listener that has no
+// descriptor for it: it gives up the Guard's reserve descriptor, accepts
+// with it (waiting probeWait at most), closes what it accepted and takes
+// the reserve back. It reports whether a connection was shed; false also
+// without a reserve or a deadline to bound the accept.
+func (l *Listener) shed() bool {
+	if l.deadline == nil || !l.g.spare.release() {
+		return false
+	}
+	defer l.g.spare.restore()
+	if l.deadline(time.Now().Add(probeWait)) != nil {
+		return false
+	}
+	c, err := l.Listener.Accept()
+	l.deadline(time.Time{})
+	if err != nil {
+		return false
+	}
+	c.Close()
+	l.g.refused.WithLabelValues(l.name, "descriptors").Inc()
+	return true
 }
 
 // sleep waits d; false when the listener was closed meanwhile.
