@@ -68,7 +68,7 @@ type Config struct {
 	// Guard keeps the accept loop alive when descriptors run out: it backs
 	// off and retries, counts the failures and reports the socket starved
 	// meanwhile (listener "localsock"). Default: a Guard of the server's own,
-	// whose metrics nobody registers.
+	// whose metrics nobody registers, closed by the server's Close.
 	Guard *netguard.Guard
 }
 

@@ -26,20 +26,26 @@ type Server struct {
 	wg     sync.WaitGroup
 	nconns atomic.Int64
 	seq    atomic.Uint64 // connections accepted, to name those without peer credentials
+	// ownGuard: cfg.Guard is the server's own (the default), closed by Close.
+	ownGuard bool
 }
 
 // Listen validates cfg and creates the socket file (see Config.Path). It
 // does not serve yet: call Serve.
 func Listen(cfg Config) (*Server, error) {
+	ownGuard := cfg.Guard == nil // the default Guard is the server's to close
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	lis, err := listen(cfg.Path, cfg.Mode)
 	if err != nil {
+		if ownGuard {
+			cfg.Guard.Close()
+		}
 		return nil, err
 	}
 	return &Server{cfg: cfg, log: cfg.Logger, lis: cfg.Guard.Wrap("localsock", lis, netguard.Limits{}), tab: newTable(cfg.MaxUnsealedBytes),
-		conns: make(map[*conn]struct{}), done: make(chan struct{})}, nil
+		conns: make(map[*conn]struct{}), done: make(chan struct{}), ownGuard: ownGuard}, nil
 }
 
 // Path is the socket file's path.
@@ -123,6 +129,9 @@ func (s *Server) Close() error {
 	s.mu.Unlock()
 	s.wg.Wait()
 	s.tab.closeAll()
+	if s.ownGuard {
+		s.cfg.Guard.Close() // its reserve descriptor
+	}
 	if s.cfg.Cluster != nil {
 		if cerr := s.cfg.Cluster.Close(); cerr != nil && err == nil {
 			err = cerr
