@@ -12,17 +12,20 @@ import (
 )
 
 // hangingPeers makes the Peer services it wraps hang on Has (until the
-// caller gives up) once hang is set for them, and counts those calls.
+// caller gives up) once hang is set for them, and counts those calls (and,
+// in asked, every Has call).
 type hangingPeers struct {
 	mu    sync.Mutex
 	hang  map[int]bool
 	calls map[int]*atomic.Int64
+	asked map[int]*atomic.Int64
 }
 
 func (h *hangingPeers) wrap(i int, peer kvringv1.PeerServer) kvringv1.PeerServer {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.calls[i] = &atomic.Int64{}
+	h.asked[i] = &atomic.Int64{}
 	return &hangingPeer{PeerServer: peer, h: h, i: i}
 }
 
@@ -42,6 +45,7 @@ func (p *hangingPeer) Has(ctx context.Context, req *kvringv1.HasRequest) (*kvrin
 	p.h.mu.Lock()
 	hang := p.h.hang[p.i]
 	p.h.mu.Unlock()
+	p.h.asked[p.i].Add(1)
 	if !hang {
 		return p.PeerServer.Has(ctx, req)
 	}
@@ -51,7 +55,7 @@ func (p *hangingPeer) Has(ctx context.Context, req *kvringv1.HasRequest) (*kvrin
 }
 
 func startHanging(t *testing.T, peerTimeout time.Duration) (*clustertest.Core, *hangingPeers, *kvringv1.NamespaceRef, []clustertest.Chunk) {
-	h := &hangingPeers{hang: map[int]bool{}, calls: map[int]*atomic.Int64{}}
+	h := &hangingPeers{hang: map[int]bool{}, calls: map[int]*atomic.Int64{}, asked: map[int]*atomic.Int64{}}
 	c := clustertest.StartCore(t, clustertest.CoreConfig{Nodes: 4, ReplicationFactor: 2, Wrap: h.wrap, PeerTimeout: peerTimeout})
 	ref := c.Register(t, "down/ns", 2, 1)
 	var chunks []clustertest.Chunk
@@ -69,15 +73,30 @@ func startHanging(t *testing.T, peerTimeout time.Duration) (*clustertest.Core, *
 func TestAnOwnerThatDoesNotAnswerIsAskedOnceALookup(t *testing.T) {
 	t.Parallel()
 	c, h, ref, chunks := startHanging(t, 300*time.Millisecond)
-	h.set(3)
-	resp, err := c.Cache(t, 0).Lookup(context.Background(), &kvringv1.LookupRequest{Namespace: ref, Ids: clustertest.IDs(chunks)})
+	// Which peers a lookup asks depends on the placement (node ids are
+	// random): hang one that a lookup with every peer answering asks.
+	req := &kvringv1.LookupRequest{Namespace: ref, Ids: clustertest.IDs(chunks)}
+	if _, err := c.Cache(t, 0).Lookup(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	hung := 0
+	for i := 1; i < 4 && hung == 0; i++ {
+		if h.asked[i].Load() > 0 {
+			hung = i
+		}
+	}
+	if hung == 0 {
+		t.Fatal("a lookup of 200 chunks asked no peer; the test needs one it asks")
+	}
+	h.set(hung)
+	resp, err := c.Cache(t, 0).Lookup(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if resp.GetHeld() != uint32(len(chunks)) {
 		t.Fatalf("held %d of %d, each chunk has an owner that answers", resp.GetHeld(), len(chunks))
 	}
-	if n := h.calls[3].Load(); n != 1 {
+	if n := h.calls[hung].Load(); n != 1 {
 		t.Fatalf("the owner that hangs was asked %d times in one lookup, want once", n)
 	}
 }
