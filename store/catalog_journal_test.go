@@ -49,6 +49,15 @@ func queueChunk(c *catalog, seg uint32, slot int32, n uint64) {
 	c.addChunk("ns", e)
 }
 
+// flushChunk queues a chunk's records (queueChunk) and flushes them.
+func flushChunk(t *testing.T, c *catalog, seg uint32, slot int32, n uint64) {
+	t.Helper()
+	queueChunk(c, seg, slot, n)
+	if err := c.flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // loadedChunks returns the chunk ids load finds, by slot.
 func loadedChunks(t *testing.T, c *catalog) map[int32]ID {
 	t.Helper()
@@ -109,14 +118,8 @@ func TestATornJournalRecordKeepsTheChangesBeforeIt(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	c := openTestCatalog(t, dir, nil)
-	queueChunk(c, 1, 1, 1)
-	if err := c.flush(); err != nil {
-		t.Fatal(err)
-	}
-	queueChunk(c, 1, 2, 2)
-	if err := c.flush(); err != nil {
-		t.Fatal(err)
-	}
+	flushChunk(t, c, 1, 1, 1)
+	flushChunk(t, c, 1, 2, 2)
 	path := c.jr.f.Name()
 	crashCatalog(t, c)
 	// Half of a third record: its length promises more than follows.
@@ -146,10 +149,7 @@ func TestAFoldMovesTheJournalIntoBbolt(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	c := openTestCatalog(t, dir, nil)
-	queueChunk(c, 2, 1, 1)
-	if err := c.flush(); err != nil {
-		t.Fatal(err)
-	}
+	flushChunk(t, c, 2, 1, 1)
 	if err := c.fold(); err != nil {
 		t.Fatal(err)
 	}
@@ -174,20 +174,14 @@ func TestAFailedFoldKeepsTheJournalAndItsChanges(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	c := openTestCatalog(t, dir, nil)
-	queueChunk(c, 2, 1, 1)
-	if err := c.flush(); err != nil {
-		t.Fatal(err)
-	}
+	flushChunk(t, c, 2, 1, 1)
 	refused := errors.New("disk refuses writes")
 	c.setWriteFault(refused)
 	if err := c.fold(); !errors.Is(err, refused) {
 		t.Fatalf("fold with bbolt refusing writes: %v", err)
 	}
 	c.setWriteFault(nil)
-	queueChunk(c, 2, 2, 2)
-	if err := c.flush(); err != nil {
-		t.Fatal(err)
-	}
+	flushChunk(t, c, 2, 2, 2)
 	crashCatalog(t, c)
 	c = openTestCatalog(t, dir, nil)
 	defer c.close()
@@ -203,10 +197,7 @@ func TestReplayingAFoldedJournalChangesNothing(t *testing.T) {
 	dir := t.TempDir()
 	c := openTestCatalog(t, dir, nil)
 	queueChunk(c, 5, 1, 1)
-	queueChunk(c, 5, 2, 2)
-	if err := c.flush(); err != nil {
-		t.Fatal(err)
-	}
+	flushChunk(t, c, 5, 2, 2)
 	c.queue(catOp{kind: opChunkDel, key: chunkKeyBytes(5, 1)})
 	c.queue(catOp{kind: opSegmentPut, key: segKey(9), val: encodeSegmentValue(4096, 16)})
 	c.queue(catOp{kind: opSegmentDel, key: segKey(9)})

@@ -196,11 +196,8 @@ func decodeMeta(b []byte) (nodeMeta, error) {
 	return m, nil
 }
 
+// uvarintLen is the length of x encoded as a uvarint.
 func uvarintLen(x uint64) int {
-	n := 1
-	for x >= 0x80 {
-		x >>= 7
-		n++
-	}
-	return n
+	var b [binary.MaxVarintLen64]byte
+	return binary.PutUvarint(b[:], x)
 }

@@ -233,21 +233,7 @@ func TestACorruptedRecordIsAMissNeverWrongBytes(t *testing.T) {
 	}
 	drain(t, tr)
 	// Flip a payload byte of chunk 1 under the running tier.
-	tr.mu.Lock()
-	l := tr.idx[key("ns", chunkID(1))]
-	path, ver := tr.regions[l.region].path, tr.regions[l.region].ver
-	tr.mu.Unlock()
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	off := payloadAt(ver, l) + 5000
-	b := []byte{0}
-	f.ReadAt(b, off)
-	b[0] ^= 0xff
-	f.WriteAt(b, off)
-	f.Sync()
-	f.Close()
+	flipPayloadByte(t, tr, "ns", 1)
 	if _, err := tr.Read("ns", chunkID(1), true); !errors.Is(err, store.ErrChecksum) {
 		t.Fatalf("corrupted chunk: %v, want ErrChecksum", err)
 	}
@@ -560,21 +546,7 @@ func TestACorruptedChunkIsNotReinserted(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tr.mu.Lock()
-	l := tr.idx[key("ns", chunkID(1))]
-	path, ver := tr.regions[l.region].path, tr.regions[l.region].ver
-	tr.mu.Unlock()
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	off := payloadAt(ver, l) + 5000
-	b := []byte{0}
-	f.ReadAt(b, off)
-	b[0] ^= 0xff
-	f.WriteAt(b, off)
-	f.Sync()
-	f.Close()
+	flipPayloadByte(t, tr, "ns", 1)
 	for i := 4; tr.Stats().RegionsEvicted < 1; i++ {
 		offload(tr, "ns", i, 200_000)
 		tr.Flush()

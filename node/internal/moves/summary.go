@@ -251,11 +251,8 @@ func Decode(b []byte) (Summary, error) {
 	return s, nil
 }
 
+// uvarintLen is the length of x encoded as a uvarint.
 func uvarintLen(x uint64) int {
-	n := 1
-	for x >= 0x80 {
-		x >>= 7
-		n++
-	}
-	return n
+	var b [binary.MaxVarintLen64]byte
+	return binary.PutUvarint(b[:], x)
 }

@@ -97,6 +97,24 @@ func newFakeConn(ip string, port int) *fakeConn {
 func (c *fakeConn) RemoteAddr() net.Addr { return c.addr }
 func (c *fakeConn) Close() error         { c.closed.Store(true); return nil }
 
+// wantAccepted queues a connection on f and checks that the server loop
+// reading accepted gets it, unwrapped (no cap is set). Inside a synctest
+// bubble.
+func wantAccepted(t *testing.T, f *fakeListener, accepted <-chan net.Conn) {
+	t.Helper()
+	c := newFakeConn("10.0.0.1", 1)
+	f.push(c)
+	synctest.Wait()
+	select {
+	case got := <-accepted:
+		if got != c {
+			t.Fatalf("accepted %v, want the queued connection itself (no cap set: not wrapped)", got)
+		}
+	default:
+		t.Fatal("the listener did not accept a queued connection once descriptors were back")
+	}
+}
+
 func quietGuard() *Guard { return New(slog.New(slog.NewTextHandler(io.Discard, nil))) }
 
 // A listener out of descriptors is not ended by the failure: it backs off
@@ -150,17 +168,7 @@ func TestAStarvedListenerBacksOffAndRecovers(t *testing.T) {
 		if err := g.Starved(); err != nil {
 			t.Fatalf("Starved after descriptors were freed: %v, want nil", err)
 		}
-		c := newFakeConn("10.0.0.1", 1)
-		f.push(c)
-		synctest.Wait()
-		select {
-		case got := <-accepted:
-			if got != c {
-				t.Fatalf("accepted %v, want the queued connection itself (no cap set: not wrapped)", got)
-			}
-		default:
-			t.Fatal("the recovered listener did not accept a queued connection")
-		}
+		wantAccepted(t, f, accepted)
 
 		// Close ends Accept, also during a backoff.
 		f.setExhausted(true)

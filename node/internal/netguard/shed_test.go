@@ -122,17 +122,7 @@ func TestAStarvedListenerShedsQueuedConnections(t *testing.T) {
 		l.probe = func() error { return nil }
 		time.Sleep(2 * time.Second)
 		synctest.Wait()
-		c := newFakeConn("10.0.0.4", 4)
-		f.push(c)
-		synctest.Wait()
-		select {
-		case got := <-accepted:
-			if got != c {
-				t.Fatalf("accepted %v, want the new connection", got)
-			}
-		default:
-			t.Fatal("the listener did not accept once descriptors were back")
-		}
+		wantAccepted(t, f.fakeListener, accepted)
 		l.Close()
 		synctest.Wait()
 	})
