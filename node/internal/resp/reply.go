@@ -46,6 +46,7 @@ type writer struct {
 	crlf      [2]byte    // "\r\n", written after a value sent from its own memory
 	raw       *sockIO    // the socket's raw calls; nil: net's own (TLS)
 	three     [3][]byte  // trySync's pieces, kept here so they do not escape per call
+	send      sendSizer  // the socket's send buffer by reply size (loopback only)
 
 	mu     sync.Mutex
 	cond   *sync.Cond
@@ -59,7 +60,7 @@ type writer struct {
 
 func newWriter(nc net.Conn, raw *sockIO, timeout time.Duration, limit int, maxQueued int64, mem *memBudget) *writer {
 	w := &writer{nc: nc, raw: raw, timeout: timeout, proto: 2, buf: make([]byte, 0, 16<<10), limit: limit, mem: mem,
-		maxQueued: maxQueued, done: make(chan struct{}), crlf: [2]byte{'\r', '\n'}}
+		maxQueued: maxQueued, done: make(chan struct{}), crlf: [2]byte{'\r', '\n'}, send: newSendSizer(nc)}
 	w.cond = sync.NewCond(&w.mu)
 	go w.loop()
 	return w
@@ -342,6 +343,7 @@ func (w *writer) bulkOwned(b []byte, release func()) {
 		w.maybeFlush()
 		return
 	}
+	w.send.fit(len(b))
 	w.header('$', len(b))
 	head := len(w.buf)
 	// The pending replies and the header, the value and its CRLF leave in
