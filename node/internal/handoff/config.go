@@ -51,7 +51,8 @@ type Config struct {
 	// 256 MiB/s; negative: no cap.
 	Rate int64
 	// Retry is how soon a pass that left work undone (an owner down, a copy
-	// refused) runs again. Default 5s.
+	// refused) runs again; twice as long after each such pass in a row that
+	// did nothing, up to Sweep. Default 5s.
 	Retry time.Duration
 	// Sweep is how often a pass runs with nothing prompting it, to find
 	// chunks with too few holders after changes no ring change reveals (an

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"go.uber.org/goleak"
@@ -481,4 +482,54 @@ func TestASpreadCopyStaysWhileItsGroupIsSpread(t *testing.T) {
 	if !f.peers.held(owner, rec, id) {
 		t.Fatal("the owner lost the chunk")
 	}
+}
+
+// TestPassesThatGetNowhereBackOff: while an owner stays unreachable, a
+// mover asks again after Retry, then twice as long each pass that did
+// nothing, up to Sweep; a pass that hands chunks over (the owner is back)
+// starts over at Retry, and one with nothing left to do waits Sweep.
+func TestPassesThatGetNowhereBackOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, "a", "b")
+		f.m.cfg.Retry, f.m.cfg.Sweep, f.m.cfg.Quiet = 5*time.Second, time.Minute, -1
+		f.put(t, "r1", 40)
+		f.peers.down["b"] = true
+		f.m.Start()
+		defer f.m.Close()
+		passes := func() int64 {
+			synctest.Wait()
+			return f.m.Status().Passes
+		}
+		var at []time.Duration
+		start := time.Now()
+		if n := passes(); n != 1 {
+			t.Fatalf("%d passes at the start, want 1 (at once)", n)
+		}
+		for n := passes(); len(at) < 5; {
+			time.Sleep(time.Second)
+			if p := passes(); p != n {
+				n = p
+				at = append(at, time.Since(start).Round(time.Second))
+			}
+		}
+		// After the first, passes 5, 10, 20, 40 and 60 s apart.
+		want := []time.Duration{5 * time.Second, 15 * time.Second, 35 * time.Second, 75 * time.Second, 135 * time.Second}
+		for i := range want {
+			if d := at[i] - want[i]; d < -time.Second || d > time.Second {
+				t.Fatalf("passes at %v, want about %v", at, want)
+			}
+		}
+		f.peers.mu.Lock()
+		f.peers.down["b"] = false // the mover's goroutines read it
+		f.peers.mu.Unlock()
+		time.Sleep(time.Minute + 5*time.Second) // the next retry, now at Sweep, hands the chunks over
+		if st := f.m.Status(); st.Last.Evicted == 0 || st.Last.Pending != 0 {
+			t.Fatalf("pass after b came back: %+v, want the chunks handed over", st.Last)
+		}
+		n := passes()
+		time.Sleep(2 * time.Minute)
+		if got := passes() - n; got != 2 {
+			t.Fatalf("%d passes in the two minutes after everything was handed over, want 2 (one per Sweep)", got)
+		}
+	})
 }

@@ -72,11 +72,12 @@ func (m *Mover) Close() {
 	m.wg.Wait()
 }
 
-// loop runs a pass when kicked, Retry after a pass that left work undone,
-// and every Sweep otherwise.
+// loop runs a pass when kicked, after a pass that left work undone at
+// once more (retryAfter), and every Sweep otherwise.
 func (m *Mover) loop(ctx context.Context) {
 	defer m.wg.Done()
 	wait := m.cfg.Sweep
+	stuck := 0 // passes in a row that left work undone and did none
 	for {
 		var timer <-chan time.Time
 		var t *time.Timer
@@ -100,12 +101,35 @@ func (m *Mover) loop(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		st := m.Pass(ctx)
-		wait = m.cfg.Sweep
-		if st.undone() {
-			wait = m.cfg.Retry
+		if kicked {
+			stuck = 0 // the ring or this node's state changed: a pass may get further now
 		}
+		st := m.Pass(ctx)
+		wait, stuck = m.retryAfter(st, stuck)
 	}
+}
+
+// retryAfter is how long the loop waits after a pass with stats st, with
+// stuck passes before it that left work undone and did none. A pass that
+// left work undone runs again after Retry, and after twice as long each
+// time it got nowhere (nothing copied, nothing evicted), up to Sweep (16
+// Retry without one): an
+// owner that stays unreachable, or chunks pinned on it, are asked about
+// again, but a cluster whose members time out under load is not asked
+// about every chunk every Retry by every member, which would add the load
+// that makes them time out. Progress and ring changes (kicks) start over.
+func (m *Mover) retryAfter(st PassStats, stuck int) (time.Duration, int) {
+	if !st.undone() {
+		return m.cfg.Sweep, 0
+	}
+	if st.Copied > 0 || st.Evicted > 0 {
+		return m.cfg.Retry, 0
+	}
+	most := 16 * m.cfg.Retry // with no Sweep
+	if m.cfg.Sweep > 0 {
+		most = max(m.cfg.Sweep, m.cfg.Retry)
+	}
+	return min(m.cfg.Retry<<min(stuck, 16), most), stuck + 1
 }
 
 // quiet waits until no kick has come for Config.Quiet, at most 5 Quiet in
