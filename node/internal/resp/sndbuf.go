@@ -16,10 +16,11 @@ import (
 // bottleneck of a large GET on a shared host, then reads from memory.
 // Capping the buffer keeps the bytes in flight per connection small enough
 // that the client copies them while they are cached: redis-benchmark GETs
-// of 2 MiB values went from 540 to 1,052 per second (16 connections, one
-// run alternating capped and uncapped nodes; docs/benchmarks.md). A reply
-// smaller than the cap would instead have to wait for the client part way
-// (256 KiB GETs: 8,472 uncapped, 7,688 capped), so the cap applies while
+// of 2 MiB values went from 634 to 825 per second, and the client's CPU
+// per GET from 1.59 to 1.18 ms (16 connections, one run alternating the
+// binaries; docs/benchmarks.md). A reply smaller than the cap would
+// instead have to wait for the client part way (256 KiB GETs with every
+// reply capped: 7,688 against 8,472 per second), so the cap applies while
 // replies are large only: a connection's buffer is set small for a reply
 // from smallSendFrom up and large again for a reply of midSendFrom up to
 // smallSendFrom (one system call per change). On other addresses nothing
