@@ -75,3 +75,42 @@ func TestACorruptedDiskChunkIsAMissThroughTheStore(t *testing.T) {
 func payloadAt(ver uint32, l loc) int64 {
 	return recordOff(ver, l.block) + payloadOff(ver, l.hdrLen(), l.size)
 }
+
+// TestAChunkLargerThanIntoMaxIsPromotedThroughTheCopy: SizeInto offers
+// chunks up to intoMax to ReadInto and not larger ones, which Lend promotes
+// through Read and the store's copy: their bytes come back exactly, and a
+// flipped byte in one is still ErrChecksum, counted and dropped.
+func TestAChunkLargerThanIntoMaxIsPromotedThroughTheCopy(t *testing.T) {
+	const large = int(intoMax) + 64<<10
+	st, tr := tiered(t, t.TempDir(), testutil.ShmDir(t, "disk-"), t.TempDir(), 4*mib)
+	defer tr.Close()
+	defer st.Close()
+	put(t, st, "ns", 100, int(intoMax))
+	for i := range 6 {
+		put(t, st, "ns", i, large)
+	}
+	drain(t, tr)
+	if _, ok := tr.SizeInto("ns", chunkID(0)); ok {
+		t.Fatalf("SizeInto offers a chunk of %d bytes, more than intoMax", large)
+	}
+	if n, ok := tr.SizeInto("ns", chunkID(100)); !ok || n != int64(intoMax) {
+		t.Fatalf("SizeInto of a chunk of intoMax bytes: %d %v", n, ok)
+	}
+	flipPayloadByte(t, tr, "ns", 0)
+	before := st.Stats().LowerHits
+	if _, err := st.Lend("ns", chunkID(0)); !errors.Is(err, store.ErrChecksum) {
+		t.Fatalf("Lend of a corrupted large disk chunk: %v, want ErrChecksum", err)
+	}
+	if got := tr.Stats().ChecksumErrors; got != 1 {
+		t.Fatalf("checksum errors %d, want 1", got)
+	}
+	if st.Contains("ns", chunkID(0)) {
+		t.Fatal("the corrupted chunk is still held")
+	}
+	for i := 1; i < 4; i++ {
+		getExact(t, st, "ns", i, large, true)
+	}
+	if st.Stats().LowerHits == before {
+		t.Fatal("no chunk was read from disk")
+	}
+}
