@@ -113,11 +113,11 @@ func (m *Mover) loop(ctx context.Context) {
 // stuck passes before it that left work undone and did none. A pass that
 // left work undone runs again after Retry, and after twice as long each
 // time it got nowhere (nothing copied, nothing evicted), up to Sweep (16
-// Retry without one): an
-// owner that stays unreachable, or chunks pinned on it, are asked about
-// again, but a cluster whose members time out under load is not asked
-// about every chunk every Retry by every member, which would add the load
-// that makes them time out. Progress and ring changes (kicks) start over.
+// Retry without one): an owner that stays unreachable, or chunks pinned
+// on it, are asked about again, but a cluster whose members time out under
+// load is not asked about every chunk every Retry by every member, which
+// would add the load that makes them time out. Progress and ring changes
+// (kicks) start over.
 func (m *Mover) retryAfter(st PassStats, stuck int) (time.Duration, int) {
 	if !st.undone() {
 		return m.cfg.Sweep, 0

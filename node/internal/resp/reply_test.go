@@ -41,6 +41,16 @@ func TestLargeValueLeavesWithItsTrailer(t *testing.T) {
 // hold a few large replies, so that writes do not wait for the reader.
 func tcpPair(t *testing.T) (server, client *net.TCPConn) {
 	t.Helper()
+	server, client = loopbackPair(t)
+	server.SetWriteBuffer(1 << 20)
+	client.SetReadBuffer(1 << 20)
+	return server, client
+}
+
+// loopbackPair returns the two ends of a loopback TCP connection with the
+// kernel's buffer sizes; both are closed when the test ends.
+func loopbackPair(t *testing.T) (server, client *net.TCPConn) {
+	t.Helper()
 	ln, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +65,5 @@ func tcpPair(t *testing.T) (server, client *net.TCPConn) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { client.Close(); server.Close() })
-	server.SetWriteBuffer(1 << 20)
-	client.SetReadBuffer(1 << 20)
 	return server, client
 }

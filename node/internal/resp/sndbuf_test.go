@@ -31,21 +31,7 @@ func sendBuffer(t *testing.T, c *net.TCPConn) int {
 // autotuned buffer before the first cap is not compared: the kernel may
 // grow it while a reply is written.)
 func TestALargeReplyOnLoopbackCapsTheSendBuffer(t *testing.T) {
-	ln, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	client, err := net.DialTCP("tcp", nil, ln.Addr().(*net.TCPAddr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	server, err := ln.AcceptTCP()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer server.Close()
+	server, client := loopbackPair(t)
 	go io.Copy(io.Discard, client)
 	w := newWriter(server, newSockIO(server), 0, 64<<10, 64<<20, &memBudget{})
 	defer w.close()
