@@ -15,6 +15,9 @@
 #   MEM_MB   memory of the node and of redis-server, MiB (default 1024)
 #   TESTS    redis-benchmark -t (default set,get)
 #   CLUSTER  nodes of a kvring cluster to add (default 0: none)
+#   BYTES    bytes each test moves, which sets its request count (default
+#            8 GiB, at most 200000 requests): runs of a second or less
+#            swing by a third from one to the next on a shared host
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,6 +27,7 @@ CLIENTS=${CLIENTS:-16}
 MEM_MB=${MEM_MB:-1024}
 TESTS=${TESTS:-set,get}
 CLUSTER=${CLUSTER:-0}
+BYTES=${BYTES:-$((8 * 1024 * 1024 * 1024))}
 
 work=$(mktemp -d /tmp/kvring-resp-compare.XXXXXX)
 shm=$(mktemp -d /dev/shm/kvring-resp-compare.XXXXXX)
@@ -78,8 +82,8 @@ fi
 # and stops the script when redis-benchmark reports an error.
 bench() {
 	local port=$1 size=$2; shift 2
-	local n=$((2 * 1024 * 1024 * 1024 / size)) keys=$((MEM_MB * 1024 * 1024 / size / 4))
-	[ "$n" -gt 50000 ] && n=50000
+	local n=$((BYTES / size)) keys=$((MEM_MB * 1024 * 1024 / size / 4))
+	[ "$n" -gt 200000 ] && n=200000
 	local out="$work/bench-$port-$size.txt"
 	redis-benchmark -p "$port" -c "$CLIENTS" -n "$n" -d "$size" -r "$keys" -t "$TESTS" -q "$@" >"$out" 2>&1
 	if grep -qi "error" "$out"; then
