@@ -34,10 +34,10 @@ type conn struct {
 	// readonly: the client sent READONLY, so reads of slots this node
 	// holds as a replica are served here (Redis Cluster mode).
 	readonly bool
-	// lastPrefix, lastNS: the last key prefix namespaceOf mapped, and its
-	// namespace; defaultNS: the namespace of keys without a prefix.
-	lastPrefix        []byte
-	lastNS, defaultNS string
+	// lastPrefix, lastNS: the last namespace fields namespaceOf mapped,
+	// and their namespace.
+	lastPrefix []byte
+	lastNS     string
 	// client names the connection's client for the budgets shared among
 	// clients (package tenant), and ctx carries it to the cluster's calls;
 	// charged is what its request in flight took of Server.values.
@@ -187,11 +187,7 @@ func (c *conn) admit(name string, key []byte) error {
 // kept reports whether key's chunk is stored already as its namespace asks
 // (Cluster.Kept), so a write of it need not keep its value.
 func (c *conn) kept(key []byte) bool {
-	m := c.s.cfg.KeyMap.Map(key)
-	if c.s.cfg.ClusterMode {
-		m.Place = c.s.cfg.Cluster.SlotPlace(m.Namespace, m.Slot)
-	}
-	return c.s.cfg.Cluster.Kept(m)
+	return c.s.cfg.Cluster.Kept(c.mapKey(key))
 }
 
 // alloc is the memory of a value: a blob of the store, charged to the

@@ -21,10 +21,12 @@ const maxNamespaceName = store.MaxNamespaceLen - 17
 // is stored under. Zero fields take the documented defaults; the mapping must
 // be the same on every node of a cluster (it decides where values live).
 type KeyMap struct {
-	// Separator splits a key's namespace from the rest: the namespace is
-	// everything before the key's last Separator. LMCache's chunk keys,
-	// "fmt@model@world size@worker id@chunk hash", map to one namespace per
-	// model and worker. Required (DefaultKeyMap's is "@").
+	// Separator splits a key into fields; the fields that name a model and
+	// worker make its namespace, per-chunk fields never do
+	// (appendNSFields). LMCache's chunk keys, "model@world size@worker
+	// id@chunk hash@dtype" and the older "vllm@model@world size@worker
+	// id@chunk hash", map to one namespace per model, worker and dtype.
+	// Required (DefaultKeyMap's is "@").
 	Separator string
 	// Default is the namespace (after NamespacePrefix) of keys without a
 	// Separator. Default "default".
@@ -81,61 +83,79 @@ type Key struct {
 	ID store.ID
 	// Place is the placement key: SHA-256 of the key's hash tag, or of the
 	// key without its sibling suffix, under a label. In Redis Cluster mode
-	// the server replaces it with its slot's (Cluster.SlotPlace).
+	// the server replaces it with the one of PlaceSlot (Cluster.SlotPlace).
 	Place store.ID
-	// Slot is the key's Redis Cluster hash slot.
+	// Slot is the key's Redis Cluster hash slot: the node that is its
+	// primary answers it (-MOVED otherwise).
 	Slot uint16
+	// PlaceSlot is the slot whose owners hold the key in Redis Cluster
+	// mode: the key's own slot, but for a sibling key (LMCache's
+	// "<k>metadata") the slot of its first sibling ("<k>kv_bytes"), so a
+	// value and its metadata share their holders without a hash tag.
+	PlaceSlot uint16
 	// Name is the key itself, kept with its chunk for SCAN.
 	Name string
 }
 
 // Map maps key. It never fails: every byte string is a key.
 func (m KeyMap) Map(key []byte) Key {
-	return Key{Namespace: m.Namespace(key), ID: m.ID(key), Place: placeKey(m.placement(key)), Slot: Slot(key),
-		Name: string(key)}
+	place := m.placement(key)
+	return Key{Namespace: m.Namespace(key), ID: m.ID(key), Place: placeKey(place), Slot: Slot(key),
+		PlaceSlot: m.placeSlot(key), Name: string(key)}
+}
+
+// InNamespace returns k moved to namespace name (the default namespace a
+// write falls back to): its id and placement stay.
+func (k Key) InNamespace(name string) Key {
+	k.Namespace = name
+	return k
 }
 
 // ID is key's chunk id (Key.ID).
 func (m KeyMap) ID(key []byte) store.ID { return sha256.Sum256(key) }
 
-// prefix is the part of key that decides its namespace (Namespace): nil
-// for a key in the default namespace.
-func (m KeyMap) prefix(key []byte) []byte {
-	if i := bytes.LastIndex(key, []byte(m.Separator)); i > 0 {
-		return key[:i]
-	}
-	return nil
+// DefaultNamespace is the namespace of keys without a separator, and the one
+// a write falls back to when its own namespace cannot be created.
+func (m KeyMap) DefaultNamespace() string { return NamespacePrefix + m.Default }
+
+// Namespace is the namespace of key: NamespacePrefix and the fields of key
+// that name its model and worker (appendNSFields), joined by ':', with each byte
+// the registry does not allow in a name replaced by '_' (two keys that
+// differ only there share a namespace, which is harmless: ids stay
+// distinct). A name too long for the registry keeps its start and a hash of
+// the whole.
+func (m KeyMap) Namespace(key []byte) string {
+	var buf [256]byte
+	return m.name(m.appendNSFields(buf[:0], key))
 }
 
-// Namespace is the namespace of key: NamespacePrefix and the part before the
-// last Separator, with each byte the registry does not allow in a name
-// replaced by '_' and '@' by ':' (two prefixes that differ only there share
-// a namespace, which is harmless: ids stay distinct). A prefix too long for
-// a name keeps its start and a hash of the whole.
-func (m KeyMap) Namespace(key []byte) string {
-	p := m.prefix(key)
-	if p == nil {
-		return NamespacePrefix + m.Default
+// name is the namespace whose fields are f (appendNSFields; empty: the
+// default namespace).
+func (m KeyMap) name(f []byte) string {
+	if len(f) == 0 {
+		return m.DefaultNamespace()
 	}
-	i := len(p)
 	var b bytes.Buffer
-	b.Grow(len(NamespacePrefix) + i)
+	b.Grow(len(NamespacePrefix) + len(f))
 	b.WriteString(NamespacePrefix)
-	for _, c := range key[:i] {
+	sep := []byte(m.Separator)
+	for i := 0; i < len(f); i++ {
+		c := f[i]
 		switch {
+		case bytes.HasPrefix(f[i:], sep):
+			b.WriteByte(':')
+			i += len(sep) - 1
 		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
 			b.WriteByte(c)
 		case c == '.' || c == '_' || c == ':' || c == '/' || c == '-' || c == '=' || c == '+':
 			b.WriteByte(c)
-		case c == '@':
-			b.WriteByte(':')
 		default:
 			b.WriteByte('_')
 		}
 	}
 	name := b.String()
 	if len(name) > maxNamespaceName {
-		sum := sha256.Sum256(key[:i])
+		sum := sha256.Sum256(f)
 		tag := "=" + hex.EncodeToString(sum[:6])
 		name = name[:maxNamespaceName-len(tag)] + tag
 	}

@@ -29,10 +29,7 @@ func (c *conn) mapKeys(raw [][]byte) ([]*nsKeys, bool) {
 	var groups []*nsKeys
 	byName := map[string]*nsKeys{}
 	for i, k := range raw {
-		m := c.s.cfg.KeyMap.Map(k)
-		if c.s.cfg.ClusterMode {
-			m.Place = c.s.cfg.Cluster.SlotPlace(m.Namespace, m.Slot)
-		}
+		m := c.mapKey(k)
 		g := byName[m.Namespace]
 		if g == nil {
 			if !c.access.allows(m.Namespace) {
@@ -48,22 +45,35 @@ func (c *conn) mapKeys(raw [][]byte) ([]*nsKeys, bool) {
 	return groups, true
 }
 
-// namespaceOf is KeyMap.Namespace(key), remembering the last prefix's
-// answer: a connection's keys mostly share one (a model's).
+// mapKey maps key (KeyMap.Map); in Redis Cluster mode it is placed by its
+// PlaceSlot.
+func (c *conn) mapKey(key []byte) Key {
+	return c.placed(c.s.cfg.KeyMap.Map(key))
+}
+
+// placed is k with its Place for Redis Cluster mode, where placement
+// depends on the namespace (Cluster.SlotPlace); k itself outside it.
+func (c *conn) placed(k Key) Key {
+	if c.s.cfg.ClusterMode {
+		k.Place = c.s.cfg.Cluster.SlotPlace(k.Namespace, k.PlaceSlot)
+	}
+	return k
+}
+
+// namespaceOf is KeyMap.Namespace(key), remembering the last namespace
+// fields' answer: a connection's keys mostly share one (a model's).
 func (c *conn) namespaceOf(key []byte) string {
-	p := c.s.cfg.KeyMap.prefix(key)
+	var buf [256]byte
+	f := c.s.cfg.KeyMap.appendNSFields(buf[:0], key)
 	switch {
-	case p == nil && c.defaultNS != "":
-		return c.defaultNS
-	case p != nil && c.lastNS != "" && bytes.Equal(p, c.lastPrefix):
+	case len(f) == 0:
+		return c.s.cfg.KeyMap.DefaultNamespace()
+	case c.lastNS != "" && bytes.Equal(f, c.lastPrefix):
 		return c.lastNS
 	}
-	name := c.s.cfg.KeyMap.Namespace(key)
-	switch {
-	case p == nil:
-		c.defaultNS = name
-	case len(p) <= 256:
-		c.lastPrefix, c.lastNS = append(c.lastPrefix[:0], p...), name
+	name := c.s.cfg.KeyMap.name(f)
+	if len(f) <= 256 {
+		c.lastPrefix, c.lastNS = append(c.lastPrefix[:0], f...), name
 	}
 	return name
 }
