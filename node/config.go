@@ -262,7 +262,7 @@ func DefaultConfig() Config {
 		Socket:              SocketConfig{Mode: localsock.DefaultMode},
 		RESP: RESPConfig{KeyMap: DefaultRESPKeyMap(), MaxConns: resp.DefaultMaxConns, IdleTimeout: resp.DefaultIdleTimeout,
 			MaxClientMemory: resp.DefaultMaxClientMemory,
-			CommandTimeout:  resp.DefaultCommandTimeout},
+			CommandTimeout:  resp.DefaultCommandTimeout, ExistsLease: resp.DefaultExistsLease},
 		Store:  store.DefaultConfig("./kvring-data"),
 		Logger: slog.Default(),
 		Now:    time.Now,

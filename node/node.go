@@ -231,7 +231,7 @@ func (n *Node) wire(p *nodeParts, mcfg membership.Config) (err error) {
 	// Reads ask owners, and the members whose hand-off summaries say they
 	// may hold a partition's chunks (moves); never every member at once.
 	p.svc = newServices(&n.cfg, p.store, clusterView{ring: p.member.Ring, moves: p.member.Moves, draining: p.member.Draining,
-		suspect: p.member.Suspect}, p.sec)
+		suspect: p.member.Suspect, died: p.member.Died}, p.sec)
 	if err := restoreNamespaces(p.store, p.svc.reg, n.log); err != nil {
 		return err
 	}

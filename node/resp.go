@@ -34,6 +34,10 @@ type RESPConfig struct {
 	// slots follow the ring, keys are placed by slot, a key this node does
 	// not own is answered -MOVED. Every node must agree. Default off.
 	ClusterMode bool
+	// ExistsLease pins a key that EXISTS found held for this long, so a GET
+	// within it finds it (resp.Config.ExistsLease). Default
+	// resp.DefaultExistsLease (5s); negative: no lease.
+	ExistsLease time.Duration
 }
 
 // openRESP serves the Redis-protocol port (when configured: listen opened
@@ -47,8 +51,8 @@ func (n *Node) openRESP(p *nodeParts) error {
 	srv, err := resp.New(resp.Config{Store: p.store, Cluster: newRESPCluster(n, p), KeyMap: rc.KeyMap,
 		ClusterMode: rc.ClusterMode, TLS: p.sec.serverTLS, NodeID: p.store.NodeID(), MaxConns: rc.MaxConns,
 		IdleTimeout: rc.IdleTimeout, CommandTimeout: rc.CommandTimeout, MaxClientMemory: rc.MaxClientMemory,
-		MaxValueBytes: p.store.MaxStagedBytes(),
-		Logger:        n.log.With("component", "resp")}, p.respLis)
+		MaxValueBytes: p.store.MaxStagedBytes(), ExistsLease: rc.ExistsLease,
+		Logger: n.log.With("component", "resp")}, p.respLis)
 	if err != nil {
 		return fmt.Errorf("cannot serve the Redis protocol: %w", err)
 	}

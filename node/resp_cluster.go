@@ -70,22 +70,22 @@ func (r *respCluster) Anonymous() (resp.Access, bool)                 { return r
 func (r *respCluster) Authenticate(token string) (resp.Access, error) { return r.authenticate(token) }
 
 // Namespace returns the registered namespace name, registering it first
-// when create is set.
+// when create is set. Past the node's namespace limit the error wraps
+// resp.ErrNamespaceLimit (the port then writes to its default namespace).
 func (r *respCluster) Namespace(ctx context.Context, name string, create bool) (resp.Namespace, error) {
 	rec := r.reg.Get(name)
 	if rec == nil {
-		if !create { // a read: check with a few members, register nothing
-			ctx = metadata.NewIncomingContext(ctx, metadata.Pairs(transfer.RegisterExistingKey, "true"))
-		}
-		res, err := r.svc.RegisterNamespace(ctx, &kvringv1.RegisterNamespaceRequest{Name: name, Schema: respSchema()})
-		if err != nil {
-			err = transfer.FromStatus(err)
-			if !create && errors.Is(err, transfer.ErrUnknownNamespace) {
-				return resp.Namespace{}, resp.ErrNoNamespace
-			}
+		var err error
+		// A read (!create) checks with a few members and registers nothing.
+		rec, _, err = r.coord.RegisterNamespace(ctx, &kvringv1.RegisterNamespaceRequest{Name: name, Schema: respSchema()}, !create)
+		switch {
+		case !create && errors.Is(err, transfer.ErrUnknownNamespace):
+			return resp.Namespace{}, resp.ErrNoNamespace
+		case errors.Is(err, namespace.ErrTooManyNamespaces):
+			return resp.Namespace{}, fmt.Errorf("%w: %w", resp.ErrNamespaceLimit, err)
+		case err != nil:
 			return resp.Namespace{}, err
 		}
-		rec = res.GetNamespace()
 	}
 	return r.namespaces.of(rec), nil
 }
@@ -260,9 +260,20 @@ func (r *respCluster) Kept(k resp.Key) bool {
 	return r.p.store.Contains(namespace.StoreName(rec.GetName(), rec.GetFingerprint()), k.ID)
 }
 
+// Known returns the namespace name when this node's registry knows it.
+func (r *respCluster) Known(name string) (resp.Namespace, bool) {
+	rec := r.reg.Get(name)
+	if rec == nil {
+		return resp.Namespace{}, false
+	}
+	return r.namespaces.of(rec), true
+}
+
 // Held asks a lookup per key (a lookup counts a held prefix; these keys are
-// unrelated), at most r.lookups at once.
-func (r *respCluster) Held(ctx context.Context, ns resp.Namespace, keys []resp.Key) ([]bool, error) {
+// unrelated), at most r.lookups at once; a key not held that a member which
+// did not answer may hold is an error (coord.LookupChecked). With lease,
+// the holders pin what they report for that long.
+func (r *respCluster) Held(ctx context.Context, ns resp.Namespace, keys []resp.Key, lease time.Duration) ([]bool, error) {
 	out := make([]bool, len(keys))
 	errs := make([]error, len(keys))
 	sem := make(chan struct{}, r.lookups)
@@ -272,8 +283,12 @@ func (r *respCluster) Held(ctx context.Context, ns resp.Namespace, keys []resp.K
 		wg.Go(func() {
 			defer func() { <-sem }()
 			k := keys[i : i+1]
-			res, err := r.svc.Lookup(ctx, &kvringv1.LookupRequest{Namespace: ns.Ref, Ids: ids(k), Groups: runs(k)})
-			out[i], errs[i] = res.GetHeld() > 0, transfer.FromStatus(err)
+			req := &kvringv1.LookupRequest{Namespace: ns.Ref, Ids: ids(k), Groups: runs(k), PinTtlMs: uint32(max(lease, 0) / time.Millisecond)}
+			res, unanswered, err := r.coord.LookupChecked(ctx, req)
+			out[i], errs[i] = res.GetHeld() > 0, err
+			if err == nil && !out[i] {
+				errs[i] = unanswered
+			}
 		})
 	}
 	wg.Wait()
@@ -282,15 +297,21 @@ func (r *respCluster) Held(ctx context.Context, ns resp.Namespace, keys []resp.K
 
 // Get reads keys through the coordinator's Get in process: each chunk's
 // frames are gathered into a buffer of its own (the coordinator has
-// verified the bytes), handed to each to keep.
-func (r *respCluster) Get(ctx context.Context, ns resp.Namespace, keys []resp.Key, each func(i int, data []byte) error) error {
+// verified the bytes), handed to each to keep. A chunk the coordinator
+// answers UNAVAILABLE for is an error, and so is every chunk not answered
+// when the call fails: never a miss.
+func (r *respCluster) Get(ctx context.Context, ns resp.Namespace, keys []resp.Key, each func(i int, data []byte, err error) error) error {
 	s := &getSink{ctx: ctx, n: len(keys), each: each, cur: -1}
 	err := r.svc.Get(&kvringv1.GetRequest{Namespace: ns.Ref, Ids: ids(keys), Groups: runs(keys)}, s)
 	if ferr := s.finish(); err == nil {
 		err = ferr
 	}
-	s.rest()
-	return transfer.FromStatus(err)
+	err = transfer.FromStatus(err)
+	if err == nil && s.next < s.n {
+		err = fmt.Errorf("%w: the read ended after %d of %d keys", transfer.ErrUnavailable, s.next, s.n)
+	}
+	s.rest(err)
+	return err
 }
 
 // Delete removes keys from every member. A key pinned by a lookup lease
@@ -377,7 +398,7 @@ type getSink struct {
 	grpc.ServerStream
 	ctx  context.Context
 	n    int
-	each func(i int, data []byte) error
+	each func(i int, data []byte, err error) error
 
 	next   int    // the next index handed to each
 	cur    int    // the index being gathered; -1 none
@@ -438,9 +459,13 @@ func (s *getSink) Send(m *kvringv1.GetResponse) error {
 		if i < s.next || i >= s.n {
 			return fmt.Errorf("BUG: get answered chunk %d after %d of %d", i, s.next, s.n)
 		}
-		s.missUntil(i)
-		if h.GetStatus() != kvringv1.ReadStatus_READ_STATUS_FOUND {
-			return s.hand(i, nil)
+		s.missUntil(i, fmt.Errorf("%w: the read skipped it", transfer.ErrUnavailable))
+		switch h.GetStatus() {
+		case kvringv1.ReadStatus_READ_STATUS_FOUND:
+		case kvringv1.ReadStatus_READ_STATUS_UNAVAILABLE:
+			return s.hand(i, nil, fmt.Errorf("%w: %s", transfer.ErrUnavailable, h.GetReason()))
+		default:
+			return s.hand(i, nil, nil)
 		}
 		// A buffer of its own per chunk: each keeps it (the reply is
 		// written from it after Send returns).
@@ -453,7 +478,8 @@ func (s *getSink) Send(m *kvringv1.GetResponse) error {
 	return nil
 }
 
-// finish hands over the chunk being gathered, if complete (else a miss).
+// finish hands over the chunk being gathered: complete, or an error (its
+// frames stopped short).
 func (s *getSink) finish() error {
 	if s.cur < 0 {
 		return nil
@@ -461,25 +487,25 @@ func (s *getSink) finish() error {
 	i, buf := s.cur, s.buf
 	s.cur, s.buf = -1, nil
 	if s.filled != len(buf) {
-		return s.hand(i, nil)
+		return s.hand(i, nil, fmt.Errorf("%w: its bytes stopped after %d of %d", transfer.ErrUnavailable, s.filled, len(buf)))
 	}
-	return s.hand(i, buf)
+	return s.hand(i, buf, nil)
 }
 
-func (s *getSink) hand(i int, data []byte) error {
+func (s *getSink) hand(i int, data []byte, err error) error {
 	s.next = i + 1
-	if err := s.each(i, data); err != nil {
-		s.err = err
+	if e := s.each(i, data, err); e != nil {
+		s.err = e
 	}
 	return s.err
 }
 
-// missUntil hands every index before i over as a miss.
-func (s *getSink) missUntil(i int) {
+// missUntil hands every index before i over with err.
+func (s *getSink) missUntil(i int, err error) {
 	for s.next < i {
-		s.hand(s.next, nil)
+		s.hand(s.next, nil, err)
 	}
 }
 
-// rest hands every index not handed over yet as a miss.
-func (s *getSink) rest() { s.missUntil(s.n) }
+// rest hands every index not handed over yet with err (the call's).
+func (s *getSink) rest(err error) { s.missUntil(s.n, err) }

@@ -68,6 +68,9 @@ type clusterView struct {
 	// suspect: gossip suspects a member, or holds it dead while the ring
 	// still lists it (nil: never asked).
 	suspect func(id string) bool
+	// died: a member that left the ring was declared dead, not drained
+	// (nil: none did).
+	died func(id string) bool
 	// moves is who may hold chunks of partitions they do not own (nil:
 	// nobody; reads ask owners, or every member while unsettled).
 	moves func() *moves.View
@@ -84,7 +87,7 @@ func newServices(cfg *Config, st *store.Store, view clusterView, sec *security) 
 	rg, unsettled := view.ring, view.unsettled
 	m := metrics.New()
 	shareLog := cfg.Logger.With("component", "namespaces")
-	reg := namespace.NewRegistryWith(namespace.RegistryConfig{MaxNamespaces: cfg.MaxNamespaces,
+	reg := namespace.NewRegistryWith(namespace.RegistryConfig{MaxNamespaces: cfg.MaxNamespaces, Reserved: []string{cfg.RESP.KeyMap.DefaultNamespace()},
 		MaxReplicas: uint32(cfg.Membership.Ring.ReplicationFactor), Now: cfg.Now, Catalog: st,
 		ShareChanged: func(rec *kvringv1.NamespaceRecord) { enforceShare(st, rec, shareLog) }})
 	epoch := func() uint64 {
@@ -101,7 +104,7 @@ func newServices(cfg *Config, st *store.Store, view clusterView, sec *security) 
 	o := owner.New(owner.Config{Store: st, Log: cfg.Logger.With("component", "owner"), Registry: reg, Epoch: epoch,
 		MaxBatch: cfg.MaxBatchChunks, MaxPin: cfg.Store.MaxPinLease, Now: cfg.Now, Metrics: m, Counter: counter, Spread: table, Load: meter,
 		Placed: placed.call})
-	c := coord.New(coord.Config{Self: st.NodeID(), Ring: rg, Unsettled: unsettled, Moves: view.moves, Draining: view.draining, Suspect: view.suspect, Owner: o, Registry: reg,
+	c := coord.New(coord.Config{Self: st.NodeID(), Ring: rg, Unsettled: unsettled, Moves: view.moves, Draining: view.draining, Suspect: view.suspect, Died: view.died, Owner: o, Registry: reg,
 		Log: cfg.Logger.With("component", "coordinator"), MaxBatch: cfg.MaxBatchChunks, CommitTimeout: cfg.CommitTimeout,
 		PeerTimeout: cfg.PeerTimeout, CoalesceHas: cfg.CoalescePeerHas, BroadcastTimeout: cfg.CommitTimeout, IdleTimeout: max(cfg.PutIdleTimeout, 0), MinPutRate: max(cfg.PutMinRate, 0), MaxAwaitingBegin: max(cfg.PutMaxAwaitingBegin, 0), MaxPin: cfg.Store.MaxPinLease,
 		Defaults: namespace.Defaults{Replicas: uint32(cfg.Replication), MinReplicas: uint32(cfg.MinReplicas),

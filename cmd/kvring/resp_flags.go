@@ -21,8 +21,9 @@ func registerServeRESP(fs *pflag.FlagSet, c *node.RESPConfig) {
 	fs.IntVar(&c.MaxConns, "resp-max-conns", c.MaxConns, "most Redis-protocol connections at once; more are refused")
 	fs.DurationVar(&c.IdleTimeout, "resp-idle-timeout", c.IdleTimeout, "close a Redis-protocol connection that sends no command for this long (negative: never)")
 	fs.DurationVar(&c.CommandTimeout, "resp-command-timeout", c.CommandTimeout, "how long a Redis-protocol command may take to arrive once its first byte has")
+	fs.DurationVar(&c.ExistsLease, "resp-exists-lease", c.ExistsLease, "a key EXISTS found held stays pinned against eviction this long, so the GET that follows finds it (negative: no lease)")
 	sizeVar(fs, &c.MaxClientMemory, "resp-max-client-memory", "heap all Redis-protocol connections may hold together for keys and queued replies; a request past it is answered -OOM and its connection closed")
-	fs.StringVar(&c.KeyMap.Separator, "resp-namespace-separator", c.KeyMap.Separator, "a key's namespace is the part before its last separator (LMCache: fmt@model@world@worker@hash)")
+	fs.StringVar(&c.KeyMap.Separator, "resp-namespace-separator", c.KeyMap.Separator, "separator of a key's fields; the fields that name a model and worker (not a chunk hash) make its namespace (docs/resp.md)")
 	fs.StringVar(&c.KeyMap.Default, "resp-default-namespace", c.KeyMap.Default, "namespace (after resp:) of keys without the separator")
 	fs.StringSliceVar(&c.KeyMap.Siblings, "resp-sibling-suffixes", c.KeyMap.Siblings, "key suffixes placed with the key that lacks them (a value and its metadata share owners)")
 }

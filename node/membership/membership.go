@@ -347,6 +347,17 @@ func (m *Membership) Draining(id string) bool {
 	return d != nil && (*d)[id]
 }
 
+// Died reports whether member id was declared dead (it stopped answering
+// without announcing that it leaves) and has not come back: it may come
+// back with what it held. A member that left after a drain did not die. It
+// does not block beyond a short lock.
+func (m *Membership) Died(id string) bool {
+	m.rs.tableMu.Lock()
+	defer m.rs.tableMu.Unlock()
+	x := m.rs.table[id]
+	return x != nil && x.Liveness == Dead
+}
+
 // RebuildNow applies pending membership events and rebuilds the ring synchronously; for tests.
 func (m *Membership) RebuildNow() *ring.Ring { return m.rs.runOnce() }
 

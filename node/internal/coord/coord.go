@@ -67,6 +67,12 @@ type Config struct {
 	// owner (suspect.go).
 	// Optional: nil means gossip is never asked. It must not block.
 	Suspect func(id string) bool
+	// Died reports whether a member that left the ring was declared dead
+	// rather than drained: it may come back with what it held, so a read
+	// that finds a chunk nowhere else answers "unavailable", not "not
+	// found", while it is remembered as departed (departed.go). Optional:
+	// nil means no departed member counts. It must not block.
+	Died func(id string) bool
 	// IdleTimeout ends a put whose engine sends no message for this long,
 	// before its begin message or in its data phase (its staged chunks are
 	// aborted). 0: no limit.
@@ -178,7 +184,7 @@ func (c *Coordinator) Close() {
 // The node calls it after every ring rebuild, with the replaced ring; it
 // never blocks for long.
 func (c *Coordinator) RingChanged(old, r *ring.Ring) {
-	c.departed.ringChanged(old, r, c.cfg.Now())
+	c.departed.ringChanged(old, r, c.cfg.Now(), c.cfg.Died)
 	live, liveIDs := map[string]bool{}, map[string]bool{}
 	for _, m := range r.Members() {
 		live[m.Addr] = true

@@ -22,6 +22,7 @@ type departure struct {
 	member ring.Member
 	last   *ring.Ring // the last ring it was a member of
 	at     time.Time  // when it left
+	died   bool       // declared dead rather than drained (Config.Died)
 }
 
 // Departures are remembered this long (as members stay listed after they
@@ -33,7 +34,7 @@ const (
 
 // ringChanged records the members of old that are not in next as departed
 // at now, and forgets those that are back or left too long ago.
-func (d *departures) ringChanged(old, next *ring.Ring, now time.Time) {
+func (d *departures) ringChanged(old, next *ring.Ring, now time.Time, died func(id string) bool) {
 	in := func(r *ring.Ring, id string) bool {
 		return r != nil && slices.ContainsFunc(r.Members(), func(m ring.Member) bool { return m.ID == id })
 	}
@@ -52,7 +53,7 @@ func (d *departures) ringChanged(old, next *ring.Ring, now time.Time) {
 	}
 	for _, m := range old.Members() {
 		if !in(next, m.ID) {
-			d.m[m.ID] = departure{member: m, last: old, at: now}
+			d.m[m.ID] = departure{member: m, last: old, at: now, died: died != nil && died(m.ID)}
 		}
 	}
 	for len(d.m) > maxDepartures {
@@ -78,7 +79,7 @@ func (d *departures) owners(ns string, key []byte, r int, now time.Time) []depar
 			continue
 		}
 		if slices.ContainsFunc(dp.last.Owners(ns, key, r), func(m ring.Member) bool { return m.ID == dp.member.ID }) {
-			out = append(out, departedOwner{ID: dp.member.ID, Ago: now.Sub(dp.at)})
+			out = append(out, departedOwner{ID: dp.member.ID, Ago: now.Sub(dp.at), Died: dp.died})
 		}
 	}
 	slices.SortFunc(out, func(a, b departedOwner) int { return int(a.Ago - b.Ago) })
@@ -87,6 +88,7 @@ func (d *departures) owners(ns string, key []byte, r int, now time.Time) []depar
 
 // departedOwner is an owner of a chunk that left the ring Ago ago.
 type departedOwner struct {
-	ID  string
-	Ago time.Duration
+	ID   string
+	Ago  time.Duration
+	Died bool // declared dead: it may come back with the chunk
 }

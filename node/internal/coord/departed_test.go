@@ -30,8 +30,8 @@ func TestADepartedOwnerIsNamedUntilItReturnsOrIsLongGone(t *testing.T) {
 	var d departures
 	now := time.Unix(1000, 0)
 	full, rest := testRing(t, 1, "a", "b", "c"), testRing(t, 2, "a", "b")
-	d.ringChanged(nil, full, now)
-	d.ringChanged(full, rest, now)
+	d.ringChanged(nil, full, now, nil)
+	d.ringChanged(full, rest, now, nil)
 	var cKey, otherKey []byte
 	for i := 0; cKey == nil || otherKey == nil; i++ {
 		k := []byte(fmt.Sprintf("key-%d", i))
@@ -51,7 +51,7 @@ func TestADepartedOwnerIsNamedUntilItReturnsOrIsLongGone(t *testing.T) {
 	if got := d.owners("ns", cKey, 1, now.Add(departureRetention+time.Second)); len(got) != 0 {
 		t.Fatalf("after the retention: %+v, want none", got)
 	}
-	d.ringChanged(rest, testRing(t, 3, "a", "b", "c"), later) // c is back
+	d.ringChanged(rest, testRing(t, 3, "a", "b", "c"), later, nil) // c is back
 	if got := d.owners("ns", cKey, 1, later); len(got) != 0 {
 		t.Fatalf("c joined again, still departed: %+v", got)
 	}

@@ -34,14 +34,19 @@ type fetchStream struct {
 
 // next reads the next chunk, which must be id: its header and, when found,
 // its bytes with their CRC-32C, computed as they were copied out of the
-// received frames. A chunk that does not arrive within the timeout breaks
-// the stream (the owner is treated as unavailable from then on).
+// received frames. A stream on which nothing arrives for the timeout (the
+// header, or the next frame of a chunk) breaks (the owner is treated as
+// unavailable from then on); a large chunk that keeps arriving is not cut
+// off, however long it takes.
 func (f *fetchStream) next(id store.ID) (h *kvringv1.ChunkHeader, data []byte, sum uint32, err error) {
 	if f.broken != nil {
 		return nil, nil, 0, f.broken
 	}
+	progress := func() {}
 	if f.cancel != nil && f.timeout > 0 {
-		defer time.AfterFunc(f.timeout, f.cancel).Stop()
+		t := time.AfterFunc(f.timeout, f.cancel)
+		defer t.Stop()
+		progress = func() { t.Reset(f.timeout) }
 	}
 	in := transfer.InFrame{Msg: new(kvringv1.FetchResponse), Field: transfer.FetchDataField}
 	defer in.Release()
@@ -50,6 +55,7 @@ func (f *fetchStream) next(id store.ID) (h *kvringv1.ChunkHeader, data []byte, s
 		return nil, nil, 0, f.broken
 	}
 	f.answered = true
+	progress()
 	h = in.Msg.(*kvringv1.FetchResponse).GetHeader()
 	if h == nil {
 		f.broken = fmt.Errorf("node %s sent data before a header", f.m.ID)
@@ -83,6 +89,7 @@ func (f *fetchStream) next(id store.ID) (h *kvringv1.ChunkHeader, data []byte, s
 		}
 		buf, sum = fr.AppendChecksum(buf, sum)
 		in.Release()
+		progress()
 		f.recv.Add(float64(fr.Len()))
 	}
 	return h, buf, sum, nil

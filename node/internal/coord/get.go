@@ -76,8 +76,9 @@ func (m *chunkMiss) String() string {
 }
 
 // get streams each id's chunk to the engine in order: from the first owner
-// that has it and whose bytes pass the checksum, else an explicit miss
-// (NOT_FOUND, or UNAVAILABLE when no owner answered). Bytes that fail their
+// that has it and whose bytes pass the checksum, else an explicit miss:
+// NOT_FOUND when every member that may hold it answered that it does not,
+// UNAVAILABLE when one did not answer or was declared dead lately. Bytes that fail their
 // checksum are never sent.
 func (c *Coordinator) get(req *kvringv1.GetRequest, stream grpc.ServerStreamingServer[kvringv1.GetResponse]) error {
 	defer metrics.ObserveSince(c.m.GetSeconds, time.Now())
@@ -232,19 +233,23 @@ func (g *getTx) serve(idx uint32, id store.ID) error {
 			return nil
 		}
 	}
+	// An owner that left the ring is not asked; it may be the holder, and
+	// the reason should say so. One declared dead may come back with it.
+	died := false
+	for _, d := range g.c.departed.owners(g.name, g.keys[idx], g.r, g.c.cfg.Now()) {
+		if !slices.Contains(miss.nodes, d.ID) {
+			miss.add(d.ID, "an owner until it left the ring %s ago (down?): not asked", d.Ago.Round(time.Second))
+			died = died || d.Died
+		}
+	}
+	// NOT_FOUND only when every member that may hold the chunk said it does
+	// not: one that did not answer, or died, may hold it (UNAVAILABLE).
 	status, result := kvringv1.ReadStatus_READ_STATUS_NOT_FOUND, metrics.GetMiss
-	if miss.unavailable == len(asked) {
+	if miss.unavailable > 0 || died {
 		status, result = kvringv1.ReadStatus_READ_STATUS_UNAVAILABLE, metrics.GetUnavailable
 	}
 	if miss.badSum {
 		result = metrics.GetChecksumError
-	}
-	// An owner that left the ring (died) is not asked; it may be the
-	// holder, and the reason should say so.
-	for _, d := range g.c.departed.owners(g.name, g.keys[idx], g.r, g.c.cfg.Now()) {
-		if !slices.Contains(miss.nodes, d.ID) {
-			miss.add(d.ID, "an owner until it left the ring %s ago (down?): not asked", d.Ago.Round(time.Second))
-		}
 	}
 	g.c.m.GetBy[result].Inc()
 	return g.send(&kvringv1.ChunkHeader{Index: idx, Status: status, Reason: miss.String()}, nil)

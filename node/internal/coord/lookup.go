@@ -3,7 +3,9 @@ package coord
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/kvring/kvring/node/internal/metrics"
@@ -151,7 +153,10 @@ type lookupTx struct {
 	// so one member that is down costs a lookup one PeerTimeout at most, and
 	// what it alone holds counts as not held.
 	failed map[string]bool
-	pinned map[string]*pinnedOn
+	// unanswered are the members this lookup meant to ask and could not
+	// tell anything (an error, or no time left), with why.
+	unanswered map[string]error
+	pinned     map[string]*pinnedOn
 }
 
 // answerMargin is how long before its caller's deadline a lookup stops
@@ -187,11 +192,46 @@ type pinnedOn struct {
 // report under one lease id, and a node that pinned past the answer pins
 // again (trimPins), so the lease pins exactly the counted chunks. An owner that does not answer within
 // the call's deadline counts as not holding anything.
-func (c *Coordinator) lookup(ctx context.Context, req *kvringv1.LookupRequest) (resp *kvringv1.LookupResponse, err error) {
+func (c *Coordinator) lookup(ctx context.Context, req *kvringv1.LookupRequest) (*kvringv1.LookupResponse, error) {
+	resp, _, err := c.lookupTx(ctx, req)
+	return resp, err
+}
+
+// LookupChecked is Lookup for an in-process caller that must tell "not
+// held" from "could not ask" (the Redis port's EXISTS): besides the answer,
+// unanswered is an error wrapping transfer.ErrUnavailable, naming them,
+// when the first id not counted may be held by a member that could not
+// answer (down, not within PeerTimeout, or past the caller's time) or by an
+// owner of it that was declared dead lately (it may come back with it);
+// nil when every member that may hold it said that it does not. Each id
+// that is not counted is meant, so callers ask about one id per call for
+// an exact answer. Blocks as Lookup does.
+func (c *Coordinator) LookupChecked(ctx context.Context, req *kvringv1.LookupRequest) (resp *kvringv1.LookupResponse, unanswered error, err error) {
+	resp, tx, err := c.lookupTx(ctx, req)
+	if err != nil || int(resp.GetHeld()) >= len(tx.ids) {
+		return resp, nil, err
+	}
+	var why []string
+	for _, id := range slices.Sorted(maps.Keys(tx.unanswered)) {
+		why = append(why, fmt.Sprintf("node %s: %v", id, tx.unanswered[id]))
+	}
+	for _, d := range c.departed.owners(tx.ns, tx.place.keys[resp.GetHeld()], tx.replicas, c.cfg.Now()) {
+		if d.Died {
+			why = append(why, fmt.Sprintf("node %s: an owner until it was declared dead %s ago", d.ID, d.Ago.Round(time.Second)))
+		}
+	}
+	if len(why) > 0 {
+		unanswered = fmt.Errorf("%w: a member that may hold the chunk did not answer: %s", transfer.ErrUnavailable, strings.Join(why, "; "))
+	}
+	return resp, unanswered, nil
+}
+
+// lookupTx runs a lookup and returns its answer and what it asked.
+func (c *Coordinator) lookupTx(ctx context.Context, req *kvringv1.LookupRequest) (resp *kvringv1.LookupResponse, tx *lookupTx, err error) {
 	defer metrics.ObserveSince(c.m.LookupSeconds, time.Now())
-	tx, err := c.newLookup(req)
+	tx, err = c.newLookup(req)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	c.cfg.Load.Add()
 	actx, cancel := answerBy(ctx)
@@ -223,7 +263,7 @@ func (c *Coordinator) lookup(ctx context.Context, req *kvringv1.LookupRequest) (
 	c.m.LookupIDs.Add(float64(len(tx.ids)))
 	c.m.LookupIDsMatched.Add(float64(n))
 	c.m.LookupFanout.Observe(float64(len(tx.asked)))
-	return resp, nil
+	return resp, tx, nil
 }
 
 // minFirstWave is the fewest ids the first wave of a lookup asks about when
@@ -249,7 +289,8 @@ func (c *Coordinator) newLookup(req *kvringv1.LookupRequest) (*lookupTx, error) 
 	}
 	rec := rr.rec
 	tx := &lookupTx{c: c, ref: nsRef(rec), ns: rec.GetName(), rg: rr.ring, ids: req.GetIds(), place: rr.place, storeNS: rr.ns,
-		held: make([]bool, len(req.GetIds())), asked: map[string]bool{}, failed: map[string]bool{}, pinned: map[string]*pinnedOn{}}
+		held: make([]bool, len(req.GetIds())), asked: map[string]bool{}, failed: map[string]bool{}, pinned: map[string]*pinnedOn{},
+		unanswered: map[string]error{}}
 	tx.replicas, _ = replication(rec)
 	// While unsettled (tests, and nodes that keep no hand-off summaries)
 	// every member is asked.
@@ -391,7 +432,10 @@ func (tx *lookupTx) key(i int) []byte {
 
 // ask runs one round of a wave's plans and records who pinned what.
 func (tx *lookupTx) ask(ctx context.Context, plans map[string]*lookupPlan) {
-	if ctx.Err() != nil {
+	if err := ctx.Err(); err != nil {
+		for id := range plans {
+			tx.unanswered[id] = err
+		}
 		return // past the time to answer by (answerBy): what was not asked counts as not held
 	}
 	for id := range plans {
@@ -406,6 +450,9 @@ func (tx *lookupTx) ask(ctx context.Context, plans map[string]*lookupPlan) {
 	}
 	tx.c.askOwners(ctx, tx.ref, plans, tx.pin, tx.held)
 	for _, p := range plans {
+		if p.err != nil {
+			tx.unanswered[p.m.ID] = p.err
+		}
 		if p.err != nil && ctx.Err() == nil {
 			tx.failed[p.m.ID] = true
 		}

@@ -171,3 +171,22 @@ func (c *Coordinator) learnNamespace(ctx context.Context, name string) bool {
 	wg.Wait()
 	return c.reg.Get(name) != nil
 }
+
+// RegisterNamespace registers the namespace req names, or with existing
+// only checks it against the record a member holds (a read: nothing is
+// registered; an unknown name is transfer.ErrUnknownNamespace). It returns
+// the record and whether this call created it; errors are domain errors
+// (namespace.ErrTooManyNamespaces past the registry's limit). Blocks while
+// the registration is broadcast.
+func (c *Coordinator) RegisterNamespace(ctx context.Context, req *kvringv1.RegisterNamespaceRequest, existing bool) (*kvringv1.NamespaceRecord, bool, error) {
+	reg := namespace.Registration{Name: req.GetName(), Schema: req.GetSchema(),
+		Replicas: req.GetReplicationFactor(), MinReplicas: req.GetMinReplicas(), Self: c.cfg.Self, Now: c.cfg.Now()}
+	if existing {
+		rec, err := c.reg.Check(reg, c.cfg.Defaults)
+		if errors.Is(err, transfer.ErrUnknownNamespace) && c.learnNamespace(ctx, reg.Name) {
+			rec, err = c.reg.Check(reg, c.cfg.Defaults) // it was registered while this node was out of the ring
+		}
+		return rec, false, err
+	}
+	return c.reg.Register(ctx, reg, c.cfg.Defaults, c.broadcast)
+}

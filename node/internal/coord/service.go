@@ -2,13 +2,11 @@ package coord
 
 import (
 	"context"
-	"errors"
 	"slices"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
-	"github.com/kvring/kvring/node/internal/namespace"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/transfer"
 )
@@ -31,24 +29,12 @@ func NewService(c *Coordinator) *Service { return &Service{c: c} }
 // (learnNamespace) know is FailedPrecondition (ErrUnknownNamespace), and
 // nothing is registered.
 func (s *Service) RegisterNamespace(ctx context.Context, req *kvringv1.RegisterNamespaceRequest) (*kvringv1.RegisterNamespaceResponse, error) {
-	c := s.c
-	reg := namespace.Registration{Name: req.GetName(), Schema: req.GetSchema(),
-		Replicas: req.GetReplicationFactor(), MinReplicas: req.GetMinReplicas(), Self: c.cfg.Self, Now: c.cfg.Now()}
-	var rec *kvringv1.NamespaceRecord
-	var created bool
-	var err error
-	if slices.Contains(metadata.ValueFromIncomingContext(ctx, transfer.RegisterExistingKey), "true") {
-		rec, err = c.reg.Check(reg, c.cfg.Defaults)
-		if errors.Is(err, transfer.ErrUnknownNamespace) && c.learnNamespace(ctx, reg.Name) {
-			rec, err = c.reg.Check(reg, c.cfg.Defaults) // it was registered while this node was out of the ring
-		}
-	} else {
-		rec, created, err = c.reg.Register(ctx, reg, c.cfg.Defaults, c.broadcast)
-	}
+	existing := slices.Contains(metadata.ValueFromIncomingContext(ctx, transfer.RegisterExistingKey), "true")
+	rec, created, err := s.c.RegisterNamespace(ctx, req, existing)
 	if err != nil {
 		return nil, transfer.ToStatus(err)
 	}
-	return &kvringv1.RegisterNamespaceResponse{Epoch: c.epoch(), Namespace: rec, Created: created, Limits: c.cfg.Limits}, nil
+	return &kvringv1.RegisterNamespaceResponse{Epoch: s.c.epoch(), Namespace: rec, Created: created, Limits: s.c.cfg.Limits}, nil
 }
 
 // Put runs a two-phase confirmed write (see put.go).

@@ -36,6 +36,10 @@ type RegistryConfig struct {
 	// MaxNamespaces is the most names the registry holds; a new one beyond
 	// it is refused (ErrTooManyNamespaces). Default 1024.
 	MaxNamespaces int
+	// Reserved are names taken even beyond MaxNamespaces: the namespace a
+	// Redis-protocol write falls back to when its own cannot be created,
+	// which must never be refused for the same reason. Optional.
+	Reserved []string
 	// MaxReplicas is the largest replication factor a peer's record may
 	// carry (the ring's). Default 3.
 	MaxReplicas uint32
@@ -133,7 +137,7 @@ func (r *Registry) Merge(rec *kvringv1.NamespaceRecord) (*kvringv1.NamespaceReco
 		rec = next
 	case cur != nil && !Wins(rec, cur):
 		return cur, false, nil
-	case cur == nil && len(r.recs) >= r.cfg.MaxNamespaces:
+	case cur == nil && len(r.recs) >= r.cfg.MaxNamespaces && !slices.Contains(r.cfg.Reserved, rec.GetName()):
 		return nil, false, fmt.Errorf("%w: this node holds %d namespaces, the most it allows; cannot add %q",
 			ErrTooManyNamespaces, len(r.recs), rec.GetName())
 	}
@@ -188,7 +192,7 @@ func (r *Registry) Restore(recs map[string][]byte) (restored int, dropped []stri
 		}
 		if err == nil {
 			r.mu.Lock()
-			if len(r.recs) >= r.cfg.MaxNamespaces && r.recs[name] == nil {
+			if len(r.recs) >= r.cfg.MaxNamespaces && r.recs[name] == nil && !slices.Contains(r.cfg.Reserved, name) {
 				err = fmt.Errorf("%w: more than %d namespaces", ErrTooManyNamespaces, r.cfg.MaxNamespaces)
 			} else {
 				r.recs[name] = rec

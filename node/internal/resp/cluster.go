@@ -2,6 +2,7 @@ package resp
 
 import (
 	"context"
+	"time"
 
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/store"
@@ -14,7 +15,9 @@ import (
 type Cluster interface {
 	// Namespace returns the namespace called name. An unknown one is
 	// registered first when create is true (with the schema the server
-	// gives RESP namespaces), else it is ErrNoNamespace.
+	// gives RESP namespaces), else it is ErrNoNamespace. A namespace that
+	// cannot be created because the node holds as many as it may is an
+	// error wrapping ErrNamespaceLimit.
 	Namespace(ctx context.Context, name string, create bool) (Namespace, error)
 	// Publish runs the two-phase write of one chunk per key, whose bytes
 	// are blobs[i] (sealed, borrowed for the call; this node's share of a
@@ -26,12 +29,24 @@ type Cluster interface {
 	// so SET need not even read the value. It must not block; false when
 	// it cannot tell.
 	Kept(k Key) bool
-	// Held reports, per key, whether a read can return its chunk now.
-	Held(ctx context.Context, ns Namespace, keys []Key) ([]bool, error)
+	// Known returns the namespace called name when this node's registry
+	// knows it. It never blocks and never asks another member.
+	Known(name string) (Namespace, bool)
+	// Held reports, per key, whether a read can return its chunk now. A
+	// key not held that a member which did not answer may hold (down,
+	// timed out, declared dead lately) makes it an error wrapping
+	// transfer.ErrUnavailable and naming the member: false means that every
+	// member that may hold it said that it does not. With lease > 0 the
+	// holders pin what they report held for that long (at most the node's
+	// largest pin lease), so a GET within it finds it.
+	Held(ctx context.Context, ns Namespace, keys []Key, lease time.Duration) ([]bool, error)
 	// Get reads the chunks of keys with owner fallback; each is called once
 	// per key, in order, with the verified bytes (each's to keep: Get does
-	// not reuse them) or nil for a miss.
-	Get(ctx context.Context, ns Namespace, keys []Key, each func(i int, data []byte) error) error
+	// not reuse them), or nil data and nil err for a miss (every member
+	// that may hold it said that it does not), or err (wrapping
+	// transfer.ErrUnavailable, naming the member) when a member that may
+	// hold it did not answer or was declared dead lately.
+	Get(ctx context.Context, ns Namespace, keys []Key, each func(i int, data []byte, err error) error) error
 	// Delete removes the chunks of keys from every member that holds them
 	// and reports, per key, whether some member held it.
 	Delete(ctx context.Context, ns Namespace, keys []Key) ([]bool, error)

@@ -72,7 +72,7 @@ func (c *conn) setConditional(ctx context.Context, req *request, groups []*nsKey
 	found := false
 	if o.get { // the kept value is the reply
 		read, _ := c.readKeys(ctx, req.args[1:2])
-		if err := read(func(_ int, data []byte, release func()) {
+		if err := read(func(_ int, data []byte, release func(), _ error) {
 			if data != nil {
 				found, old = true, append([]byte(nil), data...)
 			}
@@ -232,7 +232,9 @@ func cmdMSetNX(ctx context.Context, c *conn, req *request) {
 	c.w.int(1)
 }
 
-// cmdGet answers GET key: the value, verified against its checksum, or nil.
+// cmdGet answers GET key: the value, verified against its checksum, or nil
+// when no member that may hold it does, or an error (-TRYAGAIN) when one
+// that may did not answer.
 // GETs pipelined behind it are read with it (pipelinedGets).
 func cmdGet(ctx context.Context, c *conn, req *request) {
 	if !c.s.cfg.ClusterMode && !req.inline && c.rd.br.Buffered() > 0 {
@@ -254,41 +256,58 @@ func getKey(ctx context.Context, c *conn, key []byte) {
 	if !ok {
 		return
 	}
-	wrote := false
-	err := read(func(_ int, data []byte, release func()) {
-		if data == nil {
-			return
+	read(func(_ int, data []byte, release func(), err error) {
+		switch {
+		case err != nil: // a holder may not have answered: never nil
+			c.failErr(err)
+		case data == nil:
+			c.w.null()
+		default:
+			c.w.bulkOwned(data, release)
 		}
-		c.w.bulkOwned(data, release)
-		wrote = true
 	})
-	switch {
-	case wrote:
-	case err != nil:
-		c.failErr(err)
-	default:
-		c.w.null()
-	}
 }
 
-// cmdMGet answers MGET key [key ...]: each value or nil, in order. Keys
-// this node holds are read in place; runs of the rest cost one cluster read
-// each (one round trip per owner).
+// cmdMGet answers MGET key [key ...]: each value or nil, in order; an
+// error reply instead when a key could not be read (a member that may hold
+// it did not answer): never nil for it. Keys this node holds are read in
+// place; runs of the rest cost one cluster read each (one round trip per
+// owner). The values are gathered before the reply is written, since
+// clients take an error only in place of the whole reply.
 func cmdMGet(ctx context.Context, c *conn, req *request) {
 	read, ok := c.readKeys(ctx, req.args[1:])
 	if !ok {
 		return
 	}
-	c.w.array(len(req.args) - 1)
-	err := read(func(_ int, data []byte, release func()) {
-		if data == nil {
+	type value struct {
+		data    []byte
+		release func()
+	}
+	vals := make([]value, 0, len(req.args)-1)
+	var failed error
+	read(func(_ int, data []byte, release func(), err error) {
+		if err != nil && failed == nil {
+			failed = err
+		}
+		if data != nil && release == nil { // valid only during the call
+			data, release = append([]byte(nil), data...), owned
+		}
+		vals = append(vals, value{data, release})
+	})
+	if failed != nil {
+		for _, v := range vals {
+			let(v.release)
+		}
+		c.failErr(failed)
+		return
+	}
+	c.w.array(len(vals))
+	for _, v := range vals {
+		if v.data == nil {
 			c.w.null()
 		} else {
-			c.w.bulkOwned(data, release)
+			c.w.bulkOwned(v.data, v.release)
 		}
-	})
-	if err != nil {
-		c.s.m.error("read")
 	}
 }
 
@@ -299,7 +318,7 @@ func cmdStrlen(ctx context.Context, c *conn, req *request) {
 		return
 	}
 	n := 0
-	if err := read(func(_ int, data []byte, release func()) { n = len(data); let(release) }); err != nil && n == 0 {
+	if err := read(func(_ int, data []byte, release func(), _ error) { n = len(data); let(release) }); err != nil {
 		c.failErr(err)
 		return
 	}
@@ -319,22 +338,17 @@ func cmdGetRange(ctx context.Context, c *conn, req *request) {
 	if !ok {
 		return
 	}
-	wrote := false
-	err := read(func(_ int, data []byte, release func()) {
-		if data == nil {
-			return
+	read(func(_ int, data []byte, release func(), err error) {
+		switch {
+		case err != nil:
+			c.failErr(err)
+		case data == nil:
+			c.w.bulkString("")
+		default:
+			c.w.bulk(byteRange(data, start, end))
+			let(release)
 		}
-		c.w.bulk(byteRange(data, start, end))
-		let(release)
-		wrote = true
 	})
-	switch {
-	case wrote:
-	case err != nil:
-		c.failErr(err)
-	default:
-		c.w.bulkString("")
-	}
 }
 
 // byteRange is Redis's GETRANGE of data.

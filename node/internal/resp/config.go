@@ -83,6 +83,13 @@ type Config struct {
 	// in shared memory; others on the heap). Past it the connection reads
 	// no more requests until the client reads. Default 64 MiB.
 	MaxReplyQueue int64
+	// ExistsLease is how long a key that EXISTS (or SET NX/XX, SETNX,
+	// MSETNX) found held stays pinned against eviction, so that a GET
+	// that follows within it finds it (LMCache asks EXISTS for a prompt's
+	// chunks, then GETs them). Negative: no lease (EXISTS is answered from
+	// this node's index where it holds the key). Default
+	// DefaultExistsLease.
+	ExistsLease time.Duration
 	// Logger receives connection errors. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -94,6 +101,9 @@ const (
 	DefaultCommandTimeout = 30 * time.Second
 	// DefaultMaxClientMemory is MaxClientMemory's default: 512 MiB.
 	DefaultMaxClientMemory = 512 << 20
+	// DefaultExistsLease is ExistsLease's default: 5 s (docs/resp.md says
+	// why).
+	DefaultExistsLease = 5 * time.Second
 )
 
 func (c *Config) setDefaults() {
@@ -107,6 +117,7 @@ func (c *Config) setDefaults() {
 	def(&c.CommandTimeout, DefaultCommandTimeout)
 	def(&c.WriteTimeout, 10*time.Second)
 	def(&c.CallTimeout, 30*time.Second)
+	def(&c.ExistsLease, DefaultExistsLease)
 	if c.Version == "" {
 		c.Version = "dev"
 	}

@@ -16,6 +16,10 @@ import (
 var (
 	// ErrNoNamespace: a read of a namespace nobody has written.
 	ErrNoNamespace = errors.New("resp: no such namespace")
+	// ErrNamespaceLimit: a key's namespace cannot be created, the node
+	// holds as many as it may (a write falls back to the default
+	// namespace).
+	ErrNamespaceLimit = errors.New("resp: the node's namespace limit is reached")
 	// ErrBadToken: AUTH with a token the node does not accept.
 	ErrBadToken = errors.New("resp: invalid token")
 

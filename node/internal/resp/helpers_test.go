@@ -3,6 +3,7 @@ package resp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -54,6 +55,14 @@ type fakeCluster struct {
 	getCalls  int // Get calls
 	// kept, when set, answers Kept instead of the store.
 	kept func(Key) bool
+	// unreachable, when set, says which keys a member that did not answer
+	// may hold: reads of them fail as unavailable.
+	unreachable func(Key) bool
+	// maxNS, when set, is the most namespaces Namespace creates; past it,
+	// ErrNamespaceLimit.
+	maxNS int
+	// leases are the leases Held was asked for.
+	leases []time.Duration
 }
 
 func (f *fakeCluster) Namespace(_ context.Context, name string, create bool) (Namespace, error) {
@@ -64,6 +73,9 @@ func (f *fakeCluster) Namespace(_ context.Context, name string, create bool) (Na
 	}
 	if !create {
 		return Namespace{}, ErrNoNamespace
+	}
+	if f.maxNS > 0 && len(f.ns) >= f.maxNS && name != DefaultKeyMap().DefaultNamespace() { // as the registry's Reserved
+		return Namespace{}, fmt.Errorf("%w: this node holds %d namespaces", ErrNamespaceLimit, len(f.ns))
 	}
 	ns := Namespace{Ref: &kvringv1.NamespaceRef{Name: name, Fingerprint: []byte{1}}, Store: name + ":01"}
 	f.ns[name] = ns
@@ -127,18 +139,29 @@ func (f *fakeCluster) Kept(k Key) bool {
 	return f.st.Contains(ns.Store, k.ID)
 }
 
-func (f *fakeCluster) Held(_ context.Context, ns Namespace, keys []Key) ([]bool, error) {
+func (f *fakeCluster) Known(name string) (Namespace, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ns, ok := f.ns[name]
+	return ns, ok
+}
+
+func (f *fakeCluster) Held(_ context.Context, ns Namespace, keys []Key, lease time.Duration) ([]bool, error) {
 	out := make([]bool, len(keys))
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.leases = append(f.leases, lease)
 	for i, k := range keys {
 		_, far := f.remote[k.ID]
 		out[i] = far || f.st.Contains(ns.Store, k.ID)
+		if !out[i] && f.unreachable != nil && f.unreachable(k) {
+			return nil, fmt.Errorf("%w: node far did not answer", transfer.ErrUnavailable)
+		}
 	}
 	return out, nil
 }
 
-func (f *fakeCluster) Get(_ context.Context, ns Namespace, keys []Key, each func(int, []byte) error) error {
+func (f *fakeCluster) Get(_ context.Context, ns Namespace, keys []Key, each func(int, []byte, error) error) error {
 	f.mu.Lock()
 	f.getCalls++
 	f.mu.Unlock()
@@ -146,20 +169,26 @@ func (f *fakeCluster) Get(_ context.Context, ns Namespace, keys []Key, each func
 		f.mu.Lock()
 		far, ok := f.remote[k.ID]
 		f.mu.Unlock()
+		if f.unreachable != nil && f.unreachable(k) {
+			if err := each(i, nil, fmt.Errorf("%w: node far did not answer", transfer.ErrUnavailable)); err != nil {
+				return err
+			}
+			continue
+		}
 		if ok {
-			if err := each(i, far); err != nil {
+			if err := each(i, far, nil); err != nil {
 				return err
 			}
 			continue
 		}
 		v, err := f.st.Get(ns.Store, k.ID)
 		if err != nil {
-			if err := each(i, nil); err != nil {
+			if err := each(i, nil, nil); err != nil {
 				return err
 			}
 			continue
 		}
-		err = each(i, append([]byte(nil), v.Bytes()...))
+		err = each(i, append([]byte(nil), v.Bytes()...), nil)
 		v.Release()
 		if err != nil {
 			return err

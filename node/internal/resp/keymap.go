@@ -116,7 +116,12 @@ func (m KeyMap) ID(key []byte) store.ID { return sha256.Sum256(key) }
 
 // DefaultNamespace is the namespace of keys without a separator, and the one
 // a write falls back to when its own namespace cannot be created.
-func (m KeyMap) DefaultNamespace() string { return NamespacePrefix + m.Default }
+func (m KeyMap) DefaultNamespace() string {
+	if m.Default == "" {
+		return NamespacePrefix + DefaultKeyMap().Default
+	}
+	return NamespacePrefix + m.Default
+}
 
 // Namespace is the namespace of key: NamespacePrefix and the fields of key
 // that name its model and worker (appendNSFields), joined by ':', with each byte

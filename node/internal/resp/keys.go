@@ -20,6 +20,10 @@ type nsKeys struct {
 	// known is false when the namespace is not registered (a read finds
 	// nothing in it).
 	known bool
+	// fallback, for a read, is the default namespace when it exists and
+	// is not the group's own: a write may have put keys of the group there
+	// (writeNamespace), so a key missing from its own is looked for there.
+	fallback *Namespace
 }
 
 // mapKeys maps raw keys and groups them by namespace (in order of first
@@ -79,19 +83,42 @@ func (c *conn) namespaceOf(key []byte) string {
 }
 
 // resolve looks the groups' namespaces up; create registers unknown ones
-// (writes). A read of an unknown namespace leaves known false.
+// (writes). A read of an unknown namespace leaves known false, unless the
+// default namespace exists: then the group's keys are read there
+// (writeNamespace may have put them there), and a read of a known namespace
+// looks there for what its own lacks (nsKeys.fallback).
 func (c *conn) resolve(ctx context.Context, groups []*nsKeys, create bool) error {
+	var def *Namespace
+	if !create {
+		if ns, ok := c.s.cfg.Cluster.Known(c.s.cfg.KeyMap.DefaultNamespace()); ok {
+			def = &ns
+		}
+	}
 	for _, g := range groups {
 		ns, err := c.s.cfg.Cluster.Namespace(ctx, g.name, create)
 		switch {
+		case errors.Is(err, ErrNoNamespace) && !create && def != nil:
+			g.moveTo(c, *def)
+			continue
 		case errors.Is(err, ErrNoNamespace) && !create:
 			continue
 		case err != nil:
 			return err
 		}
 		g.ns, g.known = ns, true
+		if def != nil && g.name != def.Ref.GetName() {
+			g.fallback = def
+		}
 	}
 	return nil
+}
+
+// moveTo makes g a group of namespace ns, its keys placed there.
+func (g *nsKeys) moveTo(c *conn, ns Namespace) {
+	g.name, g.ns, g.known = ns.Ref.GetName(), ns, true
+	for i, k := range g.keys {
+		g.keys[i].Key = c.placed(k.InNamespace(g.name))
+	}
 }
 
 // justKeys returns the Keys of refs.
@@ -110,16 +137,22 @@ func (c *conn) heldLocally(ns Namespace, k Key) bool {
 
 // held reports per key of groups whether a GET can return it now: this
 // node's store first, then the cluster for the rest, one call per
-// namespace. The result is indexed by key position.
+// namespace, then the default namespace for what a group's own lacks
+// (nsKeys.fallback). The result is indexed by key position. A key that may
+// be held by a member that did not answer makes it an error (wrapping
+// transfer.ErrUnavailable): never a 0 for what may exist. With an EXISTS
+// lease (Config.ExistsLease), keys are asked through the cluster, whose
+// holders pin what they report held for that long.
 func (c *conn) held(ctx context.Context, groups []*nsKeys, n int) ([]bool, error) {
 	out := make([]bool, n)
+	lease := c.s.cfg.ExistsLease
 	for _, g := range groups {
 		if !g.known {
 			continue
 		}
 		var rest []keyRef
 		for _, k := range g.keys {
-			if c.heldLocally(g.ns, k.Key) {
+			if lease <= 0 && c.heldLocally(g.ns, k.Key) {
 				out[k.at] = true
 			} else {
 				rest = append(rest, k)
@@ -128,11 +161,29 @@ func (c *conn) held(ctx context.Context, groups []*nsKeys, n int) ([]bool, error
 		if len(rest) == 0 {
 			continue
 		}
-		h, err := c.s.cfg.Cluster.Held(ctx, g.ns, justKeys(rest))
+		h, err := c.s.cfg.Cluster.Held(ctx, g.ns, justKeys(rest), lease)
 		if err != nil {
 			return nil, err
 		}
+		var missing []keyRef
 		for i, k := range rest {
+			out[k.at] = h[i]
+			if !h[i] && g.fallback != nil {
+				missing = append(missing, k)
+			}
+		}
+		if len(missing) == 0 {
+			continue
+		}
+		fk := make([]Key, len(missing))
+		for i, k := range missing {
+			fk[i] = c.placed(k.InNamespace(g.fallback.Ref.GetName()))
+		}
+		h, err = c.s.cfg.Cluster.Held(ctx, *g.fallback, fk, lease)
+		if err != nil {
+			return nil, err
+		}
+		for i, k := range missing {
 			out[k.at] = h[i]
 		}
 	}

@@ -15,6 +15,7 @@ type metrics struct {
 	connections prometheus.GaugeFunc
 	accepted    *prometheus.CounterVec // result: accepted, rejected
 	keptValues  prometheus.Counter
+	fallbacks   prometheus.Counter
 	// valueBytes and valuesRefused report Server.values.
 	valueBytes    prometheus.GaugeFunc
 	valuesRefused prometheus.CounterFunc
@@ -41,6 +42,8 @@ func newMetrics(conns func() float64, values *valueShares) *metrics {
 			Help: "Connections to the Redis-protocol port, by result: accepted, or rejected (over the connection cap)."}, []string{"result"}),
 		keptValues: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvring_resp_kept_values_total",
 			Help: "Values of SET, SETNX, MSET and MSETNX read past, not into memory, because their key was stored already (values are immutable: the first stays)."}),
+		fallbacks: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvring_resp_namespace_fallbacks_total",
+			Help: "Keys written to the default namespace because their own could not be created (the node holds as many namespaces as it may)."}),
 		valueBytes: prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kvring_resp_value_bytes",
 			Help: "Bytes of shared memory held by values being received on the Redis-protocol port (their commands have not run yet)."},
 			func() float64 { return float64(values.held()) }),
@@ -66,6 +69,9 @@ func (m *metrics) command(name string) {
 	m.unknown.Inc()
 }
 
+// fallback counts n keys written to the default namespace.
+func (m *metrics) fallback(n int) { m.fallbacks.Add(float64(n)) }
+
 // kept counts a value whose key was stored already.
 func (m *metrics) kept() { m.keptValues.Inc() }
 
@@ -85,5 +91,5 @@ func (m *metrics) read(hit bool) {
 // register.
 func (s *Server) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{s.m.commands, s.m.errors, s.m.keyspace, s.m.connections, s.m.accepted, s.m.keptValues,
-		s.m.valueBytes, s.m.valuesRefused}
+		s.m.fallbacks, s.m.valueBytes, s.m.valuesRefused}
 }

@@ -63,19 +63,14 @@ func (c *conn) pipelinedGets(ctx context.Context, first *request) {
 		}
 	}
 	read, _ := c.readKeys(ctx, keys)
-	next := 0
-	err := read(func(i int, data []byte, release func()) {
-		next = i + 1
-		if data == nil {
+	read(func(_ int, data []byte, release func(), err error) {
+		switch {
+		case err != nil: // a holder may not have answered: an error, never nil
+			c.failErr(err)
+		case data == nil:
 			c.w.null()
-		} else {
+		default:
 			c.w.bulkOwned(data, release)
 		}
 	})
-	if err != nil { // the keys the cluster could not read were answered nil, as misses
-		c.s.m.error("read")
-		for ; next < len(keys); next++ { // read handed every key over; this only guards the count
-			c.w.null()
-		}
-	}
 }

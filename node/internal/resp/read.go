@@ -6,11 +6,13 @@ import (
 	"github.com/kvring/kvring/store"
 )
 
-// readSink receives the value of key position i, in order (nil for a miss).
+// readSink receives the value of key position i, in order: data, or nil
+// for a miss (no member that may hold it does), or err when the key could
+// not be read (a member that may hold it did not answer: never a miss).
 // With release nil, data is only valid during the call; otherwise the sink
 // owns data and must call release once it is done with it (at once after
 // copying it, or when the writer has sent it: bulkOwned).
-type readSink func(i int, data []byte, release func())
+type readSink func(i int, data []byte, release func(), err error)
 
 // let calls release, when there is one: a sink that is done with its data.
 func let(release func()) {
@@ -28,8 +30,8 @@ func owned() {}
 // value: a chunk this node holds is read in place from shared memory
 // (verified against its checksum); consecutive keys of one namespace that it
 // does not hold are read in one cluster call (one round trip per owner).
-// A key the cluster could not read is a miss; the first call error is
-// returned after every remaining key was handed over as a miss.
+// A key the cluster could not read is handed over with its error; the first
+// error is returned too (for the caller's count).
 func (c *conn) readKeys(ctx context.Context, raw [][]byte) (func(sink readSink) error, bool) {
 	groups, ok := c.mapKeys(raw)
 	if !ok {
@@ -38,7 +40,7 @@ func (c *conn) readKeys(ctx context.Context, raw [][]byte) (func(sink readSink) 
 	return func(sink readSink) error {
 		if err := c.resolve(ctx, groups, false); err != nil {
 			for i := range raw {
-				sink(i, nil, nil)
+				sink(i, nil, nil, err)
 			}
 			return err
 		}
@@ -66,14 +68,19 @@ func (c *conn) streamKeys(ctx context.Context, groups []*nsKeys, n int, sink rea
 		if len(run) == 0 {
 			return
 		}
-		if firstErr != nil {
-			for _, k := range run {
-				c.countRead(sink, k.at, nil, nil)
+		g := runNS
+		err := c.s.cfg.Cluster.Get(ctx, g.ns, justKeys(run), func(i int, data []byte, err error) error {
+			k := run[i]
+			if data == nil && err == nil && g.fallback != nil {
+				data, err = c.readFallback(ctx, g, k.Key)
 			}
-		} else if err := c.s.cfg.Cluster.Get(ctx, runNS.ns, justKeys(run), func(i int, data []byte) error {
-			c.countRead(sink, run[i].at, data, owned)
+			c.countRead(sink, k.at, data, owned, err)
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
 			return nil
-		}); err != nil {
+		})
+		if err != nil && firstErr == nil {
 			firstErr = err
 		}
 		run = run[:0]
@@ -82,12 +89,12 @@ func (c *conn) streamKeys(ctx context.Context, groups []*nsKeys, n int, sink rea
 		w := pos[i]
 		if !w.g.known {
 			flush()
-			c.countRead(sink, i, nil, nil)
+			c.countRead(sink, i, nil, nil, nil)
 			continue
 		}
 		if c.heldLocally(w.g.ns, w.k.Key) {
 			flush() // the keys before it go first
-			if c.readLocal(w.g.ns, w.k.ID, func(b []byte, release func()) { c.countRead(sink, i, b, release) }) {
+			if c.readLocal(w.g.ns, w.k.ID, func(b []byte, release func()) { c.countRead(sink, i, b, release, nil) }) {
 				continue
 			}
 		}
@@ -99,6 +106,24 @@ func (c *conn) streamKeys(ctx context.Context, groups []*nsKeys, n int, sink rea
 	}
 	flush()
 	return firstErr
+}
+
+// readFallback reads key k of group g in the default namespace, where a
+// write put it when its own namespace could not be created
+// (writeNamespace): nil when it is not there either.
+func (c *conn) readFallback(ctx context.Context, g *nsKeys, k Key) (data []byte, err error) {
+	fk := c.placed(k.InNamespace(g.fallback.Ref.GetName()))
+	if c.readLocal(*g.fallback, fk.ID, func(b []byte, release func()) { data = append([]byte(nil), b...); let(release) }) {
+		return data, nil
+	}
+	gerr := c.s.cfg.Cluster.Get(ctx, *g.fallback, []Key{fk}, func(_ int, b []byte, e error) error {
+		data, err = b, e
+		return nil
+	})
+	if err == nil {
+		err = gerr
+	}
+	return data, err
 }
 
 // readLocal hands f the verified bytes of chunk id when this node's store holds
@@ -142,8 +167,11 @@ func (c *conn) getHeld(ctx context.Context, key []byte) bool {
 	return true
 }
 
-// countRead counts a read as a hit or a miss and passes it on.
-func (c *conn) countRead(sink readSink, i int, data []byte, release func()) {
-	c.s.m.read(data != nil)
-	sink(i, data, release)
+// countRead counts a read as a hit or a miss (not a key that could not be
+// read) and passes it on.
+func (c *conn) countRead(sink readSink, i int, data []byte, release func(), err error) {
+	if err == nil {
+		c.s.m.read(data != nil)
+	}
+	sink(i, data, release, err)
 }

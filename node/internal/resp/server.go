@@ -33,6 +33,9 @@ type Server struct {
 	values *valueShares
 	// scratch: the buffers values that are not kept are read past into.
 	scratch *sync.Pool
+	// fallbackWarn rate-limits the WARN line of keys written to the
+	// default namespace (conn.writeNamespace).
+	fallbackWarn sometimes
 }
 
 // New validates cfg and returns a Server for lis, which it owns from now on

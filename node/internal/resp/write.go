@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/store"
@@ -29,7 +30,7 @@ func (c *conn) publish(ctx context.Context, groups []*nsKeys, n int, vals []argV
 		return results, errs
 	}
 	for _, g := range groups {
-		ns, err := c.s.cfg.Cluster.Namespace(ctx, g.name, true)
+		ns, err := c.writeNamespace(ctx, g)
 		if err != nil {
 			for _, k := range g.keys {
 				errs[k.at] = err
@@ -72,6 +73,30 @@ func (c *conn) publish(ctx context.Context, groups []*nsKeys, n int, vals []argV
 		}
 	}
 	return results, errs
+}
+
+// writeNamespace returns the namespace the keys of g are written to: their
+// own, created when it does not exist, or, when the node holds as many
+// namespaces as it may, the default namespace (the keys of g are moved
+// there; reads look for them there too: fallbackRead). A write never fails
+// because a key shape makes too many namespaces; a counter and a
+// rate-limited WARN line naming one key show it.
+func (c *conn) writeNamespace(ctx context.Context, g *nsKeys) (Namespace, error) {
+	ns, err := c.s.cfg.Cluster.Namespace(ctx, g.name, true)
+	def := c.s.cfg.KeyMap.DefaultNamespace()
+	if !errors.Is(err, ErrNamespaceLimit) || g.name == def {
+		return ns, err
+	}
+	c.s.m.fallback(len(g.keys))
+	if c.s.fallbackWarn.ok(time.Now()) {
+		c.s.log.Warn("Redis-protocol keys go to the default namespace: their own cannot be created", "namespace", g.name,
+			"default", def, "example_key", clip([]byte(g.keys[0].Name)), "err", err)
+	}
+	for i, k := range g.keys {
+		g.keys[i].Key = c.placed(k.InNamespace(def))
+	}
+	g.name = def
+	return c.s.cfg.Cluster.Namespace(ctx, def, true)
 }
 
 // skipped is the result of a value the reader did not keep: its error, or,
