@@ -5,10 +5,9 @@
 # It checks each package by what the tests use from it (a command, a Python
 # module of Debian's /usr/bin/python3, which must be a real module with a file,
 # not an empty namespace package left by a partial install), not by dpkg's
-# records. When something
-# is missing: as root, it installs it (apt-get update once, then apt-get
-# install); otherwise it prints the exact apt-get line and exits 1, so that no
-# test runs without it. With nothing missing it prints one line and does
+# records. When something is missing: as root, it installs it (apt-get update
+# once, then apt-get install); otherwise it prints the exact apt-get line and
+# exits 1, so that no test runs without it. With nothing missing it prints one line and does
 # nothing else.
 #
 #   scripts/test-deps.sh           check, and install as root
@@ -17,6 +16,7 @@
 set -eu
 
 PYTHON=${PYTHON:-/usr/bin/python3}
+PATH=$PATH:/usr/sbin:/sbin # ip, tc and nft live there
 
 # package|probe (a shell command that succeeds when the package is usable)|why
 # Root-only packages (root| prefix) matter only to tests that run as root:
@@ -34,8 +34,8 @@ python3-crc32c|'"$PYTHON"' -c "import crc32c as m; assert m.__file__"|the Python
 python3-redis|'"$PYTHON"' -c "import redis as m; assert m.__file__"|the Redis-protocol port'"'"'s tests drive redis-py, as LMCache does
 redis-server|command -v redis-server|the Redis baseline'"'"'s backend tests start a real redis-server
 redis-tools|command -v redis-cli && command -v redis-benchmark|the Redis-protocol port'"'"'s tests drive redis-cli and redis-benchmark
-root|iproute2|PATH=$PATH:/usr/sbin:/sbin command -v ip && PATH=$PATH:/usr/sbin:/sbin command -v tc|the netfault test (root only) makes namespaces, veths and qdiscs
-root|nftables|PATH=$PATH:/usr/sbin:/sbin command -v nft|the netfault test (root only) cuts links with nftables rules
+root|iproute2|command -v ip && command -v tc|the netfault test (root only) makes namespaces, veths and qdiscs
+root|nftables|command -v nft|the netfault test (root only) cuts links with nftables rules
 '
 
 mode=install
