@@ -3,9 +3,9 @@ GO ?= go
 BIN := $(CURDIR)/.bin
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: check-docs test test-go test-python test-short test-go-short test-python-short race lint fuzz bench bench-store bench-policy bench-shares bench-cluster bench-python proto verify-proto build ci
+.PHONY: check-docs test test-deps test-go test-python test-short test-go-short test-python-short race lint fuzz bench bench-store bench-policy bench-shares bench-cluster bench-python proto verify-proto build ci
 
-# PYTHON is Debian's interpreter, with python3-grpcio, python3-protobuf, python3-pytest and python3-numpy.
+# PYTHON is Debian's interpreter, with the Python packages scripts/test-deps.sh lists.
 PYTHON ?= /usr/bin/python3
 
 # Timeouts, sized from the suite's wall time on a 2-core machine quiet and
@@ -17,12 +17,19 @@ PYTHON_TEST_TIMEOUT ?= 20m
 GO_TEST_SHORT_TIMEOUT ?= 10m
 PYTHON_TEST_SHORT_TIMEOUT ?= 5m
 
-# test runs the Go suite, then the Python suite even when the Go one failed,
-# reports both and fails when either failed.
-test:
+# test checks the Debian packages the tests need (test-deps), runs the Go
+# suite, then the Python suite even when the Go one failed, reports both and
+# fails when either failed.
+test: test-deps
 	@$(MAKE) --no-print-directory test-go; go=$$?; \
 	$(MAKE) --no-print-directory test-python; py=$$?; \
 	scripts/test-report.sh "make test" $$go $$py
+
+# test-deps installs the Debian packages the tests need when run as root and
+# one is missing; without root it prints the apt-get line and fails, before
+# any test (scripts/test-deps.sh holds the list; .ci/run calls it too).
+test-deps:
+	@PYTHON=$(PYTHON) scripts/test-deps.sh
 
 test-go:
 	$(GO) test -race -timeout $(GO_TEST_TIMEOUT) ./...

@@ -17,8 +17,10 @@
 // removes them, with every process inside, when it exits or is interrupted;
 // it runs itself again inside the control namespace (the inner one) to start
 // the nodes, the nemesis, the engines and the checker. Everything it names
-// starts with "kvnf" and a run id, and every run first sweeps what a crashed
-// earlier run left (namespaces, /dev/shm directories, scratch directories).
+// starts with "kvnf" and a run id that it holds a lock on (/run/kvnf) while
+// it lives, and every run first sweeps what dead runs left, even SIGKILLed
+// ones (namespaces with any process still in them, /dev/shm directories,
+// scratch directories, lock files), never a live run's.
 //
 // It needs root, iproute2, nftables and tc. Usage:
 //
@@ -32,7 +34,6 @@ package main
 
 import (
 	"context"
-	cryptorand "crypto/rand"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -150,27 +151,25 @@ func outerMain(ctx context.Context, cfg Config, exe string, exeArgs []string, st
 	if err := checkTools(ctx); err != nil {
 		return fail(err)
 	}
+	lock, err := claimRun()
+	if err != nil {
+		return fail(err)
+	}
+	defer lock.release() // last: after everything the run made is gone
 	tmp := os.TempDir()
 	if err := sweepStale(ctx, tmp); err != nil {
-		fmt.Fprintln(stderr, "netfault: sweeping stale runs:", err)
+		fmt.Fprintln(stderr, "netfault: sweeping dead runs:", err)
 	}
-	var rb [3]byte
-	if _, err := cryptorand.Read(rb[:]); err != nil {
-		return fail(err)
-	}
-	cfg.Run = fmt.Sprintf("%s%x", prefix, rb)
-	cfg.Octet = rb[0]%200 + 20
+	cfg.Run = lock.run
+	cfg.Octet = lock.octet()
 	cfg.Dir = filepath.Join(tmp, cfg.Run)
-	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
-		return fail(err)
+	if err := makeRunDir(cfg.Dir); err != nil {
+		return fail(fmt.Errorf("cannot make the run's scratch directory: %w", err))
 	}
 	if cfg.Out == "" {
 		cfg.Out = filepath.Join(cfg.Dir, "out")
 	}
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
-		return fail(err)
-	}
-	if err := os.WriteFile(filepath.Join(cfg.Dir, "pid"), fmt.Appendf(nil, "%d\n", os.Getpid()), 0o600); err != nil {
 		return fail(err)
 	}
 	topo := newTopology(cfg.Run, cfg.Nodes, cfg.Octet)
@@ -203,7 +202,6 @@ func outerMain(ctx context.Context, cfg Config, exe string, exeArgs []string, st
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	var err error
 	select {
 	case err = <-done:
 	case <-ctx.Done():

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -34,10 +35,8 @@ func requireNetns(t *testing.T) {
 	if err := checkTools(context.Background()); err != nil {
 		t.Skipf("cannot run network namespaces here: %v", err)
 	}
-	name := "kvnfprobe" + strings.ReplaceAll(t.Name(), "/", "")
-	if len(name) > 40 {
-		name = name[:40]
-	}
+	// Unique per process: another test binary may probe at the same time.
+	name := prefix + "probe" + strconv.Itoa(os.Getpid())
 	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
 		t.Skipf("network namespaces are not supported here: %v: %s", err, out)
 	}
@@ -133,27 +132,53 @@ func TestATwoNodeMinorityIsDeclaredDeadWithinTwiceTheSuspicionTimeout(t *testing
 	assertCleanedUp(t, out)
 }
 
-// assertCleanedUp fails when a namespace, /dev/shm directory or scratch
-// directory of the run whose output is out is left.
+// assertCleanedUp fails when a namespace, /dev/shm directory, scratch
+// directory or lock file of the run whose output is out is left.
 func assertCleanedUp(t *testing.T, out string) {
+	t.Helper()
+	assertGone(t, runIDOf(t, out), os.TempDir())
+}
+
+// runIDOf returns the run id a harness's output names.
+func runIDOf(t *testing.T, out string) string {
 	t.Helper()
 	_, rest, ok := strings.Cut(out, "] run ")
 	run, _, _ := strings.Cut(rest, ":")
 	if !ok || !strings.HasPrefix(run, prefix) {
-		t.Fatalf("no run id in the output")
+		t.Fatalf("no run id in the output:\n%s", out)
 	}
-	list, _ := exec.Command("ip", "netns", "list").Output()
-	for _, line := range strings.Split(string(list), "\n") {
-		if strings.HasPrefix(line, run) {
-			t.Errorf("namespace left after the run: %s", line)
-		}
+	return run
+}
+
+// assertGone fails when run left a namespace, a /dev/shm directory, a
+// scratch directory in tmp or its lock file.
+func assertGone(t *testing.T, run, tmp string) {
+	t.Helper()
+	for _, ns := range namespacesOf(t, run) {
+		t.Errorf("namespace of %s left: %s", run, ns)
 	}
-	for _, dir := range []string{"/dev/shm", os.TempDir()} {
+	for _, dir := range []string{"/dev/shm", tmp, lockDir} {
 		ents, _ := os.ReadDir(dir)
 		for _, e := range ents {
 			if strings.HasPrefix(e.Name(), run) {
-				t.Errorf("%s left after the run", filepath.Join(dir, e.Name()))
+				t.Errorf("%s left", filepath.Join(dir, e.Name()))
 			}
 		}
 	}
+}
+
+// namespacesOf lists run's network namespaces.
+func namespacesOf(t *testing.T, run string) []string {
+	t.Helper()
+	list, err := exec.Command("ip", "netns", "list").Output()
+	if err != nil {
+		t.Fatalf("ip netns list: %v", err)
+	}
+	var out []string
+	for _, line := range strings.Split(string(list), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && strings.HasPrefix(f[0], run+"-") {
+			out = append(out, f[0])
+		}
+	}
+	return out
 }

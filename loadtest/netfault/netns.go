@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,9 +14,9 @@ import (
 	"time"
 )
 
-// prefix starts the name of every network namespace, shared-memory directory
-// and scratch directory the harness makes, so a later run can find and sweep
-// what a crashed one left behind. Interface names live inside those
+// prefix starts the name of every network namespace, shared-memory directory,
+// scratch directory and lock file the harness makes, so a later run can find
+// and sweep what a dead one left behind (stale.go). Interface names live inside those
 // namespaces and go with them.
 const prefix = "kvnf"
 
@@ -165,33 +164,6 @@ func (t topology) setRate(ctx context.Context, i int, rate int64) error {
 // them, which removes their links, rules and qdiscs.
 func (t topology) down(ctx context.Context) error {
 	return sweepNamespaces(ctx, func(ns string) bool { return strings.HasPrefix(ns, t.run+"-") })
-}
-
-// sweepStale removes what earlier runs that could not clean up left: every
-// namespace, /dev/shm directory and scratch directory named with prefix whose
-// run is not alive (a run is alive while its pid file names a live process).
-func sweepStale(ctx context.Context, tmp string) error {
-	alive := func(run string) bool {
-		b, err := os.ReadFile(filepath.Join(tmp, run, "pid"))
-		if err != nil {
-			return false
-		}
-		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-		return err == nil && pid != os.Getpid() && syscall.Kill(pid, 0) == nil
-	}
-	runOf := func(name string) string { return strings.SplitN(name, "-", 2)[0] }
-	err := sweepNamespaces(ctx, func(ns string) bool {
-		return strings.HasPrefix(ns, prefix) && !alive(runOf(ns))
-	})
-	for _, dir := range []string{"/dev/shm", tmp} {
-		ents, _ := os.ReadDir(dir)
-		for _, e := range ents {
-			if strings.HasPrefix(e.Name(), prefix) && !alive(runOf(e.Name())) {
-				os.RemoveAll(filepath.Join(dir, e.Name()))
-			}
-		}
-	}
-	return err
 }
 
 // sweepNamespaces kills the processes in, then deletes, each namespace match selects.
