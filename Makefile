@@ -42,7 +42,7 @@ test-python:
 # ones that run the kvring binary (skipped by -short), and the Python
 # client's tests against in-process fakes (not the ones marked `nodes`).
 # Both halves run, as in make test.
-test-short:
+test-short: test-deps
 	@$(MAKE) --no-print-directory test-go-short; go=$$?; \
 	$(MAKE) --no-print-directory test-python-short; py=$$?; \
 	scripts/test-report.sh "make test-short" $$go $$py
