@@ -53,6 +53,9 @@ type respCluster struct {
 	unsettled func() bool
 
 	namespaces nsCache
+	// leases are the EXISTS leases this node took, by key, so that DEL
+	// releases them first.
+	leases existsLeases
 
 	mu      sync.Mutex
 	table   *resp.SlotTable
@@ -273,7 +276,7 @@ func (r *respCluster) Known(name string) (resp.Namespace, bool) {
 // unrelated), at most r.lookups at once; a key not held that a member which
 // did not answer may hold is an error (coord.LookupChecked). With lease,
 // the holders pin what they report for that long.
-func (r *respCluster) Held(ctx context.Context, ns resp.Namespace, keys []resp.Key, lease time.Duration) ([]bool, error) {
+func (r *respCluster) Held(ctx context.Context, ns resp.Namespace, keys []resp.Probe, lease time.Duration) ([]bool, error) {
 	out := make([]bool, len(keys))
 	errs := make([]error, len(keys))
 	sem := make(chan struct{}, r.lookups)
@@ -282,12 +285,18 @@ func (r *respCluster) Held(ctx context.Context, ns resp.Namespace, keys []resp.K
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			k := keys[i : i+1]
+			k := append([]resp.Key{keys[i].Key}, keys[i].Pin...)
+			if lease <= 0 {
+				k = k[:1]
+			}
 			req := &kvringv1.LookupRequest{Namespace: ns.Ref, Ids: ids(k), Groups: runs(k), PinTtlMs: uint32(max(lease, 0) / time.Millisecond)}
 			res, unanswered, err := r.coord.LookupChecked(ctx, req)
 			out[i], errs[i] = res.GetHeld() > 0, err
-			if err == nil && !out[i] {
+			switch {
+			case err == nil && !out[i]:
 				errs[i] = unanswered
+			case res.GetLeaseId() != 0:
+				r.leases.add(k[:res.GetHeld()], res.GetLeaseId(), time.Duration(res.GetLeaseTtlMs())*time.Millisecond)
 			}
 		})
 	}
@@ -318,6 +327,9 @@ func (r *respCluster) Get(ctx context.Context, ns resp.Namespace, keys []resp.Ke
 // somewhere stays until the lease ends: an error wrapping ErrUnavailable
 // says so (after the other keys were removed).
 func (r *respCluster) Delete(ctx context.Context, ns resp.Namespace, keys []resp.Key) ([]bool, error) {
+	for _, id := range r.leases.take(keys) { // EXISTS leases pin against eviction, not against DEL
+		r.coord.ReleaseLease(ctx, id)
+	}
 	rm, err := r.coord.Remove(ctx, ns.Ref, ids(keys))
 	if err != nil {
 		return nil, err

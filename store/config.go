@@ -27,8 +27,9 @@ type Config struct {
 	// filesystem large enough, is only a warning either way: other processes
 	// may free it.)
 	AllowShmOvercommit bool
-	// MaxChunkSize is the largest chunk accepted. Default 64 MiB, or
-	// MemoryLimit when that is smaller. It must not exceed MemoryLimit and
+	// MaxChunkSize is the largest chunk accepted. Default 128 MiB (the KV
+	// tensors of 256 tokens of a 405B-class model, the largest an engine
+	// writes as one chunk), or MemoryLimit when that is smaller. It must not exceed MemoryLimit and
 	// must be below 2 GiB.
 	MaxChunkSize int64
 	// SegmentSize is the preferred length of a segment file; a segment holds
@@ -177,7 +178,7 @@ func (c *Config) setDefaults() {
 		c.MemoryLimit = 1 << 30
 	}
 	if c.MaxChunkSize == 0 {
-		c.MaxChunkSize = 64 << 20
+		c.MaxChunkSize = 128 << 20
 		if c.MemoryLimit > 0 {
 			c.MaxChunkSize = min(c.MaxChunkSize, c.MemoryLimit)
 		}

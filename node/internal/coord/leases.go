@@ -55,6 +55,13 @@ func (c *Coordinator) ClientGone(client string) {
 	})
 }
 
+// ReleaseLease unpins a Lookup lease on every node that pinned under it,
+// and reports whether the lease was known (not expired or foreign). Blocks
+// for up to PeerTimeout per node.
+func (c *Coordinator) ReleaseLease(ctx context.Context, id uint64) bool {
+	return c.releaseLease(ctx, id)
+}
+
 // releaseLease unpins a Lookup lease on every node that pinned under it.
 // It returns false for an unknown (expired or foreign) lease.
 func (c *Coordinator) releaseLease(ctx context.Context, id uint64) bool {

@@ -38,8 +38,9 @@ type Cluster interface {
 	// transfer.ErrUnavailable and naming the member: false means that every
 	// member that may hold it said that it does not. With lease > 0 the
 	// holders pin what they report held for that long (at most the node's
-	// largest pin lease), so a GET within it finds it.
-	Held(ctx context.Context, ns Namespace, keys []Key, lease time.Duration) ([]bool, error)
+	// largest pin lease), with each probe's Pin keys that are held, so a
+	// GET within it finds them.
+	Held(ctx context.Context, ns Namespace, keys []Probe, lease time.Duration) ([]bool, error)
 	// Get reads the chunks of keys with owner fallback; each is called once
 	// per key, in order, with the verified bytes (each's to keep: Get does
 	// not reuse them), or nil data and nil err for a miss (every member

@@ -28,6 +28,8 @@ var (
 	// the command's own reply says why.
 	errRefused = errors.New("the command was refused")
 	errTooBig  = errors.New("value too big")
+	// errValueTooLarge: a value over the node's largest chunk, read past.
+	errValueTooLarge = errors.New("value too large")
 	// errKept: a value not read into memory because its key is stored
 	// already as its namespace asks (Cluster.Kept); the write has nothing
 	// to do.
@@ -55,6 +57,8 @@ func errorReply(err error) (msg, reason string) {
 		return prefixOOM + " " + oneLine(err), "no_space"
 	case errors.Is(err, errEmptyValue):
 		return prefixErr + " " + oneLine(err), "empty_value"
+	case errors.Is(err, errValueTooLarge):
+		return prefixErr + " " + oneLine(err), "value_too_large"
 	case errors.Is(err, transfer.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
 		return prefixTryAgain + " " + oneLine(err), "unavailable"
 	case errors.Is(err, transfer.ErrInvalidArgument):

@@ -146,7 +146,7 @@ func (f *fakeCluster) Known(name string) (Namespace, bool) {
 	return ns, ok
 }
 
-func (f *fakeCluster) Held(_ context.Context, ns Namespace, keys []Key, lease time.Duration) ([]bool, error) {
+func (f *fakeCluster) Held(_ context.Context, ns Namespace, keys []Probe, lease time.Duration) ([]bool, error) {
 	out := make([]bool, len(keys))
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -154,7 +154,7 @@ func (f *fakeCluster) Held(_ context.Context, ns Namespace, keys []Key, lease ti
 	for i, k := range keys {
 		_, far := f.remote[k.ID]
 		out[i] = far || f.st.Contains(ns.Store, k.ID)
-		if !out[i] && f.unreachable != nil && f.unreachable(k) {
+		if !out[i] && f.unreachable != nil && f.unreachable(k.Key) {
 			return nil, fmt.Errorf("%w: node far did not answer", transfer.ErrUnavailable)
 		}
 	}

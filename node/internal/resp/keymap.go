@@ -97,11 +97,35 @@ type Key struct {
 	Name string
 }
 
+// Probe is a key whose presence is asked (Cluster.Held), and the keys a
+// lease pins with it when it is held: its siblings (its kv_bytes for its
+// metadata), which share its holders.
+type Probe struct {
+	Key
+	Pin []Key
+}
+
 // Map maps key. It never fails: every byte string is a key.
 func (m KeyMap) Map(key []byte) Key {
 	place := m.placement(key)
 	return Key{Namespace: m.Namespace(key), ID: m.ID(key), Place: placeKey(place), Slot: Slot(key),
 		PlaceSlot: m.placeSlot(key), Name: string(key)}
+}
+
+// SiblingKeys are the other sibling keys of key ("<k>kv_bytes" for
+// "<k>metadata"), none for a key without a sibling suffix.
+func (m KeyMap) SiblingKeys(key []byte) [][]byte {
+	stem := m.stem(key)
+	if len(stem) == len(key) {
+		return nil
+	}
+	var out [][]byte
+	for _, s := range m.Siblings {
+		if !bytes.HasSuffix(key, []byte(s)) || len(key) != len(stem)+len(s) {
+			out = append(out, append(append([]byte(nil), stem...), s...))
+		}
+	}
+	return out
 }
 
 // InNamespace returns k moved to namespace name (the default namespace a

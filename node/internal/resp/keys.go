@@ -161,7 +161,7 @@ func (c *conn) held(ctx context.Context, groups []*nsKeys, n int) ([]bool, error
 		if len(rest) == 0 {
 			continue
 		}
-		h, err := c.s.cfg.Cluster.Held(ctx, g.ns, justKeys(rest), lease)
+		h, err := c.s.cfg.Cluster.Held(ctx, g.ns, c.probes(rest, ""), lease)
 		if err != nil {
 			return nil, err
 		}
@@ -175,11 +175,7 @@ func (c *conn) held(ctx context.Context, groups []*nsKeys, n int) ([]bool, error
 		if len(missing) == 0 {
 			continue
 		}
-		fk := make([]Key, len(missing))
-		for i, k := range missing {
-			fk[i] = c.placed(k.InNamespace(g.fallback.Ref.GetName()))
-		}
-		h, err = c.s.cfg.Cluster.Held(ctx, *g.fallback, fk, lease)
+		h, err = c.s.cfg.Cluster.Held(ctx, *g.fallback, c.probes(missing, g.fallback.Ref.GetName()), lease)
 		if err != nil {
 			return nil, err
 		}
@@ -188,4 +184,28 @@ func (c *conn) held(ctx context.Context, groups []*nsKeys, n int) ([]bool, error
 		}
 	}
 	return out, nil
+}
+
+// probes are the Probes of refs: moved to namespace ns unless it is "", and
+// with an EXISTS lease, each with its siblings to pin.
+func (c *conn) probes(refs []keyRef, ns string) []Probe {
+	out := make([]Probe, len(refs))
+	for i, r := range refs {
+		k := r.Key
+		if ns != "" {
+			k = c.placed(k.InNamespace(ns))
+		}
+		out[i].Key = k
+		if c.s.cfg.ExistsLease <= 0 {
+			continue
+		}
+		for _, sib := range c.s.cfg.KeyMap.SiblingKeys([]byte(k.Name)) {
+			sk := c.mapKey(sib)
+			if ns != "" || sk.Namespace != k.Namespace {
+				sk = c.placed(sk.InNamespace(k.Namespace))
+			}
+			out[i].Pin = append(out[i].Pin, sk)
+		}
+	}
+	return out
 }

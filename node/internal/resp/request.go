@@ -195,13 +195,17 @@ func (rd *reader) readMultibulk(n int, alloc AllocFunc, admit AdmitFunc) (*reque
 			req.free()
 			return nil, err
 		}
-		if size < 0 || size > rd.lim.maxValue || (rd.unauth && size > unauthMaxArgLen) {
+		if size < 0 || size > max(rd.lim.maxValue, maxBulk) || (rd.unauth && size > unauthMaxArgLen) {
 			req.free()
 			return nil, protoErr("invalid bulk length")
 		}
 		if i > 0 && valuePos(req.name, i) {
 			var refused error
-			if admit != nil {
+			switch {
+			case size > rd.lim.maxValue: // read past it: the connection stays usable
+				refused = fmt.Errorf("%w: a value of %d bytes is over this node's largest value, %d bytes (kvring serve --max-chunk-size)",
+					errValueTooLarge, size, rd.lim.maxValue)
+			case admit != nil:
 				prev := rd.spans[i-1]
 				refused = admit(req.name, rd.buf[prev.off:prev.off+prev.n])
 			}
@@ -250,6 +254,12 @@ func (rd *reader) readMultibulk(n int, alloc AllocFunc, admit AdmitFunc) (*reque
 	req.args = rd.args
 	return req, nil
 }
+
+// maxBulk is the longest bulk a client may declare and keep its connection
+// (Redis's proto-max-bulk-len, 512 MB): a value over the node's largest but
+// under it is read past and refused; a longer length is a protocol error,
+// and the connection is closed, as Redis does.
+const maxBulk = 512 << 20
 
 // readValue reads a value argument of size bytes into memory from alloc,
 // or past it when it cannot be kept (refused is why, when admit refused it).
