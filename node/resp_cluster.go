@@ -245,22 +245,27 @@ func (r *respCluster) Publish(ctx context.Context, ns resp.Namespace, keys []res
 
 // Kept reports whether a write of k would change nothing: its namespace
 // keeps one copy of a chunk (replication 1), this node is the key's write
-// owner on the current ring and holds it sealed. Never blocks for long (the
+// owner on the current ring and holds it sealed; sum is the held bytes'
+// CRC-32C (0 when only the disk tier holds it). Never blocks for long (the
 // registry, the ring and the store's index).
-func (r *respCluster) Kept(k resp.Key) bool {
+func (r *respCluster) Kept(k resp.Key) (sum uint32, kept bool) {
 	rec := r.reg.Get(k.Namespace)
 	if rec == nil || rec.GetReplicationFactor() > 1 {
-		return false
+		return 0, false
 	}
 	rg := r.ring()
 	if rg == nil {
-		return false
+		return 0, false
 	}
 	owners := r.coord.Owners(rg, rec.GetName(), k.Place[:], 1)
 	if len(owners) != 1 || owners[0].ID != r.self {
-		return false
+		return 0, false
 	}
-	return r.p.store.Contains(namespace.StoreName(rec.GetName(), rec.GetFingerprint()), k.ID)
+	ns := namespace.StoreName(rec.GetName(), rec.GetFingerprint())
+	if sum, ok := r.p.store.HeldChecksum(ns, k.ID); ok {
+		return sum, true
+	}
+	return 0, r.p.store.Contains(ns, k.ID)
 }
 
 // Known returns the namespace name when this node's registry knows it.

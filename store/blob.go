@@ -169,6 +169,15 @@ func (b *Blob) Checksum() (uint32, error) {
 	return sum, nil
 }
 
+// Sum returns the checksum the last Checksum call computed, and whether
+// one did. It never reads the bytes, so it may be called after the blob
+// was sealed into a chunk or freed.
+func (b *Blob) Sum() (uint32, bool) {
+	b.s.mu.Lock()
+	defer b.s.mu.Unlock()
+	return b.sum, b.summed
+}
+
 // Free returns the blob's slot to the arena; its bytes must not be touched
 // afterwards. Idempotent; a no-op after the store's Close (the next Open
 // treats the slot as free).

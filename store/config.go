@@ -27,9 +27,9 @@ type Config struct {
 	// filesystem large enough, is only a warning either way: other processes
 	// may free it.)
 	AllowShmOvercommit bool
-	// MaxChunkSize is the largest chunk accepted. Default 128 MiB (the KV
-	// tensors of 256 tokens of a 405B-class model, the largest an engine
-	// writes as one chunk), or MemoryLimit when that is smaller. It must not exceed MemoryLimit and
+	// MaxChunkSize is the largest chunk accepted. Default
+	// DefaultMaxChunkSize, or MemoryLimit when that is smaller (set by
+	// Validate, so it follows a MemoryLimit set after DefaultConfig). It must not exceed MemoryLimit and
 	// must be below 2 GiB.
 	MaxChunkSize int64
 	// SegmentSize is the preferred length of a segment file; a segment holds
@@ -96,6 +96,11 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// DefaultMaxChunkSize is MaxChunkSize's default, 128 MiB: the KV tensors of
+// 256 tokens (LMCache's chunk) of a 405B-class model (126 MiB: 126 layers ×
+// 8 KV heads × 128 × 2 × 256 × 2 bytes); a 70B-class model's are 80 MiB.
+const DefaultMaxChunkSize = 128 << 20
+
 // DefaultConfig returns a Config with every default filled in, for dataDir.
 func DefaultConfig(dataDir string) Config {
 	c := Config{DataDir: dataDir}
@@ -113,6 +118,9 @@ func (c *Config) Validate() error {
 	c.setDefaults()
 	// The defaults that follow MemoryLimit: set here, not by setDefaults,
 	// so that a Config from DefaultConfig follows a MemoryLimit set later.
+	if c.MaxChunkSize == 0 {
+		c.MaxChunkSize = min(DefaultMaxChunkSize, c.MemoryLimit)
+	}
 	if c.MaxPinnedBytes == 0 {
 		c.MaxPinnedBytes = c.MemoryLimit / 2
 	}
@@ -176,12 +184,6 @@ func (c *Config) setDefaults() {
 	}
 	if c.MemoryLimit == 0 {
 		c.MemoryLimit = 1 << 30
-	}
-	if c.MaxChunkSize == 0 {
-		c.MaxChunkSize = 128 << 20
-		if c.MemoryLimit > 0 {
-			c.MaxChunkSize = min(c.MaxChunkSize, c.MemoryLimit)
-		}
 	}
 	if c.SegmentSize == 0 {
 		c.SegmentSize = 64 << 20

@@ -214,7 +214,7 @@ func TestValidateFillsDefaultsAndReportsEveryBadSetting(t *testing.T) {
 		t.Fatalf("Validate of a config with only DataDir: %v", err)
 	}
 	want := DefaultConfig(cfg.DataDir)
-	if cfg.ShmDir != want.ShmDir || cfg.MemoryLimit != want.MemoryLimit || cfg.MaxChunkSize != want.MaxChunkSize ||
+	if cfg.ShmDir != want.ShmDir || cfg.MemoryLimit != want.MemoryLimit || cfg.MaxChunkSize != DefaultMaxChunkSize ||
 		cfg.SegmentSize != want.SegmentSize || cfg.StageLease != want.StageLease || cfg.MaxPinLease != want.MaxPinLease ||
 		cfg.Policy != want.Policy || cfg.ExpectedChunkSize != want.ExpectedChunkSize ||
 		cfg.MaintenanceInterval != want.MaintenanceInterval || cfg.Now == nil || cfg.Logger == nil {

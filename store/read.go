@@ -254,3 +254,25 @@ func (s *Store) evict(ns string, id ID) error {
 	}
 	return nil
 }
+
+// HeldChecksum returns the CRC-32C of the bytes of chunk (ns, id) when this
+// store holds it sealed in shared memory; ok is false when it does not, or
+// holds it only in the Lower tier (whose index the store does not read).
+// It takes the mutex briefly and never reads the bytes.
+func (s *Store) HeldChecksum(ns string, id ID) (sum uint32, ok bool) {
+	if !s.enter() {
+		return 0, false
+	}
+	defer s.exit()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k, known, err := s.key(ns, id, false)
+	if err != nil || !known {
+		return 0, false
+	}
+	e := s.idx.get(k, k.hash())
+	if e == nil || e.state != stateSealed {
+		return 0, false
+	}
+	return e.crc, true
+}

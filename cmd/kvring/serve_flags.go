@@ -68,7 +68,10 @@ func registerServeStore(fs *pflag.FlagSet, c *store.Config) {
 	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory of the node's catalog (node identity, chunk catalog)")
 	fs.StringVar(&c.ShmDir, "shm-dir", c.ShmDir, "directory of the shared-memory segment files")
 	sizeVar(fs, &c.MemoryLimit, "memory-limit", "memory budget for chunk bytes (e.g. 1GiB, 512MiB)")
-	sizeVar(fs, &c.MaxChunkSize, "max-chunk-size", "largest chunk accepted")
+	if c.MaxChunkSize == 0 {
+		c.MaxChunkSize = store.DefaultMaxChunkSize // shown as the default; serve caps it at the memory limit
+	}
+	sizeVar(fs, &c.MaxChunkSize, "max-chunk-size", "largest chunk accepted (at most the memory limit unless set)")
 	fs.DurationVar(&c.StageLease, "stage-lease", c.StageLease, "how long a staged write waits for its commit")
 	fs.BoolVar(&c.AllowShmOvercommit, "shm-overcommit", c.AllowShmOvercommit, "start even when the --shm-dir filesystem is smaller than --memory-limit (writes past its space are then rejected: no space)")
 	sizeVar(fs, &c.MaxStagedBytes, "max-staged", "most chunk bytes writes in progress may reserve at once, so stalled writes cannot push out stored chunks (default: half the memory limit)")

@@ -42,6 +42,9 @@ func (tx *writeTx) result(idx uint32) *kvringv1.PutChunkResult {
 		switch v.GetVote() {
 		case kvringv1.Vote_VOTE_ALREADY_HELD:
 			r.Holders = append(r.Holders, holder)
+			if r.HeldCrc32C == 0 {
+				r.HeldCrc32C = v.GetHeldCrc32C()
+			}
 		case kvringv1.Vote_VOTE_REJECTED:
 			reasons = append(reasons, fmt.Sprintf("node %s: %s", s.member.ID, v.GetReason()))
 			if r.Code == 0 {
@@ -68,15 +71,18 @@ func (tx *writeTx) result(idx uint32) *kvringv1.PutChunkResult {
 		r.Status = kvringv1.PutStatus_PUT_STATUS_ALREADY_HELD
 		if newly {
 			r.Status = kvringv1.PutStatus_PUT_STATUS_STORED
+			r.HeldCrc32C = 0 // ALREADY_HELD only
 		}
 		r.Degraded = len(r.Holders) < tx.replicas
 		if r.Degraded {
 			r.Reason = strings.Join(reasons, "; ")
 		}
 	case len(r.Holders) == 0 && allRejected:
+		r.HeldCrc32C = 0
 		r.Status = kvringv1.PutStatus_PUT_STATUS_REJECTED
 		r.Reason = strings.Join(reasons, "; ")
 	default:
+		r.HeldCrc32C = 0
 		r.Status = kvringv1.PutStatus_PUT_STATUS_FAILED
 		if len(r.Holders) > 0 {
 			reasons = append([]string{fmt.Sprintf("held by %d of the %d required replicas", len(r.Holders), tx.minReplicas)}, reasons...)

@@ -90,7 +90,7 @@ func (p *Prepare) stage(chunks []*kvringv1.ChunkRef, slot SlotFunc) (need []uint
 		idx := uint32(i)
 		w, err := p.slotOf(i, c, slot)
 		if err != nil {
-			votes = append(votes, voteFor(idx, err))
+			votes = append(votes, p.voteFor(idx, err))
 			continue
 		}
 		if p.keys != nil {
@@ -157,7 +157,7 @@ func (o *Owner) EndPrepare(p *Prepare) []*kvringv1.ChunkVote {
 		}
 		if err != nil {
 			w.Abort()
-			votes = append(votes, voteFor(idx, err))
+			votes = append(votes, p.voteFor(idx, err))
 			continue
 		}
 		tok := o.register(p.ns, p.ids[idx], w, p.caller)
@@ -166,6 +166,16 @@ func (o *Owner) EndPrepare(p *Prepare) []*kvringv1.ChunkVote {
 	p.staged = nil
 	p.done = true
 	return votes
+}
+
+// voteFor is voteFor's vote on chunk idx of p; an ALREADY_HELD vote carries
+// the checksum of the bytes held (so a writer of other bytes learns it).
+func (p *Prepare) voteFor(idx uint32, err error) *kvringv1.ChunkVote {
+	v := voteFor(idx, err)
+	if v.Vote == kvringv1.Vote_VOTE_ALREADY_HELD && int(idx) < len(p.ids) {
+		v.HeldCrc32C, _ = p.st.HeldChecksum(p.ns, p.ids[idx])
+	}
+	return v
 }
 
 // voteFor turns a store error into a vote carrying the error's wire code.

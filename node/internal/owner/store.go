@@ -23,6 +23,10 @@ type Store interface {
 	Staging(ns string, id store.ID) bool
 	// Contains reports whether the chunk is held (sealed and readable) now.
 	Contains(ns string, id store.ID) bool
+	// HeldChecksum is the CRC-32C of a chunk held in shared memory (ok
+	// false when it is not, or only in the disk tier). It never blocks
+	// for long.
+	HeldChecksum(ns string, id store.ID) (sum uint32, ok bool)
 	// FlushCatalog writes queued catalog changes now. Blocks on the disk.
 	FlushCatalog() error
 	// MaxChunkSize is the largest chunk the store accepts.

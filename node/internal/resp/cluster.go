@@ -27,8 +27,9 @@ type Cluster interface {
 	// stored already as its namespace asks (for instance: the namespace
 	// keeps one copy, this node is the key's owner and holds it sealed),
 	// so SET need not even read the value. It must not block; false when
-	// it cannot tell.
-	Kept(k Key) bool
+	// it cannot tell. sum is the CRC-32C of the bytes held (0: unknown), so
+	// a SET of other bytes is told that the key holds others.
+	Kept(k Key) (sum uint32, kept bool)
 	// Known returns the namespace called name when this node's registry
 	// knows it. It never blocks and never asks another member.
 	Known(name string) (Namespace, bool)

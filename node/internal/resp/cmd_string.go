@@ -40,10 +40,11 @@ func parseSetOpts(args [][]byte) (setOpts, bool) {
 }
 
 // cmdSet answers SET key value [NX|XX] [GET] [EX s|PX ms|...]. Values are
-// immutable, as chunks are: SET of a key that exists keeps the first value
-// and answers +OK (every value of a KV-cache key is equivalent). +OK only
-// once the value is sealed on at least the namespace's minimum number of
-// holders; otherwise an error reply says why (OOM, TRYAGAIN, ERR).
+// immutable, as chunks are: SET of a key that exists with the same bytes
+// answers +OK and writes nothing, with other bytes an error (the first
+// value stays). +OK only once the value is sealed on at least the
+// namespace's minimum number of holders; otherwise an error reply says why
+// (OOM, TRYAGAIN, ERR).
 func cmdSet(ctx context.Context, c *conn, req *request) {
 	o, ok := parseSetOpts(req.args[3:])
 	if !ok {
@@ -93,14 +94,21 @@ func (c *conn) setConditional(ctx context.Context, req *request, groups []*nsKey
 		}
 		found = h[0]
 	}
+	if found && o.xx && !o.get { // the value must be the one held: the write says so
+		res, errs := c.publish(ctx, groups, 1, req.values)
+		if errs[0] != nil || !stored(res[0]) {
+			c.failWrite(res[0], errs[0])
+			return
+		}
+		c.w.ok()
+		return
+	}
 	if found || o.xx { // nothing to write: the first value stays
 		switch {
 		case o.get && found:
 			c.w.bulk(old)
-		case o.nx || !found:
-			c.w.null()
 		default:
-			c.w.ok()
+			c.w.null()
 		}
 		return
 	}

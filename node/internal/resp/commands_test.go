@@ -54,8 +54,9 @@ func TestLMCacheAccessPatternInBothProtocols(t *testing.T) {
 	}
 }
 
-// TestValuesAreImmutable: a second SET of a key keeps the first value and
-// answers OK; NX, XX and GET follow from that.
+// TestValuesAreImmutable: a second SET of a key with the same bytes
+// answers OK, with other bytes an error, and the first value stays; NX, XX
+// and GET follow from that.
 func TestValuesAreImmutable(t *testing.T) {
 	s, _ := testServer(t, nil)
 	c := client(t, s, 2)
@@ -63,8 +64,17 @@ func TestValuesAreImmutable(t *testing.T) {
 	if ok, err := c.SetNX(ctx, "k", "first", 0).Result(); err != nil || !ok {
 		t.Fatalf("SETNX of a new key = %v, %v", ok, err)
 	}
-	if err := c.Set(ctx, "k", "second", 0).Err(); err != nil {
-		t.Fatalf("SET of an existing key: %v, want OK", err)
+	if err := c.Set(ctx, "k", "first", 0).Err(); err != nil {
+		t.Fatalf("SET of an existing key with its bytes: %v, want OK", err)
+	}
+	if err := c.Set(ctx, "k", "second", 0).Err(); err == nil || !strings.Contains(err.Error(), "holds other bytes") {
+		t.Fatalf("SET of an existing key with other bytes: %v, want an error", err)
+	}
+	if err := c.SetArgs(ctx, "k", "other", redis.SetArgs{Mode: "XX"}).Err(); err == nil || !strings.Contains(err.Error(), "holds other bytes") {
+		t.Fatalf("SET XX of an existing key with other bytes: %v, want an error", err)
+	}
+	if err := c.SetArgs(ctx, "k", "first", redis.SetArgs{Mode: "XX"}).Err(); err != nil {
+		t.Fatalf("SET XX of an existing key with its bytes: %v, want OK", err)
 	}
 	if v := c.Get(ctx, "k").Val(); v != "first" {
 		t.Fatalf("GET = %q, want the first value", v)

@@ -187,7 +187,8 @@ func (c *conn) admit(name string, key []byte) error {
 // kept reports whether key's chunk is stored already as its namespace asks
 // (Cluster.Kept), so a write of it need not keep its value.
 func (c *conn) kept(key []byte) bool {
-	return c.s.cfg.Cluster.Kept(c.mapKey(key))
+	_, kept := c.s.cfg.Cluster.Kept(c.mapKey(key))
+	return kept
 }
 
 // alloc is the memory of a value: a blob of the store, charged to the

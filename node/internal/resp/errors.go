@@ -28,6 +28,9 @@ var (
 	// the command's own reply says why.
 	errRefused = errors.New("the command was refused")
 	errTooBig  = errors.New("value too big")
+	// errOtherBytes: a SET of a key that holds other bytes (values are
+	// immutable).
+	errOtherBytes = errors.New("kvring")
 	// errValueTooLarge: a value over the node's largest chunk, read past.
 	errValueTooLarge = errors.New("value too large")
 	// errKept: a value not read into memory because its key is stored
@@ -57,6 +60,8 @@ func errorReply(err error) (msg, reason string) {
 		return prefixOOM + " " + oneLine(err), "no_space"
 	case errors.Is(err, errEmptyValue):
 		return prefixErr + " " + oneLine(err), "empty_value"
+	case errors.Is(err, errOtherBytes):
+		return prefixErr + " " + oneLine(err), "other_bytes"
 	case errors.Is(err, errValueTooLarge):
 		return prefixErr + " " + oneLine(err), "value_too_large"
 	case errors.Is(err, transfer.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):

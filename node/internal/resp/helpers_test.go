@@ -110,7 +110,8 @@ func (f *fakeCluster) Publish(ctx context.Context, ns Namespace, keys []Key, blo
 		w, err := blobs[i].StageChunk(ns.Store, k.ID, sum)
 		switch {
 		case errors.Is(err, store.ErrAlreadyHeld):
-			out[i] = &kvringv1.PutChunkResult{Index: uint32(i), Status: kvringv1.PutStatus_PUT_STATUS_ALREADY_HELD}
+			held, _ := f.st.HeldChecksum(ns.Store, k.ID)
+			out[i] = &kvringv1.PutChunkResult{Index: uint32(i), Status: kvringv1.PutStatus_PUT_STATUS_ALREADY_HELD, HeldCrc32C: held}
 			continue
 		case err != nil:
 			return nil, err
@@ -125,18 +126,19 @@ func (f *fakeCluster) Publish(ctx context.Context, ns Namespace, keys []Key, blo
 }
 
 // Kept: this node's store holds the key sealed (a key another node holds is
-// never kept here).
-func (f *fakeCluster) Kept(k Key) bool {
+// never kept here), with its checksum.
+func (f *fakeCluster) Kept(k Key) (uint32, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.kept != nil {
-		return f.kept(k)
-	}
 	ns, ok := f.ns[k.Namespace]
-	if !ok || (f.elsewhere != nil && f.elsewhere(k)) {
-		return false
+	if f.kept != nil {
+		sum, _ := f.st.HeldChecksum(ns.Store, k.ID)
+		return sum, f.kept(k)
 	}
-	return f.st.Contains(ns.Store, k.ID)
+	if !ok || (f.elsewhere != nil && f.elsewhere(k)) {
+		return 0, false
+	}
+	return f.st.HeldChecksum(ns.Store, k.ID)
 }
 
 func (f *fakeCluster) Known(name string) (Namespace, bool) {

@@ -22,8 +22,8 @@ func TestSetOfAStoredKeyWritesNothing(t *testing.T) {
 	fc.mu.Lock()
 	before := fc.publishN
 	fc.mu.Unlock()
-	if err := c.Set(ctx, "k", strings.Repeat("s", 64<<10), 0).Err(); err != nil {
-		t.Fatalf("SET of a stored key: %v, want OK", err)
+	if err := c.Set(ctx, "k", "first", 0).Err(); err != nil {
+		t.Fatalf("SET of a stored key with its bytes: %v, want OK", err)
 	}
 	if n, err := c.SetNX(ctx, "k", "third", 0).Result(); err != nil || n {
 		t.Fatalf("SETNX of a stored key = %v, %v; want false", n, err)
@@ -37,7 +37,7 @@ func TestSetOfAStoredKeyWritesNothing(t *testing.T) {
 	if writes != 0 {
 		t.Fatalf("%d writes for SETs of a stored key, want none", writes)
 	}
-	if err := c.MSet(ctx, "k", "fifth", "j", "new").Err(); err != nil {
+	if err := c.MSet(ctx, "k", "first", "j", "new").Err(); err != nil {
 		t.Fatalf("MSET of a stored and a new key: %v", err)
 	}
 	if v := c.MGet(ctx, "k", "j").Val(); v[0] != "first" || v[1] != "new" {
@@ -68,5 +68,37 @@ func TestSetOfAKeyEvictedWhileItsValueArrivedFails(t *testing.T) {
 	}
 	if err := c.Get(ctx, "k").Err(); err != redis.Nil {
 		t.Fatalf("GET after the failed SET = %v, want nil", err)
+	}
+}
+
+// TestASetOfOtherBytesIsNeverOK: a SET of a key that holds other bytes is
+// an error reply, whether the value was read past (this node keeps the key)
+// or written through the cluster (an owner answered it holds the key); the
+// held bytes stay, and a SET of the same bytes is OK both ways.
+func TestASetOfOtherBytesIsNeverOK(t *testing.T) {
+	for _, viaCluster := range []bool{false, true} {
+		s, fc := testServer(t, nil)
+		if viaCluster {
+			fc.kept = func(Key) bool { return false } // never read past: the write goes to the cluster
+		}
+		c := client(t, s, 2)
+		ctx := context.Background()
+		v1, v2 := strings.Repeat("a", 300<<10), strings.Repeat("b", 300<<10)
+		if err := c.Set(ctx, "m@1@0@abc@half", v1, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		err := c.Set(ctx, "m@1@0@abc@half", v2, 0).Err()
+		if err == nil || !strings.HasPrefix(err.Error(), "ERR") || !strings.Contains(err.Error(), "holds other bytes") {
+			t.Errorf("via cluster %v: SET of other bytes = %v, want an ERR saying the key holds other bytes", viaCluster, err)
+		}
+		if err := c.Set(ctx, "m@1@0@abc@half", v1, 0).Err(); err != nil {
+			t.Errorf("via cluster %v: SET of the same bytes = %v, want OK", viaCluster, err)
+		}
+		if got := c.Get(ctx, "m@1@0@abc@half").Val(); got != v1 {
+			t.Errorf("via cluster %v: GET returned %d other bytes", viaCluster, len(got))
+		}
+		if err := c.MSet(ctx, "m@1@0@abc@half", v2, "m@1@0@def@half", "x").Err(); err == nil {
+			t.Errorf("via cluster %v: MSET with other bytes for a held key answered OK", viaCluster)
+		}
 	}
 }

@@ -1,6 +1,8 @@
 package resp
 
 import (
+	"github.com/kvring/kvring/internal/crc32c"
+
 	"bufio"
 	"bytes"
 	"errors"
@@ -47,6 +49,9 @@ type argValue struct {
 	size  int64       // its length
 	value *store.Blob // nil when it could not be kept (err) or is empty
 	err   error       // why the value could not be kept (no memory, over the limit)
+	// sum is the CRC-32C of a value read past because its key is stored
+	// already (errKept), to tell whether the stored bytes are the same.
+	sum uint32
 }
 
 // free frees every value the request holds.
@@ -277,9 +282,12 @@ func (rd *reader) readValue(size int64, total *int64, alloc AllocFunc, refused e
 		v.value, v.err = alloc(size)
 	}
 	var err error
-	if v.value != nil {
+	switch {
+	case v.value != nil:
 		err = rd.readDirect(v.value.Bytes())
-	} else {
+	case errors.Is(v.err, errKept):
+		v.sum, err = rd.discardSum(size)
+	default:
 		err = rd.discard(size)
 	}
 	if err == nil {
@@ -319,6 +327,27 @@ func (rd *reader) discard(n int64) error {
 		}
 	}
 	return nil
+}
+
+// discardSum is discard that also returns the CRC-32C of the bytes it
+// reads past.
+func (rd *reader) discardSum(n int64) (uint32, error) {
+	var sum uint32
+	for n > 0 {
+		if rd.br.Buffered() == 0 {
+			if _, err := rd.br.Peek(1); err != nil {
+				if errors.Is(err, io.EOF) {
+					err = io.ErrUnexpectedEOF
+				}
+				return sum, err
+			}
+		}
+		b, _ := rd.br.Peek(int(min(n, int64(rd.br.Buffered()))))
+		sum = crc32c.UpdateChecksum(sum, b)
+		rd.br.Discard(len(b))
+		n -= int64(len(b))
+	}
+	return sum, nil
 }
 
 // discardPiece is the size of the scratch buffers discard reads into.

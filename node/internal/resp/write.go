@@ -44,7 +44,7 @@ func (c *conn) publish(ctx context.Context, groups []*nsKeys, n int, vals []argV
 		var dups []keyRef
 		for _, k := range g.keys {
 			if v := vals[k.at]; v.err != nil {
-				results[k.at], errs[k.at] = c.skipped(k.Key, v.err)
+				results[k.at], errs[k.at] = c.skipped(k.Key, v)
 				continue
 			}
 			if _, seen := first[k.Key]; seen {
@@ -62,9 +62,12 @@ func (c *conn) publish(ctx context.Context, groups []*nsKeys, n int, vals []argV
 			err = fmt.Errorf("BUG: %d results for %d values", len(res), len(keys))
 		}
 		for i, k := range at {
-			if err != nil {
+			switch sum, summed := blobs[i].Sum(); {
+			case err != nil:
 				errs[k] = err
-			} else {
+			case summed:
+				results[k], errs[k] = checkHeld(keys[i], res[i], sum)
+			default:
 				results[k] = res[i]
 			}
 		}
@@ -101,15 +104,36 @@ func (c *conn) writeNamespace(ctx context.Context, g *nsKeys) (Namespace, error)
 
 // skipped is the result of a value the reader did not keep: its error, or,
 // for a value skipped because its key was stored already, ALREADY_HELD when
-// the key still is (errGoneMeanwhile when it was evicted since).
-func (c *conn) skipped(k Key, err error) (*kvringv1.PutChunkResult, error) {
-	if !errors.Is(err, errKept) {
-		return nil, err
+// the key still is with the same bytes (errGoneMeanwhile when it was
+// evicted since, errOtherBytes when it holds other bytes).
+func (c *conn) skipped(k Key, v argValue) (*kvringv1.PutChunkResult, error) {
+	if !errors.Is(v.err, errKept) {
+		return nil, v.err
 	}
-	if !c.s.cfg.Cluster.Kept(k) {
+	sum, kept := c.s.cfg.Cluster.Kept(k)
+	switch {
+	case !kept:
 		return nil, errGoneMeanwhile
+	case sum != 0 && sum != v.sum:
+		return nil, otherBytes(k, sum, v.sum)
 	}
 	return &kvringv1.PutChunkResult{Status: kvringv1.PutStatus_PUT_STATUS_ALREADY_HELD}, nil
+}
+
+// otherBytes is the error of a SET of key k whose value (CRC-32C sent)
+// differs from the bytes k holds (held): values are immutable.
+func otherBytes(k Key, held, sent uint32) error {
+	return fmt.Errorf("%w: key '%s' holds other bytes (CRC-32C %08x, this value's %08x): values are immutable, DEL the key first to write new bytes",
+		errOtherBytes, clip([]byte(k.Name)), held, sent)
+}
+
+// checkHeld turns an ALREADY_HELD result whose holder reported other bytes
+// than the value's (sum) into the error of a SET of other bytes.
+func checkHeld(k Key, r *kvringv1.PutChunkResult, sum uint32) (*kvringv1.PutChunkResult, error) {
+	if r.GetStatus() == alreadyHeld && r.GetHeldCrc32C() != 0 && r.GetHeldCrc32C() != sum {
+		return nil, otherBytes(k, r.GetHeldCrc32C(), sum)
+	}
+	return r, nil
 }
 
 // failWrite writes the error reply of a value that was not stored: its

@@ -687,7 +687,10 @@ type PutChunkResult struct {
 	// cause, so the client maps it to the same domain error as a call error: RESOURCE_EXHAUSTED (8) for no space or
 	// admission declined, UNAVAILABLE (14), DEADLINE_EXCEEDED (4), DATA_LOSS (15) for a checksum mismatch,
 	// INVALID_ARGUMENT (3) for incomplete data, INTERNAL (13). 0 otherwise.
-	Code          uint32 `protobuf:"varint,6,opt,name=code,proto3" json:"code,omitempty"`
+	Code uint32 `protobuf:"varint,6,opt,name=code,proto3" json:"code,omitempty"`
+	// ALREADY_HELD only: the CRC-32C of the bytes a holder holds, as the first holder that could tell reported it; 0
+	// when none could. A value whose checksum differs was not written: the chunk holds other bytes.
+	HeldCrc32C    uint32 `protobuf:"fixed32,7,opt,name=held_crc32c,json=heldCrc32c,proto3" json:"held_crc32c,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -760,6 +763,13 @@ func (x *PutChunkResult) GetReason() string {
 func (x *PutChunkResult) GetCode() uint32 {
 	if x != nil {
 		return x.Code
+	}
+	return 0
+}
+
+func (x *PutChunkResult) GetHeldCrc32C() uint32 {
+	if x != nil {
+		return x.HeldCrc32C
 	}
 	return 0
 }
@@ -1448,14 +1458,16 @@ const file_kvring_v1_cache_proto_rawDesc = "" +
 	"\x04need\x18\x01 \x03(\rR\x04need\x123\n" +
 	"\asettled\x18\x02 \x03(\v2\x19.kvring.v1.PutChunkResultR\asettled\"@\n" +
 	"\tPutResult\x123\n" +
-	"\aresults\x18\x01 \x03(\v2\x19.kvring.v1.PutChunkResultR\aresults\"\xca\x01\n" +
+	"\aresults\x18\x01 \x03(\v2\x19.kvring.v1.PutChunkResultR\aresults\"\xeb\x01\n" +
 	"\x0ePutChunkResult\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\rR\x05index\x12,\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x14.kvring.v1.PutStatusR\x06status\x12,\n" +
 	"\aholders\x18\x03 \x03(\v2\x12.kvring.v1.NodeRefR\aholders\x12\x1a\n" +
 	"\bdegraded\x18\x04 \x01(\bR\bdegraded\x12\x16\n" +
 	"\x06reason\x18\x05 \x01(\tR\x06reason\x12\x12\n" +
-	"\x04code\x18\x06 \x01(\rR\x04code\"\xa3\x01\n" +
+	"\x04code\x18\x06 \x01(\rR\x04code\x12\x1f\n" +
+	"\vheld_crc32c\x18\a \x01(\aR\n" +
+	"heldCrc32c\"\xa3\x01\n" +
 	"\rLookupRequest\x125\n" +
 	"\tnamespace\x18\x01 \x01(\v2\x17.kvring.v1.NamespaceRefR\tnamespace\x12\x10\n" +
 	"\x03ids\x18\x02 \x03(\fR\x03ids\x12\x1c\n" +

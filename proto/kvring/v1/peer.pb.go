@@ -900,7 +900,10 @@ type ChunkVote struct {
 	// Cause, for REJECTED and FAILED. Empty otherwise.
 	Reason string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
 	// For REJECTED and FAILED, the gRPC status code classifying the cause, as in PutChunkResult.code. 0 otherwise.
-	Code          uint32 `protobuf:"varint,5,opt,name=code,proto3" json:"code,omitempty"`
+	Code uint32 `protobuf:"varint,5,opt,name=code,proto3" json:"code,omitempty"`
+	// ALREADY_HELD only: the CRC-32C of the bytes the owner holds, so the coordinator can tell a writer whose bytes
+	// differ. 0 when the owner cannot tell (the chunk is in its disk tier) or predates the field.
+	HeldCrc32C    uint32 `protobuf:"fixed32,6,opt,name=held_crc32c,json=heldCrc32c,proto3" json:"held_crc32c,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -966,6 +969,13 @@ func (x *ChunkVote) GetReason() string {
 func (x *ChunkVote) GetCode() uint32 {
 	if x != nil {
 		return x.Code
+	}
+	return 0
+}
+
+func (x *ChunkVote) GetHeldCrc32C() uint32 {
+	if x != nil {
+		return x.HeldCrc32C
 	}
 	return 0
 }
@@ -2096,14 +2106,16 @@ const file_kvring_v1_peer_proto_rawDesc = "" +
 	"\x04need\x18\x01 \x03(\rR\x04need\x12*\n" +
 	"\x05votes\x18\x02 \x03(\v2\x14.kvring.v1.ChunkVoteR\x05votes\":\n" +
 	"\fPrepareVotes\x12*\n" +
-	"\x05votes\x18\x01 \x03(\v2\x14.kvring.v1.ChunkVoteR\x05votes\"\x93\x01\n" +
+	"\x05votes\x18\x01 \x03(\v2\x14.kvring.v1.ChunkVoteR\x05votes\"\xb4\x01\n" +
 	"\tChunkVote\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\rR\x05index\x12#\n" +
 	"\x04vote\x18\x02 \x01(\x0e2\x0f.kvring.v1.VoteR\x04vote\x12\x1f\n" +
 	"\vstage_token\x18\x03 \x01(\x06R\n" +
 	"stageToken\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x12\n" +
-	"\x04code\x18\x05 \x01(\rR\x04code\">\n" +
+	"\x04code\x18\x05 \x01(\rR\x04code\x12\x1f\n" +
+	"\vheld_crc32c\x18\x06 \x01(\aR\n" +
+	"heldCrc32c\">\n" +
 	"\vStagedChunk\x12\x1f\n" +
 	"\vstage_token\x18\x01 \x01(\x06R\n" +
 	"stageToken\x12\x0e\n" +

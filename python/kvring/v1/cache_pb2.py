@@ -14,7 +14,7 @@ _sym_db = _symbol_database.Default()
 from kvring.v1 import common_pb2 as kvring_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15kvring/v1/cache.proto\x12\tkvring.v1\x1a\x16kvring/v1/common.proto\"\x86\x01\n\x18RegisterNamespaceRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12*\n\x06schema\x18\x02 \x01(\x0b\x32\x1a.kvring.v1.NamespaceSchema\x12\x1a\n\x12replication_factor\x18\x03 \x01(\r\x12\x14\n\x0cmin_replicas\x18\x04 \x01(\r\"\x8d\x01\n\x19RegisterNamespaceResponse\x12\r\n\x05\x65poch\x18\x01 \x01(\x04\x12-\n\tnamespace\x18\x02 \x01(\x0b\x32\x1a.kvring.v1.NamespaceRecord\x12\x0f\n\x07\x63reated\x18\x03 \x01(\x08\x12!\n\x06limits\x18\x04 \x01(\x0b\x32\x11.kvring.v1.Limits\"\x81\x01\n\nPutRequest\x12$\n\x05\x62\x65gin\x18\x01 \x01(\x0b\x32\x13.kvring.v1.PutBeginH\x00\x12$\n\x04\x64\x61ta\x18\x02 \x01(\x0b\x32\x14.kvring.v1.DataFrameH\x00\x12 \n\x03\x65nd\x18\x03 \x01(\x0b\x32\x11.kvring.v1.PutEndH\x00\x42\x05\n\x03msg\"\x8f\x01\n\x08PutBegin\x12*\n\tnamespace\x18\x01 \x01(\x0b\x32\x17.kvring.v1.NamespaceRef\x12#\n\x06\x63hunks\x18\x02 \x03(\x0b\x32\x13.kvring.v1.ChunkRef\x12#\n\x06groups\x18\x03 \x03(\x0b\x32\x13.kvring.v1.GroupRun\x12\r\n\x05\x65\x61ger\x18\x04 \x01(\x08\"\x08\n\x06PutEnd\"o\n\x0bPutResponse\x12\r\n\x05\x65poch\x18\x01 \x01(\x04\x12\"\n\x04need\x18\x02 \x01(\x0b\x32\x12.kvring.v1.PutNeedH\x00\x12&\n\x06result\x18\x03 \x01(\x0b\x32\x14.kvring.v1.PutResultH\x00\x42\x05\n\x03msg\"C\n\x07PutNeed\x12\x0c\n\x04need\x18\x01 \x03(\r\x12*\n\x07settled\x18\x02 \x03(\x0b\x32\x19.kvring.v1.PutChunkResult\"7\n\tPutResult\x12*\n\x07results\x18\x01 \x03(\x0b\x32\x19.kvring.v1.PutChunkResult\"\x9a\x01\n\x0ePutChunkResult\x12\r\n\x05index\x18\x01 \x01(\r\x12$\n\x06status\x18\x02 \x01(\x0e\x32\x14.kvring.v1.PutStatus\x12#\n\x07holders\x18\x03 \x03(\x0b\x32\x12.kvring.v1.NodeRef\x12\x10\n\x08\x64\x65graded\x18\x04 \x01(\x08\x12\x0e\n\x06reason\x18\x05 \x01(\t\x12\x0c\n\x04\x63ode\x18\x06 \x01(\r\"\x81\x01\n\rLookupRequest\x12*\n\tnamespace\x18\x01 \x01(\x0b\x32\x17.kvring.v1.NamespaceRef\x12\x0b\n\x03ids\x18\x02 \x03(\x0c\x12\x12\n\npin_ttl_ms\x18\x03 \x01(\r\x12#\n\x06groups\x18\x04 \x03(\x0b\x32\x13.kvring.v1.GroupRun\"y\n\x0eLookupResponse\x12\r\n\x05\x65poch\x18\x01 \x01(\x04\x12\x0c\n\x04held\x18\x02 \x01(\r\x12\x10\n\x08lease_id\x18\x03 \x01(\x06\x12\x14\n\x0clease_ttl_ms\x18\x04 \x01(\r\x12\x14\n\x0cspread_width\x18\x05 \x03(\r\x12\x0c\n\x04load\x18\x06 \x01(\r\"\'\n\x13ReleaseLeaseRequest\x12\x10\n\x08lease_id\x18\x01 \x01(\x06\"7\n\x14ReleaseLeaseResponse\x12\r\n\x05\x65poch\x18\x01 \x01(\x04\x12\x10\n\x08released\x18\x02 \x01(\x08\"j\n\nGetRequest\x12*\n\tnamespace\x18\x01 \x01(\x0b\x32\x17.kvring.v1.NamespaceRef\x12\x0b\n\x03ids\x18\x02 \x03(\x0c\x12#\n\x06groups\x18\x03 \x03(\x0b\x32\x13.kvring.v1.GroupRun\"s\n\x0bGetResponse\x12\r\n\x05\x65poch\x18\x01 \x01(\x04\x12(\n\x06header\x18\x02 \x01(\x0b\x32\x16.kvring.v1.ChunkHeaderH\x00\x12$\n\x04\x64\x61ta\x18\x03 \x01(\x0b\x32\x14.kvring.v1.DataFrameH\x00\x42\x05\n\x03msg\"\x11\n\x0fTopologyRequest\"\x8f\x01\n\x10TopologyResponse\x12\r\n\x05\x65poch\x18\x01 \x01(\x04\x12 \n\x04self\x18\x02 \x01(\x0b\x32\x12.kvring.v1.NodeRef\x12#\n\x07members\x18\x03 \x03(\x0b\x32\x12.kvring.v1.NodeRef\x12%\n\x04ring\x18\x04 \x01(\x0b\x32\x17.kvring.v1.RingSettings\"\x8d\x01\n\x0cRingSettings\x12\x17\n\x0fpartition_count\x18\x01 \x01(\r\x12\x1a\n\x12replication_factor\x18\x02 \x01(\r\x12\x0c\n\x04load\x18\x03 \x01(\x01\x12\x15\n\rvirtual_nodes\x18\x04 \x01(\r\x12\x0e\n\x06hasher\x18\x05 \x01(\t\x12\x13\n\x0b\x66ingerprint\x18\x06 \x01(\t*\x8b\x01\n\tPutStatus\x12\x1a\n\x16PUT_STATUS_UNSPECIFIED\x10\x00\x12\x15\n\x11PUT_STATUS_STORED\x10\x01\x12\x1b\n\x17PUT_STATUS_ALREADY_HELD\x10\x02\x12\x17\n\x13PUT_STATUS_REJECTED\x10\x03\x12\x15\n\x11PUT_STATUS_FAILED\x10\x04\x32\xae\x03\n\x05\x43\x61\x63he\x12^\n\x11RegisterNamespace\x12#.kvring.v1.RegisterNamespaceRequest\x1a$.kvring.v1.RegisterNamespaceResponse\x12\x38\n\x03Put\x12\x15.kvring.v1.PutRequest\x1a\x16.kvring.v1.PutResponse(\x01\x30\x01\x12=\n\x06Lookup\x12\x18.kvring.v1.LookupRequest\x1a\x19.kvring.v1.LookupResponse\x12O\n\x0cReleaseLease\x12\x1e.kvring.v1.ReleaseLeaseRequest\x1a\x1f.kvring.v1.ReleaseLeaseResponse\x12\x36\n\x03Get\x12\x15.kvring.v1.GetRequest\x1a\x16.kvring.v1.GetResponse0\x01\x12\x43\n\x08Topology\x12\x1a.kvring.v1.TopologyRequest\x1a\x1b.kvring.v1.TopologyResponseB3Z1github.com/kvring/kvring/proto/kvring/v1;kvringv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15kvring/v1/cache.proto\x12\tkvring.v1\x1a\x16kvring/v1/common.proto\"\x86\x01\n\x18RegisterNamespaceRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12*\n\x06schema\x18\x02 \x01(\x0b\x32\x1a.kvring.v1.NamespaceSchema\x12\x1a\n\x12replication_factor\x18\x03 \x01(\r\x12\x14\n\x0cmin_replicas\x18\x04 \x01(\r\"\x8d\x01\n\x19RegisterNamespaceResponse\x12\r\n\x05\x65poch\x18\x01 \x01(\x04\x12-\n\tnamespace\x18\x02 \x01(\x0b\x32\x1a.kvring.v1.NamespaceRecord\x12\x0f\n\x07\x63reated\x18\x03 \x01(\x08\x12!\n\x06limits\x18\x04 \x01(\x0b\x32\x11.kvring.v1.Limits\"\x81\x01\n\nPutRequest\x12$\n\x05\x62\x65gin\x18\x01 \x01(\x0b\x32\x13.kvring.v1.PutBeginH\x00\x12$\n\x04\x64\x61ta\x18\x02 \x01(\x0b\x32\x14.kvring.v1.DataFrameH\x00\x12 \n\x03\x65nd\x18\x03 \x01(\x0b\x32\x11.kvring.v1.PutEndH\x00\x42\x05\n\x03msg\"\x8f\x01\n\x08PutBegin\x12*\n\tnamespace\x18\x01 \x01(\x0b\x32\x17.kvring.v1.NamespaceRef\x12#\n\x06\x63hunks\x18\x02 \x03(\x0b\x32\x13.kvring.v1.ChunkRef\x12#\n\x06groups\x18\x03 \x03(\x0b\x32\x13.kvring.v1.GroupRun\x12\r\n\x05\x65\x61ger\x18\x04 \x01(\x08\"\x08\n\x06PutEnd\"o\n\x0bPutResponse\x12\r\n\x05\x65poch\x18\x01 \x01(\x04\x12\"\n\x04need\x18\x02 \x01(\x0b\x32\x12.kvring.v1.PutNeedH\x00\x12&\n\x06result\x18\x03 \x01(\x0b\x32\x14.kvring.v1.PutResultH\x00\x42\x05\n\x03msg\"C\n\x07PutNeed\x12\x0c\n\x04need\x18\x01 \x03(\r\x12*\n\x07settled\x18\x02 \x03(\x0b\x32\x19.kvring.v1.PutChunkResult\"7\n\tPutResult\x12*\n\x07results\x18\x01 \x03(\x0b\x32\x19.kvring.v1.PutChunkResult\"\xaf\x01\n\x0ePutChunkResult\x12\r\n\x05index\x18\x01 \x01(\r\x12$\n\x06status\x18\x02 \x01(\x0e\x32\x14.kvring.v1.PutStatus\x12#\n\x07holders\x18\x03 \x03(\x0b\x32\x12.kvring.v1.NodeRef\x12\x10\n\x08\x64\x65graded\x18\x04 \x01(\x08\x12\x0e\n\x06reason\x18\x05 \x01(\t\x12\x0c\n\x04\x63ode\x18\x06 \x01(\r\x12\x13\n\x0bheld_crc32c\x18\x07 \x01(\x07\"\x81\x01\n\rLookupRequest\x12*\n\tnamespace\x18\x01 \x01(\x0b\x32\x17.kvring.v1.NamespaceRef\x12\x0b\n\x03ids\x18\x02 \x03(\x0c\x12\x12\n\npin_ttl_ms\x18\x03 \x01(\r\x12#\n\x06groups\x18\x04 \x03(\x0b\x32\x13.kvring.v1.GroupRun\"y\n\x0eLookupResponse\x12\r\n\x05\x65poch\x18\x01 \x01(\x04\x12\x0c\n\x04held\x18\x02 \x01(\r\x12\x10\n\x08lease_id\x18\x03 \x01(\x06\x12\x14\n\x0clease_ttl_ms\x18\x04 \x01(\r\x12\x14\n\x0cspread_width\x18\x05 \x03(\r\x12\x0c\n\x04load\x18\x06 \x01(\r\"\'\n\x13ReleaseLeaseRequest\x12\x10\n\x08lease_id\x18\x01 \x01(\x06\"7\n\x14ReleaseLeaseResponse\x12\r\n\x05\x65poch\x18\x01 \x01(\x04\x12\x10\n\x08released\x18\x02 \x01(\x08\"j\n\nGetRequest\x12*\n\tnamespace\x18\x01 \x01(\x0b\x32\x17.kvring.v1.NamespaceRef\x12\x0b\n\x03ids\x18\x02 \x03(\x0c\x12#\n\x06groups\x18\x03 \x03(\x0b\x32\x13.kvring.v1.GroupRun\"s\n\x0bGetResponse\x12\r\n\x05\x65poch\x18\x01 \x01(\x04\x12(\n\x06header\x18\x02 \x01(\x0b\x32\x16.kvring.v1.ChunkHeaderH\x00\x12$\n\x04\x64\x61ta\x18\x03 \x01(\x0b\x32\x14.kvring.v1.DataFrameH\x00\x42\x05\n\x03msg\"\x11\n\x0fTopologyRequest\"\x8f\x01\n\x10TopologyResponse\x12\r\n\x05\x65poch\x18\x01 \x01(\x04\x12 \n\x04self\x18\x02 \x01(\x0b\x32\x12.kvring.v1.NodeRef\x12#\n\x07members\x18\x03 \x03(\x0b\x32\x12.kvring.v1.NodeRef\x12%\n\x04ring\x18\x04 \x01(\x0b\x32\x17.kvring.v1.RingSettings\"\x8d\x01\n\x0cRingSettings\x12\x17\n\x0fpartition_count\x18\x01 \x01(\r\x12\x1a\n\x12replication_factor\x18\x02 \x01(\r\x12\x0c\n\x04load\x18\x03 \x01(\x01\x12\x15\n\rvirtual_nodes\x18\x04 \x01(\r\x12\x0e\n\x06hasher\x18\x05 \x01(\t\x12\x13\n\x0b\x66ingerprint\x18\x06 \x01(\t*\x8b\x01\n\tPutStatus\x12\x1a\n\x16PUT_STATUS_UNSPECIFIED\x10\x00\x12\x15\n\x11PUT_STATUS_STORED\x10\x01\x12\x1b\n\x17PUT_STATUS_ALREADY_HELD\x10\x02\x12\x17\n\x13PUT_STATUS_REJECTED\x10\x03\x12\x15\n\x11PUT_STATUS_FAILED\x10\x04\x32\xae\x03\n\x05\x43\x61\x63he\x12^\n\x11RegisterNamespace\x12#.kvring.v1.RegisterNamespaceRequest\x1a$.kvring.v1.RegisterNamespaceResponse\x12\x38\n\x03Put\x12\x15.kvring.v1.PutRequest\x1a\x16.kvring.v1.PutResponse(\x01\x30\x01\x12=\n\x06Lookup\x12\x18.kvring.v1.LookupRequest\x1a\x19.kvring.v1.LookupResponse\x12O\n\x0cReleaseLease\x12\x1e.kvring.v1.ReleaseLeaseRequest\x1a\x1f.kvring.v1.ReleaseLeaseResponse\x12\x36\n\x03Get\x12\x15.kvring.v1.GetRequest\x1a\x16.kvring.v1.GetResponse0\x01\x12\x43\n\x08Topology\x12\x1a.kvring.v1.TopologyRequest\x1a\x1b.kvring.v1.TopologyResponseB3Z1github.com/kvring/kvring/proto/kvring/v1;kvringv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'kvring.v1.cache_pb2', globals())
@@ -22,8 +22,8 @@ if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
   DESCRIPTOR._serialized_options = b'Z1github.com/kvring/kvring/proto/kvring/v1;kvringv1'
-  _PUTSTATUS._serialized_start=1913
-  _PUTSTATUS._serialized_end=2052
+  _PUTSTATUS._serialized_start=1934
+  _PUTSTATUS._serialized_end=2073
   _REGISTERNAMESPACEREQUEST._serialized_start=61
   _REGISTERNAMESPACEREQUEST._serialized_end=195
   _REGISTERNAMESPACERESPONSE._serialized_start=198
@@ -41,25 +41,25 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _PUTRESULT._serialized_start=811
   _PUTRESULT._serialized_end=866
   _PUTCHUNKRESULT._serialized_start=869
-  _PUTCHUNKRESULT._serialized_end=1023
-  _LOOKUPREQUEST._serialized_start=1026
-  _LOOKUPREQUEST._serialized_end=1155
-  _LOOKUPRESPONSE._serialized_start=1157
-  _LOOKUPRESPONSE._serialized_end=1278
-  _RELEASELEASEREQUEST._serialized_start=1280
-  _RELEASELEASEREQUEST._serialized_end=1319
-  _RELEASELEASERESPONSE._serialized_start=1321
-  _RELEASELEASERESPONSE._serialized_end=1376
-  _GETREQUEST._serialized_start=1378
-  _GETREQUEST._serialized_end=1484
-  _GETRESPONSE._serialized_start=1486
-  _GETRESPONSE._serialized_end=1601
-  _TOPOLOGYREQUEST._serialized_start=1603
-  _TOPOLOGYREQUEST._serialized_end=1620
-  _TOPOLOGYRESPONSE._serialized_start=1623
-  _TOPOLOGYRESPONSE._serialized_end=1766
-  _RINGSETTINGS._serialized_start=1769
-  _RINGSETTINGS._serialized_end=1910
-  _CACHE._serialized_start=2055
-  _CACHE._serialized_end=2485
+  _PUTCHUNKRESULT._serialized_end=1044
+  _LOOKUPREQUEST._serialized_start=1047
+  _LOOKUPREQUEST._serialized_end=1176
+  _LOOKUPRESPONSE._serialized_start=1178
+  _LOOKUPRESPONSE._serialized_end=1299
+  _RELEASELEASEREQUEST._serialized_start=1301
+  _RELEASELEASEREQUEST._serialized_end=1340
+  _RELEASELEASERESPONSE._serialized_start=1342
+  _RELEASELEASERESPONSE._serialized_end=1397
+  _GETREQUEST._serialized_start=1399
+  _GETREQUEST._serialized_end=1505
+  _GETRESPONSE._serialized_start=1507
+  _GETRESPONSE._serialized_end=1622
+  _TOPOLOGYREQUEST._serialized_start=1624
+  _TOPOLOGYREQUEST._serialized_end=1641
+  _TOPOLOGYRESPONSE._serialized_start=1644
+  _TOPOLOGYRESPONSE._serialized_end=1787
+  _RINGSETTINGS._serialized_start=1790
+  _RINGSETTINGS._serialized_end=1931
+  _CACHE._serialized_start=2076
+  _CACHE._serialized_end=2506
 # @@protoc_insertion_point(module_scope)

@@ -73,20 +73,22 @@ class PutBegin(_message.Message):
     def __init__(self, namespace: _Optional[_Union[_common_pb2.NamespaceRef, _Mapping]] = ..., chunks: _Optional[_Iterable[_Union[_common_pb2.ChunkRef, _Mapping]]] = ..., groups: _Optional[_Iterable[_Union[_common_pb2.GroupRun, _Mapping]]] = ..., eager: bool = ...) -> None: ...
 
 class PutChunkResult(_message.Message):
-    __slots__ = ["code", "degraded", "holders", "index", "reason", "status"]
+    __slots__ = ["code", "degraded", "held_crc32c", "holders", "index", "reason", "status"]
     CODE_FIELD_NUMBER: _ClassVar[int]
     DEGRADED_FIELD_NUMBER: _ClassVar[int]
+    HELD_CRC32C_FIELD_NUMBER: _ClassVar[int]
     HOLDERS_FIELD_NUMBER: _ClassVar[int]
     INDEX_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
     code: int
     degraded: bool
+    held_crc32c: int
     holders: _containers.RepeatedCompositeFieldContainer[_common_pb2.NodeRef]
     index: int
     reason: str
     status: PutStatus
-    def __init__(self, index: _Optional[int] = ..., status: _Optional[_Union[PutStatus, str]] = ..., holders: _Optional[_Iterable[_Union[_common_pb2.NodeRef, _Mapping]]] = ..., degraded: bool = ..., reason: _Optional[str] = ..., code: _Optional[int] = ...) -> None: ...
+    def __init__(self, index: _Optional[int] = ..., status: _Optional[_Union[PutStatus, str]] = ..., holders: _Optional[_Iterable[_Union[_common_pb2.NodeRef, _Mapping]]] = ..., degraded: bool = ..., reason: _Optional[str] = ..., code: _Optional[int] = ..., held_crc32c: _Optional[int] = ...) -> None: ...
 
 class PutEnd(_message.Message):
     __slots__ = []

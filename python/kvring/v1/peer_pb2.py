@@ -14,7 +14,7 @@ _sym_db = _symbol_database.Default()
 from kvring.v1 import common_pb2 as kvring_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14kvring/v1/peer.proto\x12\tkvring.v1\x1a\x16kvring/v1/common.proto\"o\n\x0fListKeysRequest\x12%\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x15.kvring.v1.PeerCaller\x12\x18\n\x10namespace_prefix\x18\x02 \x01(\t\x12\x0c\n\x04\x66rom\x18\x03 \x01(\x0c\x12\r\n\x05\x63ount\x18\x04 \x01(\r\">\n\x10ListKeysResponse\x12\r\n\x05\x65poch\x18\x01 \x01(\x04\x12\r\n\x05names\x18\x02 \x03(\x0c\x12\x0c\n\x04next\x18\x03 \x01(\x0c\"\x87\x01\n\rRemoveRequest\x12%\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x15.kvring.v1.PeerCaller\x12*\n\tnamespace\x18\x02 \x01(\x0b\x32\x17.kvring.v1.NamespaceRef\x12\x0b\n\x03ids\x18\x03 \x03(\x0c\x12\x16\n\x0e\x64rop_namespace\x18\x04 \x01(\x08\"P\n\x0eRemoveResponse\x12\r\n\x05\x65poch\x18\x01 \x01(\x04\x12\x0f\n\x07removed\x18\x02 \x03(\x08\x12\x0e\n\x06pinned\x18\x03 \x03(\x08\x12\x0e\n\x06\x63hunks\x18\x04 \x01(\x04\"\x8d\x01\n\x0ePrepareRequest\x12(\n\x05\x62\x65gin\x18\x01 \x01(\x0b\x32\x17.kvring.v1.PrepareBeginH\x00\x12$\n\x04\x64\x61ta\x18\x02 \x01(\x0b\x32\x14.kvring.v1.DataFrameH\x00\x12$\n\x03\x65nd\x18\x03 \x01(\x0b\x32\x15.kvring.v1.PrepareEndH\x00\x42\x05\n\x03msg\"\xee\x01\n\x0cPrepareBegin\x12%\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x15.kvring.v1.PeerCaller\x12*\n\tnamespace\x18\x02 \x01(\x0b\x32\x17.kvring.v1.NamespaceRef\x12#\n\x06\x63hunks\x18\x03 \x03(\x0b\x32\x13.kvring.v1.ChunkRef\x12\x14\n\x0cstage_ttl_ms\x18\x04 \x01(\r\x12#\n\x06groups\x18\x05 \x03(\x0b\x32\x13.kvring.v1.GroupRun\x12\x14\n\x0cspread_width\x18\x06 \x01(\r\x12\x15\n\rspread_ttl_ms\x18\x07 \x01(\r\"\x0c\n\nPrepareEnd\"y\n\x0fPrepareResponse\x12\r\n\x05\x65poch\x18\x01 \x01(\x04\x12&\n\x04need\x18\x02 \x01(\x0b\x32\x16.kvring.v1.PrepareNeedH\x00\x12(\n\x05votes\x18\x03 \x01(\x0b\x32\x17.kvring.v1.PrepareVotesH\x00\x42\x05\n\x03msg\"@\n\x0bPrepareNeed\x12\x0c\n\x04need\x18\x01 \x03(\r\x12#\n\x05votes\x18\x02 \x03(\x0b\x32\x14.kvring.v1.ChunkVote\"3\n\x0cPrepareVotes\x12#\n\x05votes\x18\x01 \x03(\x0b\x32\x14.kvring.v1.ChunkVote\"l\n\tChunkVote\x12\r\n\x05index\x18\x01 \x01(\r\x12\x1d\n\x04vote\x18\x02 \x01(\x0e\x32\x0f.kvring.v1.Vote\x12\x13\n\x0bstage_token\x18\x03 \x01(\x06\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x0c\n\x04\x63ode\x18\x05 \x01(\r\".\n\x0bStagedChunk\x12\x13\n\x0bstage_token\x18\x01 \x01(\x06\x12\n\n\x02id\x18\x02 \x01(\x0c\"\x8a\x01\n\rCommitRequest\x12%\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x15.kvring.v1.PeerCaller\x12*\n\tnamespace\x18\x02 \x01(\x0b\x32\x17.kvring.v1.NamespaceRef\x12&\n\x06\x63hunks\x18\x03 \x03(\x0b\x32\x16.kvring.v1.StagedChunk\"U\n\x0c\x43ommitResult\x12\'\n\x06status\x18\x01 \x01(\x0e\x32\x17.kvring.v1.CommitStatus\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x0c\n\x04\x63ode\x18\x03 \x01(\r\"I\n\x0e\x43ommitResponse\x12\r\n\x05\x65poch\x18\x01 \x01(\x04\x12(\n\x07results\x18\x02 \x03(\x0b\x32\x17.kvring.v1.CommitResult\"K\n\x0c\x41\x62ortRequest\x12%\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x15.kvring.v1.PeerCaller\x12\x14\n\x0cstage_tokens\x18\x02 \x03(\x06\"\x1e\n\rAbortResponse\x12\r\n\x05\x65poch\x18\x01 \x01(\x04\",\n\x08LeasePin\x12\x10\n\x08lease_id\x18\x01 \x01(\x06\x12\x0e\n\x06ttl_ms\x18\x02 \x01(\r\"\xcb\x01\n\nHasRequest\x12%\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x15.kvring.v1.PeerCaller\x12*\n\tnamespace\x18\x02 \x01(\x0b\x32\x17.kvring.v1.NamespaceRef\x12\x0b\n\x03ids\x18\x03 \x03(\x0c\x12 \n\x03pin\x18\x04 \x01(\x0b\x32\x13.kvring.v1.LeasePin\x12\x16\n\x0ereport_staging\x18\x05 \x01(\x08\x12#\n\x06groups\x18\x06 \x03(\x0b\x32\x13.kvring.v1.GroupRun\"u\n\x0bHasResponse\x12\r\n\x05\x65poch\x18\x01 \x01(\x04\x12\x0c\n\x04held\x18\x02 \x03(\x08\x12\x14\n\x0clease_ttl_ms\x18\x03 \x01(\r\x12\x0f\n\x07staging\x18\x04 \x03(\x08\x12\x14\n\x0cspread_width\x18\x05 \x03(\r\x12\x0c\n\x04load\x18\x06 \x01(\r\"H\n\x0cUnpinRequest\x12%\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x15.kvring.v1.PeerCaller\x12\x11\n\tlease_ids\x18\x02 \x03(\x06\"\x1e\n\rUnpinResponse\x12\r\n\x05\x65poch\x18\x01 \x01(\x04\"n\n\x0c\x46\x65tchRequest\x12%\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x15.kvring.v1.PeerCaller\x12*\n\tnamespace\x18\x02 \x01(\x0b\x32\x17.kvring.v1.NamespaceRef\x12\x0b\n\x03ids\x18\x03 \x03(\x0c\"u\n\rFetchResponse\x12\r\n\x05\x65poch\x18\x01 \x01(\x04\x12(\n\x06header\x18\x02 \x01(\x0b\x32\x16.kvring.v1.ChunkHeaderH\x00\x12$\n\x04\x64\x61ta\x18\x03 \x01(\x0b\x32\x14.kvring.v1.DataFrameH\x00\x42\x05\n\x03msg\"k\n\x13PutNamespaceRequest\x12%\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x15.kvring.v1.PeerCaller\x12-\n\tnamespace\x18\x02 \x01(\x0b\x32\x1a.kvring.v1.NamespaceRecord\"f\n\x14PutNamespaceResponse\x12\r\n\x05\x65poch\x18\x01 \x01(\x04\x12-\n\tnamespace\x18\x02 \x01(\x0b\x32\x1a.kvring.v1.NamespaceRecord\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x03 \x01(\x08\"M\n\x15ListNamespacesRequest\x12%\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x15.kvring.v1.PeerCaller\x12\r\n\x05names\x18\x02 \x03(\t\"W\n\x16ListNamespacesResponse\x12\r\n\x05\x65poch\x18\x01 \x01(\x04\x12.\n\nnamespaces\x18\x02 \x03(\x0b\x32\x1a.kvring.v1.NamespaceRecord*g\n\x04Vote\x12\x14\n\x10VOTE_UNSPECIFIED\x10\x00\x12\x0e\n\nVOTE_READY\x10\x01\x12\x15\n\x11VOTE_ALREADY_HELD\x10\x02\x12\x11\n\rVOTE_REJECTED\x10\x03\x12\x0f\n\x0bVOTE_FAILED\x10\x04*a\n\x0c\x43ommitStatus\x12\x1d\n\x19\x43OMMIT_STATUS_UNSPECIFIED\x10\x00\x12\x18\n\x14\x43OMMIT_STATUS_SEALED\x10\x01\x12\x18\n\x14\x43OMMIT_STATUS_FAILED\x10\x02\x32\xa3\x05\n\x04Peer\x12\x44\n\x07Prepare\x12\x19.kvring.v1.PrepareRequest\x1a\x1a.kvring.v1.PrepareResponse(\x01\x30\x01\x12=\n\x06\x43ommit\x12\x18.kvring.v1.CommitRequest\x1a\x19.kvring.v1.CommitResponse\x12:\n\x05\x41\x62ort\x12\x17.kvring.v1.AbortRequest\x1a\x18.kvring.v1.AbortResponse\x12\x34\n\x03Has\x12\x15.kvring.v1.HasRequest\x1a\x16.kvring.v1.HasResponse\x12:\n\x05Unpin\x12\x17.kvring.v1.UnpinRequest\x1a\x18.kvring.v1.UnpinResponse\x12<\n\x05\x46\x65tch\x12\x17.kvring.v1.FetchRequest\x1a\x18.kvring.v1.FetchResponse0\x01\x12O\n\x0cPutNamespace\x12\x1e.kvring.v1.PutNamespaceRequest\x1a\x1f.kvring.v1.PutNamespaceResponse\x12U\n\x0eListNamespaces\x12 .kvring.v1.ListNamespacesRequest\x1a!.kvring.v1.ListNamespacesResponse\x12=\n\x06Remove\x12\x18.kvring.v1.RemoveRequest\x1a\x19.kvring.v1.RemoveResponse\x12\x43\n\x08ListKeys\x12\x1a.kvring.v1.ListKeysRequest\x1a\x1b.kvring.v1.ListKeysResponseB3Z1github.com/kvring/kvring/proto/kvring/v1;kvringv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14kvring/v1/peer.proto\x12\tkvring.v1\x1a\x16kvring/v1/common.proto\"o\n\x0fListKeysRequest\x12%\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x15.kvring.v1.PeerCaller\x12\x18\n\x10namespace_prefix\x18\x02 \x01(\t\x12\x0c\n\x04\x66rom\x18\x03 \x01(\x0c\x12\r\n\x05\x63ount\x18\x04 \x01(\r\">\n\x10ListKeysResponse\x12\r\n\x05\x65poch\x18\x01 \x01(\x04\x12\r\n\x05names\x18\x02 \x03(\x0c\x12\x0c\n\x04next\x18\x03 \x01(\x0c\"\x87\x01\n\rRemoveRequest\x12%\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x15.kvring.v1.PeerCaller\x12*\n\tnamespace\x18\x02 \x01(\x0b\x32\x17.kvring.v1.NamespaceRef\x12\x0b\n\x03ids\x18\x03 \x03(\x0c\x12\x16\n\x0e\x64rop_namespace\x18\x04 \x01(\x08\"P\n\x0eRemoveResponse\x12\r\n\x05\x65poch\x18\x01 \x01(\x04\x12\x0f\n\x07removed\x18\x02 \x03(\x08\x12\x0e\n\x06pinned\x18\x03 \x03(\x08\x12\x0e\n\x06\x63hunks\x18\x04 \x01(\x04\"\x8d\x01\n\x0ePrepareRequest\x12(\n\x05\x62\x65gin\x18\x01 \x01(\x0b\x32\x17.kvring.v1.PrepareBeginH\x00\x12$\n\x04\x64\x61ta\x18\x02 \x01(\x0b\x32\x14.kvring.v1.DataFrameH\x00\x12$\n\x03\x65nd\x18\x03 \x01(\x0b\x32\x15.kvring.v1.PrepareEndH\x00\x42\x05\n\x03msg\"\xee\x01\n\x0cPrepareBegin\x12%\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x15.kvring.v1.PeerCaller\x12*\n\tnamespace\x18\x02 \x01(\x0b\x32\x17.kvring.v1.NamespaceRef\x12#\n\x06\x63hunks\x18\x03 \x03(\x0b\x32\x13.kvring.v1.ChunkRef\x12\x14\n\x0cstage_ttl_ms\x18\x04 \x01(\r\x12#\n\x06groups\x18\x05 \x03(\x0b\x32\x13.kvring.v1.GroupRun\x12\x14\n\x0cspread_width\x18\x06 \x01(\r\x12\x15\n\rspread_ttl_ms\x18\x07 \x01(\r\"\x0c\n\nPrepareEnd\"y\n\x0fPrepareResponse\x12\r\n\x05\x65poch\x18\x01 \x01(\x04\x12&\n\x04need\x18\x02 \x01(\x0b\x32\x16.kvring.v1.PrepareNeedH\x00\x12(\n\x05votes\x18\x03 \x01(\x0b\x32\x17.kvring.v1.PrepareVotesH\x00\x42\x05\n\x03msg\"@\n\x0bPrepareNeed\x12\x0c\n\x04need\x18\x01 \x03(\r\x12#\n\x05votes\x18\x02 \x03(\x0b\x32\x14.kvring.v1.ChunkVote\"3\n\x0cPrepareVotes\x12#\n\x05votes\x18\x01 \x03(\x0b\x32\x14.kvring.v1.ChunkVote\"\x81\x01\n\tChunkVote\x12\r\n\x05index\x18\x01 \x01(\r\x12\x1d\n\x04vote\x18\x02 \x01(\x0e\x32\x0f.kvring.v1.Vote\x12\x13\n\x0bstage_token\x18\x03 \x01(\x06\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x0c\n\x04\x63ode\x18\x05 \x01(\r\x12\x13\n\x0bheld_crc32c\x18\x06 \x01(\x07\".\n\x0bStagedChunk\x12\x13\n\x0bstage_token\x18\x01 \x01(\x06\x12\n\n\x02id\x18\x02 \x01(\x0c\"\x8a\x01\n\rCommitRequest\x12%\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x15.kvring.v1.PeerCaller\x12*\n\tnamespace\x18\x02 \x01(\x0b\x32\x17.kvring.v1.NamespaceRef\x12&\n\x06\x63hunks\x18\x03 \x03(\x0b\x32\x16.kvring.v1.StagedChunk\"U\n\x0c\x43ommitResult\x12\'\n\x06status\x18\x01 \x01(\x0e\x32\x17.kvring.v1.CommitStatus\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x0c\n\x04\x63ode\x18\x03 \x01(\r\"I\n\x0e\x43ommitResponse\x12\r\n\x05\x65poch\x18\x01 \x01(\x04\x12(\n\x07results\x18\x02 \x03(\x0b\x32\x17.kvring.v1.CommitResult\"K\n\x0c\x41\x62ortRequest\x12%\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x15.kvring.v1.PeerCaller\x12\x14\n\x0cstage_tokens\x18\x02 \x03(\x06\"\x1e\n\rAbortResponse\x12\r\n\x05\x65poch\x18\x01 \x01(\x04\",\n\x08LeasePin\x12\x10\n\x08lease_id\x18\x01 \x01(\x06\x12\x0e\n\x06ttl_ms\x18\x02 \x01(\r\"\xcb\x01\n\nHasRequest\x12%\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x15.kvring.v1.PeerCaller\x12*\n\tnamespace\x18\x02 \x01(\x0b\x32\x17.kvring.v1.NamespaceRef\x12\x0b\n\x03ids\x18\x03 \x03(\x0c\x12 \n\x03pin\x18\x04 \x01(\x0b\x32\x13.kvring.v1.LeasePin\x12\x16\n\x0ereport_staging\x18\x05 \x01(\x08\x12#\n\x06groups\x18\x06 \x03(\x0b\x32\x13.kvring.v1.GroupRun\"u\n\x0bHasResponse\x12\r\n\x05\x65poch\x18\x01 \x01(\x04\x12\x0c\n\x04held\x18\x02 \x03(\x08\x12\x14\n\x0clease_ttl_ms\x18\x03 \x01(\r\x12\x0f\n\x07staging\x18\x04 \x03(\x08\x12\x14\n\x0cspread_width\x18\x05 \x03(\r\x12\x0c\n\x04load\x18\x06 \x01(\r\"H\n\x0cUnpinRequest\x12%\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x15.kvring.v1.PeerCaller\x12\x11\n\tlease_ids\x18\x02 \x03(\x06\"\x1e\n\rUnpinResponse\x12\r\n\x05\x65poch\x18\x01 \x01(\x04\"n\n\x0c\x46\x65tchRequest\x12%\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x15.kvring.v1.PeerCaller\x12*\n\tnamespace\x18\x02 \x01(\x0b\x32\x17.kvring.v1.NamespaceRef\x12\x0b\n\x03ids\x18\x03 \x03(\x0c\"u\n\rFetchResponse\x12\r\n\x05\x65poch\x18\x01 \x01(\x04\x12(\n\x06header\x18\x02 \x01(\x0b\x32\x16.kvring.v1.ChunkHeaderH\x00\x12$\n\x04\x64\x61ta\x18\x03 \x01(\x0b\x32\x14.kvring.v1.DataFrameH\x00\x42\x05\n\x03msg\"k\n\x13PutNamespaceRequest\x12%\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x15.kvring.v1.PeerCaller\x12-\n\tnamespace\x18\x02 \x01(\x0b\x32\x1a.kvring.v1.NamespaceRecord\"f\n\x14PutNamespaceResponse\x12\r\n\x05\x65poch\x18\x01 \x01(\x04\x12-\n\tnamespace\x18\x02 \x01(\x0b\x32\x1a.kvring.v1.NamespaceRecord\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x03 \x01(\x08\"M\n\x15ListNamespacesRequest\x12%\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x15.kvring.v1.PeerCaller\x12\r\n\x05names\x18\x02 \x03(\t\"W\n\x16ListNamespacesResponse\x12\r\n\x05\x65poch\x18\x01 \x01(\x04\x12.\n\nnamespaces\x18\x02 \x03(\x0b\x32\x1a.kvring.v1.NamespaceRecord*g\n\x04Vote\x12\x14\n\x10VOTE_UNSPECIFIED\x10\x00\x12\x0e\n\nVOTE_READY\x10\x01\x12\x15\n\x11VOTE_ALREADY_HELD\x10\x02\x12\x11\n\rVOTE_REJECTED\x10\x03\x12\x0f\n\x0bVOTE_FAILED\x10\x04*a\n\x0c\x43ommitStatus\x12\x1d\n\x19\x43OMMIT_STATUS_UNSPECIFIED\x10\x00\x12\x18\n\x14\x43OMMIT_STATUS_SEALED\x10\x01\x12\x18\n\x14\x43OMMIT_STATUS_FAILED\x10\x02\x32\xa3\x05\n\x04Peer\x12\x44\n\x07Prepare\x12\x19.kvring.v1.PrepareRequest\x1a\x1a.kvring.v1.PrepareResponse(\x01\x30\x01\x12=\n\x06\x43ommit\x12\x18.kvring.v1.CommitRequest\x1a\x19.kvring.v1.CommitResponse\x12:\n\x05\x41\x62ort\x12\x17.kvring.v1.AbortRequest\x1a\x18.kvring.v1.AbortResponse\x12\x34\n\x03Has\x12\x15.kvring.v1.HasRequest\x1a\x16.kvring.v1.HasResponse\x12:\n\x05Unpin\x12\x17.kvring.v1.UnpinRequest\x1a\x18.kvring.v1.UnpinResponse\x12<\n\x05\x46\x65tch\x12\x17.kvring.v1.FetchRequest\x1a\x18.kvring.v1.FetchResponse0\x01\x12O\n\x0cPutNamespace\x12\x1e.kvring.v1.PutNamespaceRequest\x1a\x1f.kvring.v1.PutNamespaceResponse\x12U\n\x0eListNamespaces\x12 .kvring.v1.ListNamespacesRequest\x1a!.kvring.v1.ListNamespacesResponse\x12=\n\x06Remove\x12\x18.kvring.v1.RemoveRequest\x1a\x19.kvring.v1.RemoveResponse\x12\x43\n\x08ListKeys\x12\x1a.kvring.v1.ListKeysRequest\x1a\x1b.kvring.v1.ListKeysResponseB3Z1github.com/kvring/kvring/proto/kvring/v1;kvringv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'kvring.v1.peer_pb2', globals())
@@ -22,10 +22,10 @@ if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
   DESCRIPTOR._serialized_options = b'Z1github.com/kvring/kvring/proto/kvring/v1;kvringv1'
-  _VOTE._serialized_start=2756
-  _VOTE._serialized_end=2859
-  _COMMITSTATUS._serialized_start=2861
-  _COMMITSTATUS._serialized_end=2958
+  _VOTE._serialized_start=2778
+  _VOTE._serialized_end=2881
+  _COMMITSTATUS._serialized_start=2883
+  _COMMITSTATUS._serialized_end=2980
   _LISTKEYSREQUEST._serialized_start=59
   _LISTKEYSREQUEST._serialized_end=170
   _LISTKEYSRESPONSE._serialized_start=172
@@ -46,42 +46,42 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _PREPARENEED._serialized_end=1042
   _PREPAREVOTES._serialized_start=1044
   _PREPAREVOTES._serialized_end=1095
-  _CHUNKVOTE._serialized_start=1097
-  _CHUNKVOTE._serialized_end=1205
-  _STAGEDCHUNK._serialized_start=1207
-  _STAGEDCHUNK._serialized_end=1253
-  _COMMITREQUEST._serialized_start=1256
-  _COMMITREQUEST._serialized_end=1394
-  _COMMITRESULT._serialized_start=1396
-  _COMMITRESULT._serialized_end=1481
-  _COMMITRESPONSE._serialized_start=1483
-  _COMMITRESPONSE._serialized_end=1556
-  _ABORTREQUEST._serialized_start=1558
-  _ABORTREQUEST._serialized_end=1633
-  _ABORTRESPONSE._serialized_start=1635
-  _ABORTRESPONSE._serialized_end=1665
-  _LEASEPIN._serialized_start=1667
-  _LEASEPIN._serialized_end=1711
-  _HASREQUEST._serialized_start=1714
-  _HASREQUEST._serialized_end=1917
-  _HASRESPONSE._serialized_start=1919
-  _HASRESPONSE._serialized_end=2036
-  _UNPINREQUEST._serialized_start=2038
-  _UNPINREQUEST._serialized_end=2110
-  _UNPINRESPONSE._serialized_start=2112
-  _UNPINRESPONSE._serialized_end=2142
-  _FETCHREQUEST._serialized_start=2144
-  _FETCHREQUEST._serialized_end=2254
-  _FETCHRESPONSE._serialized_start=2256
-  _FETCHRESPONSE._serialized_end=2373
-  _PUTNAMESPACEREQUEST._serialized_start=2375
-  _PUTNAMESPACEREQUEST._serialized_end=2482
-  _PUTNAMESPACERESPONSE._serialized_start=2484
-  _PUTNAMESPACERESPONSE._serialized_end=2586
-  _LISTNAMESPACESREQUEST._serialized_start=2588
-  _LISTNAMESPACESREQUEST._serialized_end=2665
-  _LISTNAMESPACESRESPONSE._serialized_start=2667
-  _LISTNAMESPACESRESPONSE._serialized_end=2754
-  _PEER._serialized_start=2961
-  _PEER._serialized_end=3636
+  _CHUNKVOTE._serialized_start=1098
+  _CHUNKVOTE._serialized_end=1227
+  _STAGEDCHUNK._serialized_start=1229
+  _STAGEDCHUNK._serialized_end=1275
+  _COMMITREQUEST._serialized_start=1278
+  _COMMITREQUEST._serialized_end=1416
+  _COMMITRESULT._serialized_start=1418
+  _COMMITRESULT._serialized_end=1503
+  _COMMITRESPONSE._serialized_start=1505
+  _COMMITRESPONSE._serialized_end=1578
+  _ABORTREQUEST._serialized_start=1580
+  _ABORTREQUEST._serialized_end=1655
+  _ABORTRESPONSE._serialized_start=1657
+  _ABORTRESPONSE._serialized_end=1687
+  _LEASEPIN._serialized_start=1689
+  _LEASEPIN._serialized_end=1733
+  _HASREQUEST._serialized_start=1736
+  _HASREQUEST._serialized_end=1939
+  _HASRESPONSE._serialized_start=1941
+  _HASRESPONSE._serialized_end=2058
+  _UNPINREQUEST._serialized_start=2060
+  _UNPINREQUEST._serialized_end=2132
+  _UNPINRESPONSE._serialized_start=2134
+  _UNPINRESPONSE._serialized_end=2164
+  _FETCHREQUEST._serialized_start=2166
+  _FETCHREQUEST._serialized_end=2276
+  _FETCHRESPONSE._serialized_start=2278
+  _FETCHRESPONSE._serialized_end=2395
+  _PUTNAMESPACEREQUEST._serialized_start=2397
+  _PUTNAMESPACEREQUEST._serialized_end=2504
+  _PUTNAMESPACERESPONSE._serialized_start=2506
+  _PUTNAMESPACERESPONSE._serialized_end=2608
+  _LISTNAMESPACESREQUEST._serialized_start=2610
+  _LISTNAMESPACESREQUEST._serialized_end=2687
+  _LISTNAMESPACESRESPONSE._serialized_start=2689
+  _LISTNAMESPACESRESPONSE._serialized_end=2776
+  _PEER._serialized_start=2983
+  _PEER._serialized_end=3658
 # @@protoc_insertion_point(module_scope)

@@ -30,18 +30,20 @@ class AbortResponse(_message.Message):
     def __init__(self, epoch: _Optional[int] = ...) -> None: ...
 
 class ChunkVote(_message.Message):
-    __slots__ = ["code", "index", "reason", "stage_token", "vote"]
+    __slots__ = ["code", "held_crc32c", "index", "reason", "stage_token", "vote"]
     CODE_FIELD_NUMBER: _ClassVar[int]
+    HELD_CRC32C_FIELD_NUMBER: _ClassVar[int]
     INDEX_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     STAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     VOTE_FIELD_NUMBER: _ClassVar[int]
     code: int
+    held_crc32c: int
     index: int
     reason: str
     stage_token: int
     vote: Vote
-    def __init__(self, index: _Optional[int] = ..., vote: _Optional[_Union[Vote, str]] = ..., stage_token: _Optional[int] = ..., reason: _Optional[str] = ..., code: _Optional[int] = ...) -> None: ...
+    def __init__(self, index: _Optional[int] = ..., vote: _Optional[_Union[Vote, str]] = ..., stage_token: _Optional[int] = ..., reason: _Optional[str] = ..., code: _Optional[int] = ..., held_crc32c: _Optional[int] = ...) -> None: ...
 
 class CommitRequest(_message.Message):
     __slots__ = ["caller", "chunks", "namespace"]
