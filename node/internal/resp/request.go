@@ -205,16 +205,7 @@ func (rd *reader) readMultibulk(n int, alloc AllocFunc, admit AdmitFunc) (*reque
 			return nil, protoErr("invalid bulk length")
 		}
 		if i > 0 && valuePos(req.name, i) {
-			var refused error
-			switch {
-			case size > rd.lim.maxValue: // read past it: the connection stays usable
-				refused = fmt.Errorf("%w: a value of %d bytes is over this node's largest value, %d bytes (kvring serve --max-chunk-size)",
-					errValueTooLarge, size, rd.lim.maxValue)
-			case admit != nil:
-				prev := rd.spans[i-1]
-				refused = admit(req.name, rd.buf[prev.off:prev.off+prev.n])
-			}
-			v, err := rd.readValue(size, &valueBytes, alloc, refused)
+			v, err := rd.readValue(size, &valueBytes, alloc, rd.refusal(req.name, i, size, admit))
 			if err != nil {
 				req.free()
 				return nil, err
@@ -258,6 +249,21 @@ func (rd *reader) readMultibulk(n int, alloc AllocFunc, admit AdmitFunc) (*reque
 	}
 	req.args = rd.args
 	return req, nil
+}
+
+// refusal is why the value at argument i of command name, of size bytes,
+// is read past rather than kept: over the node's largest value (the
+// connection stays usable), or admit's reason; nil to keep it.
+func (rd *reader) refusal(name string, i int, size int64, admit AdmitFunc) error {
+	switch {
+	case size > rd.lim.maxValue:
+		return fmt.Errorf("%w: a value of %d bytes is over this node's largest value, %d bytes (kvring serve --max-chunk-size)",
+			errValueTooLarge, size, rd.lim.maxValue)
+	case admit != nil:
+		prev := rd.spans[i-1]
+		return admit(name, rd.buf[prev.off:prev.off+prev.n])
+	}
+	return nil
 }
 
 // maxBulk is the longest bulk a client may declare and keep its connection
