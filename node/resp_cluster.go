@@ -294,19 +294,34 @@ func (r *respCluster) Held(ctx context.Context, ns resp.Namespace, keys []resp.P
 			if lease <= 0 {
 				k = k[:1]
 			}
-			req := &kvringv1.LookupRequest{Namespace: ns.Ref, Ids: ids(k), Groups: runs(k), PinTtlMs: uint32(max(lease, 0) / time.Millisecond)}
-			res, unanswered, err := r.coord.LookupChecked(ctx, req)
-			out[i], errs[i] = res.GetHeld() > 0, err
-			switch {
-			case err == nil && !out[i]:
-				errs[i] = unanswered
-			case res.GetLeaseId() != 0:
-				r.leases.add(k[:res.GetHeld()], res.GetLeaseId(), time.Duration(res.GetLeaseTtlMs())*time.Millisecond)
+			out[i], errs[i] = r.held(ctx, ns, k, lease)
+			if errs[i] != nil && lease > 0 {
+				// A holder that could not pin (its pinned-bytes budget is
+				// spent) or did not answer: asked again without a lease, a
+				// key that is held counts, unpinned.
+				out[i], errs[i] = r.held(ctx, ns, k[:1], 0)
 			}
 		})
 	}
 	wg.Wait()
 	return out, errors.Join(errs...)
+}
+
+// held asks one lookup whether k[0] is held, pinning k (the key and its
+// siblings) for lease when it is; an error when a member that may hold it
+// did not answer.
+func (r *respCluster) held(ctx context.Context, ns resp.Namespace, k []resp.Key, lease time.Duration) (bool, error) {
+	req := &kvringv1.LookupRequest{Namespace: ns.Ref, Ids: ids(k), Groups: runs(k), PinTtlMs: uint32(max(lease, 0) / time.Millisecond)}
+	res, unanswered, err := r.coord.LookupChecked(ctx, req)
+	switch {
+	case err != nil:
+		return false, err
+	case res.GetHeld() == 0:
+		return false, unanswered
+	case res.GetLeaseId() != 0:
+		r.leases.add(k[:res.GetHeld()], res.GetLeaseId(), time.Duration(res.GetLeaseTtlMs())*time.Millisecond)
+	}
+	return true, nil
 }
 
 // Get reads keys through the coordinator's Get in process: each chunk's
