@@ -56,3 +56,25 @@ func TestADepartedOwnerIsNamedUntilItReturnsOrIsLongGone(t *testing.T) {
 		t.Fatalf("c joined again, still departed: %+v", got)
 	}
 }
+
+// TestADepartedOwnerSaysWhetherItDied: a member declared dead (Config.Died)
+// is remembered as one that may come back with its chunks (reads answer
+// UNAVAILABLE for them); one that drained and left is not.
+func TestADepartedOwnerSaysWhetherItDied(t *testing.T) {
+	t.Parallel()
+	var d departures
+	now := time.Unix(1000, 0)
+	full, rest := testRing(t, 1, "a", "b", "c", "d"), testRing(t, 2, "a", "b")
+	d.ringChanged(nil, full, now, nil)
+	d.ringChanged(full, rest, now, func(id string) bool { return id == "c" }) // c died, d drained
+	for i := 0; i < 1000; i++ {
+		k := []byte(fmt.Sprintf("key-%d", i))
+		got := d.owners("ns", k, 1, now)
+		switch owner := full.Owners("ns", k, 1)[0].ID; owner {
+		case "c", "d":
+			if len(got) != 1 || got[0].ID != owner || got[0].Died != (owner == "c") {
+				t.Fatalf("owners of %s's key: %+v, want %s with died=%v", owner, got, owner, owner == "c")
+			}
+		}
+	}
+}
