@@ -325,9 +325,19 @@ func (r *run) serve(ctx context.Context, b Backend, req trace.Request, t *tally)
 	for i := range plan {
 		plan[i].Group = groups[i]
 	}
+	held := r.lookup(ctx, b, plan, ids, groups, t)
+	usable := r.getHeld(ctx, b, plan, ids, groups, held, t)
+	for lo := usable; lo < len(plan); lo += r.cfg.BatchChunks {
+		r.putBatch(ctx, b, plan[lo:min(lo+r.cfg.BatchChunks, len(plan))], t)
+	}
+	r.countRequest(plan, usable, t)
+}
 
-	// held is the prefix the lookups reported held; after a failed lookup
-	// the engine knows no more, and nothing was reported missing.
+// lookup asks for the held prefix of the request's chunks, in pieces of
+// LookupBatch ids, and returns it. After a failed lookup the engine knows no
+// more, and nothing was reported missing; otherwise the first chunk not held
+// is checked against the acknowledged ones (lost).
+func (r *run) lookup(ctx context.Context, b Backend, plan []PlannedChunk, ids, groups []ChunkID, t *tally) int {
 	held, answered := 0, true
 	var lookupBegin time.Time // when the lookup that answered "not held" began
 	for lo := 0; lo < len(ids) && held == lo; lo += r.cfg.LookupBatch {
@@ -347,9 +357,12 @@ func (r *run) serve(ctx context.Context, b Backend, req trace.Request, t *tally)
 	if answered && held < len(plan) {
 		r.lost(plan[held], lookupBegin, t)
 	}
+	return held
+}
 
-	// Get the held prefix; the usable prefix ends at the first chunk that
-	// does not come back intact.
+// getHeld gets the held prefix and returns the usable prefix: it ends at the
+// first chunk that does not come back intact.
+func (r *run) getHeld(ctx context.Context, b Backend, plan []PlannedChunk, ids, groups []ChunkID, held int, t *tally) int {
 	usable := 0
 	for lo := 0; lo < held && usable == lo; lo += r.cfg.BatchChunks {
 		hi := min(lo+r.cfg.BatchChunks, held)
@@ -377,63 +390,68 @@ func (r *run) serve(ctx context.Context, b Backend, req trace.Request, t *tally)
 			}
 		}
 	}
+	return usable
+}
 
-	// Put everything after the usable prefix.
-	for lo := usable; lo < len(plan); lo += r.cfg.BatchChunks {
-		hi := min(lo+r.cfg.BatchChunks, len(plan))
-		size := 0
-		for _, c := range plan[lo:hi] {
-			size += c.Tokens * r.cfg.BytesPerToken
-		}
-		bp, _ := r.putBufs.Get().(*[]byte)
-		if bp == nil || cap(*bp) < size {
-			b := make([]byte, size)
-			bp = &b
-		}
-		buf := (*bp)[:size]
-		chunks := make([]Chunk, 0, hi-lo)
-		for _, c := range plan[lo:hi] {
-			n := c.Tokens * r.cfg.BytesPerToken
-			fillChunk(c.ID, buf[:n])
-			chunks = append(chunks, Chunk{ID: c.ID, Data: buf[:n:n], Group: c.Group})
-			buf = buf[n:]
-		}
-		begin := time.Now()
-		outs, err := b.Put(ctx, chunks)
-		ackAt := time.Now() // the put's acks happened by now
-		r.putBufs.Put(bp)
-		tb := r.call(t, &t.put, begin, hi-lo, size, err)
-		if err != nil || len(outs) != len(chunks) {
-			t.byOutcome[Failed] += int64(len(chunks))
-			tb.failed += int64(len(chunks))
-			r.failedChunks.Add(int64(len(chunks)))
-			continue
-		}
-		r.mu.Lock()
-		for i, o := range outs {
-			if o < Stored || o > Failed {
-				o = Failed
-			}
-			t.byOutcome[o]++
-			switch {
-			case o.Held():
-				r.ackLocked(plan[lo+i], o, ackAt, t)
-				tb.putBytes += int64(len(chunks[i].Data))
-			case o == Rejected:
-				tb.rejected++
-			default:
-				tb.failed++
-				r.failedChunks.Add(1)
-			}
-			if !o.Held() && t.firstChunkFailure == "" {
-				if fr, ok := b.(interface{ ChunkFailure() string }); ok {
-					t.firstChunkFailure = fr.ChunkFailure()
-				}
-			}
-		}
-		r.mu.Unlock()
+// putBatch puts one batch of chunks (their bytes derived from their ids)
+// and records each outcome.
+func (r *run) putBatch(ctx context.Context, b Backend, batch []PlannedChunk, t *tally) {
+	size := 0
+	for _, c := range batch {
+		size += c.Tokens * r.cfg.BytesPerToken
 	}
+	bp, _ := r.putBufs.Get().(*[]byte)
+	if bp == nil || cap(*bp) < size {
+		b := make([]byte, size)
+		bp = &b
+	}
+	buf := (*bp)[:size]
+	chunks := make([]Chunk, 0, len(batch))
+	for _, c := range batch {
+		n := c.Tokens * r.cfg.BytesPerToken
+		fillChunk(c.ID, buf[:n])
+		chunks = append(chunks, Chunk{ID: c.ID, Data: buf[:n:n], Group: c.Group})
+		buf = buf[n:]
+	}
+	begin := time.Now()
+	outs, err := b.Put(ctx, chunks)
+	ackAt := time.Now() // the put's acks happened by now
+	r.putBufs.Put(bp)
+	tb := r.call(t, &t.put, begin, len(batch), size, err)
+	if err != nil || len(outs) != len(chunks) {
+		t.byOutcome[Failed] += int64(len(chunks))
+		tb.failed += int64(len(chunks))
+		r.failedChunks.Add(int64(len(chunks)))
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, o := range outs {
+		if o < Stored || o > Failed {
+			o = Failed
+		}
+		t.byOutcome[o]++
+		switch {
+		case o.Held():
+			r.ackLocked(batch[i], o, ackAt, t)
+			tb.putBytes += int64(len(chunks[i].Data))
+		case o == Rejected:
+			tb.rejected++
+		default:
+			tb.failed++
+			r.failedChunks.Add(1)
+		}
+		if !o.Held() && t.firstChunkFailure == "" {
+			if fr, ok := b.(interface{ ChunkFailure() string }); ok {
+				t.firstChunkFailure = fr.ChunkFailure()
+			}
+		}
+	}
+}
 
+// countRequest counts a served request, its chunks and its hits (the
+// usable prefix).
+func (r *run) countRequest(plan []PlannedChunk, usable int, t *tally) {
 	t.requests++
 	t.chunks += int64(len(plan))
 	t.chunkHits += int64(usable)
