@@ -65,7 +65,7 @@ lint:
 	GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	$(BIN)/staticcheck ./...
 	GO=$(GO) scripts/check-doc-identifiers.sh
-	$(GO) run ./scripts/funclen -max 80 node client store
+	$(GO) run ./scripts/funclen -max 80 .
 
 # check-docs: every Go identifier the docs name in backticks exists (part of lint).
 check-docs:

@@ -69,16 +69,54 @@ func (s summary) line() string {
 		s.GoroutineGrowth, s.FDGrowth, s.HeapGrowthMiB, s.ResourceNodesChecked, s.LostR1Excused, s.Violations)
 }
 
+// violate records a violation (the first 50 with their details).
+func (s *summary) violate(format string, args ...any) {
+	s.Violations++
+	if len(s.Details) < 50 {
+		s.Details = append(s.Details, fmt.Sprintf(format, args...))
+	}
+}
+
 func (k *checker) check(ctx context.Context) summary {
-	h, c := k.h, k.c
 	s := summary{Seed: k.cfg.Seed, Nodes: k.cfg.Nodes, Replication: k.cfg.Replication, ConvergeGoalS: k.n.convergeBound().Seconds(),
 		DetectGoalS: k.n.detectBound().Seconds()}
-	violate := func(format string, args ...any) {
-		s.Violations++
-		if len(s.Details) < 50 {
-			s.Details = append(s.Details, fmt.Sprintf(format, args...))
+	acks := k.takeHistory(&s)
+	k.takeMeasures(&s)
+	index := map[string]int{}
+	for i := range k.cfg.Nodes {
+		index[k.c.grpcAddr(i)] = i
+	}
+	latest := k.checkHolders(&s, acks, index)
+	s.Acknowledged = len(latest)
+
+	// The cluster converged after the last heal (the nemesis checked); read
+	// every acknowledged chunk back, retrying misses until the settle bound.
+	spaces := []space{{"netfault-main", k.cfg.Replication}, {"netfault-r1", 1}}
+	missing, err := k.readBack(ctx, spaces, latest, &s.Corrupt, s.violate)
+	if err != nil {
+		s.violate("cannot read back: %v", err)
+		return s
+	}
+	k.countLost(&s, missing, spaces, index)
+	if ev, err := k.o.evictions(ctx); err == nil {
+		s.Evictions = ev
+		if ev > 0 {
+			s.violate("nodes evicted %d chunks: raise -memory-limit (evicted chunks make lost ones ambiguous)", ev)
 		}
 	}
+	k.growth(ctx, &s, s.violate)
+	for _, name := range k.h.order {
+		p := s.Phases[name]
+		k.log("phase %-9s puts %6d chunks, success %.2f%% (failed %d, call failures %d chunks), gets %d (%d missed), late %d",
+			name, p.PutChunks, 100*p.putSuccess(), p.Failed+p.Rejected, p.CallFailed, p.GetChunks, p.Missed, p.Late)
+	}
+	return s
+}
+
+// takeHistory copies the engines' history into s (its phases, totals and
+// violations) and returns the acknowledgements.
+func (k *checker) takeHistory(s *summary) []ack {
+	h := k.h
 	h.mu.Lock()
 	acks := h.acks
 	total := h.total
@@ -87,18 +125,25 @@ func (k *checker) check(ctx context.Context) summary {
 		s.Phases[name] = *p
 	}
 	for _, v := range h.violations {
-		violate("%s", v)
+		s.violate("%s", v)
 	}
 	s.MaxOverrunMS = h.maxOver.Milliseconds()
 	h.mu.Unlock()
 	s.Corrupt, s.LateCalls, s.Calls, s.PutChunks = total.Corrupt, total.Late, total.Calls, total.PutChunks
 	s.PutSuccess, s.Failed, s.Degraded, s.GetMisses = total.putSuccess(), total.Failed+total.CallFailed+total.Rejected, total.Degraded, total.Missed
 	if s.LateCalls > 0 {
-		violate("%d engine calls returned more than %v after their deadline (worst %dms)", s.LateCalls, lateGrace, s.MaxOverrunMS)
+		s.violate("%d engine calls returned more than %v after their deadline (worst %dms)", s.LateCalls, lateGrace, s.MaxOverrunMS)
 	}
+	return acks
+}
+
+// takeMeasures copies the nemesis's violations and the worst of its
+// measures (convergence, start-up, failure detection) into s.
+func (k *checker) takeMeasures(s *summary) {
 	k.n.mu.Lock()
+	defer k.n.mu.Unlock()
 	for _, v := range k.n.violations {
-		violate("%s", v)
+		s.violate("%s", v)
 	}
 	for _, m := range k.n.measures {
 		switch {
@@ -112,45 +157,40 @@ func (k *checker) check(ctx context.Context) summary {
 			s.MaxDeclaredDeadS = max(s.MaxDeclaredDeadS, m.d.Seconds())
 		}
 	}
-	k.n.mu.Unlock()
+}
 
-	// A holder named for a write must have been able to answer during it.
-	index := map[string]int{}
-	for i := range k.cfg.Nodes {
-		index[c.grpcAddr(i)] = i
-	}
+// checkHolders checks that every holder named for a write could answer
+// during it (index maps a node's gRPC address to its number), and returns
+// the latest acknowledgement of each chunk.
+func (k *checker) checkHolders(s *summary, acks []ack, index map[string]int) map[client.ChunkID]ack {
 	latest := map[client.ChunkID]ack{}
 	for _, a := range acks {
 		for _, addr := range a.holders {
 			i, ok := index[addr]
 			if !ok {
 				s.PhantomHolders++
-				violate("chunk %x reported %s on %q, which is no node", a.id[:8], a.status, addr)
+				s.violate("chunk %x reported %s on %q, which is no node", a.id[:8], a.status, addr)
 				continue
 			}
-			if c.wasOut(i, a.from, a.to) {
+			if k.c.wasOut(i, a.from, a.to) {
 				s.PhantomHolders++
-				violate("chunk %x reported %s on n%d, which was killed or paused for the whole call (%s .. %s)",
+				s.violate("chunk %x reported %s on n%d, which was killed or paused for the whole call (%s .. %s)",
 					a.id[:8], a.status, i, a.from.Format("15:04:05.000"), a.to.Format("15:04:05.000"))
 			}
 		}
 		latest[a.id] = a
 	}
-	s.Acknowledged = len(latest)
+	return latest
+}
 
-	// The cluster converged after the last heal (the nemesis checked); read
-	// every acknowledged chunk back, retrying misses until the settle bound.
-	spaces := []space{{"netfault-main", k.cfg.Replication}, {"netfault-r1", 1}}
-	missing, err := k.readBack(ctx, spaces, latest, &s.Corrupt, violate)
-	if err != nil {
-		violate("cannot read back: %v", err)
-		return s
-	}
+// countLost counts the acknowledged chunks never read back as lost, but for
+// those of the one-replica space whose holder was killed (excused).
+func (k *checker) countLost(s *summary, missing map[client.ChunkID]ack, spaces []space, index map[string]int) {
 	for id, a := range missing {
 		if a.space == 1 {
 			killed := false
 			for _, addr := range a.holders {
-				if i, ok := index[addr]; ok && c.everKilled(i) {
+				if i, ok := index[addr]; ok && k.c.everKilled(i) {
 					killed = true
 				}
 			}
@@ -160,24 +200,9 @@ func (k *checker) check(ctx context.Context) summary {
 			}
 		}
 		s.Lost++
-		violate("chunk %x (%s, acknowledged %s on %v at %s) is not readable after heal and settle",
+		s.violate("chunk %x (%s, acknowledged %s on %v at %s) is not readable after heal and settle",
 			id[:8], spaces[a.space].name, a.status, a.holders, a.to.Format("15:04:05.000"))
 	}
-
-	if ev, err := k.o.evictions(ctx); err == nil {
-		s.Evictions = ev
-		if ev > 0 {
-			violate("nodes evicted %d chunks: raise -memory-limit (evicted chunks make lost ones ambiguous)", ev)
-		}
-	}
-
-	k.growth(ctx, &s, violate)
-	for _, name := range h.order {
-		p := s.Phases[name]
-		k.log("phase %-9s puts %6d chunks, success %.2f%% (failed %d, call failures %d chunks), gets %d (%d missed), late %d",
-			name, p.PutChunks, 100*p.putSuccess(), p.Failed+p.Rejected, p.CallFailed, p.GetChunks, p.Missed, p.Late)
-	}
-	return s
 }
 
 // readBack reads every chunk in acks back, retrying those not found until

@@ -56,40 +56,17 @@ func (r *runner) run(ctx context.Context) int {
 	topo := newTopology(cfg.Run, cfg.Nodes, cfg.Octet)
 	c := newCluster(cfg, topo, r.t0)
 	defer c.stopAll(context.WithoutCancel(ctx))
-	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6e656d65736973))
-	var events []event
-	var err error
-	if cfg.Schedule != "" {
-		events, err = parseSchedule(cfg.Schedule, cfg.Nodes, rng)
-	} else {
-		events, err = randomSchedule(cfg, rng)
-	}
+	events, err := r.schedule(topo)
 	if err != nil {
 		r.logf("error: %v", err)
 		return 2
 	}
-	r.logf("run %s: %d nodes on %s, replication %d (and 1), seed %d, %d engines × %d calls/s, %d × %d B per put, deadline %v; no latency injected (no netem); suspicion timeout %v",
-		cfg.Run, cfg.Nodes, topo.subnet, cfg.Replication, cfg.Seed, cfg.Engines, cfg.Rate, cfg.Batch, cfg.ChunkSize, cfg.Deadline, suspicionTimeout(cfg.Nodes))
-	r.logf("schedule (%d events):", len(events))
-	for _, e := range events {
-		r.logf("  %s", e)
-	}
-	for i := range cfg.Nodes {
-		if err := c.start(i); err != nil {
-			r.logf("error: %v", err)
-			return 2
-		}
-	}
 	o := newObserver(c)
-	var ids []string
-	if _, ok := waitFor(ctx, 60*time.Second, func(ctx context.Context) bool {
-		ids, err = o.ids(ctx)
-		return err == nil && o.converged(ctx, ids) && o.ready(ctx)
-	}); !ok {
-		r.logf("error: the cluster did not form within 60s (%v); node logs in %s", err, cfg.Out)
+	ids, err := r.formCluster(ctx, c, o)
+	if err != nil {
+		r.logf("error: %v", err)
 		return 2
 	}
-	r.logf("cluster formed: %v", ids)
 	var seeds []string
 	for i := range cfg.Nodes {
 		seeds = append(seeds, c.grpcAddr(i))
@@ -108,16 +85,8 @@ func (r *runner) run(ctx context.Context) int {
 		return 2
 	}
 	defer eng.close()
-	// The engines start once connected: a client's calls fail fast until its
-	// first connection (client.New never blocks), which is no fault's doing.
-	waitFor(ctx, 10*time.Second, func(context.Context) bool { return eng.connected() })
-	lctx, stopLoad := context.WithCancel(ctx)
-	loadDone := make(chan struct{})
-	go func() {
-		eng.run(lctx)
-		close(loadDone)
-	}()
-	defer func() { stopLoad(); <-loadDone }()
+	stopLoad := startLoad(ctx, eng)
+	defer stopLoad()
 
 	warm := cfg.Warm
 	sleepCtx(ctx, warm)
@@ -137,15 +106,76 @@ func (r *runner) run(ctx context.Context) int {
 	r.logf("schedule done; load continues for %v, then stops", warm)
 	sleepCtx(ctx, warm)
 	stopLoad()
-	<-loadDone
 	eng.close()
 	r.logf("load stopped; reading back every acknowledged chunk")
 	ck := &checker{cfg: cfg, c: c, o: o, h: h, n: n, seeds: seeds, log: r.logf, elog: elog, base: base}
-	sum := ck.check(ctx)
-	line := sum.line()
-	fmt.Fprintln(r.log, line)
+	return r.report(ck.check(ctx))
+}
+
+// schedule is the run's schedule of faults (-schedule, or a seeded random
+// one), logged.
+func (r *runner) schedule(topo topology) ([]event, error) {
+	cfg := r.cfg
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6e656d65736973))
+	var events []event
+	var err error
+	if cfg.Schedule != "" {
+		events, err = parseSchedule(cfg.Schedule, cfg.Nodes, rng)
+	} else {
+		events, err = randomSchedule(cfg, rng)
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.logf("run %s: %d nodes on %s, replication %d (and 1), seed %d, %d engines × %d calls/s, %d × %d B per put, deadline %v; no latency injected (no netem); suspicion timeout %v",
+		cfg.Run, cfg.Nodes, topo.subnet, cfg.Replication, cfg.Seed, cfg.Engines, cfg.Rate, cfg.Batch, cfg.ChunkSize, cfg.Deadline, suspicionTimeout(cfg.Nodes))
+	r.logf("schedule (%d events):", len(events))
+	for _, e := range events {
+		r.logf("  %s", e)
+	}
+	return events, nil
+}
+
+// formCluster starts every node and waits (60 s at most) until they form
+// one ready cluster; it returns the members' ids.
+func (r *runner) formCluster(ctx context.Context, c *cluster, o *observer) ([]string, error) {
+	for i := range r.cfg.Nodes {
+		if err := c.start(i); err != nil {
+			return nil, err
+		}
+	}
+	var ids []string
+	var err error
+	if _, ok := waitFor(ctx, 60*time.Second, func(ctx context.Context) bool {
+		ids, err = o.ids(ctx)
+		return err == nil && o.converged(ctx, ids) && o.ready(ctx)
+	}); !ok {
+		return nil, fmt.Errorf("the cluster did not form within 60s (%v); node logs in %s", err, r.cfg.Out)
+	}
+	r.logf("cluster formed: %v", ids)
+	return ids, nil
+}
+
+// startLoad runs the engines' load on a goroutine once they are connected
+// (a client's calls fail fast until its first connection, which is no
+// fault's doing); stop ends it and waits for it, and may be called again.
+func startLoad(ctx context.Context, eng *engines) (stop func()) {
+	waitFor(ctx, 10*time.Second, func(context.Context) bool { return eng.connected() })
+	lctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		eng.run(lctx)
+		close(done)
+	}()
+	return func() { cancel(); <-done }
+}
+
+// report logs the summary, writes it as summary.json and returns the run's
+// exit code: 1 with violations, else 0.
+func (r *runner) report(sum summary) int {
+	fmt.Fprintln(r.log, sum.line())
 	if b, err := json.MarshalIndent(sum, "", "  "); err == nil {
-		os.WriteFile(filepath.Join(cfg.Out, "summary.json"), b, 0o644)
+		os.WriteFile(filepath.Join(r.cfg.Out, "summary.json"), b, 0o644)
 	}
 	if sum.Violations > 0 {
 		for _, v := range sum.Details {

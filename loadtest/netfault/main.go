@@ -193,15 +193,24 @@ func outerMain(ctx context.Context, cfg Config, exe string, exeArgs []string, st
 	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
 		return fail(err)
 	}
+	return runInner(ctx, topo, cfgPath, exe, exeArgs, stdout, stderr)
+}
+
+// runInner runs exe inside the control namespace with the run's config at
+// cfgPath until it ends, or until ctx is cancelled (then it is stopped:
+// SIGTERM, SIGKILL after 20 s). It returns the run's exit status.
+func runInner(ctx context.Context, topo topology, cfgPath, exe string, exeArgs []string, stdout, stderr io.Writer) int {
 	cmd := exec.Command("ip", append([]string{"netns", "exec", topo.ctlNS(), exe}, exeArgs...)...)
 	cmd.Env = append(os.Environ(), innerEnv+"="+cfgPath)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		return fail(err)
+		fmt.Fprintln(stderr, "netfault:", err)
+		return 2
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
+	var err error
 	select {
 	case err = <-done:
 	case <-ctx.Done():
@@ -220,7 +229,8 @@ func outerMain(ctx context.Context, cfg Config, exe string, exeArgs []string, st
 		if errors.As(err, &ee) && ee.ExitCode() > 0 {
 			return ee.ExitCode()
 		}
-		return fail(err)
+		fmt.Fprintln(stderr, "netfault:", err)
+		return 2
 	}
 	return 0
 }

@@ -304,15 +304,29 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 // apply starts fault e, watches it for its duration, and returns with it
 // still in place (heal ends it).
 func (n *nemesis) apply(ctx context.Context, e event) {
-	ip := n.topo.nodeIP
 	start := time.Now()
+	gone, watchers := n.start(ctx, e)
+	fctx, cancel := context.WithDeadline(ctx, start.Add(e.dur))
+	defer cancel()
+	var wg sync.WaitGroup
+	if gone != nil && e.kind != "oneway" {
+		wg.Go(func() { n.watchGone(ctx, fctx, e, gone, watchers) })
+	}
+	if e.kind == "loss" {
+		wg.Go(func() { n.watchLoss(fctx, e) })
+	}
+	<-fctx.Done()
+	wg.Wait()
+}
+
+// start puts fault e in place and returns the nodes the others should drop
+// from their ring (gone) and who should drop them (watchers).
+func (n *nemesis) start(ctx context.Context, e event) (gone, watchers []int) {
+	ip := n.topo.nodeIP
 	var rules []string
 	cut := func(a, b int) {
 		rules = append(rules, fmt.Sprintf("ip saddr %s ip daddr %s counter drop", ip(a), ip(b)))
 	}
-	// gone: nodes the others should drop from their ring, watched: who should drop them.
-	var gone []int
-	var watchers []int
 	switch e.kind {
 	case "halves", "isolate", "minority":
 		for _, a := range e.sides[0] {
@@ -334,20 +348,8 @@ func (n *nemesis) apply(ctx context.Context, e event) {
 		gone = e.sides[0]
 	case "loss":
 		rules = append(rules, fmt.Sprintf("ip saddr %s numgen random mod 1000 < %d counter drop", n.topo.subnet, e.param*10))
-	case "bandwidth":
-		if err := n.topo.setRate(ctx, e.node, int64(e.param)*1_000_000); err != nil {
-			n.logf("error: %v", err)
-		}
-	case "pause":
-		if err := n.c.pause(e.node); err != nil {
-			n.logf("error: %v", err)
-		}
-		gone = []int{e.node}
-	case "kill":
-		if err := n.c.kill(e.node); err != nil {
-			n.logf("error: %v", err)
-		}
-		gone = []int{e.node}
+	case "bandwidth", "pause", "kill":
+		gone = n.startNodeFault(ctx, e)
 	}
 	if len(rules) > 0 {
 		if err := n.topo.setRules(ctx, rules); err != nil {
@@ -361,45 +363,60 @@ func (n *nemesis) apply(ctx context.Context, e event) {
 			}
 		}
 	}
-	fctx, cancel := context.WithDeadline(ctx, start.Add(e.dur))
-	defer cancel()
-	var wg sync.WaitGroup
-	if gone != nil && e.kind != "oneway" {
-		// The time until the others take the lost nodes off their ring, after
-		// which writes go to substitutes.
-		wg.Go(func() {
-			var goneIDs []string
-			for _, g := range gone {
-				goneIDs = append(goneIDs, n.ids[g])
-			}
-			d, ok := waitFor(fctx, e.dur, func(ctx context.Context) bool { return n.o.dropped(ctx, watchers, goneIDs) })
-			if ctx.Err() != nil {
-				return // interrupted: no measure
-			}
-			n.note(measure{what: fmt.Sprintf("%s: %s off the others' ring", e.kind, sidesString([][]int{gone})), d: d, ok: ok})
-			if bound := n.detectBound(); bound >= 0 && e.dur > bound && (!ok || d > bound) {
-				n.violate("%s: %s were not off the others' ring within %v (%.1fs)", e, sidesString([][]int{gone}), bound, d.Seconds())
-			}
-		})
+	return gone, watchers
+}
+
+// startNodeFault starts a fault of one node (a bandwidth cap, a pause, a
+// kill) and returns the nodes the others should drop (the paused or killed
+// one).
+func (n *nemesis) startNodeFault(ctx context.Context, e event) (gone []int) {
+	var err error
+	switch e.kind {
+	case "bandwidth":
+		err = n.topo.setRate(ctx, e.node, int64(e.param)*1_000_000)
+	case "pause":
+		err, gone = n.c.pause(e.node), []int{e.node}
+	case "kill":
+		err, gone = n.c.kill(e.node), []int{e.node}
 	}
-	if e.kind == "loss" {
-		// No node may be declared dead for random loss alone.
-		wg.Go(func() {
-			all := make([]int, n.cfg.Nodes)
-			for j := range all {
-				all[j] = j
-			}
-			d, dead := waitFor(fctx, e.dur, func(ctx context.Context) bool { return n.o.anyDead(ctx, all, n.ids) })
-			if dead {
-				n.logf("a node was declared dead %.1fs into %s", d.Seconds(), e)
-				n.mu.Lock()
-				n.measures = append(n.measures, measure{what: "dead under loss", d: d, ok: false})
-				n.mu.Unlock()
-			}
-		})
+	if err != nil {
+		n.logf("error: %v", err)
 	}
-	<-fctx.Done()
-	wg.Wait()
+	return gone
+}
+
+// watchGone measures the time until the watchers take the gone nodes off
+// their ring, after which writes go to substitutes, and flags it past the
+// detection bound. fctx ends with the fault; ctx is the run's.
+func (n *nemesis) watchGone(ctx, fctx context.Context, e event, gone, watchers []int) {
+	var goneIDs []string
+	for _, g := range gone {
+		goneIDs = append(goneIDs, n.ids[g])
+	}
+	d, ok := waitFor(fctx, e.dur, func(ctx context.Context) bool { return n.o.dropped(ctx, watchers, goneIDs) })
+	if ctx.Err() != nil {
+		return // interrupted: no measure
+	}
+	n.note(measure{what: fmt.Sprintf("%s: %s off the others' ring", e.kind, sidesString([][]int{gone})), d: d, ok: ok})
+	if bound := n.detectBound(); bound >= 0 && e.dur > bound && (!ok || d > bound) {
+		n.violate("%s: %s were not off the others' ring within %v (%.1fs)", e, sidesString([][]int{gone}), bound, d.Seconds())
+	}
+}
+
+// watchLoss notes any node declared dead during random loss: no node may
+// be declared dead for random loss alone.
+func (n *nemesis) watchLoss(fctx context.Context, e event) {
+	all := make([]int, n.cfg.Nodes)
+	for j := range all {
+		all[j] = j
+	}
+	d, dead := waitFor(fctx, e.dur, func(ctx context.Context) bool { return n.o.anyDead(ctx, all, n.ids) })
+	if dead {
+		n.logf("a node was declared dead %.1fs into %s", d.Seconds(), e)
+		n.mu.Lock()
+		n.measures = append(n.measures, measure{what: "dead under loss", d: d, ok: false})
+		n.mu.Unlock()
+	}
 }
 
 // heal ends fault e: rules flushed, caps removed, a paused node continued, a

@@ -99,37 +99,10 @@ func run(args []string) error {
 		return fmt.Errorf("no scheme matches -schemes %v", o.schemes)
 	}
 
-	var workloads []*placement.Workload
-	if o.mooncake != "" {
-		w, err := placement.MooncakeFile("mooncake", o.mooncake, cfg, placement.DefaultNamespace)
-		if err != nil {
-			return err
-		}
-		workloads = append(workloads, w)
+	workloads, err := loadWorkloads(o, cfg)
+	if err != nil {
+		return err
 	}
-	if o.aibrix != "" {
-		w, err := placement.TextPromptsFile("aibrix", o.aibrix, cfg, placement.DefaultNamespace)
-		if err != nil {
-			return err
-		}
-		workloads = append(workloads, w)
-	}
-	if o.synthetic {
-		reqs, err := loadtest.Synthetic(loadtest.SyntheticConfig{Seed: int64(o.seed)})
-		if err != nil {
-			return err
-		}
-		w, err := placement.FromMooncake("synthetic", reqs, cfg, placement.DefaultNamespace)
-		if err != nil {
-			return err
-		}
-		workloads = append(workloads, w)
-	}
-	for _, w := range workloads {
-		fmt.Fprintf(os.Stderr, "workload %s: %d requests, %d chunk references, %d chunk ids\n",
-			w.Name, len(w.Prompts), w.References(), len(w.Parts))
-	}
-
 	topologies := make([]*placement.Topology, len(o.nodes))
 	if err := parallel(len(o.nodes), o.parallel, func(i int) error {
 		t, err := placement.NewTopology(o.nodes[i], o.joins, cfg)
@@ -172,6 +145,42 @@ func run(args []string) error {
 	}
 	fmt.Fprintf(os.Stderr, "done in %v\n", time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// loadWorkloads reads the workloads the options name: the Mooncake trace,
+// the AIBrix prompts and the synthetic workload, each placed with cfg.
+func loadWorkloads(o options, cfg ring.Config) ([]*placement.Workload, error) {
+	var workloads []*placement.Workload
+	if o.mooncake != "" {
+		w, err := placement.MooncakeFile("mooncake", o.mooncake, cfg, placement.DefaultNamespace)
+		if err != nil {
+			return nil, err
+		}
+		workloads = append(workloads, w)
+	}
+	if o.aibrix != "" {
+		w, err := placement.TextPromptsFile("aibrix", o.aibrix, cfg, placement.DefaultNamespace)
+		if err != nil {
+			return nil, err
+		}
+		workloads = append(workloads, w)
+	}
+	if o.synthetic {
+		reqs, err := loadtest.Synthetic(loadtest.SyntheticConfig{Seed: int64(o.seed)})
+		if err != nil {
+			return nil, err
+		}
+		w, err := placement.FromMooncake("synthetic", reqs, cfg, placement.DefaultNamespace)
+		if err != nil {
+			return nil, err
+		}
+		workloads = append(workloads, w)
+	}
+	for _, w := range workloads {
+		fmt.Fprintf(os.Stderr, "workload %s: %d requests, %d chunk references, %d chunk ids\n",
+			w.Name, len(w.Prompts), w.References(), len(w.Parts))
+	}
+	return workloads, nil
 }
 
 // buildTime is the best of five ring.New calls over n members with cfg, the work a node and an SDK do on a
