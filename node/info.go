@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kvring/kvring/internal/buildinfo"
 	"github.com/kvring/kvring/internal/nsschema"
 	"github.com/kvring/kvring/node/internal/namespace"
 	"github.com/kvring/kvring/node/membership"
@@ -24,6 +25,9 @@ type ClusterInfo struct {
 	// Epoch is the epoch of the answering node's ring; epochs are local to a
 	// node (compare members, not epochs, across nodes).
 	Epoch uint64 `json:"epoch"`
+	// Build is the answering node's version, commit and commit time (as GET
+	// /v1/version).
+	Build buildinfo.Info `json:"build"`
 	// Members are sorted by ID: alive members and members that died or left
 	// in the last 10 minutes.
 	Members []ClusterMember `json:"members"`
@@ -50,6 +54,11 @@ type ClusterMember struct {
 	// Since is when the answering node last saw the member join, change or
 	// leave.
 	Since time.Time `json:"since"`
+	// Version and Commit are the member's build, as it gossips them
+	// (Commit: 12 hex digits, "" unknown). A member of a build before
+	// v0.4.0 gossips neither: Version is "".
+	Version string `json:"version"`
+	Commit  string `json:"commit,omitempty"`
 }
 
 // RingInfo describes the answering node's ring (GET /v1/ring).
@@ -178,11 +187,12 @@ func (n *Node) Cluster() (info ClusterInfo, ok bool) {
 		owns[m.ID] = true
 	}
 	self := p.store.NodeID()
-	info = ClusterInfo{NodeID: self, Epoch: r.Epoch(), Members: []ClusterMember{}}
+	info = ClusterInfo{NodeID: self, Epoch: r.Epoch(), Build: n.cfg.Build, Members: []ClusterMember{}}
 	for _, m := range p.member.Members() {
 		info.Members = append(info.Members, ClusterMember{
 			ID: m.ID, State: m.State.String(), Liveness: m.Liveness.String(), RingMember: owns[m.ID], Forgotten: m.Forgotten, Self: m.ID == self,
 			GRPCAddr: m.GRPCAddr, AdminAddr: m.AdminAddr, GossipAddr: m.GossipAddr, BootTime: m.BootTime, Since: m.Since,
+			Version: m.Build.Version, Commit: m.Build.Commit,
 		})
 	}
 	return info, true

@@ -62,6 +62,10 @@ type Config struct {
 	// RESPAddr is the Redis-protocol address, gossiped so that every node
 	// can send Redis Cluster clients to the owners. Default "": off.
 	RESPAddr string
+	// Build is this node's version and commit, gossiped so that every member
+	// can show which build each runs, and named when a peer is refused.
+	// Default: none (members show "before v0.4.0"); the node sets it.
+	Build Build
 	// Timing holds memberlist's failure-detection and gossip timings. Default DefaultGossipTiming().
 	Timing GossipTiming
 	// Keys encrypt and authenticate gossip (memberlist's keyring, AES-GCM): each 16, 24 or 32 bytes; the
@@ -265,7 +269,7 @@ func (c *Config) validate() error {
 	if c.NodeID != "" {
 		// State and boot time have a fixed size, so if this fits, every later state does.
 		m := nodeMeta{NodeID: c.NodeID, GRPCAddr: c.GRPCAddr, AdminAddr: c.AdminAddr, State: Joining,
-			Fingerprint: c.Ring.Fingerprint(), RESPAddr: c.RESPAddr}
+			Fingerprint: c.Ring.Fingerprint(), RESPAddr: c.RESPAddr, Build: c.Build}
 		if _, err := m.encode(); err != nil {
 			errs = append(errs, err)
 		}

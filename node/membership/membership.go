@@ -83,7 +83,8 @@ func New(cfg Config) (*Membership, error) {
 	// partition (its catalog from before a restart): readers ask it about all.
 	unknown := moves.Unknown()
 	if err := m.meta.set(nodeMeta{NodeID: cfg.NodeID, GRPCAddr: cfg.GRPCAddr, AdminAddr: cfg.AdminAddr,
-		State: Joining, Fingerprint: cfg.Ring.Fingerprint(), RESPAddr: cfg.RESPAddr, Moves: &unknown}); err != nil {
+		State: Joining, Fingerprint: cfg.Ring.Fingerprint(), RESPAddr: cfg.RESPAddr, Moves: &unknown,
+		Build: cfg.Build}); err != nil {
 		return nil, fmt.Errorf("invalid membership configuration: %w", err)
 	}
 	return m, nil

@@ -62,6 +62,9 @@ type Member struct {
 	GossipAddr string         // host:port of its gossip
 	Liveness   Liveness
 	Since      time.Time // when this node last saw it join, change or leave
+	// Build is the member's version and commit, from its metadata (zero: a
+	// build before v0.4.0, which gossips none).
+	Build Build
 	// Forgotten: an operator removed it from this node's ring
 	// (Membership.Forget); it owns nothing here until it joins again.
 	Forgotten bool
@@ -375,10 +378,10 @@ func (rs *ringState) apply(ev memberEvent, now time.Time) (ended bool) {
 	m := &Member{
 		ID: ev.name, GRPCAddr: meta.GRPCAddr, AdminAddr: meta.AdminAddr, RESPAddr: meta.RESPAddr, State: meta.State,
 		HandingOff: meta.HandingOff, BootTime: meta.BootTime, GossipAddr: ev.gossipAddr, Liveness: Alive, Since: now,
-		Moves: meta.Moves,
+		Moves: meta.Moves, Build: meta.Build,
 	}
 	attrs := []any{"member", m.ID, "grpc", m.GRPCAddr, "admin", m.AdminAddr, "gossip", m.GossipAddr,
-		"state", m.State}
+		"state", m.State, "build", m.Build.String()}
 	if m.ID == rs.self {
 		attrs = append(attrs, "self", true)
 	}
