@@ -48,6 +48,18 @@ func buildInfoGauge(b buildinfo.Info) prometheus.Collector {
 	return g
 }
 
+// activeVersionGauges are kvring_active_version{part}: the version of each
+// versioned part this node uses now (the highest every member supports).
+func activeVersionGauges(active func() membership.ActiveVersions) []prometheus.Collector {
+	g := func(part string, v func(membership.ActiveVersions) int) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kvring_active_version",
+			Help:        "Version of each versioned part (placement, wire) this node uses: the highest every member supports.",
+			ConstLabels: prometheus.Labels{"part": part}}, func() float64 { return float64(v(active())) })
+	}
+	return []prometheus.Collector{g("placement", func(a membership.ActiveVersions) int { return a.Placement }),
+		g("wire", func(a membership.ActiveVersions) int { return a.Wire })}
+}
+
 // registerAll registers cs with r and returns an undo that unregisters
 // them. On error nothing stays registered.
 func registerAll(r prometheus.Registerer, cs ...prometheus.Collector) (func(), error) {

@@ -241,6 +241,7 @@ func (n *Node) wire(p *nodeParts, mcfg membership.Config) (err error) {
 		Log: n.cfg.Logger.With("component", "handoff")})
 	p.svc.placed.f = p.mover.Placed
 	cs := append(nodeCollectors(p.svc, p.store, p.member.Members, p.member.Ring), buildInfoGauge(n.cfg.Build))
+	cs = append(cs, activeVersionGauges(p.member.Active)...)
 	p.unmetrics, err = registerAll(n.cfg.Registerer, append(cs,
 		slices.Concat(p.mover.Collectors(), spreadCollectors(p.svc), diskCollectors(p), p.guard.Collectors(),
 			movesCollectors(p.member, p.mover, mcfg.Ring.PartitionCount))...)...)

@@ -78,6 +78,14 @@ var (
 //	            "may hold any partition", when there is no room or no summary), so the build can be found.
 //	then        the build: its version and its commit (at most 12 hex digits), each a uvarint length and
 //	            the bytes, each cut to metaMaxBuild bytes; absent before v0.4.0.
+//	then        the ring settings fingerprint (ring.Config.SettingsFingerprint: the operator's settings
+//	            without the placement version), a uvarint length and the bytes, then the supported
+//	            versions as four uvarints: placement min, max, wire min, max; absent before v0.4.0 (such
+//	            a node supports placement 2 and wire 1, and its fingerprint field is the full
+//	            ring.Config.Fingerprint at placement 2, which is what it compares).
+//	            From v0.4.0 on the fingerprint field above is the full fingerprint at the lowest
+//	            placement version the node supports, for builds before v0.4.0 to compare; nodes of
+//	            v0.4.0 on compare the settings fingerprint and the version ranges instead.
 //	then        nothing yet. A decoder ignores bytes after the fields it knows, so later revisions may
 //	            append fields without a version bump; the version changes only when a field is removed or
 //	            its meaning changes (decoders refuse versions they do not know).
@@ -90,7 +98,7 @@ type nodeMeta struct {
 	AdminAddr   string
 	State       State
 	BootTime    time.Time // millisecond precision on the wire
-	Fingerprint string    // ring.Config.Fingerprint of the node's ring settings
+	Fingerprint string    // ring.Config.Fingerprint of the node's ring settings at its lowest placement version
 	HandingOff  bool      // the node is moving chunks to their owners (flags bit 0)
 	RESPAddr    string    // the Redis-protocol address ("": off), after the flags
 	// Moves is the hand-off summary, after the Redis-protocol address (nil:
@@ -99,6 +107,11 @@ type nodeMeta struct {
 	// Build is the node's version and commit, after the summary (zero: a
 	// build before v0.4.0).
 	Build Build
+	// Settings is ring.Config.SettingsFingerprint, and Versions the
+	// versions the node supports, after the build (nil: a build before
+	// v0.4.0, or one that gossips a build alone).
+	Settings string
+	Versions *Versions
 }
 
 // metaMaxBuild caps each of the build's strings in the metadata.
@@ -141,13 +154,20 @@ func (m nodeMeta) encode() ([]byte, error) {
 	}
 	build := m.Build.wire()
 	tail := appendString(appendString(nil, build.Version), build.Commit)
+	if m.Versions != nil {
+		v := m.Versions
+		tail = appendString(tail, m.Settings)
+		for _, x := range [...]int{v.Placement.Min, v.Placement.Max, v.Wire.Min, v.Wire.Max} {
+			tail = binary.AppendUvarint(tail, uint64(max(x, 0)))
+		}
+	}
 	size := 11 // version, state, boot time, flags
 	for _, s := range [...]string{m.NodeID, m.GRPCAddr, m.AdminAddr, m.Fingerprint, m.RESPAddr} {
 		size += uvarintLen(uint64(len(s))) + len(s)
 	}
 	// Without a summary and a build (tests of earlier releases' metadata) the encoding ends after the
 	// Redis-protocol address, as before v0.4.0.
-	withTail := m.Moves != nil || m.Build != (Build{})
+	withTail := m.Moves != nil || m.Build != (Build{}) || m.Versions != nil
 	if withTail {
 		size += metaSummaryMin + len(tail)
 	}
@@ -266,10 +286,30 @@ func decodeMeta(b []byte) (nodeMeta, error) {
 			return nodeMeta{}, fmt.Errorf("cannot decode node meta: the build is truncated: %w", errMetaInvalid)
 		}
 	}
+	if len(rest) > 0 { // absent before v0.4.0
+		var err error
+		if m.Settings, m.Versions, err = decodeVersions(rest); err != nil {
+			return nodeMeta{}, err
+		}
+	}
 	if m.NodeID == "" {
 		return nodeMeta{}, fmt.Errorf("cannot decode node meta: empty node id: %w", errMetaInvalid)
 	}
 	return m, nil
+}
+
+// decodeVersions reads the settings fingerprint and the four version bounds.
+func decodeVersions(b []byte) (string, *Versions, error) {
+	settings, rest, ok := readString(b)
+	var xs [4]int
+	for i := range xs {
+		x, k := binary.Uvarint(rest)
+		if !ok || k <= 0 || x > 1<<16 {
+			return "", nil, fmt.Errorf("cannot decode node meta: the supported versions are truncated: %w", errMetaInvalid)
+		}
+		xs[i], rest = int(x), rest[k:]
+	}
+	return settings, &Versions{Placement: Range{xs[0], xs[1]}, Wire: Range{xs[2], xs[3]}}, nil
 }
 
 // uvarintLen is the length of x encoded as a uvarint.

@@ -164,7 +164,10 @@ func TestMembershipMetaRejectsMalformed(t *testing.T) {
 
 func TestMembershipMetaIgnoresAppendedFields(t *testing.T) {
 	t.Parallel()
-	b, err := sampleNodeMeta().encode()
+	sample := sampleNodeMeta()
+	v := RehearsalVersions()
+	sample.Build, sample.Settings, sample.Versions = Build{Version: "v0.4.0"}, "0123456789abcdef", &v
+	b, err := sample.encode()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +175,7 @@ func TestMembershipMetaIgnoresAppendedFields(t *testing.T) {
 	if err != nil {
 		t.Fatalf("decode with a field appended by a later revision: %v", err)
 	}
-	if !nodeMetaEqual(got, sampleNodeMeta()) {
+	if !nodeMetaEqual(got, sample) {
 		t.Fatalf("got %+v", got)
 	}
 }
@@ -222,9 +225,12 @@ func TestMembershipMetaRandomRoundTrip(t *testing.T) {
 		}
 		if rng.IntN(2) == 0 {
 			m.Build = Build{} // an earlier release's layout
+		} else if rng.IntN(2) == 0 {
+			v := Versions{Placement: Range{rng.IntN(5), rng.IntN(5)}, Wire: Range{rng.IntN(5), rng.IntN(5)}}
+			m.Settings, m.Versions = str(16), &v
 		}
 		want := m
-		if m.Build != (Build{}) {
+		if m.Build != (Build{}) || m.Versions != nil {
 			unknown := moves.Unknown() // a build is gossiped after a summary: "may hold any partition"
 			want.Moves = &unknown
 		}
@@ -281,7 +287,8 @@ func FuzzMembershipMetaDecode(f *testing.F) {
 func nodeMetaEqual(a, b nodeMeta) bool {
 	return a.NodeID == b.NodeID && a.GRPCAddr == b.GRPCAddr && a.AdminAddr == b.AdminAddr &&
 		a.State == b.State && a.BootTime.UnixMilli() == b.BootTime.UnixMilli() && a.Fingerprint == b.Fingerprint &&
-		a.HandingOff == b.HandingOff && a.RESPAddr == b.RESPAddr && sameMoves(a.Moves, b.Moves) && a.Build == b.Build
+		a.HandingOff == b.HandingOff && a.RESPAddr == b.RESPAddr && sameMoves(a.Moves, b.Moves) && a.Build == b.Build &&
+		a.Settings == b.Settings && (a.Versions == nil) == (b.Versions == nil) && (a.Versions == nil || *a.Versions == *b.Versions)
 }
 
 // TestMembershipMetaCarriesTheBuild: the version and commit round-trip
