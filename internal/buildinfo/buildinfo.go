@@ -15,8 +15,11 @@ import (
 // Release is the version of this tree when a build is not given one with
 // -ldflags: the release the tree is, or, with a "-dev" suffix, the release
 // it leads to. RELEASES, at the root of the repository, records the commit
-// of each release; TestReleaseFollowsRecord keeps the two in step.
-const Release = "v0.4.0"
+// of each release; TestReleaseFollowsRecord keeps the two in step (Release
+// is past every recorded release). Making a release: set Release to it,
+// commit, then record that commit in RELEASES and set Release to the next
+// version's -dev in the following commit.
+const Release = "v0.5.0-dev"
 
 // Info describes one build. The zero Info is an unknown build.
 type Info struct {

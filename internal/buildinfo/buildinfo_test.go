@@ -1,7 +1,10 @@
 package buildinfo
 
 import (
+	"os"
+	"regexp"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -71,4 +74,52 @@ func TestReadInATestBinary(t *testing.T) {
 	if !strings.HasPrefix(info.Version, Release) {
 		t.Fatalf("version %q does not start with Release %q", info.Version, Release)
 	}
+}
+
+// TestReleaseFollowsRecord: every line of RELEASES is a version and a full
+// commit, the versions rise, and Release is past the last of them (the tree
+// after a release is the next version's -dev), so a build between releases
+// never claims to be one.
+func TestReleaseFollowsRecord(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("../../RELEASES")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last string
+	for line := range strings.Lines(string(b)) {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) != 2 || !releaseRE.MatchString(f[0]) || !commitRE.MatchString(f[1]) {
+			t.Fatalf("RELEASES line %q is not `vX.Y.Z <40 hex digits>`", line)
+		}
+		if last != "" && !older(last, f[0]) {
+			t.Fatalf("RELEASES: %s follows %s", f[0], last)
+		}
+		last = f[0]
+	}
+	if last != "" && !older(last, strings.TrimSuffix(Release, "-dev")) {
+		t.Fatalf("Release %q is not past the last recorded release %s: a build of the tree would claim to be it", Release, last)
+	}
+}
+
+var (
+	releaseRE = regexp.MustCompile(`^v\d+\.\d+\.\d+$`)
+	commitRE  = regexp.MustCompile(`^[0-9a-f]{40}$`)
+)
+
+// older reports whether version a (vX.Y.Z) comes before b.
+func older(a, b string) bool {
+	pa, pb := strings.Split(a[1:], "."), strings.Split(b[1:], ".")
+	for i := range min(len(pa), len(pb)) {
+		x, _ := strconv.Atoi(pa[i])
+		y, _ := strconv.Atoi(pb[i])
+		if x != y {
+			return x < y
+		}
+	}
+	return len(pa) < len(pb)
 }
