@@ -56,8 +56,17 @@ test-python-short:
 # race is the same as test: the suite always runs under the race detector.
 race: test
 
+# build stamps the binary with the commit from git (the Go toolchain does not
+# in a git worktree, nor under GOFLAGS=-buildvcs=false); VERSION, when set,
+# replaces the version of the tree (internal/buildinfo.Release):
+# make build VERSION=v0.4.0.
+VERSION ?=
+GIT_COMMIT = $(shell git rev-parse HEAD 2>/dev/null)
+GIT_TIME = $(shell TZ=UTC git show -s --date=iso-strict-local --format=%cd HEAD 2>/dev/null)
+GIT_MODIFIED = $(shell test -z "$$(git status --porcelain 2>/dev/null)" && echo false || echo true)
+LDFLAGS = -X main.version=$(VERSION) -X main.commit=$(GIT_COMMIT) -X main.commitTime=$(GIT_TIME) -X main.modified=$(GIT_MODIFIED)
 build:
-	$(GO) build -o kvring ./cmd/kvring
+	$(GO) build -ldflags "$(LDFLAGS)" -o kvring ./cmd/kvring
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

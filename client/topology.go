@@ -218,7 +218,16 @@ func (r *router) build(resp *kvringv1.TopologyResponse, cc *grpc.ClientConn) (t 
 	}
 	s := resp.GetRing()
 	cfg := ring.Config{PartitionCount: int(s.GetPartitionCount()), ReplicationFactor: int(s.GetReplicationFactor()),
-		Load: s.GetLoad(), VirtualNodes: int(s.GetVirtualNodes()), Hasher: s.GetHasher()}
+		Load: s.GetLoad(), VirtualNodes: int(s.GetVirtualNodes()), Hasher: s.GetHasher(), Placement: ring.PlacementV2}
+	// The answer does not name the placement version the cluster agreed on: the fingerprint tells it.
+	for v := ring.MinPlacement; v <= ring.MaxPlacement; v++ {
+		c := cfg
+		c.Placement = v
+		if c.Fingerprint() == s.GetFingerprint() {
+			cfg = c
+			break
+		}
+	}
 	if fp := cfg.Fingerprint(); fp != s.GetFingerprint() {
 		return t, fmt.Sprintf("node %s places keys differently (ring fingerprint %q, this client computes %q): upgrade the client",
 			cc.Target(), s.GetFingerprint(), fp)

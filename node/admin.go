@@ -41,6 +41,9 @@ func (n *Node) adminHandler() http.Handler {
 		}
 		writeJSON(w, http.StatusOK, info)
 	})
+	mux.HandleFunc("GET /v1/version", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, n.cfg.Build)
+	})
 	mux.HandleFunc("GET /v1/handoff", func(w http.ResponseWriter, r *http.Request) {
 		st, ok := n.Handoff()
 		if !ok {

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/kvring/kvring/internal/buildinfo"
 	"github.com/kvring/kvring/node/internal/coord"
 	"github.com/kvring/kvring/node/internal/handoff"
 	"github.com/kvring/kvring/node/internal/localsock"
@@ -205,6 +206,13 @@ type Config struct {
 	// defaults are disk.Config's). Off while Disk.Dir is empty. The node
 	// opens it before the store and closes it after (disk.go).
 	Disk disk.Config
+	// Build is this node's version, commit and commit time: gossiped to the
+	// other members (Membership.Build, unless set), served by the admin API
+	// (GET /v1/version, /v1/cluster), INFO server on the Redis-protocol port
+	// and the kvring_build_info metric. Default: this binary's, as
+	// buildinfo.Read finds it without a stamp (the serve command passes the
+	// stamp the linker set).
+	Build buildinfo.Info
 	// Logger receives the node's logs. Default slog.Default().
 	Logger *slog.Logger
 	// Registerer receives the node's Prometheus metrics (names prefixed
@@ -301,6 +309,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.Now == nil {
 		c.Now = def.Now
+	}
+	if c.Build.Version == "" {
+		c.Build = buildinfo.Read(buildinfo.Stamp{})
+	}
+	if c.Membership.Build == (membership.Build{}) {
+		c.Membership.Build = membership.Build{Version: c.Build.Version, Commit: c.Build.Commit}
 	}
 	if c.Store.Now == nil {
 		c.Store.Now = c.Now

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kvring/kvring/internal/buildinfo"
 	"github.com/kvring/kvring/internal/nsschema"
 	"github.com/kvring/kvring/node/internal/namespace"
 	"github.com/kvring/kvring/node/membership"
@@ -24,6 +25,12 @@ type ClusterInfo struct {
 	// Epoch is the epoch of the answering node's ring; epochs are local to a
 	// node (compare members, not epochs, across nodes).
 	Epoch uint64 `json:"epoch"`
+	// Build is the answering node's version, commit and commit time (as GET
+	// /v1/version).
+	Build buildinfo.Info `json:"build"`
+	// Active are the versions the answering node uses: for each part, the
+	// highest version every member supports.
+	Active membership.ActiveVersions `json:"active_versions"`
 	// Members are sorted by ID: alive members and members that died or left
 	// in the last 10 minutes.
 	Members []ClusterMember `json:"members"`
@@ -50,6 +57,14 @@ type ClusterMember struct {
 	// Since is when the answering node last saw the member join, change or
 	// leave.
 	Since time.Time `json:"since"`
+	// Version and Commit are the member's build, as it gossips them
+	// (Commit: 12 hex digits, "" unknown). A member of a build before
+	// v0.4.0 gossips neither: Version is "".
+	Version string `json:"version"`
+	Commit  string `json:"commit,omitempty"`
+	// Versions are the versions of each versioned part (placement, wire)
+	// the member supports.
+	Versions membership.Versions `json:"versions"`
 }
 
 // RingInfo describes the answering node's ring (GET /v1/ring).
@@ -62,7 +77,10 @@ type RingInfo struct {
 	// MaxLoad is the load bound: the most partitions one member may be
 	// primary for (0 with no members).
 	MaxLoad     int    `json:"max_load"`
-	Fingerprint string `json:"fingerprint"` // of the ring settings; equal on every node of a cluster
+	Fingerprint string `json:"fingerprint"` // of the ring settings and placement version; equal on every node of a settled cluster
+	// Placement is the placement algorithm's version the ring was built
+	// with: the highest every member supports.
+	Placement int `json:"placement_version"`
 	// Unsettled: the ring changed, or this node started, less than the
 	// settle window (--settle-window) ago, so this node's lookups and gets
 	// also ask members that do not own a chunk.
@@ -178,11 +196,12 @@ func (n *Node) Cluster() (info ClusterInfo, ok bool) {
 		owns[m.ID] = true
 	}
 	self := p.store.NodeID()
-	info = ClusterInfo{NodeID: self, Epoch: r.Epoch(), Members: []ClusterMember{}}
+	info = ClusterInfo{NodeID: self, Epoch: r.Epoch(), Build: n.cfg.Build, Active: p.member.Active(), Members: []ClusterMember{}}
 	for _, m := range p.member.Members() {
 		info.Members = append(info.Members, ClusterMember{
 			ID: m.ID, State: m.State.String(), Liveness: m.Liveness.String(), RingMember: owns[m.ID], Forgotten: m.Forgotten, Self: m.ID == self,
 			GRPCAddr: m.GRPCAddr, AdminAddr: m.AdminAddr, GossipAddr: m.GossipAddr, BootTime: m.BootTime, Since: m.Since,
+			Version: m.Build.Version, Commit: m.Build.Commit, Versions: m.Versions,
 		})
 	}
 	return info, true
@@ -200,7 +219,7 @@ func (n *Node) RingInfo() (info RingInfo, ok bool) {
 	info = RingInfo{
 		NodeID: p.store.NodeID(), Epoch: r.Epoch(), PartitionCount: cfg.PartitionCount,
 		ReplicationFactor: cfg.ReplicationFactor, LoadFactor: cfg.Load, MaxLoad: r.MaxLoad(),
-		Fingerprint: cfg.Fingerprint(), Unsettled: p.member.Unsettled(), Members: []RingMember{},
+		Fingerprint: cfg.Fingerprint(), Placement: cfg.PlacementVersion(), Unsettled: p.member.Unsettled(), Members: []RingMember{},
 	}
 	load := r.LoadDistribution()
 	for _, m := range r.Members() {

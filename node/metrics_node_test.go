@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kvring/kvring/internal/buildinfo"
 	"github.com/kvring/kvring/internal/testutil"
 	"github.com/kvring/kvring/node/membership"
 	"github.com/kvring/kvring/store"
@@ -60,10 +61,12 @@ func httpGet(t *testing.T, url string) (int, string) {
 
 // TestNodeServesMetricsOnTheAdminPort: GET /metrics on a started node serves
 // its own registry: store accounting, this node as an active alive member,
-// the ring epoch, and the Go runtime.
+// the ring epoch, the build and the Go runtime.
 func TestNodeServesMetricsOnTheAdminPort(t *testing.T) {
 	t.Parallel()
-	n := startNode(t, testNodeConfig(t))
+	cfg := testNodeConfig(t)
+	cfg.Build = buildinfo.Info{Version: "v0.4.0", Commit: "0123456789abcdef0123456789abcdef01234567", GoVersion: "go1.26.0"}
+	n := startNode(t, cfg)
 	url := "http://" + n.AdminAddr() + "/metrics"
 	var body string
 	waitFor(t, "/metrics to show this node as an active member", func() bool {
@@ -81,6 +84,7 @@ func TestNodeServesMetricsOnTheAdminPort(t *testing.T) {
 		`kvring_put_chunks_total{result="stored"} 0`,
 		`kvring_request_duration_seconds_bucket{op="get",le="5e-05"} 0`,
 		"go_goroutines ",
+		`kvring_build_info{commit="0123456789abcdef0123456789abcdef01234567",commit_time="",goversion="go1.26.0",modified="false",version="v0.4.0"} 1`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)

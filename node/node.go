@@ -240,7 +240,9 @@ func (n *Node) wire(p *nodeParts, mcfg membership.Config) (err error) {
 		Retry: n.cfg.HandoffRetry, Sweep: n.cfg.HandoffSweep, Batch: min(n.cfg.MaxBatchChunks, 1024),
 		Log: n.cfg.Logger.With("component", "handoff")})
 	p.svc.placed.f = p.mover.Placed
-	p.unmetrics, err = registerAll(n.cfg.Registerer, append(nodeCollectors(p.svc, p.store, p.member.Members, p.member.Ring),
+	cs := append(nodeCollectors(p.svc, p.store, p.member.Members, p.member.Ring), buildInfoGauge(n.cfg.Build))
+	cs = append(cs, activeVersionGauges(p.member.Active)...)
+	p.unmetrics, err = registerAll(n.cfg.Registerer, append(cs,
 		slices.Concat(p.mover.Collectors(), spreadCollectors(p.svc), diskCollectors(p), p.guard.Collectors(),
 			movesCollectors(p.member, p.mover, mcfg.Ring.PartitionCount))...)...)
 	return err

@@ -51,7 +51,7 @@ func (n *Node) openRESP(p *nodeParts) error {
 	srv, err := resp.New(resp.Config{Store: p.store, Cluster: newRESPCluster(n, p), KeyMap: rc.KeyMap,
 		ClusterMode: rc.ClusterMode, TLS: p.sec.serverTLS, NodeID: p.store.NodeID(), MaxConns: rc.MaxConns,
 		IdleTimeout: rc.IdleTimeout, CommandTimeout: rc.CommandTimeout, MaxClientMemory: rc.MaxClientMemory,
-		MaxValueBytes: p.store.MaxStagedBytes(), ExistsLease: rc.ExistsLease,
+		MaxValueBytes: p.store.MaxStagedBytes(), ExistsLease: rc.ExistsLease, Build: n.cfg.Build,
 		Logger: n.log.With("component", "resp")}, p.respLis)
 	if err != nil {
 		return fmt.Errorf("cannot serve the Redis protocol: %w", err)

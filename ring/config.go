@@ -25,11 +25,22 @@ const (
 	MaxVirtualNodes      = 1024
 )
 
-// placementVersion names the placement algorithm (this package's key hash, virtual node points, evenly
-// spaced partitions, bounded-load sweep and replica walk; v1 was github.com/buraksezer/consistent's
-// assignment). It is part of Fingerprint: bump it whenever the same Config and members could place a key
-// differently.
-const placementVersion = "kvring-ring-v2"
+// Placement versions: which placement algorithm a Config asks for (Config.Placement). Nodes agree on one
+// (node/membership: the highest every member supports), so a new algorithm can ship beside the old one and a
+// cluster switches only once every member has it.
+const (
+	// PlacementV2 is this package's algorithm: its key hash, virtual node points seeded by each member's ID,
+	// evenly spaced partitions, bounded-load sweep and replica walk (v1 was github.com/buraksezer/consistent's
+	// assignment, before versions were negotiated). The default, and the only version a release advertises.
+	PlacementV2 = 2
+	// PlacementV3 rehearses a placement change before a real one needs it: version 2 with each member's points
+	// seeded by a labelled ID, so that most partitions change owners. No release advertises it; tests do, to
+	// exercise a cluster's switch from one version to the next.
+	PlacementV3 = 3
+	// MinPlacement and MaxPlacement bound the versions New can build.
+	MinPlacement = PlacementV2
+	MaxPlacement = PlacementV3
+)
 
 // Config holds the cluster-wide ring settings. Every node of a cluster must use the same settings (compare
 // Fingerprint); there are no implicit defaults: start from DefaultConfig and change what you need.
@@ -53,6 +64,10 @@ type Config struct {
 	// Hasher names the hash function for keys and for the seeds of members' points. Only "xxhash64" (the default)
 	// exists for now.
 	Hasher string
+	// Placement is the placement algorithm's version (PlacementV2, PlacementV3). Unlike the settings above it is
+	// not an operator's choice: the node sets the version its cluster agreed on. Default PlacementV2; 0 means
+	// PlacementV2 too (settings from before versions were named).
+	Placement int
 }
 
 // DefaultConfig returns the default settings: 65521 partitions, replication factor 1, load 1.15, 256 virtual
@@ -77,6 +92,7 @@ func DefaultConfig() Config {
 		Load:              DefaultLoad,
 		VirtualNodes:      DefaultVirtualNodes,
 		Hasher:            DefaultHasher,
+		Placement:         PlacementV2,
 	}
 }
 
@@ -98,6 +114,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("virtual nodes %d not in [2, %d]: %w", c.VirtualNodes, MaxVirtualNodes, ErrInvalidConfig)
 	case c.Hasher != HasherXXHash64:
 		return fmt.Errorf("unknown hasher %q (want %q): %w", c.Hasher, HasherXXHash64, ErrInvalidConfig)
+	case c.Placement != 0 && (c.Placement < MinPlacement || c.Placement > MaxPlacement):
+		return fmt.Errorf("placement version %d not in [%d, %d]: %w", c.Placement, MinPlacement, MaxPlacement, ErrInvalidConfig)
 	}
 	return nil
 }
@@ -129,16 +147,38 @@ func (c Config) maxLoad(m int) int {
 	return max(even, int(math.Floor(bound)))
 }
 
+// PlacementVersion is the placement algorithm's version: Placement, with 0 read as PlacementV2.
+func (c Config) PlacementVersion() int {
+	if c.Placement == 0 {
+		return PlacementV2
+	}
+	return c.Placement
+}
+
 // Fingerprint is a short, stable hex string over every setting and the placement algorithm version. Two
-// Configs with the same Fingerprint place every key identically for the same members; nodes refuse peers whose
-// fingerprint differs.
+// Configs with the same Fingerprint place every key identically for the same members; a client compares it to
+// tell whether it can route by a node's ring. For PlacementV2 it is the fingerprint builds before v0.4.0
+// gossiped and compared.
 func (c Config) Fingerprint() string {
-	s := placementVersion +
-		" partitions=" + strconv.Itoa(c.PartitionCount) +
+	return shortHash("kvring-ring-v" + strconv.Itoa(c.PlacementVersion()) + c.settings())
+}
+
+// SettingsFingerprint is a short, stable hex string over the operator's settings alone (partitions,
+// replication factor, load, virtual nodes, hasher), not the placement version: nodes refuse peers whose
+// settings fingerprint differs, and agree on a placement version separately.
+func (c Config) SettingsFingerprint() string {
+	return shortHash("kvring-ring-settings" + c.settings())
+}
+
+func (c Config) settings() string {
+	return " partitions=" + strconv.Itoa(c.PartitionCount) +
 		" replication=" + strconv.Itoa(c.ReplicationFactor) +
 		" load=" + strconv.FormatFloat(c.Load, 'g', -1, 64) +
 		" vnodes=" + strconv.Itoa(c.VirtualNodes) +
 		" hasher=" + c.Hasher
+}
+
+func shortHash(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:8])
 }

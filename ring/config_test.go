@@ -54,12 +54,61 @@ func TestFingerprintIsStable(t *testing.T) {
 	if got, want := DefaultConfig().Fingerprint(), "c43d0c59437ea9df"; got != want {
 		t.Fatalf("DefaultConfig().Fingerprint() = %q, want %q", got, want)
 	}
+	zero := DefaultConfig()
+	zero.Placement = 0 // settings from before versions were named
+	if zero.Fingerprint() != DefaultConfig().Fingerprint() || zero.PlacementVersion() != PlacementV2 {
+		t.Fatalf("placement 0 has fingerprint %s (version %d), want version 2's", zero.Fingerprint(), zero.PlacementVersion())
+	}
+}
+
+// TestSettingsFingerprintLeavesOutThePlacementVersion: nodes compare the
+// operator's settings and agree on a placement version separately, so the
+// settings fingerprint is the same at every version while the full one
+// differs.
+func TestSettingsFingerprintLeavesOutThePlacementVersion(t *testing.T) {
+	t.Parallel()
+	v2, v3 := DefaultConfig(), DefaultConfig()
+	v3.Placement = PlacementV3
+	if v2.SettingsFingerprint() != v3.SettingsFingerprint() {
+		t.Fatalf("settings fingerprints differ across placement versions: %s, %s", v2.SettingsFingerprint(), v3.SettingsFingerprint())
+	}
+	if v2.Fingerprint() == v3.Fingerprint() {
+		t.Fatalf("placement versions 2 and 3 share the fingerprint %s", v2.Fingerprint())
+	}
+	for _, bad := range []int{1, 4, -1} {
+		c := DefaultConfig()
+		c.Placement = bad
+		if err := c.Validate(); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("placement %d: Validate() = %v, want ErrInvalidConfig", bad, err)
+		}
+	}
+}
+
+// TestPlacementV3PlacesDifferently: the rehearsal version really moves
+// partitions (a switch to it is a ring change the hand-off must carry),
+// and keeps the partition of every key.
+func TestPlacementV3PlacesDifferently(t *testing.T) {
+	t.Parallel()
+	members := testMembers("node-", 8)
+	v2 := mustNew(t, members, 1, DefaultConfig())
+	cfg := DefaultConfig()
+	cfg.Placement = PlacementV3
+	v3 := mustNew(t, members, 1, cfg)
+	moved := Moved(v2, v3)
+	if moved < DefaultPartitionCount/2 {
+		t.Fatalf("placement 3 moves %d of %d partitions, want most (7/8 expected)", moved, DefaultPartitionCount)
+	}
+	if v2.Partition("ns", []byte("id")) != v3.Partition("ns", []byte("id")) {
+		t.Fatal("placement 3 changed a key's partition")
+	}
+	t.Logf("placement 2 -> 3 moves %d of %d partitions at 8 members", moved, DefaultPartitionCount)
 }
 
 func TestFingerprintCoversEverySetting(t *testing.T) {
 	t.Parallel()
 	base := DefaultConfig().Fingerprint()
 	for name, mutate := range map[string]func(*Config){
+		"placement":   func(c *Config) { c.Placement = PlacementV3 },
 		"partitions":  func(c *Config) { c.PartitionCount++ },
 		"replication": func(c *Config) { c.ReplicationFactor++ },
 		"load":        func(c *Config) { c.Load = math.Nextafter(c.Load, 2) },

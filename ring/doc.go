@@ -25,7 +25,11 @@
 //
 //   - Deterministic: the same member IDs (in any order) and the same Config give the same placement on every
 //     node. Addr never affects placement. Config.Fingerprint identifies the settings and the placement
-//     algorithm; nodes must refuse peers whose fingerprint differs.
+//     version (Config.Placement); Config.SettingsFingerprint the operator's settings alone. Nodes refuse
+//     peers whose settings fingerprint differs, and agree on a placement version among those they all
+//     support (node/membership); this package only builds the version it is given.
+//   - PlacementV3 exists to rehearse a change of algorithm: version 2 with other member points. No release
+//     advertises it.
 //   - Owners are distinct members of the ring, primary first; there are min(n, ReplicationFactor, Len()) of
 //     them, and the first k are the same whatever n is asked for.
 //   - Every partition has a primary when the ring has members; none has more than MaxLoad partitions.

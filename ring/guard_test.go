@@ -54,7 +54,7 @@ func TestPrefixIDsAreDistinctMembers(t *testing.T) {
 func TestSharedPointsAreReported(t *testing.T) {
 	t.Parallel()
 	// Two members with the same ID share every point; New rejects duplicates earlier, so call the check directly.
-	if _, err := buildVnodes([]Member{{ID: "a"}, {ID: "a"}}, 2); !errors.Is(err, ErrHashCollision) {
+	if _, err := buildVnodes([]Member{{ID: "a"}, {ID: "a"}}, 2, PlacementV2); !errors.Is(err, ErrHashCollision) {
 		t.Fatalf("buildVnodes error = %v, want ErrHashCollision", err)
 	}
 }
@@ -63,7 +63,7 @@ func TestSharedPointsAreReported(t *testing.T) {
 // partition by partition. Partition p, at point floor(p·2^64/P), goes to the member of the first virtual node
 // at or after that point (wrapping around) whose member has fewer than maxLoad partitions so far.
 func greedyPrimaries(members []Member, cfg Config) []int32 {
-	vnodes, err := buildVnodes(members, cfg.VirtualNodes)
+	vnodes, err := buildVnodes(members, cfg.VirtualNodes, cfg.PlacementVersion())
 	if err != nil {
 		panic(err)
 	}

@@ -48,8 +48,14 @@ func partitionsUpTo(v uint64, parts int) int {
 // ErrHashCollision.
 const vnodeStep = 0x9e3779b97f4a7c15
 
-// memberSeed is the start of a member's point sequence.
-func memberSeed(id string) uint64 { return xxhash.Sum64String(id) }
+// memberSeed is the start of a member's point sequence: xxHash64 of its ID for PlacementV2, of
+// "kvring-ring-v3/" ‖ ID for PlacementV3 (the rehearsal version: other points, so other owners).
+func memberSeed(id string, version int) uint64 {
+	if version == PlacementV3 {
+		return xxhash.Sum64String("kvring-ring-v3/" + id)
+	}
+	return xxhash.Sum64String(id)
+}
 
 // mix64 is splitmix64's output function, a bijection of uint64.
 func mix64(z uint64) uint64 {

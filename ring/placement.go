@@ -39,7 +39,7 @@ type placement struct {
 // The other owners come from a walk clockwise along the virtual nodes from the partition's point, skipping
 // members already chosen, so the replicas of one member's partitions are spread over many members.
 func place(members []Member, cfg Config) (placement, error) {
-	vnodes, err := buildVnodes(members, cfg.VirtualNodes)
+	vnodes, err := buildVnodes(members, cfg.VirtualNodes, cfg.PlacementVersion())
 	if err != nil {
 		return placement{}, err
 	}
@@ -92,10 +92,10 @@ func place(members []Member, cfg Config) (placement, error) {
 
 // buildVnodes returns every member's virtual nodes sorted by point, or ErrHashCollision if two share a point.
 // A shared point would make the order of the two members on the circle, and so placement, ambiguous.
-func buildVnodes(members []Member, perMember int) ([]vnode, error) {
+func buildVnodes(members []Member, perMember, version int) ([]vnode, error) {
 	vnodes := make([]vnode, 0, len(members)*perMember)
 	for m, mem := range members {
-		s := memberSeed(mem.ID)
+		s := memberSeed(mem.ID, version)
 		for range perMember {
 			s += vnodeStep
 			vnodes = append(vnodes, vnode{point: mix64(s), member: int32(m)})

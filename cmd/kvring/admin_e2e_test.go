@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/kvring/kvring/client"
+	"github.com/kvring/kvring/internal/buildinfo"
 	"github.com/kvring/kvring/internal/testutil"
 	"github.com/kvring/kvring/node"
 )
@@ -283,6 +284,21 @@ func TestOperatorSeesTheClusterThroughAdminAPIAndCLI(t *testing.T) {
 		}
 		if alive != 3 || ci.NodeID != n2.id {
 			t.Fatalf("members --json: %+v, want 3 alive members as seen by %s", ci, n2.id)
+		}
+		// Every member gossips its build: the same binary's here, and the
+		// table shows it.
+		own := buildInfo() // the test binary's package is the command's: the same Release
+		for _, m := range ci.Members {
+			if !strings.HasPrefix(m.Version, buildinfo.Release) || m.Version != ci.Build.Version {
+				t.Fatalf("members --json: %s has version %q, want the answering node's %q (release %s)", m.ID, m.Version, ci.Build.Version, own.Version)
+			}
+			if line := lineWith(r.stdout, m.ID+" "); !strings.Contains(line, m.Version) {
+				t.Fatalf("members table does not show %s's version %s:\n%s", m.ID, m.Version, r.stdout)
+			}
+		}
+		var v buildinfo.Info
+		if code, err := getJSON(n2.admin, "/v1/version", &v); err != nil || code != 200 || v != ci.Build {
+			t.Fatalf("GET /v1/version = %d %+v, %v; want %+v", code, v, err, ci.Build)
 		}
 
 		var ri node.RingInfo

@@ -45,7 +45,19 @@ func serveArgs(data, shm, grpcAddr, gossipAddr string, extra ...string) []string
 // restartNode.
 func startNode(t *testing.T, data, shm, grpcAddr, gossipAddr string, extra ...string) *e2eNode {
 	t.Helper()
-	p := startKvring(t, nil, serveArgs(data, shm, grpcAddr, gossipAddr, extra...)...)
+	return startNodeAt(t, kvringBinary(t), data, shm, grpcAddr, gossipAddr, extra...)
+}
+
+// startNodeBin starts a node of another kvring binary on ports the kernel
+// picks (an earlier release's: upgrade_e2e_test.go).
+func startNodeBin(t *testing.T, bin, data, shm string, extra ...string) *e2eNode {
+	t.Helper()
+	return startNodeAt(t, bin, data, shm, "127.0.0.1:0", "127.0.0.1:0", extra...)
+}
+
+func startNodeAt(t *testing.T, bin, data, shm, grpcAddr, gossipAddr string, extra ...string) *e2eNode {
+	t.Helper()
+	p := startKvringBin(t, bin, nil, serveArgs(data, shm, grpcAddr, gossipAddr, extra...)...)
 	m := p.waitLog(t, readyRe, 60*time.Second)
 	return &e2eNode{proc: p, id: m[1], grpc: m[2], admin: m[3], gossip: m[4], data: data, shm: shm}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"time"
@@ -16,8 +17,9 @@ func newMembersCmd() *cobra.Command {
 		Use:   "members",
 		Short: "List the cluster's members as one node sees them",
 		Long: `List the cluster's members as the node at --admin sees them (GET /v1/cluster):
-each member's state, gossip liveness, whether it owns partitions, its addresses
-and how long it has been up. Members that died or left stay listed for 10 minutes;
+each member's state, gossip liveness, whether it owns partitions, its addresses,
+how long it has been up and its build (version and commit; "before v0.4.0" for
+a build that gossips none). Members that died or left stay listed for 10 minutes;
 a member removed with "kvring forget" shows the state "forgotten" until it joins
 again.`,
 		Args: cobra.NoArgs,
@@ -61,7 +63,7 @@ func printMembers(w io.Writer, info node.ClusterInfo, now time.Time) error {
 	}
 	fmt.Fprintf(w, "%d members, %d alive%s; ring epoch %d as seen by %s\n", len(info.Members), alive, also, info.Epoch, info.NodeID)
 	tw := newTable(w)
-	fmt.Fprintln(tw, "ID\tSTATE\tLIVENESS\tOWNS\tGRPC\tADMIN\tGOSSIP\tUP")
+	fmt.Fprintln(tw, "ID\tSTATE\tLIVENESS\tOWNS\tGRPC\tADMIN\tGOSSIP\tUP\tVERSION\tCOMMIT")
 	for _, m := range info.Members {
 		id, state, owns, up := m.ID, m.State, "no", "-"
 		if m.Forgotten {
@@ -76,7 +78,9 @@ func printMembers(w io.Writer, info node.ClusterInfo, now time.Time) error {
 		if m.Liveness == "alive" && !m.BootTime.IsZero() {
 			up = humanDuration(now.Sub(m.BootTime))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", id, state, m.Liveness, owns, m.GRPCAddr, m.AdminAddr, m.GossipAddr, up)
+		version, commit := cmp.Or(m.Version, "before v0.4.0"), cmp.Or(m.Commit, "unknown")
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", id, state, m.Liveness, owns, m.GRPCAddr, m.AdminAddr,
+			m.GossipAddr, up, version, commit)
 	}
 	return tw.Flush()
 }

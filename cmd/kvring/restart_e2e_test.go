@@ -80,11 +80,18 @@ func (n *e2eNode) holdPorts(t *testing.T) {
 // use" (a process took a port in between) is tried again, within a deadline.
 func restartNode(t *testing.T, n *e2eNode, extra ...string) *e2eNode {
 	t.Helper()
+	return restartNodeBin(t, n, kvringBinary(t), extra...)
+}
+
+// restartNodeBin is restartNode with another kvring binary: a rolling
+// upgrade's (or downgrade's) step.
+func restartNodeBin(t *testing.T, n *e2eNode, bin string, extra ...string) *e2eNode {
+	t.Helper()
 	defer n.held.release()
 	n.held.releaseUDP()
 	var again *e2eNode
 	testutil.Eventually(t, "node "+n.id+" to start again on "+n.grpc+" and "+n.gossip, 60*time.Second, func() bool {
-		p := startKvring(t, nil, serveArgs(n.data, n.shm, n.grpc, n.gossip, extra...)...)
+		p := startKvringBin(t, bin, nil, serveArgs(n.data, n.shm, n.grpc, n.gossip, extra...)...)
 		m, exited := p.awaitLog(readyRe, 60*time.Second)
 		switch {
 		case m != nil:

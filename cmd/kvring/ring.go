@@ -43,8 +43,8 @@ how many partitions each member is primary for, against the load bound.`,
 
 func printRing(w io.Writer, info node.RingInfo) error {
 	fmt.Fprintf(w, "ring epoch %d as seen by %s: %d partitions over %d members, load bound %d per member "+
-		"(load factor %g), replication up to %d, settings %s\n", info.Epoch, info.NodeID, info.PartitionCount,
-		len(info.Members), info.MaxLoad, info.LoadFactor, info.ReplicationFactor, info.Fingerprint)
+		"(load factor %g), replication up to %d, placement version %d, settings %s\n", info.Epoch, info.NodeID, info.PartitionCount,
+		len(info.Members), info.MaxLoad, info.LoadFactor, info.ReplicationFactor, info.Placement, info.Fingerprint)
 	tw := newTable(w)
 	fmt.Fprintln(tw, "MEMBER\tGRPC\tPARTITIONS\tSHARE\tOF BOUND")
 	total := 0

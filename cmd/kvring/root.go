@@ -15,14 +15,16 @@ func newRootCmd() *cobra.Command {
 		Short:         "kvring: a distributed KV-cache cluster for LLM inference",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       buildInfo().String(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.PersistentFlags().String(configFlag, "", "YAML file of flag values (memory-limit: 4GiB, join: [a, b]); flags and KVRING_* variables win over it")
 	annotateEnv(root.PersistentFlags())
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())
 	})
 	root.AddCommand(newServeCmd(), newMembersCmd(), newRingCmd(), newStatsCmd(), newPutCmd(), newGetCmd(), newLookupCmd(), newBenchCmd(), newShmCmd(),
-		newDrainCmd(true), newDrainCmd(false), newHandoffCmd(), newNamespacesCmd(), newDropNamespaceCmd(), newEvictCmd(), newForgetCmd())
+		newDrainCmd(true), newDrainCmd(false), newHandoffCmd(), newNamespacesCmd(), newDropNamespaceCmd(), newEvictCmd(), newForgetCmd(), newVersionCmd())
 	return root
 }
 

@@ -78,6 +78,7 @@ func (o *serveOptions) config(cmd *cobra.Command) (node.Config, error) {
 	}
 	cfg := o.node
 	cfg.Logger = log
+	cfg.Build = buildInfo()
 	cfg.Membership.Logger = log.With("component", "membership")
 	cfg.Store.Logger = log.With("component", "store")
 	if cfg.HandoffRate == 0 {

@@ -127,7 +127,13 @@ func (p *proc) waitLog(t *testing.T, re *regexp.Regexp, timeout time.Duration) [
 
 func startKvring(t *testing.T, env []string, args ...string) *proc {
 	t.Helper()
-	bin := kvringBinary(t)
+	return startKvringBin(t, kvringBinary(t), env, args...)
+}
+
+// startKvringBin is startKvring with another kvring binary (an earlier
+// release's: upgrade_e2e_test.go).
+func startKvringBin(t *testing.T, bin string, env []string, args ...string) *proc {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
 	// No local socket unless the test asks: nodes share the working directory.
 	cmd.Env = append(append(os.Environ(), "KVRING_SOCKET=", "KVRING_RESP_ADDR="), env...)

@@ -51,9 +51,14 @@ type Config struct {
 	// earlier releases, which gossip no hand-off summary, about every chunk (see Unsettled). Members of this
 	// release are asked per partition, by their summaries (package moves). Default 15s; negative: never.
 	SettleWindow time.Duration
-	// Ring holds the cluster-wide ring settings. Peers whose settings differ (ring.Config.Fingerprint) are
-	// refused. Default ring.DefaultConfig().
+	// Ring holds the cluster-wide ring settings. Peers whose settings differ (ring.Config.SettingsFingerprint)
+	// are refused. Its Placement is ignored: the ring is built with the placement version the members agree
+	// on (see Versions). Default ring.DefaultConfig().
 	Ring ring.Config
+	// Versions are the versions of each versioned part (placement, wire) this node supports. The node uses
+	// the highest version every member supports (Membership.Active), and refuses peers with no version in
+	// common. Default DefaultVersions(); tests set RehearsalVersions() to rehearse a switch.
+	Versions Versions
 	// GRPCAddr is the gRPC address peers and clients reach this node at; it is gossiped and becomes the
 	// ring member's Addr. Filled by the node once its listener is open. Default "".
 	GRPCAddr string
@@ -62,6 +67,10 @@ type Config struct {
 	// RESPAddr is the Redis-protocol address, gossiped so that every node
 	// can send Redis Cluster clients to the owners. Default "": off.
 	RESPAddr string
+	// Build is this node's version and commit, gossiped so that every member
+	// can show which build each runs, and named when a peer is refused.
+	// Default: none (members show "before v0.4.0"); the node sets it.
+	Build Build
 	// Timing holds memberlist's failure-detection and gossip timings. Default DefaultGossipTiming().
 	Timing GossipTiming
 	// Keys encrypt and authenticate gossip (memberlist's keyring, AES-GCM): each 16, 24 or 32 bytes; the
@@ -185,7 +194,7 @@ func (t GossipTiming) apply(mc *memberlist.Config) {
 }
 
 // DefaultConfig returns the defaults: gossip on ":7946", no seeds, net.DefaultResolver, rejoin every 30s,
-// broadcast timeout 5s, a settle window of 15s, ring.DefaultConfig(), LAN timings, slog.Default(). NodeID must
+// broadcast timeout 5s, a settle window of 15s, ring.DefaultConfig(), DefaultVersions(), LAN timings, slog.Default(). NodeID must
 // still be set.
 func DefaultConfig() Config {
 	return Config{
@@ -194,6 +203,7 @@ func DefaultConfig() Config {
 		BroadcastTimeout: 5 * time.Second,
 		SettleWindow:     15 * time.Second,
 		Ring:             ring.DefaultConfig(),
+		Versions:         DefaultVersions(),
 		Timing:           DefaultGossipTiming(),
 		Resolver:         net.DefaultResolver,
 		Logger:           slog.Default(),
@@ -259,13 +269,17 @@ func (c *Config) validate() error {
 	if err := c.Ring.Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := c.Versions.validate(); err != nil {
+		errs = append(errs, err)
+	}
 	if err := checkKeys(c.Keys); err != nil {
 		errs = append(errs, err)
 	}
 	if c.NodeID != "" {
 		// State and boot time have a fixed size, so if this fits, every later state does.
 		m := nodeMeta{NodeID: c.NodeID, GRPCAddr: c.GRPCAddr, AdminAddr: c.AdminAddr, State: Joining,
-			Fingerprint: c.Ring.Fingerprint(), RESPAddr: c.RESPAddr}
+			Fingerprint: c.legacyFingerprint(), RESPAddr: c.RESPAddr, Build: c.Build, Settings: c.Ring.SettingsFingerprint(),
+			Versions: &c.Versions}
 		if _, err := m.encode(); err != nil {
 			errs = append(errs, err)
 		}
@@ -302,6 +316,9 @@ func (c *Config) fill(d Config) {
 	if c.Ring == (ring.Config{}) {
 		c.Ring = d.Ring
 	}
+	if c.Versions == (Versions{}) {
+		c.Versions = DefaultVersions()
+	}
 	t, dt := &c.Timing, d.Timing
 	for _, f := range []struct{ v, def *time.Duration }{
 		{&t.ProbeInterval, &dt.ProbeInterval}, {&t.ProbeTimeout, &dt.ProbeTimeout},
@@ -318,6 +335,14 @@ func (c *Config) fill(d Config) {
 	if t.SuspicionMaxTimeoutMult == 0 {
 		t.SuspicionMaxTimeoutMult = dt.SuspicionMaxTimeoutMult
 	}
+}
+
+// legacyFingerprint is the full ring fingerprint at the lowest placement version this node supports: what a
+// build before v0.4.0 gossips and compares.
+func (c *Config) legacyFingerprint() string {
+	r := c.Ring
+	r.Placement = c.Versions.Placement.Min
+	return r.Fingerprint()
 }
 
 // parseBindAddr parses GossipAddr: an empty host or an IP literal, and a port.

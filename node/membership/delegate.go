@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/hashicorp/memberlist"
+
+	"github.com/kvring/kvring/ring"
 )
 
 // errPeerRefused is wrapped by the errors the alive and merge delegates return for a peer that cannot join.
@@ -17,9 +19,9 @@ var errPeerRefused = errors.New("kvring: peer refused")
 // mutex of ours, hands the rest to the ring goroutine (ringState.push / refuse), and never calls back into
 // memberlist.
 type memberDelegate struct {
-	meta        *localMeta
-	rs          *ringState
-	fingerprint string // this node's ring.Config.Fingerprint
+	meta  *localMeta
+	rs    *ringState
+	local compat // what a peer must agree with
 	// suspects, when set, forgets a member's failed probes when it joins
 	// (again: after it was declared dead, as when a partition heals).
 	suspects *suspectSet
@@ -61,13 +63,14 @@ func copyEvent(kind memberEventKind, n *memberlist.Node) memberEvent {
 	return memberEvent{kind: kind, name: n.Name, gossipAddr: n.Address(), meta: bytes.Clone(n.Meta)}
 }
 
-// NotifyAlive refuses a peer whose metadata is unreadable or names another node, or whose ring settings
-// differ from ours, so it never enters memberlist's member list. memberlist calls it for every alive message
+// NotifyAlive refuses a peer whose metadata is unreadable or names another node, whose ring settings
+// differ from ours, or that has no version in common with us for some versioned part (versions.go), so it
+// never enters memberlist's member list. memberlist calls it for every alive message
 // (each gossip round); the refusal is logged once per peer and reason by the ring goroutine.
 func (d memberDelegate) NotifyAlive(peer *memberlist.Node) error { return d.admit(peer) }
 
 // NotifyMerge refuses a join (ours or a peer's) when an alive member of the other side would be refused, so
-// the joining node gets an error naming both fingerprints instead of a silent empty join. Every refused
+// the joining node gets an error naming both builds and what differs instead of a silent empty join. Every refused
 // member is recorded (and logged once), not just the first.
 func (d memberDelegate) NotifyMerge(peers []*memberlist.Node) error {
 	var first error
@@ -90,13 +93,53 @@ func (d memberDelegate) admit(n *memberlist.Node) error {
 		reason = err.Error()
 	case meta.NodeID != n.Name:
 		reason = fmt.Sprintf("metadata names node %q but gossip names it %q", meta.NodeID, n.Name)
-	case meta.Fingerprint != d.fingerprint:
-		reason = fmt.Sprintf("ring settings differ: peer fingerprint %s, local fingerprint %s "+
-			"(partition count, replication factor, load, virtual nodes and hasher must match cluster-wide)",
-			meta.Fingerprint, d.fingerprint)
 	default:
-		return nil
+		if reason = d.local.refusal(meta); reason == "" {
+			return nil
+		}
+		reason += fmt.Sprintf("; peer build %s, local build %s", meta.Build, d.local.build)
 	}
 	d.rs.refuse(n.Name, n.Address(), reason)
 	return fmt.Errorf("%w %q: %s", errPeerRefused, n.Name, reason)
+}
+
+// compat is what this node compares a peer's metadata with before it admits it.
+type compat struct {
+	build    Build
+	settings string // ring.Config.SettingsFingerprint
+	versions Versions
+	// legacy is the full ring fingerprint at placement 2: what a build before v0.4.0 gossips when its
+	// settings equal ours.
+	legacy string
+}
+
+func (c *Config) compat() compat {
+	r := c.Ring
+	r.Placement = ring.PlacementV2
+	return compat{build: c.Build, settings: c.Ring.SettingsFingerprint(), versions: c.Versions, legacy: r.Fingerprint()}
+}
+
+// refusal says why a peer cannot share a cluster with this node ("" when it can): its operator settings
+// differ, or it has no version in common with this node for some versioned part.
+func (c compat) refusal(peer nodeMeta) string {
+	const settingsHelp = "(partition count, replication factor, load, virtual nodes and hasher must match cluster-wide)"
+	if peer.Versions == nil { // a build before v0.4.0: placement 2, wire 1, and the full fingerprint at 2
+		if part := c.versions.overlap(legacyVersions()); part != "" {
+			return fmt.Sprintf("no %s version in common: the peer (a build before v0.4.0) supports %s, this node %s",
+				part, legacyVersions(), c.versions)
+		}
+		if peer.Fingerprint != c.legacy {
+			return fmt.Sprintf("ring settings differ: peer fingerprint %s, local fingerprint %s at placement 2 %s",
+				peer.Fingerprint, c.legacy, settingsHelp)
+		}
+		return ""
+	}
+	if peer.Settings != c.settings {
+		return fmt.Sprintf("ring settings differ: peer settings fingerprint %s, local settings fingerprint %s %s",
+			peer.Settings, c.settings, settingsHelp)
+	}
+	if part := c.versions.overlap(*peer.Versions); part != "" {
+		return fmt.Sprintf("no %s version in common: the peer supports %s, this node %s", part, *peer.Versions, c.versions)
+	}
+	return ""
 }

@@ -13,7 +13,7 @@
 //   - The gossip sockets (TCP and UDP) memberlist binds.
 //   - The member table (who is alive, dead or left, and each member's own
 //     state) and the node metadata this node gossips (meta.go: id, gRPC and
-//     admin addresses, state, boot time, ring fingerprint).
+//     admin addresses, state, boot time, ring fingerprint, build, supported versions).
 //   - Which members gossip may hold down before they are declared dead
 //     (suspect.go: this node's failed probes, read from memberlist's log
 //     lines and its ping delegate, since memberlist exports no suspicion),
@@ -28,8 +28,13 @@
 //     and hand it to the ring goroutine.
 //   - Ring and Suspect never block; Ring never returns nil. A ring is rebuilt only when its
 //     member list changes; each rebuild gets the next epoch (local to the node).
-//   - Peers whose ring settings differ are refused, and each refusal is logged
-//     once.
+//   - Peers whose ring settings differ, or that have no version in common with
+//     this node for a versioned part (versions.go: placement, wire), are
+//     refused, and each refusal is logged once, naming both builds.
+//   - The ring is built with the highest placement version every alive
+//     member supports (Membership.Active); when that changes, the ring is
+//     rebuilt like on any membership change, and the node's hand-off moves
+//     the chunks.
 //   - Time (the settle window, member timestamps) comes from Config.Now.
 //
 // # What it must not do

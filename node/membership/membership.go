@@ -73,7 +73,7 @@ func New(cfg Config) (*Membership, error) {
 		return nil, err
 	}
 	cfg.Join = slices.Clone(cfg.Join)
-	rs, err := newRingState(cfg.Ring, cfg.NodeID, cfg.SettleWindow, cfg.Now, cfg.Logger)
+	rs, err := newRingState(cfg.Ring, cfg.Versions, cfg.NodeID, cfg.SettleWindow, cfg.Now, cfg.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("invalid membership configuration: %w", err)
 	}
@@ -83,7 +83,8 @@ func New(cfg Config) (*Membership, error) {
 	// partition (its catalog from before a restart): readers ask it about all.
 	unknown := moves.Unknown()
 	if err := m.meta.set(nodeMeta{NodeID: cfg.NodeID, GRPCAddr: cfg.GRPCAddr, AdminAddr: cfg.AdminAddr,
-		State: Joining, Fingerprint: cfg.Ring.Fingerprint(), RESPAddr: cfg.RESPAddr, Moves: &unknown}); err != nil {
+		State: Joining, Fingerprint: cfg.legacyFingerprint(), RESPAddr: cfg.RESPAddr, Moves: &unknown,
+		Build: cfg.Build, Settings: cfg.Ring.SettingsFingerprint(), Versions: &cfg.Versions}); err != nil {
 		return nil, fmt.Errorf("invalid membership configuration: %w", err)
 	}
 	return m, nil
@@ -202,7 +203,7 @@ func (m *Membership) memberlistConfig(bind netip.AddrPort, advIP netip.Addr, adv
 	mc.AdvertiseAddr = advIP.String()
 	mc.AdvertisePort = int(cmp.Or(advPort, bind.Port()))
 	m.cfg.Timing.apply(mc)
-	d := memberDelegate{meta: &m.meta, rs: m.rs, fingerprint: m.cfg.Ring.Fingerprint(), suspects: &m.suspects}
+	d := memberDelegate{meta: &m.meta, rs: m.rs, local: m.cfg.compat(), suspects: &m.suspects}
 	mc.Delegate, mc.Events, mc.Alive, mc.Merge = d, d, d, d
 	suspect := func(name string) { m.suspects.probeFailed(name, m.cfg.Now()) }
 	mlog := memberlistLog{log: m.log.With("source", "memberlist"), suspect: suspect, pingFailed: m.queueReachCheck}
@@ -295,6 +296,13 @@ func (m *Membership) SetMoves(ctx context.Context, s moves.Summary) error {
 // of partitions they do not own, on the current ring (see package moves).
 // Never nil, never blocks.
 func (m *Membership) Moves() *moves.View { return m.rs.moves.Load() }
+
+// Active returns the versions this node uses now: for each part, the highest version every member supports.
+// Never blocks.
+func (m *Membership) Active() ActiveVersions { return *m.rs.active.Load() }
+
+// Versions returns the versions this node supports (Config.Versions).
+func (m *Membership) Versions() Versions { return m.cfg.Versions }
 
 // Ring returns the current ring snapshot: never nil (empty at epoch 0 before Start), never blocks.
 func (m *Membership) Ring() *ring.Ring { return m.rs.ring() }

@@ -205,7 +205,8 @@ func TestMembershipRefusesPeerWithDifferentRingSettings(t *testing.T) {
 	// Let odd try again a few times: each try is refused, quietly.
 	waitForMembership(t, "odd retries", func() bool { return odd.logs.Count(`msg="join attempt failed"`) >= 3 })
 
-	wantFP := fmt.Sprintf("peer fingerprint %s, local fingerprint %s", cfg.Ring.Fingerprint(), ms[0].cfg.Ring.Fingerprint())
+	wantFP := fmt.Sprintf("peer settings fingerprint %s, local settings fingerprint %s", cfg.Ring.SettingsFingerprint(),
+		ms[0].cfg.Ring.SettingsFingerprint())
 	if got := ms[0].logs.Count(`msg="refusing peer`, "peer=odd", wantFP, "level=ERROR"); got != 1 {
 		t.Errorf("a logged the refusal of odd %d times, want once at ERROR with both fingerprints", got)
 	}

@@ -1,6 +1,7 @@
 package membership
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -73,23 +74,71 @@ var (
 //	then        the hand-off summary (moves.Summary: the partitions in which the node holds chunks it does
 //	            not own), a uvarint length and its encoding, cut to the room left under the limit by
 //	            merging ranges; absent in metadata from earlier releases (readers then go by the flag).
+//	            From v0.4.0 on the summary is present whenever the build is (at least its 9-byte header,
+//	            "may hold any partition", when there is no room or no summary), so the build can be found.
+//	then        the build: its version and its commit (at most 12 hex digits), each a uvarint length and
+//	            the bytes, each cut to metaMaxBuild bytes; absent before v0.4.0.
+//	then        the ring settings fingerprint (ring.Config.SettingsFingerprint: the operator's settings
+//	            without the placement version), a uvarint length and the bytes, then the supported
+//	            versions as four uvarints: placement min, max, wire min, max; absent before v0.4.0 (such
+//	            a node supports placement 2 and wire 1, and its fingerprint field is the full
+//	            ring.Config.Fingerprint at placement 2, which is what it compares).
+//	            From v0.4.0 on the fingerprint field above is the full fingerprint at the lowest
+//	            placement version the node supports, for builds before v0.4.0 to compare; nodes of
+//	            v0.4.0 on compare the settings fingerprint and the version ranges instead.
 //	then        nothing yet. A decoder ignores bytes after the fields it knows, so later revisions may
 //	            append fields without a version bump; the version changes only when a field is removed or
 //	            its meaning changes (decoders refuse versions they do not know).
 //
-// A typical encoding (36-byte node id, two "10.1.2.3:9600"-style addresses, 16-hex fingerprint) is ~100 bytes.
+// A typical encoding (36-byte node id, two "10.1.2.3:9600"-style addresses, 16-hex fingerprint, a 10-byte
+// version) is ~125 bytes before the summary, which takes the room left.
 type nodeMeta struct {
 	NodeID      string
 	GRPCAddr    string
 	AdminAddr   string
 	State       State
 	BootTime    time.Time // millisecond precision on the wire
-	Fingerprint string    // ring.Config.Fingerprint of the node's ring settings
+	Fingerprint string    // ring.Config.Fingerprint of the node's ring settings at its lowest placement version
 	HandingOff  bool      // the node is moving chunks to their owners (flags bit 0)
 	RESPAddr    string    // the Redis-protocol address ("": off), after the flags
 	// Moves is the hand-off summary, after the Redis-protocol address (nil:
 	// none; absent from earlier releases).
 	Moves *moves.Summary
+	// Build is the node's version and commit, after the summary (zero: a
+	// build before v0.4.0).
+	Build Build
+	// Settings is ring.Config.SettingsFingerprint, and Versions the
+	// versions the node supports, after the build (nil: a build before
+	// v0.4.0, or one that gossips a build alone).
+	Settings string
+	Versions *Versions
+}
+
+// metaMaxBuild caps each of the build's strings in the metadata.
+const metaMaxBuild = 40
+
+// Build names a node's build in its metadata (see Config.Build).
+type Build struct {
+	// Version is the build's version, e.g. "v0.4.0" (buildinfo.Info.Version).
+	Version string `json:"version"`
+	// Commit is its commit, cut to 12 hex digits ("": unknown).
+	Commit string `json:"commit,omitempty"`
+}
+
+// String is "v0.4.0 (0123456789ab)", or "v0.4.0 (unknown commit)"; a build that gossips no version is
+// "before v0.4.0".
+func (b Build) String() string {
+	if b.Version == "" {
+		return "before v0.4.0"
+	}
+	return b.Version + " (" + cmp.Or(b.Commit, "unknown commit") + ")"
+}
+
+// wire returns b as it is gossiped: each string cut to metaMaxBuild bytes, the commit to 12.
+func (b Build) wire() Build {
+	b.Version = b.Version[:min(len(b.Version), metaMaxBuild)]
+	b.Commit = b.Commit[:min(len(b.Commit), 12)]
+	return b
 }
 
 // metaFlagHandingOff is bit 0 of the flags byte.
@@ -103,38 +152,76 @@ func (m nodeMeta) encode() ([]byte, error) {
 	if !m.State.valid() {
 		return nil, fmt.Errorf("cannot encode node meta: unknown state %d: %w", uint8(m.State), errMetaInvalid)
 	}
+	build := m.Build.wire()
+	tail := appendString(appendString(nil, build.Version), build.Commit)
+	if m.Versions != nil {
+		v := m.Versions
+		tail = appendString(tail, m.Settings)
+		for _, x := range [...]int{v.Placement.Min, v.Placement.Max, v.Wire.Min, v.Wire.Max} {
+			tail = binary.AppendUvarint(tail, uint64(max(x, 0)))
+		}
+	}
 	size := 11 // version, state, boot time, flags
 	for _, s := range [...]string{m.NodeID, m.GRPCAddr, m.AdminAddr, m.Fingerprint, m.RESPAddr} {
 		size += uvarintLen(uint64(len(s))) + len(s)
+	}
+	// Without a summary and a build (tests of earlier releases' metadata) the encoding ends after the
+	// Redis-protocol address, as before v0.4.0.
+	withTail := m.Moves != nil || m.Build != (Build{}) || m.Versions != nil
+	if withTail {
+		size += metaSummaryMin + len(tail)
 	}
 	if size > metaMaxSize {
 		return nil, fmt.Errorf("cannot encode node meta of %q: %d bytes, limit %d (shorten the node id or addresses): %w",
 			m.NodeID, size, metaMaxSize, errMetaTooLarge)
 	}
-	b := make([]byte, 0, size)
+	b := make([]byte, 0, metaMaxSize)
 	b = append(b, metaVersion, byte(m.State))
 	b = binary.BigEndian.AppendUint64(b, uint64(m.BootTime.UnixMilli()))
 	for _, s := range [...]string{m.NodeID, m.GRPCAddr, m.AdminAddr, m.Fingerprint} {
-		b = binary.AppendUvarint(b, uint64(len(s)))
-		b = append(b, s...)
+		b = appendString(b, s)
 	}
 	var flags byte
 	if m.HandingOff {
 		flags |= metaFlagHandingOff
 	}
 	b = append(b, flags)
-	b = binary.AppendUvarint(b, uint64(len(m.RESPAddr)))
-	b = append(b, m.RESPAddr...)
-	if m.Moves == nil {
+	b = appendString(b, m.RESPAddr)
+	if !withTail {
 		return b, nil
 	}
-	// The summary takes the room left (its length prefix takes 2 bytes).
-	enc := m.Moves.AppendEncoded(nil, metaMaxSize-len(b)-2)
-	if len(b)+uvarintLen(uint64(len(enc)))+len(enc) > metaMaxSize {
-		return b, nil // no room (very long id or addresses): readers go by the flag, as with earlier releases
+	// The summary takes the room left but the tail's (its length prefix takes up to 2 bytes). It is
+	// always written, so that the tail can be found: without one, "may hold any partition".
+	sum := moves.Unknown()
+	if m.Moves != nil {
+		sum = *m.Moves
 	}
-	b = binary.AppendUvarint(b, uint64(len(enc)))
-	return append(b, enc...), nil
+	enc := sum.AppendEncoded(nil, metaMaxSize-len(b)-2-len(tail))
+	if len(b)+uvarintLen(uint64(len(enc)))+len(enc)+len(tail) > metaMaxSize {
+		enc = moves.Unknown().AppendEncoded(nil, 0) // BUG guard: the size check above leaves room for this
+	}
+	b = appendString(b, string(enc))
+	return append(b, tail...), nil
+}
+
+// metaSummaryMin is the fewest bytes the summary takes: a length byte and the
+// 9-byte header of a summary that names every partition.
+const metaSummaryMin = 1 + 9
+
+// appendString appends s as a uvarint length and its bytes.
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// readString reads a uvarint length and that many bytes from the front of b,
+// returning the rest; ok is false when b is cut short.
+func readString(b []byte) (s string, rest []byte, ok bool) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)-k) {
+		return "", b, false
+	}
+	return string(b[k : k+int(n)]), b[k+int(n):], true
 }
 
 // decodeMeta parses node metadata. It rejects unknown versions (errMetaVersion) and truncated or inconsistent
@@ -189,11 +276,40 @@ func decodeMeta(b []byte) (nodeMeta, error) {
 		// An unreadable summary decodes as "may hold any partition".
 		s, _ := moves.Decode(rest[k : k+int(n)])
 		m.Moves = &s
+		rest = rest[k+int(n):]
+	}
+	if len(rest) > 0 { // absent before v0.4.0
+		var ok1, ok2 bool
+		m.Build.Version, rest, ok1 = readString(rest)
+		m.Build.Commit, rest, ok2 = readString(rest)
+		if !ok1 || !ok2 {
+			return nodeMeta{}, fmt.Errorf("cannot decode node meta: the build is truncated: %w", errMetaInvalid)
+		}
+	}
+	if len(rest) > 0 { // absent before v0.4.0
+		var err error
+		if m.Settings, m.Versions, err = decodeVersions(rest); err != nil {
+			return nodeMeta{}, err
+		}
 	}
 	if m.NodeID == "" {
 		return nodeMeta{}, fmt.Errorf("cannot decode node meta: empty node id: %w", errMetaInvalid)
 	}
 	return m, nil
+}
+
+// decodeVersions reads the settings fingerprint and the four version bounds.
+func decodeVersions(b []byte) (string, *Versions, error) {
+	settings, rest, ok := readString(b)
+	var xs [4]int
+	for i := range xs {
+		x, k := binary.Uvarint(rest)
+		if !ok || k <= 0 || x > 1<<16 {
+			return "", nil, fmt.Errorf("cannot decode node meta: the supported versions are truncated: %w", errMetaInvalid)
+		}
+		xs[i], rest = int(x), rest[k:]
+	}
+	return settings, &Versions{Placement: Range{xs[0], xs[1]}, Wire: Range{xs[2], xs[3]}}, nil
 }
 
 // uvarintLen is the length of x encoded as a uvarint.

@@ -164,7 +164,10 @@ func TestMembershipMetaRejectsMalformed(t *testing.T) {
 
 func TestMembershipMetaIgnoresAppendedFields(t *testing.T) {
 	t.Parallel()
-	b, err := sampleNodeMeta().encode()
+	sample := sampleNodeMeta()
+	v := RehearsalVersions()
+	sample.Build, sample.Settings, sample.Versions = Build{Version: "v0.4.0"}, "0123456789abcdef", &v
+	b, err := sample.encode()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +175,7 @@ func TestMembershipMetaIgnoresAppendedFields(t *testing.T) {
 	if err != nil {
 		t.Fatalf("decode with a field appended by a later revision: %v", err)
 	}
-	if !nodeMetaEqual(got, sampleNodeMeta()) {
+	if !nodeMetaEqual(got, sample) {
 		t.Fatalf("got %+v", got)
 	}
 }
@@ -218,6 +221,18 @@ func TestMembershipMetaRandomRoundTrip(t *testing.T) {
 			BootTime:    time.UnixMilli(rng.Int64N(1<<50) - 1<<49),
 			Fingerprint: str(40),
 			RESPAddr:    str(60),
+			Build:       Build{Version: str(metaMaxBuild), Commit: str(12)},
+		}
+		if rng.IntN(2) == 0 {
+			m.Build = Build{} // an earlier release's layout
+		} else if rng.IntN(2) == 0 {
+			v := Versions{Placement: Range{rng.IntN(5), rng.IntN(5)}, Wire: Range{rng.IntN(5), rng.IntN(5)}}
+			m.Settings, m.Versions = str(16), &v
+		}
+		want := m
+		if m.Build != (Build{}) || m.Versions != nil {
+			unknown := moves.Unknown() // a build is gossiped after a summary: "may hold any partition"
+			want.Moves = &unknown
 		}
 		b, err := m.encode()
 		if err != nil {
@@ -233,8 +248,8 @@ func TestMembershipMetaRandomRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("case %d: decode: %v", i, err)
 		}
-		if !nodeMetaEqual(got, m) {
-			t.Fatalf("case %d: got %+v, want %+v", i, got, m)
+		if !nodeMetaEqual(got, want) {
+			t.Fatalf("case %d: got %+v, want %+v", i, got, want)
 		}
 		// Flipping random bytes never panics.
 		b[rng.IntN(len(b))] ^= byte(1 + rng.UintN(255))
@@ -272,7 +287,46 @@ func FuzzMembershipMetaDecode(f *testing.F) {
 func nodeMetaEqual(a, b nodeMeta) bool {
 	return a.NodeID == b.NodeID && a.GRPCAddr == b.GRPCAddr && a.AdminAddr == b.AdminAddr &&
 		a.State == b.State && a.BootTime.UnixMilli() == b.BootTime.UnixMilli() && a.Fingerprint == b.Fingerprint &&
-		a.HandingOff == b.HandingOff && a.RESPAddr == b.RESPAddr && sameMoves(a.Moves, b.Moves)
+		a.HandingOff == b.HandingOff && a.RESPAddr == b.RESPAddr && sameMoves(a.Moves, b.Moves) && a.Build == b.Build &&
+		a.Settings == b.Settings && (a.Versions == nil) == (b.Versions == nil) && (a.Versions == nil || *a.Versions == *b.Versions)
+}
+
+// TestMembershipMetaCarriesTheBuild: the version and commit round-trip
+// after a summary of any size (it leaves them room), each cut to its cap;
+// metadata that ends after the summary (a release before v0.4.0) has no
+// build, and shows as "before v0.4.0".
+func TestMembershipMetaCarriesTheBuild(t *testing.T) {
+	t.Parallel()
+	var parts []int
+	for p := 0; p < 65000; p += 50 {
+		parts = append(parts, p)
+	}
+	big := moves.FromPartitions(7, parts)
+	for _, sum := range []*moves.Summary{nil, &big} {
+		m := sampleNodeMeta()
+		m.Moves = sum
+		m.Build = Build{Version: "v0.4.0" + strings.Repeat("+x", 40), Commit: "0123456789abcdef0123"}
+		b, err := m.encode()
+		if err != nil || len(b) > metaMaxSize {
+			t.Fatalf("encode: %d bytes, %v", len(b), err)
+		}
+		got, err := decodeMeta(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := (Build{Version: m.Build.Version[:metaMaxBuild], Commit: "0123456789ab"}); got.Build != want {
+			t.Fatalf("build %+v, want %+v", got.Build, want)
+		}
+		if got.Moves == nil || (sum != nil && got.Moves.Ring != 7) || (sum == nil && !got.Moves.All) {
+			t.Fatalf("summary %+v beside the build (sent %+v)", got.Moves, sum)
+		}
+		// A release before v0.4.0 ends after the summary.
+		tail := len(appendString(appendString(nil, got.Build.Version), got.Build.Commit))
+		old, err := decodeMeta(b[:len(b)-tail])
+		if err != nil || old.Build != (Build{}) || old.Build.String() != "before v0.4.0" {
+			t.Fatalf("metadata before v0.4.0: %+v (%s), %v", old.Build, old.Build, err)
+		}
+	}
 }
 
 // TestMembershipMetaCarriesTheHandOffSummary: the summary round-trips; one

@@ -62,6 +62,12 @@ type Member struct {
 	GossipAddr string         // host:port of its gossip
 	Liveness   Liveness
 	Since      time.Time // when this node last saw it join, change or leave
+	// Build is the member's version and commit, from its metadata (zero: a
+	// build before v0.4.0, which gossips none).
+	Build Build
+	// Versions are the versions it supports (placement 2 and wire 1 for a
+	// build before v0.4.0, which gossips none).
+	Versions Versions
 	// Forgotten: an operator removed it from this node's ring
 	// (Membership.Forget); it owns nothing here until it joins again.
 	Forgotten bool
@@ -108,6 +114,7 @@ type peerRefusal struct {
 // two nodes with the same members may be at different epochs; compare Members to compare views.
 type ringState struct {
 	cfg  ring.Config
+	own  Versions // the versions this node supports
 	self string
 	log  *slog.Logger
 	// settle is the unsettled window (Config.SettleWindow); <= 0: never unsettled.
@@ -131,7 +138,8 @@ type ringState struct {
 	onGone func(id string)
 
 	cur       atomic.Pointer[ring.Ring]
-	changedAt atomic.Int64 // UnixNano of the last rebuild (or of newRingState)
+	active    atomic.Pointer[ActiveVersions] // replaced by runOnce when it changes
+	changedAt atomic.Int64                   // UnixNano of the last rebuild (or of newRingState)
 
 	inMu     sync.Mutex // guards the hand-off fields below
 	pending  []memberEvent
@@ -165,18 +173,21 @@ type ringState struct {
 // summaries by (each is about 4 bytes × partitions × replication).
 const ringHistory = 6
 
-func newRingState(cfg ring.Config, self string, settle time.Duration, now func() time.Time, log *slog.Logger) (*ringState, error) {
+func newRingState(cfg ring.Config, own Versions, self string, settle time.Duration, now func() time.Time, log *slog.Logger) (*ringState, error) {
+	alone := ActiveVersions{Placement: own.Placement.Max, Wire: own.Wire.Max} // until it hears of others
+	cfg.Placement = alone.Placement
 	empty, err := ring.New(nil, 0, cfg)
 	if err != nil {
 		return nil, err
 	}
 	rs := &ringState{
-		cfg: cfg, self: self, log: log, settle: settle, now: now,
+		cfg: cfg, own: own, self: self, log: log, settle: settle, now: now,
 		refused: make(map[string]string),
 		signal:  make(chan struct{}, 1),
 		table:   make(map[string]*Member),
 	}
 	rs.cur.Store(empty)
+	rs.active.Store(&alone)
 	rs.changedAt.Store(now().UnixNano())
 	rs.moves.Store(moves.NewView(empty, func(uint64) *ring.Ring { return nil }, nil, time.Time{}))
 	return rs, nil
@@ -243,8 +254,8 @@ func (rs *ringState) loop(ctx context.Context) {
 	}
 }
 
-// runOnce applies the pending events, logs them, and rebuilds the ring if its members changed. It returns
-// the current ring. Safe to call from any goroutine (tests call it to rebuild synchronously).
+// runOnce applies the pending events, logs them, and rebuilds the ring if its members or the placement version
+// every member supports changed. It returns the current ring. Safe to call from any goroutine (tests call it to rebuild synchronously).
 func (rs *ringState) runOnce() *ring.Ring {
 	rs.rebuildMu.Lock()
 	defer rs.rebuildMu.Unlock()
@@ -277,7 +288,11 @@ func (rs *ringState) runOnce() *ring.Ring {
 	rs.handingOff.Store(handingOff)
 	var owners []ring.Member
 	var entries []moves.Entry
+	var supported []Versions
 	for _, m := range rs.table {
+		if m.Liveness == Alive && !rs.forgotten[m.ID] {
+			supported = append(supported, m.Versions)
+		}
 		if ownsPartitions(m) && !rs.forgotten[m.ID] {
 			owners = append(owners, ring.Member{ID: m.ID, Addr: m.GRPCAddr})
 			entries = append(entries, moves.Entry{Member: owners[len(owners)-1], Summary: m.Moves, HandingOff: m.HandingOff})
@@ -297,12 +312,21 @@ func (rs *ringState) runOnce() *ring.Ring {
 		rs.onDrain() // a drained member's chunks move, or come back, without a ring change
 	}
 
+	return rs.rebuild(owners, supported, now)
+}
+
+// rebuild replaces the ring when its members (owners) or the placement
+// version every member supports changed, and returns the current ring.
+// rebuildMu is held.
+func (rs *ringState) rebuild(owners []ring.Member, supported []Versions, now time.Time) *ring.Ring {
 	slices.SortFunc(owners, func(a, b ring.Member) int { return cmp.Compare(a.ID, b.ID) })
+	cfg := rs.cfg
+	cfg.Placement = rs.updateActive(supported).Placement
 	old := rs.cur.Load()
-	if slices.Equal(old.Members(), owners) {
+	if slices.Equal(old.Members(), owners) && old.Config() == cfg {
 		return old
 	}
-	next, err := ring.New(owners, old.Epoch()+1, rs.cfg)
+	next, err := ring.New(owners, old.Epoch()+1, cfg)
 	if err != nil {
 		rs.log.Error("cannot rebuild ring; keeping the previous one", "epoch", old.Epoch(),
 			"members", memberIDs(owners), "err", err)
@@ -315,11 +339,29 @@ func (rs *ringState) runOnce() *ring.Ring {
 	rs.cur.Store(next)
 	rs.changedAt.Store(now.UnixNano())
 	rs.log.Info("ring rebuilt", "epoch", next.Epoch(), "members", memberIDs(owners),
-		"moved", ring.Moved(old, next), "partitions", rs.cfg.PartitionCount)
+		"moved", ring.Moved(old, next), "partitions", rs.cfg.PartitionCount, "placement", cfg.Placement)
 	if rs.onChange != nil {
 		rs.onChange(old, next)
 	}
 	return next
+}
+
+// updateActive computes the versions in use from those the alive members support (this node's own among
+// them), stores them and logs a change. rebuildMu is held.
+func (rs *ringState) updateActive(supported []Versions) ActiveVersions {
+	a, conflict := activeOf(rs.own, supported)
+	was := *rs.active.Load()
+	if a == was {
+		return a
+	}
+	rs.active.Store(&a)
+	if conflict {
+		rs.log.Error("members have no version in common: some of them refuse each other; using the lowest maximum",
+			"placement", a.Placement, "wire", a.Wire, "supported_here", rs.own.String())
+	}
+	rs.log.Info("cluster versions changed: every member supports these", "placement", a.Placement, "wire", a.Wire,
+		"was_placement", was.Placement, "was_wire", was.Wire, "members", len(supported))
+	return a
 }
 
 // updateMoves replaces the view of who may hold chunks of partitions they
@@ -340,7 +382,7 @@ func (rs *ringState) updateMoves(entries []moves.Entry) {
 func (rs *ringState) logRefusals(refusals []peerRefusal) {
 	for _, r := range refusals {
 		rs.log.Error("refusing peer: it cannot join this cluster", "peer", r.peer, "peer_gossip", r.gossipAddr,
-			"reason", r.reason, "local_fingerprint", rs.cfg.Fingerprint(), "local_ring", fmt.Sprintf(
+			"reason", r.reason, "local_versions", rs.own.String(), "local_settings", rs.cfg.SettingsFingerprint(), "local_ring", fmt.Sprintf(
 				"partitions=%d replication=%d load=%g vnodes=%d hasher=%s", rs.cfg.PartitionCount,
 				rs.cfg.ReplicationFactor, rs.cfg.Load, rs.cfg.VirtualNodes, rs.cfg.Hasher))
 	}
@@ -375,10 +417,13 @@ func (rs *ringState) apply(ev memberEvent, now time.Time) (ended bool) {
 	m := &Member{
 		ID: ev.name, GRPCAddr: meta.GRPCAddr, AdminAddr: meta.AdminAddr, RESPAddr: meta.RESPAddr, State: meta.State,
 		HandingOff: meta.HandingOff, BootTime: meta.BootTime, GossipAddr: ev.gossipAddr, Liveness: Alive, Since: now,
-		Moves: meta.Moves,
+		Moves: meta.Moves, Build: meta.Build, Versions: legacyVersions(),
+	}
+	if meta.Versions != nil {
+		m.Versions = *meta.Versions
 	}
 	attrs := []any{"member", m.ID, "grpc", m.GRPCAddr, "admin", m.AdminAddr, "gossip", m.GossipAddr,
-		"state", m.State}
+		"state", m.State, "build", m.Build.String()}
 	if m.ID == rs.self {
 		attrs = append(attrs, "self", true)
 	}

@@ -22,7 +22,7 @@ func newTestRingState(t *testing.T) (*ringState, *testutil.Logs) {
 	logs := &testutil.Logs{}
 	cfg := ring.DefaultConfig()
 	cfg.PartitionCount = 257
-	rs, err := newRingState(cfg, "a", 2*time.Minute, time.Now, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	rs, err := newRingState(cfg, DefaultVersions(), "a", 2*time.Minute, time.Now, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestMembershipRefusalIsLoggedOncePerPeer(t *testing.T) {
 	rs.push(testMemberEvent(t, eventJoin, "odd", Joining, rs.cfg.Fingerprint())) // accepted after a fix ...
 	rs.refuse("odd", "10.0.0.9:7946", "ring settings differ: y")                 // ... and refused again later
 	rs.runOnce()
-	if got := logs.Count(`msg="refusing peer`, "peer=odd", "level=ERROR", "local_fingerprint="); got != 3 {
+	if got := logs.Count(`msg="refusing peer`, "peer=odd", "level=ERROR", "local_settings="); got != 3 {
 		t.Errorf("logged %d refusals, want 3", got)
 	}
 }
@@ -155,7 +155,8 @@ func TestMembershipDelegateRefusesMismatchedPeers(t *testing.T) {
 	t.Parallel()
 	rs, _ := newTestRingState(t)
 	fp := rs.cfg.Fingerprint()
-	d := memberDelegate{rs: rs, fingerprint: fp}
+	cfg := Config{Ring: rs.cfg, Versions: DefaultVersions()}
+	d := memberDelegate{rs: rs, local: cfg.compat()}
 	node := func(name string, meta []byte, state memberlist.NodeStateType) *memberlist.Node {
 		return &memberlist.Node{Name: name, Addr: net.IPv4(127, 0, 0, 1), Port: 7946, Meta: meta, State: state}
 	}
@@ -200,7 +201,7 @@ func TestTheSettleWindowBoundsUnsettledReads(t *testing.T) {
 	}{{time.Hour, true, true}, {300 * time.Millisecond, true, false}, {-1, false, false}} {
 		clock := time.Unix(1000, 0)
 		now := func() time.Time { return clock }
-		rs, err := newRingState(ring.DefaultConfig(), "a", c.window, now, slog.New(slog.DiscardHandler))
+		rs, err := newRingState(ring.DefaultConfig(), DefaultVersions(), "a", c.window, now, slog.New(slog.DiscardHandler))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -50,7 +51,17 @@ func (s *Server) infoServer(b *strings.Builder) {
 	up := time.Since(s.start)
 	field(b, "redis_version", redisVersion)
 	field(b, "redis_mode", s.mode())
-	field(b, "kvring_version", s.cfg.Version)
+	field(b, "kvring_version", s.cfg.Build.Version)
+	// As redis_git_sha1: zeros when the build carries no commit (go run,
+	// go test, -buildvcs=false without make build's stamp).
+	field(b, "kvring_git_sha1", cmp.Or(s.cfg.Build.Commit, strings.Repeat("0", 40)))
+	field(b, "kvring_git_dirty", boolInt(s.cfg.Build.Modified))
+	commitTime := "unknown"
+	if t := s.cfg.Build.CommitTime; !t.IsZero() {
+		commitTime = t.UTC().Format(time.RFC3339)
+	}
+	field(b, "kvring_commit_time", commitTime)
+	field(b, "kvring_go_version", s.cfg.Build.GoVersion)
 	field(b, "kvring_node", s.cfg.NodeID)
 	field(b, "os", runtime.GOOS)
 	field(b, "arch_bits", strconv.IntSize)
@@ -194,4 +205,12 @@ func cmdFlushDB(ctx context.Context, c *conn, req *request) {
 		return
 	}
 	c.w.ok()
+}
+
+// boolInt is 1 for true and 0 for false, as INFO writes flags.
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

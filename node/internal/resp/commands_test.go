@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/kvring/kvring/internal/buildinfo"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 )
 
@@ -512,5 +514,36 @@ func TestPipelinedGetsAreReadTogether(t *testing.T) {
 	defer fc.mu.Unlock()
 	if fc.getCalls > 3 {
 		t.Fatalf("60 pipelined GETs made %d cluster reads, want a few", fc.getCalls)
+	}
+}
+
+// TestInfoServerNamesTheBuild: INFO server reports the node's build beside
+// the Redis version clients check, as Redis reports redis_git_sha1, and
+// zeros for a build that carries no commit.
+func TestInfoServerNamesTheBuild(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, tc := range []struct {
+		build buildinfo.Info
+		want  []string
+	}{
+		{buildinfo.Info{Version: "v0.4.0", Commit: "0123456789abcdef0123456789abcdef01234567", CommitTime: at, GoVersion: "go1.26.0"},
+			[]string{"kvring_version:v0.4.0\r\n", "kvring_git_sha1:0123456789abcdef0123456789abcdef01234567\r\n",
+				"kvring_git_dirty:0\r\n", "kvring_commit_time:2026-01-02T03:04:05Z\r\n", "kvring_go_version:go1.26.0\r\n"}},
+		{buildinfo.Info{Version: "v0.4.0+devel"},
+			[]string{"kvring_version:v0.4.0+devel\r\n", "kvring_git_sha1:" + strings.Repeat("0", 40) + "\r\n",
+				"kvring_commit_time:unknown\r\n"}},
+	} {
+		s, _ := testServer(t, func(c *Config, _ *fakeCluster) { c.Build = tc.build })
+		c := redis.NewClient(&redis.Options{Addr: s.Addr().String()})
+		info, err := c.Info(context.Background(), "server").Result()
+		c.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range append(tc.want, "redis_version:7.2.0\r\n") {
+			if !strings.Contains(info, w) {
+				t.Errorf("INFO server lacks %q:\n%s", w, info)
+			}
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/kvring/kvring/internal/buildinfo"
 	"github.com/kvring/kvring/store"
 )
 
@@ -29,9 +30,11 @@ type Config struct {
 	TLS *tls.Config
 	// NodeID names this node in INFO and CLIENT INFO.
 	NodeID string
-	// Version is kvring's version, reported in INFO and HELLO beside the
-	// Redis version clients check. Default "dev".
-	Version string
+	// Build is kvring's build, reported in INFO server beside the Redis
+	// version clients check (kvring_version, kvring_git_sha1,
+	// kvring_git_dirty, kvring_commit_time, as Redis reports redis_git_sha1).
+	// Default: this binary's, as buildinfo.Read finds it without a stamp.
+	Build buildinfo.Info
 	// MaxConns is the most connections served at once; more are answered
 	// "-ERR max number of clients reached" and closed. Default 10000
 	// (Redis's maxclients).
@@ -118,8 +121,8 @@ func (c *Config) setDefaults() {
 	def(&c.WriteTimeout, 10*time.Second)
 	def(&c.CallTimeout, 30*time.Second)
 	def(&c.ExistsLease, DefaultExistsLease)
-	if c.Version == "" {
-		c.Version = "dev"
+	if c.Build.Version == "" {
+		c.Build = buildinfo.Read(buildinfo.Stamp{})
 	}
 	if c.MaxConns == 0 {
 		c.MaxConns = DefaultMaxConns

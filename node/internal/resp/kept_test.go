@@ -79,7 +79,9 @@ func TestASetOfOtherBytesIsNeverOK(t *testing.T) {
 	for _, viaCluster := range []bool{false, true} {
 		s, fc := testServer(t, nil)
 		if viaCluster {
+			fc.mu.Lock()
 			fc.kept = func(Key) bool { return false } // never read past: the write goes to the cluster
+			fc.mu.Unlock()
 		}
 		c := client(t, s, 2)
 		ctx := context.Background()
