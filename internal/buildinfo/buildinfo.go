@@ -19,7 +19,7 @@ import (
 // is past every recorded release). Making a release: set Release to it,
 // commit, then record that commit in RELEASES and set Release to the next
 // version's -dev in the following commit.
-const Release = "v0.4.0"
+const Release = "v0.5.0-dev"
 
 // Info describes one build. The zero Info is an unknown build.
 type Info struct {
