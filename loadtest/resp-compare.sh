@@ -3,9 +3,11 @@
 # Redis-protocol port and one redis-server (--save '', allkeys-lru) with the
 # same memory, alternating kvring and Redis REPS times per value size, and
 # prints requests/s per run and the median ratio kvring / redis per test.
-# CLUSTER=3 adds a three-node kvring cluster driven by
-# `redis-benchmark --cluster` (its Redis Cluster mode), against the same
-# single redis-server. Every process it starts is stopped on exit.
+# CLUSTER=3 adds a three-node kvring cluster (--resp-cluster) and, as its
+# peer, a three-node Redis Cluster (redis-servers with cluster-enabled yes,
+# the same memory each, no replicas, made with redis-cli --cluster create),
+# both driven by `redis-benchmark --cluster`. Every process it starts is
+# stopped on exit.
 #
 # Usage: loadtest/resp-compare.sh
 # Environment:
@@ -66,16 +68,37 @@ start_node() {
 start_node n1 ""
 kv_port=$resp_port
 redis_port=$(free_port)
-redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no --maxmemory "${MEM_MB}mb" \
-	--maxmemory-policy allkeys-lru --logfile "$work/redis.log" &
-pids+=($!)
-for _ in $(seq 1 100); do redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break; sleep 0.1; done
 
-cluster_port=""
+# start_redis PORT [flags...]: a redis-server with the node's memory; it
+# runs in this shell, so its pid reaches pids and the cleanup.
+start_redis() {
+	local port=$1; shift
+	mkdir -p "$work/redis-$port"
+	redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --maxmemory "${MEM_MB}mb" \
+		--maxmemory-policy allkeys-lru --dir "$work/redis-$port" --logfile "$work/redis-$port.log" "$@" &
+	pids+=($!)
+	for _ in $(seq 1 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+}
+
+start_redis "$redis_port"
+
+cluster_port="" rc_port=""
 if [ "$CLUSTER" -gt 1 ]; then
 	start_node c1 "" --resp-cluster
 	cluster_port=$resp_port c_gossip=$gossip_port
 	for i in $(seq 2 "$CLUSTER"); do start_node "c$i" "127.0.0.1:$c_gossip" --resp-cluster; done
+	rc_addrs=()
+	for _ in $(seq 1 "$CLUSTER"); do
+		p=$(free_port)
+		start_redis "$p" --cluster-enabled yes --cluster-config-file "nodes-$p.conf"
+		rc_addrs+=("127.0.0.1:$p")
+		rc_port=${rc_port:-$p}
+	done
+	redis-cli --cluster create "${rc_addrs[@]}" --cluster-replicas 0 --cluster-yes >"$work/rcluster-create.log" 2>&1
+	for _ in $(seq 1 100); do
+		redis-cli -p "$rc_port" cluster info 2>/dev/null | grep -q 'cluster_state:ok' && break
+		sleep 0.1
+	done
 fi
 
 # bench PORT SIZE [flags]: one redis-benchmark run; prints "test rps" lines,
@@ -96,20 +119,26 @@ bench() {
 
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
-echo "# redis-benchmark -c $CLIENTS -t $TESTS, kvring node vs redis-server, ${MEM_MB} MiB each, $REPS alternations"
+echo "# redis-benchmark -c $CLIENTS -t $TESTS, ${MEM_MB} MiB each process, $REPS alternations:"
+echo "# node: one kvring node vs one redis-server; cluster$CLUSTER: kvring --resp-cluster vs a Redis Cluster of as many redis-servers"
 printf "%-8s %-5s %-10s %12s %12s %7s\n" size test target kvring redis ratio
 # flush PORT: empty a target before each run. redis-benchmark writes one
 # key space (key:NNN) in every run, and kvring keeps a key's first value
 # (values are immutable): without this, a run's SETs would find their keys
 # held and its GETs would read the previous size's values.
 flush() { redis-cli -p "$1" flushdb >/dev/null; }
+# flush_rc: empty every master of the Redis Cluster.
+flush_rc() { redis-cli --cluster call "127.0.0.1:$rc_port" flushall >/dev/null; }
 
 for size in $SIZES; do
-	: >"$work/k" && : >"$work/r" && : >"$work/c"
+	: >"$work/k" && : >"$work/r" && : >"$work/c" && : >"$work/rc"
 	for _ in $(seq 1 "$REPS"); do
 		flush "$kv_port" && bench "$kv_port" "$size" >>"$work/k"
 		flush "$redis_port" && bench "$redis_port" "$size" >>"$work/r"
-		if [ -n "$cluster_port" ]; then flush "$cluster_port" && bench "$cluster_port" "$size" --cluster >>"$work/c"; fi
+		if [ -n "$cluster_port" ]; then
+			flush "$cluster_port" && bench "$cluster_port" "$size" --cluster >>"$work/c"
+			flush_rc && bench "$rc_port" "$size" --cluster >>"$work/rc"
+		fi
 	done
 	for t in $(awk '{print $1}' "$work/k" | sort -u); do
 		k=$(awk -v t="$t" '$1==t {print $2}' "$work/k" | median)
@@ -117,7 +146,8 @@ for size in $SIZES; do
 		printf "%-8s %-5s %-10s %12.0f %12.0f %7.2f\n" "$size" "$t" node "$k" "$r" "$(echo "$k / $r" | bc -l)"
 		if [ -s "$work/c" ]; then
 			c=$(awk -v t="$t" '$1==t {print $2}' "$work/c" | median)
-			printf "%-8s %-5s %-10s %12.0f %12.0f %7.2f\n" "$size" "$t" "cluster$CLUSTER" "$c" "$r" "$(echo "$c / $r" | bc -l)"
+			rc=$(awk -v t="$t" '$1==t {print $2}' "$work/rc" | median)
+			printf "%-8s %-5s %-10s %12.0f %12.0f %7.2f\n" "$size" "$t" "cluster$CLUSTER" "$c" "$rc" "$(echo "$c / $rc" | bc -l)"
 		fi
 	done
 done
