@@ -152,6 +152,9 @@ func (n *Node) openStore(p *nodeParts) error {
 	if err != nil {
 		return err
 	}
+	if scfg.Companions == nil {
+		scfg.Companions = n.cfg.RESP.KeyMap.Companions // a value's metadata is evicted with its kv_bytes
+	}
 	st, err := store.Open(scfg)
 	if err != nil {
 		return errors.Join(err, n.closeDisk(p))

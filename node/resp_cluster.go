@@ -53,9 +53,6 @@ type respCluster struct {
 	unsettled func() bool
 
 	namespaces nsCache
-	// leases are the EXISTS leases this node took, by key, so that DEL
-	// releases them first.
-	leases existsLeases
 
 	mu      sync.Mutex
 	table   *resp.SlotTable
@@ -291,15 +288,12 @@ func (r *respCluster) Held(ctx context.Context, ns resp.Namespace, keys []resp.P
 		wg.Go(func() {
 			defer func() { <-sem }()
 			k := append([]resp.Key{keys[i].Key}, keys[i].Pin...)
-			if lease <= 0 {
-				k = k[:1]
-			}
 			out[i], errs[i] = r.held(ctx, ns, k, lease)
 			if errs[i] != nil && lease > 0 {
 				// A holder that could not pin (its pinned-bytes budget is
 				// spent) or did not answer: asked again without a lease, a
 				// key that is held counts, unpinned.
-				out[i], errs[i] = r.held(ctx, ns, k[:1], 0)
+				out[i], errs[i] = r.held(ctx, ns, k, 0)
 			}
 		})
 	}
@@ -307,21 +301,25 @@ func (r *respCluster) Held(ctx context.Context, ns resp.Namespace, keys []resp.P
 	return out, errors.Join(errs...)
 }
 
-// held asks one lookup whether k[0] is held, pinning k (the key and its
-// siblings) for lease when it is; an error when a member that may hold it
-// did not answer.
+// held asks one lookup whether k[0] and its siblings (k[1:]) are held: a
+// key counts only with its whole sibling group (a metadata key whose
+// kv_bytes is gone cannot be read as LMCache reads it). With lease, the
+// holders pin the group for that long; a lease that pinned part of a group
+// is released at once. An error when a member that may hold the group did
+// not answer.
 func (r *respCluster) held(ctx context.Context, ns resp.Namespace, k []resp.Key, lease time.Duration) (bool, error) {
 	req := &kvringv1.LookupRequest{Namespace: ns.Ref, Ids: ids(k), Groups: runs(k), PinTtlMs: uint32(max(lease, 0) / time.Millisecond)}
 	res, unanswered, err := r.coord.LookupChecked(ctx, req)
 	switch {
 	case err != nil:
 		return false, err
-	case res.GetHeld() == 0:
-		return false, unanswered
-	case res.GetLeaseId() != 0:
-		r.leases.add(k[:res.GetHeld()], res.GetLeaseId(), time.Duration(res.GetLeaseTtlMs())*time.Millisecond)
+	case int(res.GetHeld()) == len(k):
+		return true, nil
 	}
-	return true, nil
+	if res.GetLeaseId() != 0 {
+		r.coord.ReleaseLease(context.WithoutCancel(ctx), res.GetLeaseId())
+	}
+	return false, unanswered
 }
 
 // Get reads keys through the coordinator's Get in process: each chunk's
@@ -343,13 +341,11 @@ func (r *respCluster) Get(ctx context.Context, ns resp.Namespace, keys []resp.Ke
 	return err
 }
 
-// Delete removes keys from every member. A key pinned by a lookup lease
-// somewhere stays until the lease ends: an error wrapping ErrUnavailable
-// says so (after the other keys were removed).
+// Delete removes keys from every member, lookup leases notwithstanding
+// (coord.Remove). A member that predates that keeps a key pinned by a
+// lease until the lease ends: an error wrapping ErrUnavailable says so
+// (after the other keys were removed).
 func (r *respCluster) Delete(ctx context.Context, ns resp.Namespace, keys []resp.Key) ([]bool, error) {
-	for _, id := range r.leases.take(keys) { // EXISTS leases pin against eviction, not against DEL
-		r.coord.ReleaseLease(ctx, id)
-	}
 	rm, err := r.coord.Remove(ctx, ns.Ref, ids(keys))
 	if err != nil {
 		return nil, err

@@ -89,6 +89,13 @@ type Config struct {
 	// Default nil: none. The caller opens it before Open and closes it
 	// after Close.
 	Lower Lower
+	// Companions names, by a chunk's name (SetName), the chunks of its
+	// namespace that the policy evicts with it: a Redis-protocol value's
+	// metadata with its kv_bytes, so that no metadata outlives the bytes it
+	// describes. Only chunks in shared memory are evicted with it (one the
+	// Lower tier takes stays). Default nil: none. It must not block or call
+	// the store.
+	Companions func(name string) []ID
 	// Now is the clock of stage and pin leases; ExpireNow reads it. Default
 	// time.Now.
 	Now func() time.Time

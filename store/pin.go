@@ -233,6 +233,7 @@ func (s *Store) unpin(l *lease) {
 				if s.kill(e, reasonPolicy) {
 					s.forgetLater(e)
 				}
+				s.killCompanions(e)
 			}
 		case e.state == stateDead:
 			s.maybeFree(e)

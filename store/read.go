@@ -224,7 +224,10 @@ func (s *Store) inState(ns string, id ID, st uint8) bool {
 // evict removes a chunk. It stops being readable at once; its slot is freed
 // when its last View is released. A pinned chunk is not evicted: ErrBusy.
 // A chunk that is not held is ErrNotFound. Evict is its exported form.
-func (s *Store) evict(ns string, id ID) error {
+func (s *Store) evict(ns string, id ID) error { return s.remove(ns, id, false) }
+
+// remove is evict; with unpin it removes a pinned chunk too (Delete).
+func (s *Store) remove(ns string, id ID, unpin bool) error {
 	if !s.enter() {
 		return ErrClosed
 	}
@@ -245,7 +248,7 @@ func (s *Store) evict(ns string, id ID) error {
 	if e == nil || e.state != stateSealed {
 		return fmt.Errorf("cannot evict chunk %s/%s: %w", ns, id, ErrNotFound)
 	}
-	if e.pins > 0 {
+	if e.pins > 0 && !unpin {
 		return fmt.Errorf("cannot evict chunk %s/%s: %w (pinned by a lookup lease)", ns, id, ErrBusy)
 	}
 	s.st.evictions[ReasonExplicit]++
@@ -254,6 +257,13 @@ func (s *Store) evict(ns string, id ID) error {
 	}
 	return nil
 }
+
+// Delete removes a chunk at once, even one that lookup leases pin: it
+// stops being readable now, and its slot is freed when its last reader and
+// lease end. A client's explicit removal (the Redis port's DEL) wins over
+// the leases of lookups that found the chunk, which keep it from eviction,
+// not from deletion. A chunk that is not held is ErrNotFound.
+func (s *Store) Delete(ns string, id ID) error { return s.evictLower(ns, id, s.remove(ns, id, true)) }
 
 // HeldChecksum returns the CRC-32C of the bytes of chunk (ns, id) when this
 // store holds it sealed in shared memory; ok is false when it does not, or

@@ -355,8 +355,33 @@ func (s *Store) policyEvicted(e *entry, force bool) bool {
 		s.st.evictions[ReasonPolicy]++
 		s.nsStats[e.key.ns].evictions++
 		s.kill(e, reasonPolicy)
+		s.killCompanions(e)
 	}
 	return true
+}
+
+// killCompanions evicts the companions of e (Config.Companions), which the
+// policy evicted: sealed ones die now, pinned ones when their pins end.
+// mu held.
+func (s *Store) killCompanions(e *entry) {
+	if s.cfg.Companions == nil || e.name == nil {
+		return
+	}
+	for _, id := range s.cfg.Companions(*e.name) {
+		k := chunkKey{ns: e.key.ns, id: id}
+		c := s.idx.get(k, k.hash())
+		switch {
+		case c == nil || c.state != stateSealed:
+		case c.pins > 0:
+			c.evicted = true // dies when its pins end
+		default:
+			s.st.evictions[ReasonPolicy]++
+			s.nsStats[c.key.ns].evictions++
+			if s.kill(c, reasonPolicy) {
+				s.forgetLater(c)
+			}
+		}
+	}
 }
 
 // policyRejected is the policy's admission-refusal callback.

@@ -25,7 +25,10 @@ type Removal struct {
 // by the members written in their stead, by spread copies and by a member
 // still handing it off, and a delete must reach them all. Members that did
 // not answer are an error wrapping ErrUnavailable that names them, beside
-// what the others did. Blocks until every member answered or PeerTimeout.
+// what the others did. It is a client's explicit removal: chunks lookup
+// leases pin are removed too (RemoveRequest.unpin); only members that
+// predate that report them pinned. Blocks until every member answered or
+// PeerTimeout.
 func (c *Coordinator) Remove(ctx context.Context, ref *kvringv1.NamespaceRef, ids [][]byte) (Removal, error) {
 	if _, _, err := c.reg.Resolve(ref); err != nil {
 		return Removal{}, err
@@ -33,7 +36,7 @@ func (c *Coordinator) Remove(ctx context.Context, ref *kvringv1.NamespaceRef, id
 	out := Removal{Removed: make([]bool, len(ids)), Pinned: make([]bool, len(ids))}
 	var mu sync.Mutex
 	err := c.everyMember(ctx, func(ctx context.Context, m ring.Member) error {
-		removed, pinned, err := c.removeOn(ctx, m, &kvringv1.RemoveRequest{Caller: c.caller(), Namespace: ref, Ids: ids})
+		removed, pinned, err := c.removeOn(ctx, m, &kvringv1.RemoveRequest{Caller: c.caller(), Namespace: ref, Ids: ids, Unpin: true})
 		if err == nil && (len(removed) != len(ids) || len(pinned) != len(ids)) {
 			err = fmt.Errorf("node %s answered for %d of %d ids", m.ID, len(removed), len(ids))
 		}
@@ -87,7 +90,7 @@ func (c *Coordinator) DropEverywhere(ctx context.Context, ref *kvringv1.Namespac
 // removeOn asks member m (this node in process) to remove ids.
 func (c *Coordinator) removeOn(ctx context.Context, m ring.Member, req *kvringv1.RemoveRequest) (removed, pinned []bool, err error) {
 	if m.ID == c.cfg.Self {
-		return c.local.Remove(req.GetNamespace(), req.GetIds())
+		return c.local.Remove(req.GetNamespace(), req.GetIds(), req.GetUnpin())
 	}
 	pc, err := c.peer(m)
 	if err != nil {

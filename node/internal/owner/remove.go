@@ -14,7 +14,9 @@ import (
 // Remove deletes the chunks of rawIDs from this node's store and reports,
 // per id, whether it removed one, and whether one is held but pinned by a
 // lookup lease (it stays until the lease ends; the caller may try again).
-func (o *Owner) Remove(ref *kvringv1.NamespaceRef, rawIDs [][]byte) (removed, pinned []bool, err error) {
+// With unpin, pinned chunks are removed too (store.Delete): none is
+// reported pinned.
+func (o *Owner) Remove(ref *kvringv1.NamespaceRef, rawIDs [][]byte, unpin bool) (removed, pinned []bool, err error) {
 	if ref == nil || ref.GetName() == "" {
 		return nil, nil, fmt.Errorf("%w: namespace is required", transfer.ErrInvalidArgument)
 	}
@@ -24,8 +26,12 @@ func (o *Owner) Remove(ref *kvringv1.NamespaceRef, rawIDs [][]byte) (removed, pi
 	}
 	ns := namespace.StoreName(ref.GetName(), ref.GetFingerprint())
 	removed, pinned = make([]bool, len(ids)), make([]bool, len(ids))
+	remove := o.st.Evict
+	if unpin {
+		remove = o.st.Delete
+	}
 	for i, id := range ids {
-		switch err := o.st.Evict(ns, id); {
+		switch err := remove(ns, id); {
 		case err == nil:
 			removed[i] = true
 		case errors.Is(err, store.ErrBusy):
@@ -64,7 +70,7 @@ func (s *Service) Remove(_ context.Context, req *kvringv1.RemoveRequest) (*kvrin
 		}
 		return &kvringv1.RemoveResponse{Epoch: s.o.Epoch(), Chunks: uint64(freed.Chunks)}, nil
 	}
-	removed, pinned, err := s.o.Remove(req.GetNamespace(), req.GetIds())
+	removed, pinned, err := s.o.Remove(req.GetNamespace(), req.GetIds(), req.GetUnpin())
 	if err != nil {
 		return nil, transfer.ToStatus(err)
 	}

@@ -60,6 +60,9 @@ type Store interface {
 	// slot is freed when its last View is released. A pinned chunk is
 	// store.ErrBusy, one not held store.ErrNotFound.
 	Evict(ns string, id store.ID) error
+	// Delete is Evict of a pinned chunk too (its slot is freed when its
+	// pins end): a client's explicit removal.
+	Delete(ns string, id store.ID) error
 	// DropNamespace removes every sealed chunk of ns and returns what it
 	// freed; readers holding a View keep its bytes until they release it.
 	DropNamespace(ns string) (store.NamespaceUsage, error)

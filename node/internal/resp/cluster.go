@@ -33,7 +33,8 @@ type Cluster interface {
 	// Known returns the namespace called name when this node's registry
 	// knows it. It never blocks and never asks another member.
 	Known(name string) (Namespace, bool)
-	// Held reports, per key, whether a read can return its chunk now. A
+	// Held reports, per key, whether a read can return its chunk and those
+	// of its siblings (Probe.Pin) now. A
 	// key not held that a member which did not answer may hold (down,
 	// timed out, declared dead lately) makes it an error wrapping
 	// transfer.ErrUnavailable and naming the member: false means that every

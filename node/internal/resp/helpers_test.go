@@ -153,9 +153,15 @@ func (f *fakeCluster) Held(_ context.Context, ns Namespace, keys []Probe, lease 
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.leases = append(f.leases, lease)
-	for i, k := range keys {
+	has := func(k Key) bool {
 		_, far := f.remote[k.ID]
-		out[i] = far || f.st.Contains(ns.Store, k.ID)
+		return far || f.st.Contains(ns.Store, k.ID)
+	}
+	for i, k := range keys {
+		out[i] = has(k.Key)
+		for _, sib := range k.Pin {
+			out[i] = out[i] && has(sib)
+		}
 		if !out[i] && f.unreachable != nil && f.unreachable(k.Key) {
 			return nil, fmt.Errorf("%w: node far did not answer", transfer.ErrUnavailable)
 		}

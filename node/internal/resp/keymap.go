@@ -2,6 +2,7 @@ package resp
 
 import (
 	"bytes"
+	"strings"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -97,9 +98,9 @@ type Key struct {
 	Name string
 }
 
-// Probe is a key whose presence is asked (Cluster.Held), and the keys a
-// lease pins with it when it is held: its siblings (its kv_bytes for its
-// metadata), which share its holders.
+// Probe is a key whose presence is asked (Cluster.Held), with its sibling
+// keys (its kv_bytes for its metadata), which share its holders: the key
+// counts only while they are held too, and a lease pins them with it.
 type Probe struct {
 	Key
 	Pin []Key
@@ -110,6 +111,21 @@ func (m KeyMap) Map(key []byte) Key {
 	place := m.placement(key)
 	return Key{Namespace: m.Namespace(key), ID: m.ID(key), Place: placeKey(place), Slot: Slot(key),
 		PlaceSlot: m.placeSlot(key), Name: string(key)}
+}
+
+// Companions are the chunk ids evicted with the chunk of key name
+// (store.Config.Companions): for a key with the first sibling suffix
+// ("<k>kv_bytes"), its other siblings ("<k>metadata"), so that no metadata
+// outlives the bytes it describes; none for any other key.
+func (m KeyMap) Companions(name string) []store.ID {
+	if len(m.Siblings) == 0 || !strings.HasSuffix(name, m.Siblings[0]) {
+		return nil
+	}
+	var out []store.ID
+	for _, sib := range m.SiblingKeys([]byte(name)) {
+		out = append(out, m.ID(sib))
+	}
+	return out
 }
 
 // SiblingKeys are the other sibling keys of key ("<k>kv_bytes" for

@@ -135,9 +135,23 @@ func (c *conn) heldLocally(ns Namespace, k Key) bool {
 	return c.s.cfg.Store.Contains(ns.Store, k.ID)
 }
 
-// held reports per key of groups whether a GET can return it now: this
-// node's store first, then the cluster for the rest, one call per
-// namespace, then the default namespace for what a group's own lacks
+// groupHeldLocally reports whether this node's store holds k and its
+// siblings sealed.
+func (c *conn) groupHeldLocally(ns Namespace, k Key) bool {
+	if !c.heldLocally(ns, k) {
+		return false
+	}
+	for _, sib := range c.s.cfg.KeyMap.SiblingKeys([]byte(k.Name)) {
+		if !c.s.cfg.Store.Contains(ns.Store, c.s.cfg.KeyMap.ID(sib)) {
+			return false
+		}
+	}
+	return true
+}
+
+// held reports per key of groups whether a GET can return it now, and its
+// siblings too: this node's store first, then the cluster for the rest, one
+// call per namespace, then the default namespace for what a group's own lacks
 // (nsKeys.fallback). The result is indexed by key position. A key that may
 // be held by a member that did not answer makes it an error (wrapping
 // transfer.ErrUnavailable): never a 0 for what may exist. With an EXISTS
@@ -152,7 +166,7 @@ func (c *conn) held(ctx context.Context, groups []*nsKeys, n int) ([]bool, error
 		}
 		var rest []keyRef
 		for _, k := range g.keys {
-			if lease <= 0 && c.heldLocally(g.ns, k.Key) {
+			if lease <= 0 && c.groupHeldLocally(g.ns, k.Key) {
 				out[k.at] = true
 			} else {
 				rest = append(rest, k)
@@ -186,8 +200,8 @@ func (c *conn) held(ctx context.Context, groups []*nsKeys, n int) ([]bool, error
 	return out, nil
 }
 
-// probes are the Probes of refs: moved to namespace ns unless it is "", and
-// with an EXISTS lease, each with its siblings to pin.
+// probes are the Probes of refs, each with its siblings: moved to
+// namespace ns unless it is "".
 func (c *conn) probes(refs []keyRef, ns string) []Probe {
 	out := make([]Probe, len(refs))
 	for i, r := range refs {
@@ -196,9 +210,6 @@ func (c *conn) probes(refs []keyRef, ns string) []Probe {
 			k = c.placed(k.InNamespace(ns))
 		}
 		out[i].Key = k
-		if c.s.cfg.ExistsLease <= 0 {
-			continue
-		}
 		for _, sib := range c.s.cfg.KeyMap.SiblingKeys([]byte(k.Name)) {
 			sk := c.mapKey(sib)
 			if ns != "" || sk.Namespace != k.Namespace {

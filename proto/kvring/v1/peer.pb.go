@@ -296,6 +296,10 @@ type RemoveRequest struct {
 	Ids [][]byte `protobuf:"bytes,3,rep,name=ids,proto3" json:"ids,omitempty"`
 	// Drop the namespace: every chunk of it and the registry record (as the admin API's drop-namespace).
 	DropNamespace bool `protobuf:"varint,4,opt,name=drop_namespace,json=dropNamespace,proto3" json:"drop_namespace,omitempty"`
+	// Remove chunks even while lookup leases pin them (a client's explicit removal, the Redis port's DEL): they stop
+	// being readable at once, and their memory is freed when the leases end. Owners that predate the field keep pinned
+	// chunks and report them pinned.
+	Unpin         bool `protobuf:"varint,5,opt,name=unpin,proto3" json:"unpin,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -354,6 +358,13 @@ func (x *RemoveRequest) GetIds() [][]byte {
 func (x *RemoveRequest) GetDropNamespace() bool {
 	if x != nil {
 		return x.DropNamespace
+	}
+	return false
+}
+
+func (x *RemoveRequest) GetUnpin() bool {
+	if x != nil {
+		return x.Unpin
 	}
 	return false
 }
@@ -2070,12 +2081,13 @@ const file_kvring_v1_peer_proto_rawDesc = "" +
 	"\x10ListKeysResponse\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x14\n" +
 	"\x05names\x18\x02 \x03(\fR\x05names\x12\x12\n" +
-	"\x04next\x18\x03 \x01(\fR\x04next\"\xae\x01\n" +
+	"\x04next\x18\x03 \x01(\fR\x04next\"\xc4\x01\n" +
 	"\rRemoveRequest\x12-\n" +
 	"\x06caller\x18\x01 \x01(\v2\x15.kvring.v1.PeerCallerR\x06caller\x125\n" +
 	"\tnamespace\x18\x02 \x01(\v2\x17.kvring.v1.NamespaceRefR\tnamespace\x12\x10\n" +
 	"\x03ids\x18\x03 \x03(\fR\x03ids\x12%\n" +
-	"\x0edrop_namespace\x18\x04 \x01(\bR\rdropNamespace\"p\n" +
+	"\x0edrop_namespace\x18\x04 \x01(\bR\rdropNamespace\x12\x14\n" +
+	"\x05unpin\x18\x05 \x01(\bR\x05unpin\"p\n" +
 	"\x0eRemoveResponse\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x18\n" +
 	"\aremoved\x18\x02 \x03(\bR\aremoved\x12\x16\n" +

@@ -245,16 +245,18 @@ class PutNamespaceResponse(_message.Message):
     def __init__(self, epoch: _Optional[int] = ..., namespace: _Optional[_Union[_common_pb2.NamespaceRecord, _Mapping]] = ..., accepted: bool = ...) -> None: ...
 
 class RemoveRequest(_message.Message):
-    __slots__ = ["caller", "drop_namespace", "ids", "namespace"]
+    __slots__ = ["caller", "drop_namespace", "ids", "namespace", "unpin"]
     CALLER_FIELD_NUMBER: _ClassVar[int]
     DROP_NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     IDS_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    UNPIN_FIELD_NUMBER: _ClassVar[int]
     caller: _common_pb2.PeerCaller
     drop_namespace: bool
     ids: _containers.RepeatedScalarFieldContainer[bytes]
     namespace: _common_pb2.NamespaceRef
-    def __init__(self, caller: _Optional[_Union[_common_pb2.PeerCaller, _Mapping]] = ..., namespace: _Optional[_Union[_common_pb2.NamespaceRef, _Mapping]] = ..., ids: _Optional[_Iterable[bytes]] = ..., drop_namespace: bool = ...) -> None: ...
+    unpin: bool
+    def __init__(self, caller: _Optional[_Union[_common_pb2.PeerCaller, _Mapping]] = ..., namespace: _Optional[_Union[_common_pb2.NamespaceRef, _Mapping]] = ..., ids: _Optional[_Iterable[bytes]] = ..., drop_namespace: bool = ..., unpin: bool = ...) -> None: ...
 
 class RemoveResponse(_message.Message):
     __slots__ = ["chunks", "epoch", "pinned", "removed"]
