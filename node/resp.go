@@ -36,7 +36,7 @@ type RESPConfig struct {
 	ClusterMode bool
 	// ExistsLease pins a key that EXISTS found held for this long, so a GET
 	// within it finds it (resp.Config.ExistsLease). Default
-	// resp.DefaultExistsLease (5s); negative: no lease.
+	// resp.DefaultExistsLease (2s); negative: no lease.
 	ExistsLease time.Duration
 }
 

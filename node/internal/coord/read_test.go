@@ -16,9 +16,9 @@ import (
 
 // TestALookupCountsTheHeldPrefixAndItsLeasePinsIt: a lookup counts the
 // leading ids some owner holds (a gap ends the count); with a pin TTL
-// the holders pin them under a lease (a remove then finds them pinned, and
-// they stay readable)
-// until ReleaseLease, which the same coordinator knows once.
+// the holders pin them under a lease until ReleaseLease, which the same
+// coordinator knows once; a remove (a client's DEL) removes a pinned chunk
+// all the same.
 func TestALookupCountsTheHeldPrefixAndItsLeasePinsIt(t *testing.T) {
 	t.Parallel()
 	c := clustertest.StartCore(t, clustertest.CoreConfig{})
@@ -35,15 +35,15 @@ func TestALookupCountsTheHeldPrefixAndItsLeasePinsIt(t *testing.T) {
 	if err != nil || lk.GetHeld() != 30 || lk.GetLeaseId() == 0 {
 		t.Fatalf("lookup: %v %v, want 30 held under a lease", lk, err)
 	}
-	// The lease pins the chunk where the lookup found it (one owner of its
-	// two: a lookup asks the others only about what it did not find), so a
-	// remove finds it pinned there and a get still returns it.
+	// A remove is a client's explicit removal: the lease keeps a chunk
+	// from eviction, not from it (RemoveRequest.unpin), and a get after it
+	// misses.
 	rm, err := c.Nodes[2].Coord.Remove(ctx, ref, clustertest.IDs(chunks[:1]))
-	if err != nil || !rm.Pinned[0] {
-		t.Fatalf("remove of a pinned chunk: %+v %v", rm, err)
+	if err != nil || !rm.Removed[0] || rm.Pinned[0] {
+		t.Fatalf("remove of a pinned chunk: %+v %v, want removed", rm, err)
 	}
-	if got, err := clustertest.Get(ctx, cache, ref, clustertest.IDs(chunks[:1]), nil); err != nil || got[0].Header.GetStatus() != kvringv1.ReadStatus_READ_STATUS_FOUND {
-		t.Fatalf("get of a pinned chunk after a remove: %+v %v", got, err)
+	if got, err := clustertest.Get(ctx, cache, ref, clustertest.IDs(chunks[:1]), nil); err != nil || got[0].Header.GetStatus() != kvringv1.ReadStatus_READ_STATUS_NOT_FOUND {
+		t.Fatalf("get of a pinned chunk after a remove: %+v %v, want NOT_FOUND", got, err)
 	}
 	rel, err := cache.ReleaseLease(ctx, &kvringv1.ReleaseLeaseRequest{LeaseId: lk.GetLeaseId()})
 	if err != nil || !rel.GetReleased() {
@@ -53,7 +53,7 @@ func TestALookupCountsTheHeldPrefixAndItsLeasePinsIt(t *testing.T) {
 		t.Fatal("a lease was released twice")
 	}
 	rm, err = c.Nodes[2].Coord.Remove(ctx, ref, clustertest.IDs(chunks[:2]))
-	if err != nil || !slices.Equal(rm.Removed, []bool{true, true}) {
+	if err != nil || !slices.Equal(rm.Removed, []bool{false, true}) {
 		t.Fatalf("remove after the release: %+v %v", rm, err)
 	}
 	lk, err = cache.Lookup(ctx, &kvringv1.LookupRequest{Namespace: ref, Ids: clustertest.IDs(chunks)})

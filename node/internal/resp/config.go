@@ -104,9 +104,9 @@ const (
 	DefaultCommandTimeout = 30 * time.Second
 	// DefaultMaxClientMemory is MaxClientMemory's default: 512 MiB.
 	DefaultMaxClientMemory = 512 << 20
-	// DefaultExistsLease is ExistsLease's default: 5 s (docs/resp.md says
+	// DefaultExistsLease is ExistsLease's default: 2 s (docs/resp.md says
 	// why).
-	DefaultExistsLease = 5 * time.Second
+	DefaultExistsLease = 2 * time.Second
 )
 
 func (c *Config) setDefaults() {

@@ -2,10 +2,10 @@ package resp
 
 import (
 	"bytes"
-	"strings"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strings"
 
 	"github.com/kvring/kvring/store"
 )
