@@ -11,16 +11,17 @@ import (
 )
 
 // TestASetOfAKeyTheNodeHoldsKeepsTheFirstValueWithoutAWrite: on the real
-// binary, a second SET of a key the node owns and holds answers OK, leaves
-// the first value, and is counted as read past (kvring_resp_kept_values_total).
+// binary, a second SET of the same bytes to a key the node owns and holds
+// answers OK without a write and is counted (kvring_resp_kept_values_total).
+// A SET of other bytes is refused: TestASetOfOtherBytesIsRefusedThroughEveryNode.
 func TestASetOfAKeyTheNodeHoldsKeepsTheFirstValueWithoutAWrite(t *testing.T) {
 	n := startNode(t, t.TempDir(), shmDir(t), "127.0.0.1:0", "127.0.0.1:0", "--resp-addr", "127.0.0.1:0")
 	c := redis.NewClient(&redis.Options{Addr: n.respAddr(t), ReadTimeout: 30 * time.Second})
 	defer c.Close()
 	ctx := context.Background()
-	first, second := make([]byte, 256<<10), make([]byte, 256<<10)
+	first := make([]byte, 256<<10)
 	rand.Read(first)
-	rand.Read(second)
+	second := bytes.Clone(first)
 	const key = "vllm@m@1@0@00ffkv_bytes"
 	if err := c.Set(ctx, key, first, 0).Err(); err != nil {
 		t.Fatal(err)

@@ -34,7 +34,7 @@ type Cluster interface {
 	// knows it. It never blocks and never asks another member.
 	Known(name string) (Namespace, bool)
 	// Held reports, per key, whether a read can return its chunk and those
-	// of its siblings (Probe.Pin) now. A
+	// of the siblings it needs (Probe.Pin) now. A
 	// key not held that a member which did not answer may hold (down,
 	// timed out, declared dead lately) makes it an error wrapping
 	// transfer.ErrUnavailable and naming the member: false means that every

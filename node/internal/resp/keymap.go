@@ -98,9 +98,10 @@ type Key struct {
 	Name string
 }
 
-// Probe is a key whose presence is asked (Cluster.Held), with its sibling
-// keys (its kv_bytes for its metadata), which share its holders: the key
-// counts only while they are held too, and a lease pins them with it.
+// Probe is a key whose presence is asked (Cluster.Held), with the sibling
+// keys it needs (KeyMap.Needs: its kv_bytes for its metadata), which share
+// its holders: the key counts only while they are held too, and a lease
+// pins them with it.
 type Probe struct {
 	Key
 	Pin []Key
@@ -142,6 +143,22 @@ func (m KeyMap) SiblingKeys(key []byte) [][]byte {
 		}
 	}
 	return out
+}
+
+// Needs are the keys that must be held for key to be read as its client
+// reads it: for a key with a later sibling suffix ("<k>metadata"), the key
+// with the first ("<k>kv_bytes"), which it describes; none for any other
+// key (a "<k>kv_bytes" stands alone: LMCache asks whether a chunk exists by
+// its metadata, and reads the bytes after it).
+func (m KeyMap) Needs(key []byte) [][]byte {
+	if len(m.Siblings) < 2 || bytes.HasSuffix(key, []byte(m.Siblings[0])) {
+		return nil
+	}
+	stem := m.stem(key)
+	if len(stem) == len(key) {
+		return nil
+	}
+	return [][]byte{append(append([]byte(nil), stem...), m.Siblings[0]...)}
 }
 
 // InNamespace returns k moved to namespace name (the default namespace a

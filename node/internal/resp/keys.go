@@ -135,13 +135,13 @@ func (c *conn) heldLocally(ns Namespace, k Key) bool {
 	return c.s.cfg.Store.Contains(ns.Store, k.ID)
 }
 
-// groupHeldLocally reports whether this node's store holds k and its
-// siblings sealed.
+// groupHeldLocally reports whether this node's store holds k and the
+// siblings it needs (KeyMap.Needs) sealed.
 func (c *conn) groupHeldLocally(ns Namespace, k Key) bool {
 	if !c.heldLocally(ns, k) {
 		return false
 	}
-	for _, sib := range c.s.cfg.KeyMap.SiblingKeys([]byte(k.Name)) {
+	for _, sib := range c.s.cfg.KeyMap.Needs([]byte(k.Name)) {
 		if !c.s.cfg.Store.Contains(ns.Store, c.s.cfg.KeyMap.ID(sib)) {
 			return false
 		}
@@ -149,8 +149,8 @@ func (c *conn) groupHeldLocally(ns Namespace, k Key) bool {
 	return true
 }
 
-// held reports per key of groups whether a GET can return it now, and its
-// siblings too: this node's store first, then the cluster for the rest, one
+// held reports per key of groups whether a GET can return it now, and the
+// siblings it needs too (KeyMap.Needs): this node's store first, then the cluster for the rest, one
 // call per namespace, then the default namespace for what a group's own lacks
 // (nsKeys.fallback). The result is indexed by key position. A key that may
 // be held by a member that did not answer makes it an error (wrapping
@@ -200,7 +200,8 @@ func (c *conn) held(ctx context.Context, groups []*nsKeys, n int) ([]bool, error
 	return out, nil
 }
 
-// probes are the Probes of refs, each with its siblings: moved to
+// probes are the Probes of refs, each with the siblings it needs
+// (KeyMap.Needs): moved to
 // namespace ns unless it is "".
 func (c *conn) probes(refs []keyRef, ns string) []Probe {
 	out := make([]Probe, len(refs))
@@ -210,7 +211,7 @@ func (c *conn) probes(refs []keyRef, ns string) []Probe {
 			k = c.placed(k.InNamespace(ns))
 		}
 		out[i].Key = k
-		for _, sib := range c.s.cfg.KeyMap.SiblingKeys([]byte(k.Name)) {
+		for _, sib := range c.s.cfg.KeyMap.Needs([]byte(k.Name)) {
 			sk := c.mapKey(sib)
 			if ns != "" || sk.Namespace != k.Namespace {
 				sk = c.placed(sk.InNamespace(k.Namespace))
