@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -9,6 +12,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/kvring/kvring/internal/testutil"
 )
@@ -123,8 +129,8 @@ func checkOneNamespacePerModelAndWorker(t *testing.T, nodes []*e2eNode, want []s
 	}
 	slices.Sort(got)
 	if !slices.Equal(got, slices.Sorted(slices.Values(want))) {
-		t.Fatalf("kvring namespaces lists\n  %s\nwant one per model, world size, worker (and dtype):\n  %s",
-			strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+		t.Fatalf("kvring namespaces lists %d:\n  %s\nwant one per model, world size, worker (and dtype):\n  %s",
+			len(got), strings.Join(got[:min(len(got), 12)], "\n  "), strings.Join(want, "\n  "))
 	}
 	for _, name := range want {
 		if ns := by[name]; ns.Chunks != chunks || ns.Bytes < minBytes {
@@ -164,4 +170,154 @@ func TestLMCachesSequenceThroughARedisCluster(t *testing.T) {
 	nodes, addrs := respCluster(t, "--resp-cluster", "--memory-limit", "512MiB")
 	runLMCacheSeq(t, "cluster", addrs[0], addrs[1], addrs[2])
 	checkOneNamespacePerModelAndWorker(t, nodes, lmcacheSeqNamespaces, 2*lmcacheSeqChunks, lmcacheSeqChunkBytes)
+}
+
+// lmcacheKey is chunk i's key in LMCache's current layout: a signed 64-bit
+// chunk hash in hex (negative for odd i, as Python writes f"{h:x}").
+func lmcacheKey(model string, i int) string {
+	h := sha256.Sum256([]byte(fmt.Sprint(model, i)))
+	v := int64(binary.BigEndian.Uint64(h[:]) >> 1)
+	if i%2 == 1 {
+		v = -v
+	}
+	return fmt.Sprintf("%s@1@0@%x@bfloat16", model, v)
+}
+
+// lmcacheValue is size bytes derived from key alone.
+func lmcacheValue(key string, size int) []byte {
+	seed := sha256.Sum256([]byte(key))
+	b := make([]byte, size)
+	rand.NewChaCha8(seed).Read(b)
+	return b
+}
+
+// lmcacheMetadata is a 28-byte RemoteMetadata as LMCache writes it.
+func lmcacheMetadata(size int) []byte {
+	b := make([]byte, 28)
+	binary.LittleEndian.PutUint32(b, uint32(size))
+	return b
+}
+
+// TestOneModelsThousandsOfChunksShareOneNamespace: on default settings
+// (the namespace limit is 1,024), one model's 1,200 chunks in LMCache's
+// current layout, written pipelined (SET kv_bytes, SET metadata), are all
+// +OK, all found by the EXISTS walk and read back byte-exact, and `kvring
+// namespaces` lists one namespace for the model. (An older build mapped
+// each chunk hash to a namespace of its own and answered -OOM too many
+// namespaces at chunk 1,025; a mapping that did so again would list more
+// namespaces here, or fall back to the default one.)
+func TestOneModelsThousandsOfChunksShareOneNamespace(t *testing.T) {
+	const chunks, size, batch = 1200, 4 << 10, 200
+	const model = "Qwen/Qwen2.5-0.5B-Instruct"
+	n := startNode(t, t.TempDir(), shmDir(t), "127.0.0.1:0", "127.0.0.1:0", "--resp-addr", "127.0.0.1:0")
+	c := redis.NewClient(&redis.Options{Addr: n.respAddr(t), MaxRetries: -1, ReadTimeout: 30 * time.Second})
+	defer c.Close()
+	ctx := context.Background()
+	for lo := 0; lo < chunks; lo += batch {
+		p := c.Pipeline()
+		var sets []*redis.StatusCmd
+		for i := lo; i < min(lo+batch, chunks); i++ {
+			k := lmcacheKey(model, i)
+			sets = append(sets, p.Set(ctx, k+"kv_bytes", lmcacheValue(k, size), 0), p.Set(ctx, k+"metadata", lmcacheMetadata(size), 0))
+		}
+		p.Exec(ctx)
+		for _, s := range sets {
+			if v, err := s.Result(); err != nil || v != "OK" {
+				t.Fatalf("%v = %q, %v", s.Args()[:2], v, err)
+			}
+		}
+	}
+	p := c.Pipeline()
+	var walk []*redis.IntCmd
+	for i := range chunks + 1 {
+		walk = append(walk, p.Exists(ctx, lmcacheKey(model, i)+"metadata"))
+	}
+	p.Exec(ctx)
+	for i, e := range walk {
+		if want := int64(min(1, chunks-i)); e.Val() != want || e.Err() != nil {
+			t.Fatalf("EXISTS of chunk %d's metadata = %d, %v; want %d", i, e.Val(), e.Err(), want)
+		}
+	}
+	for lo := 0; lo < chunks; lo += batch {
+		p := c.Pipeline()
+		var gets []*redis.StringCmd
+		for i := lo; i < min(lo+batch, chunks); i++ {
+			k := lmcacheKey(model, i)
+			gets = append(gets, p.Get(ctx, k+"metadata"), p.Get(ctx, k+"kv_bytes"))
+		}
+		p.Exec(ctx)
+		for j, g := range gets {
+			k := lmcacheKey(model, lo+j/2)
+			want := lmcacheMetadata(size)
+			if j%2 == 1 {
+				want = lmcacheValue(k, size)
+			}
+			if got, err := g.Bytes(); err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("%v: %d bytes, %v; want %d bytes", g.Args()[:2], len(got), err, len(want))
+			}
+		}
+	}
+	checkOneNamespacePerModelAndWorker(t, []*e2eNode{n}, []string{"resp:" + model + ":1:0:bfloat16"}, 2*chunks, chunks*size)
+}
+
+// TestASeventyBModelsChunkCrossesNodesOnDefaultSettings: LMCache's 256-token
+// chunk of a 70B-class model (80 MiB) is under the default --max-chunk-size:
+// SET through one node is +OK, and EXISTS and GET through each other node
+// find it and return it byte-exact (one of them is not its holder).
+func TestASeventyBModelsChunkCrossesNodesOnDefaultSettings(t *testing.T) {
+	const size = 80 << 20
+	_, addrs := respCluster(t, "--memory-limit", "512MiB")
+	ctx := context.Background()
+	k := lmcacheKey("meta-llama/Llama-3.1-70B-Instruct", 0)
+	val := lmcacheValue(k, size)
+	w := redis.NewClient(&redis.Options{Addr: addrs[0], MaxRetries: -1, ReadTimeout: time.Minute, WriteTimeout: time.Minute})
+	defer w.Close()
+	if err := w.Set(ctx, k+"kv_bytes", val, 0).Err(); err != nil {
+		t.Fatalf("SET of an 80 MiB kv_bytes: %v", err)
+	}
+	if err := w.Set(ctx, k+"metadata", lmcacheMetadata(size), 0).Err(); err != nil {
+		t.Fatalf("SET of its metadata: %v", err)
+	}
+	for _, a := range addrs[1:] {
+		r := redis.NewClient(&redis.Options{Addr: a, MaxRetries: -1, ReadTimeout: time.Minute})
+		if n, err := r.Exists(ctx, k+"metadata").Result(); n != 1 || err != nil {
+			t.Fatalf("EXISTS metadata through %s = %d, %v", a, n, err)
+		}
+		got, err := r.Get(ctx, k+"kv_bytes").Bytes()
+		r.Close()
+		if err != nil || !bytes.Equal(got, val) {
+			t.Fatalf("GET of the 80 MiB kv_bytes through %s: %d bytes, %v", a, len(got), err)
+		}
+	}
+}
+
+// TestAValueOverMaxChunkSizeIsRefusedAndTheConnectionGoesOn: on a node
+// started with --max-chunk-size 8MiB, a 9 MiB SET is answered with an error
+// that names the limit and the setting, and the same connection then
+// answers PING and stores and reads a value of exactly 8 MiB. (Unit tests
+// check the refusal at the default limit; this checks the flag reaches the
+// port.)
+func TestAValueOverMaxChunkSizeIsRefusedAndTheConnectionGoesOn(t *testing.T) {
+	n := startNode(t, t.TempDir(), shmDir(t), "127.0.0.1:0", "127.0.0.1:0", "--resp-addr", "127.0.0.1:0", "--max-chunk-size", "8MiB")
+	c := redis.NewClient(&redis.Options{Addr: n.respAddr(t), MaxRetries: -1, ReadTimeout: 30 * time.Second})
+	defer c.Close()
+	ctx := context.Background()
+	conn := c.Conn()
+	defer conn.Close()
+	k := lmcacheKey("meta-llama/Llama-3.1-8B", 0)
+	err := conn.Set(ctx, k+"kv_bytes", lmcacheValue(k, 9<<20), 0).Err()
+	if err == nil || !strings.HasPrefix(err.Error(), "ERR value too large") || !strings.Contains(err.Error(), "8388608 bytes") ||
+		!strings.Contains(err.Error(), "--max-chunk-size") {
+		t.Fatalf("SET of 9 MiB on a node with --max-chunk-size 8MiB: %v; want an ERR naming 8388608 bytes and --max-chunk-size", err)
+	}
+	if v, err := conn.Ping(ctx).Result(); err != nil || v != "PONG" {
+		t.Fatalf("PING after the refused value = %q, %v", v, err)
+	}
+	val := lmcacheValue(k, 8<<20)
+	if err := conn.Set(ctx, k+"kv_bytes", val, 0).Err(); err != nil {
+		t.Fatalf("SET of 8 MiB after the refused value: %v", err)
+	}
+	if got, err := conn.Get(ctx, k+"kv_bytes").Bytes(); err != nil || !bytes.Equal(got, val) {
+		t.Fatalf("GET of the 8 MiB value: %d bytes, %v", len(got), err)
+	}
 }
