@@ -3,7 +3,9 @@ package store
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 )
 
 // recover rebuilds the store from the catalog after a restart: it maps the
@@ -91,15 +93,13 @@ func (s *Store) openSegments(segRecs []segmentRecord, chunkRecs []chunkRecord) (
 func (s *Store) recoverChunks(segs map[uint32]*segment, chunkRecs []chunkRecord) int {
 	a := s.arena
 	var recovered, bad int
-	for _, r := range chunkRecs {
+	if len(s.idx.m) == 0 {
+		s.idx.m = make(map[uint64]*entry, len(chunkRecs))
+	}
+	sound := soundChunks(segs, chunkRecs)
+	for i, r := range chunkRecs {
 		seg := segs[r.seg]
-		ok := seg != nil && r.slot >= 0 && r.slot < seg.nslots && int64(r.size) <= seg.slotSize &&
-			r.size > 0 && seg.state[r.slot] == slotClean && ValidateNamespace(r.ns) == nil
-		if ok {
-			sum, err := guardedChecksum(seg.slot(r.slot)[:r.size])
-			ok = err == nil && sum == r.crc
-		}
-		if !ok {
+		if !sound[i] {
 			if seg != nil {
 				bad++
 			}
@@ -127,6 +127,37 @@ func (s *Store) recoverChunks(segs map[uint32]*segment, chunkRecs []chunkRecord)
 		s.log.Warn("catalogued chunks failed verification and were dropped", "chunks", bad)
 	}
 	return recovered
+}
+
+// soundChunks reports for each record whether its slot is sound (an
+// existing, clean slot of its segment that holds its size, a valid
+// namespace) and its bytes pass their checksum. The checksums, most of a
+// restart's time (a first touch of every page, then one pass over it), are
+// computed on one goroutine per CPU, each over its own share of the
+// records; it returns when all are done. It only reads segs and the slots.
+func soundChunks(segs map[uint32]*segment, recs []chunkRecord) []bool {
+	sound := make([]bool, len(recs))
+	workers := min(runtime.GOMAXPROCS(0), max(len(recs)/1024, 1))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < len(recs); i += workers {
+				sound[i] = soundChunk(segs[recs[i].seg], recs[i])
+			}
+		})
+	}
+	wg.Wait()
+	return sound
+}
+
+// soundChunk is one record of soundChunks.
+func soundChunk(seg *segment, r chunkRecord) bool {
+	if seg == nil || r.slot < 0 || r.slot >= seg.nslots || int64(r.size) > seg.slotSize || r.size <= 0 ||
+		seg.state[r.slot] != slotClean || ValidateNamespace(r.ns) != nil {
+		return false
+	}
+	sum, err := guardedChecksum(seg.slot(r.slot)[:r.size])
+	return err == nil && sum == r.crc
 }
 
 // freeOtherSlots gives back the pages of every slot not in use, lists it
