@@ -27,7 +27,8 @@ func (s *Store) recover() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	recovered := s.recoverChunks(segs, chunkRecs)
+	entries := s.recoverChunks(segs, chunkRecs)
+	recovered := len(entries)
 	if err := s.freeOtherSlots(segs); err != nil {
 		return 0, err
 	}
@@ -38,7 +39,7 @@ func (s *Store) recover() (int, error) {
 		// The changes stay queued; Health reports the catalog meanwhile.
 		s.log.Error("cannot write the recovered catalog; its changes are kept and retried", "err", err)
 	}
-	if dropped := s.offerRecovered(); dropped > 0 {
+	if dropped := s.offerRecovered(entries); dropped > 0 {
 		s.log.Warn("recovered chunks did not fit the memory limit and were dropped", "chunks", dropped, "limit_bytes", s.cfg.MemoryLimit)
 		recovered -= dropped
 		if err := s.cat.flush(); err != nil {
@@ -89,10 +90,11 @@ func (s *Store) openSegments(segRecs []segmentRecord, chunkRecs []chunkRecord) (
 
 // recoverChunks indexes every catalogued chunk whose slot is sound and
 // whose bytes pass their checksum, and queues the others' records for
-// deletion. It returns how many it indexed.
-func (s *Store) recoverChunks(segs map[uint32]*segment, chunkRecs []chunkRecord) int {
+// deletion. It returns the entries it indexed, in the catalog's order.
+func (s *Store) recoverChunks(segs map[uint32]*segment, chunkRecs []chunkRecord) []*entry {
 	a := s.arena
-	var recovered, bad int
+	var bad int
+	recovered := make([]*entry, 0, len(chunkRecs))
 	if len(s.idx.m) == 0 {
 		s.idx.m = make(map[uint64]*entry, len(chunkRecs))
 	}
@@ -121,7 +123,7 @@ func (s *Store) recoverChunks(segs map[uint32]*segment, chunkRecs []chunkRecord)
 		s.st.chunks++
 		s.st.payloadBytes += int64(e.size)
 		s.nsSealed(e, 1)
-		recovered++
+		recovered = append(recovered, e)
 	}
 	if bad > 0 {
 		s.log.Warn("catalogued chunks failed verification and were dropped", "chunks", bad)
@@ -179,17 +181,11 @@ func (s *Store) freeOtherSlots(segs map[uint32]*segment) error {
 	return nil
 }
 
-// offerRecovered tells the policy about every recovered chunk. They fit
-// the budget unless the limit shrank since they were written; the policy
-// then evicts or declines some, and those are dropped. It returns how many
-// were dropped.
-func (s *Store) offerRecovered() int {
-	var all []*entry
-	for _, e := range s.idx.m {
-		for ; e != nil; e = e.next {
-			all = append(all, e)
-		}
-	}
+// offerRecovered tells the policy about every recovered chunk (all, as
+// recoverChunks indexed them). They fit the budget unless the limit shrank
+// since they were written; the policy then evicts or declines some, and
+// those are dropped. It returns how many were dropped.
+func (s *Store) offerRecovered(all []*entry) int {
 	var dropped int
 	for _, e := range all {
 		if !s.pol.offer(e, e.slot.seg.slotSize) {

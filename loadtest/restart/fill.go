@@ -12,6 +12,12 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// quiet is a go-redis logger that drops its lines: a node that is starting
+// refuses connections, and firstHit retries them by design.
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
 // key is the i'th value's key, in LMCache's current layout (one namespace).
 func key(i int) string {
 	return fmt.Sprintf("restart/model@1@0@%x@bfloat16kv_bytes", i)

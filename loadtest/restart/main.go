@@ -22,6 +22,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // options are the command's flags.
@@ -51,6 +53,7 @@ func main() {
 	flag.StringVar(&o.extra, "flags", "", "more `kvring serve` flags, space-separated (e.g. \"--disk-dir /var/tmp/d --disk-limit 12GiB\")")
 	flag.StringVar(&o.logPath, "log", "", "append the node's log here (default: discarded)")
 	flag.Parse()
+	redis.SetLogger(quiet{})
 	if err := run(context.Background(), o); err != nil {
 		fmt.Fprintln(os.Stderr, "restart:", err)
 		os.Exit(1)
