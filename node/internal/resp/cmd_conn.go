@@ -221,8 +221,14 @@ func (c *conn) clientSetInfo(req *request) {
 	c.w.ok()
 }
 
-// info is the connection's CLIENT INFO / CLIENT LIST line.
+// info is the connection's CLIENT INFO / CLIENT LIST line, with Redis
+// 7.2's fields in its order (redis-py's client_info() reads qbuf, obl,
+// oll, omem and tot-mem as integers and fails without them); the buffer
+// figures Redis reports are 0 but rbs, the read buffer's size.
 func (c *conn) info() string {
-	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=0 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 resp=%d lib-name=%s lib-ver=%s cmd=%s",
-		c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), c.name, int(time.Since(c.created).Seconds()), c.w.proto, c.libName, c.libVer, c.lastCmd)
+	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=0 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 "+
+		"qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=%d rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default "+
+		"redir=-1 resp=%d lib-name=%s lib-ver=%s",
+		c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), c.name, int(time.Since(c.created).Seconds()), readBuffer, c.lastCmd,
+		c.w.proto, c.libName, c.libVer)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -264,6 +265,14 @@ func TestClientAnswersAsRedis72(t *testing.T) {
 		if strings.HasPrefix(tc.cmd, "CLIENT HELP") {
 			io.WriteString(nc, "PING\r\n")
 			readUntil(t, r, "+PONG\r\n")
+		}
+	}
+	// redis-py's client_info() reads these as integers, and fails
+	// without one (as it did: KeyError 'oll').
+	info := client(t, s, 2).Do(context.Background(), "CLIENT", "INFO").String()
+	for _, f := range []string{"id", "age", "idle", "db", "sub", "psub", "multi", "qbuf", "qbuf-free", "obl", "argv-mem", "oll", "omem", "tot-mem"} {
+		if !regexp.MustCompile(` ` + f + `=-?[0-9]+ `).MatchString(" " + info) {
+			t.Errorf("CLIENT INFO has no integer %s: %s", f, info)
 		}
 	}
 }
