@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // sentinelLine is a line resp_sentinel.py prints about the node a client
@@ -30,6 +32,7 @@ func TestRedisPySentinelClientsFollowALiveNode(t *testing.T) {
 	nodes, addrs := respCluster(t, "--replication", "2", "--min-replicas", "2", "--resp-sentinel-master", "redismaster")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	gr := goRedisFailover(t, ctx, addrs, "before")
 	cmd := exec.CommandContext(ctx, "/usr/bin/python3", append([]string{"testdata/resp_sentinel.py", "redismaster"}, addrs...)...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -82,6 +85,30 @@ func TestRedisPySentinelClientsFollowALiveNode(t *testing.T) {
 		t.Fatalf("resp_sentinel.py: %v\n%s\n%s", err, strings.Join(out, "\n"), stderr.String())
 	}
 	checkSentinelRun(t, out, addrs, given["sync"])
+	if v, err := gr.Get(ctx, "go-redis-before").Result(); err != nil || v != "before" {
+		t.Fatalf("go-redis's FailoverClient after the kill: GET = %q, %v", v, err)
+	}
+	goRedisFailover(t, ctx, addrs, "after")
+}
+
+// goRedisFailover writes key go-redis-<v> through go-redis's FailoverClient
+// over the sentinels addrs and reads it back through the master and a
+// replica; it returns the client (closed when the test ends).
+func goRedisFailover(t *testing.T, ctx context.Context, addrs []string, v string) *redis.Client {
+	t.Helper()
+	c := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "redismaster", SentinelAddrs: addrs, MaxRetries: 5})
+	t.Cleanup(func() { c.Close() })
+	r := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "redismaster", SentinelAddrs: addrs, ReplicaOnly: true})
+	t.Cleanup(func() { r.Close() })
+	if err := c.Set(ctx, "go-redis-"+v, v, 0).Err(); err != nil {
+		t.Fatalf("go-redis's FailoverClient: SET: %v", err)
+	}
+	for _, x := range []*redis.Client{c, r} {
+		if got, err := x.Get(ctx, "go-redis-"+v).Result(); err != nil || got != v {
+			t.Fatalf("go-redis's FailoverClient: GET = %q, %v", got, err)
+		}
+	}
+	return c
 }
 
 // checkSentinelRun checks that both clients finished and used a live node
