@@ -42,8 +42,8 @@ func fields(t *testing.T, v any) ([]string, map[string]string) {
 	return names, m
 }
 
-// Redis 7.2 Sentinel's fields, in its order (redis-server --sentinel 7.0.15
-// answers the same, checked by hand).
+// Redis 7.2 Sentinel's fields, in its order (TestSentinelAndClientMatchARealRedis
+// compares them with Debian's redis-server --sentinel where it is installed).
 var (
 	masterOrder = []string{"name", "ip", "port", "runid", "flags", "link-pending-commands", "link-refcount",
 		"last-ping-sent", "last-ok-ping-reply", "last-ping-reply", "down-after-milliseconds", "info-refresh",
