@@ -38,6 +38,11 @@ type RESPConfig struct {
 	// within it finds it (resp.Config.ExistsLease). Default
 	// resp.DefaultExistsLease (2s); negative: no lease.
 	ExistsLease time.Duration
+	// SentinelMaster is the master name SENTINEL answers for (every node
+	// acts as a Redis Sentinel that names itself the master:
+	// resp.Config.SentinelMaster). Default resp.DefaultSentinelMaster
+	// ("kvring").
+	SentinelMaster string
 }
 
 // openRESP serves the Redis-protocol port (when configured: listen opened
@@ -51,7 +56,7 @@ func (n *Node) openRESP(p *nodeParts) error {
 	srv, err := resp.New(resp.Config{Store: p.store, Cluster: newRESPCluster(n, p), KeyMap: rc.KeyMap,
 		ClusterMode: rc.ClusterMode, TLS: p.sec.serverTLS, NodeID: p.store.NodeID(), MaxConns: rc.MaxConns,
 		IdleTimeout: rc.IdleTimeout, CommandTimeout: rc.CommandTimeout, MaxClientMemory: rc.MaxClientMemory,
-		MaxValueBytes: p.store.MaxStagedBytes(), ExistsLease: rc.ExistsLease, Build: n.cfg.Build,
+		MaxValueBytes: p.store.MaxStagedBytes(), ExistsLease: rc.ExistsLease, SentinelMaster: rc.SentinelMaster, Build: n.cfg.Build,
 		Logger: n.log.With("component", "resp")}, p.respLis)
 	if err != nil {
 		return fmt.Errorf("cannot serve the Redis protocol: %w", err)

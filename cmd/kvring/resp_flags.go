@@ -22,6 +22,7 @@ func registerServeRESP(fs *pflag.FlagSet, c *node.RESPConfig) {
 	fs.DurationVar(&c.IdleTimeout, "resp-idle-timeout", c.IdleTimeout, "close a Redis-protocol connection that sends no command for this long (negative: never)")
 	fs.DurationVar(&c.CommandTimeout, "resp-command-timeout", c.CommandTimeout, "how long a Redis-protocol command may take to arrive once its first byte has")
 	fs.DurationVar(&c.ExistsLease, "resp-exists-lease", c.ExistsLease, "a key EXISTS found held stays pinned against eviction this long, so the GET that follows finds it (negative: no lease)")
+	fs.StringVar(&c.SentinelMaster, "resp-sentinel-master", c.SentinelMaster, "master name SENTINEL answers for: every node acts as a Redis Sentinel naming itself the master (LMCache's redis-sentinel://, its REDIS_SERVICE_NAME)")
 	sizeVar(fs, &c.MaxClientMemory, "resp-max-client-memory", "heap all Redis-protocol connections may hold together for keys and queued replies; a request past it is answered -OOM and its connection closed")
 	fs.StringVar(&c.KeyMap.Separator, "resp-namespace-separator", c.KeyMap.Separator, "separator of a key's fields; the fields that name a model and worker (not a chunk hash) make its namespace (docs/resp.md)")
 	fs.StringVar(&c.KeyMap.Default, "resp-default-namespace", c.KeyMap.Default, "namespace (after resp:) of keys without the separator")

@@ -137,48 +137,98 @@ func cmdReset(_ context.Context, c *conn, _ *request) {
 	c.w.simple("RESET")
 }
 
-// cmdClient answers CLIENT SETNAME, GETNAME, ID, INFO, SETINFO and
-// NO-EVICT / NO-TOUCH (accepted: they change nothing here).
+// clientSubs are the CLIENT subcommands served, with their arity as Redis
+// 7.2 checks it. Any other (Redis 7.2's KILL, LIST, PAUSE, TRACKING..., or
+// one Redis 7.2 does not know, as the MAINT_NOTIFICATIONS newer redis-py sends) is
+// answered as Redis 7.2 answers one it does not know.
+var clientSubs = map[string]int{
+	"setname": 3, "getname": 2, "id": 2, "info": 2, "setinfo": 4, "no-evict": 3, "no-touch": 3, "help": 2,
+}
+
+// clientHelp is CLIENT HELP: Redis 7.2's lines for the subcommands served.
+var clientHelp = []string{
+	"CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"GETNAME",
+	"    Return the name of the current connection.",
+	"ID",
+	"    Return the ID of the current connection.",
+	"INFO",
+	"    Return information about the current client connection.",
+	"NO-EVICT (ON|OFF)",
+	"    Protect current client connection from eviction.",
+	"NO-TOUCH (ON|OFF)",
+	"    Will not touch LRU/LFU stats when this mode is on.",
+	"SETINFO <option> <value>",
+	"    Set client meta attr. Options are:",
+	"    * LIB-NAME: the client lib name.",
+	"    * LIB-VER: the client lib version.",
+	"SETNAME <name>",
+	"    Assign the name <name> to the current connection.",
+	"HELP",
+	"    Prints this help.",
+}
+
+// cmdClient answers CLIENT SETNAME, GETNAME, ID, INFO, SETINFO, HELP and
+// NO-EVICT / NO-TOUCH (accepted: they change nothing here), with Redis
+// 7.2's errors.
 func cmdClient(_ context.Context, c *conn, req *request) {
-	sub := lower(req.args[1])
-	switch {
-	case sub == "setname" && len(req.args) == 3:
+	sub, ok := c.subcommand(req, "client", clientSubs)
+	if !ok {
+		return
+	}
+	switch sub {
+	case "setname":
 		if strings.ContainsAny(string(req.args[2]), " \n\r") {
 			c.fail("syntax", errorf(prefixErr, "Client names cannot contain spaces, newlines or special characters."))
 			return
 		}
 		c.name = string(req.args[2])
 		c.w.ok()
-	case sub == "getname" && len(req.args) == 2:
+	case "getname":
 		if c.name == "" {
 			c.w.null()
 		} else {
 			c.w.bulkString(c.name)
 		}
-	case sub == "id" && len(req.args) == 2:
+	case "id":
 		c.w.int(c.id)
-	case sub == "info" && len(req.args) == 2:
+	case "info":
 		c.w.bulkString(c.info() + "\n")
-	case sub == "setinfo" && len(req.args) == 4:
-		switch lower(req.args[2]) {
-		case "lib-name":
-			c.libName = string(req.args[3])
-		case "lib-ver":
-			c.libVer = string(req.args[3])
-		default:
-			c.fail("syntax", errorf(prefixErr, "Unrecognized option '%s'", clip(req.args[2])))
+	case "setinfo":
+		c.clientSetInfo(req)
+	case "no-evict", "no-touch":
+		if on := lower(req.args[2]); on != "on" && on != "off" {
+			c.fail("syntax", errorf(prefixErr, "syntax error"))
 			return
 		}
 		c.w.ok()
-	case (sub == "no-evict" || sub == "no-touch") && len(req.args) == 3:
-		c.w.ok()
-	default:
-		c.fail("syntax", errorf(prefixErr, "unknown subcommand or wrong number of arguments for '%s'. Try CLIENT HELP.", clip(req.args[1])))
+	case "help":
+		c.help(clientHelp)
 	}
 }
 
-// info is the connection's CLIENT INFO / CLIENT LIST line.
+// clientSetInfo answers CLIENT SETINFO LIB-NAME|LIB-VER value.
+func (c *conn) clientSetInfo(req *request) {
+	switch lower(req.args[2]) {
+	case "lib-name":
+		c.libName = string(req.args[3])
+	case "lib-ver":
+		c.libVer = string(req.args[3])
+	default:
+		c.fail("syntax", errorf(prefixErr, "Unrecognized option '%s'", clip(req.args[2])))
+		return
+	}
+	c.w.ok()
+}
+
+// info is the connection's CLIENT INFO / CLIENT LIST line, with Redis
+// 7.2's fields in its order (redis-py's client_info() reads qbuf, obl,
+// oll, omem and tot-mem as integers and fails without them); the buffer
+// figures Redis reports are 0 but rbs, the read buffer's size.
 func (c *conn) info() string {
-	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=0 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 resp=%d lib-name=%s lib-ver=%s cmd=%s",
-		c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), c.name, int(time.Since(c.created).Seconds()), c.w.proto, c.libName, c.libVer, c.lastCmd)
+	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=0 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 "+
+		"qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=%d rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default "+
+		"redir=-1 resp=%d lib-name=%s lib-ver=%s",
+		c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), c.name, int(time.Since(c.created).Seconds()), readBuffer, c.lastCmd,
+		c.w.proto, c.libName, c.libVer)
 }

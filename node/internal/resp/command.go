@@ -67,6 +67,9 @@ func init() {
 		"readonly":  {arity: 1, flags: []string{"loading", "stale", "fast"}, run: cmdReadonly},
 		"readwrite": {arity: 1, flags: []string{"loading", "stale", "fast"}, run: cmdReadonly},
 		"asking":    {arity: 1, flags: []string{"fast"}, run: cmdAsking},
+		// Redis Sentinel (cmd_sentinel.go): answered before AUTH, as
+		// clients ask sentinels without the master's password
+		"sentinel": {arity: -2, flags: []string{"admin", "loading", "stale", "no_auth"}, noAuth: true, run: cmdSentinel},
 		// server
 		"info":    {arity: -1, flags: []string{"loading", "stale"}, run: cmdInfo},
 		"config":  {arity: -2, flags: []string{"admin", "noscript", "loading", "stale"}, run: cmdConfig},

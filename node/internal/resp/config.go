@@ -93,6 +93,11 @@ type Config struct {
 	// this node's index where it holds the key). Default
 	// DefaultExistsLease.
 	ExistsLease time.Duration
+	// SentinelMaster is the master name the port answers SENTINEL for, as
+	// a Redis Sentinel that monitors one master (cmd_sentinel.go): the
+	// name clients pass to master_for / GET-MASTER-ADDR-BY-NAME. Default
+	// DefaultSentinelMaster.
+	SentinelMaster string
 	// Logger receives connection errors. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -107,6 +112,8 @@ const (
 	// DefaultExistsLease is ExistsLease's default: 2 s (docs/resp.md says
 	// why).
 	DefaultExistsLease = 2 * time.Second
+	// DefaultSentinelMaster is SentinelMaster's default.
+	DefaultSentinelMaster = "kvring"
 )
 
 func (c *Config) setDefaults() {
@@ -121,6 +128,9 @@ func (c *Config) setDefaults() {
 	def(&c.WriteTimeout, 10*time.Second)
 	def(&c.CallTimeout, 30*time.Second)
 	def(&c.ExistsLease, DefaultExistsLease)
+	if c.SentinelMaster == "" {
+		c.SentinelMaster = DefaultSentinelMaster
+	}
 	if c.Build.Version == "" {
 		c.Build = buildinfo.Read(buildinfo.Stamp{})
 	}

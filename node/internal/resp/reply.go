@@ -383,6 +383,16 @@ func (w *writer) null() {
 	w.maybeFlush()
 }
 
+// nullArray writes a missing array: *-1 in RESP2, _ in RESP3.
+func (w *writer) nullArray() {
+	if w.proto == 3 {
+		w.buf = append(w.buf, '_', '\r', '\n')
+	} else {
+		w.buf = append(w.buf, '*', '-', '1', '\r', '\n')
+	}
+	w.maybeFlush()
+}
+
 // array starts an array of n elements.
 func (w *writer) array(n int) { w.header('*', n) }
 
