@@ -23,6 +23,11 @@ type conn struct {
 	created time.Time
 	rd      *reader
 	w       *writer
+	// sock is nc's raw side (nil: not a plain socket, TLS), and bufs the
+	// pool's buffers the connection holds while it serves a request (nil
+	// while it waits for one: idle.go).
+	sock *sockIO
+	bufs *ioBufs
 	// cancel ends the context of the command in flight (Server.Close).
 	cancel context.CancelFunc
 
@@ -60,7 +65,8 @@ func newConn(s *Server, nc net.Conn) *conn {
 	if raw != nil {
 		r = raw
 	}
-	c.rd = newReader(r, readBuffer, s.cfg.limits())
+	c.sock = raw
+	c.rd = &reader{raw: r, lim: s.cfg.limits()} // its buffers come from the pool (unpark)
 	c.rd.mem = s.mem
 	c.rd.scratch = s.scratch
 	c.w = newWriter(nc, raw, s.cfg.WriteTimeout, s.cfg.ReplyBuffer, s.cfg.MaxReplyQueue, s.mem)
@@ -82,6 +88,7 @@ func (c *conn) serve() {
 	defer c.uncharge()
 	defer c.rd.uncharge()
 	defer c.nc.Close()
+	defer c.park()    // once the replies are written
 	defer c.w.close() // first: what is queued is written before the connection closes
 	defer func() {
 		if r := recover(); r != nil { // a bug must cost one connection, not the node
@@ -114,10 +121,11 @@ func (c *conn) serve() {
 }
 
 // await flushes the pending replies when no command is waiting and waits
-// for the next one's first byte (within IdleTimeout), then gives the rest
-// of the command CommandTimeout to arrive.
+// for the next one's first byte (within IdleTimeout), without buffers when
+// it can (waitCommand), then gives the rest of the command CommandTimeout
+// to arrive.
 func (c *conn) await() error {
-	if c.rd.br.Buffered() == 0 {
+	if c.bufs == nil || c.rd.br.Buffered() == 0 {
 		if err := c.w.flush(); err != nil {
 			return err
 		}
@@ -126,11 +134,29 @@ func (c *conn) await() error {
 		} else {
 			c.nc.SetReadDeadline(time.Time{})
 		}
-		if _, err := c.rd.br.Peek(1); err != nil {
+		if err := c.waitCommand(); err != nil {
 			return err
 		}
 	}
 	return c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.CommandTimeout))
+}
+
+// waitCommand waits for the next command's first byte (or the client's
+// end) with the connection's buffers back in the pool, and takes them
+// again once it is there; a connection that is not a plain socket waits
+// in its read buffer.
+func (c *conn) waitCommand() error {
+	if !c.canPark() {
+		c.unpark()
+		_, err := c.rd.br.Peek(1)
+		return err
+	}
+	c.park()
+	if err := c.sock.waitReadable(); err != nil {
+		return err
+	}
+	c.unpark()
+	return nil
 }
 
 // ended reports why the connection ends: a protocol error is answered

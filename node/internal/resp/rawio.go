@@ -32,6 +32,9 @@ type sockIO struct {
 	rn     int
 	rerr   syscall.Errno
 	readFn func(fd uintptr) bool
+	// peekFn is waitReadable's function, and one, the byte it peeks into.
+	peekFn func(fd uintptr) bool
+	one    [1]byte
 
 	// The same for writes: the pieces left to write, the iovec array the
 	// call reads, and whether to wait for the socket until all is written.
@@ -56,6 +59,7 @@ func newSockIO(nc net.Conn) *sockIO {
 	}
 	r := &sockIO{rc: rc}
 	r.readFn = r.readAttempt
+	r.peekFn = r.peekAttempt
 	r.writeFn = r.writeAttempt
 	return r
 }
@@ -94,6 +98,28 @@ func (r *sockIO) readAttempt(fd uintptr) bool {
 			return false
 		}
 		r.rn, r.rerr = n, errno
+		return true
+	}
+}
+
+// waitReadable waits (up to the read deadline) until the socket has a byte
+// to read, its end, or an error, without reading anything: a connection
+// waits for its next command so without a buffer. The read that follows
+// sees what it found.
+func (r *sockIO) waitReadable() error {
+	return r.rc.Read(r.peekFn)
+}
+
+// peekAttempt peeks at one byte; false asks rc.Read to wait for the socket
+// to become readable and call it again.
+func (r *sockIO) peekAttempt(fd uintptr) bool {
+	for {
+		switch rawPeek(fd, r.one[:]) {
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return false
+		}
 		return true
 	}
 }

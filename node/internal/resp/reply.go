@@ -25,15 +25,18 @@ type segment struct {
 	release func()
 }
 
-// writer turns replies into output and writes it from a goroutine of its
-// own, so the connection's goroutine goes on reading requests while a reply
-// is written: a client that sends a large value while it has not yet read
-// a large reply (a pipeline) is served, not deadlocked. Replies are built in
-// buf (in the protocol version the connection chose: 2 unless HELLO 3) and
-// queued by flush; large values are queued where they are (bulkOwned). The
-// queue holds at most maxQueued bytes: past that, queueing blocks until the
-// client reads. The methods that build replies are for the connection's
-// goroutine only; close stops the writing goroutine and waits for it.
+// writer turns replies into output. What the client does not take at once
+// is queued and written from a goroutine of its own, so the connection's
+// goroutine goes on reading requests while a reply is written: a client
+// that sends a large value while it has not yet read a large reply (a
+// pipeline) is served, not deadlocked. That goroutine runs only while
+// something is queued (enqueue starts it, it ends once the queue is empty):
+// an idle connection has none. Replies are built in buf (in the protocol
+// version the connection chose: 2 unless HELLO 3) and queued by flush;
+// large values are queued where they are (bulkOwned). The queue holds at
+// most maxQueued bytes: past that, queueing blocks until the client reads.
+// The methods that build replies are for the connection's goroutine only;
+// close waits for the writing goroutine, if any, to write the queue.
 type writer struct {
 	nc        net.Conn
 	timeout   time.Duration // for one write call; 0: none
@@ -48,21 +51,22 @@ type writer struct {
 	three     [3][]byte  // trySync's pieces, kept here so they do not escape per call
 	send      sendSizer  // the socket's send buffer by reply size (loopback only)
 
-	mu     sync.Mutex
-	cond   *sync.Cond
-	queue  []segment
-	queued int64
-	busy   bool  // a goroutine is writing to the connection now
-	closed bool  // close was called: write what is queued, then stop
-	err    error // the first write error; nothing is written after it
-	done   chan struct{}
+	mu      sync.Mutex
+	cond    *sync.Cond
+	queue   []segment
+	queued  int64
+	busy    bool  // a goroutine is writing to the connection now
+	running bool  // the writing goroutine (loop) runs: the queue is not empty, or it is about to end
+	err     error // the first write error; nothing is written after it
 }
 
+// newWriter returns a writer of nc with no reply buffer: the connection
+// lends it one while it serves requests (conn.unpark); with none, the
+// first reply allocates it.
 func newWriter(nc net.Conn, raw *sockIO, timeout time.Duration, limit int, maxQueued int64, mem *memBudget) *writer {
-	w := &writer{nc: nc, raw: raw, timeout: timeout, proto: 2, buf: make([]byte, 0, 16<<10), limit: limit, mem: mem,
-		maxQueued: maxQueued, done: make(chan struct{}), crlf: [2]byte{'\r', '\n'}, send: newSendSizer(nc)}
+	w := &writer{nc: nc, raw: raw, timeout: timeout, proto: 2, limit: limit, mem: mem,
+		maxQueued: maxQueued, crlf: [2]byte{'\r', '\n'}, send: newSendSizer(nc)}
 	w.cond = sync.NewCond(&w.mu)
-	go w.loop()
 	return w
 }
 
@@ -135,7 +139,7 @@ func (w *writer) trySync(a, b, c []byte) int {
 	// Only the writing goroutine waits for busy to clear, and only with
 	// something to do: waking it for nothing after every reply would cost
 	// a scheduler round trip per reply.
-	if w.err != nil || w.closed || len(w.queue) > 0 {
+	if w.err != nil || len(w.queue) > 0 {
 		w.cond.Broadcast()
 	}
 	w.mu.Unlock()
@@ -178,6 +182,10 @@ func (w *writer) enqueue(seg segment) error {
 	}
 	w.queue = append(w.queue, seg)
 	w.queued += n
+	if !w.running {
+		w.running = true
+		go w.loop()
+	}
 	w.cond.Broadcast()
 	w.mu.Unlock()
 	return nil
@@ -193,29 +201,30 @@ func (w *writer) drop(s segment) {
 	}
 }
 
-// close queues what is pending, lets the writing goroutine write the queue
-// (or fail) and waits for it; what was not written is released.
+// close queues what is pending and waits for the writing goroutine, if
+// any, to write the queue (or fail); what was not written is released.
 func (w *writer) close() {
 	w.flush()
 	w.mu.Lock()
-	w.closed = true
-	w.cond.Broadcast()
+	for w.running {
+		w.cond.Wait()
+	}
 	w.mu.Unlock()
-	<-w.done
 }
 
-// loop writes queued segments until close (or a write error, which closes
-// the connection so its reader stops too).
+// loop writes queued segments until the queue is empty, then ends (enqueue
+// starts it again). After a write error, which closes the connection so
+// its reader stops too, it releases what is queued and ends.
 func (w *writer) loop() {
-	defer close(w.done)
 	for {
 		w.mu.Lock()
-		for (len(w.queue) == 0 && !w.closed && w.err == nil) || w.busy {
+		for w.busy && len(w.queue) > 0 && w.err == nil {
 			w.cond.Wait()
 		}
 		if len(w.queue) == 0 || w.err != nil {
 			rest := w.queue
 			w.queue, w.queued = nil, 0
+			w.running = false
 			w.cond.Broadcast()
 			w.mu.Unlock()
 			for _, s := range rest {

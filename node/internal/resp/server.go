@@ -33,6 +33,10 @@ type Server struct {
 	values *valueShares
 	// scratch: the buffers values that are not kept are read past into.
 	scratch *sync.Pool
+	// bufs: the buffers connections use while they serve a request
+	// (idle.go); bufsHeld counts the connections holding theirs.
+	bufs     *sync.Pool
+	bufsHeld atomic.Int64
 	// fallbackWarn rate-limits the WARN line of keys written to the
 	// default namespace (conn.writeNamespace).
 	fallbackWarn sometimes
@@ -49,7 +53,7 @@ func New(cfg Config, lis net.Listener) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, lis: lis, conns: make(map[*conn]struct{}), start: time.Now(),
 		mem: &memBudget{limit: cfg.MaxClientMemory}, values: newValueShares(cfg.MaxValueBytes),
-		scratch: newScratch()}
+		scratch: newScratch(), bufs: newBufPool()}
 	s.m = newMetrics(func() float64 { return float64(s.nconns.Load()) }, s.values)
 	return s, nil
 }
