@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -160,4 +161,36 @@ func overCap(addr string, limit int) (string, []net.Conn, error) {
 		open = append(open, c)
 	}
 	return "", open, nil
+}
+
+// awaitDrained waits (up to a minute) until the server at addr counts no
+// connection but the one that asks (INFO clients), so that a run does not
+// share the machine with the closing of a crowd.
+func awaitDrained(addr string) error {
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(time.Minute))
+	br := bufio.NewReader(c)
+	for {
+		io.WriteString(c, "*2\r\n$4\r\nINFO\r\n$7\r\nclients\r\n")
+		head, err := br.ReadString('\n')
+		if err != nil {
+			return err
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(head, "$")))
+		if err != nil {
+			return fmt.Errorf("INFO answered %q", head)
+		}
+		body := make([]byte, n+2)
+		if _, err := io.ReadFull(br, body); err != nil {
+			return err
+		}
+		if strings.Contains(string(body), "connected_clients:1\r\n") {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

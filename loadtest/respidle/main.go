@@ -4,8 +4,8 @@
 // memory (VmRSS) per connection, after a settle (kvring is made to collect
 // its garbage, which also shrinks goroutine stacks); it runs active clients
 // (SET then GET of a new key, 4 KiB values) for a bounded time, after a
-// warm-up, without the crowd, with it and without it again, and reports
-// the throughput with the crowd as a ratio to the mean of the runs without; and it starts a node
+// warm-up, alternately without the crowd and with it, and reports the
+// throughput with the crowd as a ratio to the runs without around it; and it starts a node
 // with a small --resp-max-conns, fills it, and checks that the connection
 // past the cap is answered "-ERR max number of clients reached" while the
 // admitted ones are still served.
@@ -20,6 +20,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"syscall"
 	"time"
 )
@@ -30,6 +31,7 @@ type options struct {
 	idle          int
 	clients, size int
 	duration      time.Duration
+	reps          int
 	cap           int
 	memory        string
 }
@@ -42,6 +44,7 @@ func main() {
 	flag.IntVar(&o.clients, "clients", 16, "active clients")
 	flag.IntVar(&o.size, "size", 4096, "value size of the active clients' SETs and GETs, bytes")
 	flag.DurationVar(&o.duration, "duration", 5*time.Second, "length of each active run")
+	flag.IntVar(&o.reps, "reps", 3, "runs with the crowd (each between two without)")
 	flag.IntVar(&o.cap, "cap", 100, "--resp-max-conns of the node the cap is checked on")
 	flag.StringVar(&o.memory, "memory", "1GiB", "kvring's --memory-limit")
 	flag.Parse()
@@ -59,7 +62,7 @@ func run(o options) error {
 	if err := raiseNoFile(uint64(o.idle + o.cap + 1024)); err != nil {
 		return err
 	}
-	fmt.Printf("idle=%d clients=%d size=%d duration=%s\n", o.idle, o.clients, o.size, o.duration)
+	fmt.Printf("idle=%d clients=%d size=%d duration=%s reps=%d\n", o.idle, o.clients, o.size, o.duration, o.reps)
 	starts := []func() (*server, error){func() (*server, error) {
 		return startKvring(o.kvring, o.memory, "--resp-max-conns", fmt.Sprint(o.idle+o.clients+64))
 	}}
@@ -81,45 +84,88 @@ func run(o options) error {
 }
 
 // measure prints the server's RSS per idle connection and the active
-// clients' throughput with the crowd against without.
+// clients' throughput with the crowd against without: after a warm-up,
+// o.reps rounds of a run without the crowd and one with it, and a last run
+// without; each run with the crowd is compared with the mean of the runs
+// without just before and after it (the machine's load drifts), and the
+// median of those ratios is reported.
 func measure(o options, s *server) error {
-	if _, err := activeLoad(s.addr, o.clients, o.size, o.duration/2, "w"); err != nil { // warm-up, not counted
+	if _, err := activeLoad(s.addr, o.clients, o.size, o.duration, "w"); err != nil { // warm-up, not counted
 		return err
 	}
-	before, err := activeLoad(s.addr, o.clients, o.size, o.duration, "a")
+	var without, with []float64
+	var perConn float64
+	for i := range o.reps {
+		rate, err := activeLoad(s.addr, o.clients, o.size, o.duration, fmt.Sprintf("a%d", i))
+		if err != nil {
+			return err
+		}
+		without = append(without, rate)
+		per, rate, err := withCrowd(o, s, i)
+		if err != nil {
+			return err
+		}
+		if i == 0 {
+			perConn = per
+		}
+		with = append(with, rate)
+	}
+	rate, err := activeLoad(s.addr, o.clients, o.size, o.duration, "z")
 	if err != nil {
 		return err
 	}
+	without = append(without, rate)
+	ratios := make([]float64, len(with))
+	for i, w := range with {
+		ratios[i] = w / ((without[i] + without[i+1]) / 2)
+	}
+	fmt.Printf("%-12s %.2f KiB per idle connection; active req/s without %.0f, with %.0f: ratio %.3f (median of %.3f)\n",
+		s.name, perConn/1024, without, with, median(ratios), ratios)
+	return nil
+}
+
+// withCrowd opens the idle crowd, measures the server's RSS per idle
+// connection (after a settle), runs the active clients beside it, and
+// closes it.
+func withCrowd(o options, s *server, round int) (perConn, rate float64, err error) {
 	s.settle()
 	rss0, err := s.rss()
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
 	crowd, err := openIdle(s.addr, o.idle)
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
 	defer closeAll(crowd)
 	if err := s.settle(); err != nil {
-		return err
+		return 0, 0, err
 	}
 	rss1, err := s.rss()
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
-	with, err := activeLoad(s.addr, o.clients, o.size, o.duration, "b")
+	fmt.Printf("%-12s round %d: RSS %.1f -> %.1f MiB with %d idle connections: %.2f KiB each\n", s.name, round,
+		float64(rss0)/(1<<20), float64(rss1)/(1<<20), o.idle, float64(rss1-rss0)/float64(o.idle)/1024)
+	rate, err = activeLoad(s.addr, o.clients, o.size, o.duration, fmt.Sprintf("b%d", round))
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
 	closeAll(crowd)
-	after, err := activeLoad(s.addr, o.clients, o.size, o.duration, "c")
-	if err != nil {
-		return err
+	if err := awaitDrained(s.addr); err != nil {
+		return 0, 0, err
 	}
-	per := float64(rss1-rss0) / float64(o.idle) / 1024
-	fmt.Printf("%-12s RSS %.1f -> %.1f MiB: %.2f KiB per idle connection; active req/s without %.0f, with %.0f, without %.0f: ratio %.3f\n",
-		s.name, float64(rss0)/(1<<20), float64(rss1)/(1<<20), per, before, with, after, with/((before+after)/2))
-	return nil
+	s.settle()
+	return float64(rss1-rss0) / float64(o.idle), rate, nil
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // checkCap fills a node started with --resp-max-conns o.cap and checks the
