@@ -28,6 +28,9 @@ type conn struct {
 	// while it waits for one: idle.go).
 	sock *sockIO
 	bufs *ioBufs
+	// lendFn and parkFn are lend and park, made once for sockIO.readIdle.
+	lendFn func() []byte
+	parkFn func()
 	// cancel ends the context of the command in flight (Server.Close).
 	cancel context.CancelFunc
 
@@ -66,6 +69,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		r = raw
 	}
 	c.sock = raw
+	c.lendFn, c.parkFn = c.lend, c.park
 	c.rd = &reader{raw: r, lim: s.cfg.limits()} // its buffers come from the pool (unpark)
 	c.rd.mem = s.mem
 	c.rd.scratch = s.scratch
@@ -141,10 +145,10 @@ func (c *conn) await() error {
 	return c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.CommandTimeout))
 }
 
-// waitCommand waits for the next command's first byte (or the client's
-// end) with the connection's buffers back in the pool, and takes them
-// again once it is there; a connection that is not a plain socket waits
-// in its read buffer.
+// waitCommand waits for the next command's first bytes (or the client's
+// end) with the connection's buffers back in the pool, and reads them into
+// its read buffer, taken again once the socket has them (sockIO.readIdle);
+// a connection that is not a plain socket waits in its read buffer.
 func (c *conn) waitCommand() error {
 	if !c.canPark() {
 		c.unpark()
@@ -152,10 +156,11 @@ func (c *conn) waitCommand() error {
 		return err
 	}
 	c.park()
-	if err := c.sock.waitReadable(); err != nil {
+	n, err := c.sock.readIdle(c.lendFn, c.parkFn)
+	if err != nil {
 		return err
 	}
-	c.unpark()
+	c.rd.br.prime(n)
 	return nil
 }
 

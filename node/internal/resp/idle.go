@@ -1,7 +1,6 @@
 package resp
 
 import (
-	"bufio"
 	"sync"
 )
 
@@ -19,18 +18,18 @@ import (
 
 // ioBufs are the buffers a connection uses while it serves a request.
 type ioBufs struct {
-	br    *bufio.Reader // read buffer, readBuffer bytes
-	buf   []byte        // reader.buf
-	spans []span        // reader.spans
-	args  [][]byte      // reader.args
-	out   []byte        // writer.buf
+	br    *inbuf   // read buffer, readBuffer bytes
+	buf   []byte   // reader.buf
+	spans []span   // reader.spans
+	args  [][]byte // reader.args
+	out   []byte   // writer.buf
 }
 
 // newBufPool returns the pool of ioBufs every connection of a server
 // shares.
 func newBufPool() *sync.Pool {
 	return &sync.Pool{New: func() any {
-		return &ioBufs{br: bufio.NewReaderSize(nil, readBuffer), out: make([]byte, 0, 16<<10)}
+		return &ioBufs{br: newInbuf(nil, readBuffer), out: make([]byte, 0, 16<<10)}
 	}}
 }
 
@@ -45,7 +44,7 @@ func (c *conn) unpark() {
 		return
 	}
 	b := c.s.bufs.Get().(*ioBufs)
-	b.br.Reset(c.rd.raw)
+	b.br.reset(c.rd.raw)
 	c.rd.br, c.rd.buf, c.rd.spans, c.rd.args = b.br, b.buf[:0], b.spans[:0], b.args[:0]
 	c.w.buf = b.out[:0]
 	*b = ioBufs{}
@@ -65,7 +64,7 @@ func (c *conn) park() {
 	c.rd.uncharge() // what the reader held of the client memory goes with its buffers
 	clear(c.rd.args[:cap(c.rd.args)])
 	b.br, b.buf, b.spans, b.args = c.rd.br, c.rd.buf[:0], c.rd.spans[:0], c.rd.args[:0]
-	b.br.Reset(nil)
+	b.br.reset(nil)
 	if cap(c.w.buf) <= maxPooledOut {
 		b.out = c.w.buf[:0]
 	} else {
@@ -75,6 +74,13 @@ func (c *conn) park() {
 	c.bufs = nil
 	c.s.bufsHeld.Add(-1)
 	c.s.bufs.Put(b)
+}
+
+// lend lends the connection its buffers and returns its read buffer's
+// memory, for sockIO.readIdle to read into.
+func (c *conn) lend() []byte {
+	c.unpark()
+	return c.rd.br.buf
 }
 
 // canPark reports whether the connection can wait for its next command

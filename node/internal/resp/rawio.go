@@ -32,9 +32,10 @@ type sockIO struct {
 	rn     int
 	rerr   syscall.Errno
 	readFn func(fd uintptr) bool
-	// peekFn is waitReadable's function, and one, the byte it peeks into.
-	peekFn func(fd uintptr) bool
-	one    [1]byte
+	// readIdle's function, and the buffer lender it calls.
+	idleFn   func(fd uintptr) bool
+	lend     func() []byte
+	giveBack func()
 
 	// The same for writes: the pieces left to write, the iovec array the
 	// call reads, and whether to wait for the socket until all is written.
@@ -59,7 +60,7 @@ func newSockIO(nc net.Conn) *sockIO {
 	}
 	r := &sockIO{rc: rc}
 	r.readFn = r.readAttempt
-	r.peekFn = r.peekAttempt
+	r.idleFn = r.idleAttempt
 	r.writeFn = r.writeAttempt
 	return r
 }
@@ -102,24 +103,43 @@ func (r *sockIO) readAttempt(fd uintptr) bool {
 	}
 }
 
-// waitReadable waits (up to the read deadline) until the socket has a byte
-// to read, its end, or an error, without reading anything: a connection
-// waits for its next command so without a buffer. The read that follows
-// sees what it found.
-func (r *sockIO) waitReadable() error {
-	return r.rc.Read(r.peekFn)
+// readIdle waits (up to the read deadline) until the socket has bytes to
+// read, its end, or an error, without holding a buffer while it waits:
+// each attempt borrows one (lend) and gives it back (giveBack) when the
+// socket has nothing. It returns how many bytes the attempt that found
+// some read into the buffer last lent, which the caller keeps; io.EOF at
+// the socket's end.
+func (r *sockIO) readIdle(lend func() []byte, giveBack func()) (int, error) {
+	r.lend, r.giveBack = lend, giveBack
+	err := r.rc.Read(r.idleFn)
+	n, errno := r.rn, r.rerr
+	r.lend, r.giveBack, r.rn, r.rerr = nil, nil, 0, 0
+	switch {
+	case err != nil:
+		return 0, err // a deadline passed, or the connection was closed
+	case errno != 0:
+		return 0, os.NewSyscallError("read", errno)
+	case n == 0:
+		return 0, io.EOF
+	}
+	return n, nil
 }
 
-// peekAttempt peeks at one byte; false asks rc.Read to wait for the socket
-// to become readable and call it again.
-func (r *sockIO) peekAttempt(fd uintptr) bool {
+// idleAttempt makes one read call into a borrowed buffer; false (the
+// buffer given back) asks rc.Read to wait for the socket to become
+// readable and call it again.
+func (r *sockIO) idleAttempt(fd uintptr) bool {
+	p := r.lend()
 	for {
-		switch rawPeek(fd, r.one[:]) {
+		n, errno := rawRead(fd, p)
+		switch errno {
 		case syscall.EINTR:
 			continue
 		case syscall.EAGAIN:
+			r.giveBack()
 			return false
 		}
+		r.rn, r.rerr = n, errno
 		return true
 	}
 }

@@ -12,14 +12,6 @@ func rawRead(fd uintptr, p []byte) (int, syscall.Errno) {
 	return int(n), errno
 }
 
-// rawPeek is recv(2) of len(p) bytes with MSG_PEEK as a raw system call
-// (the bytes stay in the socket), for a non-blocking socket only.
-func rawPeek(fd uintptr, p []byte) syscall.Errno {
-	_, _, errno := syscall.RawSyscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)),
-		syscall.MSG_PEEK, 0, 0)
-	return errno
-}
-
 // rawWritev is writev(2) as a raw system call, for a non-blocking
 // descriptor only.
 func rawWritev(fd uintptr, iov []syscall.Iovec) (int, syscall.Errno) {

@@ -90,7 +90,7 @@ const (
 // reader parses requests. Not safe for concurrent use.
 type reader struct {
 	raw io.Reader // under br: values are read from it directly
-	br  *bufio.Reader
+	br  *inbuf
 	lim limits
 	// unauth applies the limits of a client that has not authenticated.
 	unauth bool
@@ -113,7 +113,7 @@ type span struct {
 }
 
 func newReader(r io.Reader, size int, lim limits) *reader {
-	return &reader{raw: r, br: bufio.NewReaderSize(r, size), lim: lim}
+	return &reader{raw: r, br: newInbuf(r, size), lim: lim}
 }
 
 // release drops buffers a large request grew, once it has been served, so

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# resp-ab.sh compares two kvring binaries' Redis-protocol ports with
+# redis-benchmark: one node of each (the same memory), alternating them
+# REPS times per value size, and prints per run requests/s and the node's
+# CPU time per request (user + system, from /proc: less swayed by a loaded
+# machine than the rate), and the median ratios new / old per test. Every
+# process it starts is stopped on exit.
+#
+# Usage: loadtest/resp-ab.sh OLD_BINARY NEW_BINARY
+# Environment:
+#   SIZES    value sizes in bytes (default "4096 262144")
+#   REPS     alternations per size (default 3)
+#   CLIENTS  redis-benchmark -c (default 16)
+#   MEM_MB   memory of each node, MiB (default 1024)
+#   BYTES    bytes each test moves, which sets its request count (default
+#            2 GiB, at most 200000 requests)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ $# -eq 2 ] || { echo "usage: $0 OLD_BINARY NEW_BINARY" >&2; exit 2; }
+old=$1 new=$2
+SIZES=${SIZES:-"4096 262144"}
+REPS=${REPS:-3}
+CLIENTS=${CLIENTS:-16}
+MEM_MB=${MEM_MB:-1024}
+BYTES=${BYTES:-$((2 * 1024 * 1024 * 1024))}
+
+work=$(mktemp -d /tmp/kvring-resp-ab.XXXXXX)
+shm=$(mktemp -d /dev/shm/kvring-resp-ab.XXXXXX)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	rm -rf "$work" "$shm"
+}
+trap cleanup EXIT INT TERM
+# shellcheck source=ports.sh
+. loadtest/ports.sh
+
+# start_node NAME BINARY: a kvring node; sets resp_port. It runs in this
+# shell, so the node's pid reaches pids and the cleanup.
+start_node() {
+	local name=$1 bin=$2 grpc admin gossip resp
+	grpc=$(free_port) admin=$(free_port) gossip=$(free_port) resp=$(free_port)
+	mkdir -p "$work/$name" "$shm/$name"
+	"$bin" serve --grpc-addr "127.0.0.1:$grpc" --admin-addr "127.0.0.1:$admin" \
+		--gossip-addr "127.0.0.1:$gossip" --resp-addr "127.0.0.1:$resp" --socket "" \
+		--data-dir "$work/$name/data" --shm-dir "$shm/$name" --memory-limit "${MEM_MB}MiB" \
+		--log-level warn >>"$work/$name.log" 2>&1 &
+	pids+=($!)
+	for _ in $(seq 1 100); do
+		curl -sf "http://127.0.0.1:$admin/readyz" >/dev/null && break
+		sleep 0.1
+	done
+	resp_port=$resp
+}
+
+start_node old "$old"
+old_port=$resp_port old_pid=${pids[-1]}
+start_node new "$new"
+new_port=$resp_port new_pid=${pids[-1]}
+
+# cpu_ticks PID: the process's user + system time, in clock ticks.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+hz=$(getconf CLK_TCK)
+
+# bench PORT PID SIZE TEST: one redis-benchmark run of TEST (set or get,
+# after a flush and, for get, a set run that fills the keys); prints "rps
+# cpu_us_per_request", and stops the script when redis-benchmark reports an
+# error.
+bench() {
+	local port=$1 pid=$2 size=$3 test=$4
+	local n=$((BYTES / size)) keys=$((MEM_MB * 1024 * 1024 / size / 4))
+	[ "$n" -gt 200000 ] && n=200000
+	local out="$work/bench-$port-$size.txt"
+	redis-cli -p "$port" flushdb >/dev/null
+	[ "$test" = get ] && redis-benchmark -p "$port" -c "$CLIENTS" -n "$n" -d "$size" -r "$keys" -t set -q >/dev/null 2>&1
+	local t0 t1
+	t0=$(cpu_ticks "$pid")
+	redis-benchmark -p "$port" -c "$CLIENTS" -n "$n" -d "$size" -r "$keys" -t "$test" -q >"$out" 2>&1
+	t1=$(cpu_ticks "$pid")
+	if grep -qi "error" "$out"; then
+		echo "redis-benchmark against port $port reported errors:" >&2
+		tr '\r' '\n' <"$out" | grep -i error | sort | uniq -c | head >&2
+		exit 1
+	fi
+	local rps
+	rps=$(tr '\r' '\n' <"$out" | awk -F'[: ]+' '/requests per second/ {print $2}')
+	echo "$rps $(echo "($t1 - $t0) * 1000000 / $hz / $n" | bc -l)"
+}
+
+median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+
+echo "# redis-benchmark -c $CLIENTS, ${MEM_MB} MiB each node, $REPS alternations old/new; cpu: the node's us per request"
+printf "%-8s %-5s %10s %10s %7s %9s %9s %7s\n" size test old_rps new_rps ratio old_cpu new_cpu ratio
+for size in $SIZES; do
+	for t in set get; do
+		: >"$work/rows"
+		for _ in $(seq 1 "$REPS"); do
+			read -r orps ocpu < <(bench "$old_port" "$old_pid" "$size" "$t")
+			read -r nrps ncpu < <(bench "$new_port" "$new_pid" "$size" "$t")
+			printf "%-8s %-5s %10.0f %10.0f %7.3f %9.1f %9.1f %7.3f\n" "$size" "$t" "$orps" "$nrps" \
+				"$(echo "$nrps / $orps" | bc -l)" "$ocpu" "$ncpu" "$(echo "$ncpu / $ocpu" | bc -l)" | tee -a "$work/rows"
+		done
+		printf "%-8s %-5s %10s %10s %7.3f %9s %9s %7.3f  (medians)\n" "$size" "$t" "" "" \
+			"$(awk '{print $5}' "$work/rows" | median)" "" "" "$(awk '{print $8}' "$work/rows" | median)"
+	done
+done
