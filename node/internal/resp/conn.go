@@ -146,8 +146,9 @@ func (c *conn) await() error {
 }
 
 // waitCommand waits for the next command's first bytes (or the client's
-// end) with the connection's buffers back in the pool, and reads them into
-// its read buffer, taken again once the socket has them (sockIO.readIdle);
+// end) with the connection's buffers back in the pool when the socket has
+// none yet, and reads them into its read buffer, taken again once the
+// socket has them (sockIO.readIdle);
 // a connection that is not a plain socket waits in its read buffer.
 func (c *conn) waitCommand() error {
 	if !c.canPark() {
@@ -155,8 +156,7 @@ func (c *conn) waitCommand() error {
 		_, err := c.rd.br.Peek(1)
 		return err
 	}
-	c.park()
-	n, err := c.sock.readIdle(c.lendFn, c.parkFn)
+	n, err := c.sock.readIdle(c.lendFn, c.parkFn) // parks when the socket has nothing yet
 	if err != nil {
 		return err
 	}

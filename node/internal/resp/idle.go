@@ -76,10 +76,11 @@ func (c *conn) park() {
 	c.s.bufs.Put(b)
 }
 
-// lend lends the connection its buffers and returns its read buffer's
-// memory, for sockIO.readIdle to read into.
+// lend lends the connection its buffers, unless it holds them still, and
+// returns its read buffer's memory, for sockIO.readIdle to read into.
 func (c *conn) lend() []byte {
 	c.unpark()
+	c.rd.br.reset(c.rd.raw) // empty: waitCommand is called with nothing buffered
 	return c.rd.br.buf
 }
 
