@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # resp-ab.sh compares two kvring binaries' Redis-protocol ports with
-# redis-benchmark: one node of each (the same memory), alternating them
-# REPS times per value size, and prints per run requests/s and the node's
+# redis-benchmark: one node of each per value size (the same memory),
+# after a SET run each that is not counted (a fresh node's first writes
+# fault its shared memory in), alternating them REPS times per value
+# size, and prints per run requests/s and the node's
 # CPU time per request (user + system, from /proc: less swayed by a loaded
 # machine than the rate), and the median ratios new / old per test. Every
 # process it starts is stopped on exit.
@@ -54,10 +56,6 @@ start_node() {
 	resp_port=$resp
 }
 
-start_node old "$old"
-old_port=$resp_port old_pid=${pids[-1]}
-start_node new "$new"
-new_port=$resp_port new_pid=${pids[-1]}
 
 # cpu_ticks PID: the process's user + system time, in clock ticks.
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
@@ -76,11 +74,12 @@ bench() {
 	[ "$test" = get ] && redis-benchmark -p "$port" -c "$CLIENTS" -n "$n" -d "$size" -r "$keys" -t set -q >/dev/null 2>&1
 	local t0 t1
 	t0=$(cpu_ticks "$pid")
-	redis-benchmark -p "$port" -c "$CLIENTS" -n "$n" -d "$size" -r "$keys" -t "$test" -q >"$out" 2>&1
+	local rc=0
+	redis-benchmark -p "$port" -c "$CLIENTS" -n "$n" -d "$size" -r "$keys" -t "$test" -q >"$out" 2>&1 || rc=$?
 	t1=$(cpu_ticks "$pid")
-	if grep -qi "error" "$out"; then
-		echo "redis-benchmark against port $port reported errors:" >&2
-		tr '\r' '\n' <"$out" | grep -i error | sort | uniq -c | head >&2
+	if [ "$rc" -ne 0 ] || grep -qi "error" "$out"; then
+		echo "redis-benchmark against port $port failed ($rc) or reported errors:" >&2
+		tr '\r' '\n' <"$out" | tail -5 >&2
 		exit 1
 	fi
 	local rps
@@ -93,6 +92,14 @@ median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a
 echo "# redis-benchmark -c $CLIENTS, ${MEM_MB} MiB each node, $REPS alternations old/new; cpu: the node's us per request"
 printf "%-8s %-5s %10s %10s %7s %9s %9s %7s\n" size test old_rps new_rps ratio old_cpu new_cpu ratio
 for size in $SIZES; do
+	# Fresh nodes per size: a FLUSHDB does not always remove every key of
+	# the size before (a key then refuses the new size's bytes).
+	start_node "old$size" "$old"
+	old_port=$resp_port old_pid=${pids[-1]}
+	start_node "new$size" "$new"
+	new_port=$resp_port new_pid=${pids[-1]}
+	bench "$old_port" "$old_pid" "$size" set >/dev/null
+	bench "$new_port" "$new_pid" "$size" set >/dev/null
 	for t in set get; do
 		: >"$work/rows"
 		for _ in $(seq 1 "$REPS"); do
@@ -104,4 +111,6 @@ for size in $SIZES; do
 		printf "%-8s %-5s %10s %10s %7.3f %9s %9s %7.3f  (medians)\n" "$size" "$t" "" "" \
 			"$(awk '{print $5}' "$work/rows" | median)" "" "" "$(awk '{print $8}' "$work/rows" | median)"
 	done
+	kill "$old_pid" "$new_pid"
+	wait "$old_pid" "$new_pid" 2>/dev/null || true
 done
