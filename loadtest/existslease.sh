@@ -17,6 +17,7 @@
 #   RATE     chunks written per second, all writers together (default 100:
 #            the same churn for kvring and Redis; 0: as fast as they can)
 #   REDIS    1: run the Redis Cluster peer too (default 1)
+#   NODE_FLAGS  more flags for every kvring node (e.g. "--max-pinned 12MiB")
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,6 +29,7 @@ WRITERS=${WRITERS:-4}
 GAP=${GAP:-100ms}
 RATE=${RATE:-100}
 REDIS=${REDIS:-1}
+NODE_FLAGS=${NODE_FLAGS:-}
 NODES=3
 ws=$((20 * NODES * MEM_MB * 1024 * 1024))
 window=$((NODES * MEM_MB * 1024 * 1024 / SIZE))
@@ -62,7 +64,7 @@ start_node() {
 	"$work/kvring" serve --grpc-addr "127.0.0.1:$grpc" --admin-addr "127.0.0.1:$admin" \
 		--gossip-addr "127.0.0.1:$gossip" --resp-addr "127.0.0.1:$resp" --socket "" --resp-cluster \
 		--data-dir "$work/$name/data" --shm-dir "$shm/$name" --memory-limit "${MEM_MB}MiB" \
-		--log-level warn ${join:+--join "$join"} "$@" >>"$work/$name.log" 2>&1 &
+		--log-level warn ${join:+--join "$join"} $NODE_FLAGS "$@" >>"$work/$name.log" 2>&1 &
 	pids+=($!)
 	for _ in $(seq 1 100); do
 		curl -sf "http://127.0.0.1:$admin/readyz" >/dev/null && break
