@@ -55,14 +55,8 @@ func (c *conn) mapKey(key []byte) Key {
 	return c.placed(c.s.cfg.KeyMap.Map(key))
 }
 
-// placed is k with its Place for Redis Cluster mode, where placement
-// depends on the namespace (Cluster.SlotPlace); k itself outside it.
-func (c *conn) placed(k Key) Key {
-	if c.s.cfg.ClusterMode {
-		k.Place = c.s.cfg.Cluster.SlotPlace(k.Namespace, k.PlaceSlot)
-	}
-	return k
-}
+// placed is k with its Place for Redis Cluster mode (Server.place).
+func (c *conn) placed(k Key) Key { return c.s.place(k) }
 
 // namespaceOf is KeyMap.Namespace(key), remembering the last namespace
 // fields' answer: a connection's keys mostly share one (a model's).
