@@ -95,6 +95,9 @@ type Config struct {
 	ExistsLease time.Duration
 	// Logger receives connection errors. Default slog.Default().
 	Logger *slog.Logger
+	// Now is the clock of the rate-limited WARN lines (refused writes,
+	// keys written to the default namespace). Default time.Now.
+	Now func() time.Time
 }
 
 // The defaults of the settings kvring serve has flags for (node.RESPConfig).
@@ -150,6 +153,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
 	}
 }
 

@@ -38,6 +38,9 @@ type conn struct {
 	// and their namespace.
 	lastPrefix []byte
 	lastNS     string
+	// refusedNS is the namespace an error reply of the command in flight
+	// is about (warnRefusal): its first key's, or the key's it failed for.
+	refusedNS string
 	// client names the connection's client for the budgets shared among
 	// clients (package tenant), and ctx carries it to the cluster's calls;
 	// charged is what its request in flight took of Server.values.
@@ -224,7 +227,7 @@ func (c *conn) setClient(name string) {
 func (c *conn) run(req *request) (quit bool) {
 	cmd, ok := commands[req.name]
 	c.s.m.command(req.name)
-	c.lastCmd = req.name
+	c.lastCmd, c.refusedNS = req.name, ""
 	switch {
 	case !ok:
 		c.fail("unknown", errorf(prefixErr, "unknown command '%s', with args beginning with: %s", clip(req.args[0]), argsPreview(req.args[1:])))
@@ -250,9 +253,11 @@ func (c *conn) run(req *request) (quit bool) {
 	return false
 }
 
-// fail writes an error reply and counts it by reason.
+// fail writes an error reply and counts it by reason; a refused write is
+// logged too (warnRefusal).
 func (c *conn) fail(reason, msg string) {
 	c.s.m.error(reason)
+	c.warnRefusal(reason, msg)
 	c.w.error(msg)
 }
 

@@ -33,9 +33,11 @@ type Server struct {
 	values *valueShares
 	// scratch: the buffers values that are not kept are read past into.
 	scratch *sync.Pool
-	// fallbackWarn rate-limits the WARN line of keys written to the
-	// default namespace (conn.writeNamespace).
-	fallbackWarn sometimes
+	// warned rate-limits the WARN lines of refused writes and of keys
+	// written to the default namespace (conn.warnRefusal).
+	warned *warnings
+	// ns counts keys written and read per namespace.
+	ns *nsMetrics
 }
 
 // New validates cfg and returns a Server for lis, which it owns from now on
@@ -49,7 +51,8 @@ func New(cfg Config, lis net.Listener) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, lis: lis, conns: make(map[*conn]struct{}), start: time.Now(),
 		mem: &memBudget{limit: cfg.MaxClientMemory}, values: newValueShares(cfg.MaxValueBytes),
-		scratch: newScratch()}
+		scratch: newScratch(), warned: newWarnings(refusalWarnEvery, maxWarnKeys)}
+	s.ns = newNSMetrics(func(name string) bool { _, ok := cfg.Cluster.Known(name); return ok })
 	s.m = newMetrics(func() float64 { return float64(s.nconns.Load()) }, s.values)
 	return s, nil
 }
