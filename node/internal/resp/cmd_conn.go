@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/kvring/kvring/node/internal/tenant"
 )
 
 // redisVersion is the Redis version reported to clients, which some of them
@@ -116,7 +114,7 @@ func (c *conn) authenticate(token string) bool {
 	}
 	c.authed, c.access = true, a
 	if token != "" {
-		c.setClient(tenant.Name(token, c.nc.RemoteAddr()))
+		c.setClient(c.clientName(token))
 	}
 	return true
 }
@@ -177,8 +175,13 @@ func cmdClient(_ context.Context, c *conn, req *request) {
 	}
 }
 
-// info is the connection's CLIENT INFO / CLIENT LIST line.
+// info is the connection's CLIENT INFO / CLIENT LIST line. A Unix
+// socket's client is "path:0" with flag U, as Redis reports it.
 func (c *conn) info() string {
-	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=0 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 resp=%d lib-name=%s lib-ver=%s cmd=%s",
-		c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), c.name, int(time.Since(c.created).Seconds()), c.w.proto, c.libName, c.libVer, c.lastCmd)
+	addr, laddr, flags := c.nc.RemoteAddr().String(), c.nc.LocalAddr().String(), "N"
+	if c.unix() {
+		addr, laddr, flags = laddr+":0", laddr+":0", "U"
+	}
+	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=0 flags=%s db=0 sub=0 psub=0 ssub=0 multi=-1 resp=%d lib-name=%s lib-ver=%s cmd=%s",
+		c.id, addr, laddr, c.name, int(time.Since(c.created).Seconds()), flags, c.w.proto, c.libName, c.libVer, c.lastCmd)
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"runtime/debug"
+	"strconv"
 	"time"
 
 	"github.com/kvring/kvring/node/internal/tenant"
@@ -81,7 +82,7 @@ func (c *conn) serve() {
 	c.s.mu.Unlock()
 	defer cancel()
 	c.base = ctx
-	c.setClient(tenant.Name("", c.nc.RemoteAddr()))
+	c.setClient(c.clientName(""))
 	defer c.uncharge()
 	defer c.rd.uncharge()
 	defer c.nc.Close()
@@ -215,6 +216,20 @@ func (c *conn) alloc(size int64) (*store.Blob, error) {
 func (c *conn) uncharge() {
 	c.s.values.give(c.client, c.charged)
 	c.charged = 0
+}
+
+// unix reports whether the connection came through a Unix socket.
+func (c *conn) unix() bool { return c.nc.LocalAddr().Network() == "unix" }
+
+// clientName is the connection's client for the budgets shared among
+// clients (tenant.Name): its token after AUTH, else its address; on a
+// Unix socket, where clients have no address, the connection, as on
+// loopback.
+func (c *conn) clientName(token string) string {
+	if token == "" && c.unix() {
+		return "unix:" + strconv.FormatInt(c.id, 10)
+	}
+	return tenant.Name(token, c.nc.RemoteAddr())
 }
 
 // setClient names the connection's client (after AUTH, its token).
