@@ -20,6 +20,10 @@ const refusalWarnEvery = time.Minute
 // a NOPERM refusal names whatever namespace a client's key maps to.
 const maxWarnKeys = 4096
 
+// maxWarnLines bounds the lines of all keys together per refusalWarnEvery,
+// so a client that writes to many namespaces cannot flood the log.
+const maxWarnLines = 64
+
 // warnKey is what a WARN line is rate-limited by.
 type warnKey struct{ namespace, reason string }
 
@@ -29,21 +33,25 @@ type warnState struct {
 	suppressed int64
 }
 
-// warnings rate-limits WARN lines by key: at most one per key per every.
-// It remembers at most max keys: when full, the keys whose next line would
-// be allowed anyway are forgotten, and a new key finds no room while none
-// are (its line is dropped; the counters still count it). Safe for
-// concurrent use.
+// warnings rate-limits WARN lines by key: at most one per key per every,
+// and at most lines of all keys together per every (a line over that is
+// dropped, and counted as not logged when its key is remembered). It
+// remembers at most max keys: when full, the keys whose next line would be
+// allowed anyway are forgotten, and a new key finds no room while none are
+// (its line is dropped; the counters still count it). Safe for concurrent
+// use.
 type warnings struct {
-	every time.Duration
-	max   int
+	every      time.Duration
+	max, lines int
 
-	mu   sync.Mutex
-	last map[warnKey]*warnState
+	mu     sync.Mutex
+	last   map[warnKey]*warnState
+	window time.Time // the start of the current every, for lines
+	logged int       // the lines of the current window
 }
 
-func newWarnings(every time.Duration, max int) *warnings {
-	return &warnings{every: every, max: max, last: map[warnKey]*warnState{}}
+func newWarnings(every time.Duration, max, lines int) *warnings {
+	return &warnings{every: every, max: max, lines: lines, last: map[warnKey]*warnState{}}
 }
 
 // ok reports whether a line for k may be logged at now, and if so how many
@@ -51,6 +59,24 @@ func newWarnings(every time.Duration, max int) *warnings {
 func (w *warnings) ok(k warnKey, now time.Time) (bool, int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if now.Sub(w.window) >= w.every {
+		w.window, w.logged = now, 0
+	}
+	if w.logged >= w.lines {
+		if st := w.last[k]; st != nil {
+			st.suppressed++
+		}
+		return false, 0
+	}
+	ok, n := w.keyOK(k, now)
+	if ok {
+		w.logged++
+	}
+	return ok, n
+}
+
+// keyOK is ok for k alone. The caller holds mu.
+func (w *warnings) keyOK(k warnKey, now time.Time) (bool, int64) {
 	st := w.last[k]
 	if st == nil {
 		if len(w.last) >= w.max {

@@ -228,7 +228,7 @@ func TestReadsCountPerNamespaceAndADroppedNamespaceLosesItsSeries(t *testing.T) 
 // TestWarningsRememberABoundedNumberOfKeys: past its bound the limiter
 // forgets keys whose minute has passed, and drops lines while none has.
 func TestWarningsRememberABoundedNumberOfKeys(t *testing.T) {
-	w := newWarnings(time.Minute, 2)
+	w := newWarnings(time.Minute, 2, 100)
 	t0 := time.Unix(1000, 0)
 	for i, want := range []bool{true, true, false} {
 		if ok, _ := w.ok(warnKey{fmt.Sprint(i), "r"}, t0); ok != want {
@@ -237,5 +237,26 @@ func TestWarningsRememberABoundedNumberOfKeys(t *testing.T) {
 	}
 	if ok, _ := w.ok(warnKey{"2", "r"}, t0.Add(time.Minute)); !ok || len(w.last) != 1 {
 		t.Fatalf("a minute later: ok %v with %d keys remembered, want true with 1", ok, len(w.last))
+	}
+}
+
+// TestWarningsBoundTheLinesOfAllKeys: many namespaces' refusals within a
+// minute log at most the limiter's lines; a minute later they log again,
+// and a remembered key's line counts those it dropped.
+func TestWarningsBoundTheLinesOfAllKeys(t *testing.T) {
+	w := newWarnings(time.Minute, 100, 3)
+	t0 := time.Unix(1000, 0)
+	logged := 0
+	for i := range 10 {
+		if ok, _ := w.ok(warnKey{fmt.Sprint(i), "r"}, t0); ok {
+			logged++
+		}
+	}
+	w.ok(warnKey{"0", "r"}, t0) // dropped: its key's minute has not passed
+	if logged != 3 {
+		t.Fatalf("%d lines for 10 namespaces within a minute, want 3", logged)
+	}
+	if ok, n := w.ok(warnKey{"0", "r"}, t0.Add(time.Minute)); !ok || n != 1 {
+		t.Fatalf("a minute later: ok %v, %d not logged; want true, 1", ok, n)
 	}
 }

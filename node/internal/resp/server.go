@@ -63,7 +63,7 @@ func New(cfg Config, listeners ...net.Listener) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, lis: lis, conns: make(map[*conn]struct{}), start: time.Now(),
 		mem: &memBudget{limit: cfg.MaxClientMemory}, values: newValueShares(cfg.MaxValueBytes),
-		scratch: newScratch(), warned: newWarnings(refusalWarnEvery, maxWarnKeys)}
+		scratch: newScratch(), warned: newWarnings(refusalWarnEvery, maxWarnKeys, maxWarnLines)}
 	s.ns = newNSMetrics(func(name string) bool { _, ok := cfg.Cluster.Known(name); return ok })
 	s.m = newMetrics(func() float64 { return float64(s.nconns.Load()) }, s.values)
 	return s, nil
