@@ -34,9 +34,13 @@ func (c *conn) mapKeys(raw [][]byte) ([]*nsKeys, bool) {
 	byName := map[string]*nsKeys{}
 	for i, k := range raw {
 		m := c.mapKey(k)
+		if c.refusedNS == "" {
+			c.refusedNS = m.Namespace
+		}
 		g := byName[m.Namespace]
 		if g == nil {
 			if !c.access.allows(m.Namespace) {
+				c.refusedNS = m.Namespace
 				c.fail("noperm", errorf(prefixNoPerm, "this token may not use namespace %q (key '%s')", m.Namespace, clip(k)))
 				return nil, false
 			}
