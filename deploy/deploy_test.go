@@ -15,6 +15,7 @@ import (
 	"time"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"github.com/redis/go-redis/v9"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
 
@@ -234,8 +235,8 @@ func TestEveryDashboardAndAlertMetricIsExported(t *testing.T) {
 	}
 }
 
-// liveSeries starts a node (with a disk tier), puts, looks up and gets a chunk through the SDK, and returns its /metrics:
-// metric name → the label sets of its series.
+// liveSeries starts a node (with a disk tier), puts, looks up and gets a chunk through the SDK, sets and gets a
+// key on its Redis-protocol port, and returns its /metrics: metric name → the label sets of its series.
 func liveSeries(t *testing.T) map[string][]map[string]string {
 	t.Helper()
 	shm := testutil.ShmDir(t, "deploy-")
@@ -246,6 +247,7 @@ func liveSeries(t *testing.T) map[string][]map[string]string {
 	cfg.Store.DataDir, cfg.Store.ShmDir = t.TempDir(), shm
 	cfg.Store.MemoryLimit, cfg.Store.MaxChunkSize = 64<<20, 1<<20
 	cfg.Disk = disk.Config{Dir: t.TempDir(), Limit: 16 << 20, RegionSize: 4 << 20} // its kvring_disk_* series
+	cfg.RESP.Addr = "127.0.0.1:0"                                                  // its kvring_resp_* series
 	n, err := node.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -276,6 +278,14 @@ func liveSeries(t *testing.T) map[string][]map[string]string {
 		t.Fatal(err)
 	}
 	if _, err := c.Get(ctx, []client.ChunkID{id}); err != nil {
+		t.Fatal(err)
+	}
+	rc := redis.NewClient(&redis.Options{Addr: n.RESPAddr()})
+	defer rc.Close()
+	if err := rc.Set(ctx, "m@1@0@abc@bfloat16kv_bytes", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.Get(ctx, "m@1@0@abc@bfloat16kv_bytes").Err(); err != nil {
 		t.Fatal(err)
 	}
 	resp, err := http.Get("http://" + n.AdminAddr() + "/metrics")

@@ -72,6 +72,7 @@ func (n *Node) adminHandler() http.Handler {
 		writeJSON(w, http.StatusOK, map[string][]NamespaceInfo{"namespaces": ns})
 	})
 	mux.HandleFunc("GET /v1/namespaces/{name}/share", n.getShare)
+	mux.HandleFunc("GET /v1/resp/locate", n.locateRESP)
 	n.registerActions(mux)
 	if n.cfg.EnablePprof {
 		mux.HandleFunc("GET /debug/pprof/", pprof.Index)

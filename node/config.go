@@ -268,7 +268,7 @@ func DefaultConfig() Config {
 		AdminIdleTimeout:    2 * time.Minute,
 		AdminMaxHeaderBytes: 64 << 10,
 		Socket:              SocketConfig{Mode: localsock.DefaultMode},
-		RESP: RESPConfig{KeyMap: DefaultRESPKeyMap(), MaxConns: resp.DefaultMaxConns, IdleTimeout: resp.DefaultIdleTimeout,
+		RESP: RESPConfig{KeyMap: DefaultRESPKeyMap(), SocketMode: 0o660, MaxConns: resp.DefaultMaxConns, IdleTimeout: resp.DefaultIdleTimeout,
 			MaxClientMemory: resp.DefaultMaxClientMemory,
 			CommandTimeout:  resp.DefaultCommandTimeout, ExistsLease: resp.DefaultExistsLease,
 			SentinelMaster: resp.DefaultSentinelMaster},

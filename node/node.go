@@ -63,6 +63,7 @@ type nodeParts struct {
 	// unregisters its metrics.
 	resp          *resp.Server
 	respLis       net.Listener // until resp takes it
+	respSock      net.Listener // the Redis-protocol Unix socket; resp owns it
 	respUnmetrics func()
 	health        *health.Server
 	adminSrv      *http.Server
@@ -286,7 +287,7 @@ func (n *Node) announceActive(ctx context.Context, p *nodeParts) {
 	p.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	n.log.Info("node ready", "node", p.store.NodeID(), "grpc", p.grpcLis.Addr().String(), "admin", p.adminLis.Addr().String(),
 		"gossip", p.member.GossipAddr(), "memory_limit", p.store.Limit(), "startup", time.Since(p.startedAt).Round(time.Microsecond),
-		"resp", respAddr(p))
+		"resp", respAddr(p), "resp_socket", respSocket(p))
 }
 
 // advertisedGRPC is the gRPC address gossiped to peers.

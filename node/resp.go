@@ -1,12 +1,17 @@
 package node
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
+	"net"
+	"os"
 	"time"
 
+	"github.com/kvring/kvring/node/internal/netguard"
 	"github.com/kvring/kvring/node/internal/resp"
+	"github.com/kvring/kvring/node/internal/sockfile"
 )
 
 // RESPConfig configures the node's Redis-protocol port (docs/resp.md).
@@ -14,6 +19,16 @@ type RESPConfig struct {
 	// Addr is the TCP address of the Redis-protocol port. Default "":
 	// off (kvring serve's --resp-addr defaults to :9603).
 	Addr string
+	// Socket is a Unix socket file the port is also served on, for engines
+	// on this host (LMCache's remote_url unix:///path). The same commands,
+	// authentication and limits as on Addr (MaxConns counts both); no TLS.
+	// A stale file left by a killed node is replaced; a live socket, or a
+	// file that is not a socket, fails Start with an error naming the
+	// path. Close removes it. Default "": none.
+	Socket string
+	// SocketMode is the socket file's permission bits. Default 0660 (the
+	// node's user and group).
+	SocketMode os.FileMode
 	// KeyMap maps keys to namespaces and placement; it must be the same
 	// on every node. Default resp.DefaultKeyMap() (LMCache's keys).
 	KeyMap RESPKeyMap
@@ -49,16 +64,20 @@ type RESPConfig struct {
 // it) on a goroutine the node owns; Close (stopServers) closes it first.
 func (n *Node) openRESP(p *nodeParts) error {
 	rc := n.cfg.RESP
-	if p.respLis == nil {
-		return nil
+	lis, err := n.respListeners(p)
+	if err != nil || len(lis) == 0 {
+		return err
 	}
 	t := time.Now()
 	srv, err := resp.New(resp.Config{Store: p.store, Cluster: newRESPCluster(n, p), KeyMap: rc.KeyMap,
 		ClusterMode: rc.ClusterMode, TLS: p.sec.serverTLS, NodeID: p.store.NodeID(), MaxConns: rc.MaxConns,
 		IdleTimeout: rc.IdleTimeout, CommandTimeout: rc.CommandTimeout, MaxClientMemory: rc.MaxClientMemory,
 		MaxValueBytes: p.store.MaxStagedBytes(), ExistsLease: rc.ExistsLease, SentinelMaster: rc.SentinelMaster, Build: n.cfg.Build,
-		Logger: n.log.With("component", "resp")}, p.respLis)
+		Logger: n.log.With("component", "resp")}, lis...)
 	if err != nil {
+		if p.respSock != nil {
+			p.respSock.Close()
+		}
 		return fmt.Errorf("cannot serve the Redis protocol: %w", err)
 	}
 	if p.respUnmetrics, err = registerAll(n.cfg.Registerer, srv.Collectors()...); err != nil {
@@ -67,25 +86,61 @@ func (n *Node) openRESP(p *nodeParts) error {
 	}
 	p.resp = srv
 	n.serve("resp", srv.Serve)
-	n.phase("redis-protocol port", t, "addr", srv.Addr().String(), "cluster_mode", rc.ClusterMode)
+	n.phase("redis-protocol port", t, "addr", respAddr(p), "socket", respSocket(p), "cluster_mode", rc.ClusterMode)
 	return nil
 }
 
-// RESPAddr is the Redis-protocol port's address ("" when it is off or
+// respListeners are the Redis-protocol port's listeners: the TCP one
+// (listen opened it), then the Unix socket, created here with its mode.
+func (n *Node) respListeners(p *nodeParts) ([]net.Listener, error) {
+	var lis []net.Listener
+	if p.respLis != nil {
+		lis = append(lis, p.respLis)
+	}
+	if path := n.cfg.RESP.Socket; path != "" {
+		ul, err := sockfile.Listen(path, cmp.Or(n.cfg.RESP.SocketMode, 0o660))
+		if err != nil {
+			return nil, fmt.Errorf("cannot open the Redis-protocol socket: %w", err)
+		}
+		p.respSock = p.guard.Wrap("resp-socket", ul, netguard.Limits{}) // its server caps connections itself
+		lis = append(lis, p.respSock)
+	}
+	return lis, nil
+}
+
+// RESPAddr is the Redis-protocol port's TCP address ("" when it is off or
 // before Start).
 func (n *Node) RESPAddr() string {
-	if p := n.parts.Load(); p != nil && p.resp != nil {
-		return p.resp.Addr().String()
+	if p := n.parts.Load(); p != nil && p.resp != nil && p.respLis != nil {
+		return p.respLis.Addr().String()
+	}
+	return ""
+}
+
+// RESPSocket is the Redis-protocol socket's path ("" when it is off or
+// before Start).
+func (n *Node) RESPSocket() string {
+	if p := n.parts.Load(); p != nil && p.resp != nil && p.respSock != nil {
+		return p.respSock.Addr().String()
 	}
 	return ""
 }
 
 // respAddr is the Redis-protocol port's address for logs: "off" without it.
 func respAddr(p *nodeParts) string {
-	if p.resp == nil {
+	if p.resp == nil || p.respLis == nil {
 		return "off"
 	}
-	return p.resp.Addr().String()
+	return p.respLis.Addr().String()
+}
+
+// respSocket is the Redis-protocol socket's path for logs: "off" without
+// it.
+func respSocket(p *nodeParts) string {
+	if p.resp == nil || p.respSock == nil {
+		return "off"
+	}
+	return p.respSock.Addr().String()
 }
 
 // respAccess is the node's side of the RESP server's authentication: the

@@ -294,6 +294,9 @@ func (r *respCluster) Held(ctx context.Context, ns resp.Namespace, keys []resp.P
 				// spent) or did not answer: asked again without a lease, a
 				// key that is held counts, unpinned.
 				out[i], errs[i] = r.held(ctx, ns, k, 0)
+				if out[i] {
+					r.p.svc.m.RESPUnpinned.Inc()
+				}
 			}
 		})
 	}

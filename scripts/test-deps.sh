@@ -34,6 +34,7 @@ python3-crc32c|'"$PYTHON"' -c "import crc32c as m; assert m.__file__"|the Python
 python3-redis|'"$PYTHON"' -c "import redis as m; assert m.__file__"|the Redis-protocol port'"'"'s tests drive redis-py, as LMCache does
 redis-server|command -v redis-server|the Redis baseline'"'"'s backend tests start a real redis-server
 redis-tools|command -v redis-cli && command -v redis-benchmark|the Redis-protocol port'"'"'s tests drive redis-cli and redis-benchmark
+prometheus|command -v promtool|deploy'"'"'s tests check the alert rules with promtool (check rules, test rules)
 root|iproute2|command -v ip && command -v tc|the netfault test (root only) makes namespaces, veths and qdiscs
 root|nftables|command -v nft|the netfault test (root only) cuts links with nftables rules
 '

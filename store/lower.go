@@ -284,18 +284,23 @@ func (s *Store) heldLower(out []HeldChunk) []HeldChunk {
 		if _, ok := seen[nk{ns, id}]; ok {
 			return
 		}
-		h := HeldChunk{Namespace: ns, ID: id, Place: id, Size: size}
-		if place, name, ok := decodeMeta(meta); ok {
-			if place != nil {
-				h.Place, h.Keyed = *place, true
-			}
-			if name != nil {
-				h.Name = *name
-			}
-		}
-		out = append(out, h)
+		out = append(out, lowerHeld(ns, id, size, meta))
 	})
 	return out
+}
+
+// lowerHeld is a chunk of the lower tier as Held lists it.
+func lowerHeld(ns string, id ID, size int64, meta []byte) HeldChunk {
+	h := HeldChunk{Namespace: ns, ID: id, Place: id, Size: size}
+	if place, name, ok := decodeMeta(meta); ok {
+		if place != nil {
+			h.Place, h.Keyed = *place, true
+		}
+		if name != nil {
+			h.Name = *name
+		}
+	}
+	return h
 }
 
 // Meta flags: what encodeMeta wrote after its first byte.

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"maps"
 	"testing"
 )
 
@@ -31,6 +32,11 @@ func TestPlacementKeysSurviveARestart(t *testing.T) {
 		got := map[ID]HeldChunk{}
 		for _, h := range s.Held() {
 			got[h.ID] = h
+		}
+		each := map[ID]HeldChunk{}
+		s.EachHeld(func(h HeldChunk) { each[h.ID] = h })
+		if !maps.Equal(each, got) {
+			t.Errorf("EachHeld lists %+v, Held %+v", each, got)
 		}
 		if h := got[grouped]; !h.Keyed || h.Place != group || h.Namespace != "ns" || h.Size != int64(len(data)) {
 			t.Errorf("grouped chunk listed as %+v, want keyed by %s", h, group)

@@ -76,6 +76,17 @@ func (l *lru) unlinkItem(it *lruItem) {
 	}
 }
 
+// reserve sizes the map for n chunks while it holds none (a restart offers
+// every recovered chunk at once; growing the map step by step cost a
+// third of the offers' time).
+func (l *lru) reserve(n int) {
+	l.mu.Lock()
+	if len(l.items) == 0 {
+		l.items = make(map[uint64]*lruItem, n)
+	}
+	l.mu.Unlock()
+}
+
 // offer admits e as the newest chunk, evicting the oldest unpinned chunks
 // until the budget holds it. A chunk larger than the whole budget, or whose
 // hash another entry holds, is rejected (through onReject) and offer still

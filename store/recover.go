@@ -186,6 +186,9 @@ func (s *Store) freeOtherSlots(segs map[uint32]*segment) error {
 // since they were written; the policy then evicts or declines some, and
 // those are dropped. It returns how many were dropped.
 func (s *Store) offerRecovered(all []*entry) int {
+	if r, ok := s.pol.(interface{ reserve(n int) }); ok {
+		r.reserve(len(all))
+	}
 	var dropped int
 	for _, e := range all {
 		if !s.pol.offer(e, e.slot.seg.slotSize) {

@@ -17,6 +17,8 @@ const defaultRESPAddr = ":9603"
 // newServeOptions).
 func registerServeRESP(fs *pflag.FlagSet, c *node.RESPConfig) {
 	fs.StringVar(&c.Addr, "resp-addr", c.Addr, `Redis-protocol port (RESP2/RESP3: LMCache's redis:// remote tier, any Redis client); "" turns it off`)
+	fs.StringVar(&c.Socket, "resp-socket", c.Socket, `Unix socket the Redis protocol is also served on, for engines on this host (LMCache's remote_url unix:///path); same commands, auth and limits, no TLS; "" turns it off`)
+	fs.Var((*fileMode)(&c.SocketMode), "resp-socket-mode", "permission bits of the Redis-protocol socket file, in octal")
 	fs.BoolVar(&c.ClusterMode, "resp-cluster", c.ClusterMode, "answer as a Redis Cluster: CLUSTER SLOTS follows the ring, keys are placed by slot, -MOVED sends clients to the owner (every node must agree)")
 	fs.IntVar(&c.MaxConns, "resp-max-conns", c.MaxConns, "most Redis-protocol connections at once; more are refused")
 	fs.DurationVar(&c.IdleTimeout, "resp-idle-timeout", c.IdleTimeout, "close a Redis-protocol connection that sends no command for this long (negative: never)")

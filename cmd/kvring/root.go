@@ -24,7 +24,7 @@ func newRootCmd() *cobra.Command {
 		return fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())
 	})
 	root.AddCommand(newServeCmd(), newMembersCmd(), newRingCmd(), newStatsCmd(), newPutCmd(), newGetCmd(), newLookupCmd(), newBenchCmd(), newShmCmd(),
-		newDrainCmd(true), newDrainCmd(false), newHandoffCmd(), newNamespacesCmd(), newDropNamespaceCmd(), newEvictCmd(), newForgetCmd(), newVersionCmd())
+		newDrainCmd(true), newDrainCmd(false), newHandoffCmd(), newNamespacesCmd(), newDropNamespaceCmd(), newEvictCmd(), newForgetCmd(), newLocateCmd(), newVersionCmd())
 	return root
 }
 

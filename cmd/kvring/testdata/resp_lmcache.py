@@ -1,6 +1,7 @@
 """LMCache's access pattern against kvring's Redis-protocol port, with redis-py (Debian's python3-redis).
 
-Usage: resp_lmcache.py HOST:PORT [HOST:PORT ...]. Each chunk is written through one node and read back through
+Usage: resp_lmcache.py ADDR [ADDR ...], each HOST:PORT or unix:///path (a Redis-protocol socket, as LMCache's
+remote_url names one: redis.from_url). RESP_LMCACHE_SIZES (comma-separated bytes) replaces the sizes. Each chunk is written through one node and read back through
 the next, byte-exact, for 256 KiB, 2 MiB and 8 MiB values: SET kv_bytes, SET metadata, EXISTS metadata, GET both;
 the same through a pipeline, and MGET. Prints one line per size; exits non-zero on the first difference.
 """
@@ -23,10 +24,14 @@ def describe(got, want):
 
 clients = []
 for addr in sys.argv[1:]:
+    if addr.startswith("unix://"):
+        clients.append(redis.from_url(addr, socket_timeout=60))
+        continue
     host, port = addr.rsplit(":", 1)
     clients.append(redis.Redis(host=host, port=int(port), socket_timeout=60))
 
-for n, size in enumerate((256 << 10, 2 << 20, 8 << 20)):
+sizes = [int(s) for s in os.environ.get("RESP_LMCACHE_SIZES", "%d,%d,%d" % (256 << 10, 2 << 20, 8 << 20)).split(",")]
+for n, size in enumerate(sizes):
     for i in range(4):
         w, r = clients[i % len(clients)], clients[(i + 1) % len(clients)]
         key = f"vllm@meta-llama/Llama-3.1-8B@1@0@{size:x}{i:04x}"

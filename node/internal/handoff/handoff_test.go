@@ -328,6 +328,30 @@ func TestADrainingNodeWithNowhereToGoStopsAtOnce(t *testing.T) {
 	}
 }
 
+// TestAPassStoppedBeforeItsPlanLeavesEverythingPending: a pass whose
+// context has ended (the node closes; a drain ran out of time) asks for no
+// chunk's owners, moves nothing and counts every held chunk pending: Close
+// waits for the pass, and planning a million chunks took seconds.
+func TestAPassStoppedBeforeItsPlanLeavesEverythingPending(t *testing.T) {
+	f := newFixture(t, "a", "b", "c")
+	asked := 0
+	owners := f.m.cfg.Owners
+	f.m.cfg.Owners = func(rg *ring.Ring, ns string, key []byte, r int) []ring.Member {
+		asked++
+		return owners(rg, ns, key, r)
+	}
+	f.put(t, "r1", 20)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	st := f.m.Pass(ctx)
+	if asked != 0 || st.Held != 20 || st.Pending != 20 || st.Copied != 0 || st.Evicted != 0 {
+		t.Fatalf("a stopped pass asked owners %d times, stats %+v; want none asked, 20 held and pending", asked, st)
+	}
+	if got := f.m.Status().Passes; got != 1 {
+		t.Fatalf("%d passes recorded, want 1", got)
+	}
+}
+
 // TestGroupedChunksTravelWithTheirKeys: a chunk of a namespace placed by
 // groups goes to the owners of its group key and carries that key; one
 // stored without a key (an earlier release) is never moved.

@@ -44,7 +44,14 @@ func (m *Mover) Pass(ctx context.Context) PassStats {
 	defer m.passMu.Unlock()
 	m.setRunning(true)
 	st := PassStats{Started: m.cfg.Now()}
-	items, rg, held := m.plan(&st)
+	items, rg, held, stopped := m.plan(ctx, &st)
+	if stopped {
+		// Stopped while planning (the node closes, or a drain ran out of
+		// time): every chunk stays where it is, pending.
+		st.Pending, st.Ended = len(held), m.cfg.Now()
+		m.finish(st)
+		return st
+	}
 	m.forgetListed(held) // the plan decided where each listed chunk is
 	// Readers must know this node hands off before it evicts anything, not
 	// before it copies: the gossip broadcast (which waits for a peer's ack)
@@ -82,22 +89,29 @@ func (m *Mover) Pass(ctx context.Context) PassStats {
 
 // plan lists the chunks whose owners the pass checks (and returns the
 // chunks held): those held here but
-// owned elsewhere, and those owned here with other owners too.
-func (m *Mover) plan(st *PassStats) ([]*item, *ring.Ring, []store.HeldChunk) {
-	rg := m.cfg.Ring()
-	held := m.cfg.Store.Held()
+// owned elsewhere, and those owned here with other owners too. When ctx
+// ends meanwhile it stops, returns no items and reports stopped (planning a
+// million chunks takes seconds, and Close waits for the pass).
+func (m *Mover) plan(ctx context.Context, st *PassStats) (items []*item, rg *ring.Ring, held []store.HeldChunk, stopped bool) {
+	rg = m.cfg.Ring()
+	held = m.cfg.Store.Held()
 	st.Held = len(held)
+	if ctx.Err() != nil {
+		return nil, rg, held, true
+	}
 	// One namespace after another, so that Has and Copy batches fill up.
 	slices.SortFunc(held, func(a, b store.HeldChunk) int { return strings.Compare(a.Namespace, b.Namespace) })
 	if rg == nil || rg.Len() == 0 {
-		return nil, rg, held
+		return nil, rg, held, false
 	}
 	recs := map[string]*kvringv1.NamespaceRecord{}
 	for _, rec := range m.cfg.Registry.List() {
 		recs[namespace.StoreName(rec.GetName(), rec.GetFingerprint())] = rec
 	}
-	var items []*item
-	for _, h := range held {
+	for i, h := range held {
+		if i%4096 == 4095 && ctx.Err() != nil {
+			return nil, rg, held, true
+		}
 		rec := recs[h.Namespace]
 		if rec == nil {
 			continue // a namespace dropped meanwhile, or unknown here yet
@@ -125,7 +139,7 @@ func (m *Mover) plan(st *PassStats) ([]*item, *ring.Ring, []store.HeldChunk) {
 		}
 		items = append(items, it)
 	}
-	return items, rg, held
+	return items, rg, held, false
 }
 
 // foreignParts lists the partitions of the foreign items; with held, only

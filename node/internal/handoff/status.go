@@ -31,7 +31,8 @@ type PassStats struct {
 	Evicted      int   `json:"evicted"`
 	FailedCopies int   `json:"failed_copies"`
 	// Pending: misplaced chunks still here at the end (an owner could not be
-	// reached, or refused them).
+	// reached, or refused them). A pass stopped before it planned (its
+	// context ended) does not know which are misplaced: every held chunk.
 	Pending int `json:"pending"`
 	// Underreplicated: chunks this node owns that fewer owners than their
 	// namespace's replication factor hold.

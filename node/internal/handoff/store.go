@@ -9,6 +9,9 @@ type Store interface {
 	// Held lists every sealed chunk; the caller owns the slice. It copies
 	// the store's index under its mutex: for a pass, not a data path.
 	Held() []store.HeldChunk
+	// EachHeld calls f with every chunk Held would list (one may come
+	// twice), without a copy; f must not call the store. For Boot.
+	EachHeld(f func(store.HeldChunk))
 	// Contains reports whether the chunk is held (sealed and readable) now.
 	Contains(ns string, id store.ID) bool
 	// Staging reports whether a write of the chunk is staged now (it may

@@ -191,13 +191,11 @@ func (m *Mover) Boot(ctx context.Context) {
 		names[sn], grouped[sn] = rec.GetName(), namespace.GroupSize(rec.GetSchema()) > 1
 	}
 	parts := map[int]bool{}
-	for _, h := range m.cfg.Store.Held() {
-		name, ok := names[h.Namespace]
-		if !ok || grouped[h.Namespace] && !h.Keyed {
-			continue
+	m.cfg.Store.EachHeld(func(h store.HeldChunk) {
+		if name, ok := names[h.Namespace]; ok && (!grouped[h.Namespace] || h.Keyed) {
+			parts[rg.Partition(name, h.Place[:])] = true
 		}
-		parts[rg.Partition(name, h.Place[:])] = true
-	}
+	})
 	m.sumMu.Lock()
 	if m.sum.ring == nil {
 		for k := range m.sum.recent { // staged before the listing, sealed after it

@@ -58,6 +58,10 @@ type Set struct {
 	// owners (a hand-off summary named the id's partition, or the ring
 	// was unsettled).
 	LookupWideIDs prometheus.Counter
+	// RESPUnpinned counts the keys the Redis-protocol port's EXISTS (or
+	// SET NX/XX, SETNX, MSETNX) counted held without its lease pinning
+	// them (a holder refused the pin: its pinned-bytes budget was spent).
+	RESPUnpinned prometheus.Counter
 	// AdminActions counts the admin API's write actions by action and
 	// result (ok, refused, error).
 	AdminActions *prometheus.CounterVec
@@ -119,6 +123,8 @@ func New() *Set {
 			Help: "Distinct nodes one answered Lookup asked (this node included when it is an owner).", Buckets: fanoutBuckets}),
 		LookupWideIDs: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvring_lookup_ids_wide_total",
 			Help: "Chunk ids lookups asked of members besides their owners: members whose hand-off summary names the id's partition."}),
+		RESPUnpinned: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvring_resp_exists_unpinned_total",
+			Help: "Keys a Redis-protocol EXISTS (or SET NX/XX, SETNX, MSETNX) counted held that its lease could not pin (a holder's pinned-bytes budget, --max-pinned, was spent, or it did not answer the pinned lookup): a GET that follows may find them evicted."}),
 		RequestSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kvring_request_duration_seconds",
 			Help: "Time to serve an engine call (put, lookup, get), errors included.", Buckets: latencyBuckets}, []string{"op"}),
 		PeerRequestSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kvring_peer_request_duration_seconds",
@@ -156,7 +162,7 @@ func New() *Set {
 // Collectors returns every instrument, for registration.
 func (m *Set) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.PutChunks, m.PutBytes, m.PutDegraded, m.PutBusyWait.(prometheus.Collector), m.PutBeginRefused, m.Lookups, m.LookupIDs, m.LookupIDsMatched,
-		m.LookupFanout.(prometheus.Collector), m.LookupWideIDs, m.AdminActions,
+		m.LookupFanout.(prometheus.Collector), m.LookupWideIDs, m.RESPUnpinned, m.AdminActions,
 		m.GetChunks, m.GetBytes, m.RequestSeconds, m.PeerRequestSeconds, m.PeerBytes, m.PeerFailures, m.HasCoalesced,
 		m.Connections, m.ConnectionsTotal}
 }

@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/kvring/kvring/node/internal/tenant"
 )
 
 // redisVersion is the Redis version reported to clients, which some of them
@@ -116,7 +114,7 @@ func (c *conn) authenticate(token string) bool {
 	}
 	c.authed, c.access = true, a
 	if token != "" {
-		c.setClient(tenant.Name(token, c.nc.RemoteAddr()))
+		c.setClient(c.clientName(token))
 	}
 	return true
 }
@@ -224,11 +222,16 @@ func (c *conn) clientSetInfo(req *request) {
 // info is the connection's CLIENT INFO / CLIENT LIST line, with Redis
 // 7.2's fields in its order (redis-py's client_info() reads qbuf, obl,
 // oll, omem and tot-mem as integers and fails without them); the buffer
-// figures Redis reports are 0 but rbs, the read buffer's size.
+// figures Redis reports are 0 but rbs, the read buffer's size. A Unix
+// socket's client is "path:0" with flag U, as Redis reports it.
 func (c *conn) info() string {
-	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=0 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 "+
+	addr, laddr, flags := c.nc.RemoteAddr().String(), c.nc.LocalAddr().String(), "N"
+	if c.unix() {
+		addr, laddr, flags = laddr+":0", laddr+":0", "U"
+	}
+	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=0 flags=%s db=0 sub=0 psub=0 ssub=0 multi=-1 "+
 		"qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=%d rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default "+
 		"redir=-1 resp=%d lib-name=%s lib-ver=%s",
-		c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), c.name, int(time.Since(c.created).Seconds()), readBuffer, c.lastCmd,
+		c.id, addr, laddr, c.name, int(time.Since(c.created).Seconds()), flags, readBuffer, c.lastCmd,
 		c.w.proto, c.libName, c.libVer)
 }

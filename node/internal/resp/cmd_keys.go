@@ -13,6 +13,14 @@ func cmdExists(ctx context.Context, c *conn, req *request) {
 		return
 	}
 	h, err := c.held(ctx, groups, len(req.args)-1)
+	for _, g := range groups {
+		if !g.known {
+			continue
+		}
+		for _, k := range g.keys {
+			c.s.ns.read(g.name, readResult(err == nil && h[k.at], err))
+		}
+	}
 	if err != nil {
 		c.failErr(err)
 		return

@@ -43,11 +43,19 @@ func cmdInfo(_ context.Context, c *conn, req *request) {
 
 func field(b *strings.Builder, k string, v any) { fmt.Fprintf(b, "%s:%v\r\n", k, v) }
 
-func (s *Server) infoServer(b *strings.Builder) {
-	_, port, _ := strings.Cut(s.lis.Addr().String(), "]:")
-	if port == "" {
-		port = s.lis.Addr().String()[strings.LastIndexByte(s.lis.Addr().String(), ':')+1:]
+// tcpPort is the port of the server's TCP listener, as INFO's tcp_port:
+// "0" when it serves on a Unix socket alone (as Redis reports it).
+func (s *Server) tcpPort() string {
+	for _, l := range s.lis {
+		if a := l.Addr().String(); l.Addr().Network() != "unix" {
+			return a[strings.LastIndexByte(a, ':')+1:]
+		}
 	}
+	return "0"
+}
+
+func (s *Server) infoServer(b *strings.Builder) {
+	port := s.tcpPort()
 	up := time.Since(s.start)
 	field(b, "redis_version", redisVersion)
 	field(b, "redis_mode", s.mode())

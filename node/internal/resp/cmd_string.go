@@ -194,15 +194,14 @@ func (c *conn) msetKeys(ctx context.Context, groups []*nsKeys, n int, vals []arg
 		c.w.ok()
 		return
 	}
-	if failed > 1 {
-		c.s.m.error("not_stored")
-		var msg string
+	if failed > 1 { // the reason is the first failure's
+		var msg, reason string
 		if errs[first] != nil {
-			msg, _ = errorReply(errs[first])
+			msg, reason = errorReply(errs[first])
 		} else {
-			msg, _ = resultReply(res[first])
+			msg, reason = resultReply(res[first])
 		}
-		c.w.error(msg + " (" + strconv.Itoa(failed) + " of " + strconv.Itoa(n) + " values not stored)")
+		c.fail(reason, msg+" ("+strconv.Itoa(failed)+" of "+strconv.Itoa(n)+" values not stored)")
 		return
 	}
 	c.failWrite(res[first], errs[first])

@@ -100,6 +100,9 @@ type Config struct {
 	SentinelMaster string
 	// Logger receives connection errors. Default slog.Default().
 	Logger *slog.Logger
+	// Now is the clock of the rate-limited WARN lines (refused writes,
+	// keys written to the default namespace). Default time.Now.
+	Now func() time.Time
 }
 
 // The defaults of the settings kvring serve has flags for (node.RESPConfig).
@@ -160,6 +163,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
 	}
 }
 

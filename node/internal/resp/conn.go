@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"runtime/debug"
+	"strconv"
 	"time"
 
 	"github.com/kvring/kvring/node/internal/tenant"
@@ -46,6 +47,9 @@ type conn struct {
 	// and their namespace.
 	lastPrefix []byte
 	lastNS     string
+	// refusedNS is the namespace an error reply of the command in flight
+	// is about (warnRefusal): its first key's, or the key's it failed for.
+	refusedNS string
 	// client names the connection's client for the budgets shared among
 	// clients (package tenant), and ctx carries it to the cluster's calls;
 	// charged is what its request in flight took of Server.values.
@@ -88,7 +92,7 @@ func (c *conn) serve() {
 	c.s.mu.Unlock()
 	defer cancel()
 	c.base = ctx
-	c.setClient(tenant.Name("", c.nc.RemoteAddr()))
+	c.setClient(c.clientName(""))
 	defer c.uncharge()
 	defer c.rd.uncharge()
 	defer c.nc.Close()
@@ -245,6 +249,20 @@ func (c *conn) uncharge() {
 	c.charged = 0
 }
 
+// unix reports whether the connection came through a Unix socket.
+func (c *conn) unix() bool { return c.nc.LocalAddr().Network() == "unix" }
+
+// clientName is the connection's client for the budgets shared among
+// clients (tenant.Name): its token after AUTH, else its address; on a
+// Unix socket, where clients have no address, the connection, as on
+// loopback.
+func (c *conn) clientName(token string) string {
+	if token == "" && c.unix() {
+		return "unix:" + strconv.FormatInt(c.id, 10)
+	}
+	return tenant.Name(token, c.nc.RemoteAddr())
+}
+
 // setClient names the connection's client (after AUTH, its token).
 func (c *conn) setClient(name string) {
 	c.client = name
@@ -255,7 +273,7 @@ func (c *conn) setClient(name string) {
 func (c *conn) run(req *request) (quit bool) {
 	cmd, ok := commands[req.name]
 	c.s.m.command(req.name)
-	c.lastCmd = req.name
+	c.lastCmd, c.refusedNS = req.name, ""
 	switch {
 	case !ok:
 		c.fail("unknown", errorf(prefixErr, "unknown command '%s', with args beginning with: %s", clip(req.args[0]), argsPreview(req.args[1:])))
@@ -281,9 +299,11 @@ func (c *conn) run(req *request) (quit bool) {
 	return false
 }
 
-// fail writes an error reply and counts it by reason.
+// fail writes an error reply and counts it by reason; a refused write is
+// logged too (warnRefusal).
 func (c *conn) fail(reason, msg string) {
 	c.s.m.error(reason)
+	c.warnRefusal(reason, msg)
 	c.w.error(msg)
 }
 

@@ -68,6 +68,8 @@ func errorReply(err error) (msg, reason string) {
 		return prefixTryAgain + " " + oneLine(err), "unavailable"
 	case errors.Is(err, transfer.ErrInvalidArgument):
 		return prefixErr + " " + oneLine(err), "invalid"
+	case errors.Is(err, ErrNamespaceLimit): // not even the default namespace could be created
+		return prefixErr + " " + oneLine(err), "namespace_limit"
 	}
 	return prefixErr + " " + oneLine(err), "internal"
 }

@@ -34,9 +34,13 @@ func (c *conn) mapKeys(raw [][]byte) ([]*nsKeys, bool) {
 	byName := map[string]*nsKeys{}
 	for i, k := range raw {
 		m := c.mapKey(k)
+		if c.refusedNS == "" {
+			c.refusedNS = m.Namespace
+		}
 		g := byName[m.Namespace]
 		if g == nil {
 			if !c.access.allows(m.Namespace) {
+				c.refusedNS = m.Namespace
 				c.fail("noperm", errorf(prefixNoPerm, "this token may not use namespace %q (key '%s')", m.Namespace, clip(k)))
 				return nil, false
 			}
@@ -55,14 +59,8 @@ func (c *conn) mapKey(key []byte) Key {
 	return c.placed(c.s.cfg.KeyMap.Map(key))
 }
 
-// placed is k with its Place for Redis Cluster mode, where placement
-// depends on the namespace (Cluster.SlotPlace); k itself outside it.
-func (c *conn) placed(k Key) Key {
-	if c.s.cfg.ClusterMode {
-		k.Place = c.s.cfg.Cluster.SlotPlace(k.Namespace, k.PlaceSlot)
-	}
-	return k
-}
+// placed is k with its Place for Redis Cluster mode (Server.place).
+func (c *conn) placed(k Key) Key { return c.s.place(k) }
 
 // namespaceOf is KeyMap.Namespace(key), remembering the last namespace
 // fields' answer: a connection's keys mostly share one (a model's).

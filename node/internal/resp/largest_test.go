@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // TestAValueOverTheLargestIsReadPastAndRefused: a SET whose value is over
@@ -21,8 +23,14 @@ func TestAValueOverTheLargestIsReadPastAndRefused(t *testing.T) {
 		!strings.Contains(err.Error(), "--max-chunk-size") {
 		t.Fatalf("SET of %d bytes: %v, want an ERR naming the limit %d and --max-chunk-size", max+1, err, max)
 	}
+	if got := promtest.ToFloat64(s.m.errors.WithLabelValues("value_too_large")); got != 1 {
+		t.Fatalf(`kvring_resp_errors_total{reason="value_too_large"} = %v, want 1`, got)
+	}
 	if err := c.Set(ctx, "small", "v", 0).Err(); err != nil {
 		t.Fatalf("the connection after a refused large value: %v", err)
+	}
+	if got := nsSeries(t, s)["writes resp:default refused"]; got != 1 {
+		t.Fatalf("refused writes of the default namespace = %v, want 1", got)
 	}
 	if v, err := c.Get(ctx, "small").Result(); err != nil || v != "v" {
 		t.Fatalf("GET after a refused large value = %q, %v", v, err)

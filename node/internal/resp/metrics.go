@@ -91,5 +91,5 @@ func (m *metrics) read(hit bool) {
 // register.
 func (s *Server) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{s.m.commands, s.m.errors, s.m.keyspace, s.m.connections, s.m.accepted, s.m.keptValues,
-		s.m.fallbacks, s.m.valueBytes, s.m.valuesRefused}
+		s.m.fallbacks, s.m.valueBytes, s.m.valuesRefused, s.ns}
 }

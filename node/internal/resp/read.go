@@ -74,7 +74,7 @@ func (c *conn) streamKeys(ctx context.Context, groups []*nsKeys, n int, sink rea
 			if data == nil && err == nil && g.fallback != nil {
 				data, err = c.readFallback(ctx, g, k.Key)
 			}
-			c.countRead(sink, k.at, data, owned, err)
+			c.countRead(g, sink, k.at, data, owned, err)
 			if err != nil && firstErr == nil {
 				firstErr = err
 			}
@@ -89,12 +89,12 @@ func (c *conn) streamKeys(ctx context.Context, groups []*nsKeys, n int, sink rea
 		w := pos[i]
 		if !w.g.known {
 			flush()
-			c.countRead(sink, i, nil, nil, nil)
+			c.countRead(nil, sink, i, nil, nil, nil)
 			continue
 		}
 		if c.heldLocally(w.g.ns, w.k.Key) {
 			flush() // the keys before it go first
-			if c.readLocal(w.g.ns, w.k.ID, func(b []byte, release func()) { c.countRead(sink, i, b, release, nil) }) {
+			if c.readLocal(w.g.ns, w.k.ID, func(b []byte, release func()) { c.countRead(w.g, sink, i, b, release, nil) }) {
 				continue
 			}
 		}
@@ -164,14 +164,31 @@ func (c *conn) getHeld(ctx context.Context, key []byte) bool {
 		return false
 	}
 	c.s.m.read(true)
+	c.s.ns.read(name, readHit)
 	return true
 }
 
-// countRead counts a read as a hit or a miss (not a key that could not be
-// read) and passes it on.
-func (c *conn) countRead(sink readSink, i int, data []byte, release func(), err error) {
+// countRead counts a read of a key of group g as a hit or a miss (not a
+// key that could not be read) and, per namespace, as a hit, a miss or an
+// error, unless g is nil (a namespace the node does not know), and passes
+// it on.
+func (c *conn) countRead(g *nsKeys, sink readSink, i int, data []byte, release func(), err error) {
 	if err == nil {
 		c.s.m.read(data != nil)
 	}
+	if g != nil {
+		c.s.ns.read(g.name, readResult(data != nil, err))
+	}
 	sink(i, data, release, err)
+}
+
+// readResult is the result of a key's read for nsMetrics.
+func readResult(hit bool, err error) int {
+	switch {
+	case err != nil:
+		return readError
+	case hit:
+		return readHit
+	}
+	return readMiss
 }

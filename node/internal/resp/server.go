@@ -12,12 +12,14 @@ import (
 	"time"
 )
 
-// Server serves the Redis protocol on one listener. Create it with New, run
-// Serve on a goroutine, stop it with Close. Safe for concurrent use.
+// Server serves the Redis protocol on its listeners (a TCP port, a Unix
+// socket), with the same commands, authentication and limits on each:
+// MaxConns counts the connections of all. Create it with New, run Serve on
+// a goroutine, stop it with Close. Safe for concurrent use.
 type Server struct {
 	cfg   Config
 	log   *slog.Logger
-	lis   net.Listener
+	lis   []net.Listener
 	m     *metrics
 	start time.Time
 
@@ -37,52 +39,79 @@ type Server struct {
 	// (idle.go); bufsHeld counts the connections holding theirs.
 	bufs     *sync.Pool
 	bufsHeld atomic.Int64
-	// fallbackWarn rate-limits the WARN line of keys written to the
-	// default namespace (conn.writeNamespace).
-	fallbackWarn sometimes
+	// warned rate-limits the WARN lines of refused writes and of keys
+	// written to the default namespace (conn.warnRefusal).
+	warned *warnings
+	// ns counts keys written and read per namespace.
+	ns *nsMetrics
 }
 
-// New validates cfg and returns a Server for lis, which it owns from now on
-// (Close closes it). It does not serve yet: call Serve.
-func New(cfg Config, lis net.Listener) (*Server, error) {
+// New validates cfg and returns a Server for its listeners (at least one),
+// which it owns from now on (Close closes them). Config.TLS applies to the
+// listeners that are not Unix sockets (a Unix socket's file mode guards
+// it, and Redis clients speak no TLS on one). It does not serve yet: call
+// Serve.
+func New(cfg Config, listeners ...net.Listener) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	if cfg.TLS != nil {
-		lis = tls.NewListener(lis, cfg.TLS)
+	if len(listeners) == 0 {
+		return nil, errors.New("resp: no listener")
+	}
+	lis := make([]net.Listener, len(listeners))
+	for i, l := range listeners {
+		lis[i] = l
+		if cfg.TLS != nil && l.Addr().Network() != "unix" {
+			lis[i] = tls.NewListener(l, cfg.TLS)
+		}
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, lis: lis, conns: make(map[*conn]struct{}), start: time.Now(),
 		mem: &memBudget{limit: cfg.MaxClientMemory}, values: newValueShares(cfg.MaxValueBytes),
-		scratch: newScratch(), bufs: newBufPool()}
+		scratch: newScratch(), bufs: newBufPool(), warned: newWarnings(refusalWarnEvery, maxWarnKeys, maxWarnLines)}
+	s.ns = newNSMetrics(func(name string) bool { _, ok := cfg.Cluster.Known(name); return ok })
 	s.m = newMetrics(func() float64 { return float64(s.nconns.Load()) }, s.values)
 	return s, nil
 }
 
-// Addr is the listener's address.
-func (s *Server) Addr() net.Addr { return s.lis.Addr() }
+// Addr is the first listener's address.
+func (s *Server) Addr() net.Addr { return s.lis[0].Addr() }
 
 // Connections is the number of connections served now.
 func (s *Server) Connections() int { return int(s.nconns.Load()) }
 
-// Serve accepts connections until Close; each is served on its own
-// goroutine, which Close waits for. A failed accept for lack of descriptors
-// is retried after a pause, so the port serves again once they are back.
-// It blocks; it returns nil after Close.
+// Serve accepts connections on every listener until Close; each is served
+// on its own goroutine, which Close waits for. A failed accept for lack of
+// descriptors is retried after a pause, so the port serves again once they
+// are back. It blocks until every listener's loop has ended; it returns
+// nil after Close, else the errors that ended them.
 func (s *Server) Serve() error {
+	errs := make([]error, len(s.lis))
+	var wg sync.WaitGroup
+	for i, l := range s.lis[1:] {
+		wg.Go(func() { errs[i+1] = s.accept(l) })
+	}
+	errs[0] = s.accept(s.lis[0])
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// accept serves the connections of lis until Close, or until it fails for
+// good.
+func (s *Server) accept(lis net.Listener) error {
 	pause := 5 * time.Millisecond
 	for {
-		nc, err := s.lis.Accept()
+		nc, err := lis.Accept()
 		if err != nil {
 			if s.isClosed() {
 				return nil
 			}
 			if temporary(err) {
-				s.log.Warn("cannot accept a Redis-protocol connection; retrying", "err", err, "pause", pause)
+				s.log.Warn("cannot accept a Redis-protocol connection; retrying", "addr", lis.Addr(), "err", err, "pause", pause)
 				time.Sleep(pause)
 				pause = min(2*pause, time.Second)
 				continue
 			}
-			return fmt.Errorf("cannot accept on %s: %w", s.lis.Addr(), err)
+			return fmt.Errorf("cannot accept on %s: %w", lis.Addr(), err)
 		}
 		pause = 5 * time.Millisecond
 		s.admit(nc)
@@ -153,7 +182,12 @@ func (s *Server) Close() error {
 		return nil
 	}
 	s.closed = true
-	err := s.lis.Close()
+	var errs []error
+	for _, l := range s.lis {
+		if err := l.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("cannot close the Redis-protocol listener on %s: %w", l.Addr(), err))
+		}
+	}
 	for c := range s.conns {
 		if c.cancel != nil {
 			c.cancel()
@@ -162,5 +196,5 @@ func (s *Server) Close() error {
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
-	return err
+	return errors.Join(errs...)
 }

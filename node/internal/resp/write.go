@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/store"
@@ -29,61 +28,99 @@ func (c *conn) publish(ctx context.Context, groups []*nsKeys, n int, vals []argV
 		}
 		return results, errs
 	}
+	first := n // the first key position not stored
 	for _, g := range groups {
-		ns, err := c.writeNamespace(ctx, g)
-		if err != nil {
-			for _, k := range g.keys {
-				errs[k.at] = err
-			}
-			continue
-		}
-		var keys []Key
-		var blobs []*store.Blob
-		var at []int
-		first := map[Key]int{} // a key named twice is written once, with its first value
-		var dups []keyRef
-		for _, k := range g.keys {
-			if v := vals[k.at]; v.err != nil {
-				results[k.at], errs[k.at] = c.skipped(k.Key, v)
-				continue
-			}
-			if _, seen := first[k.Key]; seen {
-				dups = append(dups, k)
-				continue
-			}
-			first[k.Key] = k.at
-			keys, blobs, at = append(keys, k.Key), append(blobs, vals[k.at].value), append(at, k.at)
-		}
-		if len(keys) == 0 {
-			continue
-		}
-		res, err := c.s.cfg.Cluster.Publish(ctx, ns, keys, blobs)
-		if err == nil && len(res) != len(keys) {
-			err = fmt.Errorf("BUG: %d results for %d values", len(res), len(keys))
-		}
-		for i, k := range at {
-			switch sum, summed := blobs[i].Sum(); {
-			case err != nil:
-				errs[k] = err
-			case summed:
-				results[k], errs[k] = checkHeld(keys[i], res[i], sum)
-			default:
-				results[k] = res[i]
-			}
-		}
-		for _, d := range dups {
-			results[d.at], errs[d.at] = results[first[d.Key]], errs[first[d.Key]]
-		}
+		resolved := c.publishGroup(ctx, g, vals, results, errs)
+		first = c.countWrites(g, resolved, results, errs, first)
 	}
 	return results, errs
+}
+
+// publishGroup is publish of the keys of one namespace: their results and
+// errors are set in results and errs, by key position. It reports whether
+// the namespace was found or created (g.name names it then).
+func (c *conn) publishGroup(ctx context.Context, g *nsKeys, vals []argValue, results []*kvringv1.PutChunkResult, errs []error) bool {
+	ns, err := c.writeNamespace(ctx, g)
+	if err != nil {
+		for _, k := range g.keys {
+			errs[k.at] = err
+		}
+		return false
+	}
+	var keys []Key
+	var blobs []*store.Blob
+	var at []int
+	first := map[Key]int{} // a key named twice is written once, with its first value
+	var dups []keyRef
+	for _, k := range g.keys {
+		if v := vals[k.at]; v.err != nil {
+			results[k.at], errs[k.at] = c.skipped(k.Key, v)
+			continue
+		}
+		if _, seen := first[k.Key]; seen {
+			dups = append(dups, k)
+			continue
+		}
+		first[k.Key] = k.at
+		keys, blobs, at = append(keys, k.Key), append(blobs, vals[k.at].value), append(at, k.at)
+	}
+	if len(keys) == 0 {
+		return true
+	}
+	res, err := c.s.cfg.Cluster.Publish(ctx, ns, keys, blobs)
+	if err == nil && len(res) != len(keys) {
+		err = fmt.Errorf("BUG: %d results for %d values", len(res), len(keys))
+	}
+	for i, k := range at {
+		switch sum, summed := blobs[i].Sum(); {
+		case err != nil:
+			errs[k] = err
+		case summed:
+			results[k], errs[k] = checkHeld(keys[i], res[i], sum)
+		default:
+			results[k] = res[i]
+		}
+	}
+	for _, d := range dups {
+		results[d.at], errs[d.at] = results[first[d.Key]], errs[first[d.Key]]
+	}
+	return true
+}
+
+// countWrites counts the keys of g by result in their namespace when it
+// was resolved (a namespace that could not be created is not counted:
+// its name is any client's), and returns the first key position not
+// stored, given the first of the groups before (first): the namespace of
+// that key names the command's refusal (conn.refusedNS).
+func (c *conn) countWrites(g *nsKeys, resolved bool, results []*kvringv1.PutChunkResult, errs []error, first int) int {
+	var n [nWriteResults]int
+	for _, k := range g.keys {
+		r := writeStored
+		switch {
+		case errs[k.at] != nil || !stored(results[k.at]):
+			r = writeRefused
+			if k.at < first {
+				first, c.refusedNS = k.at, g.name
+			}
+		case results[k.at].GetStatus() == alreadyHeld:
+			r = writeHeld
+		}
+		n[r]++
+	}
+	if resolved {
+		for r, count := range n {
+			c.s.ns.write(g.name, r, count)
+		}
+	}
+	return first
 }
 
 // writeNamespace returns the namespace the keys of g are written to: their
 // own, created when it does not exist, or, when the node holds as many
 // namespaces as it may, the default namespace (the keys of g are moved
 // there; reads look for them there too: fallbackRead). A write never fails
-// because a key shape makes too many namespaces; a counter and a
-// rate-limited WARN line naming one key show it.
+// because a key shape makes too many namespaces; a counter and a WARN
+// line naming one key (at most one a minute) show it.
 func (c *conn) writeNamespace(ctx context.Context, g *nsKeys) (Namespace, error) {
 	ns, err := c.s.cfg.Cluster.Namespace(ctx, g.name, true)
 	def := c.s.cfg.KeyMap.DefaultNamespace()
@@ -91,9 +128,9 @@ func (c *conn) writeNamespace(ctx context.Context, g *nsKeys) (Namespace, error)
 		return ns, err
 	}
 	c.s.m.fallback(len(g.keys))
-	if c.s.fallbackWarn.ok(time.Now()) {
+	if ok, n := c.s.warned.ok(warnKey{def, "namespace_fallback"}, c.s.cfg.Now()); ok {
 		c.s.log.Warn("Redis-protocol keys go to the default namespace: their own cannot be created", "namespace", g.name,
-			"default", def, "example_key", clip([]byte(g.keys[0].Name)), "err", err)
+			"default", def, "example_key", clip([]byte(g.keys[0].Name)), "err", err, "not_logged_since_last", n)
 	}
 	for i, k := range g.keys {
 		g.keys[i].Key = c.placed(k.InNamespace(def))
