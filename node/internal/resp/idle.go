@@ -7,14 +7,16 @@ import (
 // Idle connections. LMCache opens up to 150 connections per engine
 // process and leaves most of them idle, so a node may hold ten thousand
 // that send nothing. While a connection waits for its next command it
-// holds no buffer and no goroutine but its own: its read buffer, its
-// argument buffers and its reply buffer go back to the server's pool
-// (Server.bufs) once the last reply has left, and its writing goroutine
-// runs only while replies are queued (writer.loop). It waits for its next
-// command's first byte in the network poller without a buffer
-// (sockIO.waitReadable); the buffers are taken from the pool when that
-// byte is there. A connection that is not a plain socket (TLS) waits in
-// its read buffer and keeps it.
+// holds no buffer and no goroutine but its own: once its replies are
+// flushed (what the client did not take is queued in memory of its own)
+// and the socket has no more bytes, its read buffer, its argument buffers
+// and its reply buffer go back to the server's pool (Server.bufs), and its
+// writing goroutine runs only while replies are queued (writer.loop). It
+// waits for its next command in the network poller without a buffer
+// (sockIO.readIdle): the buffers are taken from the pool when the socket
+// has bytes, which are read straight into the read buffer (inbuf.prime).
+// A connection that is not a plain socket (TLS) waits in its read buffer
+// and keeps it.
 
 // ioBufs are the buffers a connection uses while it serves a request.
 type ioBufs struct {
