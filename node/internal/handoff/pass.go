@@ -45,7 +45,7 @@ func (m *Mover) Pass(ctx context.Context) PassStats {
 	m.setRunning(true)
 	st := PassStats{Started: m.cfg.Now()}
 	items, rg, held, stopped := m.plan(ctx, &st)
-	if stopped {
+	if stopped || ctx.Err() != nil {
 		// Stopped while planning (the node closes, or a drain ran out of
 		// time): every chunk stays where it is, pending.
 		st.Pending, st.Ended = len(held), m.cfg.Now()
