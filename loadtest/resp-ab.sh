@@ -4,7 +4,10 @@
 # hold: it starts a three-node cluster of each (no --resp-cluster, so one
 # node's port serves every key and reads two thirds of them from the other
 # members), and per value size runs redis-benchmark -t set,get against node 1
-# of each, alternating A and B (which goes first alternates too) REPS times.
+# of each, alternating A and B (which goes first alternates too) REPS times;
+# from the second run on, a run's SETs find their keys held (values are
+# immutable: the same bytes are taken as kept), so the GETs are what
+# differs. New clusters are started per size.
 # It prints requests/s per run and the median ratio B / A per test. Every
 # process it starts is stopped on exit.
 #
@@ -58,14 +61,27 @@ start_node() {
 	resp_port=$resp gossip_port=$gossip
 }
 
-ports=()
-for k in 0 1; do
-	start_node "${bins[$k]}" "c$k-n1" ""
-	ports[k]=$resp_port
-	first=$gossip_port
-	start_node "${bins[$k]}" "c$k-n2" "127.0.0.1:$first"
-	start_node "${bins[$k]}" "c$k-n3" "127.0.0.1:$first"
-done
+# start_clusters SIZE: a three-node cluster of each binary, its node 1's
+# port in ports[k]. Each size gets new clusters: values are immutable, and
+# a FLUSHDB on a cluster does not wait for every member to drop its keys.
+start_clusters() {
+	ports=()
+	for k in 0 1; do
+		start_node "${bins[$k]}" "c$k-$1-n1" ""
+		ports[k]=$resp_port
+		first=$gossip_port
+		start_node "${bins[$k]}" "c$k-$1-n2" "127.0.0.1:$first"
+		start_node "${bins[$k]}" "c$k-$1-n3" "127.0.0.1:$first"
+	done
+}
+
+# stop_clusters: stops every node and removes its directories.
+stop_clusters() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	pids=()
+	rm -rf "${work:?}"/c[01]-* "${shm:?}"/c[01]-*
+}
 
 # bench PORT SIZE: one redis-benchmark run (its SETs write the keys its GETs
 # read); prints "test rps" lines, and stops the script on an error.
@@ -74,7 +90,6 @@ bench() {
 	local n=$((BYTES / size)) keys=$((MEM_MB * 1024 * 1024 / size / 4))
 	[ "$n" -gt 200000 ] && n=200000
 	local out="$work/bench-$port-$size.txt"
-	redis-cli -p "$port" flushdb >/dev/null
 	redis-benchmark -p "$port" -c "$CLIENTS" -n "$n" -d "$size" -r "$keys" -t set,get -q >"$out" 2>&1
 	if grep -qi "error" "$out"; then
 		echo "redis-benchmark against port $port reported errors:" >&2
@@ -90,6 +105,7 @@ echo "# redis-benchmark -c $CLIENTS -t set,get against node 1 of a 3-node cluste
 printf "%-8s %-5s %12s %12s %7s\n" size test A B B/A
 for size in $SIZES; do
 	: >"$work/a" && : >"$work/b"
+	start_clusters "$size"
 	for r in $(seq 1 "$REPS"); do
 		if [ $((r % 2)) -eq 1 ]; then
 			bench "${ports[0]}" "$size" >>"$work/a" && bench "${ports[1]}" "$size" >>"$work/b"
@@ -97,6 +113,7 @@ for size in $SIZES; do
 			bench "${ports[1]}" "$size" >>"$work/b" && bench "${ports[0]}" "$size" >>"$work/a"
 		fi
 	done
+	stop_clusters
 	for t in SET GET; do
 		a=$(awk -v t="$t" '$1 == t {print $2}' "$work/a" | median)
 		b=$(awk -v t="$t" '$1 == t {print $2}' "$work/b" | median)
