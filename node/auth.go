@@ -128,9 +128,6 @@ func (s *security) checkToken(ctx context.Context) (allowed *tokenEntry, err err
 		return nil, nil
 	}
 	tok := bearerToken(ctx)
-	if tok != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(s.localToken)) == 1 {
-		return nil, nil // this process's local socket: every namespace
-	}
 	if tok == "" {
 		return nil, unauthenticated("call without a bearer token: this node requires one (--auth-tokens-file); set client.ConnConfig.Token, or kvring --token")
 	}

@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"crypto/subtle"
 	"net"
 	"strings"
 
@@ -33,17 +32,13 @@ func (n clientNamer) callClient(ctx context.Context) context.Context {
 }
 
 // name is the client of a Cache call: its token's when the node has a
-// tokens file, the name the local socket gives (which it may, since it
-// presents this process's own token), else the remote address's.
+// tokens file, else the remote address's.
 func (n clientNamer) name(ctx context.Context) string {
 	addr := peerAddr(ctx)
 	if n.sec == nil {
 		return tenant.Name("", addr)
 	}
 	tok := bearerToken(ctx)
-	if tok != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(n.sec.localToken)) == 1 {
-		return tenant.Incoming(ctx, "local-socket")
-	}
 	if n.sec.tokens.Load() == nil {
 		tok = "" // without a tokens file a token proves nothing: it would let one host take many shares
 	}

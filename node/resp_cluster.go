@@ -10,9 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/metadata"
-
 	"github.com/kvring/kvring/node/internal/coord"
 	"github.com/kvring/kvring/node/internal/namespace"
 	"github.com/kvring/kvring/node/internal/resp"
@@ -37,7 +34,6 @@ func respSchema() *kvringv1.NamespaceSchema {
 type respCluster struct {
 	respAccess
 	coord *coord.Coordinator
-	svc   *coord.Service
 	reg   *namespace.Registry
 	self  string
 	// lookups bounds the lookups one Held call runs at once.
@@ -61,7 +57,7 @@ type respCluster struct {
 }
 
 func newRESPCluster(n *Node, p *nodeParts) *respCluster {
-	return &respCluster{respAccess: respAccess{n: n, p: p}, coord: p.svc.coord, svc: coord.NewService(p.svc.coord),
+	return &respCluster{respAccess: respAccess{n: n, p: p}, coord: p.svc.coord,
 		reg: p.svc.reg, self: p.store.NodeID(), lookups: 16, members: p.member.Members, ring: p.member.Ring,
 		draining: p.member.Draining, unsettled: p.member.Unsettled, replicas: max(1, n.cfg.Replication)}
 }
@@ -325,18 +321,17 @@ func (r *respCluster) held(ctx context.Context, ns resp.Namespace, k []resp.Key,
 	return false, unanswered
 }
 
-// Get reads keys through the coordinator's Get in process: each chunk's
-// frames are gathered into a buffer of its own (the coordinator has
+// Get reads keys through the coordinator's GetChunks in process: each
+// chunk's bytes are gathered into a buffer of its own (the coordinator has
 // verified the bytes), handed to each to keep. A chunk the coordinator
 // answers UNAVAILABLE for is an error, and so is every chunk not answered
 // when the call fails: never a miss.
 func (r *respCluster) Get(ctx context.Context, ns resp.Namespace, keys []resp.Key, each func(i int, data []byte, err error) error) error {
-	s := &getSink{ctx: ctx, n: len(keys), each: each, cur: -1}
-	err := r.svc.Get(&kvringv1.GetRequest{Namespace: ns.Ref, Ids: ids(keys), Groups: runs(keys)}, s)
+	s := &getSink{n: len(keys), each: each, cur: -1}
+	err := r.coord.GetChunks(ctx, &kvringv1.GetRequest{Namespace: ns.Ref, Ids: ids(keys), Groups: runs(keys)}, s)
 	if ferr := s.finish(); err == nil {
 		err = ferr
 	}
-	err = transfer.FromStatus(err)
 	if err == nil && s.next < s.n {
 		err = fmt.Errorf("%w: the read ended after %d of %d keys", transfer.ErrUnavailable, s.next, s.n)
 	}
@@ -423,11 +418,10 @@ func (r *respCluster) Flush(ctx context.Context) (int, error) {
 	return n, errors.Join(errs...)
 }
 
-// getSink is the coordinator's Get stream, in process: it gathers each
-// chunk's frames and hands every chunk (or its miss) to each, in order.
+// getSink is a read's coord.ChunkSink, in process: it gathers each chunk's
+// bytes into a buffer of its own and hands every chunk (or its miss) to
+// each, in order.
 type getSink struct {
-	grpc.ServerStream
-	ctx  context.Context
 	n    int
 	each func(i int, data []byte, err error) error
 
@@ -438,74 +432,56 @@ type getSink struct {
 	err    error
 }
 
-func (s *getSink) Context() context.Context     { return s.ctx }
-func (s *getSink) SetHeader(metadata.MD) error  { return nil }
-func (s *getSink) SendHeader(metadata.MD) error { return nil }
-func (s *getSink) SetTrailer(metadata.MD)       {}
-
-// SendMsg takes what the coordinator sends besides Send: frames of this
-// node's store (transfer.EncodedFrame, released here) and fetched frames
-// (transfer.OutFrame), both copied into the chunk's buffer.
-func (s *getSink) SendMsg(m any) error {
-	switch f := m.(type) {
-	case *kvringv1.GetResponse:
-		return s.Send(f)
-	case *transfer.EncodedFrame:
-		defer f.Release()
-		return s.frame(uint64(s.filled), f.Data())
-	case *transfer.OutFrame:
-		off := f.Offset
-		for _, d := range f.Data {
-			if err := s.frame(off, d); err != nil {
-				return err
-			}
-			off += uint64(len(d))
-		}
-		return nil
+// Found starts gathering chunk h.Index into a buffer of its own: each
+// keeps it (the reply is written from it after Found returns).
+func (s *getSink) Found(h *kvringv1.ChunkHeader) error {
+	i, err := s.start(h.GetIndex())
+	if err != nil {
+		return err
 	}
-	return fmt.Errorf("BUG: get sent a %T", m)
-}
-
-// frame copies data, at offset off of the chunk being gathered.
-func (s *getSink) frame(off uint64, data []byte) error {
-	if s.err != nil || s.cur < 0 {
-		return s.err
-	}
-	if off != uint64(s.filled) || s.filled+len(data) > len(s.buf) {
-		return fmt.Errorf("BUG: chunk %d: a frame at offset %d does not follow byte %d", s.cur, off, s.filled)
-	}
-	s.filled += copy(s.buf[s.filled:], data)
+	s.cur, s.buf, s.filled = i, make([]byte, h.GetChunk().GetSize()), 0
 	return nil
 }
 
-func (s *getSink) Send(m *kvringv1.GetResponse) error {
+// Miss hands chunk i over as a miss (nil data, nil err) when it is not
+// found, else with err (it wraps transfer.ErrUnavailable).
+func (s *getSink) Miss(i uint32, err error) error {
+	idx, serr := s.start(i)
+	if serr != nil {
+		return serr
+	}
+	if !errors.Is(err, transfer.ErrUnavailable) {
+		err = nil
+	}
+	return s.hand(idx, nil, err)
+}
+
+// start ends the chunk being gathered and hands every index before i over
+// as skipped.
+func (s *getSink) start(i uint32) (int, error) {
 	if s.err != nil {
+		return 0, s.err
+	}
+	if err := s.finish(); err != nil {
+		return 0, err
+	}
+	idx := int(i)
+	if idx < s.next || idx >= s.n {
+		return 0, fmt.Errorf("BUG: get answered chunk %d after %d of %d", idx, s.next, s.n)
+	}
+	s.missUntil(idx, fmt.Errorf("%w: the read skipped it", transfer.ErrUnavailable))
+	return idx, s.err
+}
+
+// Data copies b, at offset off of the chunk being gathered.
+func (s *getSink) Data(i uint32, off uint64, b []byte) error {
+	if s.err != nil || s.cur < 0 {
 		return s.err
 	}
-	if h := m.GetHeader(); h != nil {
-		if err := s.finish(); err != nil {
-			return err
-		}
-		i := int(h.GetIndex())
-		if i < s.next || i >= s.n {
-			return fmt.Errorf("BUG: get answered chunk %d after %d of %d", i, s.next, s.n)
-		}
-		s.missUntil(i, fmt.Errorf("%w: the read skipped it", transfer.ErrUnavailable))
-		switch h.GetStatus() {
-		case kvringv1.ReadStatus_READ_STATUS_FOUND:
-		case kvringv1.ReadStatus_READ_STATUS_UNAVAILABLE:
-			return s.hand(i, nil, fmt.Errorf("%w: %s", transfer.ErrUnavailable, h.GetReason()))
-		default:
-			return s.hand(i, nil, nil)
-		}
-		// A buffer of its own per chunk: each keeps it (the reply is
-		// written from it after Send returns).
-		s.cur, s.buf, s.filled = i, make([]byte, h.GetChunk().GetSize()), 0
-		return nil
+	if int(i) != s.cur || off != uint64(s.filled) || s.filled+len(b) > len(s.buf) {
+		return fmt.Errorf("BUG: chunk %d: bytes of chunk %d at offset %d do not follow byte %d", s.cur, i, off, s.filled)
 	}
-	if f := m.GetData(); f != nil {
-		return s.frame(f.GetOffset(), f.GetData())
-	}
+	s.filled += copy(s.buf[s.filled:], b)
 	return nil
 }
 

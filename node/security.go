@@ -1,8 +1,6 @@
 package node
 
 import (
-	"context"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -13,7 +11,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/kvring/kvring/node/membership"
 )
@@ -102,17 +99,11 @@ type security struct {
 	adminCert  atomic.Pointer[tls.Certificate]
 
 	gossipKeys [][]byte
-
-	// localToken authenticates this process's own local socket, which calls
-	// the Cache service over the node's listener on behalf of engines the
-	// socket file's mode already admitted: random per process, never
-	// written anywhere, allowed every namespace.
-	localToken string
 }
 
 // loadSecurity reads the files cfg names. Errors name the file.
 func loadSecurity(cfg SecurityConfig, log *slog.Logger) (*security, error) {
-	s := &security{cfg: cfg, log: log, localToken: rand.Text()}
+	s := &security{cfg: cfg, log: log}
 	if err := s.loadTLS(); err != nil {
 		return nil, err
 	}
@@ -249,29 +240,6 @@ func (s *security) peerDialOptions() []grpc.DialOption {
 	}
 	return opts
 }
-
-// localDialOptions are the options of the local socket's connection to this
-// node's own listener: what a peer presents (the node certificate, the
-// cluster key) plus the process's local token.
-func (s *security) localDialOptions() []grpc.DialOption {
-	if s == nil {
-		return []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
-	}
-	opts := s.peerDialOptions()
-	if s.clientTLS == nil {
-		opts = append(opts, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	}
-	return append(opts, grpc.WithPerRPCCredentials(bearerCreds{token: s.localToken}))
-}
-
-// bearerCreds sends a bearer token with every call.
-type bearerCreds struct{ token string }
-
-func (b bearerCreds) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
-	return map[string]string{"authorization": "Bearer " + b.token}, nil
-}
-
-func (bearerCreds) RequireTransportSecurity() bool { return false }
 
 // Reload reads the node's tokens file, admin token and certificates again
 // (kvring serve calls it on SIGHUP). Files that cannot be read keep their

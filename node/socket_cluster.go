@@ -3,78 +3,32 @@ package node
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
-	"sync"
-
-	"google.golang.org/grpc"
 
 	"github.com/kvring/kvring/node/internal/coord"
 	"github.com/kvring/kvring/node/internal/localsock"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/store"
-	"github.com/kvring/kvring/transfer"
 )
 
-// socketCluster serves the local socket's extensions. Publish, namespace
-// registration, lookups and lease releases run in process, through the
-// coordinator and its Cache service (the same code a remote engine's calls
-// run: two-phase write, limits, metrics), so a published blob is never
-// copied through the network stack and, when this node owns the chunk, its
-// slot becomes the chunk. Get of chunks this node does not hold goes
-// through the node's own Cache.Get over a gRPC connection to its own
-// listener (the connection is made on first use).
+// socketCluster serves the local socket's extensions in process, through
+// the coordinator and its Cache service (the same code a remote engine's
+// calls run: two-phase write, reads with owner fallback, limits, metrics),
+// so a published blob is never copied through the network stack and, when
+// this node owns the chunk, its slot becomes the chunk; a read of chunks
+// this node does not hold is copied straight into the blobs handed to the
+// client (coord.GetChunks).
 type socketCluster struct {
 	coord *coord.Coordinator
 	svc   *coord.Service
-	addr  string
-	dial  []grpc.DialOption // credentials of this node's own listener (security.localDialOptions)
-
-	mu  sync.Mutex
-	cc  *grpc.ClientConn
-	err error
 }
 
 // newSocketCluster is the Cluster of the local socket's extensions.
 func newSocketCluster(_ *Node, p *nodeParts) localsock.Cluster {
-	opts := p.sec.localDialOptions()
-	addr := p.grpcLis.Addr().String()
-	if host, port, err := net.SplitHostPort(addr); err == nil {
-		if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
-			addr = net.JoinHostPort("127.0.0.1", port)
-		}
-	}
-	return &socketCluster{coord: p.svc.coord, svc: coord.NewService(p.svc.coord), addr: addr, dial: opts}
+	return &socketCluster{coord: p.svc.coord, svc: coord.NewService(p.svc.coord)}
 }
 
-func (s *socketCluster) cache() (kvringv1.CacheClient, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cc == nil && s.err == nil {
-		s.cc, s.err = grpc.NewClient(s.addr, append(s.dial,
-			grpc.WithDefaultCallOptions(grpc.ForceCodecV2(transfer.NewCodec())),
-			grpc.WithReadBufferSize(256<<10), grpc.WithWriteBufferSize(1<<20))...)
-		if s.err != nil {
-			s.err = fmt.Errorf("cannot connect to this node's gRPC server at %s: %w", s.addr, s.err)
-		}
-	}
-	if s.err != nil {
-		return nil, s.err
-	}
-	return kvringv1.NewCacheClient(s.cc), nil
-}
-
-func (s *socketCluster) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cc == nil {
-		return nil
-	}
-	err := s.cc.Close()
-	s.cc = nil
-	s.err = fmt.Errorf("closed")
-	return err
-}
+// Close does nothing: the socket's calls hold nothing between them.
+func (s *socketCluster) Close() error { return nil }
 
 func (s *socketCluster) RegisterNamespace(ctx context.Context, req *kvringv1.RegisterNamespaceRequest) (*kvringv1.RegisterNamespaceResponse, error) {
 	return s.svc.RegisterNamespace(ctx, req)
@@ -95,77 +49,87 @@ func (s *socketCluster) Publish(ctx context.Context, begin *kvringv1.PutBegin, b
 	return localsock.PutOutcome{Epoch: epoch, Results: results}, err
 }
 
-// Get reads the chunks of req into the buffers alloc gives, verifying each
-// chunk's checksum.
+// Get reads the chunks of req through the coordinator's GetChunks in
+// process, into the buffers alloc gives (sockSink), verifying each chunk's
+// checksum once it is copied.
 func (s *socketCluster) Get(ctx context.Context, req *kvringv1.GetRequest, alloc func(int, int64) ([]byte, error),
 	done func(int, *kvringv1.ChunkHeader, bool, string)) error {
-	c, err := s.cache()
+	k := &sockSink{n: len(req.GetIds()), alloc: alloc, done: done, idx: -1}
+	err := s.coord.GetChunks(ctx, req, k)
+	k.finish()
+	return err
+}
+
+// sockSink is a local-socket read's coord.ChunkSink: it copies each found
+// chunk into a buffer alloc gives (a blob a local client is handed) and
+// reports every chunk's outcome to done.
+type sockSink struct {
+	n     int
+	alloc func(int, int64) ([]byte, error)
+	done  func(int, *kvringv1.ChunkHeader, bool, string)
+
+	idx    int // the chunk being copied; -1 none
+	hdr    *kvringv1.ChunkHeader
+	buf    []byte // its buffer; nil when alloc failed
+	filled int
+}
+
+func (k *sockSink) Found(h *kvringv1.ChunkHeader) error {
+	k.finish()
+	i := int(h.GetIndex())
+	if i >= k.n {
+		return fmt.Errorf("the node answered for chunk %d of %d", i, k.n)
+	}
+	buf, err := k.alloc(i, int64(h.GetChunk().GetSize()))
 	if err != nil {
-		return err
+		k.done(i, h, false, fmt.Sprintf("no local memory for the chunk: %v", err))
+		return nil
 	}
-	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stream, err := c.Get(sctx, req)
-	if err != nil {
-		return err
+	k.idx, k.hdr, k.buf, k.filled = i, h, buf, 0
+	return nil
+}
+
+func (k *sockSink) Miss(i uint32, err error) error {
+	k.finish()
+	if int(i) >= k.n {
+		return fmt.Errorf("the node answered for chunk %d of %d", i, k.n)
 	}
-	cur, curIdx, filled := []byte(nil), -1, 0
-	var curHdr *kvringv1.ChunkHeader
-	finish := func() {
-		if curIdx < 0 {
-			return
-		}
-		switch {
-		case cur == nil:
-		case filled != len(cur):
-			done(curIdx, curHdr, false, fmt.Sprintf("the stream ended after %d of %d bytes", filled, len(cur)))
-		case !sumMatches(cur, curHdr.GetChunk().GetCrc32C()):
-			done(curIdx, curHdr, false, "the bytes failed their checksum (or their memory faulted)")
-		default:
-			done(curIdx, curHdr, true, "")
-		}
-		curIdx, cur = -1, nil
+	h := coord.MissHeader(i, err)
+	k.done(int(i), h, false, fmt.Sprintf("%s: %s", h.GetStatus(), h.GetReason()))
+	return nil
+}
+
+// Data copies b into the chunk's buffer: the blob was handed to a local
+// client, which may truncate it, so the copy runs under a fault guard.
+func (k *sockSink) Data(i uint32, off uint64, b []byte) error {
+	if k.buf == nil {
+		return nil // no memory for it: reported at Found
 	}
-	for {
-		m, err := stream.Recv()
-		if err == io.EOF {
-			finish()
-			return nil
-		}
-		if err != nil {
-			finish()
-			return err
-		}
-		if h := m.GetHeader(); h != nil {
-			finish()
-			i := int(h.GetIndex())
-			if i >= len(req.GetIds()) {
-				return fmt.Errorf("the node answered for chunk %d of %d", i, len(req.GetIds()))
-			}
-			if h.GetStatus() != kvringv1.ReadStatus_READ_STATUS_FOUND {
-				done(i, h, false, fmt.Sprintf("%s: %s", h.GetStatus(), h.GetReason()))
-				continue
-			}
-			buf, aerr := alloc(i, int64(h.GetChunk().GetSize()))
-			if aerr != nil {
-				done(i, h, false, fmt.Sprintf("no local memory for the chunk: %v", aerr))
-				curIdx, cur = -1, nil
-				continue
-			}
-			curIdx, cur, filled, curHdr = i, buf, 0, h
-			continue
-		}
-		if f := m.GetData(); f != nil && cur != nil {
-			if f.GetOffset() != uint64(filled) || filled+len(f.GetData()) > len(cur) {
-				return fmt.Errorf("chunk %d: a frame at offset %d does not follow byte %d", curIdx, f.GetOffset(), filled)
-			}
-			// The blob's segment was handed to a local client, which may
-			// truncate it: copy under a fault guard.
-			if err := store.Guarded(func() { filled += copy(cur[filled:], f.GetData()) }); err != nil {
-				return fmt.Errorf("chunk %d: cannot write its blob: %w", curIdx, err)
-			}
-		}
+	if int(i) != k.idx || off != uint64(k.filled) || k.filled+len(b) > len(k.buf) {
+		return fmt.Errorf("chunk %d: bytes of chunk %d at offset %d do not follow byte %d", k.idx, i, off, k.filled)
 	}
+	if err := store.Guarded(func() { k.filled += copy(k.buf[k.filled:], b) }); err != nil {
+		return fmt.Errorf("chunk %d: cannot write its blob: %w", k.idx, err)
+	}
+	return nil
+}
+
+// finish reports the chunk being copied: found when all its bytes came and
+// pass their checksum.
+func (k *sockSink) finish() {
+	if k.idx < 0 || k.buf == nil {
+		k.idx, k.buf = -1, nil
+		return
+	}
+	switch {
+	case k.filled != len(k.buf):
+		k.done(k.idx, k.hdr, false, fmt.Sprintf("the stream ended after %d of %d bytes", k.filled, len(k.buf)))
+	case !sumMatches(k.buf, k.hdr.GetChunk().GetCrc32C()):
+		k.done(k.idx, k.hdr, false, "the bytes failed their checksum (or their memory faulted)")
+	default:
+		k.done(k.idx, k.hdr, true, "")
+	}
+	k.idx, k.buf = -1, nil
 }
 
 // sumMatches reports whether a blob's bytes, read under a fault guard,

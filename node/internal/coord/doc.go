@@ -4,6 +4,12 @@
 // owner fallback (get.go, fetch.go), registers namespaces cluster-wide
 // (namespaces.go) and logs peer outages once (failures.go).
 //
+// Reads have one plain Go entry, Coordinator.GetChunks (getsink.go), which
+// writes into a ChunkSink and reports a chunk no member could send as a
+// MissError (not found, or unavailable); the Cache service's Get is its gRPC
+// adapter (getstream.go), and the node's Redis-protocol port and local
+// socket are sinks of their own.
+//
 // Every write is one writeTx (write.go): prepare, plan, a data phase,
 // vote, commit, and the decision of each chunk's fate (result.go), with
 // one session per owner (session.go: in process for this node, a

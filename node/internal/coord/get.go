@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/grpc"
-
 	"github.com/kvring/kvring/node/internal/metrics"
 	"github.com/kvring/kvring/node/internal/moves"
 	"github.com/kvring/kvring/node/internal/owner"
@@ -34,10 +32,9 @@ type getTx struct {
 	owners  [][]ring.Member         // per id: owners in ring order (then non-owners while unsettled)
 	again   [][]ring.Member         // per id, while unsettled: the owners, asked again after a miss everywhere
 	streams map[string]*fetchStream // remote primary owner id → its stream
-	send    owner.SendFunc          // to the engine: headers, and frames of this node's store
-	// sendData sends the engine a frame of a chunk fetched from another
-	// owner. Its bytes are only read until it returns.
-	sendData func(*kvringv1.DataFrame) error
+	epoch   uint64                  // the ring's epoch the ids were placed on
+	sink    ChunkSink               // the reader: headers, misses and bytes
+	send    owner.SendFunc          // sink, as this node's store sends to it (sendTo)
 }
 
 // chunkMiss gathers why no owner could send a chunk: one reason per node,
@@ -75,58 +72,16 @@ func (m *chunkMiss) String() string {
 	return b.String()
 }
 
-// get streams each id's chunk to the engine in order: from the first owner
-// that has it and whose bytes pass the checksum, else an explicit miss:
-// NOT_FOUND when every member that may hold it answered that it does not,
-// UNAVAILABLE when one did not answer or was declared dead lately. Bytes that fail their
-// checksum are never sent.
-func (c *Coordinator) get(req *kvringv1.GetRequest, stream grpc.ServerStreamingServer[kvringv1.GetResponse]) error {
-	defer metrics.ObserveSince(c.m.GetSeconds, time.Now())
-	g, err := c.beginGet(req, stream)
-	if err != nil {
-		return transfer.ToStatus(err)
-	}
-	c.cfg.Load.Add()
-	fctx, cancel := context.WithCancel(g.ctx)
-	defer cancel()
-	g.openStreams(fctx)
-	defer g.noteStreams()
-	for i, id := range g.ids {
-		if err := g.serve(uint32(i), id); err != nil {
-			return err // the engine went away
-		}
-	}
-	return nil
-}
-
-// beginGet checks the request and places every id.
-func (c *Coordinator) beginGet(req *kvringv1.GetRequest, stream grpc.ServerStreamingServer[kvringv1.GetResponse]) (*getTx, error) {
+// beginGet checks the request and places every id. The caller sets its
+// sink (setSink) before it runs.
+func (c *Coordinator) beginGet(ctx context.Context, req *kvringv1.GetRequest) (*getTx, error) {
 	rr, err := c.resolveRead(req.GetNamespace(), req.GetIds(), req.GetGroups())
 	if err != nil {
 		return nil, err
 	}
 	ns, rec, ids, pl, rg := rr.ns, rr.rec, rr.ids, rr.place, rr.ring
-	epoch := rg.Epoch()
-	g := &getTx{c: c, ctx: stream.Context(), ns: ns, ref: nsRef(rec), ids: ids, owners: make([][]ring.Member, len(ids)),
-		streams: map[string]*fetchStream{}}
-	g.send = func(h *kvringv1.ChunkHeader, f *transfer.EncodedFrame) error {
-		if h != nil {
-			return stream.Send(&kvringv1.GetResponse{Epoch: epoch, Msg: &kvringv1.GetResponse_Header{Header: h}})
-		}
-		// A frame of this node's store, encoded by owner.Send: gRPC takes
-		// its buffer, no protobuf (the engine reads the epoch from headers).
-		if err := stream.SendMsg(f); err != nil {
-			f.Release() // in case gRPC failed before it took it
-			return err
-		}
-		return nil
-	}
-	g.sendData = func(f *kvringv1.DataFrame) error {
-		// A fetched frame goes out as a transfer.OutFrame: one copy into an
-		// uncleared buffer, no protobuf.
-		return stream.SendMsg(&transfer.OutFrame{Field: transfer.GetDataField, Index: f.GetIndex(), Offset: f.GetOffset(),
-			Data: [][]byte{f.GetData()}})
-	}
+	g := &getTx{c: c, ctx: ctx, ns: ns, ref: nsRef(rec), ids: ids, owners: make([][]ring.Member, len(ids)),
+		streams: map[string]*fetchStream{}, epoch: rg.Epoch()}
 	replicas, _ := replication(rec)
 	g.name, g.keys, g.r = rec.GetName(), pl.keys, replicas
 	unsettled := c.isUnsettled()
@@ -216,7 +171,7 @@ func (g *getTx) noteStreams() {
 }
 
 // serve sends the chunk at position idx from the first of its owners that
-// has it, or a miss saying why none could.
+// has it, or a miss saying why none could (a MissError). err is the sink's.
 func (g *getTx) serve(idx uint32, id store.ID) error {
 	var miss chunkMiss
 	asked := g.owners[idx]
@@ -242,17 +197,18 @@ func (g *getTx) serve(idx uint32, id store.ID) error {
 			died = died || d.Died
 		}
 	}
-	// NOT_FOUND only when every member that may hold the chunk said it does
-	// not: one that did not answer, or died, may hold it (UNAVAILABLE).
-	status, result := kvringv1.ReadStatus_READ_STATUS_NOT_FOUND, metrics.GetMiss
+	// Not found only when every member that may hold the chunk said it
+	// does not: one that did not answer, or died, may hold it (unavailable).
+	// This is the one place that decides which.
+	me, result := &MissError{Reason: miss.String()}, metrics.GetMiss
 	if miss.unavailable > 0 || died {
-		status, result = kvringv1.ReadStatus_READ_STATUS_UNAVAILABLE, metrics.GetUnavailable
+		me.Unavailable, result = true, metrics.GetUnavailable
 	}
 	if miss.badSum {
 		result = metrics.GetChecksumError
 	}
 	g.c.m.GetBy[result].Inc()
-	return g.send(&kvringv1.ChunkHeader{Index: idx, Status: status, Reason: miss.String()}, nil)
+	return g.sink.Miss(idx, me)
 }
 
 // tryOwner asks the owner at position k of the chunk's owners for it (this
@@ -288,10 +244,10 @@ func (g *getTx) tryOwner(k int, m ring.Member, idx uint32, id store.ID, miss *ch
 	}
 	h.Index = idx
 	h.Holder = &kvringv1.NodeRef{NodeId: m.ID, GrpcAddr: m.Addr}
-	if err := g.send(h, nil); err != nil {
+	if err := g.sink.Found(h); err != nil {
 		return false, err
 	}
-	if err := transfer.SplitFrames(idx, data, transfer.MaxFrameBytes, g.sendData); err != nil {
+	if err := g.sink.Data(idx, 0, data); err != nil {
 		return false, err
 	}
 	c.m.GetBytes.Add(float64(len(data)))

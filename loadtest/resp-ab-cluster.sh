@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# resp-ab-cluster.sh compares two kvring binaries (an A and a B build, e.g. before and
+# after a change) on the Redis-protocol port's reads of values other nodes
+# hold: it starts a three-node cluster of each (no --resp-cluster, so one
+# node's port serves every key and reads two thirds of them from the other
+# members), and per value size runs redis-benchmark -t set,get against node 1
+# of each, alternating A and B (which goes first alternates too) REPS times;
+# from the second run on, a run's SETs find their keys held (values are
+# immutable: the same bytes are taken as kept), so the GETs are what
+# differs. New clusters are started per size.
+# It prints requests/s per run and the median ratio B / A per test. Every
+# process it starts is stopped on exit.
+#
+# Usage: loadtest/resp-ab-cluster.sh A_BINARY B_BINARY
+# Environment:
+#   SIZES    value sizes in bytes (default "262144 2097152")
+#   REPS     alternations per size (default 3)
+#   CLIENTS  redis-benchmark -c (default 16)
+#   MEM_MB   memory of each node, MiB (default 512)
+#   BYTES    bytes each test moves, which sets its request count (default
+#            4 GiB, at most 200000 requests)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ $# -eq 2 ] || { echo "usage: $0 A_BINARY B_BINARY" >&2; exit 2; }
+bins=("$1" "$2")
+
+SIZES=${SIZES:-"262144 2097152"}
+REPS=${REPS:-3}
+CLIENTS=${CLIENTS:-16}
+MEM_MB=${MEM_MB:-512}
+BYTES=${BYTES:-$((4 * 1024 * 1024 * 1024))}
+
+work=$(mktemp -d /tmp/kvring-resp-ab.XXXXXX)
+shm=$(mktemp -d /dev/shm/kvring-resp-ab.XXXXXX)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	rm -rf "$work" "$shm"
+}
+trap cleanup EXIT INT TERM
+# shellcheck source=ports.sh
+. loadtest/ports.sh
+
+# start_node BIN NAME JOIN: a kvring node; sets resp_port and gossip_port.
+# It runs in this shell, so the node's pid reaches pids and the cleanup.
+start_node() {
+	local bin=$1 name=$2 join=$3
+	local grpc admin gossip resp
+	grpc=$(free_port) admin=$(free_port) gossip=$(free_port) resp=$(free_port)
+	mkdir -p "$work/$name" "$shm/$name"
+	"$bin" serve --grpc-addr "127.0.0.1:$grpc" --admin-addr "127.0.0.1:$admin" \
+		--gossip-addr "127.0.0.1:$gossip" --resp-addr "127.0.0.1:$resp" --socket "" \
+		--data-dir "$work/$name/data" --shm-dir "$shm/$name" --memory-limit "${MEM_MB}MiB" \
+		--log-level warn ${join:+--join "$join"} >>"$work/$name.log" 2>&1 &
+	pids+=($!)
+	for _ in $(seq 1 100); do
+		curl -sf "http://127.0.0.1:$admin/readyz" >/dev/null && break
+		sleep 0.1
+	done
+	resp_port=$resp gossip_port=$gossip
+}
+
+# start_clusters SIZE: a three-node cluster of each binary, its node 1's
+# port in ports[k]. Each size gets new clusters: values are immutable, and
+# a FLUSHDB on a cluster does not wait for every member to drop its keys.
+start_clusters() {
+	ports=()
+	for k in 0 1; do
+		start_node "${bins[$k]}" "c$k-$1-n1" ""
+		ports[k]=$resp_port
+		first=$gossip_port
+		start_node "${bins[$k]}" "c$k-$1-n2" "127.0.0.1:$first"
+		start_node "${bins[$k]}" "c$k-$1-n3" "127.0.0.1:$first"
+	done
+}
+
+# stop_clusters: stops every node and removes its directories.
+stop_clusters() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	pids=()
+	rm -rf "${work:?}"/c[01]-* "${shm:?}"/c[01]-*
+}
+
+# bench PORT SIZE: one redis-benchmark run (its SETs write the keys its GETs
+# read); prints "test rps" lines, and stops the script on an error.
+bench() {
+	local port=$1 size=$2
+	local n=$((BYTES / size)) keys=$((MEM_MB * 1024 * 1024 / size / 4))
+	[ "$n" -gt 200000 ] && n=200000
+	local out="$work/bench-$port-$size.txt"
+	redis-benchmark -p "$port" -c "$CLIENTS" -n "$n" -d "$size" -r "$keys" -t set,get -q >"$out" 2>&1
+	if grep -qi "error" "$out"; then
+		echo "redis-benchmark against port $port reported errors:" >&2
+		tr '\r' '\n' <"$out" | grep -i error | sort | uniq -c | head >&2
+		exit 1
+	fi
+	tr '\r' '\n' <"$out" | awk -F'[: ]+' '/requests per second/ {print $1, $2}'
+}
+
+median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+
+echo "# redis-benchmark -c $CLIENTS -t set,get against node 1 of a 3-node cluster, ${MEM_MB} MiB per node, $REPS alternations"
+printf "%-8s %-5s %12s %12s %7s\n" size test A B B/A
+for size in $SIZES; do
+	: >"$work/a" && : >"$work/b"
+	start_clusters "$size"
+	for r in $(seq 1 "$REPS"); do
+		if [ $((r % 2)) -eq 1 ]; then
+			bench "${ports[0]}" "$size" >>"$work/a" && bench "${ports[1]}" "$size" >>"$work/b"
+		else
+			bench "${ports[1]}" "$size" >>"$work/b" && bench "${ports[0]}" "$size" >>"$work/a"
+		fi
+	done
+	stop_clusters
+	for t in SET GET; do
+		a=$(awk -v t="$t" '$1 == t {print $2}' "$work/a" | median)
+		b=$(awk -v t="$t" '$1 == t {print $2}' "$work/b" | median)
+		printf "%-8s %-5s %12.0f %12.0f %7.2f   (A: %s; B: %s)\n" "$size" "$t" "$a" "$b" "$(echo "$b / $a" | bc -l)" \
+			"$(awk -v t="$t" '$1 == t {printf "%s ", $2}' "$work/a")" "$(awk -v t="$t" '$1 == t {printf "%s ", $2}' "$work/b")"
+	done
+done
