@@ -15,6 +15,11 @@ import (
 type departures struct {
 	mu sync.Mutex
 	m  map[string]departure
+	// recorded is the last ring ringChanged was told of (nil before the
+	// first change): a read placed on a newer ring runs before its
+	// departures are recorded (the ring is published, then RingChanged
+	// runs), and unrecorded names the owners it dropped.
+	recorded *ring.Ring
 }
 
 // departure is one member that left the ring.
@@ -47,6 +52,9 @@ func (d *departures) ringChanged(old, next *ring.Ring, now time.Time, died func(
 		if in(next, id) || now.Sub(dp.at) > departureRetention {
 			delete(d.m, id)
 		}
+	}
+	if next != nil && (d.recorded == nil || next.Epoch() > d.recorded.Epoch()) {
+		d.recorded = next
 	}
 	if old == nil {
 		return
@@ -83,6 +91,28 @@ func (d *departures) owners(ns string, key []byte, r int, now time.Time) []depar
 		}
 	}
 	slices.SortFunc(out, func(a, b departedOwner) int { return int(a.Ago - b.Ago) })
+	return out
+}
+
+// unrecorded returns the owners of a chunk (namespace ns, placement key
+// key, r replicas) in the last recorded ring that are not members of rg,
+// when rg is newer than that ring: members that left in a change whose
+// departures are not recorded yet (the window between a ring's publication
+// and RingChanged). A read on rg did not ask them, and cannot yet tell a
+// death from a drain: they may hold the chunk. Nil otherwise.
+func (d *departures) unrecorded(rg *ring.Ring, ns string, key []byte, r int) []string {
+	d.mu.Lock()
+	last := d.recorded
+	d.mu.Unlock()
+	if last == nil || rg == nil || rg.Epoch() <= last.Epoch() {
+		return nil
+	}
+	var out []string
+	for _, m := range last.Owners(ns, key, r) {
+		if !slices.ContainsFunc(rg.Members(), func(x ring.Member) bool { return x.ID == m.ID }) {
+			out = append(out, m.ID)
+		}
+	}
 	return out
 }
 

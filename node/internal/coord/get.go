@@ -33,6 +33,7 @@ type getTx struct {
 	again   [][]ring.Member         // per id, while unsettled: the owners, asked again after a miss everywhere
 	streams map[string]*fetchStream // remote primary owner id → its stream
 	epoch   uint64                  // the ring's epoch the ids were placed on
+	ring    *ring.Ring              // that ring
 	sink    ChunkSink               // the reader: headers, misses and bytes
 	send    owner.SendFunc          // sink, as this node's store sends to it (sendTo)
 }
@@ -81,7 +82,7 @@ func (c *Coordinator) beginGet(ctx context.Context, req *kvringv1.GetRequest) (*
 	}
 	ns, rec, ids, pl, rg := rr.ns, rr.rec, rr.ids, rr.place, rr.ring
 	g := &getTx{c: c, ctx: ctx, ns: ns, ref: nsRef(rec), ids: ids, owners: make([][]ring.Member, len(ids)),
-		streams: map[string]*fetchStream{}, epoch: rg.Epoch()}
+		streams: map[string]*fetchStream{}, epoch: rg.Epoch(), ring: rg}
 	replicas, _ := replication(rec)
 	g.name, g.keys, g.r = rec.GetName(), pl.keys, replicas
 	unsettled := c.isUnsettled()
@@ -195,6 +196,12 @@ func (g *getTx) serve(idx uint32, id store.ID) error {
 		if !slices.Contains(miss.nodes, d.ID) {
 			miss.add(d.ID, "an owner until it left the ring %s ago (down?): not asked", d.Ago.Round(time.Second))
 			died = died || d.Died
+		}
+	}
+	for _, id := range g.c.departed.unrecorded(g.ring, g.name, g.keys[idx], g.r) {
+		if !slices.Contains(miss.nodes, id) {
+			miss.add(id, "an owner until the ring changed a moment ago (down?): not asked")
+			died = true // not known yet whether it died or drained: it may hold the chunk
 		}
 	}
 	// Not found only when every member that may hold the chunk said it

@@ -220,6 +220,9 @@ func (c *Coordinator) LookupChecked(ctx context.Context, req *kvringv1.LookupReq
 			why = append(why, fmt.Sprintf("node %s: an owner until it was declared dead %s ago", d.ID, d.Ago.Round(time.Second)))
 		}
 	}
+	for _, id := range c.departed.unrecorded(tx.rg, tx.ns, tx.place.keys[resp.GetHeld()], tx.replicas) {
+		why = append(why, fmt.Sprintf("node %s: an owner until the ring changed a moment ago (not yet known whether it died)", id))
+	}
 	if len(why) > 0 {
 		unanswered = fmt.Errorf("%w: a member that may hold the chunk did not answer: %s", transfer.ErrUnavailable, strings.Join(why, "; "))
 	}
