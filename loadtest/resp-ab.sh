@@ -26,17 +26,9 @@ CLIENTS=${CLIENTS:-16}
 MEM_MB=${MEM_MB:-1024}
 BYTES=${BYTES:-$((2 * 1024 * 1024 * 1024))}
 
-work=$(mktemp -d /tmp/kvring-resp-ab.XXXXXX)
-shm=$(mktemp -d /dev/shm/kvring-resp-ab.XXXXXX)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-	rm -rf "$work" "$shm"
-}
-trap cleanup EXIT INT TERM
-# shellcheck source=ports.sh
-. loadtest/ports.sh
+# shellcheck source=scratch.sh
+. loadtest/scratch.sh
+scratch resp-ab
 
 # start_node NAME BINARY: a kvring node; sets resp_port. It runs in this
 # shell, so the node's pid reaches pids and the cleanup.

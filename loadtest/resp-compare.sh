@@ -31,17 +31,9 @@ TESTS=${TESTS:-set,get}
 CLUSTER=${CLUSTER:-0}
 BYTES=${BYTES:-$((8 * 1024 * 1024 * 1024))}
 
-work=$(mktemp -d /tmp/kvring-resp-compare.XXXXXX)
-shm=$(mktemp -d /dev/shm/kvring-resp-compare.XXXXXX)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-	rm -rf "$work" "$shm"
-}
-trap cleanup EXIT INT TERM
-# shellcheck source=ports.sh
-. loadtest/ports.sh
+# shellcheck source=scratch.sh
+. loadtest/scratch.sh
+scratch resp-compare
 
 go build -o "$work/kvring" ./cmd/kvring
 

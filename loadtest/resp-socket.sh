@@ -26,17 +26,9 @@ MEM_MB=${MEM_MB:-1024}
 TESTS=${TESTS:-set,get}
 BYTES=${BYTES:-$((2 * 1024 * 1024 * 1024))}
 
-work=$(mktemp -d /tmp/kvring-resp-socket.XXXXXX)
-shm=$(mktemp -d /dev/shm/kvring-resp-socket.XXXXXX)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-	rm -rf "$work" "$shm"
-}
-trap cleanup EXIT INT TERM
-# shellcheck source=ports.sh
-. loadtest/ports.sh
+# shellcheck source=scratch.sh
+. loadtest/scratch.sh
+scratch resp-socket
 
 go build -o "$work/kvring" ./cmd/kvring
 
