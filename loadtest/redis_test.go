@@ -1,12 +1,7 @@
 package loadtest
 
 import (
-	"bytes"
 	"context"
-	"net"
-	"os"
-	"os/exec"
-	"strconv"
 	"testing"
 	"time"
 
@@ -14,57 +9,10 @@ import (
 	"github.com/kvring/kvring/loadtest/trace"
 )
 
-// startRedis starts a redis-server on a free loopback port with extra
-// arguments and returns its address and a function that kills it and waits
-// until it has exited (so its port refuses connections). Without the binary
-// the test is skipped, or fails when KVRING_REDIS_TEST=1 asks for it.
-//
-// The port stays held (testutil.HoldPort) for the whole test: redis-server
-// listens beside the hold, and no other test can take the port before it
-// starts or after it is killed.
+// startRedis starts a redis-server with extra arguments for the test
+// (testutil.StartRedis).
 func startRedis(t *testing.T, args ...string) (addr string, kill func()) {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("KVRING_REDIS_TEST") == "1" {
-			t.Fatalf("KVRING_REDIS_TEST=1 but redis-server is not on PATH (apt-get install redis-server): %v", err)
-		}
-		t.Skip("redis-server is not on PATH; install it (apt-get install redis-server) and set KVRING_REDIS_TEST=1 to require this test")
-	}
-	hold, err := testutil.HoldPort("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { hold.Close() })
-	addr = hold.Addr()
-	cmd := exec.Command(bin, append([]string{"--bind", "127.0.0.1", "--port", strconv.Itoa(hold.Port()),
-		"--save", "", "--appendonly", "no", "--dir", t.TempDir()}, args...)...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := testutil.Start(cmd); err != nil {
-		t.Fatalf("cannot start redis-server: %v", err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	kill = func() {
-		cmd.Process.Kill()
-		<-exited
-	}
-	t.Cleanup(kill)
-	testutil.Eventually(t, "redis-server to listen on "+addr, 10*time.Second, func() bool {
-		select {
-		case <-exited:
-			t.Fatalf("redis-server exited: %s", out.String())
-		default:
-		}
-		c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
-		if err != nil {
-			return false
-		}
-		c.Close()
-		return true
-	})
-	return addr, kill
+	return testutil.StartRedis(t, args...)
 }
 
 func newTestRedis(t *testing.T, addr string) *Redis {

@@ -265,17 +265,32 @@ var _ = transfer.ErrUnavailable
 // test ends.
 func testServer(t testing.TB, mod func(*Config, *fakeCluster)) (*Server, *fakeCluster) {
 	t.Helper()
+	cfg, fc := testConfig(t, mod)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return serveUntilCleanup(t, cfg, lis), fc
+}
+
+// testConfig is a server's Config over a fresh fake cluster, changed by mod
+// (nil: none).
+func testConfig(t testing.TB, mod func(*Config, *fakeCluster)) (Config, *fakeCluster) {
+	t.Helper()
 	st := testStore(t, 64<<20)
 	fc := &fakeCluster{st: st, ns: map[string]Namespace{}, remote: map[store.ID][]byte{}}
 	cfg := Config{Store: st, Cluster: fc, NodeID: "n1", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	if mod != nil {
 		mod(&cfg, fc)
 	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(cfg, lis)
+	return cfg, fc
+}
+
+// serveUntilCleanup serves cfg on lis until the test ends, and fails the
+// test if Serve returned an error.
+func serveUntilCleanup(t testing.TB, cfg Config, lis ...net.Listener) *Server {
+	t.Helper()
+	s, err := New(cfg, lis...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +302,7 @@ func testServer(t testing.TB, mod func(*Config, *fakeCluster)) (*Server, *fakeCl
 			t.Errorf("Serve: %v", err)
 		}
 	})
-	return s, fc
+	return s
 }
 
 // client is a go-redis client of s (protocol 2 unless proto says 3).

@@ -76,6 +76,12 @@ func (r *sockIO) Read(p []byte) (int, error) {
 	err := r.rc.Read(r.readFn)
 	n, errno := r.rn, r.rerr
 	r.rp, r.rn, r.rerr = nil, 0, 0
+	return rawReadResult(n, errno, err)
+}
+
+// rawReadResult is what a read returns after rc.Read ended with err and the
+// last attempt read n bytes or failed with errno.
+func rawReadResult(n int, errno syscall.Errno, err error) (int, error) {
 	switch {
 	case err != nil:
 		return 0, err // a deadline passed, or the connection was closed
@@ -114,15 +120,7 @@ func (r *sockIO) readIdle(lend func() []byte, giveBack func()) (int, error) {
 	err := r.rc.Read(r.idleFn)
 	n, errno := r.rn, r.rerr
 	r.lend, r.giveBack, r.rn, r.rerr = nil, nil, 0, 0
-	switch {
-	case err != nil:
-		return 0, err // a deadline passed, or the connection was closed
-	case errno != 0:
-		return 0, os.NewSyscallError("read", errno)
-	case n == 0:
-		return 0, io.EOF
-	}
-	return n, nil
+	return rawReadResult(n, errno, err)
 }
 
 // idleAttempt makes one read call into a borrowed buffer; false (the

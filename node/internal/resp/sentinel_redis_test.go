@@ -7,10 +7,8 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
@@ -19,48 +17,11 @@ import (
 	"github.com/kvring/kvring/internal/testutil"
 )
 
-// startRedisServer starts Debian's redis-server with args on a loopback
-// port held for the test (testutil.HoldPort) and returns its address. The
-// process is killed when the test ends. Without the binary the test is
-// skipped, or fails when KVRING_REDIS_TEST=1 (CI) asks for it.
+// startRedisServer starts Debian's redis-server with args for the test and
+// returns its address (testutil.StartRedis).
 func startRedisServer(t *testing.T, args ...string) string {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("KVRING_REDIS_TEST") == "1" {
-			t.Fatalf("KVRING_REDIS_TEST=1 but redis-server is not on PATH: %v", err)
-		}
-		t.Skip("redis-server is not on PATH (apt-get install redis-server)")
-	}
-	hold, err := testutil.HoldPort("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { hold.Close() })
-	args = append(args, "--bind", "127.0.0.1", "--port", strconv.Itoa(hold.Port()), "--save", "", "--appendonly", "no",
-		"--dir", t.TempDir())
-	cmd := exec.Command(bin, args...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := testutil.Start(cmd); err != nil {
-		t.Fatalf("cannot start redis-server: %v", err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() { cmd.Process.Kill(); <-exited })
-	testutil.Eventually(t, "redis-server to listen on "+hold.Addr(), 10*time.Second, func() bool {
-		select {
-		case <-exited:
-			t.Fatalf("redis-server %v exited: %s", args, out.String())
-		default:
-		}
-		c, err := net.DialTimeout("tcp", hold.Addr(), 100*time.Millisecond)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	})
-	return hold.Addr()
+	addr, _ := testutil.StartRedis(t, args...)
+	return addr
 }
 
 // startSentinel starts a Redis Sentinel monitoring master as "kvring".

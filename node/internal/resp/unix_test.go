@@ -3,8 +3,6 @@ package resp
 import (
 	"bufio"
 	"context"
-	"io"
-	"log/slog"
 	"net"
 	"path/filepath"
 	"strings"
@@ -14,19 +12,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/kvring/kvring/internal/testutil"
-	"github.com/kvring/kvring/store"
 )
 
 // unixServer serves a RESP port on a TCP listener and a Unix socket at
 // once, over a fake cluster, until the test ends.
 func unixServer(t *testing.T, mod func(*Config, *fakeCluster)) (s *Server, path string) {
 	t.Helper()
-	st := testStore(t, 64<<20)
-	fc := &fakeCluster{st: st, ns: map[string]Namespace{}, remote: map[store.ID][]byte{}}
-	cfg := Config{Store: st, Cluster: fc, NodeID: "n1", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	if mod != nil {
-		mod(&cfg, fc)
-	}
+	cfg, _ := testConfig(t, mod)
 	tcp, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -36,19 +28,7 @@ func unixServer(t *testing.T, mod func(*Config, *fakeCluster)) (s *Server, path 
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err = New(cfg, tcp, ul)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- s.Serve() }()
-	t.Cleanup(func() {
-		s.Close()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	return s, path
+	return serveUntilCleanup(t, cfg, tcp, ul), path
 }
 
 // TestAUnixSocketServesTheSameCommandsAuthAndLimits: a value SET through
