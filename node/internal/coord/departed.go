@@ -16,9 +16,9 @@ type departures struct {
 	mu sync.Mutex
 	m  map[string]departure
 	// recorded is the last ring ringChanged was told of (nil before the
-	// first change): a read placed on a newer ring runs before its
-	// departures are recorded (the ring is published, then RingChanged
-	// runs), and unrecorded names the owners it dropped.
+	// first change): a read placed on another ring (newer: published before
+	// RingChanged ran; older: placed before it) may miss owners that
+	// departures does not name, and unrecorded names them.
 	recorded *ring.Ring
 }
 
@@ -96,15 +96,17 @@ func (d *departures) owners(ns string, key []byte, r int, now time.Time) []depar
 
 // unrecorded returns the owners of a chunk (namespace ns, placement key
 // key, r replicas) in the last recorded ring that are not members of rg,
-// when rg is newer than that ring: members that left in a change whose
-// departures are not recorded yet (the window between a ring's publication
-// and RingChanged). A read on rg did not ask them, and cannot yet tell a
-// death from a drain: they may hold the chunk. Nil otherwise.
+// when rg is another ring: members a read placed on rg did not ask, and
+// that departures does not name for it. A newer rg dropped them in a change
+// whose departures are not recorded yet (the window between a ring's
+// publication and RingChanged); an older rg predates their return, and a
+// member that came back is no longer remembered as departed. Either way
+// they may hold the chunk. Nil when rg is the last recorded ring.
 func (d *departures) unrecorded(rg *ring.Ring, ns string, key []byte, r int) []string {
 	d.mu.Lock()
 	last := d.recorded
 	d.mu.Unlock()
-	if last == nil || rg == nil || rg.Epoch() <= last.Epoch() {
+	if last == nil || rg == nil || rg.Epoch() == last.Epoch() {
 		return nil
 	}
 	var out []string

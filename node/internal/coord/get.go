@@ -200,8 +200,8 @@ func (g *getTx) serve(idx uint32, id store.ID) error {
 	}
 	for _, id := range g.c.departed.unrecorded(g.ring, g.name, g.keys[idx], g.r) {
 		if !slices.Contains(miss.nodes, id) {
-			miss.add(id, "an owner until the ring changed a moment ago (down?): not asked")
-			died = true // not known yet whether it died or drained: it may hold the chunk
+			miss.add(id, "an owner in a ring of a moment ago or since (down, or back?): not asked")
+			died = true // not asked, and it may hold the chunk
 		}
 	}
 	// Not found only when every member that may hold the chunk said it

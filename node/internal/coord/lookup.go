@@ -221,7 +221,7 @@ func (c *Coordinator) LookupChecked(ctx context.Context, req *kvringv1.LookupReq
 		}
 	}
 	for _, id := range c.departed.unrecorded(tx.rg, tx.ns, tx.place.keys[resp.GetHeld()], tx.replicas) {
-		why = append(why, fmt.Sprintf("node %s: an owner until the ring changed a moment ago (not yet known whether it died)", id))
+		why = append(why, fmt.Sprintf("node %s: an owner in a ring of a moment ago or since (down, or back?): not asked", id))
 	}
 	if len(why) > 0 {
 		unanswered = fmt.Errorf("%w: a member that may hold the chunk did not answer: %s", transfer.ErrUnavailable, strings.Join(why, "; "))
