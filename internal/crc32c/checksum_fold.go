@@ -21,14 +21,14 @@ package crc32c
 // foldChecksumMin is the shortest p foldChecksum hands to the kernel.
 const foldChecksumMin = copyCRCFoldMin
 
-// foldChecksum returns UpdateChecksum(crc, p), with the fold kernel where
+// foldChecksum returns tableChecksum(crc, p), with the fold kernel where
 // the CPU has it (copyCRCHasFold) and p is long enough. It neither blocks
 // nor keeps p, and is safe for concurrent use.
 func foldChecksum(crc uint32, p []byte) uint32 {
 	if !copyCRCHasFold || len(p) < foldChecksumMin {
-		return UpdateChecksum(crc, p)
+		return tableChecksum(crc, p)
 	}
 	body := len(p) &^ 127
 	crc = ^crcFold(&p[0], body, ^crc)
-	return UpdateChecksum(crc, p[body:])
+	return tableChecksum(crc, p[body:])
 }

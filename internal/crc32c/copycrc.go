@@ -94,5 +94,5 @@ func CopyChecksumStores(dst, src []byte, crc uint32, nt bool) uint32 {
 // copyCRC32CGeneric is copyCRC32C in two passes: copy, then UpdateChecksum.
 func copyCRC32CGeneric(dst, src []byte, crc uint32) uint32 {
 	copy(dst, src)
-	return UpdateChecksum(crc, src)
+	return foldChecksum(crc, src)
 }

@@ -336,22 +336,42 @@ func (rd *reader) discard(n int64) error {
 }
 
 // discardSum is discard that also returns the CRC-32C of the bytes it
-// reads past.
+// reads past: what the buffer holds, then straight from the connection
+// into a scratch buffer, up to discardPiece bytes a read (a kept value's
+// repeated SET costs one read and one checksum call per 256 KiB, not per
+// 16 KiB).
 func (rd *reader) discardSum(n int64) (uint32, error) {
 	var sum uint32
-	for n > 0 {
-		if rd.br.Buffered() == 0 {
-			if _, err := rd.br.Peek(1); err != nil {
-				if errors.Is(err, io.EOF) {
-					err = io.ErrUnexpectedEOF
-				}
-				return sum, err
-			}
-		}
-		b, _ := rd.br.Peek(int(min(n, int64(rd.br.Buffered()))))
+	if b, _ := rd.br.Peek(int(min(n, int64(rd.br.Buffered())))); len(b) > 0 {
 		sum = crc32c.UpdateChecksum(sum, b)
 		rd.br.Discard(len(b))
 		n -= int64(len(b))
+	}
+	if n == 0 {
+		return sum, nil
+	}
+	var p []byte
+	if rd.scratch != nil {
+		sp := rd.scratch.Get().(*[]byte)
+		defer rd.scratch.Put(sp)
+		p = *sp
+	} else {
+		p = make([]byte, min(n, discardPiece))
+	}
+	src := io.Reader(rd.br) // a reader without scratch reads through its buffer
+	if rd.scratch != nil {
+		src = rd.raw
+	}
+	for n > 0 {
+		m, err := src.Read(p[:min(n, int64(len(p)))])
+		sum = crc32c.UpdateChecksum(sum, p[:m])
+		n -= int64(m)
+		if err == io.EOF && n > 0 {
+			return sum, io.ErrUnexpectedEOF
+		}
+		if err != nil {
+			return sum, err
+		}
 	}
 	return sum, nil
 }
