@@ -208,13 +208,16 @@ func ids(keys []resp.Key) [][]byte {
 	return out
 }
 
-// Publish checksums the blobs and runs the coordinator's two-phase write.
+// Publish checksums the blobs (those Fill did not) and runs the coordinator's two-phase write.
 func (r *respCluster) Publish(ctx context.Context, ns resp.Namespace, keys []resp.Key, blobs []*store.Blob) ([]*kvringv1.PutChunkResult, error) {
 	refs := make([]*kvringv1.ChunkRef, len(keys))
 	for i, b := range blobs {
-		sum, err := b.Checksum()
-		if err != nil {
-			return nil, err
+		sum, summed := b.Sum() // store.Blob.Fill checksummed it as it arrived
+		if !summed {
+			var err error
+			if sum, err = b.Checksum(); err != nil {
+				return nil, err
+			}
 		}
 		refs[i] = &kvringv1.ChunkRef{Id: keys[i].ID[:], Size: uint64(b.Size()), Crc32C: sum, Name: []byte(keys[i].Name)}
 	}

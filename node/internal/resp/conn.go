@@ -60,7 +60,9 @@ type conn struct {
 
 // readBuffer is the size of a connection's read buffer. A value argument's
 // bytes that arrive with its header are copied out of it; the rest are
-// read straight into the value's memory (readDirect), so a small buffer
+// read straight into the value's memory (store.Blob.Fill: the buffer
+// hands over what it holds, then reads of 16 KiB or more go straight to
+// the socket), so a small buffer
 // copies less of every large SET, as Redis's 16 KiB reads do. Inline
 // lines longer than it are assembled in the request buffer (readLine).
 const readBuffer = 16 << 10

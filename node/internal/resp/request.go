@@ -290,7 +290,7 @@ func (rd *reader) readValue(size int64, total *int64, alloc AllocFunc, refused e
 	var err error
 	switch {
 	case v.value != nil:
-		err = rd.readDirect(v.value.Bytes())
+		err = v.value.Fill(rd.br)
 	case errors.Is(v.err, errKept):
 		v.sum, err = rd.discardSum(size)
 	default:
@@ -383,24 +383,6 @@ const discardPiece = 256 << 10
 // reads: readers of every connection share it.
 func newScratch() *sync.Pool {
 	return &sync.Pool{New: func() any { b := make([]byte, discardPiece); return &b }}
-}
-
-// readDirect fills p with what the buffer holds, then straight from the
-// connection: a value's bytes are copied once, by the kernel.
-func (rd *reader) readDirect(p []byte) error {
-	n := 0
-	for n < len(p) && rd.br.Buffered() > 0 {
-		k, err := rd.br.Read(p[n:])
-		n += k
-		if err != nil {
-			return err
-		}
-	}
-	if n < len(p) {
-		_, err := io.ReadFull(rd.raw, p[n:])
-		return err
-	}
-	return nil
 }
 
 // readLine reads an inline request's line, up to maxInline bytes, into
