@@ -56,6 +56,9 @@ type conn struct {
 	client    string
 	base, ctx context.Context
 	charged   int64
+	// cmdDeadline is when the command being read must have arrived
+	// (Config.CommandTimeout after its first byte).
+	cmdDeadline time.Time
 }
 
 // readBuffer is the size of a connection's read buffer. A value argument's
@@ -148,7 +151,8 @@ func (c *conn) await() error {
 			return err
 		}
 	}
-	return c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.CommandTimeout))
+	c.cmdDeadline = time.Now().Add(c.s.cfg.CommandTimeout)
+	return c.nc.SetReadDeadline(c.cmdDeadline)
 }
 
 // waitCommand waits for the next command's first bytes (or the client's
@@ -230,9 +234,10 @@ func (c *conn) kept(key []byte) bool {
 
 // alloc is the memory of a value: a blob of the store, charged to the
 // client's share of the values being received (Server.values) until its
-// request has run (uncharge).
+// request has run (uncharge). The first value of a request waits for room
+// in that budget until the command's deadline (valueShares.take).
 func (c *conn) alloc(size int64) (*store.Blob, error) {
-	if err := c.s.values.take(c.client, size); err != nil {
+	if err := c.s.values.take(c.client, size, c.charged == 0, c.cmdDeadline); err != nil {
 		return nil, err
 	}
 	b, err := c.s.cfg.Store.CreateBlob(size)
