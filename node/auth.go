@@ -336,4 +336,36 @@ func (s *security) reloadTokens() error {
 	return nil
 }
 
+// TokensRequired reports whether engines must present a token (a tokens
+// file is configured). For the Redis-protocol port (respcoord.Credentials).
+func (s *security) TokensRequired() bool { return s.tokens.Load() != nil }
+
+// HasAdminToken reports whether an admin token is configured.
+func (s *security) HasAdminToken() bool { return s.adminToken.Load() != nil }
+
+// IsAdminToken reports whether token is the admin token, comparing SHA-256
+// digests in constant time.
+func (s *security) IsAdminToken(token string) bool {
+	want := s.adminToken.Load()
+	if want == nil {
+		return false
+	}
+	got := sha256.Sum256([]byte(token))
+	return subtle.ConstantTimeCompare(got[:], want[:]) == 1
+}
+
+// EngineToken returns what an engine token allows; ok is false for a token
+// the tokens file does not list, or without a tokens file.
+func (s *security) EngineToken(token string) (allows func(namespace string) bool, ok bool) {
+	ts := s.tokens.Load()
+	if ts == nil {
+		return nil, false
+	}
+	e := ts.find(token)
+	if e == nil {
+		return nil, false
+	}
+	return e.allows, true
+}
+
 func trimSpace(b []byte) []byte { return bytes.TrimSpace(b) }

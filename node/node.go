@@ -20,6 +20,7 @@ import (
 	"github.com/kvring/kvring/node/internal/localsock"
 	"github.com/kvring/kvring/node/internal/netguard"
 	"github.com/kvring/kvring/node/internal/resp"
+	"github.com/kvring/kvring/node/internal/resp/respcoord"
 	"github.com/kvring/kvring/node/membership"
 	"github.com/kvring/kvring/ring"
 	"github.com/kvring/kvring/store"
@@ -62,8 +63,9 @@ type nodeParts struct {
 	// resp serves the Redis-protocol port (nil when off); respUnmetrics
 	// unregisters its metrics.
 	resp          *resp.Server
-	respLis       net.Listener // until resp takes it
-	respSock      net.Listener // the Redis-protocol Unix socket; resp owns it
+	respCluster   *respcoord.Cluster // resp's Cluster
+	respLis       net.Listener       // until resp takes it
+	respSock      net.Listener       // the Redis-protocol Unix socket; resp owns it
 	respUnmetrics func()
 	health        *health.Server
 	adminSrv      *http.Server
