@@ -73,7 +73,7 @@ func (n *Node) openRESP(p *nodeParts) error {
 		Replicas: n.cfg.Replication, Credentials: p.sec, AdminActions: n.cfg.AdminActions, Metrics: p.svc.m,
 		Logger: n.log})
 	srv, err := resp.New(resp.Config{Store: p.store, Cluster: p.respCluster, KeyMap: rc.KeyMap,
-		ClusterMode: rc.ClusterMode, TLS: p.sec.serverTLS, NodeID: p.store.NodeID(), MaxConns: rc.MaxConns,
+		ClusterMode: rc.ClusterMode, TLS: p.sec.ServerTLS(), NodeID: p.store.NodeID(), MaxConns: rc.MaxConns,
 		IdleTimeout: rc.IdleTimeout, CommandTimeout: rc.CommandTimeout, MaxClientMemory: rc.MaxClientMemory,
 		MaxValueBytes: p.store.MaxStagedBytes(), ExistsLease: rc.ExistsLease, SentinelMaster: rc.SentinelMaster, Build: n.cfg.Build,
 		Logger: n.log.With("component", "resp")}, lis...)
