@@ -45,7 +45,7 @@ func (n *Node) adminAuth(next http.Handler) http.Handler {
 // configured (or the node has not loaded its credentials yet).
 func (n *Node) adminTokenHash() *[32]byte {
 	if p := n.parts.Load(); p != nil && p.sec != nil {
-		return p.sec.adminToken.Load()
+		return p.sec.AdminTokenHash()
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/peer"
 
+	"github.com/kvring/kvring/node/internal/security"
 	"github.com/kvring/kvring/node/internal/tenant"
 )
 
@@ -17,7 +18,7 @@ import (
 // connection carries. Run after the security interceptors, so a token it
 // reads was accepted.
 type clientNamer struct {
-	sec   *security
+	sec   *security.Credentials
 	conns *clientConns
 }
 
@@ -38,22 +39,22 @@ func (n clientNamer) name(ctx context.Context) string {
 	if n.sec == nil {
 		return tenant.Name("", addr)
 	}
-	tok := bearerToken(ctx)
-	if n.sec.tokens.Load() == nil {
+	tok := security.BearerToken(ctx)
+	if !n.sec.TokensRequired() {
 		tok = "" // without a tokens file a token proves nothing: it would let one host take many shares
 	}
 	return tenant.Name(tok, addr)
 }
 
 func (n clientNamer) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	if strings.HasPrefix(info.FullMethod, cachePrefix) {
+	if strings.HasPrefix(info.FullMethod, security.CachePrefix) {
 		ctx = n.callClient(ctx)
 	}
 	return handler(ctx, req)
 }
 
 func (n clientNamer) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-	if strings.HasPrefix(info.FullMethod, cachePrefix) {
+	if strings.HasPrefix(info.FullMethod, security.CachePrefix) {
 		ss = &namedStream{ServerStream: ss, ctx: n.callClient(ss.Context())}
 	}
 	return handler(srv, ss)

@@ -9,7 +9,7 @@
 //   - node/internal/localsock: the local Unix socket (Config.Socket; Vineyard
 //     IPC and kvring's extensions, served in process by the coordinator:
 //     publish, lookups, registration; a get of chunks held elsewhere through
-//     this node's own Cache service: socket_cluster.go);
+//     this node's own coordinator: node/internal/localsock/sockcoord);
 //   - node/internal/handoff: the mover, which copies chunks to their owners
 //     after ring changes and drains (Leave);
 //   - node/internal/spread: hot-group spreading (the lookup counter, the

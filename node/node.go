@@ -20,6 +20,8 @@ import (
 	"github.com/kvring/kvring/node/internal/localsock"
 	"github.com/kvring/kvring/node/internal/netguard"
 	"github.com/kvring/kvring/node/internal/resp"
+	"github.com/kvring/kvring/node/internal/resp/respcoord"
+	"github.com/kvring/kvring/node/internal/security"
 	"github.com/kvring/kvring/node/membership"
 	"github.com/kvring/kvring/ring"
 	"github.com/kvring/kvring/store"
@@ -62,14 +64,15 @@ type nodeParts struct {
 	// resp serves the Redis-protocol port (nil when off); respUnmetrics
 	// unregisters its metrics.
 	resp          *resp.Server
-	respLis       net.Listener // until resp takes it
-	respSock      net.Listener // the Redis-protocol Unix socket; resp owns it
+	respCluster   *respcoord.Cluster // resp's Cluster
+	respLis       net.Listener       // until resp takes it
+	respSock      net.Listener       // the Redis-protocol Unix socket; resp owns it
 	respUnmetrics func()
 	health        *health.Server
 	adminSrv      *http.Server
 	socket        *localsock.Server // nil when the local socket is off
 	mover         *handoff.Mover
-	sec           *security // credentials read at start (security.go)
+	sec           *security.Credentials // credentials read at start (node/internal/security)
 	// guard keeps the listeners accepting when descriptors run out and
 	// caps the gRPC port's connections (node/internal/netguard).
 	guard *netguard.Guard
@@ -194,8 +197,8 @@ func (n *Node) listen(ctx context.Context, p *nodeParts) (err error) {
 func (n *Node) membershipConfig(ctx context.Context, p *nodeParts) (membership.Config, error) {
 	mcfg := n.cfg.Membership
 	mcfg.NodeID = p.store.NodeID()
-	if p.sec != nil && len(p.sec.gossipKeys) > 0 {
-		mcfg.Keys = p.sec.gossipKeys
+	if p.sec != nil && len(p.sec.GossipKeys()) > 0 {
+		mcfg.Keys = p.sec.GossipKeys()
 	}
 	var err error
 	if mcfg.GRPCAddr, err = n.advertisedGRPC(ctx, p.grpcLis, mcfg); err != nil {

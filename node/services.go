@@ -15,6 +15,7 @@ import (
 	"github.com/kvring/kvring/node/internal/moves"
 	"github.com/kvring/kvring/node/internal/namespace"
 	"github.com/kvring/kvring/node/internal/owner"
+	"github.com/kvring/kvring/node/internal/security"
 	"github.com/kvring/kvring/node/internal/spread"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/ring"
@@ -83,7 +84,7 @@ type clusterView struct {
 // around st and view. It does no I/O; the caller serves s.grpc on a
 // listener. sec authenticates calls and peer connections (nil: no
 // security).
-func newServices(cfg *Config, st *store.Store, view clusterView, sec *security) *services {
+func newServices(cfg *Config, st *store.Store, view clusterView, sec *security.Credentials) *services {
 	rg, unsettled := view.ring, view.unsettled
 	m := metrics.New()
 	shareLog := cfg.Logger.With("component", "namespaces")
@@ -111,13 +112,13 @@ func newServices(cfg *Config, st *store.Store, view clusterView, sec *security) 
 			MaxReplicas: uint32(cfg.Membership.Ring.ReplicationFactor)},
 		Limits: &kvringv1.Limits{MaxFrameBytes: transfer.MaxFrameBytes, MaxChunkBytes: uint64(st.MaxChunkSize()),
 			MaxBatchChunks: uint32(cfg.MaxBatchChunks), MaxLeaseTtlMs: uint32(cfg.Store.MaxPinLease / time.Millisecond)},
-		Now: cfg.Now, Metrics: m, PeerDialOptions: append(sec.peerDialOptions(), view.peerDial...), Spread: table,
+		Now: cfg.Now, Metrics: m, PeerDialOptions: append(sec.PeerDialOptions(), view.peerDial...), Spread: table,
 		Load: meter, Loads: spread.NewLoads(cfg.Now)})
 	spreader = newSpreader(cfg, st, reg, view, c, table)
 	// A coordinator gone: its uncommitted chunks are freed at once, by the
 	// listener (connWatch), which also counts the connections.
 	clients := newClientConns(cfg.ClientGoneGrace, c.ClientGone)
-	gs := grpc.NewServer(append(append(serverOptions(cfg), sec.serverOptions()...), clientNamer{sec: sec, conns: clients}.serverOptions()...)...)
+	gs := grpc.NewServer(append(append(serverOptions(cfg), sec.ServerOptions()...), clientNamer{sec: sec, conns: clients}.serverOptions()...)...)
 	gs.RegisterService(transfer.StrictDecoding(&kvringv1.Cache_ServiceDesc), coord.NewService(c))
 	gs.RegisterService(transfer.StrictDecoding(&kvringv1.Peer_ServiceDesc), owner.NewService(o))
 	return &services{reg: reg, owner: o, coord: c, m: m, grpc: gs, spread: table, spreader: spreader, placed: placed, clients: clients}

@@ -1,4 +1,4 @@
-package node
+package security
 
 import (
 	"bufio"
@@ -35,8 +35,9 @@ import (
 //     SDK's connection checks.
 
 const (
-	peerPrefix  = "/kvring.v1.Peer/"
-	cachePrefix = "/kvring.v1.Cache/"
+	peerPrefix = "/kvring.v1.Peer/"
+	// CachePrefix starts the full method name of every Cache call.
+	CachePrefix = "/kvring.v1.Cache/"
 	// clusterAuthKey is the metadata key of the cluster key's HMAC.
 	clusterAuthKey = "kvring-cluster-auth"
 	// minTokenLen is the shortest bearer token a tokens file may list.
@@ -71,7 +72,7 @@ func permissionDenied(format string, args ...any) error {
 }
 
 // checkPeer authenticates a Peer call.
-func (s *security) checkPeer(ctx context.Context) error {
+func (s *Credentials) checkPeer(ctx context.Context) error {
 	if s.serverTLS != nil {
 		if err := nodeCertificate(ctx); err != nil {
 			return err
@@ -110,8 +111,8 @@ func nodeCertificate(ctx context.Context) error {
 	return nil
 }
 
-// token returns the bearer token of a call ("" for none).
-func bearerToken(ctx context.Context) string {
+// BearerToken returns the bearer token of a call ("" for none).
+func BearerToken(ctx context.Context) string {
 	for _, v := range metadata.ValueFromIncomingContext(ctx, "authorization") {
 		if tok, ok := strings.CutPrefix(v, "Bearer "); ok {
 			return strings.TrimSpace(tok)
@@ -122,12 +123,12 @@ func bearerToken(ctx context.Context) string {
 
 // checkToken authenticates a Cache call and returns the prefixes its token
 // allows (nil: every namespace). Without a tokens file every call passes.
-func (s *security) checkToken(ctx context.Context) (allowed *tokenEntry, err error) {
+func (s *Credentials) checkToken(ctx context.Context) (allowed *tokenEntry, err error) {
 	ts := s.tokens.Load()
 	if ts == nil {
 		return nil, nil
 	}
-	tok := bearerToken(ctx)
+	tok := BearerToken(ctx)
 	if tok == "" {
 		return nil, unauthenticated("call without a bearer token: this node requires one (--auth-tokens-file); set client.ConnConfig.Token, or kvring --token")
 	}
@@ -147,13 +148,13 @@ func checkNamespace(e *tokenEntry, namespace string) error {
 }
 
 // unary authenticates unary calls.
-func (s *security) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+func (s *Credentials) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	switch {
 	case strings.HasPrefix(info.FullMethod, peerPrefix):
 		if err := s.checkPeer(ctx); err != nil {
 			return nil, err
 		}
-	case strings.HasPrefix(info.FullMethod, cachePrefix):
+	case strings.HasPrefix(info.FullMethod, CachePrefix):
 		e, err := s.checkToken(ctx)
 		if err != nil {
 			return nil, err
@@ -169,13 +170,13 @@ func (s *security) unary(ctx context.Context, req any, info *grpc.UnaryServerInf
 
 // stream authenticates streaming calls; a Cache stream's namespace is
 // checked on its first message (Put's begin, Get's request).
-func (s *security) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+func (s *Credentials) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	switch {
 	case strings.HasPrefix(info.FullMethod, peerPrefix):
 		if err := s.checkPeer(ss.Context()); err != nil {
 			return err
 		}
-	case strings.HasPrefix(info.FullMethod, cachePrefix):
+	case strings.HasPrefix(info.FullMethod, CachePrefix):
 		e, err := s.checkToken(ss.Context())
 		if err != nil {
 			return err
@@ -307,7 +308,7 @@ func parseTokens(b []byte, path string) (*tokenSet, error) {
 }
 
 // reloadTokens reads the tokens file and the admin token again.
-func (s *security) reloadTokens() error {
+func (s *Credentials) reloadTokens() error {
 	if s.cfg.AuthTokensFile != "" {
 		b, err := os.ReadFile(s.cfg.AuthTokensFile)
 		if err != nil {
@@ -334,6 +335,38 @@ func (s *security) reloadTokens() error {
 		s.adminToken.Store(&h)
 	}
 	return nil
+}
+
+// TokensRequired reports whether engines must present a token (a tokens
+// file is configured). For the Redis-protocol port (respcoord.Credentials).
+func (s *Credentials) TokensRequired() bool { return s.tokens.Load() != nil }
+
+// HasAdminToken reports whether an admin token is configured.
+func (s *Credentials) HasAdminToken() bool { return s.adminToken.Load() != nil }
+
+// IsAdminToken reports whether token is the admin token, comparing SHA-256
+// digests in constant time.
+func (s *Credentials) IsAdminToken(token string) bool {
+	want := s.adminToken.Load()
+	if want == nil {
+		return false
+	}
+	got := sha256.Sum256([]byte(token))
+	return subtle.ConstantTimeCompare(got[:], want[:]) == 1
+}
+
+// EngineToken returns what an engine token allows; ok is false for a token
+// the tokens file does not list, or without a tokens file.
+func (s *Credentials) EngineToken(token string) (allows func(namespace string) bool, ok bool) {
+	ts := s.tokens.Load()
+	if ts == nil {
+		return nil, false
+	}
+	e := ts.find(token)
+	if e == nil {
+		return nil, false
+	}
+	return e.allows, true
 }
 
 func trimSpace(b []byte) []byte { return bytes.TrimSpace(b) }

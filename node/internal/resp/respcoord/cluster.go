@@ -1,16 +1,18 @@
-package node
+package respcoord
 
 import (
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/kvring/kvring/node/internal/coord"
+	"github.com/kvring/kvring/node/internal/metrics"
 	"github.com/kvring/kvring/node/internal/namespace"
 	"github.com/kvring/kvring/node/internal/resp"
 	"github.com/kvring/kvring/node/membership"
@@ -28,14 +30,48 @@ func respSchema() *kvringv1.NamespaceSchema {
 		TokensPerChunk: 1, ChunksPerGroup: 2}
 }
 
-// respCluster serves the Redis-protocol port's calls in process, through
-// the coordinator and its Cache service: the same two-phase write, lookups
-// and reads with owner fallback as a gRPC engine's calls.
-type respCluster struct {
+// Config is what a Cluster is built from. Every field is required unless
+// it says otherwise; the node's Start fills them.
+type Config struct {
+	// Coord runs the port's writes, lookups, reads, removals and
+	// namespace registrations.
+	Coord *coord.Coordinator
+	// Registry is the node's namespace registry.
+	Registry *namespace.Registry
+	// Store is the node's store: Kept asks it whether it holds a key.
+	Store *store.Store
+	// Members, Ring, Draining and Unsettled are the node's membership view
+	// (none may block).
+	Members   func() []membership.Member
+	Ring      func() *ring.Ring
+	Draining  func(id string) bool
+	Unsettled func() bool
+	// Replicas is the node's default replication: the most owners a slot
+	// lists. Values below 1 count as 1.
+	Replicas int
+	// Credentials are what AUTH checks tokens against.
+	Credentials Credentials
+	// AdminActions gives anonymous clients the admin rights (FLUSHDB) when
+	// no admin token is configured (node.Config.AdminActions).
+	AdminActions bool
+	// Metrics counts what the port's lookups could not pin.
+	Metrics *metrics.Set
+	// Logger is where a SCAN that skips a member is logged.
+	Logger *slog.Logger
+}
+
+// Cluster serves the Redis-protocol port's calls in process, through
+// the coordinator: the same two-phase write, lookups and reads with owner
+// fallback as a gRPC engine's calls. It implements resp.Cluster; safe for
+// concurrent use.
+type Cluster struct {
 	respAccess
 	coord *coord.Coordinator
 	reg   *namespace.Registry
+	st    *store.Store
 	self  string
+	log   *slog.Logger
+	m     *metrics.Set
 	// lookups bounds the lookups one Held call runs at once.
 	lookups int
 	places  slotPlaces
@@ -56,19 +92,22 @@ type respCluster struct {
 	tableAt time.Time // when that was last checked
 }
 
-func newRESPCluster(n *Node, p *nodeParts) *respCluster {
-	return &respCluster{respAccess: respAccess{n: n, p: p}, coord: p.svc.coord,
-		reg: p.svc.reg, self: p.store.NodeID(), lookups: 16, members: p.member.Members, ring: p.member.Ring,
-		draining: p.member.Draining, unsettled: p.member.Unsettled, replicas: max(1, n.cfg.Replication)}
+// New returns the Cluster of cfg. It does no I/O.
+func New(cfg Config) *Cluster {
+	return &Cluster{respAccess: respAccess{creds: cfg.Credentials, adminActions: cfg.AdminActions}, coord: cfg.Coord,
+		reg: cfg.Registry, st: cfg.Store, self: cfg.Store.NodeID(), log: cfg.Logger, m: cfg.Metrics, lookups: 16,
+		members: cfg.Members, ring: cfg.Ring, draining: cfg.Draining, unsettled: cfg.Unsettled, replicas: max(1, cfg.Replicas)}
 }
 
-func (r *respCluster) Anonymous() (resp.Access, bool)                 { return r.anonymous() }
-func (r *respCluster) Authenticate(token string) (resp.Access, error) { return r.authenticate(token) }
+var _ resp.Cluster = (*Cluster)(nil)
+
+func (r *Cluster) Anonymous() (resp.Access, bool)                 { return r.anonymous() }
+func (r *Cluster) Authenticate(token string) (resp.Access, error) { return r.authenticate(token) }
 
 // Namespace returns the registered namespace name, registering it first
 // when create is set. Past the node's namespace limit the error wraps
 // resp.ErrNamespaceLimit (the port then writes to its default namespace).
-func (r *respCluster) Namespace(ctx context.Context, name string, create bool) (resp.Namespace, error) {
+func (r *Cluster) Namespace(ctx context.Context, name string, create bool) (resp.Namespace, error) {
 	rec := r.reg.Get(name)
 	if rec == nil {
 		var err error
@@ -86,50 +125,12 @@ func (r *respCluster) Namespace(ctx context.Context, name string, create bool) (
 	return r.namespaces.of(rec), nil
 }
 
-// nsCache keeps the resp.Namespace of each registry record it was asked
-// for, so a command on a known namespace builds none (a GET held here
-// costs a few hundred nanoseconds; these were a tenth of its allocations).
-// A record replaced in the registry (a namespace dropped and made again)
-// is a new pointer, so its entry is rebuilt. Safe for concurrent use; the
-// Namespaces it returns are shared and must not be changed.
-type nsCache struct {
-	mu sync.RWMutex
-	m  map[string]nsCacheEntry
-}
-
-type nsCacheEntry struct {
-	rec *kvringv1.NamespaceRecord
-	ns  resp.Namespace
-}
-
-// nsCacheMax bounds the entries: past it the cache starts again.
-const nsCacheMax = 4096
-
-// of returns rec's Namespace.
-func (c *nsCache) of(rec *kvringv1.NamespaceRecord) resp.Namespace {
-	c.mu.RLock()
-	e, ok := c.m[rec.GetName()]
-	c.mu.RUnlock()
-	if ok && e.rec == rec {
-		return e.ns
-	}
-	ns := resp.Namespace{Ref: &kvringv1.NamespaceRef{Name: rec.GetName(), Fingerprint: rec.GetFingerprint()},
-		Store: namespace.StoreName(rec.GetName(), rec.GetFingerprint())}
-	c.mu.Lock()
-	if c.m == nil || len(c.m) >= nsCacheMax {
-		c.m = make(map[string]nsCacheEntry)
-	}
-	c.m[rec.GetName()] = nsCacheEntry{rec: rec, ns: ns}
-	c.mu.Unlock()
-	return ns
-}
-
 // Slots is the slot table of the current ring, rebuilt when the ring, a
 // member's Redis-protocol address or a drain changes: at once for a new
 // ring epoch, otherwise seen within slotsRecheck (drains and addresses
 // travel by gossip anyway). While the ring settles after a change the
 // table says so (resp.SlotTable.Unsettled).
-func (r *respCluster) Slots() *resp.SlotTable {
+func (r *Cluster) Slots() *resp.SlotTable {
 	rg := r.ring()
 	if rg == nil {
 		return &resp.SlotTable{Self: -1}
@@ -156,7 +157,7 @@ const slotsRecheck = 250 * time.Millisecond
 
 // rebuildSlots builds the slot table of rg unless what it is built from is
 // unchanged.
-func (r *respCluster) rebuildSlots(rg *ring.Ring, now time.Time) *resp.SlotTable {
+func (r *Cluster) rebuildSlots(rg *ring.Ring, now time.Time) *resp.SlotTable {
 	var peers []slotPeer
 	var v strings.Builder
 	v.WriteString(strconv.FormatUint(rg.Epoch(), 10))
@@ -183,7 +184,7 @@ func (r *respCluster) rebuildSlots(rg *ring.Ring, now time.Time) *resp.SlotTable
 
 // SlotPlace is the placement key of slot s in the namespace named name
 // (slotPlaceKey).
-func (r *respCluster) SlotPlace(name string, s uint16) store.ID {
+func (r *Cluster) SlotPlace(name string, s uint16) store.ID {
 	rg := r.ring()
 	if rg == nil || rg.Len() == 0 {
 		return store.ID{} // no ring: the write fails as unavailable anyway
@@ -209,7 +210,7 @@ func ids(keys []resp.Key) [][]byte {
 }
 
 // Publish checksums the blobs (those Fill did not) and runs the coordinator's two-phase write.
-func (r *respCluster) Publish(ctx context.Context, ns resp.Namespace, keys []resp.Key, blobs []*store.Blob) ([]*kvringv1.PutChunkResult, error) {
+func (r *Cluster) Publish(ctx context.Context, ns resp.Namespace, keys []resp.Key, blobs []*store.Blob) ([]*kvringv1.PutChunkResult, error) {
 	refs := make([]*kvringv1.ChunkRef, len(keys))
 	for i, b := range blobs {
 		sum, summed := b.Sum() // store.Blob.Fill checksummed it as it arrived
@@ -244,7 +245,7 @@ func (r *respCluster) Publish(ctx context.Context, ns resp.Namespace, keys []res
 // owner on the current ring and holds it sealed; sum is the held bytes'
 // CRC-32C (0 when only the disk tier holds it). Never blocks for long (the
 // registry, the ring and the store's index).
-func (r *respCluster) Kept(k resp.Key) (sum uint32, kept bool) {
+func (r *Cluster) Kept(k resp.Key) (sum uint32, kept bool) {
 	rec := r.reg.Get(k.Namespace)
 	if rec == nil || rec.GetReplicationFactor() > 1 {
 		return 0, false
@@ -258,14 +259,14 @@ func (r *respCluster) Kept(k resp.Key) (sum uint32, kept bool) {
 		return 0, false
 	}
 	ns := namespace.StoreName(rec.GetName(), rec.GetFingerprint())
-	if sum, ok := r.p.store.HeldChecksum(ns, k.ID); ok {
+	if sum, ok := r.st.HeldChecksum(ns, k.ID); ok {
 		return sum, true
 	}
-	return 0, r.p.store.Contains(ns, k.ID)
+	return 0, r.st.Contains(ns, k.ID)
 }
 
 // Known returns the namespace name when this node's registry knows it.
-func (r *respCluster) Known(name string) (resp.Namespace, bool) {
+func (r *Cluster) Known(name string) (resp.Namespace, bool) {
 	rec := r.reg.Get(name)
 	if rec == nil {
 		return resp.Namespace{}, false
@@ -277,7 +278,7 @@ func (r *respCluster) Known(name string) (resp.Namespace, bool) {
 // unrelated), at most r.lookups at once; a key not held that a member which
 // did not answer may hold is an error (coord.LookupChecked). With lease,
 // the holders pin what they report for that long.
-func (r *respCluster) Held(ctx context.Context, ns resp.Namespace, keys []resp.Probe, lease time.Duration) ([]bool, error) {
+func (r *Cluster) Held(ctx context.Context, ns resp.Namespace, keys []resp.Probe, lease time.Duration) ([]bool, error) {
 	out := make([]bool, len(keys))
 	errs := make([]error, len(keys))
 	sem := make(chan struct{}, r.lookups)
@@ -294,7 +295,7 @@ func (r *respCluster) Held(ctx context.Context, ns resp.Namespace, keys []resp.P
 				// key that is held counts, unpinned.
 				out[i], errs[i] = r.held(ctx, ns, k, 0)
 				if out[i] {
-					r.p.svc.m.RESPUnpinned.Inc()
+					r.m.RESPUnpinned.Inc()
 				}
 			}
 		})
@@ -309,7 +310,7 @@ func (r *respCluster) Held(ctx context.Context, ns resp.Namespace, keys []resp.P
 // holders pin the group for that long; a lease that pinned part of a group
 // is released at once. An error when a member that may hold the group did
 // not answer.
-func (r *respCluster) held(ctx context.Context, ns resp.Namespace, k []resp.Key, lease time.Duration) (bool, error) {
+func (r *Cluster) held(ctx context.Context, ns resp.Namespace, k []resp.Key, lease time.Duration) (bool, error) {
 	req := &kvringv1.LookupRequest{Namespace: ns.Ref, Ids: ids(k), Groups: runs(k), PinTtlMs: uint32(max(lease, 0) / time.Millisecond)}
 	res, unanswered, err := r.coord.LookupChecked(ctx, req)
 	switch {
@@ -329,7 +330,7 @@ func (r *respCluster) held(ctx context.Context, ns resp.Namespace, k []resp.Key,
 // verified the bytes), handed to each to keep. A chunk the coordinator
 // answers UNAVAILABLE for is an error, and so is every chunk not answered
 // when the call fails: never a miss.
-func (r *respCluster) Get(ctx context.Context, ns resp.Namespace, keys []resp.Key, each func(i int, data []byte, err error) error) error {
+func (r *Cluster) Get(ctx context.Context, ns resp.Namespace, keys []resp.Key, each func(i int, data []byte, err error) error) error {
 	s := &getSink{n: len(keys), each: each, cur: -1}
 	err := r.coord.GetChunks(ctx, &kvringv1.GetRequest{Namespace: ns.Ref, Ids: ids(keys), Groups: runs(keys)}, s)
 	if ferr := s.finish(); err == nil {
@@ -346,7 +347,7 @@ func (r *respCluster) Get(ctx context.Context, ns resp.Namespace, keys []resp.Ke
 // (coord.Remove). A member that predates that keeps a key pinned by a
 // lease until the lease ends: an error wrapping ErrUnavailable says so
 // (after the other keys were removed).
-func (r *respCluster) Delete(ctx context.Context, ns resp.Namespace, keys []resp.Key) ([]bool, error) {
+func (r *Cluster) Delete(ctx context.Context, ns resp.Namespace, keys []resp.Key) ([]bool, error) {
 	rm, err := r.coord.Remove(ctx, ns.Ref, ids(keys))
 	if err != nil {
 		return nil, err
@@ -370,7 +371,7 @@ func (r *respCluster) Delete(ctx context.Context, ns resp.Namespace, keys []resp
 // next member's start. A member that does not answer is skipped (logged):
 // its keys cannot be read now either. A ring change during a scan may skip
 // or repeat keys, as a Redis rehash may repeat them.
-func (r *respCluster) Scan(ctx context.Context, cursor uint64, count int, local bool) ([][]byte, uint64, error) {
+func (r *Cluster) Scan(ctx context.Context, cursor uint64, count int, local bool) ([][]byte, uint64, error) {
 	rg := r.ring()
 	var members []ring.Member
 	if local {
@@ -389,7 +390,7 @@ func (r *respCluster) Scan(ctx context.Context, cursor uint64, count int, local 
 			return nil, 0, fmt.Errorf("cannot list the keys of node %s: %w", members[idx].ID, err)
 		}
 		if err != nil { // its keys cannot be read now either: the scan goes on without them
-			r.n.log.Warn("SCAN skips a member that did not answer", "component", "resp", "member", members[idx].ID, "err", err)
+			r.log.Warn("SCAN skips a member that did not answer", "component", "resp", "member", members[idx].ID, "err", err)
 			next = nil
 		}
 		names = append(names, page...)
@@ -405,7 +406,7 @@ func (r *respCluster) Scan(ctx context.Context, cursor uint64, count int, local 
 }
 
 // Flush drops every RESP namespace this node knows from every member.
-func (r *respCluster) Flush(ctx context.Context) (int, error) {
+func (r *Cluster) Flush(ctx context.Context) (int, error) {
 	n := 0
 	var errs []error
 	for _, rec := range r.reg.List() {
@@ -420,102 +421,3 @@ func (r *respCluster) Flush(ctx context.Context) (int, error) {
 	}
 	return n, errors.Join(errs...)
 }
-
-// getSink is a read's coord.ChunkSink, in process: it gathers each chunk's
-// bytes into a buffer of its own and hands every chunk (or its miss) to
-// each, in order.
-type getSink struct {
-	n    int
-	each func(i int, data []byte, err error) error
-
-	next   int    // the next index handed to each
-	cur    int    // the index being gathered; -1 none
-	buf    []byte // its bytes
-	filled int
-	err    error
-}
-
-// Found starts gathering chunk h.Index into a buffer of its own: each
-// keeps it (the reply is written from it after Found returns).
-func (s *getSink) Found(h *kvringv1.ChunkHeader) error {
-	i, err := s.start(h.GetIndex())
-	if err != nil {
-		return err
-	}
-	s.cur, s.buf, s.filled = i, make([]byte, h.GetChunk().GetSize()), 0
-	return nil
-}
-
-// Miss hands chunk i over as a miss (nil data, nil err) when it is not
-// found, else with err (it wraps transfer.ErrUnavailable).
-func (s *getSink) Miss(i uint32, err error) error {
-	idx, serr := s.start(i)
-	if serr != nil {
-		return serr
-	}
-	if !errors.Is(err, transfer.ErrUnavailable) {
-		err = nil
-	}
-	return s.hand(idx, nil, err)
-}
-
-// start ends the chunk being gathered and hands every index before i over
-// as skipped.
-func (s *getSink) start(i uint32) (int, error) {
-	if s.err != nil {
-		return 0, s.err
-	}
-	if err := s.finish(); err != nil {
-		return 0, err
-	}
-	idx := int(i)
-	if idx < s.next || idx >= s.n {
-		return 0, fmt.Errorf("BUG: get answered chunk %d after %d of %d", idx, s.next, s.n)
-	}
-	s.missUntil(idx, fmt.Errorf("%w: the read skipped it", transfer.ErrUnavailable))
-	return idx, s.err
-}
-
-// Data copies b, at offset off of the chunk being gathered.
-func (s *getSink) Data(i uint32, off uint64, b []byte) error {
-	if s.err != nil || s.cur < 0 {
-		return s.err
-	}
-	if int(i) != s.cur || off != uint64(s.filled) || s.filled+len(b) > len(s.buf) {
-		return fmt.Errorf("BUG: chunk %d: bytes of chunk %d at offset %d do not follow byte %d", s.cur, i, off, s.filled)
-	}
-	s.filled += copy(s.buf[s.filled:], b)
-	return nil
-}
-
-// finish hands over the chunk being gathered: complete, or an error (its
-// frames stopped short).
-func (s *getSink) finish() error {
-	if s.cur < 0 {
-		return nil
-	}
-	i, buf := s.cur, s.buf
-	s.cur, s.buf = -1, nil
-	if s.filled != len(buf) {
-		return s.hand(i, nil, fmt.Errorf("%w: its bytes stopped after %d of %d", transfer.ErrUnavailable, s.filled, len(buf)))
-	}
-	return s.hand(i, buf, nil)
-}
-
-func (s *getSink) hand(i int, data []byte, err error) error {
-	s.next = i + 1
-	if e := s.each(i, data, err); e != nil {
-		s.err = e
-	}
-	return s.err
-}
-
-// missUntil hands every index before i over with err.
-func (s *getSink) missUntil(i int, err error) {
-	for s.next < i {
-		s.hand(s.next, nil, err)
-	}
-}
-
-// rest hands every index not handed over yet with err (the call's).
-func (s *getSink) rest(err error) { s.missUntil(s.n, err) }

@@ -1,4 +1,4 @@
-package node
+package sockcoord
 
 import (
 	"context"
@@ -22,9 +22,10 @@ type socketCluster struct {
 	svc   *coord.Service
 }
 
-// newSocketCluster is the Cluster of the local socket's extensions.
-func newSocketCluster(_ *Node, p *nodeParts) localsock.Cluster {
-	return &socketCluster{coord: p.svc.coord, svc: coord.NewService(p.svc.coord)}
+// New is the Cluster of the local socket's extensions, served by c. It
+// does no I/O.
+func New(c *coord.Coordinator) localsock.Cluster {
+	return &socketCluster{coord: c, svc: coord.NewService(c)}
 }
 
 // Close does nothing: the socket's calls hold nothing between them.
