@@ -237,7 +237,7 @@ func (c *conn) kept(key []byte) bool {
 // request has run (uncharge). The first value of a request waits for room
 // in that budget until the command's deadline (valueShares.take).
 func (c *conn) alloc(size int64) (*store.Blob, error) {
-	if err := c.s.values.take(c.client, size, c.charged == 0, c.cmdDeadline); err != nil {
+	if err := c.s.values.take(c.base, c.client, size, c.charged == 0, c.cmdDeadline); err != nil {
 		return nil, err
 	}
 	b, err := c.s.cfg.Store.CreateBlob(size)

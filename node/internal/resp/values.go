@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"time"
@@ -45,8 +46,9 @@ func newValueShares(total int64) *valueShares {
 // the deadline, and one of a client that already holds some (its own
 // values would have to end first: a request's values are charged
 // together) are refused at once with an error wrapping store.ErrNoSpace
-// (an -OOM reply). Blocks at most until deadline.
-func (v *valueShares) take(client string, n int64, first bool, deadline time.Time) error {
+// (an -OOM reply). Blocks at most until deadline, or until ctx ends (the
+// connection closes): then ctx's error.
+func (v *valueShares) take(ctx context.Context, client string, n int64, first bool, deadline time.Time) error {
 	if v.pool == nil {
 		return nil
 	}
@@ -75,14 +77,20 @@ func (v *valueShares) take(client string, n int64, first bool, deadline time.Tim
 			timer = time.NewTimer(wait)
 			defer timer.Stop()
 		}
+		var done error
 		select {
 		case <-gave:
 		case <-timer.C:
 			deadline = time.Time{} // one more try, then refused
+		case <-ctx.Done():
+			done = ctx.Err()
 		}
 		v.mu.Lock()
 		v.waiting--
 		v.mu.Unlock()
+		if done != nil {
+			return fmt.Errorf("the connection ended while its value waited for room: %w", done)
+		}
 	}
 }
 
