@@ -20,3 +20,7 @@ const crcHasFold512 = false
 func crcFold512(src *byte, n int, crc uint32) uint32 {
 	panic("BUG: crcFold512 called without a 512-bit fold kernel")
 }
+
+func copyCRCFold512(dst, src *byte, n int, crc uint32, nt bool) uint32 {
+	panic("BUG: copyCRCFold512 called without a 512-bit fold kernel")
+}

@@ -13,3 +13,12 @@ var crcHasFold512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512VPCLMULQDQ && cpu.X86
 //
 //go:noescape
 func crcFold512(src *byte, n int, crc uint32) uint32
+
+// copyCRCFold512 copies n bytes from src to dst and returns the CRC-32C
+// register crc (not inverted) updated with them: copyCRCFold with 512-bit
+// registers. n must be a positive multiple of 256; with nt, stores are
+// non-temporal and dst must be 64-byte aligned. Implemented in
+// crcfold512_amd64.s.
+//
+//go:noescape
+func copyCRCFold512(dst, src *byte, n int, crc uint32, nt bool) uint32

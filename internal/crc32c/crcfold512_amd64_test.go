@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // TestCRCFold512Constants derives the constants written out in
@@ -104,5 +105,44 @@ func BenchmarkCRCFold512(b *testing.B) {
 				b.Log(sink)
 			}
 		})
+	}
+}
+
+// BenchmarkCopyCRCFold512 is the A/B of the fused copy and checksum with
+// 256-bit registers (copyCRCFold, dst 32-byte aligned) and with 512-bit
+// ones (copyChecksum512), 256 KiB a call into one 256 KiB destination, as
+// a staged write of a received frame copies (non-temporal stores), from a
+// source in the caches.
+//
+//	go test -run '^$' -bench CopyCRCFold512 -count 3 ./internal/crc32c/
+func BenchmarkCopyCRCFold512(b *testing.B) {
+	if !crcHasFold512 {
+		b.Log("this CPU has no AVX-512 VPCLMULQDQ")
+		return
+	}
+	const size = 256 << 10
+	src := make([]byte, size)
+	for k := range src {
+		src[k] = byte(k * 7)
+	}
+	dst := make([]byte, size+64)
+	off := int(-uintptr(unsafe.Pointer(&dst[0])) & 63)
+	d := dst[off : off+size]
+	var took [2]time.Duration
+	var sink uint32
+	for b.Loop() {
+		t0 := time.Now()
+		sink += copyCRCFold(&d[0], &src[0], size, 0, true)
+		t1 := time.Now()
+		sink += copyChecksum512(d, src, 0, true)
+		took[0] += t1.Sub(t0)
+		took[1] += time.Since(t1)
+	}
+	gb := float64(size) * float64(b.N) / 1e9
+	b.ReportMetric(gb/took[0].Seconds(), "fused256-GB/s")
+	b.ReportMetric(gb/took[1].Seconds(), "fused512-GB/s")
+	b.ReportMetric(took[0].Seconds()/took[1].Seconds(), "512/256")
+	if sink == 1 {
+		b.Log(sink)
 	}
 }
