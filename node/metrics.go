@@ -13,6 +13,7 @@ import (
 
 	"github.com/kvring/kvring/internal/buildinfo"
 	"github.com/kvring/kvring/node/internal/coord"
+	"github.com/kvring/kvring/node/internal/services"
 	"github.com/kvring/kvring/node/membership"
 	"github.com/kvring/kvring/ring"
 	"github.com/kvring/kvring/store"
@@ -21,9 +22,9 @@ import (
 // nodeCollectors is everything a node registers: the services' instruments,
 // the store and cluster views read at scrape time, and the count of
 // unreachable peers. members may be nil (no member table).
-func nodeCollectors(svc *services, st *store.Store, members func() []membership.Member, rg func() *ring.Ring) []prometheus.Collector {
-	return append(svc.m.Collectors(), newStoreCollector(st), newNamespaceCollector(svc.reg, st), newClusterCollector(members, rg),
-		peersUnreachableGauge(svc.coord))
+func nodeCollectors(svc *services.Services, st *store.Store, members func() []membership.Member, rg func() *ring.Ring) []prometheus.Collector {
+	return append(svc.Metrics.Collectors(), newStoreCollector(st), newNamespaceCollector(svc.Registry, st), newClusterCollector(members, rg),
+		peersUnreachableGauge(svc.Coord))
 }
 
 // peersUnreachableGauge exports how many peers are in an outage now.
