@@ -20,6 +20,7 @@ import (
 	"github.com/kvring/kvring/client"
 	"github.com/kvring/kvring/internal/testutil"
 	"github.com/kvring/kvring/node/internal/clustertest"
+	"github.com/kvring/kvring/node/internal/collectors"
 	"github.com/kvring/kvring/node/internal/services"
 	"github.com/kvring/kvring/ring"
 	"github.com/kvring/kvring/store"
@@ -88,7 +89,7 @@ func newTestClusterWith(t testing.TB, n int, limit int64, change func(i int, cfg
 		nd := &testNode{id: st.NodeID(), addr: lis.Addr().String(), st: st, lis: lis, reg: cfg.Registerer.(*prometheus.Registry)}
 		nd.svc = services.New(servicesConfig(&cfg, nil), st, services.ClusterView{Ring: tc.Ring, Unsettled: tc.Unsettled,
 			Draining: tc.Draining, Suspect: tc.Suspect, PeerDial: []grpc.DialOption{tc.Net.DialOption(st.NodeID())}})
-		nd.reg.MustRegister(nodeCollectors(nd.svc, st, nil, tc.Ring)...)
+		nd.reg.MustRegister(collectors.Node(nd.svc, st, nil, tc.Ring)...)
 		nd.gs = nd.svc.GRPC
 		healthpb.RegisterHealthServer(nd.gs, health.NewServer())
 		go nd.svc.Serve(lis)

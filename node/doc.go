@@ -20,7 +20,8 @@
 //     process by the coordinator);
 //   - node/internal/handoff: the mover, which copies chunks to their owners
 //     after ring changes and drains (Leave);
-//   - node/internal/metrics: the instruments they update.
+//   - node/internal/metrics: the instruments they update, and
+//     node/internal/collectors: what is read from the parts at scrape time.
 //
 // The root's files, each one job:
 //
@@ -38,10 +39,9 @@
 //     aliases of their types;
 //   - handoff.go: Handoff and Leave (drain before stopping);
 //   - disk.go: opening and closing the disk tier;
-//   - metrics.go: registering the node's metrics and serving them;
-//     metrics_collectors.go, metrics_disk.go, metrics_moves.go,
-//     metrics_namespaces.go, metrics_spread.go: the collectors read at
-//     scrape time.
+//   - metrics.go: registering the node's metrics (the instruments of
+//     node/internal/metrics, the scrape-time collectors of
+//     node/internal/collectors) and serving them.
 //
 // # Contract
 //

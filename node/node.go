@@ -17,6 +17,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/kvring/kvring/node/internal/admin"
+	"github.com/kvring/kvring/node/internal/collectors"
 	"github.com/kvring/kvring/node/internal/handoff"
 	"github.com/kvring/kvring/node/internal/localsock"
 	"github.com/kvring/kvring/node/internal/netguard"
@@ -251,11 +252,11 @@ func (n *Node) wire(p *nodeParts, mcfg membership.Config) (err error) {
 		Retry: n.cfg.HandoffRetry, Sweep: n.cfg.HandoffSweep, Batch: min(n.cfg.MaxBatchChunks, 1024),
 		Log: n.cfg.Logger.With("component", "handoff")})
 	p.svc.SetPlaced(p.mover.Placed)
-	cs := append(nodeCollectors(p.svc, p.store, p.member.Members, p.member.Ring), buildInfoGauge(n.cfg.Build))
-	cs = append(cs, activeVersionGauges(p.member.Active)...)
+	cs := append(collectors.Node(p.svc, p.store, p.member.Members, p.member.Ring), collectors.Build(n.cfg.Build))
+	cs = append(cs, collectors.ActiveVersions(p.member.Active)...)
 	p.unmetrics, err = registerAll(n.cfg.Registerer, append(cs,
-		slices.Concat(p.mover.Collectors(), spreadCollectors(p.svc), diskCollectors(p), p.guard.Collectors(),
-			movesCollectors(p.member, p.mover, mcfg.Ring.PartitionCount))...)...)
+		slices.Concat(p.mover.Collectors(), collectors.Spread(p.svc), collectors.Disk(p.disk), p.guard.Collectors(),
+			collectors.Moves(p.member, p.mover, mcfg.Ring.PartitionCount))...)...)
 	return err
 }
 

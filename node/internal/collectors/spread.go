@@ -1,4 +1,4 @@
-package node
+package collectors
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
@@ -6,8 +6,8 @@ import (
 	"github.com/kvring/kvring/node/internal/services"
 )
 
-// spreadCollectors are the hot-group spreading metrics, read at scrape time.
-func spreadCollectors(s *services.Services) []prometheus.Collector {
+// Spread are the hot-group spreading metrics, read at scrape time.
+func Spread(s *services.Services) []prometheus.Collector {
 	counter := func(name, help string, f func() uint64) prometheus.Collector {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(f()) })
 	}
