@@ -68,9 +68,9 @@ func (n *Node) openRESP(p *nodeParts) error {
 		return err
 	}
 	t := time.Now()
-	p.respCluster = respcoord.New(respcoord.Config{Coord: p.svc.coord, Registry: p.svc.reg, Store: p.store,
+	p.respCluster = respcoord.New(respcoord.Config{Coord: p.svc.Coord, Registry: p.svc.Registry, Store: p.store,
 		Members: p.member.Members, Ring: p.member.Ring, Draining: p.member.Draining, Unsettled: p.member.Unsettled,
-		Replicas: n.cfg.Replication, Credentials: p.sec, AdminActions: n.cfg.AdminActions, Metrics: p.svc.m,
+		Replicas: n.cfg.Replication, Credentials: p.sec, AdminActions: n.cfg.AdminActions, Metrics: p.svc.Metrics,
 		Logger: n.log})
 	srv, err := resp.New(resp.Config{Store: p.store, Cluster: p.respCluster, KeyMap: rc.KeyMap,
 		ClusterMode: rc.ClusterMode, TLS: p.sec.ServerTLS(), NodeID: p.store.NodeID(), MaxConns: rc.MaxConns,

@@ -42,7 +42,7 @@ func (n *Node) openSocket(p *nodeParts) error {
 	}
 	t := time.Now()
 	srv, err := localsock.Listen(localsock.Config{
-		Path: sc.Path, Mode: sc.Mode, Store: p.store, Cluster: sockcoord.New(p.svc.coord),
+		Path: sc.Path, Mode: sc.Mode, Store: p.store, Cluster: sockcoord.New(p.svc.Coord),
 		InstanceID: instanceID(p.store.NodeID()), NodeName: p.store.NodeID(),
 		RPCEndpoint: p.grpcLis.Addr().String(), WriteTimeout: sc.WriteTimeout, MaxConns: sc.MaxConns,
 		MaxUnsealedBytes: p.store.MaxStagedBytes(),

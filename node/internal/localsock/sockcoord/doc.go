@@ -17,7 +17,12 @@
 //
 //   - Speak the socket's protocol (localsock does), or hold chunk bytes of
 //     its own: a read's bytes go straight into the client's blob.
-//   - Import gRPC, its codes or its status: the coordinator returns domain
-//     errors (transfer.Err*) and coord.MissHeader names a miss.
+//   - Import gRPC, its codes or its status. Publish and get call the
+//     coordinator's plain API, which returns domain errors (transfer.Err*;
+//     coord.MissHeader names a miss). Registration, lookups and lease
+//     releases still call the Cache service's methods in process
+//     (coord.Service), as before: their errors are the status errors a gRPC
+//     engine gets, and the socket's error replies carry their text
+//     unchanged.
 //   - Own goroutines: every call runs on the socket connection's.
 package sockcoord

@@ -1,4 +1,4 @@
-package node
+package admin
 
 import (
 	"context"
@@ -37,39 +37,36 @@ func refuse(status int, format string, args ...any) error {
 }
 
 // registerActions adds the write routes to mux.
-func (n *Node) registerActions(mux *http.ServeMux) {
-	mux.HandleFunc("POST /v1/drain", n.action("drain", func(r *http.Request) (any, error) {
-		return n.setDraining(r.Context(), true)
+func (a *API) registerActions(mux *http.ServeMux) {
+	mux.HandleFunc("POST /v1/drain", a.action("drain", func(r *http.Request) (any, error) {
+		return a.setDraining(r.Context(), true)
 	}))
-	mux.HandleFunc("POST /v1/undrain", n.action("undrain", func(r *http.Request) (any, error) {
-		return n.setDraining(r.Context(), false)
+	mux.HandleFunc("POST /v1/undrain", a.action("undrain", func(r *http.Request) (any, error) {
+		return a.setDraining(r.Context(), false)
 	}))
-	mux.HandleFunc("DELETE /v1/members/{id}", n.action("forget", func(r *http.Request) (any, error) {
-		return n.forget(r.Context(), r.PathValue("id"), r.URL.Query().Get("force") == "true")
+	mux.HandleFunc("DELETE /v1/members/{id}", a.action("forget", func(r *http.Request) (any, error) {
+		return a.forget(r.Context(), r.PathValue("id"), r.URL.Query().Get("force") == "true")
 	}))
-	mux.HandleFunc("DELETE /v1/namespaces/{name}", n.action("drop-namespace", func(r *http.Request) (any, error) {
-		return n.DropNamespace(r.PathValue("name"))
+	mux.HandleFunc("DELETE /v1/namespaces/{name}", a.action("drop-namespace", func(r *http.Request) (any, error) {
+		return a.DropNamespace(r.PathValue("name"))
 	}))
-	mux.HandleFunc("PUT /v1/namespaces/{name}/share", n.action("set-share", func(r *http.Request) (any, error) {
-		return n.setShare(r, r.PathValue("name"))
+	mux.HandleFunc("PUT /v1/namespaces/{name}/share", a.action("set-share", func(r *http.Request) (any, error) {
+		return a.setShare(r, r.PathValue("name"))
 	}))
-	mux.HandleFunc("DELETE /v1/namespaces/{name}/chunks/{id}", n.action("evict", func(r *http.Request) (any, error) {
-		return n.evictChunk(r.PathValue("name"), r.PathValue("id"))
+	mux.HandleFunc("DELETE /v1/namespaces/{name}/chunks/{id}", a.action("evict", func(r *http.Request) (any, error) {
+		return a.evictChunk(r.PathValue("name"), r.PathValue("id"))
 	}))
 }
 
 // action wraps a write action: the permission check, one log line naming
 // who asked, the metric, and a JSON answer.
-func (n *Node) action(name string, do func(r *http.Request) (any, error)) http.HandlerFunc {
+func (a *API) action(name string, do func(r *http.Request) (any, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		p := n.parts.Load()
 		result, status := "ok", http.StatusOK
 		var out any
 		var err error
 		switch {
-		case p == nil:
-			err = refuse(http.StatusServiceUnavailable, "node has not started")
-		case !n.cfg.AdminActions && !n.adminAuthenticated():
+		case !a.adminActions && !a.adminAuthenticated():
 			err = refuse(http.StatusForbidden, "%s", errActionsOff.Error())
 		default:
 			out, err = do(r)
@@ -81,10 +78,8 @@ func (n *Node) action(name string, do func(r *http.Request) (any, error)) http.H
 		case err != nil:
 			result, status = "error", http.StatusInternalServerError
 		}
-		if p != nil {
-			p.svc.m.AdminActions.WithLabelValues(name, result).Inc()
-		}
-		n.log.Info("admin action", "action", name, "path", r.URL.Path, "remote", r.RemoteAddr, "result", result, "err", err)
+		a.m.AdminActions.WithLabelValues(name, result).Inc()
+		a.log.Info("admin action", "action", name, "path", r.URL.Path, "remote", r.RemoteAddr, "result", result, "err", err)
 		if err != nil {
 			writeError(w, status, err.Error())
 			return
@@ -103,9 +98,8 @@ type DrainState struct {
 // what it holds and serves reads but takes no new chunks as an owner
 // (writes go to the next owners), and reports not ready. Blocks for the
 // gossip broadcast, bounded by ctx.
-func (n *Node) setDraining(ctx context.Context, on bool) (any, error) {
-	p := n.parts.Load()
-	if !n.Ready() && !n.draining.Load() {
+func (a *API) setDraining(ctx context.Context, on bool) (any, error) {
+	if !a.ready() && !a.draining.Load() {
 		return nil, refuse(http.StatusServiceUnavailable, "node is not serving")
 	}
 	state := membership.Active
@@ -114,13 +108,13 @@ func (n *Node) setDraining(ctx context.Context, on bool) (any, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if err := p.member.SetState(ctx, state); err != nil {
+	if err := a.member.SetState(ctx, state); err != nil {
 		return nil, fmt.Errorf("cannot announce the %s state: %w", state, err)
 	}
-	p.member.RebuildNow() // this node's own view follows at once
-	n.draining.Store(on)
-	p.mover.Kick() // draining: its chunks go to the next owners; undrained: they may come back
-	return DrainState{Node: p.store.NodeID(), Draining: on}, nil
+	a.member.RebuildNow() // this node's own view follows at once
+	a.draining.Store(on)
+	a.mover.Kick() // draining: its chunks go to the next owners; undrained: they may come back
+	return DrainState{Node: a.st.NodeID(), Draining: on}, nil
 }
 
 // Forgotten answers a forget.
@@ -132,26 +126,25 @@ type Forgotten struct {
 
 // forget removes member id from this node's ring at once. A member whose
 // gRPC address still accepts connections is alive: refused unless force.
-func (n *Node) forget(ctx context.Context, id string, force bool) (any, error) {
-	p := n.parts.Load()
+func (a *API) forget(ctx context.Context, id string, force bool) (any, error) {
 	var target *membership.Member
-	for _, m := range p.member.Members() {
+	for _, m := range a.member.Members() {
 		if m.ID == id {
 			target = &m
 		}
 	}
 	switch {
-	case id == p.store.NodeID():
+	case id == a.st.NodeID():
 		return nil, refuse(http.StatusConflict, "member %s is this node: it cannot forget itself", id)
 	case target == nil:
 		return nil, refuse(http.StatusNotFound, "no member %s in this node's member table", id)
 	case !force && answers(ctx, target.GRPCAddr):
 		return nil, refuse(http.StatusConflict, "member %s answers at %s: it is alive; forget it anyway with force (kvring forget --force)", id, target.GRPCAddr)
 	}
-	if err := p.member.Forget(id); err != nil {
+	if err := a.member.Forget(id); err != nil {
 		return nil, err
 	}
-	return Forgotten{Node: p.store.NodeID(), Forgotten: id, RingEpoch: p.member.Ring().Epoch()}, nil
+	return Forgotten{Node: a.st.NodeID(), Forgotten: id, RingEpoch: a.member.Ring().Epoch()}, nil
 }
 
 // answers reports whether addr accepts a TCP connection within a second.
@@ -182,30 +175,28 @@ type DroppedNamespace struct {
 // Engines of the namespace then get FailedPrecondition ("not registered") on
 // their next call here, and register again if they mean to. An unknown
 // name is refused (404).
-func (n *Node) DropNamespace(name string) (DroppedNamespace, error) {
-	p := n.parts.Load()
-	out := DroppedNamespace{Node: p.store.NodeID(), Namespace: name}
-	rec := p.svc.reg.Get(name)
+func (a *API) DropNamespace(name string) (DroppedNamespace, error) {
+	out := DroppedNamespace{Node: a.st.NodeID(), Namespace: name}
+	rec := a.reg.Get(name)
 	if rec == nil {
 		return out, refuse(http.StatusNotFound, "namespace %q is not registered on this node", name)
 	}
-	freed, _, err := p.svc.owner.DropNamespace(&kvringv1.NamespaceRef{Name: name, Fingerprint: rec.GetFingerprint()})
+	freed, _, err := a.owner.DropNamespace(&kvringv1.NamespaceRef{Name: name, Fingerprint: rec.GetFingerprint()})
 	if err != nil {
 		return out, err
 	}
 	// Its share goes with it: a namespace registered again under the name
 	// starts without one.
-	if err := p.store.SetShare(namespace.StoreName(name, rec.GetFingerprint()), store.Share{}); err != nil {
-		n.log.Warn("cannot remove the share of a dropped namespace", "namespace", name, "err", err)
+	if err := a.st.SetShare(namespace.StoreName(name, rec.GetFingerprint()), store.Share{}); err != nil {
+		a.log.Warn("cannot remove the share of a dropped namespace", "namespace", name, "err", err)
 	}
 	out.Chunks, out.Bytes, out.PinnedChunks = freed.Chunks, freed.SlotBytes, freed.Pinned
 	return out, nil
 }
 
 // evictChunk removes one chunk of a registered namespace from this node.
-func (n *Node) evictChunk(name, hexID string) (any, error) {
-	p := n.parts.Load()
-	rec := p.svc.reg.Get(name)
+func (a *API) evictChunk(name, hexID string) (any, error) {
+	rec := a.reg.Get(name)
 	if rec == nil {
 		return nil, refuse(http.StatusNotFound, "namespace %q is not registered on this node", name)
 	}
@@ -214,7 +205,7 @@ func (n *Node) evictChunk(name, hexID string) (any, error) {
 		return nil, refuse(http.StatusBadRequest, "chunk id %q: want 64 hex characters", hexID)
 	}
 	id := store.ID(raw)
-	switch err := p.store.Evict(namespace.StoreName(name, rec.GetFingerprint()), id); {
+	switch err := a.st.Evict(namespace.StoreName(name, rec.GetFingerprint()), id); {
 	case errors.Is(err, store.ErrNotFound):
 		return nil, refuse(http.StatusNotFound, "chunk %s of namespace %q is not held on this node", hexID, name)
 	case errors.Is(err, store.ErrBusy):
@@ -222,5 +213,21 @@ func (n *Node) evictChunk(name, hexID string) (any, error) {
 	case err != nil:
 		return nil, err
 	}
-	return map[string]string{"node": p.store.NodeID(), "namespace": name, "evicted": hexID}, nil
+	return map[string]string{"node": a.st.NodeID(), "namespace": name, "evicted": hexID}, nil
+}
+
+// SetDraining announces the draining (or active) state as POST /v1/drain
+// (and /v1/undrain) do; the node's Leave calls it. A node that does not
+// serve is refused with an error NotServing reports. Blocks for the gossip
+// broadcast, bounded by ctx.
+func (a *API) SetDraining(ctx context.Context, on bool) error {
+	_, err := a.setDraining(ctx, on)
+	return err
+}
+
+// NotServing reports whether err is SetDraining's refusal of a node that
+// does not serve.
+func NotServing(err error) bool {
+	var ae *actionError
+	return errors.As(err, &ae) && ae.status == http.StatusServiceUnavailable
 }

@@ -1,4 +1,4 @@
-package node
+package services
 
 import (
 	"net"
@@ -24,10 +24,10 @@ type connWatch struct {
 	clients *clientConns
 }
 
-// serve serves the node's gRPC services on lis, watched, until the server
+// Serve serves the node's gRPC services on lis, watched, until the server
 // stops. It blocks.
-func (s *services) serve(lis net.Listener) error {
-	return s.grpc.Serve(connWatch{Listener: lis, m: s.m, owner: s.owner, clients: s.clients})
+func (s *Services) Serve(lis net.Listener) error {
+	return s.GRPC.Serve(connWatch{Listener: lis, m: s.Metrics, owner: s.Owner, clients: s.clients})
 }
 
 // Accept returns the next connection, watched. It blocks like the

@@ -1,4 +1,4 @@
-package node
+package admin
 
 import (
 	"crypto/sha256"
@@ -15,13 +15,13 @@ var openAdminPaths = map[string]bool{"/metrics": true, "/healthz": true, "/ready
 // path but openAdminPaths needs "Authorization: Bearer <token>". A request
 // without one gets 401 (with WWW-Authenticate), one with another token 403;
 // both JSON errors naming what was missing.
-func (n *Node) adminAuth(next http.Handler) http.Handler {
+func (a *API) adminAuth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if openAdminPaths[r.URL.Path] {
 			next.ServeHTTP(w, r)
 			return
 		}
-		want := n.adminTokenHash()
+		want := a.adminTokenHash()
 		if want == nil {
 			next.ServeHTTP(w, r)
 			return
@@ -42,10 +42,10 @@ func (n *Node) adminAuth(next http.Handler) http.Handler {
 }
 
 // adminTokenHash is the SHA-256 of the admin token, or nil when none is
-// configured (or the node has not loaded its credentials yet).
-func (n *Node) adminTokenHash() *[32]byte {
-	if p := n.parts.Load(); p != nil && p.sec != nil {
-		return p.sec.AdminTokenHash()
+// configured.
+func (a *API) adminTokenHash() *[32]byte {
+	if a.sec != nil {
+		return a.sec.AdminTokenHash()
 	}
 	return nil
 }
@@ -53,7 +53,7 @@ func (n *Node) adminTokenHash() *[32]byte {
 // adminAuthenticated reports whether r reached a handler with the admin
 // token: true only when one is configured, since adminAuth lets no request
 // without it through.
-func (n *Node) adminAuthenticated() bool { return n.adminTokenHash() != nil }
+func (a *API) adminAuthenticated() bool { return a.adminTokenHash() != nil }
 
 // hideFingerprints blanks the fingerprints of ns, for callers without the
 // admin token.

@@ -1,12 +1,10 @@
-package node
+package admin
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"math"
 	"net/http"
 	"time"
 
@@ -39,9 +37,8 @@ type NamespaceShare struct {
 // namespace is 404, a share the store refuses (guarantees over the limit, a
 // guarantee above the cap, a policy other than lru) 400. Blocks on the
 // offers.
-func (n *Node) setShare(r *http.Request, name string) (any, error) {
-	p := n.parts.Load()
-	rec := p.svc.reg.Get(name)
+func (a *API) setShare(r *http.Request, name string) (any, error) {
+	rec := a.reg.Get(name)
 	if rec == nil {
 		return nil, refuse(http.StatusNotFound, "namespace %q is not registered on this node", name)
 	}
@@ -52,7 +49,7 @@ func (n *Node) setShare(r *http.Request, name string) (any, error) {
 		return nil, refuse(http.StatusBadRequest, "cannot read the share: %v (want {\"guarantee\": {\"bytes\": N} or {\"percent\": P}, \"cap\": ...})", err)
 	}
 	sn := namespace.StoreName(name, rec.GetFingerprint())
-	if err := p.store.SetShare(sn, sh); err != nil {
+	if err := a.st.SetShare(sn, sh); err != nil {
 		if errors.Is(err, store.ErrInvalid) {
 			return nil, refuse(http.StatusBadRequest, "%v", err)
 		}
@@ -60,39 +57,34 @@ func (n *Node) setShare(r *http.Request, name string) (any, error) {
 	}
 	// The record carries the share to the other members, and to those that
 	// join later (they sync the records).
-	set := shareToProto(sh, n.cfg.Now(), p.store.NodeID())
-	if rec, changed, err := p.svc.reg.SetShare(name, set); err != nil {
+	set := shareToProto(sh, a.now(), a.st.NodeID())
+	if rec, changed, err := a.reg.SetShare(name, set); err != nil {
 		return nil, fmt.Errorf("cannot record the share of namespace %q: %w", name, err)
 	} else if changed {
-		p.svc.coord.OfferNamespace(r.Context(), rec)
+		a.coord.OfferNamespace(r.Context(), rec)
 	}
-	return n.shareInForce(p, name, sn), nil
+	return a.shareInForce(name, sn), nil
 }
 
 // shareInForce is the share namespace name (store name sn) has on this
 // node's store now, with what it holds there.
-func (n *Node) shareInForce(p *nodeParts, name, sn string) NamespaceShare {
-	st := p.store.NamespaceStats()[sn]
-	return NamespaceShare{Node: p.store.NodeID(), Namespace: name, Share: st.Share, LimitBytes: p.store.Limit(),
+func (a *API) shareInForce(name, sn string) NamespaceShare {
+	st := a.st.NamespaceStats()[sn]
+	return NamespaceShare{Node: a.st.NodeID(), Namespace: name, Share: st.Share, LimitBytes: a.st.Limit(),
 		GuaranteeBytes: st.GuaranteeBytes, CapBytes: st.CapBytes, Bytes: st.Bytes}
 }
 
 // getShare answers GET /v1/namespaces/{name}/share: the share this node
 // enforces for a registered namespace (set here, or learnt with its record
 // from another member), or 404.
-func (n *Node) getShare(w http.ResponseWriter, r *http.Request) {
-	p := n.parts.Load()
-	if p == nil {
-		writeError(w, http.StatusServiceUnavailable, "node has not started")
-		return
-	}
+func (a *API) getShare(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	rec := p.svc.reg.Get(name)
+	rec := a.reg.Get(name)
 	if rec == nil {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("namespace %q is not registered on this node", name))
 		return
 	}
-	writeJSON(w, http.StatusOK, n.shareInForce(p, name, namespace.StoreName(name, rec.GetFingerprint())))
+	writeJSON(w, http.StatusOK, a.shareInForce(name, namespace.StoreName(name, rec.GetFingerprint())))
 }
 
 // shareToProto is sh as a namespace record carries it, set at now by node.
@@ -104,25 +96,4 @@ func shareToProto(sh store.Share, now time.Time, node string) *kvringv1.Namespac
 		return &kvringv1.ShareAmount{Bytes: uint64(max(a.Bytes, 0)), Percent: a.Percent}
 	}
 	return &kvringv1.NamespaceShare{Guarantee: amount(sh.Guarantee), Cap: amount(sh.Cap), SetUnixMs: now.UnixMilli(), SetBy: node}
-}
-
-// shareFromProto is the store's form of a share a namespace record carries.
-func shareFromProto(sh *kvringv1.NamespaceShare) store.Share {
-	amount := func(a *kvringv1.ShareAmount) store.Amount {
-		return store.Amount{Bytes: int64(min(a.GetBytes(), math.MaxInt64)), Percent: a.GetPercent()}
-	}
-	return store.Share{Guarantee: amount(sh.GetGuarantee()), Cap: amount(sh.GetCap())}
-}
-
-// enforceShare sets the share rec carries (set on another member, or kept
-// in the catalog) on st. A share this node cannot keep (its guarantees
-// would exceed its limit, or it evicts by tinylfu) is logged and left out:
-// the record still carries it, and `kvring namespaces` shows the members
-// differ. Does not block on the disk.
-func enforceShare(st *store.Store, rec *kvringv1.NamespaceRecord, log *slog.Logger) {
-	sn := namespace.StoreName(rec.GetName(), rec.GetFingerprint())
-	if err := st.SetShare(sn, shareFromProto(rec.GetShare())); err != nil && !errors.Is(err, store.ErrClosed) {
-		log.Warn("cannot enforce the share of a namespace set on another member", "namespace", rec.GetName(),
-			"set_by", rec.GetShare().GetSetBy(), "err", err)
-	}
 }

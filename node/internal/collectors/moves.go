@@ -1,4 +1,4 @@
-package node
+package collectors
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
@@ -7,9 +7,9 @@ import (
 	"github.com/kvring/kvring/node/membership"
 )
 
-// movesCollectors export what the node gossips and knows of chunks held
+// Moves export what the node gossips and knows of chunks held
 // outside their owners, and the gossip bytes it sends, read at scrape time.
-func movesCollectors(m *membership.Membership, mv *handoff.Mover, partitions int) []prometheus.Collector {
+func Moves(m *membership.Membership, mv *handoff.Mover, partitions int) []prometheus.Collector {
 	return []prometheus.Collector{
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "kvring_gossip_bytes_total",
 			Help: "Gossip bytes this node put on the wire: packets it sent and both directions of streams it opened (summed over the members, each byte once)."},

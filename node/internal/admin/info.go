@@ -1,4 +1,4 @@
-package node
+package admin
 
 import (
 	"encoding/hex"
@@ -164,83 +164,51 @@ type Readiness struct {
 	AcceptError string `json:"accept_error,omitempty"`
 }
 
-// NodeID returns the node's id ("" before Start has opened the store). It
-// does not block.
-func (n *Node) NodeID() string {
-	if p := n.parts.Load(); p != nil {
-		return p.store.NodeID()
-	}
-	return ""
-}
-
-// Members returns the members this node knows, sorted by ID, this node
-// included (nil before Start). It does not block.
-func (n *Node) Members() []membership.Member {
-	p := n.parts.Load()
-	if p == nil {
-		return nil
-	}
-	return p.member.Members()
-}
-
-// Cluster returns this node's view of the cluster. ok is false before Start
-// has opened gossip. It does not block.
-func (n *Node) Cluster() (info ClusterInfo, ok bool) {
-	p := n.parts.Load()
-	if p == nil {
-		return ClusterInfo{}, false
-	}
-	r := p.member.Ring()
+// Cluster returns this node's view of the cluster. It does not block.
+func (a *API) Cluster() ClusterInfo {
+	r := a.member.Ring()
 	owns := make(map[string]bool, r.Len())
 	for _, m := range r.Members() {
 		owns[m.ID] = true
 	}
-	self := p.store.NodeID()
-	info = ClusterInfo{NodeID: self, Epoch: r.Epoch(), Build: n.cfg.Build, Active: p.member.Active(), Members: []ClusterMember{}}
-	for _, m := range p.member.Members() {
+	self := a.st.NodeID()
+	info := ClusterInfo{NodeID: self, Epoch: r.Epoch(), Build: a.build, Active: a.member.Active(), Members: []ClusterMember{}}
+	for _, m := range a.member.Members() {
 		info.Members = append(info.Members, ClusterMember{
 			ID: m.ID, State: m.State.String(), Liveness: m.Liveness.String(), RingMember: owns[m.ID], Forgotten: m.Forgotten, Self: m.ID == self,
 			GRPCAddr: m.GRPCAddr, AdminAddr: m.AdminAddr, GossipAddr: m.GossipAddr, BootTime: m.BootTime, Since: m.Since,
 			Version: m.Build.Version, Commit: m.Build.Commit, Versions: m.Versions,
 		})
 	}
-	return info, true
+	return info
 }
 
-// RingInfo returns the current ring's settings and load. ok is false before
-// Start has opened gossip. It does not block.
-func (n *Node) RingInfo() (info RingInfo, ok bool) {
-	p := n.parts.Load()
-	if p == nil {
-		return RingInfo{}, false
-	}
-	r := p.member.Ring()
+// RingInfo returns the current ring's settings and load. It does not
+// block.
+func (a *API) RingInfo() RingInfo {
+	r := a.member.Ring()
 	cfg := r.Config()
-	info = RingInfo{
-		NodeID: p.store.NodeID(), Epoch: r.Epoch(), PartitionCount: cfg.PartitionCount,
+	info := RingInfo{
+		NodeID: a.st.NodeID(), Epoch: r.Epoch(), PartitionCount: cfg.PartitionCount,
 		ReplicationFactor: cfg.ReplicationFactor, LoadFactor: cfg.Load, MaxLoad: r.MaxLoad(),
-		Fingerprint: cfg.Fingerprint(), Placement: cfg.PlacementVersion(), Unsettled: p.member.Unsettled(), Members: []RingMember{},
+		Fingerprint: cfg.Fingerprint(), Placement: cfg.PlacementVersion(), Unsettled: a.member.Unsettled(), Members: []RingMember{},
 	}
 	load := r.LoadDistribution()
 	for _, m := range r.Members() {
 		info.Members = append(info.Members, RingMember{ID: m.ID, GRPCAddr: m.Addr, Partitions: load[m.ID]})
 	}
-	return info, true
+	return info
 }
 
-// Namespaces returns the namespaces this node knows, sorted by name (nil
-// before Start). It does not block.
-func (n *Node) Namespaces() []NamespaceInfo {
-	p := n.parts.Load()
-	if p == nil {
-		return nil
-	}
-	recs := p.svc.reg.List()
+// Namespaces returns the namespaces this node knows, sorted by name. It
+// does not block.
+func (a *API) Namespaces() []NamespaceInfo {
+	recs := a.reg.List()
 	usage := map[string]store.NamespaceUsage{}
-	for _, u := range p.store.Namespaces() {
+	for _, u := range a.st.Namespaces() {
 		usage[u.Namespace] = u
 	}
-	stats := p.store.NamespaceStats()
+	stats := a.st.NamespaceStats()
 	out := make([]NamespaceInfo, 0, len(recs))
 	for _, rec := range recs {
 		sn := namespace.StoreName(rec.GetName(), rec.GetFingerprint())
@@ -271,28 +239,26 @@ func (n *Node) Namespaces() []NamespaceInfo {
 // Readiness reports whether the node serves and which condition is missing.
 // It does not block.
 //
-// The admin server starts after the store opens and is shut down before the
-// store closes, so StoreOpen is true whenever the admin API can answer.
-func (n *Node) Readiness() Readiness {
-	rd := Readiness{Serving: n.Ready()}
-	if p := n.parts.Load(); p != nil {
-		rd.StoreOpen = true
-		self := p.store.NodeID()
-		rd.Joined = p.member.GossipAddr() != "" && slices.ContainsFunc(p.member.Ring().Members(),
-			func(m ring.Member) bool { return m.ID == self })
-		if err := p.store.Health(); err != nil {
-			rd.StoreError = err.Error()
-		} else {
-			rd.StoreHealthy = true
-		}
-		if err := p.guard.Starved(); err != nil {
-			rd.AcceptError = err.Error()
-		} else {
-			rd.Accepting = true
-		}
+// The API is made once the store is open, and the admin server is shut
+// down before the store closes, so StoreOpen is true whenever the API can
+// answer (the node answers a Readiness without it before Start).
+func (a *API) Readiness() Readiness {
+	rd := Readiness{Serving: a.ready(), StoreOpen: true}
+	self := a.st.NodeID()
+	rd.Joined = a.member.GossipAddr() != "" && slices.ContainsFunc(a.member.Ring().Members(),
+		func(m ring.Member) bool { return m.ID == self })
+	if err := a.st.Health(); err != nil {
+		rd.StoreError = err.Error()
+	} else {
+		rd.StoreHealthy = true
 	}
-	rd.DiskError = diskError(n.parts.Load())
-	rd.Draining = n.draining.Load()
+	if err := a.guard.Starved(); err != nil {
+		rd.AcceptError = err.Error()
+	} else {
+		rd.Accepting = true
+	}
+	rd.DiskError = a.diskError()
+	rd.Draining = a.draining.Load()
 	rd.Ready = rd.StoreOpen && rd.Joined && rd.Serving && rd.StoreHealthy && rd.Accepting && !rd.Draining
 	rd.Status = "not ready"
 	if rd.Ready {

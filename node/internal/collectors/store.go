@@ -1,4 +1,4 @@
-package node
+package collectors
 
 import (
 	"maps"
@@ -116,6 +116,14 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(c.healthy, healthy)
 }
+
+// EvictionReasons are the reasons the store collector exports evictions
+// by: every known one, and any other counts holds, sorted.
+func EvictionReasons(counts map[string]uint64) []string { return reasonsOf(evictionReasons, counts) }
+
+// RejectionReasons are the reasons the store collector exports rejections
+// by: every known one, and any other counts holds, sorted.
+func RejectionReasons(counts map[string]uint64) []string { return reasonsOf(rejectionReasons, counts) }
 
 // reasonsOf is the known reasons plus any other key of counts, sorted.
 func reasonsOf(known []string, counts map[string]uint64) []string {

@@ -1,4 +1,4 @@
-package node
+package collectors
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
@@ -91,10 +91,10 @@ func (c *diskCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.healthy, healthy)
 }
 
-// diskCollectors is the disk tier's collector, none when it is off.
-func diskCollectors(p *nodeParts) []prometheus.Collector {
-	if p.disk == nil {
+// Disk is the disk tier's collector, none when it is off (t nil).
+func Disk(t *disk.Tier) []prometheus.Collector {
+	if t == nil {
 		return nil
 	}
-	return []prometheus.Collector{newDiskCollector(p.disk)}
+	return []prometheus.Collector{newDiskCollector(t)}
 }
