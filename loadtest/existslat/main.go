@@ -26,6 +26,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -91,7 +92,8 @@ func run(o options) error {
 			}
 			misses += r.misses
 			res[t.name] = append(res[t.name], r)
-			fmt.Printf("round %d %-14s p50 %8s p99 %8s  answered 0: %d\n", rep+1, t.name, r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), r.misses)
+			fmt.Printf("round %d %-14s p50 %8s p99 %8s  answered 0: %d%s\n", rep+1, t.name, r.p50.Round(time.Microsecond),
+				r.p99.Round(time.Microsecond), r.misses, stillRemote(ctx, o.admin, t))
 		}
 	}
 	summarize(runs, res)
@@ -99,4 +101,28 @@ func run(o options) error {
 		return fmt.Errorf("FAIL: %d EXISTS answered 0 for keys whose SET was acknowledged", misses)
 	}
 	return nil
+}
+
+// stillRemote says, after a run over the remote keys, whether the node now
+// holds some (a hot group's copies spread to it would make later runs local
+// ones); empty for the other targets.
+func stillRemote(ctx context.Context, admin string, t target) string {
+	if t.name != "kvring-remote" {
+		return ""
+	}
+	loc, err := locate(ctx, admin, t.keys)
+	if err != nil {
+		return fmt.Sprintf("  (cannot locate them again: %v)", err)
+	}
+	held := 0
+	for _, k := range loc.Keys {
+		if slices.Contains(k.Holders, loc.Node) {
+			held++
+		}
+	}
+	if held > 0 {
+		return fmt.Sprintf("  WARNING: the node now holds %d of these %d keys (a hot group spread to it? "+
+			"kvring serve --spread-threshold -1 keeps them remote): later runs are partly local", held, len(loc.Keys))
+	}
+	return fmt.Sprintf("  (still remote: %d keys)", len(loc.Keys))
 }
