@@ -31,6 +31,11 @@ REPS=${REPS:-3}
 MEM_MB=${MEM_MB:-2048}
 NODES=${NODES:-3}
 
+if [ $((BYTES * 4)) -gt $((MEM_MB * 3 << 20)) ]; then
+	echo "resp-lmcache.sh: BYTES ($BYTES) is more than 3/4 of MEM_MB ($MEM_MB MiB): redis-server would evict chunks it acknowledged" >&2
+	exit 2
+fi
+
 # shellcheck source=scratch.sh
 . loadtest/scratch.sh
 scratch resp-lmcache
