@@ -8,7 +8,8 @@
 # 1's address (as LMCache's one redis:// URL). The targets alternate round
 # by round; it prints put and get GB/s per round and, per chunk size, the
 # medians and the ratios kvring / redis-server. Exits 1 when a GET read nil
-# for an acknowledged SET or other bytes. Every process it starts is
+# for an acknowledged SET, other bytes or an error, after printing the end of
+# every server's log. Every process it starts is
 # stopped and every directory it makes removed on exit.
 #
 # Usage: loadtest/resp-lmcache.sh
@@ -90,5 +91,10 @@ fi
 
 echo "# LMCache's pattern through redis-py: $((BYTES >> 20)) MiB each way per round, $THREADS threads, ${MEM_MB} MiB per process, $REPS rounds"
 echo "# kvring-1: one node; redis: one redis-server; kvring-$NODES: $NODES nodes (no --resp-cluster), all traffic through node 1"
+rc=0
 /usr/bin/python3 loadtest/resp_lmcache_bench.py "${targets[@]}" --peer redis --sizes "$SIZES" --bytes "$BYTES" \
-	--threads "$THREADS" --reps "$REPS"
+	--threads "$THREADS" --reps "$REPS" || rc=$?
+if [ "$rc" -ne 0 ]; then
+	for f in "$work"/*.log; do echo "== the last lines of $(basename "$f")"; tail -n 5 "$f"; done >&2
+	exit "$rc"
+fi

@@ -9,7 +9,8 @@ BYTES of kv_bytes in chunks of SIZE with a pool of THREADS threads (each chunk: 
 read back the same way (GET metadata then GET kv_bytes). Put and get GB/s count the kv_bytes only.
 
 Every GET is checked against the bytes SET, outside the timed part: a nil for a chunk whose SET was acknowledged,
-other bytes, or wrong metadata is a failure; the script prints them loudly and exits 1 after the table.
+other bytes, wrong metadata or an error reply (e.g. -TRYAGAIN) is a failure; the script prints each loudly and exits
+1 after the table. A refused SET is counted (refused), not a failure.
 
 Usage:
     resp_lmcache_bench.py --target NAME=HOST:PORT [--target ...] --peer NAME [--sizes 3145728,33554432]
@@ -61,8 +62,14 @@ def put_one(r, key, kv, meta):
 
 
 def get_one(r, key):
-    """One chunk as LMCache gets it: metadata, then kv_bytes."""
-    return r.get(key + "metadata"), r.get(key + "kv_bytes")
+    """One chunk as LMCache gets it: metadata, then kv_bytes. An error reply stands in for a value."""
+    out = []
+    for suffix in ("metadata", "kv_bytes"):
+        try:
+            out.append(r.get(key + suffix))
+        except redis.RedisError as e:
+            out.append(e)
+    return tuple(out)
 
 
 def put_phase(pool, t, keys, payloads, meta):
@@ -79,12 +86,17 @@ def get_phase(pool, t, keys):
 
 def verify(t, keys, payloads, meta, acks, got):
     """Counts of what came back: ok, nil for an acknowledged chunk, other bytes, refused puts. Prints failures."""
-    c = dict(ok=0, nil_acked=0, nil_refused=0, mismatch=0, refused=0)
+    c = dict(ok=0, nil_acked=0, nil_refused=0, mismatch=0, get_error=0, refused=0)
     for i, (key, want, ack, (gm, gk)) in enumerate(zip(keys, payloads, acks, got)):
         if ack is not True:
             c["refused"] += 1
             if c["refused"] <= 3:
                 print(f"  {t.name}: SET {key} not acknowledged: {ack!r}", file=sys.stderr)
+        err = next((v for v in (gm, gk) if isinstance(v, Exception)), None)
+        if err is not None:
+            c["get_error"] += 1
+            print(f"FAIL {t.name}: chunk {i} ({key}): GET answered an error: {err}", file=sys.stderr)
+            continue
         if gk is None or gm is None:
             c["nil_acked" if ack is True else "nil_refused"] += 1
             if ack is True:
@@ -155,7 +167,7 @@ def main():
                 for t in targets:
                     put, get, c = run_round(pool, t, size, keys, payloads)
                     res[t.name].append((put, get))
-                    failed += c["nil_acked"] + c["mismatch"]
+                    failed += c["nil_acked"] + c["mismatch"] + c["get_error"]
                     print(f"round {rep + 1} {size >> 20:>3} MiB x {n} {t.name:<12} put {put:6.3f} GB/s "
                           f"get {get:6.3f} GB/s  " + " ".join(f"{k}={v}" for k, v in c.items()), flush=True)
             summarize(size, targets, a.peer, res)
@@ -163,7 +175,7 @@ def main():
     for t in targets:
         t.r.flushdb()
     if failed:
-        print(f"FAIL: {failed} GETs returned nil for an acknowledged SET or other bytes", file=sys.stderr)
+        print(f"FAIL: {failed} chunks read back nil after an acknowledged SET, other bytes, or an error", file=sys.stderr)
         return 1
     return 0
 
