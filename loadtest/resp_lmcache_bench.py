@@ -6,7 +6,8 @@ its current layout `<model>@<world size>@<worker id>@<chunk hash hex>@<dtype>` (
 resp_lmcache_sequence.py runs the same commands one by one, for correctness). This script times that pattern: per
 value size and round, every target in turn (alternating, so a busy host slows them alike) is emptied (FLUSHDB), sent
 BYTES of kv_bytes in chunks of SIZE with a pool of THREADS threads (each chunk: SET kv_bytes then SET metadata), then
-read back the same way (GET metadata then GET kv_bytes). Put and get GB/s count the kv_bytes only.
+read back the same way (GET metadata then GET kv_bytes). Put GB/s counts the kv_bytes of acknowledged SETs, get GB/s
+the kv_bytes read back exact.
 
 Every GET is checked against the bytes SET, outside the timed part: a nil for a chunk whose SET was acknowledged,
 other bytes, wrong metadata or an error reply (e.g. -TRYAGAIN) is a failure; the script prints each loudly and exits
@@ -114,15 +115,16 @@ def verify(t, keys, payloads, meta, acks, got):
 
 
 def run_round(pool, t, size, keys, payloads):
-    """One put phase and one get phase against t, emptied first. Returns (put GB/s, get GB/s, counts)."""
+    """One put phase and one get phase against t, emptied first. Returns (put GB/s, get GB/s, counts): put counts the
+    acknowledged chunks' bytes, get the bytes read back exact."""
     t.r.flushdb()
     meta = metadata(size)
     put_s, acks = put_phase(pool, t, keys, payloads, meta)
     get_s, got = get_phase(pool, t, keys)
     counts = verify(t, keys, payloads, meta, acks, got)
     del got
-    total = size * len(keys)
-    return total / put_s / 1e9, total / get_s / 1e9, counts
+    acked = sum(1 for a in acks if a is True)
+    return size * acked / put_s / 1e9, size * counts["ok"] / get_s / 1e9, counts
 
 
 def summarize(size, targets, peer, res):
