@@ -87,10 +87,11 @@ if [ "$NODES" -gt 1 ]; then
 		sleep 0.1
 	done
 	targets+=(--target "kvring-$NODES=127.0.0.1:$c_resp")
+	cluster_note="; kvring-$NODES: $NODES nodes (no --resp-cluster), all traffic through node 1"
 fi
 
 echo "# LMCache's pattern through redis-py: $((BYTES >> 20)) MiB each way per round, $THREADS threads, ${MEM_MB} MiB per process, $REPS rounds"
-echo "# kvring-1: one node; redis: one redis-server; kvring-$NODES: $NODES nodes (no --resp-cluster), all traffic through node 1"
+echo "# kvring-1: one node; redis: one redis-server${cluster_note:-}"
 rc=0
 /usr/bin/python3 loadtest/resp_lmcache_bench.py "${targets[@]}" --peer redis --sizes "$SIZES" --bytes "$BYTES" \
 	--threads "$THREADS" --reps "$REPS" || rc=$?
