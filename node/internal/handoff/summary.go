@@ -103,9 +103,8 @@ func owns(rg *ring.Ring, p, r int, self string) bool {
 // Placed tells the Mover that a write of chunks ids of namespace name
 // (store namespace ns) placed by keys, with replication r, was staged here
 // (not spread copies). It keeps neither slice. It never blocks: a partition
-// the summary did not name is gossiped by the publish goroutine (within Config.PublishGap), and a pass
-// is asked for. Safe for
-// concurrent use.
+// the summary did not name is gossiped by the publish goroutine (within
+// Config.PublishGap), and a pass is asked for. Safe for concurrent use.
 func (m *Mover) Placed(name, ns string, r int, keys [][]byte, ids []store.ID) {
 	rg := m.cfg.Ring() // before the node joins, an empty ring: its partitions are the same
 	if rg == nil {
