@@ -93,8 +93,11 @@ func (c *Client) Put(ctx context.Context, chunks []Chunk) ([]PutResult, error) {
 		return nil, err
 	}
 	refs := make([]*kvringv1.ChunkRef, len(chunks))
+	slab := make([]kvringv1.ChunkRef, len(chunks)) // one allocation for the batch's refs, not one each
 	for i, ch := range chunks {
-		refs[i] = &kvringv1.ChunkRef{Id: ch.ID[:], Size: uint64(len(ch.Data)), Crc32C: crc32c.Checksum(ch.Data)}
+		r := &slab[i]
+		r.Id, r.Size, r.Crc32C = ch.ID[:], uint64(len(ch.Data)), crc32c.Checksum(ch.Data)
+		refs[i] = r
 	}
 	var results []PutResult
 	err = c.retryUnregistered(ctx, cc, true, func(ref *kvringv1.NamespaceRef) error {
@@ -274,7 +277,13 @@ func newPutResults(chunks []Chunk) *putResults {
 }
 
 // take records chunk results (one for an index beyond the batch is ignored).
+// The results' holders share one allocation.
 func (p *putResults) take(results []*kvringv1.PutChunkResult) {
+	n := 0
+	for _, r := range results {
+		n += len(r.GetHolders())
+	}
+	holders := make([]Node, 0, n)
 	for _, r := range results {
 		i := int(r.GetIndex())
 		if i >= len(p.out) {
@@ -286,8 +295,16 @@ func (p *putResults) take(results []*kvringv1.PutChunkResult) {
 		o.Degraded = r.GetDegraded()
 		o.Reason = r.GetReason()
 		o.code = r.GetCode()
+		start := len(holders)
 		for _, h := range r.GetHolders() {
-			o.Holders = append(o.Holders, Node{ID: h.GetNodeId(), Addr: h.GetGrpcAddr()})
+			holders = append(holders, Node{ID: h.GetNodeId(), Addr: h.GetGrpcAddr()})
+		}
+		switch got := holders[start:len(holders):len(holders)]; {
+		case len(got) == 0:
+		case o.Holders == nil:
+			o.Holders = got
+		default: // a second result for the chunk
+			o.Holders = append(o.Holders, got...)
 		}
 	}
 }

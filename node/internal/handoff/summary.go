@@ -103,9 +103,8 @@ func owns(rg *ring.Ring, p, r int, self string) bool {
 // Placed tells the Mover that a write of chunks ids of namespace name
 // (store namespace ns) placed by keys, with replication r, was staged here
 // (not spread copies). It keeps neither slice. It never blocks: a partition
-// the summary did not name is gossiped by the publish goroutine, and a pass
-// is asked for. Safe for
-// concurrent use.
+// the summary did not name is gossiped by the publish goroutine (within
+// Config.PublishGap), and a pass is asked for. Safe for concurrent use.
 func (m *Mover) Placed(name, ns string, r int, keys [][]byte, ids []store.ID) {
 	rg := m.cfg.Ring() // before the node joins, an empty ring: its partitions are the same
 	if rg == nil {
@@ -254,7 +253,9 @@ func (m *Mover) publish(ctx context.Context) {
 	m.published = &s // the metadata changed even when the broadcast was not acknowledged
 }
 
-// publishLoop gossips the summary when Placed changed it, until ctx ends.
+// publishLoop gossips the summary when Placed changed it, until ctx ends,
+// then waits Config.PublishGap before the next: the changes of that wait
+// go out in one gossip (pub holds one request).
 func (m *Mover) publishLoop(ctx context.Context) {
 	defer m.wg.Done()
 	for {
@@ -263,6 +264,9 @@ func (m *Mover) publishLoop(ctx context.Context) {
 			return
 		case <-m.pub:
 			m.publish(ctx)
+		}
+		if m.cfg.PublishGap > 0 && m.cfg.Sleep(ctx, m.cfg.PublishGap) != nil {
+			return
 		}
 	}
 }

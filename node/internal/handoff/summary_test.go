@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/kvring/kvring/node/internal/moves"
 	"github.com/kvring/kvring/store"
@@ -115,4 +116,75 @@ func TestARestartedNodeNamesItsCatalogsPartitionsBeforeItsFirstPass(t *testing.T
 	if len(told) < 2 || !told[len(told)-2].Equal(moves.FromPartitions(moves.RingHash(f.rg), foreign)) {
 		t.Fatalf("the first pass's plan gossiped %+v, want the %d partitions held without owning them", told, len(foreign))
 	}
+}
+
+// TestTheSummaryIsGossipedAtMostOncePerPublishGap: the writes that change
+// the summary while the publish goroutine waits out its gap go out together
+// in one gossip after it, which names them all; without the gap a node
+// writing on its own re-encodes and gossips the summary for every write.
+func TestTheSummaryIsGossipedAtMostOncePerPublishGap(t *testing.T) {
+	f := newFixture(t, "a")
+	told := make(chan moves.Summary, 100)
+	f.m.cfg.Announce = func(_ context.Context, s moves.Summary) error { told <- s; return nil }
+	waiting, release := make(chan time.Duration), make(chan struct{})
+	f.m.cfg.Sleep = func(ctx context.Context, d time.Duration) error {
+		waiting <- d
+		select {
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	f.m.Boot(context.Background()) // an empty catalog: before its first pass the summary names what is written
+	<-told
+	ctx, cancel := context.WithCancel(context.Background())
+	f.m.wg.Add(1)
+	go f.m.publishLoop(ctx)
+	t.Cleanup(func() { cancel(); f.m.wg.Wait() })
+
+	rec := f.recs["r1"]
+	place := func(n byte) int {
+		id := store.ID{n, 7}
+		f.m.Placed("r1", storeNS(rec), 1, [][]byte{id[:]}, []store.ID{id})
+		return f.rg.Partition("r1", id[:])
+	}
+	parts := []int{place(0)}
+	if s := recvWithin(t, told); !s.Contains(parts[0]) {
+		t.Fatalf("first write: gossiped %+v, want partition %d", s, parts[0])
+	}
+	if d := recvWithin(t, waiting); d != f.m.cfg.PublishGap {
+		t.Fatalf("the goroutine waits %s after a gossip, want PublishGap %s", d, f.m.cfg.PublishGap)
+	}
+	for n := byte(1); n <= 40; n++ {
+		parts = append(parts, place(n))
+	}
+	select {
+	case s := <-told:
+		t.Fatalf("gossiped %d partitions during the gap", s.Partitions())
+	default:
+	}
+	release <- struct{}{}
+	s := recvWithin(t, told)
+	for _, p := range parts {
+		if !s.Contains(p) {
+			t.Fatalf("after the gap: gossiped %+v, want partitions %v", s, parts)
+		}
+	}
+	recvWithin(t, waiting) // and it waits again
+	if len(told) != 0 {
+		t.Fatalf("%d more gossips for the writes of one gap", len(told))
+	}
+}
+
+// recvWithin receives from ch, failing the test after 10 s.
+func recvWithin[T any](t *testing.T, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatal("nothing came within 10s")
+	}
+	panic("unreachable")
 }
