@@ -1,0 +1,129 @@
+package launch
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// signal sends sig to the node's process group (the process, and anything
+// a Prefix command left beside it). A process that has exited is not an
+// error.
+func (n *Node) signal(sig syscall.Signal) error {
+	select {
+	case <-n.done:
+		return nil
+	default:
+	}
+	if err := syscall.Kill(-n.Pid(), sig); err != nil && err != syscall.ESRCH {
+		return fmt.Errorf("cannot signal %s (pid %d): %w", n.cfg.Name, n.Pid(), err)
+	}
+	return nil
+}
+
+// Stop sends SIGTERM and waits for the exit; after StopTimeout it sends
+// SIGKILL and returns an error saying so. It also returns an error when
+// the process exits with another code than 0. Once it has exited, the
+// node's ports are held until Restart or Close. Blocks until the exit.
+func (n *Node) Stop() error {
+	if err := n.signal(syscall.SIGTERM); err != nil {
+		return err
+	}
+	select {
+	case <-n.done:
+	case <-time.After(n.cfg.StopTimeout):
+		n.kill()
+		n.holdPorts()
+		return fmt.Errorf("%s did not exit within %v of SIGTERM; killed:\n%s", n.cfg.Name, n.cfg.StopTimeout, tail(n.Logs(), 30))
+	}
+	n.holdPorts()
+	if code := n.ExitCode(); code != 0 {
+		return fmt.Errorf("%s exited %d after SIGTERM: %v:\n%s", n.cfg.Name, code, n.err, tail(n.Logs(), 30))
+	}
+	return nil
+}
+
+// Kill sends SIGKILL, waits for the exit and holds the node's ports until
+// Restart or Close.
+func (n *Node) Kill() {
+	n.kill()
+	n.holdPorts()
+}
+
+func (n *Node) kill() {
+	n.signal(syscall.SIGKILL)
+	<-n.done
+}
+
+// Pause stops the process with SIGSTOP: it holds its ports and answers
+// nothing until Continue.
+func (n *Node) Pause() error { return n.signal(syscall.SIGSTOP) }
+
+// Continue resumes a paused process (SIGCONT).
+func (n *Node) Continue() error { return n.signal(syscall.SIGCONT) }
+
+// Signal sends sig to the node's process group.
+func (n *Node) Signal(sig syscall.Signal) error { return n.signal(sig) }
+
+// portHolds are the sockets keeping a stopped node's ports. Safe for
+// concurrent use.
+type portHolds struct {
+	mu  sync.Mutex
+	tcp []io.Closer // gRPC, admin, gossip, RESP: may stay while the node listens again
+	udp []io.Closer // gossip: must go before the node binds it again
+}
+
+func closeAll(cs []io.Closer) {
+	for _, c := range cs {
+		c.Close()
+	}
+}
+
+func (h *portHolds) releaseUDP() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	closeAll(h.udp)
+	h.udp = nil
+}
+
+func (h *portHolds) release() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	closeAll(h.tcp)
+	closeAll(h.udp)
+	h.tcp, h.udp = nil, nil
+}
+
+// holdPorts holds the TCP ports and the UDP gossip port of the node, which
+// has exited. Best effort: a port another process took in the instant
+// after the exit, or one the launcher cannot bind (another network
+// namespace's address), is reported to Logf and left.
+func (n *Node) holdPorts() {
+	n.held.mu.Lock()
+	defer n.held.mu.Unlock()
+	if len(n.held.tcp)+len(n.held.udp) > 0 {
+		return
+	}
+	for _, addr := range []string{n.GRPC, n.Admin, n.Gossip, n.RESP} {
+		if addr == "" {
+			continue
+		}
+		h, err := HoldPort(addr)
+		if err != nil {
+			n.cfg.Logf("%s (%s) stopped, but its port cannot be held: %v", n.cfg.Name, n.ID, err)
+			continue
+		}
+		n.held.tcp = append(n.held.tcp, h)
+	}
+	if n.Gossip == "" {
+		return
+	}
+	if pc, err := net.ListenPacket("udp", n.Gossip); err != nil {
+		n.cfg.Logf("%s (%s) stopped, but its UDP gossip port cannot be held: %v", n.cfg.Name, n.ID, err)
+	} else {
+		n.held.udp = append(n.held.udp, pc)
+	}
+}
