@@ -30,9 +30,9 @@ type Node struct {
 	cfg  NodeConfig
 	cmd  *exec.Cmd
 	log  *lineLog
-	held *portHolds   // its ports while it is stopped; shared with the Node that restarts it
+	held *portHolds    // its ports while it is stopped; shared with the Node that restarts it
 	done chan struct{} // closed once the process has exited and its output is read
-	err  error        // cmd.Wait's, set before done is closed
+	err  error         // cmd.Wait's, set before done is closed
 }
 
 // StartNode starts a node and waits until it is ready: it logged "node
