@@ -41,13 +41,23 @@ func StartProcess(cmd *exec.Cmd) error {
 // /proc, or it is a zombie that its parent (or, for an orphan, a reaper
 // that may never reap it) has not waited for yet.
 func ProcessGone(pid int) bool {
+	s := processState(pid)
+	return s == 0 || s == 'Z' || s == 'X'
+}
+
+// processState is the state letter of process pid in /proc (R, S, T, Z,
+// ...), 0 when it has no entry.
+func processState(pid int) byte {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return true
+		return 0
 	}
 	// "pid (comm) S ...", where comm may hold spaces and parentheses.
 	i := bytes.LastIndexByte(b, ')')
-	return i < 0 || i+2 >= len(b) || b[i+2] == 'Z' || b[i+2] == 'X'
+	if i < 0 || i+2 >= len(b) {
+		return 0
+	}
+	return b[i+2]
 }
 
 type startRequest struct {

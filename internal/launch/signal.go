@@ -58,9 +58,23 @@ func (n *Node) kill() {
 	<-n.done
 }
 
-// Pause stops the process with SIGSTOP: it holds its ports and answers
-// nothing until Continue.
-func (n *Node) Pause() error { return n.signal(syscall.SIGSTOP) }
+// pauseTimeout bounds Pause's wait for the process to stop.
+const pauseTimeout = 10 * time.Second
+
+// Pause stops the process with SIGSTOP and waits until the kernel shows it
+// stopped: it holds its ports and answers nothing until Continue.
+func (n *Node) Pause() error {
+	if err := n.signal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(pauseTimeout); processState(n.Pid()) != 'T'; {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s (pid %d) did not stop within %v of SIGSTOP", n.cfg.Name, n.Pid(), pauseTimeout)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return nil
+}
 
 // Continue resumes a paused process (SIGCONT).
 func (n *Node) Continue() error { return n.signal(syscall.SIGCONT) }
