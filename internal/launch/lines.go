@@ -1,7 +1,6 @@
 package launch
 
 import (
-	"regexp"
 	"sync"
 	"time"
 )
@@ -41,39 +40,29 @@ func (l *lineLog) snapshot() []string {
 }
 
 // await waits until a line from index seen on satisfies match, and
-// returns its index; -1 when the output ended first (exited) or timeout
-// passed. It wakes on each new line, not on a timer.
-func (l *lineLog) await(seen int, match func(string) bool, timeout time.Duration) (at int, exited bool) {
+// returns it; nil when the output ended first (exited) or timeout passed.
+// It wakes on each new line, not on a timer.
+func (l *lineLog) await(seen int, match func(string) bool, timeout time.Duration) (line *string, exited bool) {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	for {
 		l.mu.Lock()
 		for ; seen < len(l.lines); seen++ {
 			if match(l.lines[seen]) {
+				line := l.lines[seen]
 				l.mu.Unlock()
-				return seen, false
+				return &line, false
 			}
 		}
 		changed, closed := l.changed, l.closed
 		l.mu.Unlock()
 		if closed {
-			return -1, true
+			return nil, true
 		}
 		select {
 		case <-changed:
 		case <-deadline.C:
-			return -1, false
+			return nil, false
 		}
 	}
-}
-
-// AwaitLog waits until a line of the node's log matches re and returns the
-// match. It returns nil when the process exits first (exited is true) or
-// timeout passes.
-func (n *Node) AwaitLog(re *regexp.Regexp, timeout time.Duration) (m []string, exited bool) {
-	at, exited := n.log.await(0, re.MatchString, timeout)
-	if at < 0 {
-		return nil, exited
-	}
-	return re.FindStringSubmatch(n.log.snapshot()[at]), false
 }

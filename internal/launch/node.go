@@ -1,16 +1,11 @@
 package launch
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"syscall"
 )
 
 // ErrPortTaken is returned (wrapped) when a node exits at start because
@@ -27,12 +22,9 @@ type Node struct {
 	// ("" when it serves none), all as the node logged them when ready.
 	ID, GRPC, Admin, Gossip, RESP, RESPSocket string
 
+	*Process
 	cfg  NodeConfig
-	cmd  *exec.Cmd
-	log  *lineLog
-	held *portHolds    // its ports while it is stopped; shared with the Node that restarts it
-	done chan struct{} // closed once the process has exited and its output is read
-	err  error         // cmd.Wait's, set before done is closed
+	held *portHolds // its ports while it is stopped; shared with the Node that restarts it
 }
 
 // StartNode starts a node and waits until it is ready: it logged "node
@@ -55,63 +47,23 @@ func StartNode(ctx context.Context, cfg NodeConfig) (*Node, error) {
 	return n, nil
 }
 
-// spawn starts the process with its output going to a pipe that one
-// goroutine reads until the process exits.
+// spawn makes the node's directories and starts its process.
 func spawn(cfg NodeConfig, held *portHolds) (*Node, error) {
 	for _, d := range []string{cfg.Dir, cfg.DataDir, cfg.ShmDir} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("cannot make %s's directory: %w", cfg.Name, err)
 		}
 	}
-	logf, err := os.OpenFile(filepath.Join(cfg.Dir, "kvring.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	p, err := Spawn(Command{Name: cfg.Name, Args: cfg.args(), Env: cfg.env(os.Environ()),
+		LogPath: filepath.Join(cfg.Dir, "kvring.log")})
 	if err != nil {
-		return nil, fmt.Errorf("cannot open %s's log: %w", cfg.Name, err)
+		return nil, err
 	}
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		logf.Close()
-		return nil, fmt.Errorf("cannot start %s: %w", cfg.Name, err)
-	}
-	args := cfg.args()
-	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Env = cfg.env(os.Environ())
-	cmd.Stdout, cmd.Stderr = pw, pw
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err = StartProcess(cmd)
-	pw.Close()
-	if err != nil {
-		pr.Close()
-		logf.Close()
-		return nil, fmt.Errorf("cannot start %s (%s): %w", cfg.Name, cfg.Binary, err)
-	}
-	n := &Node{cfg: cfg, cmd: cmd, log: newLineLog(), held: held, done: make(chan struct{})}
-	go n.reap(pr, logf)
-	return n, nil
-}
-
-// reap copies the process's output to its log until the process ends,
-// then waits for it.
-func (n *Node) reap(out io.ReadCloser, logf *os.File) {
-	sc := bufio.NewScanner(out)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		logf.WriteString(line + "\n")
-		n.log.add(line)
-	}
-	io.Copy(io.Discard, out) // a line past the scanner's limit: drain, so the process never blocks
-	out.Close()
-	logf.Close()
-	n.err = n.cmd.Wait()
-	n.log.close()
-	close(n.done)
+	return &Node{Process: p, cfg: cfg, held: held}, nil
 }
 
 // Config is the node's configuration, defaults filled in.
 func (n *Node) Config() NodeConfig { return n.cfg }
-
-// Pid is the process id (kvring's: Prefix must exec it).
-func (n *Node) Pid() int { return n.cmd.Process.Pid }
 
 // LogPath is the node's log file (shared with the Nodes that restart it).
 func (n *Node) LogPath() string { return filepath.Join(n.cfg.Dir, "kvring.log") }
@@ -123,27 +75,10 @@ func (n *Node) DataDir() string    { return n.cfg.DataDir }
 func (n *Node) ShmDir() string     { return n.cfg.ShmDir }
 func (n *Node) SocketPath() string { return n.cfg.SocketPath }
 
-// Done is closed once the process has exited.
-func (n *Node) Done() <-chan struct{} { return n.done }
-
-// ExitCode is the process's exit code, -1 while it runs or when a signal
-// ended it.
-func (n *Node) ExitCode() int {
-	select {
-	case <-n.done:
-		return n.cmd.ProcessState.ExitCode()
-	default:
-		return -1
-	}
-}
-
-// Logs is what the process has logged so far, one line per line.
-func (n *Node) Logs() string { return strings.Join(n.log.snapshot(), "\n") }
-
 // Close kills the process (SIGKILL to its group) if it still runs, waits
 // for it and releases the ports held for it. It does not remove the
 // node's directories (their owner does). Idempotent.
 func (n *Node) Close() {
-	n.kill()
+	n.Process.Kill()
 	n.held.release()
 }

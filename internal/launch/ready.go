@@ -51,16 +51,16 @@ func (n *Node) awaitReady(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.ReadyTimeout)
 	defer cancel()
 	deadline, _ := ctx.Deadline()
-	at, exited := n.log.await(0, func(l string) bool { return parseReady(l) != nil }, time.Until(deadline))
+	line, exited := n.log.await(0, func(l string) bool { return parseReady(l) != nil }, time.Until(deadline))
 	switch {
 	case exited && strings.Contains(n.Logs(), "address already in use"):
 		return fmt.Errorf("%s exited at start: %w: %s", n.cfg.Name, ErrPortTaken, lineWith(n.Logs(), "address already in use"))
 	case exited:
 		return fmt.Errorf("%s exited before it was ready:\n%s", n.cfg.Name, tail(n.Logs(), 30))
-	case at < 0:
+	case line == nil:
 		return fmt.Errorf("%s was not ready within %v:\n%s", n.cfg.Name, n.cfg.ReadyTimeout, tail(n.Logs(), 30))
 	}
-	f := parseReady(n.log.snapshot()[at])
+	f := parseReady(*line)
 	n.ID, n.GRPC, n.Admin, n.Gossip = f["node"], f["grpc"], f["admin"], f["gossip"]
 	n.RESP, n.RESPSocket = off(f["resp"]), off(f["resp_socket"])
 	if err := waitReadyz(ctx, n.Admin, n.done); err != nil {

@@ -46,7 +46,7 @@ func (n *Node) Restart(ctx context.Context, args []string) (*Node, error) {
 		if err == nil {
 			return again, nil
 		}
-		again.kill()
+		again.Process.Kill()
 		if !errors.Is(err, ErrPortTaken) || ctx.Err() != nil {
 			return nil, fmt.Errorf("cannot restart %s: %w", cfg.Name, err)
 		}

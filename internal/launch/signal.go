@@ -9,33 +9,18 @@ import (
 	"time"
 )
 
-// signal sends sig to the node's process group (the process, and anything
-// a Prefix command left beside it). A process that has exited is not an
-// error.
-func (n *Node) signal(sig syscall.Signal) error {
-	select {
-	case <-n.done:
-		return nil
-	default:
-	}
-	if err := syscall.Kill(-n.Pid(), sig); err != nil && err != syscall.ESRCH {
-		return fmt.Errorf("cannot signal %s (pid %d): %w", n.cfg.Name, n.Pid(), err)
-	}
-	return nil
-}
-
 // Stop sends SIGTERM and waits for the exit; after StopTimeout it sends
 // SIGKILL and returns an error saying so. It also returns an error when
 // the process exits with another code than 0. Once it has exited, the
 // node's ports are held until Restart or Close. Blocks until the exit.
 func (n *Node) Stop() error {
-	if err := n.signal(syscall.SIGTERM); err != nil {
+	if err := n.Signal(syscall.SIGTERM); err != nil {
 		return err
 	}
 	select {
 	case <-n.done:
 	case <-time.After(n.cfg.StopTimeout):
-		n.kill()
+		n.Process.Kill()
 		n.holdPorts()
 		return fmt.Errorf("%s did not exit within %v of SIGTERM; killed:\n%s", n.cfg.Name, n.cfg.StopTimeout, tail(n.Logs(), 30))
 	}
@@ -49,13 +34,8 @@ func (n *Node) Stop() error {
 // Kill sends SIGKILL, waits for the exit and holds the node's ports until
 // Restart or Close.
 func (n *Node) Kill() {
-	n.kill()
+	n.Process.Kill()
 	n.holdPorts()
-}
-
-func (n *Node) kill() {
-	n.signal(syscall.SIGKILL)
-	<-n.done
 }
 
 // pauseTimeout bounds Pause's wait for the process to stop.
@@ -64,7 +44,7 @@ const pauseTimeout = 10 * time.Second
 // Pause stops the process with SIGSTOP and waits until the kernel shows it
 // stopped: it holds its ports and answers nothing until Continue.
 func (n *Node) Pause() error {
-	if err := n.signal(syscall.SIGSTOP); err != nil {
+	if err := n.Signal(syscall.SIGSTOP); err != nil {
 		return err
 	}
 	for deadline := time.Now().Add(pauseTimeout); processState(n.Pid()) != 'T'; {
@@ -77,10 +57,7 @@ func (n *Node) Pause() error {
 }
 
 // Continue resumes a paused process (SIGCONT).
-func (n *Node) Continue() error { return n.signal(syscall.SIGCONT) }
-
-// Signal sends sig to the node's process group.
-func (n *Node) Signal(sig syscall.Signal) error { return n.signal(sig) }
+func (n *Node) Continue() error { return n.Signal(syscall.SIGCONT) }
 
 // portHolds are the sockets keeping a stopped node's ports. Safe for
 // concurrent use.
