@@ -21,13 +21,20 @@ const retryEvery = 50 * time.Millisecond
 // this one stays as the record of the process that ended. Fails if the
 // process still runs.
 func (n *Node) Restart(ctx context.Context, args []string) (*Node, error) {
+	return n.RestartAs(ctx, n.cfg.Binary, args)
+}
+
+// RestartAs is Restart with another kvring binary: a rolling upgrade's (or
+// downgrade's) step.
+func (n *Node) RestartAs(ctx context.Context, binary string, args []string) (*Node, error) {
 	select {
 	case <-n.done:
 	default:
 		return nil, fmt.Errorf("cannot restart %s: it still runs (pid %d)", n.cfg.Name, n.Pid())
 	}
-	n.holdPorts()
+	n.HoldPorts()
 	cfg := n.cfg
+	cfg.Binary = binary
 	cfg.Args = append([]string(nil), args...)
 	cfg.GRPCAddr, cfg.GossipAddr, cfg.AdminAddr = n.GRPC, n.Gossip, n.Admin
 	if n.RESP != "" {

@@ -21,10 +21,10 @@ func (n *Node) Stop() error {
 	case <-n.done:
 	case <-time.After(n.cfg.StopTimeout):
 		n.Process.Kill()
-		n.holdPorts()
+		n.HoldPorts()
 		return fmt.Errorf("%s did not exit within %v of SIGTERM; killed:\n%s", n.cfg.Name, n.cfg.StopTimeout, tail(n.Logs(), 30))
 	}
-	n.holdPorts()
+	n.HoldPorts()
 	if code := n.ExitCode(); code != 0 {
 		return fmt.Errorf("%s exited %d after SIGTERM: %v:\n%s", n.cfg.Name, code, n.err, tail(n.Logs(), 30))
 	}
@@ -35,7 +35,7 @@ func (n *Node) Stop() error {
 // Restart or Close.
 func (n *Node) Kill() {
 	n.Process.Kill()
-	n.holdPorts()
+	n.HoldPorts()
 }
 
 // pauseTimeout bounds Pause's wait for the process to stop.
@@ -88,11 +88,18 @@ func (h *portHolds) release() {
 	h.tcp, h.udp = nil, nil
 }
 
-// holdPorts holds the TCP ports and the UDP gossip port of the node, which
-// has exited. Best effort: a port another process took in the instant
+// HoldPorts holds the TCP ports and the UDP gossip port of the node, which
+// has exited (by a signal the caller sent, say), until Restart or Close;
+// Stop and Kill do it themselves. It does nothing while the process runs
+// or when its ports are held already. Best effort: a port another process took in the instant
 // after the exit, or one the launcher cannot bind (another network
 // namespace's address), is reported to Logf and left.
-func (n *Node) holdPorts() {
+func (n *Node) HoldPorts() {
+	select {
+	case <-n.done:
+	default:
+		return
+	}
 	n.held.mu.Lock()
 	defer n.held.mu.Unlock()
 	if len(n.held.tcp)+len(n.held.udp) > 0 {
