@@ -163,7 +163,11 @@ func startCluster(t *testing.T, extra ...string) []*e2eNode {
 // it are refused, whatever other tests start meanwhile): launch.Node.Stop.
 func stopNode(t *testing.T, n *e2eNode) {
 	t.Helper()
-	if err := n.ln.Stop(); err != nil {
+	stop := func() error { return n.Stop(e2eStopTimeout) } // a node started with startKvring
+	if n.ln != nil {
+		stop = n.ln.Stop
+	}
+	if err := stop(); err != nil {
 		t.Fatalf("node %s: %v", n.id, err)
 	}
 }

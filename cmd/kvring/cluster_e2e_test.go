@@ -88,7 +88,11 @@ func launched(t *testing.T, ln *launch.Node) *e2eNode {
 
 // holdPorts holds the ports of n, which has exited, until restartNode or
 // the end of the test (launch.Node.HoldPorts).
-func (n *e2eNode) holdPorts(*testing.T) { n.ln.HoldPorts() }
+func (n *e2eNode) holdPorts(*testing.T) {
+	if n.ln != nil {
+		n.ln.HoldPorts()
+	}
+}
 
 // kill sends SIGKILL, waits for the exit and holds the node's ports (until
 // restartNode or the end of the test: launch.Node.Kill).

@@ -173,3 +173,23 @@ func (p *Process) Kill() {
 	p.Signal(syscall.SIGKILL)
 	<-p.done
 }
+
+// Stop sends SIGTERM to the process's group and waits for the exit; after
+// timeout it kills the group (Kill) and returns an error saying so. It
+// also returns an error when the process exits with another code than 0.
+// Blocks until the exit.
+func (p *Process) Stop(timeout time.Duration) error {
+	if err := p.Signal(syscall.SIGTERM); err != nil {
+		return err
+	}
+	select {
+	case <-p.done:
+	case <-time.After(timeout):
+		p.Kill()
+		return fmt.Errorf("%s did not exit within %v of SIGTERM; killed:\n%s", p.name, timeout, tail(p.Logs(), 30))
+	}
+	if code := p.ExitCode(); code != 0 {
+		return fmt.Errorf("%s exited %d after SIGTERM: %v:\n%s", p.name, code, p.err, tail(p.Logs(), 30))
+	}
+	return nil
+}

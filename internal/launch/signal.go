@@ -14,21 +14,9 @@ import (
 // the process exits with another code than 0. Once it has exited, the
 // node's ports are held until Restart or Close. Blocks until the exit.
 func (n *Node) Stop() error {
-	if err := n.Signal(syscall.SIGTERM); err != nil {
-		return err
-	}
-	select {
-	case <-n.done:
-	case <-time.After(n.cfg.StopTimeout):
-		n.Process.Kill()
-		n.HoldPorts()
-		return fmt.Errorf("%s did not exit within %v of SIGTERM; killed:\n%s", n.cfg.Name, n.cfg.StopTimeout, tail(n.Logs(), 30))
-	}
+	err := n.Process.Stop(n.cfg.StopTimeout)
 	n.HoldPorts()
-	if code := n.ExitCode(); code != 0 {
-		return fmt.Errorf("%s exited %d after SIGTERM: %v:\n%s", n.cfg.Name, code, n.err, tail(n.Logs(), 30))
-	}
-	return nil
+	return err
 }
 
 // Kill sends SIGKILL, waits for the exit and holds the node's ports until
