@@ -126,6 +126,20 @@ func (c *Cluster) Restart(ctx context.Context, i int) (*Node, error) {
 	return n, nil
 }
 
+// Stop stops every current node at once (Node.Stop: SIGTERM, then SIGKILL
+// after StopTimeout) and waits for them; it returns their errors joined.
+// Close must still be called.
+func (c *Cluster) Stop() error {
+	nodes := c.Nodes()
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Go(func() { errs[i] = n.Stop() })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
 // Close kills every node still running (SIGKILL: use Stop first for a
 // graceful end), waits for them, releases their ports and removes the
 // directories Start made, segments included. Idempotent.
