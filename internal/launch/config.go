@@ -27,11 +27,13 @@ type NodeConfig struct {
 	Binary string
 	// Name labels the node in errors and log lines (default "node").
 	Name string
-	// Dir is the node's own directory: its log file (kvring.log, appended
-	// to across restarts) and, unless set below, its data directory
-	// (Dir/data) and local socket (Dir/kvring.sock). Required; the caller
-	// owns it.
+	// Dir is the node's own directory: unless set below, its log file
+	// (Dir/kvring.log), data directory (Dir/data) and local socket
+	// (Dir/kvring.sock). Required; the caller owns it.
 	Dir string
+	// LogPath is the file the node's output is appended to, across
+	// restarts (default Dir/kvring.log).
+	LogPath string
 	// DataDir is --data-dir (default Dir/data).
 	DataDir string
 	// ShmDir is --shm-dir, where the node's segments go. Required; the
@@ -87,6 +89,7 @@ func (c NodeConfig) withDefaults() (NodeConfig, error) {
 	}
 	def(&c.Name, "node")
 	def(&c.DataDir, c.Dir+"/data")
+	def(&c.LogPath, c.Dir+"/kvring.log")
 	def(&c.MemoryLimit, DefaultMemoryLimit)
 	def(&c.GRPCAddr, anyPort)
 	def(&c.GossipAddr, anyPort)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 )
 
 // ErrPortTaken is returned (wrapped) when a node exits at start because
@@ -29,7 +28,7 @@ type Node struct {
 
 // StartNode starts a node and waits until it is ready: it logged "node
 // ready" and /readyz answers 200 (bounded by cfg.ReadyTimeout, and by ctx).
-// On error the process is gone. The node's log goes to cfg.Dir/kvring.log
+// On error the process is gone. The node's log goes to cfg.LogPath
 // and is kept in memory (Logs, AwaitLog). The caller must Close it.
 func StartNode(ctx context.Context, cfg NodeConfig) (*Node, error) {
 	cfg, err := cfg.withDefaults()
@@ -55,7 +54,7 @@ func spawn(cfg NodeConfig, held *portHolds) (*Node, error) {
 		}
 	}
 	p, err := Spawn(Command{Name: cfg.Name, Args: cfg.args(), Env: cfg.env(os.Environ()),
-		LogPath: filepath.Join(cfg.Dir, "kvring.log")})
+		LogPath: cfg.LogPath})
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +65,7 @@ func spawn(cfg NodeConfig, held *portHolds) (*Node, error) {
 func (n *Node) Config() NodeConfig { return n.cfg }
 
 // LogPath is the node's log file (shared with the Nodes that restart it).
-func (n *Node) LogPath() string { return filepath.Join(n.cfg.Dir, "kvring.log") }
+func (n *Node) LogPath() string { return n.cfg.LogPath }
 
 // Dir, DataDir, ShmDir and SocketPath are the node's directories and the
 // path of its local socket (served only with NodeConfig.Socket).
