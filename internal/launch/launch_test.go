@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -237,3 +238,33 @@ func TestTheReadyLineIsReadInTextAndJSON(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// TestANodeThatLogsOnlyWarningsIsStillKnown: with --log-level warn the node
+// never logs "node ready"; the launcher knows its ports (picked before the
+// start) and its id (DataDir/node_id), and the Redis port serves.
+func TestANodeThatLogsOnlyWarningsIsStillKnown(t *testing.T) {
+	needBinary(t)
+	c, err := Start(context.Background(), Config{Binary: kvringBin, RESP: true, ShmRoot: t.TempDir(),
+		Flags: []string{"--log-level", "warn"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	n := c.Node(0)
+	if strings.Contains(n.Logs(), "node ready") {
+		t.Fatal("the node logged its ready line at --log-level warn: the test proves nothing")
+	}
+	if n.ID == "" || !SeesRing(context.Background(), n.Admin, n.ID) {
+		t.Fatalf("node %q at %s: not seen as the ring's one member", n.ID, n.Admin)
+	}
+	conn, err := net.Dial("tcp", n.RESP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.Write([]byte("PING\r\n"))
+	b := make([]byte, 7)
+	if _, err := io.ReadFull(conn, b); err != nil || string(b) != "+PONG\r\n" {
+		t.Fatalf("PING on %s: %q %v", n.RESP, b, err)
+	}
+}

@@ -26,15 +26,37 @@ type Node struct {
 	held *portHolds // its ports while it is stopped; shared with the Node that restarts it
 }
 
-// StartNode starts a node and waits until it is ready: it logged "node
-// ready" and /readyz answers 200 (bounded by cfg.ReadyTimeout, and by ctx).
-// On error the process is gone. The node's log goes to cfg.LogPath
-// and is kept in memory (Logs, AwaitLog). The caller must Close it.
+// StartNode starts a node and waits until it is ready: /readyz answers
+// 200, and it logged "node ready" unless its log level hides that line
+// (bounded by cfg.ReadyTimeout, and by ctx). Addresses with port 0 get a
+// free loopback port, held until the node listens (pickPorts); a node that
+// still finds a port taken is started again on other ports. On error the
+// process is gone. The node's log goes to cfg.LogPath and is kept in
+// memory (Logs, AwaitLog). The caller must Close it.
 func StartNode(ctx context.Context, cfg NodeConfig) (*Node, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.ReadyTimeout)
+	defer cancel()
+	for {
+		n, err := startPicked(ctx, cfg)
+		if err == nil || !errors.Is(err, ErrPortTaken) || ctx.Err() != nil {
+			return n, err
+		}
+		cfg.Logf("%s found a port taken; starting it on others: %v", cfg.Name, err)
+	}
+}
+
+// startPicked starts the node on ports picked for it and waits until it is
+// ready.
+func startPicked(ctx context.Context, cfg NodeConfig) (*Node, error) {
+	picked, err := pickPorts(&cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cannot pick ports for %s: %w", cfg.Name, err)
+	}
+	defer picked.release()
 	n, err := spawn(cfg, &portHolds{})
 	if err != nil {
 		return nil, err

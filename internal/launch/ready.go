@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -45,28 +47,54 @@ func parseReady(line string) map[string]string {
 	return out
 }
 
-// awaitReady waits for the "node ready" line, records the addresses it
-// names, then polls /readyz until it answers 200.
+// awaitReady waits until the node is ready and records its id and
+// addresses: from its "node ready" line, which names the ports it got, and
+// when its log level hides that line, from its configuration (its ports
+// are picked before it starts: pickPorts) and the id it keeps in
+// DataDir/node_id. Then it polls /readyz until it answers 200.
 func (n *Node) awaitReady(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.ReadyTimeout)
 	defer cancel()
-	deadline, _ := ctx.Deadline()
-	line, exited := n.log.await(0, func(l string) bool { return parseReady(l) != nil }, time.Until(deadline))
-	switch {
-	case exited && strings.Contains(n.Logs(), "address already in use"):
-		return fmt.Errorf("%s exited at start: %w: %s", n.cfg.Name, ErrPortTaken, lineWith(n.Logs(), "address already in use"))
-	case exited:
-		return fmt.Errorf("%s exited before it was ready:\n%s", n.cfg.Name, tail(n.Logs(), 30))
-	case line == nil:
-		return fmt.Errorf("%s was not ready within %v:\n%s", n.cfg.Name, n.cfg.ReadyTimeout, tail(n.Logs(), 30))
+	if quietLogs(n.cfg) {
+		n.GRPC, n.Gossip, n.Admin = n.cfg.GRPCAddr, n.cfg.GossipAddr, n.cfg.AdminAddr
+		if n.cfg.RESP {
+			n.RESP = n.cfg.RESPAddr
+		}
+	} else {
+		deadline, _ := ctx.Deadline()
+		line, _ := n.log.await(0, func(l string) bool { return parseReady(l) != nil }, time.Until(deadline))
+		if line == nil {
+			return n.startErr("did not log that it is ready")
+		}
+		f := parseReady(*line)
+		n.ID, n.GRPC, n.Admin, n.Gossip = f["node"], f["grpc"], f["admin"], f["gossip"]
+		n.RESP, n.RESPSocket = off(f["resp"]), off(f["resp_socket"])
 	}
-	f := parseReady(*line)
-	n.ID, n.GRPC, n.Admin, n.Gossip = f["node"], f["grpc"], f["admin"], f["gossip"]
-	n.RESP, n.RESPSocket = off(f["resp"]), off(f["resp_socket"])
 	if err := waitReadyz(ctx, n.Admin, n.done); err != nil {
-		return fmt.Errorf("%s logged ready but %w:\n%s", n.cfg.Name, err, tail(n.Logs(), 30))
+		return n.startErr(err.Error())
+	}
+	if n.ID == "" {
+		b, err := os.ReadFile(filepath.Join(n.cfg.DataDir, "node_id"))
+		if err != nil {
+			return fmt.Errorf("%s is ready but its id is unknown: %w", n.cfg.Name, err)
+		}
+		n.ID = strings.TrimSpace(string(b))
 	}
 	return nil
+}
+
+// startErr says why a start failed: the process exited (ErrPortTaken when
+// a port was in use) or it did not get ready (what) in time.
+func (n *Node) startErr(what string) error {
+	select {
+	case <-n.done:
+		if l := lineWith(n.Logs(), "address already in use"); l != "" {
+			return fmt.Errorf("%s exited at start: %w: %s", n.cfg.Name, ErrPortTaken, l)
+		}
+		return fmt.Errorf("%s exited before it was ready:\n%s", n.cfg.Name, tail(n.Logs(), 30))
+	default:
+		return fmt.Errorf("%s %s within %v:\n%s", n.cfg.Name, what, n.cfg.ReadyTimeout, tail(n.Logs(), 30))
+	}
 }
 
 // off maps the "off" a node logs for a port it does not serve to "".
