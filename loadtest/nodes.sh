@@ -1,4 +1,5 @@
-# Sourced by the loadtest scripts, from the repository's root, after they set $work (and $kv, the kvring binary).
+# Sourced by the loadtest scripts, from the repository's root, after they set $work and $kv (the kvring binary; a
+# -kvring option given to start_nodes overrides it).
 #
 # start_nodes ENV [kvnodes options...] [-- serve flags...] starts kvring nodes through kvnodes
 # (internal/launch/cmd/kvnodes: ports the kernel picks, each node with its own data, socket and segment
@@ -15,7 +16,7 @@ start_nodes() {
 	shift
 	[ -x "$work/kvnodes" ] || go build -o "$work/kvnodes" ./internal/launch/cmd/kvnodes
 	rm -f "$env"
-	"$work/kvnodes" -kvring "${kv:?start_nodes needs \$kv}" -env "$env" "$@" </dev/null &
+	"$work/kvnodes" -kvring "${kv:-}" -env "$env" "$@" </dev/null &
 	nodes_pid=$!
 	pids+=("$nodes_pid")
 	while [ ! -e "$env" ]; do
