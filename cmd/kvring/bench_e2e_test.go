@@ -742,8 +742,6 @@ func startBenchNode(b testing.TB, memoryLimit string, extra ...string) *benchNod
 	return &benchNode{Node: ln, id: ln.ID, grpc: ln.GRPC, admin: ln.Admin, gossip: ln.Gossip}
 }
 
-func (n *benchNode) logs() string { return n.Logs() }
-
 // ringHas reports whether the node's latest ring has every member in ids.
 func (n *benchNode) ringHas(ids ...string) bool {
 	lines := strings.Split(n.Logs(), "\n")

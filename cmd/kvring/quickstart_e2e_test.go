@@ -36,15 +36,6 @@ func startInDir(t *testing.T, dir string, args ...string) *dirNode {
 	return n
 }
 
-func (n *dirNode) exited() bool {
-	select {
-	case <-n.Done():
-		return true
-	default:
-		return false
-	}
-}
-
 // stop sends SIGTERM and fails the test unless the node exits 0 in time.
 func (n *dirNode) stop(t *testing.T) {
 	t.Helper()
