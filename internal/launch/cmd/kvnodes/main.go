@@ -72,7 +72,7 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.cfg.Socket, "socket", false, "serve the local socket in each node's directory")
 	fs.StringVar(&o.flags, "flags", "", "more `kvring serve` flags for every node, space-separated")
 	fs.Var(o.nodeFlags, "node-flags", "`I=flags`: more flags for node I (from 1), after -flags; repeat for more nodes")
-	fs.BoolVar(&o.cfg.NoJoin, "no-join", false, "start every node alone")
+	fs.BoolVar(&o.cfg.NoJoin, "no-join", false, "no --join added and no wait for a ring: give --join in the flags to join a running cluster")
 	fs.DurationVar(&o.cfg.ReadyTimeout, "ready-timeout", launch.DefaultReadyTimeout, "bound on each node's start")
 	fs.DurationVar(&o.cfg.StopTimeout, "stop-timeout", launch.DefaultStopTimeout, "bound on each node's exit after SIGTERM, then SIGKILL")
 	if err := fs.Parse(args); err != nil {
