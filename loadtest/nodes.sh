@@ -16,6 +16,7 @@ start_nodes() {
 	shift
 	[ -x "$work/kvnodes" ] || go build -o "$work/kvnodes" ./internal/launch/cmd/kvnodes
 	rm -f "$env"
+	nodes_env=$env
 	"$work/kvnodes" -kvring "${kv:-}" -env "$env" "$@" </dev/null &
 	nodes_pid=$!
 	pids+=("$nodes_pid")
@@ -25,6 +26,16 @@ start_nodes() {
 	done
 	# shellcheck disable=SC1090
 	. "$env"
+}
+
+# nodes_ctl COMMAND I runs a command on node I (from 1) of the last start_nodes and returns once it is done:
+# stop (SIGTERM; it fails when the node does not exit 0 within 30 s), kill (SIGKILL), pause (SIGSTOP), continue
+# (SIGCONT) or restart (on its directories, addresses and flags; it returns once the node is ready again). The
+# node's ports stay held while it is down. Then it sources the env file again (node_pids changes on a restart).
+nodes_ctl() {
+	"$work/kvnodes" ctl "${kv_control:?nodes_ctl needs start_nodes}" "$1" "$2" || return 1
+	# shellcheck disable=SC1090
+	. "$nodes_env"
 }
 
 # stop_nodes stops the nodes of the last start_nodes (by kvnodes' pid) and waits until they are gone.

@@ -126,14 +126,19 @@ func (c *Cluster) Restart(ctx context.Context, i int) (*Node, error) {
 	return n, nil
 }
 
-// Stop stops every current node at once (Node.Stop: SIGTERM, then SIGKILL
-// after StopTimeout) and waits for them; it returns their errors joined.
-// Close must still be called.
+// Stop stops every node still running at once (Node.Stop: SIGTERM, then
+// SIGKILL after StopTimeout) and waits for them; it returns their errors
+// joined. Close must still be called.
 func (c *Cluster) Stop() error {
 	nodes := c.Nodes()
 	errs := make([]error, len(nodes))
 	var wg sync.WaitGroup
 	for i, n := range nodes {
+		select {
+		case <-n.Done():
+			continue // stopped or killed already
+		default:
+		}
 		wg.Go(func() { errs[i] = n.Stop() })
 	}
 	wg.Wait()

@@ -11,9 +11,9 @@ import (
 )
 
 // writeEnv writes the nodes' addresses, pids and directories as bash
-// arrays to path, through a temporary file renamed into place, so a reader
+// arrays, and the control socket, to path, through a temporary file renamed into place, so a reader
 // that sees the file sees all of it.
-func writeEnv(path string, c *launch.Cluster) error {
+func writeEnv(path string, c *launch.Cluster, control string) error {
 	nodes := c.Nodes()
 	arrays := []struct {
 		name string
@@ -37,7 +37,7 @@ func writeEnv(path string, c *launch.Cluster) error {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# kvring nodes started by kvnodes (pid %d); source this file.\n", os.Getpid())
-	fmt.Fprintf(&b, "kv_nodes=%d\n", len(nodes))
+	fmt.Fprintf(&b, "kv_nodes=%d\nkv_control=%s\n", len(nodes), quote(control))
 	for _, a := range arrays {
 		vals := make([]string, len(nodes))
 		for i, n := range nodes {

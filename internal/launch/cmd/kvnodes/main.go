@@ -14,8 +14,15 @@
 // The env file appears (renamed into place) once every node is ready and
 // sees all of them active; it sets the bash arrays grpcs, admins, gossips,
 // resps, sockets, ids, node_pids, logs, data_dirs and shm_dirs (index 0 is
-// the first node) and kv_nodes. loadtest/nodes.sh wraps this for the
-// scripts.
+// the first node), kv_nodes, and kv_control, the Unix socket (-control,
+// default ENV.ctl) on which
+//
+//	kvnodes ctl SOCKET stop|kill|pause|continue|restart NODE
+//
+// stops (SIGTERM, bounded), kills, pauses (SIGSTOP), continues or restarts
+// (same directories, addresses and flags; ready again) node NODE (from 1)
+// and returns once that is done, after writing the env file again.
+// loadtest/nodes.sh wraps all this for the scripts.
 package main
 
 import (
@@ -41,6 +48,7 @@ type options struct {
 	flags     string
 	nodeFlags nodeFlags
 	env       string
+	control   string
 }
 
 // nodeFlags is -node-flags, given once per node that needs its own flags:
@@ -65,6 +73,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.cfg.Nodes, "n", 1, "nodes to start; the second and later join the first")
 	fs.StringVar(&o.cfg.Binary, "kvring", "", "the kvring binary (required)")
 	fs.StringVar(&o.env, "env", "", "the file to write the nodes' addresses to, for a shell to source (required)")
+	fs.StringVar(&o.control, "control", "", "the Unix socket `kvnodes ctl` commands come on (default ENV.ctl)")
 	fs.StringVar(&o.cfg.Dir, "dir", "", "where the nodes' directories go (default: a new directory in $TMPDIR, removed at exit)")
 	fs.StringVar(&o.cfg.ShmRoot, "shm-root", "/dev/shm", "where the nodes' segment directories go (removed at exit)")
 	fs.StringVar(&o.cfg.MemoryLimit, "memory-limit", launch.DefaultMemoryLimit, "each node's --memory-limit")
@@ -81,6 +90,9 @@ func parseFlags(args []string) (options, error) {
 	if o.cfg.Binary == "" || o.env == "" {
 		return o, errors.New("-kvring and -env are required")
 	}
+	if o.control == "" {
+		o.control = o.env + ".ctl"
+	}
 	o.cfg.Flags = append(strings.Fields(o.flags), fs.Args()...)
 	for i, f := range o.nodeFlags {
 		if i > o.cfg.Nodes {
@@ -96,6 +108,13 @@ func parseFlags(args []string) (options, error) {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "ctl" {
+		if err := command(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "kvnodes:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	o, err := parseFlags(os.Args[1:])
 	if errors.Is(err, flag.ErrHelp) {
 		os.Exit(0)
@@ -126,11 +145,18 @@ func run(o options) error {
 		return err
 	}
 	defer c.Close()
-	if err := writeEnv(o.env, c); err != nil {
+	ctl, err := serveControl(c, o.env, o.control)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(o.control)
+	defer ctl.close()
+	if err := writeEnv(o.env, c, o.control); err != nil {
 		return err
 	}
 	defer os.Remove(o.env)
 	<-stopped(ctx)
+	ctl.close()
 	return c.Stop()
 }
 
