@@ -83,7 +83,11 @@ func (c *Cluster) startNode(ctx context.Context, i int) error {
 	if i > 0 && !c.cfg.NoJoin {
 		args = append(args, "--join", c.Node(0).Gossip)
 	}
-	n, err := StartNode(ctx, NodeConfig{Binary: c.cfg.Binary, Name: name, Dir: dir, ShmDir: shm,
+	logPath := ""
+	if c.cfg.LogPrefix != "" {
+		logPath = c.cfg.LogPrefix + strconv.Itoa(i+1) + ".log"
+	}
+	n, err := StartNode(ctx, NodeConfig{Binary: c.cfg.Binary, Name: name, Dir: dir, ShmDir: shm, LogPath: logPath,
 		MemoryLimit: c.cfg.MemoryLimit, RESP: c.cfg.RESP, Socket: c.cfg.Socket, Args: args, Env: c.cfg.Env,
 		Prefix: c.cfg.Prefix, ReadyTimeout: c.cfg.ReadyTimeout, StopTimeout: c.cfg.StopTimeout, Logf: c.cfg.Logf})
 	if err != nil {

@@ -157,6 +157,9 @@ type Config struct {
 	// when present, are node i's (after Flags).
 	Flags     []string
 	NodeFlags [][]string
+	// LogPrefix, if set, puts node i's log (from 1) at LogPrefix + i +
+	// ".log", which Close leaves; by default it is in the node's directory.
+	LogPrefix string
 	// NoJoin starts every node alone (no --join).
 	NoJoin bool
 	// RingTimeout bounds the wait until every node sees all Nodes members

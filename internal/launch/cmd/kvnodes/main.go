@@ -75,6 +75,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.env, "env", "", "the file to write the nodes' addresses to, for a shell to source (required)")
 	fs.StringVar(&o.control, "control", "", "the Unix socket `kvnodes ctl` commands come on (default ENV.ctl)")
 	fs.StringVar(&o.cfg.Dir, "dir", "", "where the nodes' directories go (default: a new directory in $TMPDIR, removed at exit)")
+	fs.StringVar(&o.cfg.LogPrefix, "log-prefix", "", "put node I's log at PREFIXI.log, kept at exit (default: in the node's directory, removed)")
 	fs.StringVar(&o.cfg.ShmRoot, "shm-root", "/dev/shm", "where the nodes' segment directories go (removed at exit)")
 	fs.StringVar(&o.cfg.MemoryLimit, "memory-limit", launch.DefaultMemoryLimit, "each node's --memory-limit")
 	fs.BoolVar(&o.cfg.RESP, "resp", false, "serve the Redis protocol on a port the kernel picks")
