@@ -10,11 +10,12 @@
 # here cost every chunk write a page-cache write of a disk file), with the given extra `kvring serve` flags, and
 # waits until each node is ready and sees all N members active. It sets the arrays grpcs, admins and gossips (the
 # nodes' addresses; and the others start_nodes sets) and appends kvnodes' pid to pids. stop_cluster ends the
-# nodes of the last start_cluster and waits for them.
+# nodes of the last start_cluster and waits for them. The array cluster_opts, if set, holds more kvnodes options
+# (e.g. -stop-timeout 10m).
 loadtest_init() {
 	work=$(mktemp -d)
 	shm=$(mktemp -d "${SHM_ROOT:-/dev/shm}/kvring-loadtest-XXXXXX")
-	pids=()
+	pids=() cluster_opts=()
 	trap loadtest_cleanup EXIT
 	kv="$work/kvring"
 	go build -o "$kv" ./cmd/kvring
@@ -35,7 +36,7 @@ start_cluster() {
 	shift 3
 	mkdir -p "$work/$name" "${shm:?start_cluster needs \$shm}/$name"
 	start_nodes "$work/$name.env" -n "$n" -dir "$work/$name" -shm-root "$shm/$name" -memory-limit "${mem}MiB" -socket \
-		-- --log-level warn "$@"
+		"${cluster_opts[@]}" -- --log-level warn "$@"
 }
 
 stop_cluster() {

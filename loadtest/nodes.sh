@@ -28,12 +28,13 @@ start_nodes() {
 	. "$env"
 }
 
-# nodes_ctl COMMAND I runs a command on node I (from 1) of the last start_nodes and returns once it is done:
-# stop (SIGTERM; it fails when the node does not exit 0 within 30 s), kill (SIGKILL), pause (SIGSTOP), continue
-# (SIGCONT) or restart (on its directories, addresses and flags; it returns once the node is ready again). The
+# nodes_ctl COMMAND I [FLAG...] runs a command on node I (from 1) of the last start_nodes and returns once it is
+# done: stop (SIGTERM; it fails when the node does not exit 0 within kvnodes' -stop-timeout, 30 s by default), kill
+# (SIGKILL), pause (SIGSTOP), continue (SIGCONT) or restart (on its directories, addresses and flags, and FLAGs
+# for this start; it returns once the node is ready again). The
 # node's ports stay held while it is down. Then it sources the env file again (node_pids changes on a restart).
 nodes_ctl() {
-	"$work/kvnodes" ctl "${kv_control:?nodes_ctl needs start_nodes}" "$1" "$2" || return 1
+	"$work/kvnodes" ctl "${kv_control:?nodes_ctl needs start_nodes}" "$@" || return 1
 	# shellcheck disable=SC1090
 	. "$nodes_env"
 }

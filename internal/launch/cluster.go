@@ -22,8 +22,9 @@ type Cluster struct {
 	made []string // directories Start made, removed on Close
 
 	mu    sync.Mutex
-	nodes []*Node // the current process of each node
-	all   []*Node // every process started, for Close
+	nodes []*Node    // the current process of each node
+	args  [][]string // each node's flags at its first start
+	all   []*Node    // every process started, for Close
 }
 
 // Start launches cfg.Nodes nodes one after the other (the second and later
@@ -96,6 +97,7 @@ func (c *Cluster) startNode(ctx context.Context, i int) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.nodes = append(c.nodes, n)
+	c.args = append(c.args, args)
 	c.all = append(c.all, n)
 	return nil
 }
@@ -115,11 +117,21 @@ func (c *Cluster) Node(i int) *Node {
 }
 
 // Restart starts node i again (it must have stopped: Stop or Kill) with
-// its flags, on its directories and addresses (Node.Restart), and makes
-// the new process node i.
+// the flags it was first started with, on its directories and addresses
+// (Node.Restart), and makes the new process node i.
 func (c *Cluster) Restart(ctx context.Context, i int) (*Node, error) {
+	return c.RestartWith(ctx, i, nil)
+}
+
+// RestartWith is Restart with extra flags after the node's first ones, for
+// this start only (the first node, which joined nobody, may have to join
+// another to come back into the ring).
+func (c *Cluster) RestartWith(ctx context.Context, i int, extra []string) (*Node, error) {
 	old := c.Node(i)
-	n, err := old.Restart(ctx, old.Config().Args)
+	c.mu.Lock()
+	args := slices.Concat(c.args[i], extra)
+	c.mu.Unlock()
+	n, err := old.Restart(ctx, args)
 	if err != nil {
 		return nil, err
 	}

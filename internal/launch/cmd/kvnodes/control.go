@@ -16,8 +16,9 @@ import (
 )
 
 // control serves commands on a Unix socket, one per connection, one at a
-// time: "stop I", "kill I", "pause I", "continue I" and "restart I" (I from
-// 1), each answered "ok" or "error: why" once done. After a command the env
+// time: "stop I", "kill I", "pause I", "continue I" and "restart I
+// [FLAG...]" (I from 1; the flags are added to the node's own for this
+// start), each answered "ok" or "error: why" once done. After a command the env
 // file is written again (a restarted node has a new pid). Its goroutine is
 // waited for by close.
 type control struct {
@@ -69,8 +70,8 @@ func (ctl *control) serve(ctx context.Context, conn net.Conn) {
 
 // run runs one command and writes the env file again.
 func (ctl *control) run(ctx context.Context, cmd []string) error {
-	if len(cmd) != 2 {
-		return fmt.Errorf("want COMMAND NODE, got %q", cmd)
+	if len(cmd) < 2 || len(cmd) > 2 && cmd[0] != "restart" {
+		return fmt.Errorf("want COMMAND NODE (restart NODE [FLAG...]), got %q", cmd)
 	}
 	nodes := ctl.c.Nodes()
 	i, err := strconv.Atoi(cmd[1])
@@ -88,7 +89,7 @@ func (ctl *control) run(ctx context.Context, cmd []string) error {
 	case "continue":
 		err = n.Continue()
 	case "restart":
-		_, err = ctl.c.Restart(ctx, i-1)
+		_, err = ctl.c.RestartWith(ctx, i-1, cmd[2:])
 	default:
 		err = errors.New("unknown command " + cmd[0] + ": want stop, kill, pause, continue or restart")
 	}
@@ -105,18 +106,19 @@ func (ctl *control) close() {
 	ctl.wg.Wait()
 }
 
-// command is kvnodes' client mode, `kvnodes ctl SOCKET COMMAND NODE`: it
+// command is kvnodes' client mode, `kvnodes ctl SOCKET COMMAND NODE
+// [FLAG...]`: it
 // sends the command and prints the answer; it fails unless that is "ok".
 func command(args []string) error {
-	if len(args) != 3 {
-		return errors.New("usage: kvnodes ctl SOCKET COMMAND NODE")
+	if len(args) < 3 {
+		return errors.New("usage: kvnodes ctl SOCKET COMMAND NODE [FLAG...]")
 	}
 	conn, err := net.Dial("unix", args[0])
 	if err != nil {
 		return fmt.Errorf("cannot reach kvnodes: %w", err)
 	}
 	defer conn.Close()
-	if _, err := fmt.Fprintf(conn, "%s %s\n", args[1], args[2]); err != nil {
+	if _, err := fmt.Fprintln(conn, strings.Join(args[1:], " ")); err != nil {
 		return err
 	}
 	sc := bufio.NewScanner(conn)

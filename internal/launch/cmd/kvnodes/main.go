@@ -17,10 +17,11 @@
 // the first node), kv_nodes, and kv_control, the Unix socket (-control,
 // default ENV.ctl) on which
 //
-//	kvnodes ctl SOCKET stop|kill|pause|continue|restart NODE
+//	kvnodes ctl SOCKET stop|kill|pause|continue|restart NODE [FLAG...]
 //
 // stops (SIGTERM, bounded), kills, pauses (SIGSTOP), continues or restarts
-// (same directories, addresses and flags; ready again) node NODE (from 1)
+// (same directories, addresses and flags, and FLAGs for this start; ready
+// again) node NODE (from 1)
 // and returns once that is done, after writing the env file again.
 // loadtest/nodes.sh wraps all this for the scripts.
 package main
