@@ -42,7 +42,7 @@ type NodeConfig struct {
 	// MemoryLimit is --memory-limit (default DefaultMemoryLimit).
 	MemoryLimit string
 	// GRPCAddr, GossipAddr and AdminAddr are the listen addresses (default
-	// 127.0.0.1:0: the kernel picks the port, the node logs it).
+	// 127.0.0.1:0: a free port, held for the node until it listens).
 	GRPCAddr, GossipAddr, AdminAddr string
 	// RESP serves the Redis protocol on RESPAddr (default 127.0.0.1:0).
 	// Without it the node serves none (KVRING_RESP_ADDR is cleared).
