@@ -1,135 +1,106 @@
 package node
 
 import (
-	"encoding/json"
-	"net/http"
-	"net/http/pprof"
+	"github.com/kvring/kvring/node/internal/admin"
+	"github.com/kvring/kvring/node/internal/resp/respcoord"
+	"github.com/kvring/kvring/node/membership"
 )
 
-// adminHandler serves the operator endpoints. Every reply is JSON; errors
-// are {"error": "..."} with a matching status code: 404 for an unknown path,
-// 405 (with Allow) for a known path and another method, 503 while the node
-// cannot answer. Handlers never wait for the node's lifecycle lock, so they
-// answer during shutdown.
-func (n *Node) adminHandler() http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", n.metricsHandler())
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "alive"})
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		rd := n.Readiness()
-		if !rd.Ready {
-			writeJSON(w, http.StatusServiceUnavailable, rd)
-			return
-		}
-		writeJSON(w, http.StatusOK, rd)
-	})
-	mux.HandleFunc("GET /v1/stats", func(w http.ResponseWriter, r *http.Request) {
-		p := n.parts.Load()
-		if p == nil || !n.Ready() {
-			writeError(w, http.StatusServiceUnavailable, "node is not serving")
-			return
-		}
-		writeJSON(w, http.StatusOK, statsOf(p))
-	})
-	mux.HandleFunc("GET /v1/cluster", func(w http.ResponseWriter, r *http.Request) {
-		info, ok := n.Cluster()
-		if !ok {
-			writeError(w, http.StatusServiceUnavailable, "node has not started gossip")
-			return
-		}
-		writeJSON(w, http.StatusOK, info)
-	})
-	mux.HandleFunc("GET /v1/version", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, n.cfg.Build)
-	})
-	mux.HandleFunc("GET /v1/handoff", func(w http.ResponseWriter, r *http.Request) {
-		st, ok := n.Handoff()
-		if !ok {
-			writeError(w, http.StatusServiceUnavailable, "node has not started")
-			return
-		}
-		writeJSON(w, http.StatusOK, st)
-	})
-	mux.HandleFunc("GET /v1/ring", func(w http.ResponseWriter, r *http.Request) {
-		info, ok := n.RingInfo()
-		if !ok {
-			writeError(w, http.StatusServiceUnavailable, "node has not started gossip")
-			return
-		}
-		writeJSON(w, http.StatusOK, info)
-	})
-	mux.HandleFunc("GET /v1/namespaces", func(w http.ResponseWriter, r *http.Request) {
-		if n.parts.Load() == nil {
-			writeError(w, http.StatusServiceUnavailable, "node has not started")
-			return
-		}
-		ns := n.Namespaces()
-		if !n.adminAuthenticated() {
-			hideFingerprints(ns)
-		}
-		writeJSON(w, http.StatusOK, map[string][]NamespaceInfo{"namespaces": ns})
-	})
-	mux.HandleFunc("GET /v1/namespaces/{name}/share", n.getShare)
-	mux.HandleFunc("GET /v1/resp/locate", n.locateRESP)
-	n.registerActions(mux)
-	if n.cfg.EnablePprof {
-		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
-		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
-		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+// The admin API's answers, as the kvring CLI decodes them (their fields
+// are documented in node/internal/admin, which serves them).
+type (
+	ClusterInfo      = admin.ClusterInfo
+	ClusterMember    = admin.ClusterMember
+	RingInfo         = admin.RingInfo
+	RingMember       = admin.RingMember
+	NamespaceInfo    = admin.NamespaceInfo
+	NamespaceSchema  = admin.NamespaceSchema
+	NamespaceShare   = admin.NamespaceShare
+	Readiness        = admin.Readiness
+	Stats            = admin.Stats
+	DrainState       = admin.DrainState
+	Forgotten        = admin.Forgotten
+	DroppedNamespace = admin.DroppedNamespace
+	// RESPLocation answers GET /v1/resp/locate; RESPKeyLocation is one
+	// key's (respcoord.Location, respcoord.KeyLocation).
+	RESPLocation    = respcoord.Location
+	RESPKeyLocation = respcoord.KeyLocation
+)
+
+// newAdmin is the admin API over the started node's parts p (Start makes
+// it before it publishes p).
+func (n *Node) newAdmin(p *nodeParts) *admin.API {
+	return admin.New(admin.Config{Store: p.store, Disk: p.disk, Registry: p.svc.Registry, Owner: p.svc.Owner,
+		Coord: p.svc.Coord, Metrics: p.svc.Metrics, Member: p.member, Mover: p.mover, Guard: p.guard, Credentials: p.sec,
+		RESP: p.resp, RESPCluster: p.respCluster, RESPClusterMode: n.cfg.RESP.ClusterMode, Build: n.cfg.Build,
+		AdminActions: n.cfg.AdminActions, EnablePprof: n.cfg.EnablePprof, MetricsHandler: n.metricsHandler(),
+		Ready: n.Ready, Draining: &n.draining, Now: n.cfg.Now, Logger: n.log})
+}
+
+// NodeID returns the node's id ("" before Start has opened the store). It
+// does not block.
+func (n *Node) NodeID() string {
+	if p := n.parts.Load(); p != nil {
+		return p.store.NodeID()
 	}
-	return n.adminAuth(jsonNoRoute(mux))
+	return ""
 }
 
-// jsonNoRoute serves mux, turning its plain-text "404 page not found" and
-// "405 method not allowed" answers into JSON errors (keeping the Allow
-// header).
-func jsonNoRoute(mux *http.ServeMux) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h, pattern := mux.Handler(r)
-		if pattern != "" {
-			mux.ServeHTTP(w, r)
-			return
-		}
-		rec := &statusRecorder{header: make(http.Header), status: http.StatusOK}
-		h.ServeHTTP(rec, r)
-		switch rec.status {
-		case http.StatusMethodNotAllowed:
-			w.Header()["Allow"] = rec.header["Allow"]
-			writeError(w, rec.status, "method "+r.Method+" not allowed on "+r.URL.Path+"; allowed: "+rec.header.Get("Allow"))
-		case http.StatusNotFound:
-			writeError(w, rec.status, "no such endpoint: "+r.Method+" "+r.URL.Path)
-		default: // a redirect to the canonical path
-			for k, v := range rec.header {
-				w.Header()[k] = v
-			}
-			w.WriteHeader(rec.status)
-		}
-	})
+// Members returns the members this node knows, sorted by ID, this node
+// included (nil before Start). It does not block.
+func (n *Node) Members() []membership.Member {
+	p := n.parts.Load()
+	if p == nil {
+		return nil
+	}
+	return p.member.Members()
 }
 
-// statusRecorder keeps the status and headers a handler writes and drops
-// its body.
-type statusRecorder struct {
-	header http.Header
-	status int
+// Cluster returns this node's view of the cluster (GET /v1/cluster). ok is
+// false before Start has opened gossip. It does not block.
+func (n *Node) Cluster() (info ClusterInfo, ok bool) {
+	p := n.parts.Load()
+	if p == nil {
+		return ClusterInfo{}, false
+	}
+	return p.admin.Cluster(), true
 }
 
-func (s *statusRecorder) Header() http.Header         { return s.header }
-func (s *statusRecorder) Write(p []byte) (int, error) { return len(p), nil }
-func (s *statusRecorder) WriteHeader(code int)        { s.status = code }
-
-func writeError(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, map[string]string{"error": msg})
+// RingInfo returns the current ring's settings and load (GET /v1/ring). ok
+// is false before Start has opened gossip. It does not block.
+func (n *Node) RingInfo() (info RingInfo, ok bool) {
+	p := n.parts.Load()
+	if p == nil {
+		return RingInfo{}, false
+	}
+	return p.admin.RingInfo(), true
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
+// Namespaces returns the namespaces this node knows, sorted by name (nil
+// before Start). It does not block.
+func (n *Node) Namespaces() []NamespaceInfo {
+	p := n.parts.Load()
+	if p == nil {
+		return nil
+	}
+	return p.admin.Namespaces()
+}
+
+// Readiness reports whether the node serves and which condition is missing
+// (GET /readyz). It does not block.
+func (n *Node) Readiness() Readiness {
+	p := n.parts.Load()
+	if p == nil {
+		return Readiness{Serving: n.Ready(), Draining: n.draining.Load(), Status: "not ready"}
+	}
+	return p.admin.Readiness()
+}
+
+// DropNamespace removes namespace name from this node: its registry record
+// and every chunk of it the store holds (pinned ones when their pins end).
+// Engines of the namespace then get FailedPrecondition ("not registered") on
+// their next call here, and register again if they mean to. An unknown
+// name is refused (its error's text says so). Call it after Start.
+func (n *Node) DropNamespace(name string) (DroppedNamespace, error) {
+	return n.parts.Load().admin.DropNamespace(name)
 }

@@ -113,7 +113,7 @@ func TestAClientsBeginlessFloodIsBoundedAndOthersStillPut(t *testing.T) {
 		t.Fatalf("the flood's %d streams ended with %v, want some ResourceExhausted and at least %d DeadlineExceeded, nothing else",
 			flood, count, bound)
 	}
-	if got := promtestutil.ToFloat64(nd.svc.m.PutBeginRefused); got != float64(count[codes.ResourceExhausted]) {
+	if got := promtestutil.ToFloat64(nd.svc.Metrics.PutBeginRefused); got != float64(count[codes.ResourceExhausted]) {
 		t.Fatalf("kvring_put_begin_refused_total = %v, want %d", got, count[codes.ResourceExhausted])
 	}
 }

@@ -120,9 +120,9 @@ func TestAStuckOwnerIsSkippedWithinTheDeadline(t *testing.T) {
 func TestCommitRefusesATokenOfAnotherChunk(t *testing.T) {
 	t.Parallel()
 	tc := newTestCluster(t, 1, 8<<20)
-	o := tc.nodes[0].svc.owner
+	o := tc.nodes[0].svc.Owner
 	ref := &kvringv1.NamespaceRef{Name: "ns", Fingerprint: make([]byte, 32)}
-	if _, _, err := tc.nodes[0].svc.reg.Merge(&kvringv1.NamespaceRecord{Name: "ns", Fingerprint: ref.GetFingerprint()}); err != nil {
+	if _, _, err := tc.nodes[0].svc.Registry.Merge(&kvringv1.NamespaceRecord{Name: "ns", Fingerprint: ref.GetFingerprint()}); err != nil {
 		t.Fatal(err)
 	}
 	a, b := chunkOf(1, 100), chunkOf(2, 100)
@@ -259,7 +259,7 @@ func TestBytesThatFailTheirChecksumAreNeverServed(t *testing.T) {
 	if r := res[0]; r.Found || r.Data != nil || !strings.Contains(r.Reason, "failed their checksum") {
 		t.Fatalf("a damaged chunk: found %v, %d bytes, reason %q; want a miss naming the checksum", r.Found, len(r.Data), r.Reason)
 	}
-	if got := testutil.ToFloat64(tc.nodes[0].svc.m.GetBy[metrics.GetChecksumError]); got != 1 {
+	if got := testutil.ToFloat64(tc.nodes[0].svc.Metrics.GetBy[metrics.GetChecksumError]); got != 1 {
 		t.Fatalf("checksum_error counted %v times, want 1", got)
 	}
 }

@@ -20,18 +20,20 @@ import (
 	"github.com/kvring/kvring/client"
 	"github.com/kvring/kvring/internal/testutil"
 	"github.com/kvring/kvring/node/internal/clustertest"
+	"github.com/kvring/kvring/node/internal/collectors"
+	"github.com/kvring/kvring/node/internal/services"
 	"github.com/kvring/kvring/ring"
 	"github.com/kvring/kvring/store"
 )
 
 // testNode is one node of an in-process cluster with a fixed ring: a store
-// and the services a node serves (wired by newServices, as Start wires them)
+// and the services a node serves (wired by services.New, as Start wires them)
 // on 127.0.0.1.
 type testNode struct {
 	id   string
 	addr string
 	st   *store.Store
-	svc  *services
+	svc  *services.Services
 	reg  *prometheus.Registry // the node's metrics
 	gs   *grpc.Server
 	lis  net.Listener
@@ -85,16 +87,16 @@ func newTestClusterWith(t testing.TB, n int, limit int64, change func(i int, cfg
 			t.Fatal(err)
 		}
 		nd := &testNode{id: st.NodeID(), addr: lis.Addr().String(), st: st, lis: lis, reg: cfg.Registerer.(*prometheus.Registry)}
-		nd.svc = newServices(&cfg, st, clusterView{ring: tc.Ring, unsettled: tc.Unsettled, draining: tc.Draining, suspect: tc.Suspect,
-			peerDial: []grpc.DialOption{tc.Net.DialOption(st.NodeID())}}, nil)
-		nd.reg.MustRegister(nodeCollectors(nd.svc, st, nil, tc.Ring)...)
-		nd.gs = nd.svc.grpc
+		nd.svc = services.New(servicesConfig(&cfg, nil), st, services.ClusterView{Ring: tc.Ring, Unsettled: tc.Unsettled,
+			Draining: tc.Draining, Suspect: tc.Suspect, PeerDial: []grpc.DialOption{tc.Net.DialOption(st.NodeID())}})
+		nd.reg.MustRegister(collectors.Node(nd.svc, st, nil, tc.Ring)...)
+		nd.gs = nd.svc.GRPC
 		healthpb.RegisterHealthServer(nd.gs, health.NewServer())
-		go nd.svc.serve(lis)
+		go nd.svc.Serve(lis)
 		tc.nodes = append(tc.nodes, nd)
 		members = append(members, ring.Member{ID: nd.id, Addr: nd.addr})
 		t.Cleanup(func() {
-			nd.svc.close()
+			nd.svc.Close()
 			st.Close()
 		})
 	}
@@ -295,7 +297,7 @@ func (tc *testCluster) useMembers(t *testing.T, members []ring.Member) {
 	}
 	old := tc.Swap(r)
 	for _, n := range tc.nodes {
-		n.svc.coord.RingChanged(old, r)
+		n.svc.Coord.RingChanged(old, r)
 	}
 }
 

@@ -409,7 +409,7 @@ func (c *Config) validate() error {
 	}
 	errs = append(errs, c.Spread.check()...)
 	errs = append(errs, c.checkLimits()...)
-	errs = append(errs, c.Security.validate()...)
+	errs = append(errs, c.Security.Validate()...)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("invalid node configuration: %w", err)
 	}

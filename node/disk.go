@@ -43,31 +43,3 @@ func (n *Node) closeDisk(p *nodeParts) error {
 	}
 	return p.disk.Close() // idempotent
 }
-
-// Stats is /v1/stats: the store's accounting, and the disk tier's under
-// "disk" when it is on.
-type Stats struct {
-	store.Stats
-	Disk *disk.Stats `json:"disk,omitempty"`
-}
-
-// statsOf is the node's Stats.
-func statsOf(p *nodeParts) Stats {
-	s := Stats{Stats: p.store.Stats()}
-	if p.disk != nil {
-		ds := p.disk.Stats()
-		s.Disk = &ds
-	}
-	return s
-}
-
-// diskError is the disk tier's Health as text ("" when healthy or off).
-func diskError(p *nodeParts) string {
-	if p == nil || p.disk == nil {
-		return ""
-	}
-	if err := p.disk.Health(); err != nil {
-		return err.Error()
-	}
-	return ""
-}

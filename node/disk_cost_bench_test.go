@@ -54,7 +54,7 @@ func BenchmarkDRAMPathWithDiskTier(b *testing.B) {
 	if st := onNode.Store().Stats(); st.LowerHits != 0 {
 		b.Fatalf("%d gets were read from disk: the hot chunks left shared memory", st.LowerHits)
 	}
-	if n := statsOf(onNode.parts.Load()).Disk.Offloads; n < uint64(b.N)/2 {
+	if n := onNode.parts.Load().disk.Stats().Offloads; n < uint64(b.N)/2 {
 		b.Fatalf("%d offloads in %d rounds: the tier was not offloading", n, b.N)
 	}
 	for op, name := range []string{"put", "get"} {

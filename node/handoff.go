@@ -3,8 +3,8 @@ package node
 import (
 	"context"
 	"errors"
-	"net/http"
 
+	"github.com/kvring/kvring/node/internal/admin"
 	"github.com/kvring/kvring/node/internal/handoff"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
@@ -35,11 +35,8 @@ func (n *Node) Leave(ctx context.Context) (DrainResult, error) {
 	if p == nil {
 		return DrainResult{}, errors.New("cannot leave: the node has not started")
 	}
-	if _, err := n.setDraining(ctx, true); err != nil {
-		var ae *actionError
-		if !errors.As(err, &ae) || ae.status != http.StatusServiceUnavailable {
-			return DrainResult{}, err
-		}
+	if err := p.admin.SetDraining(ctx, true); err != nil && !admin.NotServing(err) {
+		return DrainResult{}, err
 	}
 	p.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING) // engines move to other nodes
 	st := p.mover.Drain(ctx)

@@ -358,7 +358,7 @@ func TestConfigConnectionLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := n.adminServer(); s.WriteTimeout != 0 || s.ReadTimeout != 0 || s.IdleTimeout != 2*time.Minute ||
+	if s := n.adminServer(nil); s.WriteTimeout != 0 || s.ReadTimeout != 0 || s.IdleTimeout != 2*time.Minute ||
 		s.MaxHeaderBytes != 64<<10 || s.ReadHeaderTimeout != 10*time.Second {
 		t.Fatalf("admin server limits: write %s read %s idle %s header %d", s.WriteTimeout, s.ReadTimeout, s.IdleTimeout, s.MaxHeaderBytes)
 	}

@@ -33,7 +33,7 @@ func TestNamespaceMetricsFollowWhatTheNodeHoldsAndCounts(t *testing.T) {
 	if _, err := c.Lookup(ctx, ids[:1], 0); err != nil { // the first: evicted
 		t.Fatal(err)
 	}
-	rec := nd.svc.reg.Get("test/model")
+	rec := nd.svc.Registry.Get("test/model")
 	if rec == nil {
 		t.Fatal("test/model is not registered")
 	}

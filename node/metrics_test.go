@@ -12,6 +12,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/kvring/kvring/client"
+	"github.com/kvring/kvring/node/internal/collectors"
 	"github.com/kvring/kvring/node/internal/metrics"
 	"github.com/kvring/kvring/store"
 )
@@ -108,12 +109,12 @@ func checkStoreGauges(t *testing.T, nd *testNode) series {
 			t.Errorf("node %s: %s = %v, the store says %d", nd.id, name, got, want)
 		}
 	}
-	for _, r := range reasonsOf(evictionReasons, before.Evictions) {
+	for _, r := range collectors.EvictionReasons(before.Evictions) {
 		if got := s.get(t, fmt.Sprintf("kvring_store_evictions_total{reason=%q}", r)); got != float64(before.Evictions[r]) {
 			t.Errorf("node %s: evictions %s = %v, the store says %d", nd.id, r, got, before.Evictions[r])
 		}
 	}
-	for _, r := range reasonsOf(rejectionReasons, before.Rejections) {
+	for _, r := range collectors.RejectionReasons(before.Rejections) {
 		if got := s.get(t, fmt.Sprintf("kvring_store_rejections_total{reason=%q}", r)); got != float64(before.Rejections[r]) {
 			t.Errorf("node %s: rejections %s = %v, the store says %d", nd.id, r, got, before.Rejections[r])
 		}
@@ -295,32 +296,5 @@ func TestPutRejectionsAreCountedAsTheEngineSawThem(t *testing.T) {
 	}
 	if st := nd.st.Stats(); st.UsedBytes > st.LimitBytes || s.get(t, "kvring_store_used_bytes") > s.get(t, "kvring_store_limit_bytes") {
 		t.Errorf("used above the limit: %+v", st)
-	}
-}
-
-// TestStoreCollectorExportsEveryReason: reasons the store has not counted yet
-// are exported as 0, so their series exist before the first event.
-func TestStoreCollectorExportsEveryReason(t *testing.T) {
-	t.Parallel()
-	st, err := store.Open(store.Config{DataDir: t.TempDir(), ShmDir: t.TempDir(), MemoryLimit: 1 << 20, MaintenanceInterval: -1, Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(newStoreCollector(st))
-	s := scrape(t, reg)
-	for _, r := range evictionReasons {
-		if v := s.get(t, fmt.Sprintf("kvring_store_evictions_total{reason=%q}", r)); v != 0 {
-			t.Errorf("evictions %s = %v on a new store", r, v)
-		}
-	}
-	for _, r := range rejectionReasons {
-		if v := s.get(t, fmt.Sprintf("kvring_store_rejections_total{reason=%q}", r)); v != 0 {
-			t.Errorf("rejections %s = %v on a new store", r, v)
-		}
-	}
-	if v := s.get(t, "kvring_store_limit_bytes"); v != 1<<20 {
-		t.Errorf("limit = %v", v)
 	}
 }

@@ -47,7 +47,7 @@ func TestConflictingRegistrationsAtOnceAgreeOnOneSchema(t *testing.T) {
 		if won != 1 {
 			t.Fatalf("round %d: %d registrations succeeded (%v), want exactly 1", round, won, errs)
 		}
-		a, b := tc.nodes[0].svc.reg.Get(name), tc.nodes[1].svc.reg.Get(name)
+		a, b := tc.nodes[0].svc.Registry.Get(name), tc.nodes[1].svc.Registry.Get(name)
 		if a == nil || b == nil || string(a.GetFingerprint()) != string(b.GetFingerprint()) {
 			t.Fatalf("round %d: the nodes hold different records: %v / %v", round, a, b)
 		}

@@ -33,7 +33,7 @@ func TestReadsOfAnUnknownNamespaceRegisterItNowhere(t *testing.T) {
 		}
 	}
 	for _, n := range tc.nodes {
-		if rec := n.svc.reg.Get("test/typo"); rec != nil {
+		if rec := n.svc.Registry.Get("test/typo"); rec != nil {
 			t.Fatalf("node %s registered the namespace a read named: %v", n.id, rec)
 		}
 	}
@@ -42,7 +42,7 @@ func TestReadsOfAnUnknownNamespaceRegisterItNowhere(t *testing.T) {
 		t.Fatalf("put: %+v, %v", res, err)
 	}
 	for _, n := range tc.nodes {
-		if n.svc.reg.Get("test/model") == nil {
+		if n.svc.Registry.Get("test/model") == nil {
 			t.Fatalf("node %s did not learn the namespace a put registered", n.id)
 		}
 	}

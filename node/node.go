@@ -16,10 +16,15 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/kvring/kvring/node/internal/admin"
+	"github.com/kvring/kvring/node/internal/collectors"
 	"github.com/kvring/kvring/node/internal/handoff"
 	"github.com/kvring/kvring/node/internal/localsock"
 	"github.com/kvring/kvring/node/internal/netguard"
 	"github.com/kvring/kvring/node/internal/resp"
+	"github.com/kvring/kvring/node/internal/resp/respcoord"
+	"github.com/kvring/kvring/node/internal/security"
+	"github.com/kvring/kvring/node/internal/services"
 	"github.com/kvring/kvring/node/membership"
 	"github.com/kvring/kvring/ring"
 	"github.com/kvring/kvring/store"
@@ -57,19 +62,21 @@ type nodeParts struct {
 	grpcLis   net.Listener
 	adminLis  net.Listener
 	member    *membership.Membership
-	svc       *services
+	svc       *services.Services
 	unmetrics func() // unregisters the node's metrics
 	// resp serves the Redis-protocol port (nil when off); respUnmetrics
 	// unregisters its metrics.
 	resp          *resp.Server
-	respLis       net.Listener // until resp takes it
-	respSock      net.Listener // the Redis-protocol Unix socket; resp owns it
+	respCluster   *respcoord.Cluster // resp's Cluster
+	respLis       net.Listener       // until resp takes it
+	respSock      net.Listener       // the Redis-protocol Unix socket; resp owns it
 	respUnmetrics func()
 	health        *health.Server
 	adminSrv      *http.Server
 	socket        *localsock.Server // nil when the local socket is off
 	mover         *handoff.Mover
-	sec           *security // credentials read at start (security.go)
+	admin         *admin.API            // the admin HTTP API and views, made last
+	sec           *security.Credentials // credentials read at start (node/internal/security)
 	// guard keeps the listeners accepting when descriptors run out and
 	// caps the gRPC port's connections (node/internal/netguard).
 	guard *netguard.Guard
@@ -132,6 +139,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	if err := n.openRESP(p); err != nil {
 		return fmt.Errorf("cannot start node: %w", err)
 	}
+	p.admin = n.newAdmin(p)
 	n.parts.Store(p)
 	n.serveAll(p)
 	if err := p.member.Start(ctx); err != nil {
@@ -142,7 +150,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	n.wg.Go(func() { n.syncNamespaces(p.svc) })
 	n.announceActive(ctx, p)
 	p.mover.Start()
-	p.svc.spreader.Start()
+	p.svc.Spreader.Start()
 	return nil
 }
 
@@ -194,8 +202,8 @@ func (n *Node) listen(ctx context.Context, p *nodeParts) (err error) {
 func (n *Node) membershipConfig(ctx context.Context, p *nodeParts) (membership.Config, error) {
 	mcfg := n.cfg.Membership
 	mcfg.NodeID = p.store.NodeID()
-	if p.sec != nil && len(p.sec.gossipKeys) > 0 {
-		mcfg.Keys = p.sec.gossipKeys
+	if p.sec != nil && len(p.sec.GossipKeys()) > 0 {
+		mcfg.Keys = p.sec.GossipKeys()
 	}
 	var err error
 	if mcfg.GRPCAddr, err = n.advertisedGRPC(ctx, p.grpcLis, mcfg); err != nil {
@@ -207,7 +215,7 @@ func (n *Node) membershipConfig(ctx context.Context, p *nodeParts) (membership.C
 	}
 	mcfg.OnRingChange = func(old, r *ring.Ring) {
 		if q := n.parts.Load(); q != nil {
-			q.svc.coord.RingChanged(old, r)
+			q.svc.Coord.RingChanged(old, r)
 			q.mover.Kick()
 		}
 	}
@@ -218,7 +226,7 @@ func (n *Node) membershipConfig(ctx context.Context, p *nodeParts) (membership.C
 	}
 	mcfg.OnMemberGone = func(id string) { // its coordinator's lookup leases will never be released
 		if q := n.parts.Load(); q != nil {
-			if ended := q.svc.owner.CoordinatorGone(id); ended > 0 {
+			if ended := q.svc.Owner.CoordinatorGone(id); ended > 0 {
 				n.log.Info("ended the lookup leases of a coordinator that is gone", "member", id, "leases", ended)
 			}
 		}
@@ -234,21 +242,21 @@ func (n *Node) wire(p *nodeParts, mcfg membership.Config) (err error) {
 	}
 	// Reads ask owners, and the members whose hand-off summaries say they
 	// may hold a partition's chunks (moves); never every member at once.
-	p.svc = newServices(&n.cfg, p.store, clusterView{ring: p.member.Ring, moves: p.member.Moves, draining: p.member.Draining,
-		suspect: p.member.Suspect, died: p.member.Died}, p.sec)
-	if err := restoreNamespaces(p.store, p.svc.reg, n.log); err != nil {
+	p.svc = services.New(servicesConfig(&n.cfg, p.sec), p.store, services.ClusterView{Ring: p.member.Ring, Moves: p.member.Moves,
+		Draining: p.member.Draining, Suspect: p.member.Suspect, Died: p.member.Died})
+	if err := services.RestoreNamespaces(p.store, p.svc.Registry, n.log); err != nil {
 		return err
 	}
-	p.mover = handoff.New(handoff.Config{Self: p.store.NodeID(), Store: p.store, Registry: p.svc.reg, Ring: p.member.Ring,
-		Owners: p.svc.coord.Owners, Peers: p.svc.coord, Spread: p.svc.spread, Announce: p.member.SetMoves, Rate: n.cfg.HandoffRate,
+	p.mover = handoff.New(handoff.Config{Self: p.store.NodeID(), Store: p.store, Registry: p.svc.Registry, Ring: p.member.Ring,
+		Owners: p.svc.Coord.Owners, Peers: p.svc.Coord, Spread: p.svc.Spread, Announce: p.member.SetMoves, Rate: n.cfg.HandoffRate,
 		Retry: n.cfg.HandoffRetry, Sweep: n.cfg.HandoffSweep, Batch: min(n.cfg.MaxBatchChunks, 1024),
 		Log: n.cfg.Logger.With("component", "handoff")})
-	p.svc.placed.f = p.mover.Placed
-	cs := append(nodeCollectors(p.svc, p.store, p.member.Members, p.member.Ring), buildInfoGauge(n.cfg.Build))
-	cs = append(cs, activeVersionGauges(p.member.Active)...)
+	p.svc.SetPlaced(p.mover.Placed)
+	cs := append(collectors.Node(p.svc, p.store, p.member.Members, p.member.Ring), collectors.Build(n.cfg.Build))
+	cs = append(cs, collectors.ActiveVersions(p.member.Active)...)
 	p.unmetrics, err = registerAll(n.cfg.Registerer, append(cs,
-		slices.Concat(p.mover.Collectors(), spreadCollectors(p.svc), diskCollectors(p), p.guard.Collectors(),
-			movesCollectors(p.member, p.mover, mcfg.Ring.PartitionCount))...)...)
+		slices.Concat(p.mover.Collectors(), collectors.Spread(p.svc), collectors.Disk(p.disk), p.guard.Collectors(),
+			collectors.Moves(p.member, p.mover, mcfg.Ring.PartitionCount))...)...)
 	return err
 }
 
@@ -257,9 +265,9 @@ func (n *Node) wire(p *nodeParts, mcfg membership.Config) (err error) {
 func (n *Node) serveAll(p *nodeParts) {
 	p.health = health.NewServer()
 	p.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
-	healthpb.RegisterHealthServer(p.svc.grpc, p.health)
-	n.serve("grpc", func() error { return p.svc.serve(p.grpcLis) })
-	p.adminSrv = n.adminServer()
+	healthpb.RegisterHealthServer(p.svc.GRPC, p.health)
+	n.serve("grpc", func() error { return p.svc.Serve(p.grpcLis) })
+	p.adminSrv = n.adminServer(p.admin.Handler())
 	n.serve("admin", func() error {
 		if err := p.adminSrv.Serve(p.adminLis); !errors.Is(err, http.ErrServerClosed) {
 			return err
@@ -268,9 +276,9 @@ func (n *Node) serveAll(p *nodeParts) {
 	})
 }
 
-// adminServer is the admin HTTP server, with the configured limits.
-func (n *Node) adminServer() *http.Server {
-	return &http.Server{Handler: n.adminHandler(), ReadHeaderTimeout: 10 * time.Second,
+// adminServer is the admin HTTP server of h, with the configured limits.
+func (n *Node) adminServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout: orNone(n.cfg.AdminReadTimeout), WriteTimeout: orNone(n.cfg.AdminWriteTimeout),
 		IdleTimeout: orNone(n.cfg.AdminIdleTimeout), MaxHeaderBytes: n.cfg.AdminMaxHeaderBytes}
 }
@@ -335,7 +343,7 @@ func (n *Node) serve(name string, run func() error) {
 // maintain sweeps stage tokens whose lease the store ended and expired
 // lookup-lease records, every MaintenanceInterval (±10 %), until the node
 // stops.
-func (n *Node) maintain(svc *services) {
+func (n *Node) maintain(svc *services.Services) {
 	d := n.cfg.MaintenanceInterval
 	for {
 		t := time.NewTimer(d - d/10 + rand.N(d/5+1))
@@ -344,14 +352,14 @@ func (n *Node) maintain(svc *services) {
 			t.Stop()
 			return
 		case <-t.C:
-			svc.sweep()
+			svc.Sweep()
 		}
 	}
 }
 
 // syncNamespaces learns the namespaces registered before this node joined,
 // from the first peer that answers; it gives up when the node stops.
-func (n *Node) syncNamespaces(svc *services) { svc.coord.SyncNamespaces(n.stopped) }
+func (n *Node) syncNamespaces(svc *services.Services) { svc.Coord.SyncNamespaces(n.stopped) }
 
 // GRPCAddr is the address the gRPC server listens on (useful with port 0);
 // "" before Start has opened it.
@@ -427,7 +435,7 @@ func (n *Node) closeLocked(ctx context.Context) error {
 		p.mover.Close() // before the peer connections it copies over close
 	}
 	if p.svc != nil {
-		p.svc.spreader.Close() // likewise
+		p.svc.Spreader.Close() // likewise
 	}
 	if p.member != nil {
 		// Peers notice a node that could not say goodbye through failure
@@ -443,8 +451,7 @@ func (n *Node) closeLocked(ctx context.Context) error {
 		p.guard.Close() // every guarded listener is closed: the reserve descriptor goes too
 	}
 	if p.svc != nil {
-		p.svc.clients.stop()
-		p.svc.coord.Close()
+		p.svc.Release()
 	}
 	if p.store != nil {
 		if err := p.store.Close(); err != nil {
@@ -486,11 +493,11 @@ func (n *Node) stopServers(ctx context.Context, p *nodeParts) []error {
 	switch {
 	case p.svc != nil && p.grpcLis != nil:
 		done := make(chan struct{})
-		go func() { p.svc.grpc.GracefulStop(); close(done) }()
+		go func() { p.svc.GRPC.GracefulStop(); close(done) }()
 		select {
 		case <-done:
 		case <-ctx.Done():
-			p.svc.grpc.Stop()
+			p.svc.GRPC.Stop()
 			<-done
 			errs = append(errs, fmt.Errorf("cannot drain gRPC requests: %w", ctx.Err()))
 		}

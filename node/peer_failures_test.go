@@ -67,7 +67,7 @@ func TestAPeerOutageIsLoggedOnceAcrossRequests(t *testing.T) {
 	// The coordinators reach the victim through a proxy that can fail.
 	var down atomic.Bool
 	proxy := serveFake(t, func(gs *grpc.Server) {
-		kvringv1.RegisterPeerServer(gs, flakyPeer{PeerServer: owner.NewService(victim.svc.owner), down: &down})
+		kvringv1.RegisterPeerServer(gs, flakyPeer{PeerServer: owner.NewService(victim.svc.Owner), down: &down})
 	})
 	var members []ring.Member
 	for _, nd := range tc.nodes {

@@ -27,7 +27,7 @@ func TestConcurrentPutsOfTheSameChunksAreNeverFailed(t *testing.T) {
 		var waits uint64
 		for _, nd := range tc.nodes {
 			var m dto.Metric
-			if err := nd.svc.m.PutBusyWait.(prometheus.Histogram).Write(&m); err != nil {
+			if err := nd.svc.Metrics.PutBusyWait.(prometheus.Histogram).Write(&m); err != nil {
 				t.Fatal(err)
 			}
 			waits += m.GetHistogram().GetSampleCount()
@@ -116,7 +116,7 @@ func TestAPutWaitingOnAnotherWriteEndsWhenThatWriteEndsUnsealed(t *testing.T) {
 		}
 	}
 	ref := &kvringv1.NamespaceRef{Name: "test/model", Fingerprint: fp}
-	other, need, _, err := tc.nodes[1].svc.owner.NewPrepare(ref, []*kvringv1.ChunkRef{{Id: ch.ID[:], Size: 1000, Crc32C: store.Checksum(ch.Data)}}, nil)
+	other, need, _, err := tc.nodes[1].svc.Owner.NewPrepare(ref, []*kvringv1.ChunkRef{{Id: ch.ID[:], Size: 1000, Crc32C: store.Checksum(ch.Data)}}, nil)
 	if err != nil || len(need) != 1 {
 		t.Fatalf("the other writer's stage: %v %v", err, need)
 	}

@@ -2,8 +2,6 @@ package node
 
 import (
 	"cmp"
-	"crypto/sha256"
-	"crypto/subtle"
 	"fmt"
 	"net"
 	"os"
@@ -11,6 +9,7 @@ import (
 
 	"github.com/kvring/kvring/node/internal/netguard"
 	"github.com/kvring/kvring/node/internal/resp"
+	"github.com/kvring/kvring/node/internal/resp/respcoord"
 	"github.com/kvring/kvring/node/internal/sockfile"
 )
 
@@ -69,8 +68,12 @@ func (n *Node) openRESP(p *nodeParts) error {
 		return err
 	}
 	t := time.Now()
-	srv, err := resp.New(resp.Config{Store: p.store, Cluster: newRESPCluster(n, p), KeyMap: rc.KeyMap,
-		ClusterMode: rc.ClusterMode, TLS: p.sec.serverTLS, NodeID: p.store.NodeID(), MaxConns: rc.MaxConns,
+	p.respCluster = respcoord.New(respcoord.Config{Coord: p.svc.Coord, Registry: p.svc.Registry, Store: p.store,
+		Members: p.member.Members, Ring: p.member.Ring, Draining: p.member.Draining, Unsettled: p.member.Unsettled,
+		Replicas: n.cfg.Replication, Credentials: p.sec, AdminActions: n.cfg.AdminActions, Metrics: p.svc.Metrics,
+		Logger: n.log})
+	srv, err := resp.New(resp.Config{Store: p.store, Cluster: p.respCluster, KeyMap: rc.KeyMap,
+		ClusterMode: rc.ClusterMode, TLS: p.sec.ServerTLS(), NodeID: p.store.NodeID(), MaxConns: rc.MaxConns,
 		IdleTimeout: rc.IdleTimeout, CommandTimeout: rc.CommandTimeout, MaxClientMemory: rc.MaxClientMemory,
 		MaxValueBytes: p.store.MaxStagedBytes(), ExistsLease: rc.ExistsLease, SentinelMaster: rc.SentinelMaster, Build: n.cfg.Build,
 		Logger: n.log.With("component", "resp")}, lis...)
@@ -141,40 +144,6 @@ func respSocket(p *nodeParts) string {
 		return "off"
 	}
 	return p.respSock.Addr().String()
-}
-
-// respAccess is the node's side of the RESP server's authentication: the
-// engine tokens of --auth-tokens-file (their namespace prefixes apply) and
-// the admin token (every namespace, and FLUSHDB).
-type respAccess struct {
-	n *Node
-	p *nodeParts
-}
-
-// anonymous: AUTH is required where the gRPC port requires a bearer token
-// (engine tokens configured); an admin token alone protects the admin
-// rights (FLUSHDB), which a client then gains with AUTH.
-func (a respAccess) anonymous() (resp.Access, bool) {
-	required := a.p.sec.tokens.Load() != nil
-	return resp.Access{Admin: a.n.cfg.AdminActions && a.p.sec.adminToken.Load() == nil}, required
-}
-
-func (a respAccess) authenticate(token string) (resp.Access, error) {
-	if want := a.p.sec.adminToken.Load(); want != nil {
-		got := sha256.Sum256([]byte(token))
-		if subtle.ConstantTimeCompare(got[:], want[:]) == 1 {
-			return resp.Access{Admin: true, Name: "admin"}, nil
-		}
-	}
-	ts := a.p.sec.tokens.Load()
-	if ts == nil {
-		return resp.Access{}, resp.ErrBadToken
-	}
-	e := ts.find(token)
-	if e == nil {
-		return resp.Access{}, resp.ErrBadToken
-	}
-	return resp.Access{Allows: e.allows, Name: "engine"}, nil
 }
 
 // RESPKeyMap maps a Redis key to its namespace, chunk id and placement

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kvring/kvring/node/internal/localsock"
+	"github.com/kvring/kvring/node/internal/localsock/sockcoord"
 )
 
 // SocketConfig configures the node's local Unix socket.
@@ -41,7 +42,7 @@ func (n *Node) openSocket(p *nodeParts) error {
 	}
 	t := time.Now()
 	srv, err := localsock.Listen(localsock.Config{
-		Path: sc.Path, Mode: sc.Mode, Store: p.store, Cluster: newSocketCluster(n, p),
+		Path: sc.Path, Mode: sc.Mode, Store: p.store, Cluster: sockcoord.New(p.svc.Coord),
 		InstanceID: instanceID(p.store.NodeID()), NodeName: p.store.NodeID(),
 		RPCEndpoint: p.grpcLis.Addr().String(), WriteTimeout: sc.WriteTimeout, MaxConns: sc.MaxConns,
 		MaxUnsealedBytes: p.store.MaxStagedBytes(),

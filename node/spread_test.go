@@ -95,7 +95,7 @@ func (sc *spreadCluster) lookups(t *testing.T, n int) {
 func (sc *spreadCluster) runSpreaders() int {
 	n := 0
 	for _, nd := range sc.tc.nodes {
-		n += nd.svc.spreader.RunOnce(context.Background())
+		n += nd.svc.Spreader.RunOnce(context.Background())
 	}
 	return n
 }
@@ -135,7 +135,7 @@ func TestAHotGroupIsSpreadAndItsLookupsReachEverySpreadMember(t *testing.T) {
 			}
 		}
 	}
-	if got := sc.tc.nodes[0].svc.spread.Width(spreadKey(sc, 0)); got != 0 && got != spreadWidth {
+	if got := sc.tc.nodes[0].svc.Spread.Width(spreadKey(sc, 0)); got != 0 && got != spreadWidth {
 		t.Fatalf("node 0 knows the group spread %d wide, want %d or unknown", got, spreadWidth)
 	}
 	start := sc.hasCalls(t)

@@ -53,7 +53,7 @@ func TestAPutTeachesAnOwnerThatMissedTheRegistration(t *testing.T) {
 	if _, err := c.Register(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if tc.nodes[1].svc.reg.Delete("test/model") == nil {
+	if tc.nodes[1].svc.Registry.Delete("test/model") == nil {
 		t.Fatal("node 1 never learned the namespace")
 	}
 	var ch client.Chunk // owned by node 1
@@ -67,7 +67,7 @@ func TestAPutTeachesAnOwnerThatMissedTheRegistration(t *testing.T) {
 	if err != nil || res[0].Status != client.Stored || res[0].Holders[0].ID != tc.nodes[1].id {
 		t.Fatalf("put to an owner that missed the registration: %v %+v", err, res)
 	}
-	if tc.nodes[1].svc.reg.Get("test/model") == nil {
+	if tc.nodes[1].svc.Registry.Get("test/model") == nil {
 		t.Fatal("node 1 was not taught the namespace")
 	}
 }

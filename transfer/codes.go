@@ -3,6 +3,7 @@ package transfer
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -225,3 +226,33 @@ func (e *RemoteError) Code() codes.Code { return e.st.Code() }
 // GRPCStatus returns the status the server answered with, so ToStatus and
 // status.FromError pass it on unchanged.
 func (e *RemoteError) GRPCStatus() *status.Status { return e.st }
+
+// CodeError returns the domain error a wire code stands for, for a front
+// end that holds only a code (a PutChunkResult's) and answers in its own
+// protocol, so that it classifies with errors.Is and never with gRPC's
+// codes: nil for OK; ErrResourceExhausted for RESOURCE_EXHAUSTED (the
+// node declined to hold more); ErrUnavailable for UNAVAILABLE and for
+// ABORTED (a stage lease that ended, a busy chunk, a lost segment: the
+// write may be tried again); context.DeadlineExceeded, context.Canceled
+// and ErrInvalidArgument for their codes; the one sentinel of a code that
+// has one (NOT_FOUND, ALREADY_EXISTS, DATA_LOSS, UNAUTHENTICATED,
+// PERMISSION_DENIED); otherwise an error naming the code. Safe for
+// concurrent use; allocates only for that last kind.
+func CodeError(code uint32) error {
+	c := codes.Code(code)
+	switch c {
+	case codes.OK:
+		return nil
+	case codes.ResourceExhausted:
+		return ErrResourceExhausted
+	case codes.Aborted:
+		return ErrUnavailable
+	}
+	if err, ok := codeErrors[c]; ok {
+		return err
+	}
+	if err, ok := codeOnlyErrors[c]; ok {
+		return err
+	}
+	return fmt.Errorf("kvring: %s", c)
+}

@@ -198,3 +198,36 @@ func TestNilAndLocalErrors(t *testing.T) {
 		t.Fatal("FromStatus changed an error that is not a status")
 	}
 }
+
+// TestCodeErrorNamesTheDomainError: a front end that holds only a wire code
+// (a PutChunkResult's) finds the domain error it stands for with errors.Is:
+// resource limits, the codes worth a retry, and each code's own sentinel.
+func TestCodeErrorNamesTheDomainError(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		code codes.Code
+		want error
+	}{
+		{codes.ResourceExhausted, ErrResourceExhausted},
+		{codes.Unavailable, ErrUnavailable},
+		{codes.Aborted, ErrUnavailable},
+		{codes.DeadlineExceeded, context.DeadlineExceeded},
+		{codes.Canceled, context.Canceled},
+		{codes.InvalidArgument, ErrInvalidArgument},
+		{codes.NotFound, store.ErrNotFound},
+		{codes.DataLoss, store.ErrChecksum},
+		{codes.PermissionDenied, ErrPermissionDenied},
+	}
+	for _, c := range cases {
+		if err := CodeError(uint32(c.code)); !errors.Is(err, c.want) {
+			t.Errorf("CodeError(%s) = %v, want %v", c.code, err, c.want)
+		}
+	}
+	if err := CodeError(uint32(codes.OK)); err != nil {
+		t.Errorf("CodeError(OK) = %v, want nil", err)
+	}
+	err := CodeError(uint32(codes.FailedPrecondition))
+	if err == nil || errors.Is(err, ErrUnavailable) || errors.Is(err, ErrResourceExhausted) {
+		t.Errorf("CodeError(FailedPrecondition) = %v, want an error of its own", err)
+	}
+}

@@ -64,6 +64,10 @@ func (l *Ledger) Limit(client string, inUse int64) int64 {
 	return max(share, spare)
 }
 
+// MaxAlone is the most a client may hold when no other holds anything:
+// what a holding larger than it can never get, however long it waits.
+func (l *Ledger) MaxAlone() int64 { return max(l.total/2, l.total-l.reserve) }
+
 // Take charges n bytes to client if the rule allows it, and reports whether
 // it did. inUse is what the budget as a whole has in use before the charge
 // (holdings of callers that are no client count too). It never checks the

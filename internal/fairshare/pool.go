@@ -25,6 +25,9 @@ func NewPool(total int64) *Pool { return &Pool{l: New(total, 0)} }
 // Total is the budget's size.
 func (p *Pool) Total() int64 { return p.l.Total() }
 
+// MaxAlone is the most one client may hold (Ledger.MaxAlone).
+func (p *Pool) MaxAlone() int64 { return p.l.MaxAlone() }
+
 // InUse is what all clients hold.
 func (p *Pool) InUse() int64 { return p.inUse }
 

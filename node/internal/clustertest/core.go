@@ -9,17 +9,16 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/keepalive"
 
 	"github.com/kvring/kvring/internal/testutil"
 	"github.com/kvring/kvring/node/internal/coord"
 	"github.com/kvring/kvring/node/internal/metrics"
 	"github.com/kvring/kvring/node/internal/namespace"
 	"github.com/kvring/kvring/node/internal/owner"
+	"github.com/kvring/kvring/node/internal/services"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/ring"
 	"github.com/kvring/kvring/store"
-	"github.com/kvring/kvring/transfer"
 )
 
 // CoreConfig configures the nodes StartCore starts. Zero fields take the
@@ -114,6 +113,36 @@ func setCoreDefaults(cfg *CoreConfig) {
 	}
 }
 
+// coreServicesConfig is node i's services configuration: what a core node
+// has always been wired with (small batches and pins, no spreading, one
+// replica by default), through the node's own wiring (services.New), with
+// cfg's hooks.
+func coreServicesConfig(i int, cfg CoreConfig) *services.Config {
+	scfg := &services.Config{Logger: quiet(), Now: cfg.Now, MaxReplicas: cfg.ReplicationFactor, Replication: 1, MinReplicas: 1,
+		MaxBatchChunks: 1024, MaxPinLease: time.Minute, CommitTimeout: cfg.CommitTimeout, PeerTimeout: cfg.PeerTimeout,
+		Spread: services.SpreadConfig{Threshold: -1}, MaxRecvMsgBytes: 4 << 20, MaxStreamsPerConn: 256,
+		// A client's leases outlive a blip, as on a node
+		// (node.DefaultClientGoneGrace).
+		ClientGoneGrace: 5 * time.Second,
+		// Peers ping idle connections every 10 s (coord's peer pool).
+		KeepaliveMinTime: 5 * time.Second}
+	if cfg.Owner != nil {
+		scfg.AdjustOwner = func(o *owner.Config) { cfg.Owner(i, o) }
+	}
+	if cfg.Coord != nil {
+		scfg.AdjustCoord = func(cc *coord.Config) { cfg.Coord(i, cc) }
+	}
+	if cfg.Wrap != nil {
+		scfg.WrapPeer = func(p kvringv1.PeerServer) kvringv1.PeerServer { return cfg.Wrap(i, p) }
+	}
+	if cfg.Intercept != nil {
+		if ic := cfg.Intercept(i); ic != nil {
+			scfg.ServerOptions = []grpc.ServerOption{grpc.StreamInterceptor(ic)}
+		}
+	}
+	return scfg
+}
+
 // quiet is a logger that writes nothing.
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
@@ -126,55 +155,19 @@ func (c *Core) startNode(t testing.TB, i int, cfg CoreConfig) *Node {
 	if err != nil {
 		t.Fatalf("cannot open node %d's store: %v", i, err)
 	}
-	n := &Node{ID: st.NodeID(), Addr: lis.Addr().String(), Store: st, Metrics: metrics.New()}
-	n.Registry = namespace.NewRegistryWith(namespace.RegistryConfig{MaxReplicas: uint32(cfg.ReplicationFactor), Now: cfg.Now})
-	epoch := func() uint64 {
-		if r := c.Ring(); r != nil {
-			return r.Epoch()
-		}
-		return 0
-	}
-	ocfg := owner.Config{Store: st, Log: quiet(), Registry: n.Registry, Epoch: epoch, MaxBatch: 1024,
-		MaxPin: time.Minute, Now: cfg.Now, Metrics: n.Metrics}
-	if cfg.Owner != nil {
-		cfg.Owner(i, &ocfg)
-	}
-	n.Owner = owner.New(ocfg)
-	ccfg := coord.Config{Self: n.ID, Ring: c.Ring, Unsettled: c.Unsettled, Moves: c.Moves, Draining: c.Draining, Suspect: c.Suspect, Owner: n.Owner,
-		Registry: n.Registry, Log: quiet(), MaxBatch: 1024, CommitTimeout: cfg.CommitTimeout, PeerTimeout: cfg.PeerTimeout,
-		BroadcastTimeout: cfg.CommitTimeout, MaxPin: time.Minute, Now: cfg.Now, Metrics: n.Metrics,
-		Defaults:        namespace.Defaults{Replicas: 1, MinReplicas: 1, MaxReplicas: uint32(cfg.ReplicationFactor)},
-		Limits:          &kvringv1.Limits{MaxFrameBytes: transfer.MaxFrameBytes, MaxChunkBytes: uint64(st.MaxChunkSize()), MaxBatchChunks: 1024},
-		PeerDialOptions: []grpc.DialOption{c.Net.DialOption(n.ID)}}
-	if cfg.Coord != nil {
-		cfg.Coord(i, &ccfg)
-	}
-	n.Coord = coord.New(ccfg)
+	svc := services.New(coreServicesConfig(i, cfg), st, services.ClusterView{Ring: c.Ring, Unsettled: c.Unsettled,
+		Moves: c.Moves, Draining: c.Draining, Suspect: c.Suspect, PeerDial: []grpc.DialOption{c.Net.DialOption(st.NodeID())}})
+	n := &Node{ID: st.NodeID(), Addr: lis.Addr().String(), Store: st, Registry: svc.Registry, Owner: svc.Owner,
+		Coord: svc.Coord, Server: svc.GRPC, Metrics: svc.Metrics}
 	c.OnRingChange(n.Coord.RingChanged)
-	var peer kvringv1.PeerServer = owner.NewService(n.Owner)
-	if cfg.Wrap != nil {
-		peer = cfg.Wrap(i, peer)
-	}
-	opts := []grpc.ServerOption{grpc.ForceServerCodecV2(transfer.NewCodec()),
-		// Peers ping idle connections every 10 s (coord's peer pool).
-		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true})}
-	if cfg.Intercept != nil {
-		if ic := cfg.Intercept(i); ic != nil {
-			opts = append(opts, grpc.StreamInterceptor(ic))
-		}
-	}
-	n.Server = grpc.NewServer(opts...)
-	n.Server.RegisterService(transfer.StrictDecoding(&kvringv1.Cache_ServiceDesc), coord.NewService(n.Coord))
-	n.Server.RegisterService(transfer.StrictDecoding(&kvringv1.Peer_ServiceDesc), peer)
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
-		_ = n.Server.Serve(lis)
+		_ = svc.Serve(lis)
 	}()
 	t.Cleanup(func() {
-		n.Server.Stop()
+		svc.Close()
 		<-served
-		n.Coord.Close()
 		_ = st.Close()
 	})
 	return n

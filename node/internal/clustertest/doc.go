@@ -3,8 +3,8 @@
 // nodes (network.go), a Cluster that holds the ring view every node reads
 // and swaps it the way membership does (cluster.go), and core nodes — a
 // store, a namespace registry, an owner and a coordinator served over gRPC
-// on 127.0.0.1 — for the tests of the packages below the node
-// (core.go). The node package's own cluster helper starts full nodes on the
+// on 127.0.0.1, wired by node/internal/services as a node's Start wires
+// them — for the tests of the packages below the node (core.go). The node package's own cluster helper starts full nodes on the
 // same Network and Cluster.
 //
 // Faults act on the connections a node dials to its peers (the Network's

@@ -113,7 +113,7 @@ type Config struct {
 	Load  *spread.Meter
 	Loads *spread.Loads
 	// PeerDialOptions are added to the options of the connections to peers:
-	// the node's TLS credentials and cluster key (node/security.go).
+	// the node's TLS credentials and cluster key (node/internal/security).
 	PeerDialOptions []grpc.DialOption
 }
 

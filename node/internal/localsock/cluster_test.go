@@ -15,8 +15,9 @@ import (
 )
 
 // coreCluster is the socket's Cluster over a node of the shared in-process
-// cluster (clustertest): its coordinator in process, as the node's own
-// socketCluster wires it, its Get over the node's Cache service.
+// cluster (clustertest): its coordinator in process, as the node's
+// adapter (node/internal/localsock/sockcoord) wires it, its Get over the
+// node's Cache service.
 type coreCluster struct {
 	n     *clustertest.Node
 	svc   *coord.Service

@@ -77,9 +77,11 @@ type Config struct {
 	// MaxValueBytes bounds the bytes of SET values being received (read
 	// into shared memory before their command runs) by all connections
 	// together, shared among clients (valueShares: one client alone may
-	// hold three quarters). A value past it, or past its client's share, is
-	// read past and answered -OOM. Default 0: no bound (the node passes its
-	// staged-bytes budget).
+	// hold three quarters). A command's first value past it, or past its
+	// client's share, waits for room until the command's deadline
+	// (CommandTimeout); then, and at once for a value that can never fit,
+	// it is read past and answered -OOM. Default 0: no bound (the node
+	// passes its staged-bytes budget).
 	MaxValueBytes int64
 	// MaxReplyQueue bounds the reply bytes queued for a connection that has
 	// not read them yet (values this node holds are queued where they are,

@@ -56,11 +56,16 @@ type conn struct {
 	client    string
 	base, ctx context.Context
 	charged   int64
+	// cmdDeadline is when the command being read must have arrived
+	// (Config.CommandTimeout after its first byte).
+	cmdDeadline time.Time
 }
 
 // readBuffer is the size of a connection's read buffer. A value argument's
 // bytes that arrive with its header are copied out of it; the rest are
-// read straight into the value's memory (readDirect), so a small buffer
+// read straight into the value's memory (store.Blob.Fill: the buffer
+// hands over what it holds, then reads of 16 KiB or more go straight to
+// the socket), so a small buffer
 // copies less of every large SET, as Redis's 16 KiB reads do. Inline
 // lines longer than it are assembled in the request buffer (readLine).
 const readBuffer = 16 << 10
@@ -146,7 +151,8 @@ func (c *conn) await() error {
 			return err
 		}
 	}
-	return c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.CommandTimeout))
+	c.cmdDeadline = time.Now().Add(c.s.cfg.CommandTimeout)
+	return c.nc.SetReadDeadline(c.cmdDeadline)
 }
 
 // waitCommand waits for the next command's first bytes (or the client's
@@ -228,9 +234,10 @@ func (c *conn) kept(key []byte) bool {
 
 // alloc is the memory of a value: a blob of the store, charged to the
 // client's share of the values being received (Server.values) until its
-// request has run (uncharge).
+// request has run (uncharge). The first value of a request waits for room
+// in that budget until the command's deadline (valueShares.take).
 func (c *conn) alloc(size int64) (*store.Blob, error) {
-	if err := c.s.values.take(c.client, size); err != nil {
+	if err := c.s.values.take(c.base, c.client, size, c.charged == 0, c.cmdDeadline); err != nil {
 		return nil, err
 	}
 	b, err := c.s.cfg.Store.CreateBlob(size)

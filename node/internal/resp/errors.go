@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"google.golang.org/grpc/codes"
-
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/store"
 	"github.com/kvring/kvring/transfer"
@@ -84,16 +82,17 @@ func errorf(prefix, format string, args ...any) string {
 }
 
 // resultReply is the error reply of a chunk the cluster did not store (its
-// result is REJECTED or FAILED), by the gRPC code that classifies it.
+// result is REJECTED or FAILED), by the domain error its code stands for
+// (transfer.CodeError).
 func resultReply(r *kvringv1.PutChunkResult) (msg, reason string) {
 	why := strings.NewReplacer("\r", " ", "\n", " ").Replace(r.GetReason())
 	if why == "" {
 		why = r.GetStatus().String()
 	}
-	switch codes.Code(r.GetCode()) {
-	case codes.ResourceExhausted:
+	switch err := transfer.CodeError(r.GetCode()); {
+	case errors.Is(err, transfer.ErrResourceExhausted):
 		return prefixOOM + " not stored: " + why, "no_space"
-	case codes.Unavailable, codes.DeadlineExceeded, codes.Aborted:
+	case errors.Is(err, transfer.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
 		return prefixTryAgain + " not stored: " + why, "unavailable"
 	}
 	return prefixErr + " not stored: " + why, "not_stored"

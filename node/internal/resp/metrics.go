@@ -19,6 +19,8 @@ type metrics struct {
 	// valueBytes and valuesRefused report Server.values.
 	valueBytes    prometheus.GaugeFunc
 	valuesRefused prometheus.CounterFunc
+	// valuesWaiting reports the values waiting for room in Server.values.
+	valuesWaiting prometheus.GaugeFunc
 
 	// The counters of every known command and of the keyspace results,
 	// looked up once: a command costs no label hashing.
@@ -50,6 +52,9 @@ func newMetrics(conns func() float64, values *valueShares) *metrics {
 		valuesRefused: prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "kvring_resp_values_refused_total",
 			Help: "Values refused (-OOM) because the budget of values being received, or their client's share of it, was taken."},
 			func() float64 { return float64(values.refusals()) }),
+		valuesWaiting: prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kvring_resp_values_waiting",
+			Help: "Values waiting for room in the budget of values being received (or in their client's share of it) before they are read; refused -OOM at their command's deadline."},
+			func() float64 { return float64(values.waiters()) }),
 	}
 	m.byCommand = make(map[string]prometheus.Counter, len(commands))
 	for name := range commands {
@@ -91,5 +96,5 @@ func (m *metrics) read(hit bool) {
 // register.
 func (s *Server) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{s.m.commands, s.m.errors, s.m.keyspace, s.m.connections, s.m.accepted, s.m.keptValues,
-		s.m.fallbacks, s.m.valueBytes, s.m.valuesRefused, s.ns}
+		s.m.fallbacks, s.m.valueBytes, s.m.valuesRefused, s.m.valuesWaiting, s.ns}
 }

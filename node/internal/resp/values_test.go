@@ -14,9 +14,9 @@ import (
 // values and send them slowly hold shared memory while they do. Before the
 // values budget, seven of them (8 MiB each) took so much of a 64 MiB node
 // that its sealed chunks were evicted and a GET of them returned nil. With
-// it, they hold at most the budget (the rest are read past and answered
-// -OOM), the stored values stay readable and another client's SET is
-// stored.
+// it, they hold at most the budget (the rest wait for room until their
+// command's deadline, then are read past and answered -OOM), the stored
+// values stay readable and another client's SET is stored.
 func TestSlowValuesCannotTakeTheMemory(t *testing.T) {
 	s, _ := testServer(t, func(c *Config, _ *fakeCluster) { c.MaxValueBytes = 32 << 20 })
 	victim := client(t, s, 2)
@@ -35,11 +35,12 @@ func TestSlowValuesCannotTakeTheMemory(t *testing.T) {
 		fmt.Fprintf(nc, "*3\r\n$3\r\nSET\r\n$6\r\nslow-%d\r\n$%d\r\nabc", i, value)
 	}
 	// Wait until every slow SET was read up to its value: each holds its
-	// value's memory, or was refused it.
+	// value's memory, waits for room, or was refused it.
 	deadline := time.Now().Add(20 * time.Second)
-	for s.cfg.Store.Stats().Blobs+s.values.refusals() < 7 {
+	for s.cfg.Store.Stats().Blobs+s.values.refusals()+int64(s.values.waiters()) < 7 {
 		if time.Now().After(deadline) {
-			t.Fatalf("after 20 s, %d slow SETs hold memory and %d were refused, of 7", s.cfg.Store.Stats().Blobs, s.values.refusals())
+			t.Fatalf("after 20 s, %d slow SETs hold memory, %d wait and %d were refused, of 7",
+				s.cfg.Store.Stats().Blobs, s.values.waiters(), s.values.refusals())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
