@@ -56,11 +56,10 @@ BENCH_FLAGS=${BENCH_FLAGS:---workload synthetic --seed 1 --speedup 1 --engines 4
 
 log() { echo "churn: $(date +%T) $*" >&2; }
 
-# shellcheck source=loadtest/ports.sh
-source "$root/loadtest/ports.sh" # free_port
 # shellcheck source=loadtest/cluster.sh
 source "$root/loadtest/cluster.sh" # loadtest_init, start_cluster, stop_cluster
 loadtest_init # $work, $shm, $pids, $kv; everything started is stopped and removed on exit
+cluster_opts=(-stop-timeout 10m -ready-timeout 5m) # a drain and a start on a loaded host take a while
 flags=(--replication "$REPLICATION" --pprof)
 # shellcheck disable=SC2206 # SERVE_FLAGS is split into flags on purpose
 flags+=(${SERVE_FLAGS:-})
@@ -108,16 +107,6 @@ totals() {
 	done
 }
 
-# wait_ready URL NAME: wait_http with room for a start-up on a loaded host (up to 5 minutes).
-wait_ready() {
-	local k
-	for k in $(seq 1500); do
-		curl -sf -m 2 -o /dev/null "$1" && return 0
-		sleep 0.2
-	done
-	wait_http "$1" "$2"
-}
-
 # restart i: SIGTERM node i (it drains), start it again with the same addresses and directories, and time
 # its drain, its convergence (every node sees NODES active members) and the hand-off (no node counts a
 # moving member).
@@ -129,19 +118,11 @@ restart() {
 	done_l[$i]=$(awk "BEGIN {print ${done_l[$i]} + $l}") done_fs[$i]=$(awk "BEGIN {print ${done_fs[$i]} + $fs}")
 	done_fc[$i]=$(awk "BEGIN {print ${done_fc[$i]} + $fc}") done_g[$i]=$(awk "BEGIN {print ${done_g[$i]} + $g}")
 	t0=$(date +%s.%N)
-	pid=${cluster_pids[i - 1]}
-	kill -TERM "$pid"
-	wait "$pid" 2>/dev/null || true
+	nodes_ctl stop "$i" || true # a drain that fails is measured all the same
 	t1=$(date +%s.%N)
 	local join=()
-	[ "$i" -eq 1 ] || join=(--join "${gossips[0]}")
-	[ "$i" -ne 1 ] || join=(--join "${gossips[1]}")
-	"$kv" serve --grpc-addr "${grpcs[i - 1]}" --admin-addr "$a" --gossip-addr "${gossips[i - 1]}" \
-		--data-dir "$work/$name$i/data" --shm-dir "$shm/$name$i" --resp-addr "" --socket "$work/$name$i/kvring.sock" \
-		--memory-limit "${NODE_MEM_MB}MiB" --log-level warn "${join[@]}" "${flags[@]}" >>"$work/$name$i.log" 2>&1 &
-	cluster_pids[i - 1]=$!
-	pids+=($!)
-	wait_ready "http://$a/readyz" "$name$i"
+	[ "$i" -ne 1 ] || join=(--join "${gossips[1]}") # the others join node 1 already
+	nodes_ctl restart "$i" "${join[@]}"
 	t2=$(date +%s.%N)
 	t3="" t4=""
 	local end=$(($(date +%s) + HANDOFF_WAIT))

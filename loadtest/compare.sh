@@ -134,54 +134,16 @@ kv="$work/kvring"
 
 # shellcheck source=loadtest/ports.sh
 source "$root/loadtest/ports.sh" # free_port
+# shellcheck source=loadtest/nodes.sh
+source "$root/loadtest/nodes.sh" # start_nodes, nodes_ctl
 
-wait_http() { # url what [tries of 50ms]: returns 1, showing what's log, when it does not answer
-	for _ in $(seq "${3:-200}"); do
-		curl -sf -o /dev/null "$1" && return 0
-		sleep 0.05
-	done
-	log "$2 did not come up; its log:"
-	tail -n 50 "$work/$2.log" >&2
-	return 1
-}
-
-# Node i (1-NODES) listens on grpcs[i-1], admins[i-1] and gossips[i-1]; the
-# others join node 1. start_node starts it, the first time or again after a
-# kill, with the same addresses, data dir and shm dir; node_pids[i-1] is its
-# process.
-grpcs=() admins=() gossips=() node_pids=()
-for i in $(seq "$NODES"); do
-	grpcs+=("127.0.0.1:$(free_port)")
-	admins+=("127.0.0.1:$(free_port)")
-	gossips+=("127.0.0.1:$(free_port)")
-	mkdir -p "$shm/node$i"
-done
-start_node() {
-	local i=$1 join=()
-	[ "$i" -eq 1 ] || join=(--join "${gossips[0]}")
-	"$kv" serve --grpc-addr "${grpcs[i - 1]}" --admin-addr "${admins[i - 1]}" --gossip-addr "${gossips[i - 1]}" \
-		--data-dir "$work/node$i/data" --shm-dir "$shm/node$i" --resp-addr "" --socket "$work/node$i/kvring.sock" --memory-limit "${NODE_MEM_MB}MiB" \
-		--log-level warn "${join[@]}" >>"$work/node$i.log" 2>&1 &
-	node_pids[i - 1]=$!
-	pids+=($!)
-}
+# The nodes (kvnodes: the others join node 1; node i's log is $work/node$i.log). Node i listens on grpcs[i-1],
+# admins[i-1] and gossips[i-1], and keeps them, its data dir and its shm dir across a kill and a restart.
+start_nodes "$work/nodes.env" -n "$NODES" -dir "$work/nodes" -shm-root "$shm" -log-prefix "$work/node" \
+	-memory-limit "${NODE_MEM_MB}MiB" -socket -- --log-level warn
 active_members() { # admin address: how many active members the node sees
 	curl -sf "http://$1/v1/cluster" | jq '[.members[] | select(.state == "active")] | length' 2>/dev/null || echo 0
 }
-for i in $(seq "$NODES"); do
-	start_node "$i"
-done
-for i in $(seq "$NODES"); do
-	wait_http "http://${admins[i - 1]}/readyz" "node$i" || exit 1
-done
-for _ in $(seq 200); do # until every node sees all NODES members
-	n=0
-	for a in "${admins[@]}"; do
-		[ "$(active_members "$a")" -ge "$NODES" ] && n=$((n + 1))
-	done
-	[ "$n" -eq "$NODES" ] && break
-	sleep 0.05
-done
 
 rp=$(free_port)
 redis_pid=""
@@ -209,10 +171,9 @@ kill_pid() {
 }
 # A restart function sets back_us once the victim serves again.
 back_us=""
-kill_kvring() { kill_pid "${node_pids[1]}"; }
+kill_kvring() { nodes_ctl kill 2; }
 restart_kvring() {
-	start_node 2
-	if wait_http "http://${admins[1]}/readyz" node2 600; then
+	if nodes_ctl restart 2; then
 		back_us=$(now_us)
 		log "node 2 ready again at $(since "$bench_start")s (warm restart: same addresses, data and shm dirs)"
 	else

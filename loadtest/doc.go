@@ -12,4 +12,14 @@
 //
 // The package does no I/O of its own beyond calling the Backend; flags, output
 // files and progress display belong to the caller (cmd/kvring bench).
+//
+// The programs and scripts beside it start real `kvring serve` processes in
+// one way, internal/launch (free ports held until the node listens, its own
+// data, socket and shm directories, ready on /readyz, stopped with whatever
+// started it, directories removed): neighbour, respidle and restart call it
+// directly; netfault runs its nodes, inside network namespaces on fixed
+// addresses, as launch processes; the shell scripts start them through
+// internal/launch/cmd/kvnodes, wrapped by nodes.sh (start_nodes, nodes_ctl
+// to stop, kill, pause or restart one) and cluster.sh (start_cluster).
+// olricbench runs kvring nodes in process (node.New), not as processes.
 package loadtest

@@ -36,35 +36,13 @@ scratch existslat
 go build -o "$work/kvring" ./cmd/kvring
 go build -o "$work/existslat" ./loadtest/existslat
 
-# start_node NAME JOIN: a kvring node; sets resp_port, admin_port and
-# gossip_port. It runs in this shell (never in $(...)), so its pid reaches
-# pids and the cleanup.
-start_node() {
-	local name=$1 join=$2
-	local grpc admin gossip resp
-	grpc=$(free_port) admin=$(free_port) gossip=$(free_port) resp=$(free_port)
-	mkdir -p "$work/$name" "$shm/$name"
-	"$work/kvring" serve --grpc-addr "127.0.0.1:$grpc" --admin-addr "127.0.0.1:$admin" \
-		--gossip-addr "127.0.0.1:$gossip" --resp-addr "127.0.0.1:$resp" --socket "" \
-		--data-dir "$work/$name/data" --shm-dir "$shm/$name" --memory-limit "${MEM_MB}MiB" \
-		--log-level warn ${join:+--join "$join"} $NODE_FLAGS >>"$work/$name.log" 2>&1 &
-	pids+=($!)
-	for _ in $(seq 1 100); do
-		curl -sf "http://127.0.0.1:$admin/readyz" >/dev/null && break
-		sleep 0.1
-	done
-	curl -sf "http://127.0.0.1:$admin/readyz" >/dev/null || { echo "kvring node $name did not become ready:" >&2; tail "$work/$name.log" >&2; exit 1; }
-	resp_port=$resp admin_port=$admin gossip_port=$gossip
-}
-
-start_node n1 ""
-n1_resp=$resp_port n1_admin=$admin_port seed=$gossip_port
-for i in $(seq 2 "$NODES"); do start_node "n$i" "127.0.0.1:$seed"; done
-for _ in $(seq 1 200); do
-	m=$(curl -sf "http://127.0.0.1:$n1_admin/v1/cluster" | jq '[.members[] | select(.state == "active")] | length' 2>/dev/null || echo 0)
-	[ "$m" -ge "$NODES" ] && break
-	sleep 0.1
-done
+# The nodes (start_nodes: the others join node 1; node i's log is
+# $work/n$i.log), ready and seeing each other.
+kv="$work/kvring"
+# shellcheck disable=SC2086 # NODE_FLAGS is split into flags on purpose
+start_nodes "$work/nodes.env" -n "$NODES" -dir "$work/nodes" -shm-root "$shm" -log-prefix "$work/n" \
+	-memory-limit "${MEM_MB}MiB" -resp -- --log-level warn $NODE_FLAGS
+n1_resp=${resps[0]##*:} n1_admin=${admins[0]##*:}
 
 redis_port=$(free_port)
 mkdir -p "$work/redis"

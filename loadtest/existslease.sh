@@ -49,42 +49,25 @@ cleanup() {
 trap cleanup EXIT INT TERM
 # shellcheck source=ports.sh
 . loadtest/ports.sh
+# shellcheck source=nodes.sh
+. loadtest/nodes.sh
 
 go build -o "$work/kvring" ./cmd/kvring
+kv="$work/kvring"
 go build -o "$work/existslease" ./loadtest/existslease
 
-# start_node NAME JOIN [flags...]: a kvring node in --resp-cluster mode;
-# appends its Redis and admin addresses to addrs and admins, sets
-# gossip_port. It runs in this shell, so its pid reaches pids.
-start_node() {
-	local name=$1 join=$2; shift 2
-	local grpc admin gossip resp
-	grpc=$(free_port) admin=$(free_port) gossip=$(free_port) resp=$(free_port)
-	mkdir -p "$work/$name" "$shm/$name"
-	"$work/kvring" serve --grpc-addr "127.0.0.1:$grpc" --admin-addr "127.0.0.1:$admin" \
-		--gossip-addr "127.0.0.1:$gossip" --resp-addr "127.0.0.1:$resp" --socket "" --resp-cluster \
-		--data-dir "$work/$name/data" --shm-dir "$shm/$name" --memory-limit "${MEM_MB}MiB" \
-		--log-level warn ${join:+--join "$join"} $NODE_FLAGS "$@" >>"$work/$name.log" 2>&1 &
-	pids+=($!)
-	for _ in $(seq 1 100); do
-		curl -sf "http://127.0.0.1:$admin/readyz" >/dev/null && break
-		sleep 0.1
-	done
-	addrs+=("127.0.0.1:$resp") admins+=("127.0.0.1:$admin") gossip_port=$gossip
-}
-
-# kvring_run LEASE: a fresh three-node cluster with that lease, measured.
+# kvring_run LEASE: a fresh three-node cluster with that lease (start_nodes,
+# --resp-cluster), measured.
 kvring_run() {
 	local lease=$1 run=$2
-	addrs=() admins=()
-	start_node "$run-1" "" --resp-exists-lease "$lease"
-	local seed=$gossip_port
-	for i in $(seq 2 $NODES); do start_node "$run-$i" "127.0.0.1:$seed" --resp-exists-lease "$lease"; done
+	# shellcheck disable=SC2086 # NODE_FLAGS is split into flags on purpose
+	start_nodes "$work/$run.env" -n "$NODES" -dir "$work/$run" -shm-root "$shm/$run" -memory-limit "${MEM_MB}MiB" -resp \
+		-- --resp-cluster --log-level warn $NODE_FLAGS --resp-exists-lease "$lease"
 	for _ in $(seq 1 200); do
-		[ "$(redis-cli -p "${addrs[0]##*:}" cluster nodes | wc -l)" -eq $NODES ] && break
+		[ "$(redis-cli -p "${resps[0]##*:}" cluster nodes | wc -l)" -eq $NODES ] && break
 		sleep 0.1
 	done
-	"$work/existslease" -cluster -addrs "$(IFS=,; echo "${addrs[*]}")" -admin "$(IFS=,; echo "${admins[*]}")" \
+	"$work/existslease" -cluster -addrs "$(IFS=,; echo "${resps[*]}")" -admin "$(IFS=,; echo "${admins[*]}")" \
 		-label "kvring --resp-exists-lease $lease" -size "$SIZE" -working-set "$ws" -window "$window" \
 		-readers "$READERS" -writers "$WRITERS" -gap "$GAP" -rate "$RATE"
 	stop_all

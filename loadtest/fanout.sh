@@ -35,8 +35,6 @@ SETTLE_WINDOW=${SETTLE_WINDOW:--1s}
 
 log() { echo "fanout: $*" >&2; }
 
-# shellcheck source=loadtest/ports.sh
-source "$root/loadtest/ports.sh" # free_port
 # shellcheck source=loadtest/cluster.sh
 source "$root/loadtest/cluster.sh" # loadtest_init, start_cluster
 loadtest_init # $work, $shm, $pids, $kv; everything started is stopped and removed on exit

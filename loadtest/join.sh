@@ -33,60 +33,41 @@ log "building kvring"
 go build -o "$work/kvring" ./cmd/kvring
 kv="$work/kvring"
 
-# shellcheck source=loadtest/ports.sh
-source loadtest/ports.sh # free_port (the script runs from the repository root)
-wait_ready() { # admin address
-	for _ in $(seq 400); do
-		curl -sf -o /dev/null "http://$1/readyz" && return 0
-		sleep 0.05
-	done
-	log "node at $1 did not become ready"
-	return 1
-}
+# shellcheck source=loadtest/nodes.sh
+source loadtest/nodes.sh # start_nodes (the script runs from the repository root)
 
 # run name join: a fresh cluster of three (four when join is 1), the bench,
 # the report in $work/name.json.
 run() {
-	local name=$1 join=$2 grpcs=() admins=() gossips=()
-	for i in 1 2 3 4; do
-		grpcs+=("127.0.0.1:$(free_port)") admins+=("127.0.0.1:$(free_port)") gossips+=("127.0.0.1:$(free_port)")
-		mkdir -p "$work/$name/n$i/shm"
-	done
-	start() {
-		local i=$1 j=()
-		[ "$i" -eq 1 ] || j=(--join "${gossips[0]}")
-		"$kv" serve --grpc-addr "${grpcs[i - 1]}" --admin-addr "${admins[i - 1]}" --gossip-addr "${gossips[i - 1]}" \
-			--data-dir "$work/$name/n$i/data" --shm-dir "$work/$name/n$i/shm" --resp-addr "" --socket "" \
-			--memory-limit "${NODE_MEM_MB}MiB" --log-level warn "${j[@]}" >>"$work/$name/n$i.log" 2>&1 &
-		pids+=($!)
-	}
-	for i in 1 2 3; do start "$i"; done
-	for i in 1 2 3; do wait_ready "${admins[i - 1]}"; done
-	sleep 2 # gossip: every node sees the three
+	local name=$1 join=$2
+	start_nodes "$work/$name.env" -n 3 -dir "$work/$name" -shm-root "$work/$name" -memory-limit "${NODE_MEM_MB}MiB" \
+		-- --log-level warn
+	local first_gossip=${gossips[0]} all_admins=("${admins[@]}")
 	# shellcheck disable=SC2086
 	"$kv" bench --addr "${grpcs[0]},${grpcs[1]},${grpcs[2]}" --json --progress 0 $BENCH_FLAGS >"$work/$name.json" 2>"$work/$name.bench.log" &
 	local bpid=$!
 	if [ "$join" = 1 ]; then
 		sleep "$JOIN_AFTER"
 		log "$name: node 4 joins at ${JOIN_AFTER}s"
-		start 4
-		wait_ready "${admins[3]}"
+		start_nodes "$work/$name-4.env" -no-join -dir "$work/$name-4" -shm-root "$work/$name-4" \
+			-memory-limit "${NODE_MEM_MB}MiB" -- --log-level warn --join "$first_gossip"
+		all_admins+=("${admins[0]}")
 	fi
 	wait "$bpid"
 	if [ "$join" = 1 ]; then
 		for _ in $(seq 200); do # until every hand-off is idle
 			local busy=0
-			for a in "${admins[@]}"; do
+			for a in "${all_admins[@]}"; do
 				curl -sf "http://$a/v1/handoff" | jq -e '.running or .last_pass.pending > 0' >/dev/null && busy=1
 			done
 			[ "$busy" = 0 ] && break
 			sleep 0.1
 		done
 		for i in 1 2 3 4; do
-			curl -sf "http://${admins[i - 1]}/v1/handoff" | jq -c --arg n "node$i" \
+			curl -sf "http://${all_admins[i - 1]}/v1/handoff" | jq -c --arg n "node$i" \
 				'{node: $n, copied_chunks, copied_bytes, evicted_chunks, failed_copies}' >&2
 		done
-		log "node 4 holds $(curl -sf "http://${admins[3]}/v1/stats" | jq .chunks) chunks"
+		log "node 4 holds $(curl -sf "http://${all_admins[3]}/v1/stats" | jq .chunks) chunks"
 	fi
 }
 

@@ -1,4 +1,5 @@
-# Sourced by the loadtest scripts (compare.sh, fanout.sh, join.sh, spread.sh), after they set $work.
+# Sourced by the loadtest scripts that start redis-server (compare.sh, existslease.sh, and through scratch.sh the
+# Redis-protocol benchmarks), after they set $work. kvring nodes get their ports from kvnodes (nodes.sh).
 #
 # free_port prints a loopback port that nothing listens on over TCP or UDP and that this script has not handed
 # out yet, from 10000 up to the kernel's ephemeral range (net.ipv4.ip_local_port_range, 32768 by default): a

@@ -34,36 +34,16 @@ BYTES=${BYTES:-$((4 * 1024 * 1024 * 1024))}
 . loadtest/scratch.sh
 scratch resp-ab
 
-# start_node BIN NAME JOIN: a kvring node; sets resp_port and gossip_port.
-# It runs in this shell, so the node's pid reaches pids and the cleanup.
-start_node() {
-	local bin=$1 name=$2 join=$3
-	local grpc admin gossip resp
-	grpc=$(free_port) admin=$(free_port) gossip=$(free_port) resp=$(free_port)
-	mkdir -p "$work/$name" "$shm/$name"
-	"$bin" serve --grpc-addr "127.0.0.1:$grpc" --admin-addr "127.0.0.1:$admin" \
-		--gossip-addr "127.0.0.1:$gossip" --resp-addr "127.0.0.1:$resp" --socket "" \
-		--data-dir "$work/$name/data" --shm-dir "$shm/$name" --memory-limit "${MEM_MB}MiB" \
-		--log-level warn ${join:+--join "$join"} >>"$work/$name.log" 2>&1 &
-	pids+=($!)
-	for _ in $(seq 1 100); do
-		curl -sf "http://127.0.0.1:$admin/readyz" >/dev/null && break
-		sleep 0.1
-	done
-	resp_port=$resp gossip_port=$gossip
-}
-
-# start_clusters SIZE: a three-node cluster of each binary, its node 1's
-# port in ports[k]. Each size gets new clusters: values are immutable, and
-# a FLUSHDB on a cluster does not wait for every member to drop its keys.
+# start_clusters SIZE: a three-node cluster of each binary (start_nodes),
+# its node 1's port in ports[k]. Each size gets new clusters: values are
+# immutable, and a FLUSHDB on a cluster does not wait for every member to
+# drop its keys.
 start_clusters() {
 	ports=()
 	for k in 0 1; do
-		start_node "${bins[$k]}" "c$k-$1-n1" ""
-		ports[k]=$resp_port
-		first=$gossip_port
-		start_node "${bins[$k]}" "c$k-$1-n2" "127.0.0.1:$first"
-		start_node "${bins[$k]}" "c$k-$1-n3" "127.0.0.1:$first"
+		start_nodes "$work/c$k-$1.env" -n 3 -kvring "${bins[$k]}" -dir "$work/c$k-$1" -shm-root "$shm/c$k-$1" \
+			-memory-limit "${MEM_MB}MiB" -resp -- --log-level warn
+		ports[k]=${resps[0]##*:}
 	done
 }
 

@@ -30,24 +30,14 @@ BYTES=${BYTES:-$((2 * 1024 * 1024 * 1024))}
 . loadtest/scratch.sh
 scratch resp-ab
 
-# start_node NAME BINARY: a kvring node; sets resp_port. It runs in this
-# shell, so the node's pid reaches pids and the cleanup.
+# start_node NAME BINARY: a kvring node (start_nodes); sets resp_port and
+# node_pid, and kvnodes_pid (killing it stops the node).
 start_node() {
-	local name=$1 bin=$2 grpc admin gossip resp
-	grpc=$(free_port) admin=$(free_port) gossip=$(free_port) resp=$(free_port)
-	mkdir -p "$work/$name" "$shm/$name"
-	"$bin" serve --grpc-addr "127.0.0.1:$grpc" --admin-addr "127.0.0.1:$admin" \
-		--gossip-addr "127.0.0.1:$gossip" --resp-addr "127.0.0.1:$resp" --socket "" \
-		--data-dir "$work/$name/data" --shm-dir "$shm/$name" --memory-limit "${MEM_MB}MiB" \
-		--log-level warn >>"$work/$name.log" 2>&1 &
-	pids+=($!)
-	for _ in $(seq 1 100); do
-		curl -sf "http://127.0.0.1:$admin/readyz" >/dev/null && break
-		sleep 0.1
-	done
-	resp_port=$resp
+	local name=$1 bin=$2
+	start_nodes "$work/$name.env" -kvring "$bin" -dir "$work/$name" -shm-root "$shm/$name" \
+		-memory-limit "${MEM_MB}MiB" -resp -- --log-level warn
+	resp_port=${resps[0]##*:} node_pid=${node_pids[0]} kvnodes_pid=$nodes_pid
 }
-
 
 # cpu_ticks PID: the process's user + system time, in clock ticks.
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
@@ -87,9 +77,9 @@ for size in $SIZES; do
 	# Fresh nodes per size: a FLUSHDB does not always remove every key of
 	# the size before (a key then refuses the new size's bytes).
 	start_node "old$size" "$old"
-	old_port=$resp_port old_pid=${pids[-1]}
+	old_port=$resp_port old_pid=$node_pid old_kvnodes=$kvnodes_pid
 	start_node "new$size" "$new"
-	new_port=$resp_port new_pid=${pids[-1]}
+	new_port=$resp_port new_pid=$node_pid new_kvnodes=$kvnodes_pid
 	bench "$old_port" "$old_pid" "$size" set >/dev/null
 	bench "$new_port" "$new_pid" "$size" set >/dev/null
 	for t in set get; do
@@ -103,6 +93,6 @@ for size in $SIZES; do
 		printf "%-8s %-5s %10s %10s %7.3f %9s %9s %7.3f  (medians)\n" "$size" "$t" "" "" \
 			"$(awk '{print $5}' "$work/rows" | median)" "" "" "$(awk '{print $8}' "$work/rows" | median)"
 	done
-	kill "$old_pid" "$new_pid"
-	wait "$old_pid" "$new_pid" 2>/dev/null || true
+	kill "$old_kvnodes" "$new_kvnodes"
+	wait "$old_kvnodes" "$new_kvnodes" 2>/dev/null || true
 done

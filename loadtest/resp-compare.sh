@@ -37,27 +37,20 @@ scratch resp-compare
 
 go build -o "$work/kvring" ./cmd/kvring
 
-# start_node NAME JOIN [flags...]: a kvring node; sets resp_port and
-# gossip_port. It runs in this shell (never in $(...) or <(...)), so the
-# node's pid reaches pids and the cleanup.
+kv="$work/kvring"
+
+# start_node NAME [-n N] [flags...]: one kvring node, or N joined in one
+# cluster (start_nodes); sets resp_port, node 1's Redis-protocol port.
 start_node() {
-	local name=$1 join=$2; shift 2
-	local grpc admin gossip resp
-	grpc=$(free_port) admin=$(free_port) gossip=$(free_port) resp=$(free_port)
-	mkdir -p "$work/$name" "$shm/$name"
-	"$work/kvring" serve --grpc-addr "127.0.0.1:$grpc" --admin-addr "127.0.0.1:$admin" \
-		--gossip-addr "127.0.0.1:$gossip" --resp-addr "127.0.0.1:$resp" --socket "" \
-		--data-dir "$work/$name/data" --shm-dir "$shm/$name" --memory-limit "${MEM_MB}MiB" \
-		--admin-actions --log-level warn ${join:+--join "$join"} "$@" >>"$work/$name.log" 2>&1 &
-	pids+=($!)
-	for _ in $(seq 1 100); do
-		curl -sf "http://127.0.0.1:$admin/readyz" >/dev/null && break
-		sleep 0.1
-	done
-	resp_port=$resp gossip_port=$gossip
+	local name=$1 n=1
+	shift
+	[ "${1:-}" = -n ] && { n=$2; shift 2; }
+	start_nodes "$work/$name.env" -n "$n" -dir "$work/$name" -shm-root "$shm/$name" -memory-limit "${MEM_MB}MiB" -resp \
+		-- --admin-actions --log-level warn "$@"
+	resp_port=${resps[0]##*:}
 }
 
-start_node n1 ""
+start_node n1
 kv_port=$resp_port
 redis_port=$(free_port)
 
@@ -76,9 +69,8 @@ start_redis "$redis_port"
 
 cluster_port="" rc_port=""
 if [ "$CLUSTER" -gt 1 ]; then
-	start_node c1 "" --resp-cluster
-	cluster_port=$resp_port c_gossip=$gossip_port
-	for i in $(seq 2 "$CLUSTER"); do start_node "c$i" "127.0.0.1:$c_gossip" --resp-cluster; done
+	start_node cluster -n "$CLUSTER" --resp-cluster
+	cluster_port=$resp_port
 	rc_addrs=()
 	for _ in $(seq 1 "$CLUSTER"); do
 		p=$(free_port)

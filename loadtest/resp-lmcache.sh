@@ -43,29 +43,21 @@ scratch resp-lmcache
 
 go build -o "$work/kvring" ./cmd/kvring
 
-# start_node NAME JOIN [flags...]: a kvring node; sets resp_port and
-# gossip_port. It runs in this shell (never in $(...)), so its pid reaches
-# pids and the cleanup.
+kv="$work/kvring"
+
+# start_node NAME [-n N]: one kvring node, or N joined in one cluster
+# (start_nodes; node i's log is $work/NAMEi.log), ready and seeing each
+# other; sets resp_port, node 1's Redis-protocol port.
 start_node() {
-	local name=$1 join=$2; shift 2
-	local grpc admin gossip resp
-	grpc=$(free_port) admin=$(free_port) gossip=$(free_port) resp=$(free_port)
-	mkdir -p "$work/$name" "$shm/$name"
-	"$work/kvring" serve --grpc-addr "127.0.0.1:$grpc" --admin-addr "127.0.0.1:$admin" \
-		--gossip-addr "127.0.0.1:$gossip" --resp-addr "127.0.0.1:$resp" --socket "" \
-		--data-dir "$work/$name/data" --shm-dir "$shm/$name" --memory-limit "${MEM_MB}MiB" \
-		--admin-actions --log-level warn ${join:+--join "$join"} "$@" >>"$work/$name.log" 2>&1 &
-	pids+=($!)
-	for _ in $(seq 1 100); do
-		curl -sf "http://127.0.0.1:$admin/readyz" >/dev/null && break
-		sleep 0.1
-	done
-	curl -sf "http://127.0.0.1:$admin/readyz" >/dev/null || { echo "kvring node $name did not become ready:" >&2; tail "$work/$name.log" >&2; exit 1; }
-	resp_port=$resp gossip_port=$gossip admin_port=$admin
+	local name=$1 n=1
+	[ "${2:-}" = -n ] && n=$3
+	start_nodes "$work/$name.env" -n "$n" -dir "$work/$name" -shm-root "$shm/$name" -log-prefix "$work/$name" \
+		-memory-limit "${MEM_MB}MiB" -resp -- --admin-actions --log-level warn
+	resp_port=${resps[0]##*:}
 }
 
 targets=()
-start_node n1 ""
+start_node n
 targets+=(--target "kvring-1=127.0.0.1:$resp_port")
 
 redis_port=$(free_port)
@@ -77,16 +69,8 @@ for _ in $(seq 1 100); do redis-cli -p "$redis_port" ping >/dev/null 2>&1 && bre
 targets+=(--target "redis=127.0.0.1:$redis_port")
 
 if [ "$NODES" -gt 1 ]; then
-	start_node c1 ""
-	c_resp=$resp_port c_gossip=$gossip_port c_admin=$admin_port
-	for i in $(seq 2 "$NODES"); do start_node "c$i" "127.0.0.1:$c_gossip"; done
-	# Wait until node 1 sees every member, so the first round spreads.
-	for _ in $(seq 1 200); do
-		m=$(curl -sf "http://127.0.0.1:$c_admin/v1/cluster" | jq '[.members[] | select(.state == "active")] | length' 2>/dev/null || echo 0)
-		[ "$m" -ge "$NODES" ] && break
-		sleep 0.1
-	done
-	targets+=(--target "kvring-$NODES=127.0.0.1:$c_resp")
+	start_node c -n "$NODES" # every node sees every member, so the first round spreads
+	targets+=(--target "kvring-$NODES=127.0.0.1:$resp_port")
 	cluster_note="; kvring-$NODES: $NODES nodes (no --resp-cluster), all traffic through node 1"
 fi
 

@@ -32,16 +32,10 @@ scratch resp-socket
 
 go build -o "$work/kvring" ./cmd/kvring
 
-kv_port=$(free_port) admin=$(free_port) kv_sock="$work/kvring.sock"
-"$work/kvring" serve --grpc-addr "127.0.0.1:$(free_port)" --admin-addr "127.0.0.1:$admin" \
-	--gossip-addr "127.0.0.1:$(free_port)" --resp-addr "127.0.0.1:$kv_port" --resp-socket "$kv_sock" --socket "" \
-	--data-dir "$work/data" --shm-dir "$shm" --memory-limit "${MEM_MB}MiB" \
-	--admin-actions --log-level warn >>"$work/kvring.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 1 100); do
-	curl -sf "http://127.0.0.1:$admin/readyz" >/dev/null && break
-	sleep 0.1
-done
+kv="$work/kvring" kv_sock="$work/kvring.sock"
+start_nodes "$work/kv.env" -dir "$work/kv" -shm-root "$shm" -memory-limit "${MEM_MB}MiB" -resp \
+	-- --resp-socket "$kv_sock" --admin-actions --log-level warn
+kv_port=${resps[0]##*:}
 
 redis_port=$(free_port) redis_sock="$work/redis.sock"
 mkdir -p "$work/redis"

@@ -4,7 +4,8 @@
 # scratch NAME makes the run's directories, $work under /tmp and $shm under /dev/shm (kvring-NAME.XXXXXX), and an
 # empty pids array, and traps EXIT, INT and TERM so that every process in pids is stopped and waited for and both
 # directories are removed however the script ends. Start servers in the script's own shell (never in $(...)) and
-# append their pids. It also sources ports.sh (free_port), which keeps its state under $work.
+# append their pids. It also sources ports.sh (free_port), which keeps its state under $work, and nodes.sh
+# (start_nodes: kvring nodes through kvnodes, whose pid goes to pids).
 scratch() {
 	work=$(mktemp -d "/tmp/kvring-$1.XXXXXX")
 	shm=$(mktemp -d "/dev/shm/kvring-$1.XXXXXX")
@@ -21,3 +22,5 @@ scratch_cleanup() {
 
 # shellcheck source=ports.sh
 . loadtest/ports.sh
+# shellcheck source=nodes.sh
+. loadtest/nodes.sh

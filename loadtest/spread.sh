@@ -32,8 +32,6 @@ SPREAD_FLAGS=${SPREAD_FLAGS:-}
 
 log() { echo "spread: $*" >&2; }
 
-# shellcheck source=loadtest/ports.sh
-source "$root/loadtest/ports.sh" # free_port
 # shellcheck source=loadtest/cluster.sh
 source "$root/loadtest/cluster.sh" # loadtest_init, start_cluster, stop_cluster
 loadtest_init # $work, $shm, $pids, $kv; everything started is stopped and removed on exit

@@ -16,7 +16,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -159,21 +158,17 @@ func startCluster(t *testing.T, extra ...string) []*e2eNode {
 	return nodes
 }
 
-// stopNode sends SIGTERM, expects a clean exit 0 and holds the node's
-// ports (so calls to it are refused, whatever other tests start meanwhile).
+// stopNode sends SIGTERM, expects a clean exit 0 within e2eStopTimeout
+// (a drain, then the node leaves) and holds the node's ports (so calls to
+// it are refused, whatever other tests start meanwhile): launch.Node.Stop.
 func stopNode(t *testing.T, n *e2eNode) {
 	t.Helper()
-	if err := n.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
+	stop := func() error { return n.Stop(e2eStopTimeout) } // a node started with startKvring
+	if n.ln != nil {
+		stop = n.ln.Stop
 	}
-	select {
-	case <-n.done:
-		n.holdPorts(t)
-	case <-time.After(30 * time.Second):
-		t.Fatalf("node %s did not exit after SIGTERM:\n%s", n.id, n.logs())
-	}
-	if code := n.cmd.ProcessState.ExitCode(); code != 0 {
-		t.Fatalf("node %s exited %d after SIGTERM, want 0:\n%s", n.id, code, n.logs())
+	if err := stop(); err != nil {
+		t.Fatalf("node %s: %v", n.id, err)
 	}
 }
 
@@ -437,7 +432,7 @@ func TestOperatorSeesTheClusterThroughAdminAPIAndCLI(t *testing.T) {
 		p := startKvring(t, []string{"KVRING_ADMIN_ADDR=127.0.0.1:0", "KVRING_MEMORY_LIMIT=44MiB"},
 			"serve", "--config", srv, "--memory-limit", "48MiB")
 		m := p.waitLog(t, readyRe, 60*time.Second)
-		n4 := &e2eNode{proc: p, id: m[1], grpc: m[2], admin: m[3], gossip: m[4]}
+		n4 := &e2eNode{proc: *p, id: m[1], grpc: m[2], admin: m[3], gossip: m[4]}
 		var st struct {
 			LimitBytes int64 `json:"limit_bytes"`
 		}

@@ -39,7 +39,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -52,6 +51,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/kvring/kvring/client"
+	"github.com/kvring/kvring/internal/launch"
 	"github.com/kvring/kvring/internal/testutil"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 	"github.com/kvring/kvring/transfer"
@@ -717,16 +717,11 @@ var benchBinary = sync.OnceValues(func() (string, error) {
 	return bin, nil
 })
 
-var benchReadyRe = regexp.MustCompile(`msg="node ready" node=(\S+) grpc=(\S+) admin=(\S+) gossip=(\S+)`)
-
-// benchNode is a running `kvring serve` and the addresses it logged.
+// benchNode is a running `kvring serve` (launch.Node) and the addresses
+// it logged.
 type benchNode struct {
-	cmd                     *exec.Cmd
+	*launch.Node
 	id, grpc, admin, gossip string
-
-	mu    sync.Mutex
-	lines []string
-	done  chan struct{}
 }
 
 // startBenchNode starts a node with the given memory limit on kernel-picked
@@ -738,71 +733,22 @@ func startBenchNode(b testing.TB, memoryLimit string, extra ...string) *benchNod
 	if err != nil {
 		b.Fatalf("cannot build kvring: %v", err)
 	}
-	shm := testutil.ShmDir(b, "bench-")
-	args := append([]string{"serve", "--data-dir", b.TempDir(), "--shm-dir", shm, "--memory-limit", memoryLimit,
-		"--grpc-addr", "127.0.0.1:0", "--gossip-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"}, extra...)
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "KVRING_SOCKET=", "KVRING_RESP_ADDR=")
-	stderr, err := cmd.StderrPipe()
+	ln, err := launch.StartNode(context.Background(), launch.NodeConfig{Binary: bin, Dir: b.TempDir(),
+		ShmDir: testutil.ShmDir(b, "bench-"), MemoryLimit: memoryLimit, Args: extra, Logf: b.Logf})
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := testutil.Start(cmd); err != nil {
-		b.Fatal(err)
-	}
-	n := &benchNode{cmd: cmd, done: make(chan struct{})}
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			n.mu.Lock()
-			n.lines = append(n.lines, sc.Text())
-			n.mu.Unlock()
-		}
-		cmd.Wait()
-		close(n.done)
-	}()
-	b.Cleanup(func() {
-		select {
-		case <-n.done:
-		default:
-			cmd.Process.Kill()
-			<-n.done
-		}
-	})
-	var m []string
-	testutil.Eventually(b, "kvring to log that it is ready", 60*time.Second, func() bool {
-		select {
-		case <-n.done:
-			b.Fatalf("kvring exited before it was ready:\n%s", n.logs())
-		default:
-		}
-		n.mu.Lock()
-		defer n.mu.Unlock()
-		for _, l := range n.lines {
-			if m = benchReadyRe.FindStringSubmatch(l); m != nil {
-				return true
-			}
-		}
-		return false
-	})
-	n.id, n.grpc, n.admin, n.gossip = m[1], m[2], m[3], m[4]
-	return n
-}
-
-func (n *benchNode) logs() string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return strings.Join(n.lines, "\n")
+	b.Cleanup(ln.Close)
+	return &benchNode{Node: ln, id: ln.ID, grpc: ln.GRPC, admin: ln.Admin, gossip: ln.Gossip}
 }
 
 // ringHas reports whether the node's latest ring has every member in ids.
 func (n *benchNode) ringHas(ids ...string) bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	for i := len(n.lines) - 1; i >= 0; i-- {
-		if strings.Contains(n.lines[i], `msg="ring rebuilt"`) {
+	lines := strings.Split(n.Logs(), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.Contains(lines[i], `msg="ring rebuilt"`) {
 			for _, id := range ids {
-				if !strings.Contains(n.lines[i], id) {
+				if !strings.Contains(lines[i], id) {
 					return false
 				}
 			}

@@ -10,8 +10,8 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,30 +19,43 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/kvring/kvring/client"
+	"github.com/kvring/kvring/internal/launch"
 	"github.com/kvring/kvring/internal/testutil"
 )
 
 var readyRe = regexp.MustCompile(`msg="node ready" node=(\S+) grpc=(\S+) admin=(\S+) gossip=(\S+)`)
 
-// e2eNode is a kvring process and the addresses it logged.
+// e2eNode is a kvring process and the addresses it logged. Nodes that
+// startNode (or restartNode) started have ln, the launcher's node; the few
+// started with exactly a deployment's arguments (startKvring) do not.
 type e2eNode struct {
-	*proc
+	proc
+	ln                      *launch.Node
 	id, grpc, admin, gossip string
 	data, shm               string
-	held                    portHolds // its ports, kept while it is stopped (holdPorts)
 }
 
-// serveArgs are the arguments of `kvring serve` for a test node; the admin
-// port is always picked by the kernel.
+// e2eServeFlags are every test node's flags beyond the launcher's own
+// (launch.NodeConfig: kernel-picked ports, 256 MiB, no socket and no
+// Redis port unless asked).
+var e2eServeFlags = []string{"--rejoin-interval", "1s"}
+
+// e2eStopTimeout bounds a node's exit after SIGTERM (stopNode): a drain on
+// a loaded machine takes a while.
+const e2eStopTimeout = 90 * time.Second
+
+// serveArgs are the arguments of `kvring serve` for a test node that a
+// test runs itself (startKvring); the admin port is always picked by the
+// kernel.
 func serveArgs(data, shm, grpcAddr, gossipAddr string, extra ...string) []string {
-	return append([]string{"serve", "--data-dir", data, "--shm-dir", shm, "--memory-limit", "256MiB",
+	return append([]string{"serve", "--data-dir", data, "--shm-dir", shm, "--memory-limit", launch.DefaultMemoryLimit,
 		"--grpc-addr", grpcAddr, "--gossip-addr", gossipAddr, "--admin-addr", "127.0.0.1:0", "--rejoin-interval", "1s"}, extra...)
 }
 
-// startNode starts `kvring serve` and waits until it is ready. Tests pass
-// "127.0.0.1:0" for both addresses, so the kernel picks the ports and the
-// node logs them; to start a stopped node again where it was, use
-// restartNode.
+// startNode starts `kvring serve` (launch.StartNode) and waits until it is
+// ready. Tests pass "127.0.0.1:0" for both addresses, so the kernel picks
+// the ports and the node logs them; to start a stopped node again where it
+// was, use restartNode.
 func startNode(t *testing.T, data, shm, grpcAddr, gossipAddr string, extra ...string) *e2eNode {
 	t.Helper()
 	return startNodeAt(t, kvringBinary(t), data, shm, grpcAddr, gossipAddr, extra...)
@@ -57,17 +70,39 @@ func startNodeBin(t *testing.T, bin, data, shm string, extra ...string) *e2eNode
 
 func startNodeAt(t *testing.T, bin, data, shm, grpcAddr, gossipAddr string, extra ...string) *e2eNode {
 	t.Helper()
-	p := startKvringBin(t, bin, nil, serveArgs(data, shm, grpcAddr, gossipAddr, extra...)...)
-	m := p.waitLog(t, readyRe, 60*time.Second)
-	return &e2eNode{proc: p, id: m[1], grpc: m[2], admin: m[3], gossip: m[4], data: data, shm: shm}
+	ln, err := launch.StartNode(context.Background(), launch.NodeConfig{Binary: bin, Dir: t.TempDir(), DataDir: data,
+		ShmDir: shm, GRPCAddr: grpcAddr, GossipAddr: gossipAddr, Args: slices.Concat(e2eServeFlags, extra),
+		StopTimeout: e2eStopTimeout, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return launched(t, ln)
 }
 
-// kill sends SIGKILL, waits for the exit and holds the node's ports.
+// launched wraps ln, which the test's cleanup closes.
+func launched(t *testing.T, ln *launch.Node) *e2eNode {
+	t.Cleanup(ln.Close)
+	return &e2eNode{proc: proc{ln.Process}, ln: ln, id: ln.ID, grpc: ln.GRPC, admin: ln.Admin, gossip: ln.Gossip,
+		data: ln.DataDir(), shm: ln.ShmDir()}
+}
+
+// holdPorts holds the ports of n, which has exited, until restartNode or
+// the end of the test (launch.Node.HoldPorts).
+func (n *e2eNode) holdPorts(*testing.T) {
+	if n.ln != nil {
+		n.ln.HoldPorts()
+	}
+}
+
+// kill sends SIGKILL, waits for the exit and holds the node's ports (until
+// restartNode or the end of the test: launch.Node.Kill).
 func (n *e2eNode) kill(t *testing.T) {
 	t.Helper()
-	n.cmd.Process.Signal(syscall.SIGKILL)
-	<-n.done
-	n.holdPorts(t)
+	if n.ln == nil {
+		n.Kill()
+		return
+	}
+	n.ln.Kill()
 }
 
 type nodeStats struct {

@@ -45,8 +45,8 @@ func TestDeployDiskVariantKeepsTheCacheAcrossPods(t *testing.T) {
 	if onDisk < n/2 {
 		t.Fatalf("%d of %d chunks on disk", onDisk, n)
 	}
-	pod.cmd.Process.Signal(syscall.SIGKILL)
-	<-pod.done
+	pod.Signal(syscall.SIGKILL)
+	<-pod.Done()
 	r.ports.holdUDP(t, 0)
 	pod = r.startPod(0)
 	if got := pod.diskStats(t).Disk.Chunks; got != onDisk {

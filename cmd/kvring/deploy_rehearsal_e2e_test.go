@@ -225,7 +225,7 @@ func (r *rehearsal) startPod(ord int) *e2eNode {
 	env = append(append(env, "KVRING_RESP_ADDR="+respAddr), r.env...)
 	p := startKvring(t, env, r.c.Args...)
 	m := p.waitLog(t, jsonReadyRe, 60*time.Second)
-	n := &e2eNode{proc: p, id: m[1], grpc: m[2], admin: m[3], gossip: m[4], shm: shm}
+	n := &e2eNode{proc: *p, id: m[1], grpc: m[2], admin: m[3], gossip: m[4], shm: shm}
 	if want := net.JoinHostPort(rehearsalPodIP(ord), strconv.Itoa(r.ports.admin)); n.admin != want {
 		t.Fatalf("pod %s serves admin on %s, want %s", name, n.admin, want)
 	}
@@ -502,18 +502,18 @@ func TestDeployStatefulSetRehearsalRollingRestartUnderBench(t *testing.T) {
 		old := r.pods[ord]
 		svc.set(ord, "") // deletion starts: the pod leaves the Services' endpoints
 		<-time.After(preStop)
-		if err := old.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		if err := old.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
 		signalled := time.Now()
 		select {
-		case <-old.done:
+		case <-old.Done():
 			t.Logf("kvring-%d exited %v after SIGTERM: %s", ord, time.Since(signalled).Round(time.Millisecond),
 				lineContaining(old.logs(), "drain "))
 		case <-time.After(grace - preStop):
 			t.Fatalf("kvring-%d did not exit within the grace period after SIGTERM:\n%s", ord, old.logs())
 		}
-		if code := old.cmd.ProcessState.ExitCode(); code != 0 {
+		if code := old.ExitCode(); code != 0 {
 			t.Fatalf("kvring-%d exited %d after SIGTERM:\n%s", ord, code, old.logs())
 		}
 		r.ports.holdUDP(t, ord)

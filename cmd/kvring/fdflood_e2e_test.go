@@ -92,7 +92,7 @@ func TestADescriptorFloodDoesNotEndTheLocalSocket(t *testing.T) {
 	if code, _, _, err := readiness(admin, n.admin); err != nil || code != 200 {
 		t.Fatalf("readyz before the flood: %d %v", code, err)
 	}
-	limit := limitDescriptors(t, n.cmd.Process.Pid, 48)
+	limit := limitDescriptors(t, n.Pid(), 48)
 
 	var flood []net.Conn
 	defer func() {

@@ -35,7 +35,7 @@ func TestADescriptorFloodOnTheGRPCPortLeavesItServing(t *testing.T) {
 	if code, _, _, err := readiness(admin, n.admin); err != nil || code != 200 {
 		t.Fatalf("readyz before the flood: %d %v", code, err)
 	}
-	limit := limitDescriptors(t, n.cmd.Process.Pid, 48)
+	limit := limitDescriptors(t, n.Pid(), 48)
 	var flood []net.Conn
 	defer func() {
 		for _, c := range flood {
@@ -126,9 +126,9 @@ func TestA32MiBSocketRequestLeavesTheNodesMemoryBounded(t *testing.T) {
 		big.WriteString(strconv.FormatUint(1<<63|uint64(i)*7919, 10))
 	}
 	big.WriteString("]}")
-	before := peakRSS(t, n.cmd.Process.Pid)
+	before := peakRSS(t, n.Pid())
 	m := call(big.Bytes())
-	grown := peakRSS(t, n.cmd.Process.Pid) - before
+	grown := peakRSS(t, n.Pid()) - before
 	t.Logf("a %.1f MiB request: %v; the node's peak RSS grew %.1f MiB (from %.1f MiB)", float64(big.Len())/(1<<20), m["message"],
 		float64(grown)/(1<<20), float64(before)/(1<<20))
 	if _, typed := m["type"]; typed || !strings.Contains(fmt.Sprint(m["message"]), "ids") {

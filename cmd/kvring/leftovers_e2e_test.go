@@ -110,6 +110,6 @@ func TestHelperNodeOfAKilledTestBinary(t *testing.T) {
 	n := startNode(t, t.TempDir(), shmDir(t), "127.0.0.1:0", "127.0.0.1:0")
 	// The scratch directories: $TMPDIR (the node's data directory is in it)
 	// and the /dev/shm one that holds the node's segment directory.
-	fmt.Printf("node pid=%d %s %s\n", n.cmd.Process.Pid, os.TempDir(), filepath.Dir(n.shm))
+	fmt.Printf("node pid=%d %s %s\n", n.Pid(), os.TempDir(), filepath.Dir(n.shm))
 	time.Sleep(5 * time.Minute) // killed long before; -test.timeout ends it otherwise
 }

@@ -2,81 +2,53 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/kvring/kvring/internal/testutil"
+	"github.com/kvring/kvring/internal/launch"
 )
 
 // dirNode is a `kvring serve` process started by startInDir.
-type dirNode struct {
-	cmd  *exec.Cmd
-	logs *testutil.Logs
-	done chan struct{} // closed once the process has exited
-}
+type dirNode struct{ proc }
 
 // startInDir starts `kvring serve` with args in the working directory dir,
 // with the environment of the test minus KVRING_SOCKET (so the default
 // socket path is the one under test), waits until it is ready and kills it
-// when the test ends.
+// when the test ends. It runs the command itself (launch.Spawn), not
+// through the launcher's node flags: the defaults are what it tests.
 func startInDir(t *testing.T, dir string, args ...string) *dirNode {
 	t.Helper()
-	bin, err := buildBinary()
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "KVRING_SOCKET=") })
+	p, err := launch.Spawn(launch.Command{Dir: dir, Env: append(env, "GORACE=atexit_sleep_ms=0"),
+		Args: append([]string{kvringBinary(t), "serve", "--grpc-addr", "127.0.0.1:0", "--gossip-addr", "127.0.0.1:0",
+			"--admin-addr", "127.0.0.1:0", "--resp-addr", "127.0.0.1:0", "--shm-dir", shmDir(t), "--memory-limit", "64MiB"}, args...)})
 	if err != nil {
-		t.Fatalf("cannot build kvring: %v", err)
-	}
-	cmd := exec.Command(bin, append([]string{"serve", "--grpc-addr", "127.0.0.1:0", "--gossip-addr", "127.0.0.1:0",
-		"--admin-addr", "127.0.0.1:0", "--resp-addr", "127.0.0.1:0", "--shm-dir", shmDir(t), "--memory-limit", "64MiB"}, args...)...)
-	cmd.Dir = dir
-	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "KVRING_SOCKET=") })
-	cmd.Env = append(cmd.Env, "GORACE=atexit_sleep_ms=0")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	n := &dirNode{cmd: cmd, logs: new(testutil.Logs), done: make(chan struct{})}
-	cmd.Stderr = n.logs
-	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	go func() { cmd.Wait(); close(n.done) }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-n.done
-	})
-	testutil.Eventually(t, "the node to be ready", 60*time.Second, func() bool {
-		return n.logs.Count(`msg="node ready"`) > 0 || n.exited()
-	})
-	if n.exited() {
-		t.Fatalf("kvring serve %q exited:\n%s", args, n.logs)
-	}
+	t.Cleanup(p.Kill)
+	n := &dirNode{proc{p}}
+	n.waitLog(t, regexp.MustCompile(`msg="node ready"`), 60*time.Second)
 	return n
-}
-
-func (n *dirNode) exited() bool {
-	select {
-	case <-n.done:
-		return true
-	default:
-		return false
-	}
 }
 
 // stop sends SIGTERM and fails the test unless the node exits 0 in time.
 func (n *dirNode) stop(t *testing.T) {
 	t.Helper()
-	if err := n.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := n.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case <-n.done:
+	case <-n.Done():
 	case <-time.After(60 * time.Second):
-		t.Fatalf("no exit within 60s of SIGTERM:\n%s", n.logs)
+		t.Fatalf("no exit within 60s of SIGTERM:\n%s", n.logs())
 	}
-	if !n.cmd.ProcessState.Success() {
-		t.Fatalf("%v after SIGTERM:\n%s", n.cmd.ProcessState, n.logs)
+	if !n.State().Success() {
+		t.Fatalf("%v after SIGTERM:\n%s", n.State(), n.logs())
 	}
 }
 

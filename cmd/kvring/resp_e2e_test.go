@@ -461,7 +461,7 @@ func TestBadRedisInputLeavesTheNodeServing(t *testing.T) {
 	if err := good.Set(ctx, "k", "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	before := rssBytes(t, n.cmd.Process.Pid)
+	before := rssBytes(t, n.Pid())
 	inputs := []string{
 		"\x00\x01\x02garbage\r\n\xff\xfe",
 		"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1099511627776\r\n",
@@ -511,7 +511,7 @@ func TestBadRedisInputLeavesTheNodeServing(t *testing.T) {
 	if v, err := good.Get(ctx, "k").Result(); err != nil || v != "v" {
 		t.Fatalf("after the bad input: GET = %q, %v", v, err)
 	}
-	if grown := rssBytes(t, n.cmd.Process.Pid) - before; grown > 64<<20 {
+	if grown := rssBytes(t, n.Pid()) - before; grown > 64<<20 {
 		t.Fatalf("the node's RSS grew %d MiB under bad input", grown>>20)
 	}
 }

@@ -40,7 +40,7 @@ func TestIdleRedisConnectionsCostLittle(t *testing.T) {
 	n := startNode(t, t.TempDir(), shmDir(t), "127.0.0.1:0", "127.0.0.1:0", "--resp-addr", "127.0.0.1:0", "--pprof",
 		"--resp-max-conns", strconv.Itoa(idle+active+spare))
 	addr := n.respAddr(t)
-	pid := n.cmd.Process.Pid
+	pid := n.Pid()
 
 	warm := dialIdle(t, addr) // the node's first connection sets up what every one shares
 	warm.Close()

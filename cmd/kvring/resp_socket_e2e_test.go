@@ -77,7 +77,7 @@ func TestLMCachesPatternThroughTheUnixSocket(t *testing.T) {
 	// A live socket is refused, naming the path.
 	p := startKvring(t, nil, serveArgs(t.TempDir(), shmDir(t), "127.0.0.1:0", "127.0.0.1:0", sock...)...)
 	select {
-	case <-p.done:
+	case <-p.Done():
 	case <-time.After(60 * time.Second):
 		t.Fatalf("a second node on node 1's live socket did not stop:\n%s", p.logs())
 	}

@@ -75,13 +75,13 @@ func TestReadsThroughAStoppedPeerAreErrorsNeverNil(t *testing.T) {
 		wg.Go(func() { readUntil(ctx, c, keys, vals, w, &reads, stop) })
 	}
 	victim := nodes[2]
-	if err := victim.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+	if err := victim.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	testutil.Eventually(t, "node 1 to see the stopped node dead", 60*time.Second, func() bool {
 		return !seesRing(nodes[0], nodes[0].id, nodes[1].id, victim.id)
 	})
-	if err := victim.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+	if err := victim.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
 	testutil.Eventually(t, "every node to see three members again", 60*time.Second, func() bool {

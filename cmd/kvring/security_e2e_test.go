@@ -339,7 +339,7 @@ func TestClientsWithoutAValidTokenAreRefused(t *testing.T) {
 	if err := os.WriteFile(tokens, []byte("team-b-token-0123456789 team-b/\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := n.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+	if err := n.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
 	n.waitLog(t, reloadedRe, 10*time.Second)

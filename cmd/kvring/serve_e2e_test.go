@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -15,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvring/kvring/internal/launch"
 	"github.com/kvring/kvring/internal/testutil"
 )
 
@@ -63,52 +63,16 @@ type buildError struct {
 
 func (e *buildError) Error() string { return e.err.Error() + ": " + e.out }
 
-// proc is a running kvring process with its log lines.
-type proc struct {
-	cmd     *exec.Cmd
-	mu      sync.Mutex
-	lines   []string
-	changed chan struct{} // closed and replaced when a line is added
-	done    chan struct{} // closed once the process has exited and every line is read
-}
+// proc is a running kvring process with its output (launch.Process).
+type proc struct{ *launch.Process }
 
-func (p *proc) logs() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return strings.Join(p.lines, "\n")
-}
+func (p *proc) logs() string { return p.Logs() }
 
 // awaitLog waits until a line of the process's log matches re and returns
 // the match. It returns nil when the process exits first (exited is true) or
 // timeout passes. It wakes on each new line, not on a timer.
 func (p *proc) awaitLog(re *regexp.Regexp, timeout time.Duration) (m []string, exited bool) {
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for seen := 0; ; {
-		select {
-		case <-p.done:
-			exited = true // every line is in: one last look
-		default:
-		}
-		p.mu.Lock()
-		for ; seen < len(p.lines); seen++ {
-			if m := re.FindStringSubmatch(p.lines[seen]); m != nil {
-				p.mu.Unlock()
-				return m, false
-			}
-		}
-		changed := p.changed
-		p.mu.Unlock()
-		if exited {
-			return nil, true
-		}
-		select {
-		case <-changed:
-		case <-p.done:
-		case <-deadline.C:
-			return nil, false
-		}
-	}
+	return p.AwaitLog(re, timeout)
 }
 
 // waitLog waits for a line matching re (see awaitLog) and fails the test
@@ -125,6 +89,10 @@ func (p *proc) waitLog(t *testing.T, re *regexp.Regexp, timeout time.Duration) [
 	return m
 }
 
+// startKvring runs the kvring binary with args (launch.Spawn: it dies with
+// the test binary) and kills it when the test ends. Nodes started this way
+// serve no local socket and no Redis port unless env or args ask: tests
+// that need a node with the usual test flags use startNode.
 func startKvring(t *testing.T, env []string, args ...string) *proc {
 	t.Helper()
 	return startKvringBin(t, kvringBinary(t), env, args...)
@@ -134,38 +102,14 @@ func startKvring(t *testing.T, env []string, args ...string) *proc {
 // release's: upgrade_e2e_test.go).
 func startKvringBin(t *testing.T, bin string, env []string, args ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
 	// No local socket unless the test asks: nodes share the working directory.
-	cmd.Env = append(append(os.Environ(), "KVRING_SOCKET=", "KVRING_RESP_ADDR="), env...)
-	stderr, err := cmd.StderrPipe()
+	p, err := launch.Spawn(launch.Command{Args: append([]string{bin}, args...),
+		Env: append(append(os.Environ(), "KVRING_SOCKET=", "KVRING_RESP_ADDR="), env...)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := testutil.Start(cmd); err != nil {
-		t.Fatal(err)
-	}
-	p := &proc{cmd: cmd, changed: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			p.mu.Lock()
-			p.lines = append(p.lines, sc.Text())
-			close(p.changed)
-			p.changed = make(chan struct{})
-			p.mu.Unlock()
-		}
-		cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			cmd.Process.Kill()
-			<-p.done
-		}
-	})
-	return p
+	t.Cleanup(p.Kill)
+	return &proc{p}
 }
 
 // shmDir is a directory for a node's segments in /dev/shm, removed when
@@ -208,15 +152,15 @@ func TestServeStartsServesAndStopsCleanly(t *testing.T) {
 		}
 	}
 
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := p.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case <-p.done:
+	case <-p.Done():
 	case <-time.After(30 * time.Second):
 		t.Fatalf("kvring did not exit after SIGTERM:\n%s", p.logs())
 	}
-	if code := p.cmd.ProcessState.ExitCode(); code != 0 {
+	if code := p.ExitCode(); code != 0 {
 		t.Fatalf("exit code %d after SIGTERM, want 0:\n%s", code, p.logs())
 	}
 	for _, want := range []string{"shutting down", "store closed", "node stopped"} {
@@ -246,11 +190,11 @@ func TestServeRejectsBadConfigurationWithAClearMessage(t *testing.T) {
 	for _, c := range cases {
 		p := startKvring(t, c.env, c.args...)
 		select {
-		case <-p.done:
+		case <-p.Done():
 		case <-time.After(30 * time.Second):
 			t.Fatalf("%v: kvring did not exit", c.args)
 		}
-		if p.cmd.ProcessState.ExitCode() == 0 {
+		if p.ExitCode() == 0 {
 			t.Errorf("%v %v: exit 0, want failure", c.env, c.args)
 		}
 		if !strings.Contains(p.logs(), c.want) || strings.Contains(p.logs(), "goroutine ") {

@@ -23,7 +23,7 @@ func TestShmListAndRemoveAStoppedNodesSegments(t *testing.T) {
 	}
 	mustCLI(t, nil, "put", "--addr", n.grpc, "--namespace", "shm/test", file)
 	list := mustCLI(t, nil, "shm", "list", "--shm-dir", shm)
-	pid := fmt.Sprintf("pid %d", n.cmd.Process.Pid)
+	pid := fmt.Sprintf("pid %d", n.Pid())
 	if !strings.Contains(list.stdout, n.id) || !strings.Contains(list.stdout, "yes ("+pid+")") {
 		t.Fatalf("shm list while the node runs: %s", list.stdout)
 	}

@@ -89,16 +89,16 @@ func TestSIGTERMWithPutsInFlightLosesNone(t *testing.T) {
 	}
 	testutil.Eventually(t, "puts to be stored before the signal", 20*time.Second, func() bool { return stored.Load() >= 40 })
 	signalled := time.Now()
-	if err := victim.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := victim.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case <-victim.done:
+	case <-victim.Done():
 		victim.holdPorts(t) // for the restart below
 	case <-time.After(30 * time.Second):
 		t.Fatalf("the node did not exit after SIGTERM:\n%s", victim.logs())
 	}
-	if code := victim.cmd.ProcessState.ExitCode(); code != 0 {
+	if code := victim.ExitCode(); code != 0 {
 		t.Fatalf("exit code %d after SIGTERM, want 0:\n%s", code, victim.logs())
 	}
 	for _, want := range []string{"shutting down", "left cluster", "store closed", "node stopped"} {

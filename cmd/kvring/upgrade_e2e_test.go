@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -250,22 +249,6 @@ func awaitWholeCluster(t *testing.T, step string, nodes []*e2eNode, want map[str
 	})
 }
 
-// stopGracefully sends SIGTERM (a pod's stop: the node drains, then leaves)
-// and waits for a clean exit.
-func stopGracefully(t *testing.T, n *e2eNode) {
-	t.Helper()
-	n.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-n.done:
-	case <-time.After(90 * time.Second):
-		t.Fatalf("node %s did not exit within 90s of SIGTERM:\n%s", n.id, n.logs())
-	}
-	if code := n.cmd.ProcessState.ExitCode(); code != 0 {
-		t.Fatalf("node %s exited %d after SIGTERM:\n%s", n.id, code, n.logs())
-	}
-	n.holdPorts(t)
-}
-
 // TestRollingUpgradeFromThePreviousRelease builds the newest recorded release
 // (RELEASES) from this clone's history, starts three nodes of it, and
 // replaces them one at a time with the tree's build under a bounded load of
@@ -304,7 +287,7 @@ func TestRollingUpgradeFromThePreviousRelease(t *testing.T) {
 	testutil.Eventually(t, "the client to connect", 30*time.Second, func() bool { return c.State().Status == client.ConnConnected })
 	load := startUpgradeLoad(c)
 	for i, n := range nodes {
-		stopGracefully(t, n)
+		stopNode(t, n)
 		nodes[i] = restartNodeBin(t, n, treeBin, "--join", nodes[(i+1)%3].gossip)
 		version[n.id] = treeVersion
 		awaitWholeCluster(t, fmt.Sprintf("node %d of 3 upgraded to %s", i+1, treeVersion), nodes, version)
@@ -321,7 +304,7 @@ func TestRollingUpgradeFromThePreviousRelease(t *testing.T) {
 	readBackAll(t, "after the upgrade", c, acked)
 
 	// Downgrade one node: adjacent releases share a cluster either way.
-	stopGracefully(t, nodes[0])
+	stopNode(t, nodes[0])
 	nodes[0] = restartNodeBin(t, nodes[0], relBin, "--join", nodes[1].gossip)
 	version[nodes[0].id] = relVersion
 	awaitWholeCluster(t, "one node downgraded to "+rel.version, nodes, version)

@@ -16,13 +16,14 @@ import (
 
 	"github.com/kvring/kvring/client"
 	"github.com/kvring/kvring/client/local"
+	"github.com/kvring/kvring/internal/launch"
 	kvringv1 "github.com/kvring/kvring/proto/kvring/v1"
 )
 
 // attack runs until ctx ends and says what it did. It calls ready once it
 // holds what it set out to hold (its puts staged, its pins or blobs taken),
 // so that the victim's replay measures the hold, not the attacker's set-up.
-type attack func(ctx context.Context, nd *node, ready func()) string
+type attack func(ctx context.Context, nd *launch.Node, ready func()) string
 
 // attacks are the attacks on a node's shared budgets, as an outsider or a
 // local client would run them.
@@ -37,8 +38,8 @@ var attacks = map[string]attack{
 func attackNames() []string { return []string{"stalled", "trickle", "beginless", "pins", "blobs"} }
 
 // attackerNS registers the attacker's namespace and returns its reference.
-func attackerNS(ctx context.Context, nd *node) (*client.Client, *kvringv1.NamespaceRef, error) {
-	c, err := client.New(client.Config{Conn: client.ConnConfig{Seeds: []string{nd.grpc},
+func attackerNS(ctx context.Context, nd *launch.Node) (*client.Client, *kvringv1.NamespaceRef, error) {
+	c, err := client.New(client.Config{Conn: client.ConnConfig{Seeds: []string{nd.GRPC},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, Namespace: "attacker",
 		Schema: client.Schema{Model: "attacker", Dtype: "bf16", TokensPerChunk: 16}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
@@ -82,13 +83,13 @@ func openHold(ctx context.Context, cc *grpc.ClientConn, ref *kvringv1.NamespaceR
 // holdPuts keeps a put declaring 64 chunks of 4 MiB open, re-opening it
 // whenever the node ends it; each open put is fed by feed (nil: nothing is
 // sent, the stall).
-func holdPuts(ctx context.Context, nd *node, ready func(), feed func(context.Context, kvringv1.Cache_PutClient)) string {
+func holdPuts(ctx context.Context, nd *launch.Node, ready func(), feed func(context.Context, kvringv1.Cache_PutClient)) string {
 	c, ref, err := attackerNS(ctx, nd)
 	if err != nil {
 		return "cannot register: " + err.Error()
 	}
 	defer c.Close()
-	cc, err := grpc.NewClient(nd.grpc, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	cc, err := grpc.NewClient(nd.GRPC, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return err.Error()
 	}
@@ -111,12 +112,12 @@ func holdPuts(ctx context.Context, nd *node, ready func(), feed func(context.Con
 	return fmt.Sprintf("%d puts of 64×4 MiB opened, %d ended by the node", opened, ended)
 }
 
-func stalledPuts(ctx context.Context, nd *node, ready func()) string {
+func stalledPuts(ctx context.Context, nd *launch.Node, ready func()) string {
 	return holdPuts(ctx, nd, ready, nil)
 }
 
 // tricklingPuts sends one byte of each chunk every 5 s.
-func tricklingPuts(ctx context.Context, nd *node, ready func()) string {
+func tricklingPuts(ctx context.Context, nd *launch.Node, ready func()) string {
 	return holdPuts(ctx, nd, ready, func(ctx context.Context, s kvringv1.Cache_PutClient) {
 		tick := time.NewTicker(5 * time.Second)
 		defer tick.Stop()
@@ -137,11 +138,11 @@ func tricklingPuts(ctx context.Context, nd *node, ready func()) string {
 
 // beginlessPuts keeps 20 connections × 256 Put streams open that never
 // send their begin message, re-opening each the node ends.
-func beginlessPuts(ctx context.Context, nd *node, ready func()) string {
+func beginlessPuts(ctx context.Context, nd *launch.Node, ready func()) string {
 	var opened, ended atomic.Int64
 	var wg sync.WaitGroup
 	for range 20 {
-		cc, err := grpc.NewClient(nd.grpc, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		cc, err := grpc.NewClient(nd.GRPC, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {
 			return err.Error()
 		}
@@ -169,7 +170,7 @@ func beginlessPuts(ctx context.Context, nd *node, ready func()) string {
 
 // pinHoard stores 160 chunks of 1 MiB and keeps them pinned with 5-minute
 // lookup leases, renewed every 10 s.
-func pinHoard(ctx context.Context, nd *node, ready func()) string {
+func pinHoard(ctx context.Context, nd *launch.Node, ready func()) string {
 	c, _, err := attackerNS(ctx, nd)
 	if err != nil {
 		return "cannot register: " + err.Error()
@@ -206,8 +207,8 @@ func pinHoard(ctx context.Context, nd *node, ready func()) string {
 
 // blobHoard creates unsealed 1 MiB blobs on the local socket until the
 // node refuses, then holds them.
-func blobHoard(ctx context.Context, nd *node, ready func()) string {
-	lc, err := local.Dial(ctx, local.Config{Path: nd.socket})
+func blobHoard(ctx context.Context, nd *launch.Node, ready func()) string {
+	lc, err := local.Dial(ctx, local.Config{Path: nd.SocketPath()})
 	if err != nil {
 		return "cannot dial the socket: " + err.Error()
 	}

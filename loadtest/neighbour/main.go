@@ -14,7 +14,6 @@
 package main
 
 import (
-	"bufio"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -23,14 +22,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/kvring/kvring/client"
+	"github.com/kvring/kvring/internal/launch"
 	"github.com/kvring/kvring/loadtest"
 	"github.com/kvring/kvring/loadtest/trace"
 )
@@ -86,11 +83,11 @@ type result struct {
 
 func run(o options) error {
 	ctx := context.Background()
-	nd, err := startNode(o)
+	cl, nd, err := startNode(o)
 	if err != nil {
 		return err
 	}
-	defer nd.stop()
+	defer cl.Close()
 	reqs, err := trace.ReadBuiltinSynthetic()
 	if err != nil {
 		return err
@@ -129,7 +126,7 @@ func run(o options) error {
 
 // underAttack runs attack a, lets it take hold, replays the trace as the
 // victim into a namespace of its own, and stops the attack.
-func underAttack(ctx context.Context, o options, nd *node, name string, a attack, reqs []trace.Request) (result, error) {
+func underAttack(ctx context.Context, o options, nd *launch.Node, name string, a attack, reqs []trace.Request) (result, error) {
 	actx, cancel := context.WithCancel(ctx)
 	done := make(chan string, 1)
 	held := make(chan struct{})
@@ -152,10 +149,10 @@ func underAttack(ctx context.Context, o options, nd *node, name string, a attack
 }
 
 // replay replays reqs as the victim into namespace victim-<name>.
-func replay(ctx context.Context, o options, nd *node, name string, reqs []trace.Request) (result, error) {
+func replay(ctx context.Context, o options, nd *launch.Node, name string, reqs []trace.Request) (result, error) {
 	var backends []loadtest.Backend
 	for range o.engines {
-		b, err := loadtest.NewKvring(loadtest.KvringConfig{Seeds: []string{nd.grpc}, Namespace: "victim-" + name,
+		b, err := loadtest.NewKvring(loadtest.KvringConfig{Seeds: []string{nd.GRPC}, Namespace: "victim-" + name,
 			PinTTL: o.pin, CallTimeout: 30 * time.Second,
 			Schema: client.Schema{Model: "victim-" + name, Dtype: "bf16", TokensPerChunk: 16},
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -227,83 +224,15 @@ func report(o options, rs []result) error {
 	return nil
 }
 
-// node is the kvring node the benchmark started.
-type node struct {
-	cmd    *exec.Cmd
-	dir    string
-	shm    string
-	grpc   string
-	socket string
-	done   chan struct{}
-}
-
-var readyRe = regexp.MustCompile(`msg="node ready" node=\S+ grpc=(\S+)`)
-
-// startNode starts kvring serve on loopback ports the kernel picks, with
-// its segments in a fresh /dev/shm directory, and waits for "node ready".
-func startNode(o options) (*node, error) {
-	dir, err := os.MkdirTemp("", "kvring-neighbour-")
+// startNode starts one kvring node (internal/launch) on loopback ports the
+// kernel picks, with a Redis-protocol port, a local socket and its segments
+// in a fresh /dev/shm directory, and waits until it is ready. Closing the
+// cluster ends the node and removes its directories.
+func startNode(o options) (*launch.Cluster, *launch.Node, error) {
+	c, err := launch.Start(context.Background(), launch.Config{Binary: o.kvring, MemoryLimit: o.memory,
+		RESP: true, Socket: true, Flags: []string{"--log-level", "info"}})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	shm, err := os.MkdirTemp("/dev/shm", "kvring-neighbour-")
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	n := &node{dir: dir, shm: shm, socket: filepath.Join(dir, "kvring.sock"), done: make(chan struct{})}
-	n.cmd = exec.Command(o.kvring, "serve", "--data-dir", filepath.Join(dir, "data"), "--shm-dir", shm,
-		"--memory-limit", o.memory, "--grpc-addr", "127.0.0.1:0", "--gossip-addr", "127.0.0.1:0",
-		"--admin-addr", "127.0.0.1:0", "--resp-addr", "127.0.0.1:0", "--socket", n.socket, "--log-level", "info")
-	stderr, err := n.cmd.StderrPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := n.cmd.Start(); err != nil {
-		os.RemoveAll(dir)
-		os.RemoveAll(shm)
-		return nil, fmt.Errorf("cannot start %s: %w", o.kvring, err)
-	}
-	ready := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if m := readyRe.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case ready <- m[1]:
-				default:
-				}
-			}
-		}
-		n.cmd.Wait()
-		close(n.done)
-	}()
-	select {
-	case n.grpc = <-ready:
-		return n, nil
-	case <-n.done:
-		n.stop()
-		return nil, fmt.Errorf("kvring exited before it was ready")
-	case <-time.After(60 * time.Second):
-		n.stop()
-		return nil, fmt.Errorf("kvring was not ready within 60 s")
-	}
-}
-
-// stop ends the node (SIGTERM, then SIGKILL after 10 s) and removes its
-// directories.
-func (n *node) stop() {
-	select {
-	case <-n.done:
-	default:
-		n.cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-n.done:
-		case <-time.After(10 * time.Second):
-			n.cmd.Process.Kill()
-			<-n.done
-		}
-	}
-	os.RemoveAll(n.dir)
-	os.RemoveAll(n.shm)
+	return c, c.Node(0), nil
 }

@@ -5,12 +5,13 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/kvring/kvring/internal/launch"
 )
 
 // Ports every node uses on its own address.
@@ -40,10 +41,10 @@ type cluster struct {
 	killed []bool
 }
 
-type proc struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-}
+// proc is a running node: launch.Process, so it dies with the harness
+// (Pdeathsig) in a process group of its own, its output appended to its
+// log.
+type proc = launch.Process
 
 type interval struct{ from, to time.Time } // to is zero while it lasts
 
@@ -83,24 +84,14 @@ func (c *cluster) start(i int) error {
 		args = append(args, "--join", joinList(join))
 	}
 	args = append(args, c.cfg.ExtraArgs...)
-	logf, err := os.OpenFile(filepath.Join(c.cfg.Out, "node"+strconv.Itoa(i)+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	// Not launch.StartNode: the node must not be waited for (the schedule
+	// restarts a node and goes on; formCluster waits for all at once), and
+	// it listens on its namespace's address with fixed ports.
+	p, err := launch.Spawn(launch.Command{Name: "node " + strconv.Itoa(i), Args: append([]string{"ip"}, args...),
+		LogPath: filepath.Join(c.cfg.Out, "node"+strconv.Itoa(i)+".log")})
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command("ip", args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	// The node dies with the harness, whatever kills it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return fmt.Errorf("cannot start node %d: %w", i, err)
-	}
-	p := &proc{cmd: cmd, done: make(chan struct{})}
-	go func() {
-		cmd.Wait()
-		logf.Close()
-		close(p.done)
-	}()
 	c.mu.Lock()
 	c.procs[i] = p
 	c.mu.Unlock()
@@ -148,11 +139,7 @@ func (c *cluster) kill(i int) error {
 	c.mu.Lock()
 	c.killed[i] = true
 	c.mu.Unlock()
-	p.cmd.Process.Signal(syscall.SIGCONT) // a paused node dies as well
-	if err := p.cmd.Process.Kill(); err != nil {
-		return err
-	}
-	<-p.done
+	p.Kill() // SIGKILL ends a paused (SIGSTOPped) node as well
 	c.mu.Lock()
 	c.procs[i] = nil
 	c.mu.Unlock()
@@ -174,7 +161,7 @@ func (c *cluster) pause(i int) error {
 		return fmt.Errorf("node %d is not running", i)
 	}
 	c.markOut(i, time.Now())
-	return p.cmd.Process.Signal(syscall.SIGSTOP)
+	return p.Signal(syscall.SIGSTOP)
 }
 
 func (c *cluster) resume(i int) error {
@@ -182,7 +169,7 @@ func (c *cluster) resume(i int) error {
 	if p == nil {
 		return fmt.Errorf("node %d is not running", i)
 	}
-	err := p.cmd.Process.Signal(syscall.SIGCONT)
+	err := p.Signal(syscall.SIGCONT)
 	c.markBack(i, time.Now())
 	return err
 }
@@ -217,16 +204,14 @@ func (c *cluster) stopAll(ctx context.Context) {
 			continue
 		}
 		wg.Go(func() {
-			p.cmd.Process.Signal(syscall.SIGCONT)
-			p.cmd.Process.Signal(syscall.SIGTERM)
+			p.Signal(syscall.SIGCONT)
+			p.Signal(syscall.SIGTERM)
 			select {
-			case <-p.done:
+			case <-p.Done():
 			case <-time.After(15 * time.Second):
-				p.cmd.Process.Kill()
-				<-p.done
+				p.Kill()
 			case <-ctx.Done():
-				p.cmd.Process.Kill()
-				<-p.done
+				p.Kill()
 			}
 		})
 	}

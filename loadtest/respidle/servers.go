@@ -1,72 +1,44 @@
 package main
 
 import (
-	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kvring/kvring/internal/launch"
 )
 
 // server is a process under test: a kvring node or a redis-server.
 type server struct {
 	name  string
-	cmd   *exec.Cmd
+	cmd   *exec.Cmd       // redis-server's (nil for kvring)
+	kv    *launch.Cluster // kvring's (nil for redis-server)
+	pid   int
 	addr  string // its Redis-protocol address
 	admin string // kvring's admin address ("" for redis-server)
 	dirs  []string
 	done  chan struct{}
 }
 
-var readyRe = regexp.MustCompile(`msg="node ready" .*admin=(\S+) .*resp=(\S+)`)
-
-// startKvring starts `kvring serve` on loopback ports the kernel picks,
-// with its segments in a fresh /dev/shm directory and runtime profiles on
-// (the settle forces a GC through /debug/pprof/heap?gc=1), and waits for
-// "node ready".
+// startKvring starts `kvring serve` (internal/launch: loopback ports the
+// kernel picks, its segments in a fresh /dev/shm directory) with runtime
+// profiles on (the settle forces a GC through /debug/pprof/heap?gc=1) and a
+// Redis-protocol port, and waits until it is ready.
 func startKvring(bin, memory string, extra ...string) (*server, error) {
-	dir, err := os.MkdirTemp("", "kvring-respidle-")
+	c, err := launch.Start(context.Background(), launch.Config{Binary: bin, MemoryLimit: memory, RESP: true,
+		Flags: append([]string{"--pprof", "--log-level", "info"}, extra...)})
 	if err != nil {
 		return nil, err
 	}
-	shm, err := os.MkdirTemp("/dev/shm", "kvring-respidle-")
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	args := append([]string{"serve", "--data-dir", filepath.Join(dir, "data"), "--shm-dir", shm,
-		"--memory-limit", memory, "--grpc-addr", "127.0.0.1:0", "--gossip-addr", "127.0.0.1:0",
-		"--admin-addr", "127.0.0.1:0", "--resp-addr", "127.0.0.1:0", "--socket", "", "--pprof",
-		"--log-level", "info"}, extra...)
-	s := &server{name: "kvring", cmd: exec.Command(bin, args...), dirs: []string{dir, shm}, done: make(chan struct{})}
-	stderr, err := s.cmd.StderrPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := s.cmd.Start(); err != nil {
-		s.stop()
-		return nil, fmt.Errorf("cannot start %s: %w", bin, err)
-	}
-	ready := make(chan []string, 1)
-	go s.watch(stderr, readyRe, ready)
-	select {
-	case m := <-ready:
-		s.admin, s.addr = m[1], m[2]
-		return s, nil
-	case <-s.done:
-		s.stop()
-		return nil, fmt.Errorf("kvring exited before it was ready")
-	case <-time.After(60 * time.Second):
-		s.stop()
-		return nil, fmt.Errorf("kvring was not ready within 60 s")
-	}
+	n := c.Node(0)
+	return &server{name: "kvring", kv: c, pid: n.Pid(), addr: n.RESP, admin: n.Admin}, nil
 }
 
 // startRedis starts redis-server on a free loopback port (no persistence,
@@ -92,7 +64,8 @@ func startRedis(bin string, maxClients int) (*server, error) {
 		s.stop()
 		return nil, fmt.Errorf("cannot start %s: %w", bin, err)
 	}
-	go s.watch(stdout, nil, nil)
+	s.pid = s.cmd.Process.Pid
+	go s.watch(stdout)
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
 		if c, err := dialPing(s.addr); err == nil {
 			c.Close()
@@ -108,28 +81,22 @@ func startRedis(bin string, maxClients int) (*server, error) {
 	return nil, fmt.Errorf("redis-server did not answer within 10 s")
 }
 
-// watch reads the process's output until it ends (sending re's first
-// match to ready), then reaps the process.
-func (s *server) watch(r io.Reader, re *regexp.Regexp, ready chan<- []string) {
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		if re == nil {
-			continue
-		}
-		if m := re.FindStringSubmatch(sc.Text()); m != nil {
-			select {
-			case ready <- m:
-			default:
-			}
-		}
-	}
+// watch reads the process's output until it ends, then reaps the process.
+func (s *server) watch(r io.Reader) {
+	io.Copy(io.Discard, r)
 	s.cmd.Wait()
 	close(s.done)
 }
 
-// stop ends the process (SIGTERM, then SIGKILL after 10 s) and removes its
+// stop ends the process (kvring: SIGTERM, then SIGKILL after its stop
+// timeout; redis-server: SIGTERM, then SIGKILL after 10 s) and removes its
 // directories.
 func (s *server) stop() {
+	if s.kv != nil {
+		s.kv.Stop()
+		s.kv.Close()
+		return
+	}
 	if s.cmd.Process != nil {
 		select {
 		case <-s.done:
@@ -168,7 +135,7 @@ func (s *server) settle() error {
 
 // rss is the server's resident memory (VmRSS), in bytes.
 func (s *server) rss() (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.pid))
 	if err != nil {
 		return 0, err
 	}
@@ -178,7 +145,7 @@ func (s *server) rss() (int64, error) {
 			return kb << 10, err
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", s.cmd.Process.Pid)
+	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", s.pid)
 }
 
 func freePort() (int, error) {

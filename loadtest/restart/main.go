@@ -51,7 +51,7 @@ func main() {
 	flag.IntVar(&o.conns, "conns", 8, "connections that fill the node")
 	flag.IntVar(&o.pipe, "pipeline", 64, "SETs in flight per connection")
 	flag.StringVar(&o.extra, "flags", "", "more `kvring serve` flags, space-separated (e.g. \"--disk-dir /var/tmp/d --disk-limit 12GiB\")")
-	flag.StringVar(&o.logPath, "log", "", "append the node's log here (default: discarded)")
+	flag.StringVar(&o.logPath, "log", "", "append the node's log here (default: a file in its directory, removed with it)")
 	flag.Parse()
 	redis.SetLogger(quiet{})
 	if err := run(context.Background(), o); err != nil {
@@ -72,11 +72,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer n.remove()
-	if err := n.start(ctx); err != nil {
-		return err
-	}
-	defer n.stop(syscall.SIGKILL)
-	if _, err := n.waitReady(ctx, time.Now()); err != nil {
+	if _, err := n.start(ctx); err != nil {
 		return err
 	}
 	began := time.Now()
@@ -103,19 +99,22 @@ func round(ctx context.Context, n *node, sig syscall.Signal, o options, r int) e
 		return err
 	}
 	started := time.Now()
-	if err := n.start(ctx); err != nil {
-		return err
-	}
 	type hitResult struct {
 		d   time.Duration
 		err error
 	}
 	hitc := make(chan hitResult, 1)
+	respAddr := n.respAddr // the restart keeps it
+	hctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	go func() {
-		d, err := firstHit(ctx, n.respAddr, o, started)
+		d, err := firstHit(hctx, respAddr, o, started)
 		hitc <- hitResult{d, err}
 	}()
-	ready, err := n.waitReady(ctx, started)
+	ready, err := n.start(ctx)
+	if err != nil {
+		cancel()
+	}
 	hit := <-hitc
 	if err != nil {
 		return err

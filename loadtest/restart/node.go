@@ -3,62 +3,52 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/kvring/kvring/internal/launch"
 )
 
-// node is one kvring process on fixed ports and directories, started and
-// stopped again by the command (its only owner).
+// startTimeout bounds a start, and stopTimeout a stop: a node that replays
+// a large disk tier takes a while.
+const (
+	startTimeout = 10 * time.Minute
+	stopTimeout  = 10 * time.Minute
+)
+
+// node is one kvring process (internal/launch) on its directories, started
+// and stopped again by the command (its only owner). Its ports are picked
+// by the kernel at the first start and kept across restarts.
 type node struct {
-	o                options
-	dataDir, shmDir  string
-	respAddr, admin  string
-	grpcAddr, gossip string
-	cmd              *exec.Cmd
-	exited           chan struct{} // closed when cmd has ended; waitErr is then set
-	waitErr          error
+	o               options
+	dir, shmDir     string
+	n               *launch.Node
+	respAddr, admin string
 }
 
-// newNode picks the node's ports and makes its directories.
+// newNode makes the node's directories.
 func newNode(o options) (*node, error) {
-	data, err := os.MkdirTemp("", "kvring-restart-data-")
+	dir, err := os.MkdirTemp("", "kvring-restart-")
 	if err != nil {
 		return nil, err
 	}
 	shm, err := os.MkdirTemp("/dev/shm", "kvring-restart-")
 	if err != nil {
-		os.RemoveAll(data)
+		os.RemoveAll(dir)
 		return nil, err
 	}
-	n := &node{o: o, dataDir: data, shmDir: shm}
-	for _, p := range []*string{&n.respAddr, &n.admin, &n.grpcAddr, &n.gossip} {
-		if *p, err = freeAddr(); err != nil {
-			n.remove()
-			return nil, err
-		}
-	}
-	return n, nil
+	return &node{o: o, dir: dir, shmDir: shm}, nil
 }
 
-// freeAddr is a 127.0.0.1 address whose port was free a moment ago.
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
-
-// remove deletes the node's directories.
+// remove ends the node if it still runs and deletes its directories.
 func (n *node) remove() {
-	os.RemoveAll(n.dataDir)
+	if n.n != nil {
+		n.n.Close()
+	}
+	os.RemoveAll(n.dir)
 	os.RemoveAll(n.shmDir)
 }
 
@@ -70,75 +60,44 @@ func (n *node) memoryLimit() string {
 	return fmt.Sprint(max(int64(n.o.chunks)*int64(n.o.size)*2, 1<<30))
 }
 
-// start runs `kvring serve` on the node's ports and directories; it does not
-// wait for it to serve.
-func (n *node) start(ctx context.Context) error {
-	args := []string{"serve", "--data-dir", n.dataDir, "--shm-dir", n.shmDir,
-		"--grpc-addr", n.grpcAddr, "--gossip-addr", n.gossip, "--admin-addr", n.admin,
-		"--resp-addr", n.respAddr, "--memory-limit", n.memoryLimit(), "--socket", ""}
-	args = append(args, strings.Fields(n.o.extra)...)
-	n.cmd = exec.CommandContext(ctx, n.o.kvring, args...)
-	n.cmd.Stdout, n.cmd.Stderr = io.Discard, io.Discard
-	if n.o.logPath != "" {
-		f, err := os.OpenFile(n.o.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-		if err != nil {
-			return err
+// start runs `kvring serve` on the node's directories (and, after the first
+// start, its ports) and waits until /readyz answers 200; it returns how
+// long that took.
+func (n *node) start(ctx context.Context) (time.Duration, error) {
+	began := time.Now()
+	var err error
+	var again *launch.Node
+	if n.n == nil {
+		logPath := n.o.logPath
+		if logPath == "" {
+			logPath = filepath.Join(n.dir, "kvring.log")
 		}
-		defer f.Close()
-		n.cmd.Stdout, n.cmd.Stderr = f, f
+		again, err = launch.StartNode(ctx, launch.NodeConfig{Binary: n.o.kvring, Name: "the node", Dir: n.dir,
+			ShmDir: n.shmDir, LogPath: logPath, MemoryLimit: n.memoryLimit(), RESP: true,
+			Args: strings.Fields(n.o.extra), ReadyTimeout: startTimeout, StopTimeout: stopTimeout})
+	} else {
+		again, err = n.n.Restart(ctx, n.n.Config().Args)
 	}
-	if err := n.cmd.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", n.o.kvring, err)
+	if err != nil {
+		return 0, err
 	}
-	n.exited = make(chan struct{})
-	go func(c *exec.Cmd, done chan<- struct{}) {
-		n.waitErr = c.Wait()
-		close(done)
-	}(n.cmd, n.exited)
-	return nil
+	n.n, n.respAddr, n.admin = again, again.RESP, again.Admin
+	return time.Since(began), nil
 }
 
 // stop sends sig and waits for the process to end; it returns how long that
 // took. A node already stopped is not an error.
 func (n *node) stop(sig syscall.Signal) (time.Duration, error) {
-	if n.cmd == nil {
+	if n.n == nil {
 		return 0, nil
 	}
 	t := time.Now()
-	if err := n.cmd.Process.Signal(sig); err != nil {
-		return 0, fmt.Errorf("signal the node: %w", err)
+	if sig == syscall.SIGKILL {
+		n.n.Kill()
+		return time.Since(t), nil
 	}
-	<-n.exited
-	n.cmd = nil
-	if sig == syscall.SIGTERM && n.waitErr != nil {
-		return 0, fmt.Errorf("the node's exit after SIGTERM: %w", n.waitErr)
+	if err := n.n.Stop(); err != nil {
+		return 0, fmt.Errorf("the node's exit after SIGTERM: %w", err)
 	}
 	return time.Since(t), nil
-}
-
-// waitReady polls /readyz until it answers 200 and returns the time since
-// began.
-func (n *node) waitReady(ctx context.Context, began time.Time) (time.Duration, error) {
-	url := "http://" + n.admin + "/readyz"
-	for {
-		select {
-		case <-n.exited:
-			return 0, fmt.Errorf("the node exited before it was ready: %v", n.waitErr)
-		default:
-		}
-		if resp, err := http.Get(url); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return time.Since(began), nil
-			}
-		}
-		if time.Since(began) > 10*time.Minute {
-			return 0, fmt.Errorf("not ready 10 minutes after start")
-		}
-		select {
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
 }
