@@ -197,6 +197,13 @@ func (c *Coordinator) lookup(ctx context.Context, req *kvringv1.LookupRequest) (
 	return resp, err
 }
 
+// Lookup is lookup for an in-process caller (the local socket): the
+// Cache service's Lookup with its errors as domain errors (transfer's
+// sentinels), which the caller maps to its own protocol.
+func (c *Coordinator) Lookup(ctx context.Context, req *kvringv1.LookupRequest) (*kvringv1.LookupResponse, error) {
+	return c.lookup(ctx, req)
+}
+
 // LookupChecked is Lookup for an in-process caller that must tell "not
 // held" from "could not ask" (the Redis port's EXISTS): besides the answer,
 // unanswered is an error wrapping transfer.ErrUnavailable, naming them,

@@ -190,3 +190,16 @@ func (c *Coordinator) RegisterNamespace(ctx context.Context, req *kvringv1.Regis
 	}
 	return c.reg.Register(ctx, reg, c.cfg.Defaults, c.broadcast)
 }
+
+// Register is RegisterNamespace answered as the Cache service answers it
+// (the ring epoch, the record, whether it was created, the node's limits),
+// for an in-process caller (the local socket): with existing (a client's
+// read), only checks. Errors are domain errors (transfer's sentinels), which
+// the caller maps to its own protocol.
+func (c *Coordinator) Register(ctx context.Context, req *kvringv1.RegisterNamespaceRequest, existing bool) (*kvringv1.RegisterNamespaceResponse, error) {
+	rec, created, err := c.RegisterNamespace(ctx, req, existing)
+	if err != nil {
+		return nil, err
+	}
+	return &kvringv1.RegisterNamespaceResponse{Epoch: c.epoch(), Namespace: rec, Created: created, Limits: c.cfg.Limits}, nil
+}

@@ -30,11 +30,11 @@ func NewService(c *Coordinator) *Service { return &Service{c: c} }
 // nothing is registered.
 func (s *Service) RegisterNamespace(ctx context.Context, req *kvringv1.RegisterNamespaceRequest) (*kvringv1.RegisterNamespaceResponse, error) {
 	existing := slices.Contains(metadata.ValueFromIncomingContext(ctx, transfer.RegisterExistingKey), "true")
-	rec, created, err := s.c.RegisterNamespace(ctx, req, existing)
+	resp, err := s.c.Register(ctx, req, existing)
 	if err != nil {
 		return nil, transfer.ToStatus(err)
 	}
-	return &kvringv1.RegisterNamespaceResponse{Epoch: s.c.epoch(), Namespace: rec, Created: created, Limits: s.c.cfg.Limits}, nil
+	return resp, nil
 }
 
 // Put runs a two-phase confirmed write (see put.go).

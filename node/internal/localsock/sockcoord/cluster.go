@@ -11,7 +11,7 @@ import (
 )
 
 // socketCluster serves the local socket's extensions in process, through
-// the coordinator and its Cache service (the same code a remote engine's
+// the coordinator's plain API (the same code a remote engine's
 // calls run: two-phase write, reads with owner fallback, limits, metrics),
 // so a published blob is never copied through the network stack and, when
 // this node owns the chunk, its slot becomes the chunk; a read of chunks
@@ -19,29 +19,31 @@ import (
 // client (coord.GetChunks).
 type socketCluster struct {
 	coord *coord.Coordinator
-	svc   *coord.Service
 }
 
 // New is the Cluster of the local socket's extensions, served by c. It
 // does no I/O.
 func New(c *coord.Coordinator) localsock.Cluster {
-	return &socketCluster{coord: c, svc: coord.NewService(c)}
+	return &socketCluster{coord: c}
 }
 
 // Close does nothing: the socket's calls hold nothing between them.
 func (s *socketCluster) Close() error { return nil }
 
+// RegisterNamespace registers (or checks) a namespace through the
+// coordinator's plain API; its errors are domain errors.
 func (s *socketCluster) RegisterNamespace(ctx context.Context, req *kvringv1.RegisterNamespaceRequest) (*kvringv1.RegisterNamespaceResponse, error) {
-	return s.svc.RegisterNamespace(ctx, req)
+	return s.coord.Register(ctx, req, false)
 }
 
+// Lookup counts the leading ids held now (coord.Coordinator.Lookup).
 func (s *socketCluster) Lookup(ctx context.Context, req *kvringv1.LookupRequest) (*kvringv1.LookupResponse, error) {
-	return s.svc.Lookup(ctx, req)
+	return s.coord.Lookup(ctx, req)
 }
 
+// ReleaseLease ends a lookup lease's pins early; it never fails.
 func (s *socketCluster) ReleaseLease(ctx context.Context, lease uint64) (bool, error) {
-	r, err := s.svc.ReleaseLease(ctx, &kvringv1.ReleaseLeaseRequest{LeaseId: lease})
-	return r.GetReleased(), err
+	return s.coord.ReleaseLease(ctx, lease), nil
 }
 
 // Publish runs the coordinator's two-phase write of blobs in process.

@@ -17,12 +17,10 @@
 //
 //   - Speak the socket's protocol (localsock does), or hold chunk bytes of
 //     its own: a read's bytes go straight into the client's blob.
-//   - Import gRPC, its codes or its status. Publish and get call the
-//     coordinator's plain API, which returns domain errors (transfer.Err*;
-//     coord.MissHeader names a miss). Registration, lookups and lease
-//     releases still call the Cache service's methods in process
-//     (coord.Service), as before: their errors are the status errors a gRPC
-//     engine gets, and the socket's error replies carry their text
-//     unchanged.
+//   - Import gRPC, its codes or its status, or go through the Cache
+//     service: every call uses the coordinator's plain API (Register,
+//     Lookup, ReleaseLease, Publish, GetChunks), which returns domain errors
+//     (transfer.Err*; coord.MissHeader names a miss), and the socket's
+//     error replies carry their text.
 //   - Own goroutines: every call runs on the socket connection's.
 package sockcoord
