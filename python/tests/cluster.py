@@ -152,8 +152,8 @@ os.execvp(sys.argv[2], sys.argv[2:])
 
 
 def popen(args: list[str], **kw) -> subprocess.Popen:
-    """subprocess.Popen for a child that must die with the interpreter (DIE_WITH_PARENT); its pid is the program's.
-    The kernel's signal follows the forking *thread*, so children are started only from the main thread (pytest
+    """subprocess.Popen for a child that must die with the interpreter (DIE_WITH_PARENT): the go builds, a test's child
+    run; kvnodes asks for its own signal. Its pid is the program's. The kernel's signal follows the forking *thread*, so children are started only from the main thread (pytest
     runs tests on it), which lives as long as the interpreter."""
     if threading.current_thread() is not threading.main_thread():
         raise RuntimeError("start test processes from the main thread: a child dies with the thread that forked it")
