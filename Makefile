@@ -34,7 +34,8 @@ test-deps:
 test-go:
 	$(GO) test -race -timeout $(GO_TEST_TIMEOUT) ./...
 
-# test-python runs the Python client's tests (python/tests) against real nodes built from ./cmd/kvring.
+# test-python runs the Python client's tests (python/tests) against real nodes built from ./cmd/kvring, started
+# through internal/launch/cmd/kvnodes.
 test-python:
 	cd python && timeout -k 30s $(PYTHON_TEST_TIMEOUT) $(PYTHON) -m pytest
 

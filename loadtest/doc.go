@@ -20,6 +20,7 @@
 // directly; netfault runs its nodes, inside network namespaces on fixed
 // addresses, as launch processes; the shell scripts start them through
 // internal/launch/cmd/kvnodes, wrapped by nodes.sh (start_nodes, nodes_ctl
-// to stop, kill, pause or restart one) and cluster.sh (start_cluster).
+// to stop, kill, pause or restart one) and cluster.sh (start_cluster), as
+// the Python suite (python/tests/cluster.py) and python/bench do.
 // olricbench runs kvring nodes in process (node.New), not as processes.
 package loadtest

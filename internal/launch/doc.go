@@ -1,6 +1,7 @@
 // Package launch starts real `kvring serve` processes for tests and tools:
 // the e2e tests of cmd/kvring, the loadtest programs and, through
-// cmd/kvnodes, the loadtest shell scripts. It is the one place that knows
+// cmd/kvnodes, the loadtest shell scripts and the Python suite
+// (python/tests/cluster.py, one kvnodes per node). It is the one place that knows
 // how a node is started on loopback, how its addresses are learned, when it
 // counts as ready and how it is stopped and cleaned up.
 //

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Python client vs Go SDK: put and get throughput on the same cluster, in one run.
 
-Starts a cluster of real nodes (the kvring binary built from this repository, or $KVRING_BIN; the first node serves
-its local socket), then for each chunk size runs the Go SDK (python/bench/gosdk, built here), this package over
-gRPC and this package over the first node's local socket on the same workload: `--bytes` of random chunks put in
-batches of `--batch`, then read back `--rounds` times. Prints a markdown table of GB/s with the Python/Go ratio
+Starts a cluster of real nodes (the kvring binary built from this repository, or $KVRING_BIN, through kvnodes as the
+tests do: tests/cluster.py; the first node serves its local socket), then for each chunk size runs the Go SDK
+(python/bench/gosdk, built here), this package over gRPC and this package over the first node's local socket on the
+same workload: `--bytes` of random chunks put in batches of `--batch`, then read back `--rounds` times. Prints a markdown table of GB/s with the Python/Go ratio
 over gRPC and the socket/gRPC ratio of the Python client (docs/benchmarks.md records them).
 
     /usr/bin/python3 python/bench/bench.py [--nodes 1] [--sizes 2097152,262144]

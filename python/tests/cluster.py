@@ -1,20 +1,20 @@
-"""Real kvring nodes for the tests: the binary built from this repository (or $KVRING_BIN), ports picked at run
-time, temporary data and /dev/shm directories removed afterwards. Only processes started here are ever killed, by
-their pid.
+"""Real kvring nodes for the tests: the binary built from this repository (or $KVRING_BIN), started through kvnodes
+(internal/launch/cmd/kvnodes, or $KVNODES_BIN), the launcher the Go tests and the loadtest tools use too: it picks
+the ports, waits until the node is ready, stops, kills and restarts it, and removes its data and /dev/shm
+directories. Only processes started here are ever killed, by their pid.
 
-Nothing outlives the test run, however it ends: every process started here dies with the interpreter
-(PR_SET_PDEATHSIG, see popen), and the run's files live in scratch directories (Scratch) that are removed at exit, by a janitor
-process when the interpreter is killed, and by the next run's sweep when even the janitor was. The scheme is
-internal/testutil's (scratch.go, process.go), which the Go tests use."""
+Nothing outlives the test run, however it ends: each kvnodes stops its node when its standard input closes (the
+interpreter exited) or its parent dies (PR_SET_PDEATHSIG), and the run's files live in scratch directories (Scratch)
+that are removed at exit, by a janitor process when the interpreter is killed, and by the next run's sweep when
+even the janitor was. The scheme is internal/testutil's (scratch.go, process.go), which the Go tests use."""
 
 from __future__ import annotations
 
 import atexit
 import fcntl
 import os
-import re
+import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Callable, Optional
 
 REPO = Path(__file__).resolve().parents[2]
-READY = re.compile(r'msg="node ready" node=(\S+) grpc=(\S+) admin=(\S+) gossip=(\S+)')
 
 
 class Fatal(Exception):
@@ -125,10 +124,6 @@ class Scratch:
         self._locks.append(fd)
         return d
 
-    def shm_dir(self, prefix: str) -> str:
-        """A fresh directory for a node's segments in this run's /dev/shm directory."""
-        return tempfile.mkdtemp(prefix=prefix, dir=self.shm or self.tmp)
-
     def close(self) -> None:
         if self._janitor.stdin.closed:
             return
@@ -157,108 +152,156 @@ os.execvp(sys.argv[2], sys.argv[2:])
 
 
 def popen(args: list[str], **kw) -> subprocess.Popen:
-    """subprocess.Popen for a child that must die with the interpreter (DIE_WITH_PARENT); its pid is the program's.
-    The kernel's signal follows the forking *thread*, so children are started only from the main thread (pytest
+    """subprocess.Popen for a child that must die with the interpreter (DIE_WITH_PARENT): the go builds, a test's child
+    run; kvnodes asks for its own signal. Its pid is the program's. The kernel's signal follows the forking *thread*, so children are started only from the main thread (pytest
     runs tests on it), which lives as long as the interpreter."""
     if threading.current_thread() is not threading.main_thread():
         raise RuntimeError("start test processes from the main thread: a child dies with the thread that forked it")
     return subprocess.Popen([sys.executable, "-I", "-c", DIE_WITH_PARENT, str(os.getpid()), *args], **kw)
 
 
-_built: Optional[str] = None
+_built: dict[str, str] = {}
+
+
+def go_binary(tmp_root: str, pkg: str, env_var: str) -> str:
+    """$env_var, or the command at pkg (a path in the repository) built once per test session into tmp_root."""
+    env_bin = os.environ.get(env_var)
+    if env_bin:
+        return env_bin
+    if pkg not in _built:
+        out = os.path.join(tmp_root, os.path.basename(pkg))
+        build = popen(["go", "build", "-o", out, pkg], cwd=REPO)
+        if build.wait() != 0:
+            raise RuntimeError(f"go build {pkg} exited with {build.returncode}")
+        _built[pkg] = out
+    return _built[pkg]
 
 
 def kvring_binary(tmp_root: str) -> str:
     """$KVRING_BIN, or the kvring binary built once per test session from the repository."""
-    global _built
-    env_bin = os.environ.get("KVRING_BIN")
-    if env_bin:
-        return env_bin
-    if _built is None:
-        out = os.path.join(tmp_root, "kvring")
-        build = popen(["go", "build", "-o", out, "./cmd/kvring"], cwd=REPO)
-        if build.wait() != 0:
-            raise RuntimeError(f"go build ./cmd/kvring exited with {build.returncode}")
-        _built = out
-    return _built
+    return go_binary(tmp_root, "./cmd/kvring", "KVRING_BIN")
+
+
+def kvnodes_binary(tmp_root: str) -> str:
+    """$KVNODES_BIN, or the launcher every test and tool starts real nodes with (internal/launch/cmd/kvnodes),
+    built once per test session from the repository."""
+    return go_binary(tmp_root, "./internal/launch/cmd/kvnodes", "KVNODES_BIN")
+
+
+def read_env(path: str) -> dict[str, list[str]]:
+    """The variables of a kvnodes env file (bash assignments of single-quoted words): each array's words, and a plain
+    variable as a list of one."""
+    out: dict[str, list[str]] = {}
+    with open(path) as f:
+        for line in f:
+            name, eq, val = line.rstrip("\n").partition("=")
+            if not eq or name.startswith("#"):
+                continue
+            if val.startswith("(") and val.endswith(")"):
+                val = val[1:-1]
+            out[name] = shlex.split(val)
+    return out
 
 
 class Node:
-    """One `kvring serve` process. start() waits for its ready line; kill() sends SIGKILL to its pid."""
+    """One `kvring serve` process, started, kept and cleaned up by a kvnodes process of its own (the launcher the Go
+    tests and the loadtest tools use: ports the kernel picks, held while the node is down, a data and a segment
+    directory removed at the end, ready once /readyz answers). start() returns once the node is ready; a later
+    start() restarts it on the same addresses, directories and flags. kvnodes stops its node when its standard input
+    closes, that is when this interpreter exits however it exits, and dies with it (its PR_SET_PDEATHSIG)."""
 
-    def __init__(self, binary: str, root: str, name: str, extra: list[str] | None = None, join: str | None = None):
+    def __init__(self, binary: str, root: str, name: str, extra: list[str] | None = None, join: str | None = None,
+                 kvnodes: str | None = None):
         self.binary = binary
+        self.kvnodes = kvnodes or kvnodes_binary(root)
         self.name = name
-        self.dir = os.path.join(root, name)
+        self.dir = os.path.join(root, name)  # kvnodes' -dir: the node's own directory is dir/n1
         os.makedirs(self.dir, exist_ok=True)
-        if current_scratch is None:
-            raise RuntimeError("BUG: make a cluster.Scratch before the first Node (conftest.py does)")
-        self.shm = current_scratch.shm_dir(f"{name}-")
         self.extra = list(extra or [])
         self.join = join
-        self.proc: Optional[subprocess.Popen] = None
+        self.launcher: Optional[subprocess.Popen] = None
         self.grpc = self.admin = self.gossip = self.id = ""
-        self._grpc_addr = "127.0.0.1:0"
-        self._log_path = ""
-        self._runs = 0
+        self.pid = 0
+        self._env = os.path.join(self.dir, "nodes.env")
+        self._errors = os.path.join(self.dir, "kvnodes.txt")
+        self._control = self._log_path = ""
 
     def start(self, timeout: float = 30.0) -> "Node":
-        self._runs += 1
-        self._log_path = os.path.join(self.dir, f"log{self._runs}.txt")
-        args = [
-            self.binary, "serve",
-            "--data-dir", os.path.join(self.dir, "data"),
-            "--shm-dir", self.shm,
-            "--socket", "",
-            "--resp-addr", "",
-            "--memory-limit", "64MiB",
-            "--grpc-addr", self._grpc_addr,
-            "--gossip-addr", "127.0.0.1:0",
-            "--admin-addr", "127.0.0.1:0",
-            "--rejoin-interval", "1s",
-            *self.extra,
-        ]
+        if self.launcher is not None:
+            self._ctl("restart", timeout + 15)
+            return self._read()
+        if threading.current_thread() is not threading.main_thread():
+            raise RuntimeError("start nodes from the main thread: kvnodes dies with the thread that forked it")
+        args = [self.kvnodes, "-n", "1", "-no-join", "-kvring", self.binary, "-env", self._env, "-dir", self.dir,
+                "-memory-limit", "64MiB", f"-ready-timeout={timeout}s", "-stop-timeout=15s"]
+        if current_scratch is not None:  # the segments go to the run's scratch directory (else /dev/shm)
+            args += ["-shm-root", current_scratch.shm or current_scratch.tmp]
+        args += ["--", "--rejoin-interval", "1s", *self.extra]
         if self.join:
             args += ["--join", self.join]
-        log = open(self._log_path, "wb")
-        self.proc = popen(args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        log.close()
+        with open(self._errors, "wb") as errors:
+            self.launcher = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=errors, stderr=subprocess.STDOUT)
 
         def ready():
-            if self.proc.poll() is not None:
-                raise Fatal(f"node {self.name} exited with {self.proc.returncode}:\n{self.log()}")
-            return READY.search(self.log())
+            if self.launcher.poll() is not None:
+                raise Fatal(f"kvnodes for node {self.name} exited with {self.launcher.returncode}:\n{self._said()}")
+            return os.path.exists(self._env)
 
-        m = wait_for(ready, timeout, f"node {self.name} to be ready")
-        self.id, self.grpc, self.admin, self.gossip = m.groups()
-        self._grpc_addr = self.grpc  # a restart keeps the address
+        wait_for(ready, timeout + 15, f"node {self.name} to be ready")
+        return self._read()
+
+    def _read(self) -> "Node":
+        env = read_env(self._env)
+        self.id, self.grpc, self.admin, self.gossip = (env[k][0] for k in ("ids", "grpcs", "admins", "gossips"))
+        self.pid = int(env["node_pids"][0])
+        self._control, self._log_path = env["kv_control"][0], env["logs"][0]
         return self
 
+    def _said(self) -> str:
+        try:
+            with open(self._errors, "r", errors="replace") as f:
+                return f.read()
+        except FileNotFoundError:
+            return ""
+
+    def _ctl(self, command: str, timeout: float = 30.0) -> None:
+        """Runs `kvnodes ctl` on this node; returns once kvnodes has done it."""
+        r = subprocess.run([self.kvnodes, "ctl", self._control, command, "1"], capture_output=True, text=True,
+                           timeout=timeout)
+        if r.returncode != 0:
+            raise RuntimeError(f"kvnodes ctl {command} (node {self.name}): {r.stderr.strip()}")
+
     def log(self) -> str:
+        """What the node has logged, over all its starts."""
         try:
             with open(self._log_path, "r", errors="replace") as f:
                 return f.read()
         except FileNotFoundError:
             return ""
 
+    def _running(self) -> bool:
+        return self.launcher is not None and self.launcher.poll() is None and bool(self._control)
+
     def kill(self) -> None:
-        """SIGKILL this node's process (by pid) and reap it."""
-        if self.proc is not None and self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
+        """SIGKILL the node and wait until it has exited; its ports stay held until start()."""
+        if self._running():
+            self._ctl("kill")
 
     def stop(self) -> None:
-        """SIGTERM (clean shutdown), SIGKILL after 15 s."""
-        if self.proc is not None and self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.kill()
+        """SIGTERM (clean shutdown), SIGKILL after 15 s; start() brings the node back."""
+        if self._running():
+            self._ctl("stop", 30)
 
     def cleanup(self) -> None:
-        self.stop()
-        shutil.rmtree(self.shm, ignore_errors=True)
+        """Ends kvnodes: it stops the node (SIGTERM, SIGKILL after 15 s) and removes the node's directories."""
+        if self.launcher is None or self.launcher.stdin.closed:
+            return
+        self.launcher.stdin.close()
+        try:
+            self.launcher.wait(30)
+        except subprocess.TimeoutExpired:
+            self.launcher.kill()  # its node dies with it (PR_SET_PDEATHSIG); the scratch janitor removes the rest
+            self.launcher.wait()
 
 
 def process_gone(pid: int) -> bool:

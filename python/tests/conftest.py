@@ -10,7 +10,7 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.dirname(__file__))
 
-from cluster import Node, Scratch, kvring_binary  # noqa: E402
+from cluster import Node, Scratch, kvnodes_binary, kvring_binary  # noqa: E402
 
 import kvring  # noqa: E402
 
@@ -40,10 +40,16 @@ def binary(tmp_root):
 
 
 @pytest.fixture(scope="session")
-def cluster(binary, tmp_root):
+def kvnodes(tmp_root):
+    """The launcher that starts, kills, restarts and cleans up every node (cluster.Node)."""
+    return kvnodes_binary(tmp_root)
+
+
+@pytest.fixture(scope="session")
+def cluster(binary, kvnodes, tmp_root):
     """Two nodes that form one ring (shared by the tests; each test uses its own namespace)."""
-    a = Node(binary, tmp_root, "a", extra=["--max-chunk-size", "48MiB"])
-    b = Node(binary, tmp_root, "b", extra=["--max-chunk-size", "48MiB"])
+    a = Node(binary, tmp_root, "a", extra=["--max-chunk-size", "48MiB"], kvnodes=kvnodes)
+    b = Node(binary, tmp_root, "b", extra=["--max-chunk-size", "48MiB"], kvnodes=kvnodes)
     nodes = [a, b]
     try:
         a.start()
@@ -56,12 +62,12 @@ def cluster(binary, tmp_root):
 
 
 @pytest.fixture
-def make_node(binary, tmp_root):
-    """Start extra single nodes for a test; they are stopped and their /dev/shm directories removed after it."""
+def make_node(binary, kvnodes, tmp_root):
+    """Start extra single nodes for a test; they are stopped and their directories removed after it."""
     made = []
 
     def make(extra=None, join=None):
-        n = Node(binary, tmp_root, f"n-{uuid.uuid4().hex[:8]}", extra=extra, join=join)
+        n = Node(binary, tmp_root, f"n-{uuid.uuid4().hex[:8]}", extra=extra, join=join, kvnodes=kvnodes)
         made.append(n)  # cleaned up even if it fails to start
         return n.start()
 

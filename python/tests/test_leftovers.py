@@ -1,5 +1,6 @@
 """A test run killed outright (SIGKILL, as a CI timeout or an OOM kill would end it) leaves nothing behind: the nodes
-it started die with it (PR_SET_PDEATHSIG) and its scratch directories are removed by its janitor."""
+it started are stopped by their launcher (kvnodes), which dies with it, and its scratch directories are removed by its
+janitor."""
 
 from __future__ import annotations
 
@@ -15,16 +16,16 @@ import sys, time
 sys.path.insert(0, sys.argv[1])
 from cluster import Node, Scratch
 s = Scratch()
-n = Node(sys.argv[2], s.tmp, "orphan").start()
-print("node", n.proc.pid, s.tmp, s.shm, flush=True)
+n = Node(sys.argv[2], s.tmp, "orphan", kvnodes=sys.argv[3]).start()
+print("node", n.pid, s.tmp, s.shm, flush=True)
 time.sleep(300)  # killed long before
 """
 
 
-def test_a_killed_test_run_takes_its_nodes_and_files_with_it(binary, tmp_path):
+def test_a_killed_test_run_takes_its_nodes_and_files_with_it(binary, kvnodes, tmp_path):
     out = tmp_path / "child.txt"
     with open(out, "wb") as f:
-        child = popen([sys.executable, "-c", CHILD, os.path.dirname(__file__), binary], stdout=f,
+        child = popen([sys.executable, "-c", CHILD, os.path.dirname(__file__), binary, kvnodes], stdout=f,
                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     try:
         line = wait_for(lambda: next((l for l in out.read_text().splitlines() if l.startswith("node ")), None)

@@ -148,15 +148,15 @@ def test_an_owner_that_hangs_is_skipped_after_the_answer_timeout(make_node, clie
     mine = owned_by(ring, namespace, x.id, 2)
     theirs = owned_by(ring, namespace, y.id, 2)
     assert all(r.held for r in c.put([kvring.Chunk(cid, b"h" * 512) for cid in mine + theirs]))
-    os.kill(y.proc.pid, signal.SIGSTOP)  # y keeps its connections but answers nothing
+    os.kill(y.pid, signal.SIGSTOP)  # y keeps its connections but answers nothing
     # kill(2) returns before the stop takes effect: a request y is serving on its other core may still be answered
-    wait_for(lambda: stopped(y.proc.pid), 10, "the node to be stopped")
+    wait_for(lambda: stopped(y.pid), 10, "the node to be stopped")
     try:
         t = time.monotonic()
         got = c.read(mine + theirs)
         took = time.monotonic() - t
     finally:
-        os.kill(y.proc.pid, signal.SIGCONT)
+        os.kill(y.pid, signal.SIGCONT)
     assert took >= 1.0, "the owner's share cannot have been given up before the answer timeout"
     assert took < 20, "the call went on to its deadline"
     assert [g.found for g in got[:2]] == [True, True] and all(g.data == b"h" * 512 for g in got[:2])
