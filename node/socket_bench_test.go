@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -88,20 +87,7 @@ func benchSocketGet(b *testing.B, size, batch int) {
 	ids := make([][32]byte, batch)
 	for i := range ids {
 		ids[i] = sha256.Sum256(fmt.Appendf(nil, "get %d", i))
-		blob, err := sock.CreateBlob(int64(size))
-		if err != nil {
-			b.Fatal(err)
-		}
-		for k := range blob.Data {
-			blob.Data[k] = byte(k*7 + i)
-		}
-		if err := sock.Seal(blob.ID); err != nil {
-			b.Fatal(err)
-		}
-		res, err := sock.PublishAndDelete(ns, ids[i:i+1], []uint64{blob.ID}, nil)
-		if err != nil || res[0].Status != "stored" {
-			b.Fatalf("publish: %+v %v", res, err)
-		}
+		publishFilled(b, sock, ns, ids[i], size, i)
 	}
 	var sink uint64
 	b.SetBytes(int64(size * batch))
@@ -116,7 +102,7 @@ func benchSocketGet(b *testing.B, size, batch int) {
 			if !r.Found {
 				b.Fatalf("get: %+v", r)
 			}
-			sink += sumWords(r.Blob.Data)
+			sink += testutil.SumWords(r.Blob.Data)
 			release = append(release, r.BlobID)
 		}
 		if n, err := sock.ReleaseAll(release); err != nil || n != len(release) {
@@ -126,18 +112,4 @@ func benchSocketGet(b *testing.B, size, batch int) {
 	if sink == 1 {
 		b.Log(sink)
 	}
-}
-
-// sumWords reads every byte of p (a multiple of 32 bytes long) as 64-bit
-// words, four at a time.
-func sumWords(p []byte) uint64 {
-	var a, c, d, e uint64
-	for len(p) >= 32 {
-		a += binary.LittleEndian.Uint64(p)
-		c += binary.LittleEndian.Uint64(p[8:])
-		d += binary.LittleEndian.Uint64(p[16:])
-		e += binary.LittleEndian.Uint64(p[24:])
-		p = p[32:]
-	}
-	return a + c + d + e
 }

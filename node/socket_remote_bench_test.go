@@ -16,9 +16,9 @@ import (
 // chunks that only node B holds (two nodes in this process, one copy per
 // chunk): each kvring_get fetches the chunk from B and copies it into a
 // blob handed to the client, which reads every byte and releases it. It
-// reports GB/s of chunk bytes over the whole loop. It uses only APIs the
-// build before the coordinator's plain read API had too, so the same file
-// measures both (issue 44's A/B).
+// reports GB/s of chunk bytes over the whole loop. This file uses only APIs
+// the build before the coordinator's plain read API had too, so the same
+// file measures both (issue 44's A/B).
 //
 //	go test -run '^$' -bench SocketGetRemote -benchtime 200x ./node/
 func BenchmarkSocketGetRemote(b *testing.B) {
@@ -43,20 +43,7 @@ func BenchmarkSocketGetRemote(b *testing.B) {
 	var remote [][32]byte
 	for i := 0; len(remote) < 8 && i < 256; i++ {
 		id := sha256.Sum256(fmt.Appendf(nil, "remote %d", i))
-		blob, err := sock.CreateBlob(size)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for k := range blob.Data {
-			blob.Data[k] = byte(k*7 + i)
-		}
-		if err := sock.Seal(blob.ID); err != nil {
-			b.Fatal(err)
-		}
-		res, err := sock.PublishAndDelete(ns, [][32]byte{id}, []uint64{blob.ID}, nil)
-		if err != nil || res[0].Status != "stored" {
-			b.Fatalf("publish: %+v %v", res, err)
-		}
+		publishFilled(b, sock, ns, id, size, i)
 		if !a.Store().Contains(namespace.StoreName(ns.Name, ns.Fingerprint), store.ID(id)) {
 			remote = append(remote, id)
 		}
@@ -74,12 +61,32 @@ func BenchmarkSocketGetRemote(b *testing.B) {
 		if err != nil || len(got) != 1 || !got[0].Found {
 			b.Fatalf("get of a chunk B holds: %+v %v", got, err)
 		}
-		sink += sumWords(got[0].Blob.Data)
+		sink += testutil.SumWords(got[0].Blob.Data)
 		if _, err := sock.ReleaseAll([]uint64{got[0].BlobID}); err != nil {
 			b.Fatal(err)
 		}
 	}
 	if sink == 1 {
 		b.Log(sink)
+	}
+}
+
+// publishFilled publishes through sock a chunk id of size bytes derived
+// from seed, written into a socket blob, and fails b unless it is stored.
+func publishFilled(b *testing.B, sock *local.Client, ns local.Namespace, id [32]byte, size, seed int) {
+	b.Helper()
+	blob, err := sock.CreateBlob(int64(size))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for k := range blob.Data {
+		blob.Data[k] = byte(k*7 + seed)
+	}
+	if err := sock.Seal(blob.ID); err != nil {
+		b.Fatal(err)
+	}
+	res, err := sock.PublishAndDelete(ns, [][32]byte{id}, []uint64{blob.ID}, nil)
+	if err != nil || res[0].Status != "stored" {
+		b.Fatalf("publish: %+v %v", res, err)
 	}
 }

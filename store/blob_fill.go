@@ -39,7 +39,8 @@ func (b *Blob) Fill(r io.Reader) error {
 			return fmt.Errorf("cannot fill blob: %w", err)
 		}
 		n += k
-		if idle = idle + 1; k > 0 {
+		idle++
+		if k > 0 {
 			idle = 0
 		}
 		switch {

@@ -52,13 +52,7 @@ func BenchmarkFoldChecksum(b *testing.B) {
 			if place == "cache" {
 				nbuf = 1
 			}
-			bufs := make([][]byte, nbuf)
-			for i := range bufs {
-				bufs[i] = make([]byte, size)
-				for k := range bufs[i] {
-					bufs[i][k] = byte(k*7 + i)
-				}
-			}
+			bufs := filledBufs(nbuf, size)
 			var took [2]time.Duration
 			var sink uint32
 			i := 0
@@ -80,4 +74,17 @@ func BenchmarkFoldChecksum(b *testing.B) {
 			}
 		})
 	}
+}
+
+// filledBufs returns n buffers of size bytes, each filled with its own
+// pattern: the inputs of the checksum benchmarks.
+func filledBufs(n, size int) [][]byte {
+	bufs := make([][]byte, n)
+	for i := range bufs {
+		bufs[i] = make([]byte, size)
+		for k := range bufs[i] {
+			bufs[i][k] = byte(k*7 + i)
+		}
+	}
+	return bufs
 }

@@ -78,13 +78,7 @@ func BenchmarkCRCFold512(b *testing.B) {
 			if place == "cache" {
 				nbuf = 1
 			}
-			bufs := make([][]byte, nbuf)
-			for i := range bufs {
-				bufs[i] = make([]byte, size)
-				for k := range bufs[i] {
-					bufs[i][k] = byte(k*7 + i)
-				}
-			}
+			bufs := filledBufs(nbuf, size)
 			var took [2]time.Duration
 			var sink uint32
 			i := 0
@@ -121,10 +115,7 @@ func BenchmarkCopyCRCFold512(b *testing.B) {
 		return
 	}
 	const size = 256 << 10
-	src := make([]byte, size)
-	for k := range src {
-		src[k] = byte(k * 7)
-	}
+	src := filledBufs(1, size)[0]
 	dst := make([]byte, size+64)
 	off := int(-uintptr(unsafe.Pointer(&dst[0])) & 63)
 	d := dst[off : off+size]

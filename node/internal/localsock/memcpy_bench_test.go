@@ -2,11 +2,11 @@ package localsock
 
 import (
 	"crypto/sha256"
-	"encoding/binary"
 	"testing"
 	"time"
 
 	"github.com/kvring/kvring/client/local"
+	"github.com/kvring/kvring/internal/testutil"
 	"github.com/kvring/kvring/node/internal/clustertest"
 	"github.com/kvring/kvring/node/internal/coord"
 )
@@ -63,7 +63,7 @@ func benchGetVsMemcpy(b *testing.B, size int, copyOut bool) {
 		if copyOut {
 			copy(dst, got[0].Blob.Data)
 		} else {
-			sink += sumWords(got[0].Blob.Data)
+			sink += testutil.SumWords(got[0].Blob.Data)
 		}
 		t2 := time.Now()
 		if n, err := cl.ReleaseAll([]uint64{got[0].BlobID}); err != nil || n != 1 {
@@ -111,20 +111,6 @@ func heldChunk(b testing.TB, size int) (*local.Client, local.Namespace, [][32]by
 		b.Fatalf("publish: %+v %v", res, err)
 	}
 	return cl, ns, ids
-}
-
-// sumWords reads every byte of p (a multiple of 32 bytes long) as 64-bit
-// words, four at a time.
-func sumWords(p []byte) uint64 {
-	var a, c, d, e uint64
-	for len(p) >= 32 {
-		a += binary.LittleEndian.Uint64(p)
-		c += binary.LittleEndian.Uint64(p[8:])
-		d += binary.LittleEndian.Uint64(p[16:])
-		e += binary.LittleEndian.Uint64(p[24:])
-		p = p[32:]
-	}
-	return a + c + d + e
 }
 
 // TestGetHeldVsMemcpyGetsTheBytes: the chunk the benchmark gets is handed
