@@ -77,21 +77,19 @@ func buildSlotTable(rg *ring.Ring, self string, replicas int, peers []slotPeer) 
 // slotPlaceKey finds the placement key of slot s in namespace on rg: the
 // first key of the form "kvring/resp/slot" ‖ s ‖ counter (zero-padded to 32
 // bytes) whose ring partition is slotPartition(s). A pure function of the
-// namespace, the slot and the partition count; about PartitionCount hashes
-// on average, so callers cache it (slotPlaces).
+// namespace, the slot and the partition count, the same in every release
+// (nodes of two builds must agree); about PartitionCount tries on average
+// (ring.SearchPartition: 0.5 ms with the default 65,521 partitions), so
+// callers cache it (slotPlaces).
 func slotPlaceKey(rg *ring.Ring, namespace string, s uint16) store.ID {
 	var k store.ID
 	copy(k[:], "kvring/resp/slot")
 	binary.BigEndian.PutUint16(k[16:], s)
 	parts := rg.Config().PartitionCount
-	want := slotPartition(s, parts)
-	for c := uint32(0); c < uint32(64*parts); c++ {
-		binary.BigEndian.PutUint32(k[18:], c)
-		if rg.Partition(namespace, k[:]) == want {
-			return k
-		}
+	if _, ok := rg.SearchPartition(namespace, k[:], 18, slotPartition(s, parts), uint32(64*parts)); !ok {
+		panic("BUG: no placement key found for a slot in 64 times the partition count")
 	}
-	panic("BUG: no placement key found for a slot in 64 times the partition count")
+	return k
 }
 
 // slotPlaces caches slotPlaceKey per namespace and slot, at most

@@ -1,11 +1,13 @@
 package respcoord
 
 import (
+	"encoding/binary"
 	"fmt"
 	"testing"
 
 	"github.com/kvring/kvring/node/internal/resp"
 	"github.com/kvring/kvring/ring"
+	"github.com/kvring/kvring/store"
 )
 
 // TestSlotTableFollowsPlacement: for every slot, a key placed by the slot's
@@ -63,6 +65,36 @@ func TestSlotTableFollowsPlacement(t *testing.T) {
 	for _, r := range tab.Ranges {
 		if len(r.Owners) == 0 {
 			t.Fatalf("slots %d-%d have no owner", r.Start, r.End)
+		}
+	}
+}
+
+// TestSlotPlaceKeysAreTheFirstOfTheirPartition pins the placement keys of
+// a few slots to their definition, the first counter whose key falls in
+// the slot's partition, found by the plain loop over Partition: nodes of
+// two releases must compute the same key for a slot, or a rolling upgrade
+// would place one key's chunks in two groups.
+func TestSlotPlaceKeysAreTheFirstOfTheirPartition(t *testing.T) {
+	rg, err := ring.New([]ring.Member{{ID: "a", Addr: "a"}, {ID: "b", Addr: "b"}}, 1, ring.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := rg.Config().PartitionCount
+	for _, ns := range []string{"resp:default", "resp:Qwen/Qwen2.5-0.5B-Instruct"} {
+		for _, s := range []uint16{0, 1, 4095, 16383} {
+			got := slotPlaceKey(rg, ns, s)
+			var k [32]byte
+			copy(k[:], "kvring/resp/slot")
+			binary.BigEndian.PutUint16(k[16:], s)
+			for c := uint32(0); ; c++ {
+				binary.BigEndian.PutUint32(k[18:], c)
+				if rg.Partition(ns, k[:]) == slotPartition(s, parts) {
+					break
+				}
+			}
+			if got != store.ID(k) {
+				t.Fatalf("%s slot %d: %x, plain loop %x", ns, s, got, k)
+			}
 		}
 	}
 }
