@@ -6,8 +6,10 @@
 # CLUSTER=3 adds a three-node kvring cluster (--resp-cluster) and, as its
 # peer, a three-node Redis Cluster (redis-servers with cluster-enabled yes,
 # the same memory each, no replicas, made with redis-cli --cluster create),
-# both driven by `redis-benchmark --cluster`. Every process it starts is
-# stopped on exit.
+# both driven by `redis-benchmark --cluster`. CLIENT=respbench drives every
+# target with loadtest/respbench instead (the same flags and output; a client
+# that reads replies into buffers it reuses, where redis-benchmark is the
+# bottleneck from 4 MiB up). Every process it starts is stopped on exit.
 #
 # Usage: loadtest/resp-compare.sh
 # Environment:
@@ -16,6 +18,7 @@
 #   CLIENTS  redis-benchmark -c (default 16)
 #   MEM_MB   memory of the node and of redis-server, MiB (default 1024)
 #   TESTS    redis-benchmark -t (default set,get)
+#   CLIENT   redis-benchmark (default) or respbench
 #   CLUSTER  nodes of a kvring cluster to add (default 0: none)
 #   BYTES    bytes each test moves, which sets its request count (default
 #            8 GiB, at most 200000 requests): runs of a second or less
@@ -30,12 +33,15 @@ MEM_MB=${MEM_MB:-1024}
 TESTS=${TESTS:-set,get}
 CLUSTER=${CLUSTER:-0}
 BYTES=${BYTES:-$((8 * 1024 * 1024 * 1024))}
+CLIENT=${CLIENT:-redis-benchmark}
+case $CLIENT in redis-benchmark | respbench) ;; *) echo "CLIENT must be redis-benchmark or respbench" >&2; exit 2 ;; esac
 
 # shellcheck source=scratch.sh
 . loadtest/scratch.sh
 scratch resp-compare
 
 go build -o "$work/kvring" ./cmd/kvring
+go build -o "$work/respbench" ./loadtest/respbench
 
 kv="$work/kvring"
 
@@ -85,16 +91,24 @@ if [ "$CLUSTER" -gt 1 ]; then
 	done
 fi
 
-# bench PORT SIZE [flags]: one redis-benchmark run; prints "test rps" lines,
-# and stops the script when redis-benchmark reports an error.
+# bench PORT SIZE [flags]: one run of $CLIENT; prints "test rps" lines,
+# and stops the script when it reports an error.
 bench() {
 	local port=$1 size=$2; shift 2
 	local n=$((BYTES / size)) keys=$((MEM_MB * 1024 * 1024 / size / 4))
 	[ "$n" -gt 200000 ] && n=200000
 	local out="$work/bench-$port-$size.txt"
-	redis-benchmark -p "$port" -c "$CLIENTS" -n "$n" -d "$size" -r "$keys" -t "$TESTS" -q "$@" >"$out" 2>&1
+	if [ "$CLIENT" = respbench ]; then
+		if ! "$work/respbench" -addr "127.0.0.1:$port" -c "$CLIENTS" -n "$n" -d "$size" -r "$keys" -t "$TESTS" "$@" >"$out" 2>&1; then
+			echo "respbench against port $port failed:" >&2
+			head "$out" >&2
+			exit 1
+		fi
+	else
+		redis-benchmark -p "$port" -c "$CLIENTS" -n "$n" -d "$size" -r "$keys" -t "$TESTS" -q "$@" >"$out" 2>&1
+	fi
 	if grep -qi "error" "$out"; then
-		echo "redis-benchmark against port $port reported errors:" >&2
+		echo "$CLIENT against port $port reported errors:" >&2
 		tr '\r' '\n' <"$out" | grep -i error | sort | uniq -c | head >&2
 		exit 1
 	fi
@@ -103,7 +117,7 @@ bench() {
 
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
-echo "# redis-benchmark -c $CLIENTS -t $TESTS, ${MEM_MB} MiB each process, $REPS alternations:"
+echo "# $CLIENT -c $CLIENTS -t $TESTS, ${MEM_MB} MiB each process, $REPS alternations:"
 echo "# node: one kvring node vs one redis-server; cluster$CLUSTER: kvring --resp-cluster vs a Redis Cluster of as many redis-servers"
 printf "%-8s %-5s %-10s %12s %12s %7s\n" size test target kvring redis ratio
 # flush PORT: empty a target before each run. redis-benchmark writes one
