@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -37,15 +38,17 @@ type result struct {
 	requests, hits    int
 	redirects, errors int
 	elapsed           time.Duration
+	cpu               time.Duration // this process's CPU time (user and system) over the test
 	p50, p99          time.Duration
 }
 
 // line is the test's output line, led by redis-benchmark's -q shape.
 func (r result) line(size int) string {
 	secs := r.elapsed.Seconds()
-	s := fmt.Sprintf("%s: %.2f requests per second, %.2f GB/s, p50=%.3f msec p99=%.3f msec",
+	s := fmt.Sprintf("%s: %.2f requests per second, %.2f GB/s, p50=%.3f msec p99=%.3f msec, client CPU %.1f us/request",
 		r.op, float64(r.requests)/secs, float64(r.requests)*float64(size)/secs/1e9,
-		float64(r.p50.Microseconds())/1e3, float64(r.p99.Microseconds())/1e3)
+		float64(r.p50.Microseconds())/1e3, float64(r.p99.Microseconds())/1e3,
+		float64(r.cpu.Microseconds())/float64(max(r.requests, 1)))
 	if r.op == opGet {
 		s += fmt.Sprintf(", hits %d of %d", r.hits, r.requests)
 	}
@@ -56,6 +59,16 @@ func (r result) line(size int) string {
 		s += fmt.Sprintf(", %d error answers", r.errors)
 	}
 	return s
+}
+
+// processCPU is the CPU time this process has used (user and system), or 0
+// when the kernel does not say.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // worker is one client: its connections (one per server), its key draw and
@@ -92,12 +105,13 @@ func runTest(ctx context.Context, rt *router, o options, p op) (result, error) {
 	var next atomic.Int64
 	errs := make([]error, len(workers))
 	var wg sync.WaitGroup
+	cpu0 := processCPU()
 	start := time.Now()
 	for i, w := range workers {
 		wg.Go(func() { errs[i] = w.loop(ctx, p, &next) })
 	}
 	wg.Wait()
-	total := result{op: p, elapsed: time.Since(start)}
+	total := result{op: p, elapsed: time.Since(start), cpu: processCPU() - cpu0}
 	var lat []time.Duration
 	for i, w := range workers {
 		if errs[i] != nil {

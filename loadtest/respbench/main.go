@@ -14,8 +14,9 @@
 // kvring cluster started with --resp-cluster are both driven this way.
 //
 // It prints one line per test in redis-benchmark's -q shape, "SET: N
-// requests per second", followed by bytes/s, p50 and p99, and the GETs that
-// found a value. A GET whose value has another length than -d, and any
+// requests per second", followed by bytes/s, p50 and p99, its own CPU time
+// per request (user and system: how close it is to being the bottleneck),
+// and the GETs that found a value. A GET whose value has another length than -d, and any
 // error answer but -MOVED, print "error" and make it exit 1.
 //
 //	go run ./loadtest/respbench -addr 127.0.0.1:6379 -c 16 -n 2000 -d 4194304 -r 64 -t set,get
