@@ -22,6 +22,9 @@
 #   MEM_MB   memory of each kvring node and of redis-server, MiB (default
 #            2048: BYTES must fit, or redis-server evicts what was SET)
 #   NODES    nodes of the kvring cluster (default 3; 1: no cluster)
+#   PARSER   redis-py's reply parser: default (hiredis when installed,
+#            as `pip install redis[hiredis]` does; Debian: python3-hiredis),
+#            hiredis, or python (redis-py's own, which bounds the gets)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -78,7 +81,7 @@ echo "# LMCache's pattern through redis-py: $((BYTES >> 20)) MiB each way per ro
 echo "# kvring-1: one node; redis: one redis-server${cluster_note:-}"
 rc=0
 /usr/bin/python3 loadtest/resp_lmcache_bench.py "${targets[@]}" --peer redis --sizes "$SIZES" --bytes "$BYTES" \
-	--threads "$THREADS" --reps "$REPS" || rc=$?
+	--threads "$THREADS" --reps "$REPS" --parser "${PARSER:-default}" || rc=$?
 if [ "$rc" -ne 0 ]; then
 	for f in "$work"/*.log; do echo "== the last lines of $(basename "$f")"; tail -n 5 "$f"; done >&2
 	exit "$rc"
