@@ -112,14 +112,28 @@ bench() {
 		tr '\r' '\n' <"$out" | grep -i error | sort | uniq -c | head >&2
 		exit 1
 	fi
-	tr '\r' '\n' <"$out" | awk -F'[: ]+' '/requests per second/ {print $1, $2}'
+	# "test rps client-CPU-per-request" (the CPU only from respbench, "-" otherwise)
+	tr '\r' '\n' <"$out" | awk -F'[: ]+' '/requests per second/ {c="-"; for (i=1;i<NF;i++) if ($i=="CPU") c=$(i+1); print $1, $2, c}'
+}
+
+# runs TEST KVFILE PEERFILE: each run's ratio, in order, and with respbench
+# the medians of the client's CPU per request against each.
+runs() {
+	local ratios cpu
+	ratios=$(paste -d' ' <(awk -v t="$1" '$1==t {print $2}' "$2") <(awk -v t="$1" '$1==t {print $2}' "$3") |
+		awk '{printf "%s%.2f", (NR>1?",":""), $1/$2}')
+	cpu=""
+	if [ "$CLIENT" = respbench ]; then
+		cpu=" client CPU/req $(awk -v t="$1" '$1==t {print $3}' "$2" | median) / $(awk -v t="$1" '$1==t {print $3}' "$3" | median) us"
+	fi
+	echo "runs $ratios$cpu"
 }
 
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
 echo "# $CLIENT -c $CLIENTS -t $TESTS, ${MEM_MB} MiB each process, $REPS alternations:"
 echo "# node: one kvring node vs one redis-server; cluster$CLUSTER: kvring --resp-cluster vs a Redis Cluster of as many redis-servers"
-printf "%-8s %-5s %-10s %12s %12s %7s\n" size test target kvring redis ratio
+printf "%-8s %-5s %-10s %12s %12s %7s  %s\n" size test target kvring redis ratio "each run's ratio"
 # flush PORT: empty a target before each run. redis-benchmark writes one
 # key space (key:NNN) in every run, and kvring keeps a key's first value
 # (values are immutable): without this, a run's SETs would find their keys
@@ -141,11 +155,13 @@ for size in $SIZES; do
 	for t in $(awk '{print $1}' "$work/k" | sort -u); do
 		k=$(awk -v t="$t" '$1==t {print $2}' "$work/k" | median)
 		r=$(awk -v t="$t" '$1==t {print $2}' "$work/r" | median)
-		printf "%-8s %-5s %-10s %12.0f %12.0f %7.2f\n" "$size" "$t" node "$k" "$r" "$(echo "$k / $r" | bc -l)"
+		printf "%-8s %-5s %-10s %12.0f %12.0f %7.2f  %s\n" "$size" "$t" node "$k" "$r" "$(echo "$k / $r" | bc -l)" \
+			"$(runs "$t" "$work/k" "$work/r")"
 		if [ -s "$work/c" ]; then
 			c=$(awk -v t="$t" '$1==t {print $2}' "$work/c" | median)
 			rc=$(awk -v t="$t" '$1==t {print $2}' "$work/rc" | median)
-			printf "%-8s %-5s %-10s %12.0f %12.0f %7.2f\n" "$size" "$t" "cluster$CLUSTER" "$c" "$rc" "$(echo "$c / $rc" | bc -l)"
+			printf "%-8s %-5s %-10s %12.0f %12.0f %7.2f  %s\n" "$size" "$t" "cluster$CLUSTER" "$c" "$rc" "$(echo "$c / $rc" | bc -l)" \
+				"$(runs "$t" "$work/c" "$work/rc")"
 		fi
 	done
 done
