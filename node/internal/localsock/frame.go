@@ -80,6 +80,11 @@ func writeBody(c *net.UnixConn, body []byte, timeout time.Duration) error {
 	msg := make([]byte, 8+len(body))
 	binary.LittleEndian.PutUint64(msg, uint64(len(body)))
 	copy(msg[8:], body)
+	return writeRaw(c, msg, timeout)
+}
+
+// writeRaw writes msg, whole frames, within timeout.
+func writeRaw(c *net.UnixConn, msg []byte, timeout time.Duration) error {
 	c.SetWriteDeadline(time.Now().Add(timeout))
 	defer c.SetWriteDeadline(time.Time{})
 	if _, err := c.Write(msg); err != nil {

@@ -12,8 +12,8 @@ import (
 )
 
 // BenchmarkGetHeldVsMemcpy sets a local engine's get of a 2 MiB chunk this
-// node holds, through the socket protocol (kvring_get_request, the chunk
-// lent in place, then kvring_release_request), against a plain copy of
+// node holds, through the socket protocol (a get, the chunk lent in place,
+// then a release), against a plain copy of
 // 2 MiB, in the same loop: each iteration does one of each and times them
 // apart, so a busy host slows both alike. The node is one member of the
 // in-process cluster (clustertest), its coordinator behind the socket as
@@ -27,21 +27,30 @@ import (
 //   - read: the engine reads every byte where it lies (64-bit words, as
 //     BenchmarkSocketGetHeld in package node), with no second buffer.
 //
+// Two ways to release it:
+//   - wait: ReleaseAll, a round trip of its own;
+//   - later: ReleaseLater, which queues the release: it goes out in the
+//     same write as the next get, whose round trip reads its answer too.
+//
 // Metrics: socket-GB/s and memcpy-GB/s (2 MiB over each one's own time);
 // x-memcpy, memcpy's time over the get's (1.0 is a get as fast as the
 // copy; issue 45's goal is at least 0.8, use=copy); and the get's parts
-// per op in µs: get (the kvring_get_request round trip), use (the copy or
-// the read) and release (the kvring_release_request round trip). The same
+// per op in µs: get (the get's round trip, in the binary framing), use
+// (the copy or the read) and release (the call that releases). The same
 // 2 MiB move every iteration on both sides, so both are warm in the caches.
 //
 //	go test -run '^$' -bench GetHeldVsMemcpy -benchtime 2000x ./node/internal/localsock/
 func BenchmarkGetHeldVsMemcpy(b *testing.B) {
 	for _, use := range []string{"copy", "read"} {
-		b.Run("size=2MiB/use="+use, func(b *testing.B) { benchGetVsMemcpy(b, 2<<20, use == "copy") })
+		for _, rel := range []string{"wait", "later"} {
+			b.Run("size=2MiB/use="+use+"/release="+rel, func(b *testing.B) {
+				benchGetVsMemcpy(b, 2<<20, use == "copy", rel == "later")
+			})
+		}
 	}
 }
 
-func benchGetVsMemcpy(b *testing.B, size int, copyOut bool) {
+func benchGetVsMemcpy(b *testing.B, size int, copyOut, noWait bool) {
 	cl, ns, ids := heldChunk(b, size)
 	src, dst := make([]byte, size), make([]byte, size)
 	for i := range src {
@@ -66,13 +75,20 @@ func benchGetVsMemcpy(b *testing.B, size int, copyOut bool) {
 			sink += testutil.SumWords(got[0].Blob.Data)
 		}
 		t2 := time.Now()
-		if n, err := cl.ReleaseAll([]uint64{got[0].BlobID}); err != nil || n != 1 {
+		if noWait {
+			if err := cl.ReleaseLater([]uint64{got[0].BlobID}); err != nil {
+				b.Fatalf("release: %v", err)
+			}
+		} else if n, err := cl.ReleaseAll([]uint64{got[0].BlobID}); err != nil || n != 1 {
 			b.Fatalf("release: %d of 1, %v", n, err)
 		}
 		t3 := time.Now()
 		copy(dst, src)
 		getT, useT, relT = getT+t1.Sub(t0), useT+t2.Sub(t1), relT+t3.Sub(t2)
 		copyT += time.Since(t3)
+	}
+	if err := cl.Flush(); err != nil {
+		b.Fatal(err)
 	}
 	n, sockT := float64(b.N), getT+useT+relT
 	b.ReportMetric(float64(size)*n/sockT.Seconds()/1e9, "socket-GB/s")
