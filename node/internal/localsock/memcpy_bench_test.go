@@ -106,6 +106,12 @@ func benchGetVsMemcpy(b *testing.B, size int, copyOut, noWait bool) {
 // one chunk of size bytes through it (stored on this node, its only
 // owner) and returns a client, the namespace and the chunk's id.
 func heldChunk(b testing.TB, size int) (*local.Client, local.Namespace, [][32]byte) {
+	_, cl, ns, ids := heldChunkOn(b, size)
+	return cl, ns, ids
+}
+
+// heldChunkOn is heldChunk that returns the server too.
+func heldChunkOn(b testing.TB, size int) (*Server, *local.Client, local.Namespace, [][32]byte) {
 	c := clustertest.StartCore(b, clustertest.CoreConfig{Nodes: 1, MemoryLimit: 64 << 20, ReplicationFactor: 1})
 	cc := &coreCluster{n: c.Nodes[0], svc: coord.NewService(c.Nodes[0].Coord), cache: c.Cache(b, 0)}
 	s := startServer(b, c.Nodes[0].Store, func(cfg *Config) { cfg.Cluster = cc })
@@ -126,7 +132,7 @@ func heldChunk(b testing.TB, size int) (*local.Client, local.Namespace, [][32]by
 	if err != nil || len(res) != 1 || res[0].Status != "stored" {
 		b.Fatalf("publish: %+v %v", res, err)
 	}
-	return cl, ns, ids
+	return s, cl, ns, ids
 }
 
 // TestGetHeldVsMemcpyGetsTheBytes: the chunk the benchmark gets is handed
