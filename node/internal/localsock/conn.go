@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 )
@@ -101,20 +100,24 @@ func (c *conn) serveJSON(req request) bool {
 	}
 	body, err := json.Marshal(v)
 	if err != nil {
-		panic(fmt.Sprintf("BUG: cannot encode a reply: %v", err))
+		c.s.log.Error("BUG: cannot encode a local socket reply; closing the connection", "err", err)
+		return false
 	}
 	return c.answer(body, rep.segs)
 }
 
+// maxHeldReplies bounds the replies answer holds back, in bytes.
+const maxHeldReplies = 64 << 10
+
 // answer writes a reply body as a frame, then the descriptors of segs. A
 // reply is held back while the next request is already read whole (the
-// client sent them together) and no descriptor is to follow, and written
-// with the replies after it: one write for the lot. false when the
-// connection is broken.
+// client sent them together), no descriptor is to follow and the replies
+// held back are under maxHeldReplies, and written with the replies after
+// it: one write for the lot. false when the connection is broken.
 func (c *conn) answer(body []byte, segs []uint32) bool {
 	c.out = binary.LittleEndian.AppendUint64(c.out, uint64(len(body)))
 	c.out = append(c.out, body...)
-	if len(segs) == 0 && c.nextIsRead() {
+	if len(segs) == 0 && len(c.out) < maxHeldReplies && c.nextIsRead() {
 		return true
 	}
 	return c.flush() && c.sendSegments(segs)
@@ -140,7 +143,7 @@ func (c *conn) flush() bool {
 		return true
 	}
 	err := writeRaw(c.nc, c.out, c.s.cfg.WriteTimeout)
-	if cap(c.out) > 64<<10 {
+	if cap(c.out) > 2*maxHeldReplies {
 		c.out = nil
 	} else {
 		c.out = c.out[:0]
@@ -163,7 +166,8 @@ func (c *conn) writeError(err error) bool {
 	}
 	body, merr := json.Marshal(re)
 	if merr != nil {
-		panic(fmt.Sprintf("BUG: cannot encode an error reply: %v", merr))
+		c.s.log.Error("BUG: cannot encode a local socket error reply; closing the connection", "err", merr)
+		return false
 	}
 	return c.answer(body, nil)
 }
