@@ -56,7 +56,7 @@ func getHeld(t *testing.T, cl *local.Client, ns local.Namespace, ids [][32]byte)
 // call's write carries it, and that call's own reply is its own.
 func TestReleaseLaterKeepsTheChunkLentUntilTheNextCall(t *testing.T) {
 	t.Parallel()
-	s, _, ns, ids := heldChunkOn(t, 64<<10)
+	s, _, ns, ids := heldChunkOn(t, 64<<10, 1)
 	for _, m := range clientModes {
 		t.Run(m.name, func(t *testing.T) {
 			cl := dialMode(t, s, m.json)
@@ -91,7 +91,7 @@ func TestReleaseLaterKeepsTheChunkLentUntilTheNextCall(t *testing.T) {
 // whose write carried it keeps its own result.
 func TestARefusedDeferredReleaseIsNotSwallowed(t *testing.T) {
 	t.Parallel()
-	s, _, ns, ids := heldChunkOn(t, 64<<10)
+	s, _, ns, ids := heldChunkOn(t, 64<<10, 1)
 	const bogus = 1<<63 | 0xdead
 	for _, m := range clientModes {
 		t.Run(m.name, func(t *testing.T) {
@@ -133,7 +133,7 @@ func wantRefused(t *testing.T, err error, ids []uint64, released int) {
 // announces it, before the next reply.
 func TestPipelinedRequestsAreAnsweredInOrderWithTheirDescriptors(t *testing.T) {
 	t.Parallel()
-	s, _, ns, ids := heldChunkOn(t, 64<<10)
+	s, _, ns, ids := heldChunkOn(t, 64<<10, 1)
 	r := rawDial(t, s)
 	r.register()
 	get := binGetBody(ns.Name, ns.Fingerprint, ids[0])
