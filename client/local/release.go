@@ -31,6 +31,11 @@ func (e *ReleaseError) Unwrap() error { return e.Err }
 // node's unread answers grow without bound.
 const maxQueued = 256
 
+// maxRefusedKept is how many refused deferred releases Flush returns at
+// most (the first ones since the last Flush); DeferredReleaseFailures
+// counts them all.
+const maxRefusedKept = 64
+
 // owedRelease is a deferred release whose answer is still to be read.
 type owedRelease struct{ ids []uint64 }
 
@@ -78,9 +83,10 @@ func (c *Client) ReleaseLater(ids []uint64) error {
 
 // Flush sends the releases queued by ReleaseLater and reads their answers
 // and those of any sent before. It returns the *ReleaseError of every
-// deferred release the node refused since the last Flush (joined), or the
-// error of a connection that broke meanwhile (its references are gone
-// with it). It blocks until the answers arrive or the call's Timeout.
+// deferred release the node refused since the last Flush (joined; the
+// first maxRefusedKept, 64, of them), or the error of a connection that
+// broke meanwhile (its references are gone with it). It blocks until the
+// answers arrive or the call's Timeout.
 func (c *Client) Flush() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -142,7 +148,9 @@ func (c *Client) settle() error {
 		c.owed = c.owed[1:]
 		if err := checkRelease(raw, o.ids); err != nil {
 			c.releaseFailures.Add(1)
-			c.refused = append(c.refused, err)
+			if len(c.refused) < maxRefusedKept {
+				c.refused = append(c.refused, err)
+			}
 		}
 	}
 	c.owed = nil
