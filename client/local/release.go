@@ -101,12 +101,9 @@ func (c *Client) Flush() error {
 func (c *Client) flushLocked(report bool) error {
 	var err error
 	if c.nc != nil && len(c.owed) > 0 {
-		c.nc.SetDeadline(time.Now().Add(c.cfg.Timeout))
+		c.nc.SetReadDeadline(time.Now().Add(c.cfg.Timeout)) // left set, as roundTrip's
 		if err = c.sendPending(); err == nil {
 			err = c.settle()
-		}
-		if c.nc != nil {
-			c.nc.SetDeadline(time.Time{})
 		}
 	}
 	if report {
@@ -116,12 +113,12 @@ func (c *Client) flushLocked(report bool) error {
 	return err
 }
 
-// sendPending writes the queued releases. mu held, the deadline set.
+// sendPending writes the queued releases. mu held.
 func (c *Client) sendPending() error {
 	if len(c.pending) == 0 {
 		return nil
 	}
-	_, err := c.nc.Write(c.pending)
+	err := c.send(c.pending)
 	c.pending = nil
 	if err != nil {
 		c.fail()
