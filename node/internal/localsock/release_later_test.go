@@ -181,3 +181,33 @@ func binGetBody(ns string, fp []byte, id [32]byte) []byte {
 	b = u32(b, 1)
 	return append(b, id[:]...)
 }
+
+// TestAReplyLongerThanTheClientsBufferKeepsItsDescriptors: a reply longer
+// than the Go client's read buffer (16 KiB), with a segment's descriptor
+// after it, is read whole and the descriptor still maps the blobs (the
+// client reads the rest of a long reply exactly, nothing past it).
+func TestAReplyLongerThanTheClientsBufferKeepsItsDescriptors(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, testStore(t, 64<<20), nil)
+	for _, m := range clientModes {
+		t.Run(m.name, func(t *testing.T) {
+			cl := dialMode(t, s, m.json)
+			sizes := make([]int64, 1000) // 40 KB of blob records in binary, more in JSON
+			for i := range sizes {
+				sizes[i] = 4096
+			}
+			bs, err := cl.CreateBlobs(sizes)
+			if err != nil || len(bs) != len(sizes) || cl.Segments() == 0 {
+				t.Fatalf("create %d blobs: %d, %v; %d segments mapped", len(sizes), len(bs), err, cl.Segments())
+			}
+			for i, b := range bs {
+				b.Data[0], b.Data[4095] = byte(i), byte(i>>8)
+			}
+			for i, b := range bs {
+				if b.Data[0] != byte(i) || b.Data[4095] != byte(i>>8) {
+					t.Fatalf("blob %d does not keep its bytes: two blobs share memory", i)
+				}
+			}
+		})
+	}
+}
