@@ -23,6 +23,8 @@ const (
 	binCreate       = sockwire.OpCreate
 	binPublish      = sockwire.OpPublish
 	binLookup       = sockwire.OpLookup
+	binGetOp        = sockwire.OpGet
+	binReleaseOp    = sockwire.OpRelease
 	binReply        = sockwire.Reply
 	binError        = sockwire.OpError
 	binBlobRecord   = sockwire.BlobRecord

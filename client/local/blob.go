@@ -158,13 +158,15 @@ func (c *Client) Release(id uint64) error {
 }
 
 // ReleaseAll drops one reference to each blob of ids in one request
-// (kvring_release_request) and returns how many this connection held.
+// (kvring_release_request, or its binary form after a binary get) and
+// returns how many this connection held. ReleaseLater does the same
+// without a round trip of its own.
 func (c *Client) ReleaseAll(ids []uint64) (int, error) {
-	var r struct {
-		Released int `json:"released"`
+	raw, err := c.roundTrip(releaseIDs(ids), nil)
+	if err != nil {
+		return 0, err
 	}
-	err := c.Call(map[string]any{"type": "kvring_release_request", "ids": ids}, &r)
-	return r.Released, err
+	return releasedOf(raw)
 }
 
 // IncreaseRefs takes one more reference to each blob of ids.

@@ -250,6 +250,12 @@ type ChunkResult struct {
 // node's memory first. Each blob found is referenced until Release of its
 // ID; its bytes must not be written.
 func (c *Client) GetChunks(ns Namespace, ids [][32]byte, groups [][32]byte) ([]ChunkResult, error) {
+	if c.binGet() {
+		res, err := c.getBin(ns, ids, groups)
+		if !errors.Is(err, errNoBinary) {
+			return res, err
+		}
+	}
 	req := ns.fields(map[string]any{"type": "kvring_get_request", "ids": hexIDs(ids)})
 	if groups != nil {
 		req["groups"] = hexIDs(groups)
@@ -267,18 +273,5 @@ func (c *Client) GetChunks(ns Namespace, ids [][32]byte, groups [][32]byte) ([]C
 	if err != nil {
 		return nil, err
 	}
-	byID := make(map[uint64]*Blob, len(r.Payloads))
-	for _, p := range r.Payloads {
-		b, err := c.blob(p)
-		if err != nil {
-			return nil, err
-		}
-		byID[b.ID] = b
-	}
-	for i := range r.Results {
-		if r.Results[i].Found {
-			r.Results[i].Blob = byID[r.Results[i].BlobID]
-		}
-	}
-	return r.Results, nil
+	return c.attach(r.Results, r.Payloads)
 }

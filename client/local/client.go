@@ -7,9 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -60,11 +60,20 @@ type Client struct {
 	closed   bool
 	noBinary bool             // the node answered a binary request in JSON
 	noCodes  bool             // the node refused the publish codes flag (binary.go)
+	noBinGet bool             // the node refused the binary get (binget.go)
+	binGetOK bool             // a binary get succeeded on this connection
 	maps     map[int64][]byte // store_fd → mapping of the whole segment file
 	stale    [][]byte         // mappings of broken connections, unmapped by Close
 	// populated: per mapped segment, a bit per page this client populated
 	// (populate.go).
 	populated map[int64][]uint64
+	// owed: the releases queued by ReleaseLater whose answers are not
+	// read yet, oldest first (release.go).
+	owed            []owedRelease
+	pending         []byte        // the frames of the releases queued by ReleaseLater, not sent yet
+	refused         []error       // the deferred releases refused since the last Flush
+	in              inbox         // what was read and not consumed yet (reader.go)
+	releaseFailures atomic.Uint64 // deferred releases the node refused
 }
 
 // Dial connects to the socket at cfg.Path and registers. It blocks until
@@ -91,6 +100,7 @@ func (c *Client) connect(ctx context.Context) error {
 		return fmt.Errorf("cannot connect to the local socket %q: %w", c.cfg.Path, err)
 	}
 	c.nc = nc.(*net.UnixConn)
+	c.in.reset()
 	c.nc.SetDeadline(time.Now().Add(c.cfg.Timeout))
 	defer func() {
 		if c.nc != nil {
@@ -124,24 +134,27 @@ func (c *Client) connect(ctx context.Context) error {
 		return fmt.Errorf("cannot register on %q: %w", c.cfg.Path, err)
 	}
 	c.InstanceID = rep.InstanceID
-	c.noBinary, c.noCodes = false, false // a new connection, maybe a newer node
+	// A new connection, maybe a newer node.
+	c.noBinary, c.noCodes, c.noBinGet, c.binGetOK = false, false, false, false
 	return nil
 }
 
-// Close sends exit_request, closes the connection and unmaps every
-// segment: slices of blobs obtained from the client must not be used
-// afterwards. Idempotent.
+// Close sends the releases queued by ReleaseLater and reads their answers
+// (returning the refused ones, as Flush), sends exit_request, closes the
+// connection and unmaps every segment: slices of blobs obtained from the
+// client must not be used afterwards. Idempotent.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return nil
 	}
+	err := c.flushLocked(true)
 	c.closed = true
-	var err error
 	if c.nc != nil {
 		_ = c.write(map[string]any{"type": "exit_request"})
-		err = c.nc.Close()
+		err = errors.Join(err, c.nc.Close())
+		c.in.reset()
 	}
 	for k, m := range c.maps {
 		unix.Munmap(m)
@@ -184,21 +197,17 @@ func typeOf(req any) any {
 func (c *Client) roundTrip(req any, payloads func([]byte) ([]Payload, error)) (json.RawMessage, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
-		return nil, ErrClosed
+	if err := c.ready(); err != nil {
+		return nil, err
 	}
-	if c.nc == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.Timeout)
-		err := c.connect(ctx)
-		cancel()
-		if err != nil {
-			return nil, err
-		}
-	}
-	c.nc.SetDeadline(time.Now().Add(c.cfg.Timeout))
-	defer c.nc.SetDeadline(time.Time{})
-	if err := c.write(req); err != nil {
+	// The read deadline is left set after the call: nothing reads between
+	// calls, and each sets its own (one timer change instead of four).
+	c.nc.SetReadDeadline(time.Now().Add(c.cfg.Timeout))
+	if err := c.write(req); err != nil { // after the queued releases
 		c.fail()
+		return nil, err
+	}
+	if err := c.settle(); err != nil {
 		return nil, err
 	}
 	raw, err := c.read()
@@ -207,24 +216,14 @@ func (c *Client) roundTrip(req any, payloads func([]byte) ([]Payload, error)) (j
 		return nil, err
 	}
 	_, bin := req.(binRequest)
-	var e Error
-	switch {
-	case len(raw) >= 2 && raw[0] == binMagic:
-		if raw[1] == binError {
-			return nil, binErrorOf(raw[2:])
-		}
-	// Replies carry a "type"; error replies do not (only they are decoded
-	// twice).
-	case !bytes.Contains(raw, []byte(`"type"`)) && json.Unmarshal(raw, &struct {
-		Code    *int    `json:"code"`
-		Message *string `json:"message"`
-		Type    *string `json:"type"`
-	}{Code: &e.Code, Message: &e.Message}) == nil && e.Code != 0:
-		if bin && e.Code == 1 {
+	if _, ok := req.(releaseIDs); ok {
+		bin = false // only after a binary get, never from a node that lacks it
+	}
+	if err := replyError(raw, bin); err != nil {
+		if errors.Is(err, errNoBinary) {
 			c.noBinary = true // a node from before the binary framing
-			return nil, errNoBinary
 		}
-		return nil, &e
+		return nil, err
 	}
 	if payloads != nil {
 		ps, err := payloads(raw)
@@ -240,11 +239,59 @@ func (c *Client) roundTrip(req any, payloads func([]byte) ([]Payload, error)) (j
 	return raw, nil
 }
 
+// ready checks the client is open and dials again when the connection is
+// broken. mu held.
+func (c *Client) ready() error {
+	if c.closed {
+		return ErrClosed
+	}
+	if c.nc != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.Timeout)
+	defer cancel()
+	return c.connect(ctx)
+}
+
+// replyError is the error a reply carries: a binary error reply, or a
+// JSON one ({"code", "message"}, no "type"), as an *Error; errNoBinary for
+// JSON error 1 to a binary request (bin: a node from before the binary
+// framing); nil for any other reply.
+func replyError(raw []byte, bin bool) error {
+	if len(raw) >= 2 && raw[0] == binMagic {
+		if raw[1] == binError {
+			return binErrorOf(raw[2:])
+		}
+		return nil
+	}
+	// Replies carry a "type"; error replies do not (only they are decoded
+	// twice).
+	if bytes.Contains(raw, []byte(`"type"`)) {
+		return nil
+	}
+	var e Error
+	if json.Unmarshal(raw, &struct {
+		Code    *int    `json:"code"`
+		Message *string `json:"message"`
+		Type    *string `json:"type"`
+	}{Code: &e.Code, Message: &e.Message}) != nil || e.Code == 0 {
+		return nil
+	}
+	if bin && e.Code == 1 {
+		return errNoBinary
+	}
+	return &e
+}
+
 // fail closes a connection left in an unknown state; the next call dials
-// again. The segments it mapped are kept (stale) until Close. mu held.
+// again. The segments it mapped are kept (stale) until Close; the
+// deferred releases queued or unanswered are dropped (the node dropped
+// every reference of the connection when it went). mu held.
 func (c *Client) fail() {
 	c.nc.Close()
 	c.nc = nil
+	c.owed, c.pending = nil, nil
+	c.in.reset()
 	for k, m := range c.maps {
 		c.stale = append(c.stale, m)
 		delete(c.maps, k)
@@ -253,36 +300,32 @@ func (c *Client) fail() {
 }
 
 func (c *Client) write(req any) error {
-	body, isBin := req.(binRequest)
-	if !isBin {
-		var err error
-		if body, err = json.Marshal(req); err != nil {
-			return fmt.Errorf("cannot encode a request: %w", err)
-		}
+	msg, err := c.appendFrame(c.pending, req)
+	c.pending = nil
+	if err != nil {
+		return err
 	}
-	msg := make([]byte, 8+len(body))
-	binary.LittleEndian.PutUint64(msg, uint64(len(body)))
-	copy(msg[8:], body)
-	if _, err := c.nc.Write(msg); err != nil {
+	if err := c.send(msg); err != nil {
 		return fmt.Errorf("cannot send a request: %w", err)
 	}
 	return nil
 }
 
-func (c *Client) read() (json.RawMessage, error) {
-	var hdr [8]byte
-	if _, err := io.ReadFull(c.nc, hdr[:]); err != nil {
-		return nil, fmt.Errorf("cannot read a reply: %w", err)
+// appendFrame appends req as a frame (8-byte length, then its body: a
+// binRequest as it is, anything else in JSON). mu held.
+func (c *Client) appendFrame(msg []byte, req any) ([]byte, error) {
+	if ids, ok := req.(releaseIDs); ok {
+		req = c.releaseRequest(ids)
 	}
-	n := binary.LittleEndian.Uint64(hdr[:])
-	if n > 256<<20 {
-		return nil, fmt.Errorf("cannot read a reply of %d bytes: too long", n)
+	body, isBin := req.(binRequest)
+	if !isBin {
+		var err error
+		if body, err = json.Marshal(req); err != nil {
+			return msg, fmt.Errorf("cannot encode a request: %w", err)
+		}
 	}
-	body := make([]byte, n)
-	if _, err := io.ReadFull(c.nc, body); err != nil {
-		return nil, fmt.Errorf("cannot read a reply: %w", err)
-	}
-	return body, nil
+	msg = binary.LittleEndian.AppendUint64(msg, uint64(len(body)))
+	return append(msg, body...), nil
 }
 
 // receive receives the descriptor of each segment in ps not mapped yet, in
@@ -307,28 +350,6 @@ func (c *Client) receive(ps []Payload) error {
 		c.maps[p.StoreFD] = m
 	}
 	return nil
-}
-
-// recvFD receives one descriptor: one data byte with SCM_RIGHTS.
-func (c *Client) recvFD() (int, error) {
-	buf := make([]byte, 1)
-	oob := make([]byte, unix.CmsgSpace(4))
-	_, oobn, _, _, err := c.nc.ReadMsgUnix(buf, oob)
-	if err != nil {
-		return -1, fmt.Errorf("cannot receive a segment descriptor: %w", err)
-	}
-	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-	if err != nil || len(msgs) != 1 {
-		return -1, fmt.Errorf("cannot receive a segment descriptor: no control message (%v)", err)
-	}
-	fds, err := unix.ParseUnixRights(&msgs[0])
-	if err != nil || len(fds) != 1 {
-		for _, fd := range fds {
-			unix.Close(fd)
-		}
-		return -1, fmt.Errorf("cannot receive a segment descriptor: want one, got %d (%v)", len(fds), err)
-	}
-	return fds[0], nil
 }
 
 // Segments is the number of segments mapped on this connection.

@@ -13,5 +13,7 @@
 //
 // A Client is safe for concurrent use; its calls are serialised on the
 // connection (the protocol is strictly one reply per request, in turn) and
-// each blocks until its reply arrives or the connection fails.
+// each blocks until its reply arrives or the connection fails, except
+// ReleaseLater, which queues a release for the next call's write
+// (release.go).
 package local

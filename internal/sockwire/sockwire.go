@@ -20,6 +20,8 @@ const (
 	OpCreate   = 0x01 // create_blobs
 	OpPublish  = 0x02 // publish
 	OpLookup   = 0x03 // lookup
+	OpGet      = 0x04 // get chunks as blobs (kvring_get_request)
+	OpRelease  = 0x05 // release blobs (kvring_release_request)
 	Reply      = 0x80
 	OpError    = 0xFF
 	BlobRecord = 40 // bytes per blob in a reply: id, segment, offset, size, map size (u64 each)

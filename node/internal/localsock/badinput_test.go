@@ -376,3 +376,30 @@ func TestClientThatNeverReadsIsDisconnected(t *testing.T) {
 		t.Fatal("the references of the disconnected client were not released")
 	}
 }
+
+// TestAFrameCutShortIsDroppedAfterFrameTimeout: a frame whose rest does
+// not arrive closes the connection after FrameTimeout (the node sets its
+// read deadline whenever a frame is not already read whole), while whole
+// frames before it were answered.
+func TestAFrameCutShortIsDroppedAfterFrameTimeout(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, testStore(t, 16<<20), func(c *Config) { c.FrameTimeout = 100 * time.Millisecond })
+	r := rawDial(t, s)
+	r.register()
+	status := []byte(`{"type": "instance_status_request"}`)
+	msg := append(u64(nil, uint64(len(status))), status...)
+	msg = append(u64(msg, 100), "only ten b"...) // 10 of 100 bytes
+	if _, err := r.nc.Write(msg); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := r.recv(); err != nil || m["type"] != "instance_status_reply" {
+		t.Fatalf("reply to the whole frame: %v %v", m, err)
+	}
+	start := time.Now()
+	if m, err := r.recv(); err == nil {
+		t.Fatalf("a reply %v to a frame cut short", m)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("the connection was closed %v after the frame began, want about the frame timeout", d)
+	}
+}

@@ -8,7 +8,8 @@ import (
 )
 
 // The binary framing: a kvring extension for the requests a stream of
-// puts sends, create_blobs, publish and lookup, without JSON (a batch of 360 chunks
+// puts sends, create_blobs, publish and lookup, and those of a stream of
+// gets, get and release (binget.go), without JSON (a batch of 360 chunks
 // of 1 KiB costs a few milliseconds of JSON on each side). Frames are the
 // same (an 8-byte little-endian length, then the body); a binary body
 // starts with binMagic, which no JSON body does (they start with '{' or
@@ -21,6 +22,8 @@ const (
 	binCreate       = sockwire.OpCreate
 	binPublish      = sockwire.OpPublish
 	binLookup       = sockwire.OpLookup
+	binGet          = sockwire.OpGet
+	binRelease      = sockwire.OpRelease
 	binReply        = sockwire.Reply
 	binError        = sockwire.OpError
 	binBlobRecord   = sockwire.BlobRecord
@@ -84,6 +87,10 @@ func (c *conn) handleBinary(body []byte) (out []byte, segs []uint32) {
 		b = binary.LittleEndian.AppendUint32(b, resp.GetHeld())
 		b = binary.LittleEndian.AppendUint64(b, resp.GetLeaseId())
 		return binary.LittleEndian.AppendUint32(b, resp.GetLeaseTtlMs()), nil
+	case binGet:
+		return c.binaryGet(r)
+	case binRelease:
+		return c.binaryRelease(r)
 	}
 	return binErrorReply(errorf(codeNotImplemented, "binary op %#02x is not implemented by kvring", body[1])), nil
 }

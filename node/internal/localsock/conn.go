@@ -2,6 +2,7 @@ package localsock
 
 import (
 	"bufio"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"io"
@@ -17,6 +18,8 @@ type conn struct {
 
 	registered bool
 	sent       map[uint32]bool // segments whose descriptor this connection was sent
+	in         *bufio.Reader   // the requests read and not handled yet
+	out        []byte          // replies held back, written with the next (answer)
 
 	refs    map[uint64]int   // blob id → references this connection holds
 	created map[uint64]*blob // unsealed blobs it created
@@ -42,13 +45,16 @@ type reply struct {
 
 // serve reads requests and answers them in turn until the client goes,
 // sends exit_request or a frame that cannot be read, or the server closes.
-// Then it releases what the connection held.
+// Then it releases what the connection held. Replies to requests that
+// arrived together (a client that pipelines them) are written together
+// (answer).
 func (c *conn) serve() {
 	defer c.cleanup()
+	defer c.flush()
 	var buf []byte
-	in := bufio.NewReaderSize(c.nc, 4<<10) // small requests in one read(2); larger ones are read past it
+	c.in = bufio.NewReaderSize(c.nc, 4<<10) // small requests in one read(2); larger ones are read past it
 	for {
-		body, err := readFrame(c.nc, in, &buf, c.s.cfg.FrameTimeout)
+		body, err := readFrame(c.nc, c.in, &buf, c.s.cfg.FrameTimeout)
 		if err != nil {
 			if errors.Is(err, errTooLong) {
 				c.writeError(invalid("%v", err))
@@ -60,7 +66,7 @@ func (c *conn) serve() {
 		if isBinary(body) {
 			out, segs := c.handleBinary(body)
 			c.shrink(&buf)
-			if writeBody(c.nc, out, c.s.cfg.WriteTimeout) != nil || !c.sendSegments(segs) {
+			if !c.answer(out, segs) {
 				return
 			}
 			continue
@@ -76,24 +82,73 @@ func (c *conn) serve() {
 		if req.typ == "exit_request" {
 			return
 		}
-		rep, herr := c.handle(req)
-		if herr != nil {
-			if !c.writeError(herr) {
-				return
-			}
-			continue
-		}
-		var v any = rep.body
-		if rep.raw != nil {
-			v = rep.raw
-		}
-		if err := writeFrame(c.nc, v, c.s.cfg.WriteTimeout); err != nil {
-			return
-		}
-		if !c.sendSegments(rep.segs) {
+		if !c.serveJSON(req) {
 			return
 		}
 	}
+}
+
+// serveJSON answers a JSON request; false when the connection is broken.
+func (c *conn) serveJSON(req request) bool {
+	rep, herr := c.handle(req)
+	if herr != nil {
+		return c.writeError(herr)
+	}
+	var v any = rep.body
+	if rep.raw != nil {
+		v = rep.raw
+	}
+	body, err := json.Marshal(v)
+	if err != nil {
+		c.s.log.Error("BUG: cannot encode a local socket reply; closing the connection", "err", err)
+		return false
+	}
+	return c.answer(body, rep.segs)
+}
+
+// maxHeldReplies bounds the replies answer holds back, in bytes.
+const maxHeldReplies = 64 << 10
+
+// answer writes a reply body as a frame, then the descriptors of segs. A
+// reply is held back while the next request is already read whole (the
+// client sent them together), no descriptor is to follow and the replies
+// held back are under maxHeldReplies, and written with the replies after
+// it: one write for the lot. false when the connection is broken.
+func (c *conn) answer(body []byte, segs []uint32) bool {
+	c.out = binary.LittleEndian.AppendUint64(c.out, uint64(len(body)))
+	c.out = append(c.out, body...)
+	if len(segs) == 0 && len(c.out) < maxHeldReplies && c.nextIsRead() {
+		return true
+	}
+	return c.flush() && c.sendSegments(segs)
+}
+
+// nextIsRead reports whether the next request is in the read buffer whole.
+func (c *conn) nextIsRead() bool {
+	if c.in.Buffered() < 8 {
+		return false // Peek would block for the rest
+	}
+	hdr, err := c.in.Peek(8)
+	if err != nil {
+		return false
+	}
+	n := binary.LittleEndian.Uint64(hdr)
+	return n <= uint64(c.in.Buffered()-8)
+}
+
+// flush writes the replies held back, within WriteTimeout; false when the
+// connection is broken.
+func (c *conn) flush() bool {
+	if len(c.out) == 0 {
+		return true
+	}
+	err := writeRaw(c.nc, c.out, c.s.cfg.WriteTimeout)
+	if cap(c.out) > 2*maxHeldReplies {
+		c.out = nil
+	} else {
+		c.out = c.out[:0]
+	}
+	return err == nil
 }
 
 // shrink drops a large request's buffer rather than keep it.
@@ -109,7 +164,12 @@ func (c *conn) writeError(err error) bool {
 	if !errors.As(err, &re) {
 		re = errorf(codeUnknownError, "%v", err)
 	}
-	return writeFrame(c.nc, re, c.s.cfg.WriteTimeout) == nil
+	body, merr := json.Marshal(re)
+	if merr != nil {
+		c.s.log.Error("BUG: cannot encode a local socket error reply; closing the connection", "err", merr)
+		return false
+	}
+	return c.answer(body, nil)
 }
 
 // sendSegments passes the descriptors of segs, in order.

@@ -310,15 +310,8 @@ func (c *conn) releaseLeases(leases map[uint64]bool) {
 // getChunks hands out cluster chunks as blobs: {namespace, fingerprint,
 // ids[], groups[]?} → payloads of the chunks found (each referenced by this
 // connection until released) and one result per id: {id, found, blob_id,
-// crc32c, reason}. A chunk this node holds is handed out in place (its
-// slot, without a copy or a checksum pass: lent, see store.Lend); the
-// others are read from their owners into new blobs of this node's memory,
-// verified on arrival.
+// crc32c, reason} (runGet).
 func (c *conn) getChunks(r request) (reply, error) {
-	cl, err := c.cluster()
-	if err != nil {
-		return reply{}, err
-	}
 	ref, err := namespaceRef(r)
 	if err != nil {
 		return reply{}, err
@@ -327,21 +320,60 @@ func (c *conn) getChunks(r request) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	if len(ids) == 0 {
-		return reply{}, invalid("kvring_get_request: ids is empty")
-	}
 	var keys [][]byte
 	if r.has("groups") {
 		if keys, err = chunkIDs(r, "groups"); err != nil {
 			return reply{}, err
 		}
-		if len(keys) != len(ids) {
-			return reply{}, invalid("%s: groups has %d keys for %d ids", r.typ, len(keys), len(ids))
-		}
 	}
-	results := make([]map[string]any, len(ids))
-	for i := range ids {
-		results[i] = map[string]any{"id": hex.EncodeToString(ids[i]), "found": false, "reason": "no answer for this chunk"}
+	results, bs, err := c.runGet(ref, ids, keys)
+	if err != nil {
+		return reply{}, err
+	}
+	rep := c.buffersReply("kvring_get_reply", bs)
+	res := make([]any, len(results))
+	for i, g := range results {
+		m := map[string]any{"id": hex.EncodeToString(ids[i]), "found": g.found, "reason": g.reason}
+		if g.found {
+			m["crc32c"] = g.crc32c
+			m["blob_id"] = g.blobID
+		}
+		res[i] = m
+	}
+	rep.body["results"] = res
+	return rep, nil
+}
+
+// getResult is the outcome of one chunk of a get: found, as the blob
+// blobID with its checksum, or not, for reason.
+type getResult struct {
+	found  bool
+	blobID uint64
+	crc32c uint32
+	reason string
+}
+
+// runGet hands out the chunks ids (with their group keys, or nil) of the
+// namespace ref as blobs, each referenced by this connection until
+// released: one result per id, and the blobs found in order. A chunk this
+// node holds is handed out in place (its slot, without a copy or a
+// checksum pass: lent, see store.Lend); the others are read from their
+// owners into new blobs of this node's memory, verified on arrival. It
+// blocks while they are read (bounded by CallTimeout).
+func (c *conn) runGet(ref *kvringv1.NamespaceRef, ids, keys [][]byte) ([]getResult, []*blob, error) {
+	cl, err := c.cluster()
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(ids) == 0 {
+		return nil, nil, invalid("kvring_get_request: ids is empty")
+	}
+	if keys != nil && len(keys) != len(ids) {
+		return nil, nil, invalid("kvring_get_request: groups has %d keys for %d ids", len(keys), len(ids))
+	}
+	results := make([]getResult, len(ids))
+	for i := range results {
+		results[i].reason = "no answer for this chunk"
 	}
 	views, remote := c.lendHeld(ref, ids)
 	mems := make([]*store.Blob, len(ids))
@@ -361,38 +393,36 @@ func (c *conn) getChunks(r request) (reply, error) {
 					v.Release()
 				}
 			}
-			return reply{}, err
+			return nil, nil, err
 		}
 	}
-	// Register the blobs found: referenced by this connection, hidden
-	// (deleted) so they are freed when released.
+	return results, c.addGot(views, mems, results), nil
+}
+
+// addGot registers the blobs a get found (views lent, mems fetched):
+// referenced by this connection, hidden (deleted) so they are freed when
+// released; it fills their results and returns them in order.
+func (c *conn) addGot(views []*store.View, mems []*store.Blob, results []getResult) []*blob {
 	t := c.s.tab
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	var bs []*blob
-	for i := range ids {
+	for i := range results {
 		var b *blob
 		switch {
 		case views[i] != nil:
 			b = t.addBlob(c, nil, views[i], views[i].Location().Size, true)
-			results[i]["found"], results[i]["reason"] = true, ""
-			results[i]["crc32c"] = views[i].Checksum()
+			results[i] = getResult{found: true, crc32c: views[i].Checksum()}
 		case mems[i] != nil:
 			b = t.addBlob(c, mems[i], nil, mems[i].Size(), true)
 		default:
 			continue
 		}
 		b.deleted = true
-		results[i]["blob_id"] = b.id
+		results[i].blobID = b.id
 		bs = append(bs, b)
 	}
-	t.mu.Unlock()
-	rep := c.buffersReply("kvring_get_reply", bs)
-	res := make([]any, len(results))
-	for i := range results {
-		res[i] = results[i]
-	}
-	rep.body["results"] = res
-	return rep, nil
+	return bs
 }
 
 // lendHeld lends the chunks of ids this node holds (views[i]) and returns
@@ -415,7 +445,7 @@ func (c *conn) lendHeld(ref *kvringv1.NamespaceRef, ids [][]byte) (views []*stor
 
 // fetch reads the chunks of req (at indexes idx of the caller's batch) from
 // the cluster into new blobs, mems[idx[k]], and fills their results.
-func (c *conn) fetch(cl Cluster, req *kvringv1.GetRequest, idx []int, mems []*store.Blob, results []map[string]any) error {
+func (c *conn) fetch(cl Cluster, req *kvringv1.GetRequest, idx []int, mems []*store.Blob, results []getResult) error {
 	ctx, cancel := c.ctx()
 	defer cancel()
 	gerr := cl.Get(ctx, req,
@@ -433,10 +463,9 @@ func (c *conn) fetch(cl Cluster, req *kvringv1.GetRequest, idx []int, mems []*st
 				mems[i].Free()
 				mems[i] = nil
 			}
-			results[i]["found"] = found
-			results[i]["reason"] = reason
+			results[i] = getResult{found: found, reason: reason}
 			if found {
-				results[i]["crc32c"] = h.GetChunk().GetCrc32C()
+				results[i].crc32c = h.GetChunk().GetCrc32C()
 			}
 		})
 	if gerr != nil {
@@ -459,8 +488,17 @@ func (c *conn) releaseMany(r request) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
+	body := ok("kvring_release_reply")
+	body["released"] = c.releaseIDs(ids)
+	return reply{body: body}, nil
+}
+
+// releaseIDs drops one of c's references to each blob of ids it holds one
+// to and returns how many it dropped.
+func (c *conn) releaseIDs(ids []uint64) int {
 	t := c.s.tab
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	n := 0
 	for _, id := range ids {
 		if b := t.blobs[id]; b != nil && c.refs[id] > 0 {
@@ -468,8 +506,5 @@ func (c *conn) releaseMany(r request) (reply, error) {
 			n++
 		}
 	}
-	t.mu.Unlock()
-	body := ok("kvring_release_reply")
-	body["released"] = n
-	return reply{body: body}, nil
+	return n
 }

@@ -32,8 +32,10 @@ func readFrame(c *net.UnixConn, in *bufio.Reader, buf *[]byte, frameTimeout time
 	if _, err := io.ReadFull(in, hdr[:1]); err != nil {
 		return nil, err
 	}
-	c.SetReadDeadline(time.Now().Add(frameTimeout))
-	defer c.SetReadDeadline(time.Time{})
+	if !restBuffered(in, hdr[0]) { // a frame read whole needs no deadline
+		c.SetReadDeadline(time.Now().Add(frameTimeout))
+		defer c.SetReadDeadline(time.Time{})
+	}
 	if _, err := io.ReadFull(in, hdr[1:]); err != nil {
 		return nil, fmt.Errorf("cannot read a frame's length: %w", err)
 	}
@@ -66,6 +68,23 @@ func readFrame(c *net.UnixConn, in *bufio.Reader, buf *[]byte, frameTimeout time
 	return b, nil
 }
 
+// restBuffered reports whether the rest of a frame whose first byte was
+// first is in in's buffer: its length's other 7 bytes and its body.
+func restBuffered(in *bufio.Reader, first byte) bool {
+	if in.Buffered() < 7 {
+		return false
+	}
+	p, err := in.Peek(7)
+	if err != nil {
+		return false
+	}
+	var hdr [8]byte
+	hdr[0] = first
+	copy(hdr[1:], p)
+	n := binary.LittleEndian.Uint64(hdr[:])
+	return n <= uint64(in.Buffered()-7)
+}
+
 // writeFrame writes v as one JSON frame within timeout.
 func writeFrame(c *net.UnixConn, v any, timeout time.Duration) error {
 	body, err := json.Marshal(v)
@@ -80,12 +99,51 @@ func writeBody(c *net.UnixConn, body []byte, timeout time.Duration) error {
 	msg := make([]byte, 8+len(body))
 	binary.LittleEndian.PutUint64(msg, uint64(len(body)))
 	copy(msg[8:], body)
-	c.SetWriteDeadline(time.Now().Add(timeout))
-	defer c.SetWriteDeadline(time.Time{})
-	if _, err := c.Write(msg); err != nil {
+	return writeRaw(c, msg, timeout)
+}
+
+// writeRaw writes msg, whole frames, within timeout: what the socket takes
+// at once without a deadline (setting one costs as much as a small write),
+// the rest, if any, with one.
+func writeRaw(c *net.UnixConn, msg []byte, timeout time.Duration) error {
+	n, err := writeNow(c, msg)
+	if err == nil && n < len(msg) {
+		c.SetWriteDeadline(time.Now().Add(timeout))
+		defer c.SetWriteDeadline(time.Time{})
+		_, err = c.Write(msg[n:])
+	}
+	if err != nil {
 		return fmt.Errorf("cannot write a reply: %w", err)
 	}
 	return nil
+}
+
+// writeNow writes what of msg the socket takes without waiting and returns
+// how many bytes that was.
+func writeNow(c *net.UnixConn, msg []byte) (int, error) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	var werr error
+	err = rc.Write(func(fd uintptr) bool {
+		for n < len(msg) {
+			m, e := unix.Write(int(fd), msg[n:])
+			if e == unix.EINTR {
+				continue
+			}
+			if e != nil {
+				if e != unix.EAGAIN {
+					werr = e
+				}
+				break
+			}
+			n += m
+		}
+		return true // done: the caller waits, with a deadline, for the rest
+	})
+	return n, errors.Join(err, werr)
 }
 
 // sendFD passes one descriptor: one data byte with an SCM_RIGHTS message,
