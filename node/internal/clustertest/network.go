@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/net/http2"
 	"google.golang.org/grpc"
 )
 
@@ -45,6 +46,7 @@ type Network struct {
 	links   map[link]linkState
 	conns   map[*faultConn]struct{}
 	changed chan struct{} // closed and replaced on every change of a link
+	frames  frameCounts
 }
 
 // NewNetwork returns a Network whose links are all healthy.
@@ -81,7 +83,8 @@ func (n *Network) Dial(ctx context.Context, from, addr string) (net.Conn, error)
 	if err != nil {
 		return nil, err
 	}
-	fc := &faultConn{Conn: c, n: n, out: link{from, to}, in: link{to, from}, closed: make(chan struct{})}
+	fc := &faultConn{Conn: c, n: n, out: link{from, to}, in: link{to, from}, closed: make(chan struct{}),
+		sent: frameReader{counts: &n.frames, sent: true, skip: len(http2.ClientPreface)}, received: frameReader{counts: &n.frames}}
 	n.mu.Lock()
 	n.conns[fc] = struct{}{}
 	n.mu.Unlock()
@@ -185,6 +188,9 @@ type faultConn struct {
 	out, in link
 	once    sync.Once
 	closed  chan struct{}
+	// sent and received count the frames of each direction (one Write
+	// and one Read at a time each, as gRPC's transport calls them).
+	sent, received frameReader
 }
 
 // pass waits until l lets bytes through (d late when it delays them); an
@@ -219,7 +225,9 @@ func (c *faultConn) Write(b []byte) (int, error) {
 	if err := c.pass(c.out); err != nil {
 		return 0, err
 	}
-	return c.Conn.Write(b)
+	k, err := c.Conn.Write(b)
+	c.sent.feed(b[:k])
+	return k, err
 }
 
 // Read holds what arrives over a hung link until it is healed.
@@ -229,6 +237,7 @@ func (c *faultConn) Read(b []byte) (int, error) {
 		if perr := c.pass(c.in); perr != nil {
 			return 0, perr
 		}
+		c.received.feed(b[:k])
 	}
 	return k, err
 }

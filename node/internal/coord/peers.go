@@ -30,6 +30,8 @@ func newPeerPool(extra ...grpc.DialOption) *peerPool {
 		// not optional.
 		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(transfer.NewCodec())),
 		grpc.WithWriteBufferSize(1 << 20),
+		// Fixed windows: no window update and ping per call (transfer.StreamWindow).
+		grpc.WithInitialWindowSize(transfer.StreamWindow), grpc.WithInitialConnWindowSize(transfer.ConnWindow),
 		experimental.WithBufferPool(transfer.BufferPool()), // gRPC fills what it takes: no clearing
 	}, extra...)...)}
 }

@@ -159,6 +159,8 @@ func serverOptions(cfg *Config) []grpc.ServerOption {
 		// one write(2) from a buffer held only while writing.
 		grpc.ReadBufferSize(256 << 10),
 		grpc.WriteBufferSize(1 << 20),
+		// Fixed windows: no window update and ping per call (transfer.StreamWindow).
+		grpc.InitialWindowSize(transfer.StreamWindow), grpc.InitialConnWindowSize(transfer.ConnWindow),
 		// gRPC's default pool clears every buffer it hands out; it fills
 		// each before reading it, so a pool that does not clear is enough.
 		experimental.BufferPool(transfer.BufferPool()),

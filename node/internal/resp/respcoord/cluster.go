@@ -277,9 +277,16 @@ func (r *Cluster) Known(name string) (resp.Namespace, bool) {
 // Held asks a lookup per key (a lookup counts a held prefix; these keys are
 // unrelated), at most r.lookups at once; a key not held that a member which
 // did not answer may hold is an error (coord.LookupChecked). With lease,
-// the holders pin what they report for that long.
+// the holders pin what they report for that long. One key (an EXISTS of one
+// key, LMCache's walk) is asked on the caller's goroutine: a goroutine of
+// its own would add two hand-offs to the lookup's path.
 func (r *Cluster) Held(ctx context.Context, ns resp.Namespace, keys []resp.Probe, lease time.Duration) ([]bool, error) {
 	out := make([]bool, len(keys))
+	if len(keys) == 1 {
+		var err error
+		out[0], err = r.probe(ctx, ns, keys[0], lease)
+		return out, err
+	}
 	errs := make([]error, len(keys))
 	sem := make(chan struct{}, r.lookups)
 	var wg sync.WaitGroup
@@ -287,21 +294,27 @@ func (r *Cluster) Held(ctx context.Context, ns resp.Namespace, keys []resp.Probe
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			k := append([]resp.Key{keys[i].Key}, keys[i].Pin...)
-			out[i], errs[i] = r.held(ctx, ns, k, lease)
-			if errs[i] != nil && lease > 0 {
-				// A holder that could not pin (its pinned-bytes budget is
-				// spent) or did not answer: asked again without a lease, a
-				// key that is held counts, unpinned.
-				out[i], errs[i] = r.held(ctx, ns, k, 0)
-				if out[i] {
-					r.m.RESPUnpinned.Inc()
-				}
-			}
+			out[i], errs[i] = r.probe(ctx, ns, keys[i], lease)
 		})
 	}
 	wg.Wait()
 	return out, errors.Join(errs...)
+}
+
+// probe asks one lookup whether p's key is held with its siblings. With
+// lease, a holder that could not pin (its pinned-bytes budget is spent) or
+// did not answer is asked again without a lease: a key that is held
+// counts, unpinned.
+func (r *Cluster) probe(ctx context.Context, ns resp.Namespace, p resp.Probe, lease time.Duration) (bool, error) {
+	k := append([]resp.Key{p.Key}, p.Pin...)
+	held, err := r.held(ctx, ns, k, lease)
+	if err != nil && lease > 0 {
+		held, err = r.held(ctx, ns, k, 0)
+		if held {
+			r.m.RESPUnpinned.Inc()
+		}
+	}
+	return held, err
 }
 
 // held asks one lookup whether k[0] and its siblings (k[1:]) are held: a
