@@ -1,9 +1,10 @@
 package transfer
 
 // StreamWindow and ConnWindow are the HTTP/2 flow-control windows, per
-// stream and per connection, of the gRPC connections between nodes: both
-// ends set them (the coordinator's dial to its peers, the node's server),
-// and setting them turns gRPC's dynamic window sizing off. That sizing
+// stream and per connection, of kvring's gRPC connections: the node's
+// server announces them on every connection it accepts (peers' and
+// engines'), and the coordinator's dial to its peers and the Go SDK's dial
+// announce them too. Setting them turns gRPC's dynamic window sizing off. That sizing
 // (bandwidth-delay estimation) makes the receiver of every call that
 // carries data send a window update and a ping, which the other end
 // answers: on a lookup's path each costs both nodes a wake-up and a write
