@@ -1,5 +1,5 @@
 # Sourced by the Redis-protocol benchmark scripts (resp-compare.sh, resp-ab.sh, resp-ab-cluster.sh,
-# resp-socket.sh, resp-lmcache.sh, existslat.sh), from the repository's root.
+# resp-socket.sh, resp-lmcache.sh, resp-cpu.sh, existslat.sh), from the repository's root.
 #
 # scratch NAME makes the run's directories, $work under /tmp and $shm under /dev/shm (kvring-NAME.XXXXXX), and an
 # empty pids array, and traps EXIT, INT and TERM so that every process in pids is stopped and waited for and both
