@@ -187,13 +187,16 @@ func decodePublishResults(r *binReader, ids [][32]byte, codes bool) []PublishRes
 	return results
 }
 
-// lookupBin is a binary lookup.
-func (c *Client) lookupBin(ns Namespace, ids [][32]byte, groups [][32]byte, pinTTLMs uint32) (LookupResult, error) {
+// idsRequest is the start of a binary request of op about ids in ns: the
+// header (with binPublishGrp when groups are given), the namespace and its
+// fingerprint, the id count, the ids, then the groups. Lookup and get share
+// it; the caller appends what its op adds.
+func idsRequest(op byte, ns Namespace, ids [][32]byte, groups [][32]byte) []byte {
 	var flags byte
 	if groups != nil {
 		flags |= binPublishGrp
 	}
-	req := append(make([]byte, 0, 64+len(ids)*64), binMagic, binLookup, flags)
+	req := append(make([]byte, 0, 64+len(ids)*64), binMagic, op, flags)
 	req = appendStr(req, ns.Name)
 	req = appendStr(req, string(ns.Fingerprint))
 	req = binary.LittleEndian.AppendUint32(req, uint32(len(ids)))
@@ -203,6 +206,12 @@ func (c *Client) lookupBin(ns Namespace, ids [][32]byte, groups [][32]byte, pinT
 	for i := range groups {
 		req = append(req, groups[i][:]...)
 	}
+	return req
+}
+
+// lookupBin is a binary lookup.
+func (c *Client) lookupBin(ns Namespace, ids [][32]byte, groups [][32]byte, pinTTLMs uint32) (LookupResult, error) {
+	req := idsRequest(binLookup, ns, ids, groups)
 	req = binary.LittleEndian.AppendUint32(req, pinTTLMs)
 	raw, err := c.roundTrip(binRequest(req), nil)
 	if err != nil {

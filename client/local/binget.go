@@ -26,20 +26,7 @@ func (c *Client) binGet() bool {
 // getBin is GetChunks in the binary framing; errNoBinary when the node
 // does not know it (nothing was done).
 func (c *Client) getBin(ns Namespace, ids [][32]byte, groups [][32]byte) ([]ChunkResult, error) {
-	var flags byte
-	if groups != nil {
-		flags |= binPublishGrp
-	}
-	req := append(make([]byte, 0, 64+len(ids)*64), binMagic, binGetOp, flags)
-	req = appendStr(req, ns.Name)
-	req = appendStr(req, string(ns.Fingerprint))
-	req = binary.LittleEndian.AppendUint32(req, uint32(len(ids)))
-	for i := range ids {
-		req = append(req, ids[i][:]...)
-	}
-	for i := range groups {
-		req = append(req, groups[i][:]...)
-	}
+	req := idsRequest(binGetOp, ns, ids, groups)
 	var results []ChunkResult
 	var ps []Payload
 	_, err := c.roundTrip(binRequest(req), func(raw []byte) ([]Payload, error) {

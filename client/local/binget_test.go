@@ -4,13 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"io"
-	"net"
-	"path/filepath"
-	"sync"
 	"testing"
-
-	"github.com/kvring/kvring/internal/testutil"
 )
 
 // TestClientGetsInJSONFromANodeWithoutTheBinaryGet: a node with the binary
@@ -19,56 +13,24 @@ import (
 // (never in the binary release that node would not know either).
 func TestClientGetsInJSONFromANodeWithoutTheBinaryGet(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(testutil.SocketDir(t), "preget.sock")
-	l, err := net.Listen("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	var mu sync.Mutex
-	var firsts []byte
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		nc, err := l.Accept()
-		if err != nil {
-			return
+	f, path := serveFake(t, "preget.sock", func(body []byte) ([]byte, bool) {
+		var req map[string]any
+		switch {
+		case body[0] == binMagic:
+			return appendStr(binary.LittleEndian.AppendUint32([]byte{binMagic, binError}, 6), "binary op 0x04 is not implemented"), false
+		case json.Unmarshal(body, &req) != nil:
+			return nil, true
+		case req["type"] == "register_request":
+			return []byte(`{"type": "register_reply", "instance_id": 3, "store_match": true}`), false
+		case req["type"] == "kvring_get_request":
+			return []byte(`{"type": "kvring_get_reply", "payloads": [], "results": [{"id": "00", "found": false, "reason": "not held"}]}`), false
+		case req["type"] == "kvring_release_request":
+			ids, _ := req["ids"].([]any)
+			rep, _ := json.Marshal(map[string]any{"type": "kvring_release_reply", "released": len(ids)})
+			return rep, false
 		}
-		defer nc.Close()
-		for {
-			var hdr [8]byte
-			if _, err := io.ReadFull(nc, hdr[:]); err != nil {
-				return
-			}
-			body := make([]byte, binary.LittleEndian.Uint64(hdr[:]))
-			if _, err := io.ReadFull(nc, body); err != nil {
-				return
-			}
-			mu.Lock()
-			firsts = append(firsts, body[0])
-			mu.Unlock()
-			var rep []byte
-			var req map[string]any
-			switch {
-			case body[0] == binMagic:
-				rep = appendStr(binary.LittleEndian.AppendUint32([]byte{binMagic, binError}, 6), "binary op 0x04 is not implemented")
-			case json.Unmarshal(body, &req) != nil:
-				return
-			case req["type"] == "register_request":
-				rep = []byte(`{"type": "register_reply", "instance_id": 3, "store_match": true}`)
-			case req["type"] == "kvring_get_request":
-				rep = []byte(`{"type": "kvring_get_reply", "payloads": [], "results": [{"id": "00", "found": false, "reason": "not held"}]}`)
-			case req["type"] == "kvring_release_request":
-				ids, _ := req["ids"].([]any)
-				rep, _ = json.Marshal(map[string]any{"type": "kvring_release_reply", "released": len(ids)})
-			default:
-				continue // exit_request: no reply
-			}
-			if _, err := nc.Write(append(binary.LittleEndian.AppendUint64(nil, uint64(len(rep))), rep...)); err != nil {
-				return
-			}
-		}
-	}()
+		return nil, false // exit_request: no reply
+	})
 	c, err := Dial(context.Background(), Config{Path: path})
 	if err != nil {
 		t.Fatal(err)
@@ -86,12 +48,10 @@ func TestClientGetsInJSONFromANodeWithoutTheBinaryGet(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatalf("close (the release in JSON): %v", err)
 	}
-	<-done
-	mu.Lock()
-	defer mu.Unlock()
+	<-f.done
 	// register, binary get (refused), the same in JSON, the next in JSON,
 	// the release in JSON, exit.
-	if want := "{\xb1{{{{"; string(firsts) != want {
-		t.Fatalf("first bytes of the requests %q, want %q", firsts, want)
+	if want, got := "{\xb1{{{{", f.firstBytes(); got != want {
+		t.Fatalf("first bytes of the requests %q, want %q", got, want)
 	}
 }

@@ -3,12 +3,12 @@ package local
 import (
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kvring/kvring/internal/sockwire"
 )
 
 // The connection's reads and writes. Replies are read through a buffer, so a small
@@ -136,37 +136,8 @@ func (c *Client) recvFD() (int, error) {
 	return fd, nil
 }
 
-// send writes msg: what the socket takes at once, without a deadline
-// (setting one costs as much as a small write), then the rest, if any,
-// within Timeout. mu held.
+// send writes msg: what the socket takes at once, without a deadline, then
+// the rest, if any, within Timeout (sockwire.WriteAll). mu held.
 func (c *Client) send(msg []byte) error {
-	rc, err := c.nc.SyscallConn()
-	if err != nil {
-		return err
-	}
-	n := 0
-	var werr error
-	err = rc.Write(func(fd uintptr) bool {
-		for n < len(msg) {
-			m, e := unix.Write(int(fd), msg[n:])
-			if e == unix.EINTR {
-				continue
-			}
-			if e != nil {
-				if e != unix.EAGAIN {
-					werr = e
-				}
-				break
-			}
-			n += m
-		}
-		return true // done: the rest is written below, with a deadline
-	})
-	if err = errors.Join(err, werr); err != nil || n == len(msg) {
-		return err
-	}
-	c.nc.SetWriteDeadline(time.Now().Add(c.cfg.Timeout))
-	defer c.nc.SetWriteDeadline(time.Time{})
-	_, err = c.nc.Write(msg[n:])
-	return err
+	return sockwire.WriteAll(c.nc, msg, c.cfg.Timeout)
 }

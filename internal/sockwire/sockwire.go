@@ -2,8 +2,8 @@
 // extension beside the Vineyard JSON messages, docs/vineyard.md "Binary
 // framing") looks like on the wire, shared by the node's server
 // (node/internal/localsock) and the Go client (client/local): the op and
-// flag bytes and a reader of little-endian fields. It does no I/O and keeps
-// no state.
+// flag bytes, a reader of little-endian fields, and the one write both ends
+// make (WriteAll). It keeps no state.
 package sockwire
 
 import (

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kvring/kvring/internal/sockwire"
 )
 
 // errTooLong: a frame's length is over MaxMessageBytes.
@@ -102,48 +104,12 @@ func writeBody(c *net.UnixConn, body []byte, timeout time.Duration) error {
 	return writeRaw(c, msg, timeout)
 }
 
-// writeRaw writes msg, whole frames, within timeout: what the socket takes
-// at once without a deadline (setting one costs as much as a small write),
-// the rest, if any, with one.
+// writeRaw writes msg, whole frames, within timeout (sockwire.WriteAll).
 func writeRaw(c *net.UnixConn, msg []byte, timeout time.Duration) error {
-	n, err := writeNow(c, msg)
-	if err == nil && n < len(msg) {
-		c.SetWriteDeadline(time.Now().Add(timeout))
-		defer c.SetWriteDeadline(time.Time{})
-		_, err = c.Write(msg[n:])
-	}
-	if err != nil {
+	if err := sockwire.WriteAll(c, msg, timeout); err != nil {
 		return fmt.Errorf("cannot write a reply: %w", err)
 	}
 	return nil
-}
-
-// writeNow writes what of msg the socket takes without waiting and returns
-// how many bytes that was.
-func writeNow(c *net.UnixConn, msg []byte) (int, error) {
-	rc, err := c.SyscallConn()
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	var werr error
-	err = rc.Write(func(fd uintptr) bool {
-		for n < len(msg) {
-			m, e := unix.Write(int(fd), msg[n:])
-			if e == unix.EINTR {
-				continue
-			}
-			if e != nil {
-				if e != unix.EAGAIN {
-					werr = e
-				}
-				break
-			}
-			n += m
-		}
-		return true // done: the caller waits, with a deadline, for the rest
-	})
-	return n, errors.Join(err, werr)
 }
 
 // sendFD passes one descriptor: one data byte with an SCM_RIGHTS message,
