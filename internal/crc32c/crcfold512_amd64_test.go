@@ -91,13 +91,7 @@ func BenchmarkCRCFold512(b *testing.B) {
 					took[k] += time.Since(t0)
 				}
 			}
-			gb := float64(size) * float64(b.N) / 1e9
-			b.ReportMetric(gb/took[0].Seconds(), "fold256-GB/s")
-			b.ReportMetric(gb/took[1].Seconds(), "fold512-GB/s")
-			b.ReportMetric(took[0].Seconds()/took[1].Seconds(), "512/256")
-			if sink == 1 {
-				b.Log(sink)
-			}
+			reportAB(b, size, took, "fold256-GB/s", "fold512-GB/s", "512/256", sink)
 		})
 	}
 }
@@ -129,11 +123,5 @@ func BenchmarkCopyCRCFold512(b *testing.B) {
 		took[0] += t1.Sub(t0)
 		took[1] += time.Since(t1)
 	}
-	gb := float64(size) * float64(b.N) / 1e9
-	b.ReportMetric(gb/took[0].Seconds(), "fused256-GB/s")
-	b.ReportMetric(gb/took[1].Seconds(), "fused512-GB/s")
-	b.ReportMetric(took[0].Seconds()/took[1].Seconds(), "512/256")
-	if sink == 1 {
-		b.Log(sink)
-	}
+	reportAB(b, size, took, "fused256-GB/s", "fused512-GB/s", "512/256", sink)
 }
